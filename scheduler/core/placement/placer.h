@@ -1,0 +1,76 @@
+// Placer: where a gang job goes. All-or-nothing; never mutates the Topology (the caller commits
+// a placement with Topology::Allocate).
+//
+// Among all sets of free GPUs that satisfy the request, the placer returns one with the highest
+// predicted ring bus bandwidth (BandwidthModel); among those, the one in the lowest and
+// fullest domain (best fit, so that large free blocks survive), rail-aligned where possible,
+// filling partly used nodes and groups before whole ones. See docs/placement.md.
+//
+// Outcomes are not errors: placed, busy (fits the cluster, not its free GPUs now) or
+// unsatisfiable (can never fit, with the reason).
+// Thread-safety: not thread-safe; one Placer per Topology, used serially.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/common/ids.h"
+#include "core/placement/bandwidth_model.h"
+#include "core/topology/topology.h"
+
+namespace phalanx {
+
+enum class FitMode : uint8_t {
+  kAny,      // no topology constraint: bandwidth decides
+  kPrefer,   // a placement inside one domain of `level` wins over any that is not
+  kRequire,  // only placements inside one domain of `level` (or lower)
+};
+
+struct PlacementRequest {
+  uint32_t gpus = 0;            // total GPUs (nodes * gpus_per_node when node-shaped)
+  uint32_t nodes = 0;           // > 0: exactly `nodes` nodes with `gpus_per_node` each
+  uint32_t gpus_per_node = 0;
+  Level level = Level::kCore;
+  FitMode fit = FitMode::kAny;
+  bool exclusive = false;       // only entirely free nodes; the job holds them whole
+  bool rail_aligned = false;    // require the same local GPU indices on every node
+};
+
+struct Placement {
+  std::vector<GpuId> gpus;      // the GPUs the job runs on, sorted
+  std::vector<GpuId> held;      // GPUs held but unused (exclusive nodes), sorted
+  Prediction prediction;
+};
+
+enum class PlaceStatus : uint8_t { kPlaced, kBusy, kUnsatisfiable };
+std::string_view PlaceStatusName(PlaceStatus status);
+
+struct PlaceOutcome {
+  PlaceStatus status = PlaceStatus::kBusy;
+  Placement placement;          // when placed
+  std::string reason;           // when busy or unsatisfiable
+};
+
+class Placer {
+ public:
+  explicit Placer(const Topology& topology, ModelParams params = {});
+
+  // Checks the request against the empty cluster (shape, sizes, level). Empty when it could fit.
+  std::string Unsatisfiable(const PlacementRequest& request) const;
+
+  PlaceOutcome Place(const PlacementRequest& request) const;
+
+  const BandwidthModel& model() const { return model_; }
+
+ private:
+  class Search;
+  const Topology& topo_;
+  BandwidthModel model_;
+  std::vector<double> max_gpu_cap_;   // per domain: best GPU link below it
+  std::vector<uint32_t> max_lanes_;   // per domain: most NIC/NVLink lanes of a node below it
+  std::vector<double> max_lane_cap_;  // per domain: best single-lane capacity of a node below it
+  std::vector<uint32_t> level_max_gpus_;  // per level: GPUs of the largest domain at or below it
+};
+
+}  // namespace phalanx

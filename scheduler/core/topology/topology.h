@@ -1,0 +1,153 @@
+// Topology: the cluster as an indexed tree of domains, plus who holds which GPU.
+//
+// Structure (immutable after Build): domains are numbered in depth-first pre-order, GPUs and
+// nodes in depth-first order, so every domain covers a contiguous range of GPUs and of nodes.
+// State (mutable): the owner of every GPU, node availability, and per-domain counters kept
+// exact incrementally in O(depth) per GPU change: free GPUs, entirely free nodes, a histogram of
+// nodes by free-GPU count, and the traffic of running jobs whose rings cross each uplink.
+// A GPU is "free" when it has no owner and its node is Up.
+//
+// Contract: every mutating call either succeeds completely or returns an Error and leaves the
+// state unchanged. Thread-safety: none; callers serialize (the core is single-threaded).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/common/ids.h"
+#include "core/common/result.h"
+#include "core/topology/level.h"
+#include "core/topology/spec.h"
+
+namespace phalanx {
+
+struct Link {
+  double gbs = 0;        // per direction; 0 for the root (nothing above it)
+  uint32_t lanes = 0;    // 0: not lane-limited
+  double lane_gbs = 0;
+  LinkType type = LinkType::kNone;
+};
+
+struct Domain {
+  Level level = Level::kGpu;
+  std::string name;
+  DomainId parent;             // invalid for the root
+  uint32_t depth = 0;          // root = 0
+  uint32_t first_gpu = 0, gpu_count = 0;
+  uint32_t first_node = 0, node_count = 0;
+  Link uplink;
+  double oversubscription = 1.0;
+  bool rail_optimized = false;
+  std::string kind;            // groups: "nvswitch", "pcie", ...; nodes: model name
+};
+
+enum class NodeState : uint8_t { kUp, kDrain, kDown };
+std::string_view NodeStateName(NodeState state);
+
+class Topology {
+ public:
+  // Builds the tree. Fails (naming spec positions) on: no nodes, duplicate names, unknown parent,
+  // parent cycles, a node model with no GPUs or GPU indices that are missing/duplicated, a node
+  // whose parent is a node, non-positive or non-finite bandwidths, oversubscription < 1.
+  // Several top-level switches get a synthetic root "cluster" (level core) with no links between
+  // them: a job can never span two disconnected trees.
+  static Result<Topology> Build(const TopologySpec& spec);
+
+  // ---- structure -------------------------------------------------------------------------
+  const std::string& name() const { return name_; }
+  DomainId root() const { return DomainId(0); }
+  size_t domain_count() const { return domains_.size(); }
+  size_t gpu_count() const { return gpu_domain_.size(); }
+  size_t node_count() const { return node_domain_.size(); }
+  const Domain& domain(DomainId d) const { return domains_[d.value]; }
+  std::span<const DomainId> children(DomainId d) const {
+    return {children_.data() + child_begin_[d.value], child_begin_[d.value + 1] - child_begin_[d.value]};
+  }
+  DomainId gpu_domain(GpuId g) const { return gpu_domain_[g.value]; }
+  DomainId node_domain(NodeId n) const { return node_domain_[n.value]; }
+  NodeId node_of(GpuId g) const { return gpu_node_[g.value]; }
+  // Index of the GPU inside its node (its rail on rail-optimized fabrics).
+  uint32_t local_index(GpuId g) const { return gpu_local_[g.value]; }
+  // The GPU of node `n` with local index `local`; invalid if there is none.
+  GpuId node_gpu(NodeId n, uint32_t local) const;
+  uint32_t node_gpu_count(NodeId n) const { return domain(node_domain(n)).gpu_count; }
+  uint32_t max_gpus_per_node() const { return max_gpus_per_node_; }
+  // The domain `d` or its ancestor at exactly depth `depth` (depth <= depth of d).
+  DomainId ancestor_at_depth(DomainId d, uint32_t depth) const;
+  DomainId lowest_common_ancestor(DomainId a, DomainId b) const;
+  bool contains(DomainId outer, GpuId g) const {
+    const Domain& o = domains_[outer.value];
+    return g.value >= o.first_gpu && g.value < o.first_gpu + o.gpu_count;
+  }
+  // nullopt-like: invalid id when unknown.
+  DomainId find(std::string_view name) const;
+  NodeId find_node(std::string_view name) const;
+  int count_at_level(Level level) const;
+
+  // ---- state -----------------------------------------------------------------------------
+  JobId owner(GpuId g) const { return owner_[g.value]; }
+  NodeState node_state(NodeId n) const { return node_state_[n.value]; }
+  bool is_free(GpuId g) const { return owner_[g.value] == kNoJob && node_state_[gpu_node_[g.value].value] == NodeState::kUp; }
+  uint32_t free_gpus(DomainId d) const { return free_[d.value]; }
+  uint32_t free_nodes(DomainId d) const { return free_nodes_[d.value]; }
+  // Number of Up nodes below `d` with exactly `f` free GPUs (f <= max_gpus_per_node()).
+  uint32_t nodes_with_free(DomainId d, uint32_t f) const { return hist_[d.value * hist_stride_ + f]; }
+  // Traffic of running jobs whose rings cross the uplink of `d` (GB/s), and how many jobs.
+  double crossing_gbs(DomainId d) const { return load_gbs_[d.value]; }
+  uint32_t crossing_jobs(DomainId d) const { return load_jobs_[d.value]; }
+
+  // Gives `gpus` to `job`. Fails, changing nothing, if the job already holds GPUs, a GPU id is
+  // out of range or repeated, or a GPU is not free. `ring_gbs` is the job's predicted ring
+  // bandwidth; it is charged to every uplink the job crosses (see bandwidth_model.h).
+  Status Allocate(JobId job, std::span<const GpuId> gpus, double ring_gbs);
+  // Returns all GPUs of `job`. Fails if the job holds none.
+  Status Release(JobId job);
+  // The GPUs a job holds (empty if none).
+  std::span<const GpuId> job_gpus(JobId job) const;
+  size_t job_count() const { return jobs_.size(); }
+
+  // Drain/Down make a node's GPUs unavailable for new work (running jobs keep them).
+  Status SetNodeState(NodeId node, NodeState state);
+
+  // Recomputes every counter from scratch and compares; empty string when consistent.
+  // For tests and debug checks; O(domains * depth).
+  std::string CheckInvariants() const;
+
+ private:
+  friend class TopologyBuilder;
+  struct JobAlloc {
+    std::vector<GpuId> gpus;
+    std::vector<DomainId> crossed;
+    double ring_gbs = 0;
+  };
+  void ChangeGpu(GpuId g, bool becomes_free);
+  void ChangeNodeFree(NodeId n, uint32_t before, uint32_t after, uint32_t total);
+  uint32_t node_free(NodeId n) const { return free_[node_domain_[n.value].value]; }
+
+  std::string name_;
+  std::vector<Domain> domains_;
+  std::vector<uint32_t> child_begin_;   // size domains+1, into children_
+  std::vector<DomainId> children_;
+  std::vector<DomainId> gpu_domain_;
+  std::vector<NodeId> gpu_node_;
+  std::vector<uint16_t> gpu_local_;
+  std::vector<DomainId> node_domain_;
+  std::unordered_map<std::string, DomainId> by_name_;
+  uint32_t max_gpus_per_node_ = 0;
+  uint32_t hist_stride_ = 1;
+
+  std::vector<JobId> owner_;
+  std::vector<NodeState> node_state_;
+  std::vector<uint32_t> free_;
+  std::vector<uint32_t> free_nodes_;
+  std::vector<uint32_t> hist_;
+  std::vector<double> load_gbs_;
+  std::vector<uint32_t> load_jobs_;
+  std::unordered_map<JobId, JobAlloc> jobs_;
+};
+
+}  // namespace phalanx
