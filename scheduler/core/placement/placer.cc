@@ -1,0 +1,564 @@
+#include "core/placement/placer.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <deque>
+
+namespace phalanx {
+
+std::string_view PlaceStatusName(PlaceStatus status) {
+  switch (status) {
+    case PlaceStatus::kPlaced: return "placed";
+    case PlaceStatus::kBusy: return "busy";
+    case PlaceStatus::kUnsatisfiable: return "unsatisfiable";
+  }
+  return "busy";
+}
+
+Placer::Placer(const Topology& topology, ModelParams params)
+    : topo_(topology),
+      model_(topology, params),
+      max_gpu_cap_(topology.domain_count(), 0),
+      max_lanes_(topology.domain_count(), 0),
+      max_lane_cap_(topology.domain_count(), 0),
+      level_max_gpus_(kLevelCount, 0) {
+  // Domains are numbered in pre-order, so children come after parents: walk backwards.
+  for (size_t i = topology.domain_count(); i-- > 0;) {
+    const DomainId d(static_cast<uint32_t>(i));
+    const Domain& dom = topology.domain(d);
+    if (dom.level == Level::kGpu) max_gpu_cap_[i] = model_.StaticCutCapacity(d, 1);
+    if (dom.level == Level::kNode && dom.uplink.lanes > 0) {
+      max_lanes_[i] = dom.uplink.lanes;
+      max_lane_cap_[i] = dom.uplink.lane_gbs * model_.Efficiency(dom.uplink.type);
+    }
+    if (dom.parent.valid()) {
+      const uint32_t p = dom.parent.value;
+      max_gpu_cap_[p] = std::max(max_gpu_cap_[p], max_gpu_cap_[i]);
+      max_lanes_[p] = std::max(max_lanes_[p], max_lanes_[i]);
+      max_lane_cap_[p] = std::max(max_lane_cap_[p], max_lane_cap_[i]);
+    }
+    for (int l = static_cast<int>(dom.level); l < kLevelCount; ++l) {
+      level_max_gpus_[static_cast<size_t>(l)] = std::max(level_max_gpus_[static_cast<size_t>(l)], dom.gpu_count);
+    }
+  }
+}
+
+namespace {
+
+uint32_t Total(const PlacementRequest& r) { return r.nodes > 0 && r.gpus == 0 ? r.nodes * r.gpus_per_node : r.gpus; }
+
+// Largest number of GPUs a job may use without crossing disconnected trees.
+uint32_t ConnectedMax(const Topology& t) {
+  const Domain& root = t.domain(t.root());
+  if (root.kind != "disconnected") return root.gpu_count;
+  uint32_t best = 0;
+  for (DomainId c : t.children(t.root())) best = std::max(best, t.domain(c).gpu_count);
+  return best;
+}
+
+}  // namespace
+
+std::string Placer::Unsatisfiable(const PlacementRequest& r) const {
+  const uint32_t n = Total(r);
+  if (r.nodes > 0) {
+    if (r.gpus_per_node == 0) return "nodes given without gpus_per_node";
+    if (r.gpus != 0 && r.gpus != r.nodes * r.gpus_per_node) {
+      return "gpus " + std::to_string(r.gpus) + " != nodes " + std::to_string(r.nodes) + " x gpus_per_node " + std::to_string(r.gpus_per_node);
+    }
+    if (r.gpus_per_node > topo_.max_gpus_per_node()) {
+      return std::to_string(r.gpus_per_node) + " GPUs per node requested; the largest node has " + std::to_string(topo_.max_gpus_per_node());
+    }
+    uint32_t fitting = 0;
+    for (uint32_t i = 0; i < topo_.node_count(); ++i) fitting += topo_.node_gpu_count(NodeId(i)) >= r.gpus_per_node;
+    if (fitting < r.nodes) {
+      return std::to_string(r.nodes) + " nodes with " + std::to_string(r.gpus_per_node) + " GPUs requested; the cluster has " + std::to_string(fitting);
+    }
+  }
+  if (n == 0) return "zero GPUs requested";
+  if (n > topo_.gpu_count()) return std::to_string(n) + " GPUs requested; the cluster has " + std::to_string(topo_.gpu_count());
+  if (n > ConnectedMax(topo_)) {
+    return std::to_string(n) + " GPUs requested; the largest connected part of the cluster has " + std::to_string(ConnectedMax(topo_));
+  }
+  if (r.fit == FitMode::kRequire) {
+    const uint32_t max = level_max_gpus_[static_cast<size_t>(r.level)];
+    if (n > max) {
+      return std::to_string(n) + " GPUs requested within one " + std::string(LevelName(r.level)) + "; the largest has " + std::to_string(max);
+    }
+    if (r.nodes > 1 && r.level < Level::kNvlDomain) {
+      return std::to_string(r.nodes) + " nodes cannot fit within one " + std::string(LevelName(r.level));
+    }
+  }
+  return {};
+}
+
+// One placement search. Holds the scratch state of the threshold search described in
+// docs/placement.md: for a candidate region X and a bandwidth threshold B, Ach(D) is the set of
+// GPU counts that can be placed in D so that every uplink crossed inside the region offers >= B.
+class Placer::Search {
+ public:
+  Search(const Placer& placer, const PlacementRequest& request)
+      : p_(placer), t_(placer.topo_), m_(placer.model_), r_(request), n_(Total(request)), words_((n_ + 64) / 64) {
+    slot_.assign(t_.domain_count(), -1);
+  }
+
+  PlaceOutcome Run() {
+    PlaceOutcome out;
+    if (std::string why = p_.Unsatisfiable(r_); !why.empty()) {
+      out.status = PlaceStatus::kUnsatisfiable;
+      out.reason = why;
+      return out;
+    }
+    if (t_.free_gpus(t_.root()) < n_) {
+      out.status = PlaceStatus::kBusy;
+      out.reason = "Resources: " + std::to_string(n_) + " GPUs requested, " + std::to_string(t_.free_gpus(t_.root())) + " free";
+      return out;
+    }
+    bool found = false;
+    if (r_.fit == FitMode::kPrefer) found = SearchAll(r_.level);
+    if (!found) found = SearchAll(r_.fit == FitMode::kAny || r_.fit == FitMode::kPrefer ? Level::kCore : r_.level);
+    if (!found) {
+      out.status = PlaceStatus::kBusy;
+      out.reason = "TopologyBlock(" + std::string(LevelName(r_.fit == FitMode::kRequire ? r_.level : Level::kCore)) +
+                   "): no free block of " + std::to_string(n_) + " GPUs fits the request now";
+      return out;
+    }
+    out.status = PlaceStatus::kPlaced;
+    std::sort(best_gpus_.begin(), best_gpus_.end());
+    out.placement.gpus = best_gpus_;
+    out.placement.prediction = best_;
+    if (r_.exclusive) {
+      for (GpuId g : best_gpus_) {
+        const Domain& node = t_.domain(t_.node_domain(t_.node_of(g)));
+        for (uint32_t i = node.first_gpu; i < node.first_gpu + node.gpu_count; ++i) {
+          if (!std::binary_search(best_gpus_.begin(), best_gpus_.end(), GpuId(i))) out.placement.held.push_back(GpuId(i));
+        }
+      }
+      std::sort(out.placement.held.begin(), out.placement.held.end());
+      out.placement.held.erase(std::unique(out.placement.held.begin(), out.placement.held.end()), out.placement.held.end());
+    }
+    return out;
+  }
+
+ private:
+  using Bits = std::vector<uint64_t>;
+  struct Candidate {
+    DomainId domain;
+    double upper;
+  };
+
+  // ---- candidates ------------------------------------------------------------------------
+
+  bool SearchAll(Level max_level) {
+    if (n_ == 1) return PlaceOne(max_level);
+    std::vector<Candidate> cands;
+    Collect(t_.root(), max_level, cands);
+    std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
+      if (a.upper != b.upper) return a.upper > b.upper;
+      const Domain &da = t_.domain(a.domain), &db = t_.domain(b.domain);
+      if (da.level != db.level) return da.level < db.level;
+      const uint32_t fa = t_.free_gpus(a.domain), fb = t_.free_gpus(b.domain);
+      if (fa != fb) return fa < fb;
+      return a.domain < b.domain;
+    });
+    bool found = false;
+    for (const Candidate& c : cands) {
+      if (found && c.upper <= best_.busbw_gbs) break;
+      if (Evaluate(c.domain, c.upper)) found = true;
+    }
+    return found;
+  }
+
+  void Collect(DomainId d, Level max_level, std::vector<Candidate>& out) {
+    const Domain& dom = t_.domain(d);
+    if (t_.free_gpus(d) < n_ || dom.level == Level::kGpu) return;
+    bool ok = dom.level <= max_level;
+    if (r_.nodes > 1 && dom.level <= Level::kNode) ok = false;
+    if (r_.exclusive && dom.level < Level::kNode) ok = false;
+    if (ok) {
+      const double ub = Upper(d);
+      if (ub > 0) out.push_back({d, ub});
+    }
+    for (DomainId c : t_.children(d)) Collect(c, max_level, out);
+  }
+
+  // An upper bound on the busbw of any placement inside `d` (see docs/placement.md).
+  double Upper(DomainId d) const {
+    const Domain& dom = t_.domain(d);
+    double ub = p_.max_gpu_cap_[d.value];
+    if (dom.level <= Level::kNode || p_.max_lanes_[d.value] == 0) return ub;
+    const uint32_t gpn = t_.max_gpus_per_node();
+    uint32_t pstar = 0;
+    if (r_.nodes > 0) {
+      uint32_t count = 0;
+      for (uint32_t f = r_.gpus_per_node; f <= gpn; ++f) count += t_.nodes_with_free(d, f);
+      pstar = count >= r_.nodes ? r_.gpus_per_node : 0;
+    } else {
+      uint64_t sum = 0;
+      for (uint32_t f = gpn; f >= 1; --f) {
+        sum += uint64_t{f} * t_.nodes_with_free(d, f);
+        if (sum >= n_) {
+          pstar = f;
+          break;
+        }
+      }
+    }
+    if (pstar == 0) return 0;
+    return std::min(ub, std::min(pstar, p_.max_lanes_[d.value]) * p_.max_lane_cap_[d.value]);
+  }
+
+  // One GPU: best fit by descent, always into the child with the fewest free GPUs.
+  bool PlaceOne(Level max_level) {
+    (void)max_level;  // every GPU is inside one domain of any level
+    DomainId d = t_.root();
+    while (t_.domain(d).level != Level::kGpu) {
+      DomainId pick;
+      for (DomainId c : t_.children(d)) {
+        const uint32_t f = t_.free_gpus(c);
+        if (f == 0) continue;
+        if (r_.exclusive && t_.domain(c).level == Level::kNode && t_.free_nodes(c) == 0) continue;
+        if (r_.exclusive && t_.domain(c).level > Level::kNode && t_.free_nodes(c) == 0) continue;
+        if (!pick.valid() || f < t_.free_gpus(pick)) pick = c;
+      }
+      if (!pick.valid()) return false;
+      d = pick;
+    }
+    best_gpus_ = {GpuId(t_.domain(d).first_gpu)};
+    best_ = m_.Predict(best_gpus_);
+    return true;
+  }
+
+  // ---- one region ------------------------------------------------------------------------
+
+  // Tries region `x` at decreasing thresholds; records it if it beats the best so far.
+  bool Evaluate(DomainId x, double upper) {
+    region_ = x;
+    B_ = upper;
+    while (B_ > 0 && (best_gpus_.empty() || B_ > best_.busbw_gbs)) {
+      next_ = 0;
+      ResetMemo();
+      aligned_ = false;
+      const Bits& s = RegionSet();
+      if (Test(s, n_)) {
+        std::vector<GpuId> gpus;
+        if (aligned_) {
+          TakeAligned(n_, gpus);
+        } else {
+          Take(x, n_, gpus);
+        }
+        const Prediction pred = m_.Predict(gpus);
+        if (best_gpus_.empty() || pred.busbw_gbs > best_.busbw_gbs) {
+          best_ = pred;
+          best_gpus_ = std::move(gpus);
+          return true;
+        }
+        return false;
+      }
+      B_ = next_;
+    }
+    return false;
+  }
+
+  bool NeedsAlignment() const {
+    const Domain& x = t_.domain(region_);
+    if (x.level <= Level::kNode) return false;
+    if (r_.rail_aligned) return true;
+    return x.rail_optimized && x.parent.valid() && m_.CutCapacity(region_, n_) < B_;
+  }
+
+  // Ach(region), choosing the aligned form when the region needs (or prefers) it.
+  const Bits& RegionSet() {
+    const Domain& x = t_.domain(region_);
+    if (x.level > Level::kNode && NeedsAlignment()) {
+      Reject(m_.CutCapacity(region_, n_));
+      aligned_ = true;
+      return AlignedSet();
+    }
+    const Bits& plain = Ach(region_);
+    if (x.level > Level::kNode && (x.rail_optimized || r_.rail_aligned) && Test(plain, n_)) {
+      // Prefer a rail-aligned placement at the same threshold.
+      const Bits& al = AlignedSet();
+      if (Test(al, n_)) {
+        aligned_ = true;
+        return al;
+      }
+    }
+    return plain;
+  }
+
+  void Reject(double cap) {
+    if (cap < B_ && cap > next_) next_ = cap;
+  }
+  bool Ok(double cap) {
+    if (cap >= B_) return true;
+    Reject(cap);
+    return false;
+  }
+
+  // ---- bit sets of achievable counts 0..n ------------------------------------------------
+
+  Bits Zero() const { return Bits(words_, 0); }
+  bool Test(const Bits& b, uint32_t i) const { return (b[i / 64] >> (i % 64)) & 1u; }
+  void Set(Bits& b, uint32_t i) const { b[i / 64] |= uint64_t{1} << (i % 64); }
+  void Clear(Bits& b, uint32_t i) const { b[i / 64] &= ~(uint64_t{1} << (i % 64)); }
+  // dst |= src << k, truncated to n+1 bits.
+  void ShiftOr(Bits& dst, const Bits& src, uint32_t k) const {
+    const uint32_t ws = k / 64, bs = k % 64;
+    for (uint32_t i = words_; i-- > ws;) {
+      uint64_t v = src[i - ws] << bs;
+      if (bs != 0 && i - ws >= 1) v |= src[i - ws - 1] >> (64 - bs);
+      dst[i] |= v;
+    }
+    const uint32_t extra = words_ * 64 - (n_ + 1);
+    if (extra) dst[words_ - 1] &= ~uint64_t{0} >> extra;
+  }
+  // a := a (+) b (sumset).
+  void SumInto(Bits& a, const Bits& b) const {
+    Bits out = Zero();
+    for (uint32_t w = 0; w < words_; ++w) {
+      for (uint64_t bits = b[w]; bits; bits &= bits - 1) ShiftOr(out, a, w * 64 + static_cast<uint32_t>(std::countr_zero(bits)));
+    }
+    a.swap(out);
+  }
+
+  void ResetMemo() {
+    for (DomainId d : memo_touched_) slot_[d.value] = -1;
+    memo_touched_.clear();
+    pool_used_ = 0;
+  }
+
+  // Ach(d): counts placeable in d with every crossed uplink inside the region >= B. The region's
+  // own uplink is not crossed; every other domain holding part of the job is treated as crossed.
+  const Bits& Ach(DomainId d) {
+    if (slot_[d.value] >= 0) return pool_[static_cast<size_t>(slot_[d.value])];
+    Bits s = Compute(d);
+    if (pool_used_ == pool_.size()) pool_.emplace_back();
+    pool_[pool_used_] = std::move(s);
+    slot_[d.value] = static_cast<int32_t>(pool_used_);
+    memo_touched_.push_back(d);
+    return pool_[pool_used_++];
+  }
+
+  Bits Compute(DomainId d) {
+    const Domain& dom = t_.domain(d);
+    Bits s = Zero();
+    Set(s, 0);
+    if (t_.free_gpus(d) == 0) return s;
+    if (dom.level == Level::kGpu) {
+      if (Ok(m_.CutCapacity(d, 1))) Set(s, 1);
+      return s;
+    }
+    if (dom.level == Level::kNode && r_.exclusive && t_.free_nodes(d) == 0) return s;
+    if (dom.level > Level::kNode && d != region_ && Pruned(d)) return s;
+    for (DomainId c : t_.children(d)) {
+      if (t_.free_gpus(c) == 0) continue;
+      SumInto(s, Ach(c));
+    }
+    if (dom.level == Level::kNode && r_.nodes > 0) {
+      const bool has = r_.gpus_per_node <= n_ && Test(s, r_.gpus_per_node);
+      s = Zero();
+      Set(s, 0);
+      if (has) Set(s, r_.gpus_per_node);
+    }
+    if (d != region_) FilterCut(d, s);
+    return s;
+  }
+
+  // Keeps the counts g for which d's uplink, crossed by g GPUs, offers >= B.
+  void FilterCut(DomainId d, Bits& s) {
+    const Link& link = t_.domain(d).uplink;
+    if (link.lanes == 0) {
+      if (!Ok(m_.CutCapacity(d, 1))) {
+        s = Zero();
+        Set(s, 0);
+      }
+      return;
+    }
+    for (uint32_t g = 1; g <= n_; ++g) {
+      if (!Test(s, g)) continue;
+      if (!Ok(m_.CutCapacity(d, g))) Clear(s, g);
+    }
+  }
+
+  // True when no node below switch-level domain d can reach B through its lanes.
+  bool Pruned(DomainId d) {
+    const uint32_t lanes = p_.max_lanes_[d.value];
+    const double lane = p_.max_lane_cap_[d.value];
+    if (lanes == 0 || lane <= 0) return false;
+    const uint32_t m = static_cast<uint32_t>(std::ceil(B_ / lane - 1e-12));
+    if (m <= 1) return false;
+    const uint32_t gpn = t_.max_gpus_per_node();
+    if (m <= std::min(lanes, gpn)) {
+      for (uint32_t f = m; f <= gpn; ++f) {
+        if (t_.nodes_with_free(d, f)) return false;
+      }
+    }
+    Reject(std::min(m - 1, lanes) * lane);
+    return true;
+  }
+
+  // ---- reconstruction --------------------------------------------------------------------
+
+  // Picks exactly t GPUs in d, consistent with Ach; best fit: the fullest children first.
+  void Take(DomainId d, uint32_t t, std::vector<GpuId>& out) {
+    const Domain& dom = t_.domain(d);
+    if (dom.level == Level::kGpu) {
+      out.push_back(GpuId(dom.first_gpu));
+      return;
+    }
+    std::vector<DomainId> kids;
+    for (DomainId c : t_.children(d)) {
+      if (t_.free_gpus(c) > 0) kids.push_back(c);
+    }
+    // Backtracking assigns from the back: put the preferred (fewest free, lowest id) last.
+    std::sort(kids.begin(), kids.end(), [&](DomainId a, DomainId b) {
+      const uint32_t fa = t_.free_gpus(a), fb = t_.free_gpus(b);
+      if (fa != fb) return fa > fb;
+      return a > b;
+    });
+    std::vector<Bits> prefix;
+    prefix.reserve(kids.size() + 1);
+    Bits acc = Zero();
+    Set(acc, 0);
+    prefix.push_back(acc);
+    for (DomainId c : kids) {
+      SumInto(acc, Ach(c));
+      prefix.push_back(acc);
+    }
+    std::vector<uint32_t> take(kids.size(), 0);
+    uint32_t rest = t;
+    for (size_t i = kids.size(); i-- > 0;) {
+      const Bits& a = Ach(kids[i]);
+      for (uint32_t g = rest + 1; g-- > 0;) {
+        if (Test(a, g) && Test(prefix[i], rest - g)) {
+          take[i] = g;
+          rest -= g;
+          break;
+        }
+      }
+    }
+    for (size_t i = 0; i < kids.size(); ++i) {
+      if (take[i] > 0) Take(kids[i], take[i], out);
+    }
+  }
+
+  // ---- rail alignment --------------------------------------------------------------------
+
+  struct AlignNode {
+    NodeId node;
+    uint64_t mask;   // admissible local indices
+    uint32_t free;
+  };
+
+  // Counts reachable by multi-node placements that use one local-index set on every node,
+  // plus every single-node count. Fills align_ for TakeAligned.
+  const Bits& AlignedSet() {
+    align_nodes_.clear();
+    align_choice_ = {};
+    GatherNodes(region_);
+    aligned_bits_ = Zero();
+    Set(aligned_bits_, 0);
+    const uint32_t gpn = t_.max_gpus_per_node();
+    if (gpn > 10) return aligned_bits_;
+    std::vector<uint32_t> cnt(size_t{1} << gpn);
+    for (uint32_t per = std::min(gpn, n_ / 2); per >= 1; --per) {
+      if (n_ % per != 0) continue;
+      if (r_.nodes > 0 && per != r_.gpus_per_node) continue;
+      const uint32_t k = n_ / per;
+      std::fill(cnt.begin(), cnt.end(), 0);
+      bool any = false;
+      for (const AlignNode& a : align_nodes_) {
+        if (static_cast<uint32_t>(std::popcount(a.mask)) < per) continue;
+        if (!Ok(m_.CutCapacity(t_.node_domain(a.node), per))) continue;
+        cnt[a.mask]++;
+        any = true;
+      }
+      if (!any) continue;
+      for (uint32_t bit = 0; bit < gpn; ++bit) {
+        for (uint32_t mask = 0; mask < cnt.size(); ++mask) {
+          if (!(mask & (1u << bit))) cnt[mask] += cnt[mask | (1u << bit)];
+        }
+      }
+      uint32_t best_mask = 0, best_count = 0;
+      for (uint32_t mask = 0; mask < cnt.size(); ++mask) {
+        if (static_cast<uint32_t>(std::popcount(mask)) == per && cnt[mask] > best_count) {
+          best_count = cnt[mask];
+          best_mask = mask;
+        }
+      }
+      if (best_count >= k) {
+        Set(aligned_bits_, n_);
+        align_choice_ = {best_mask, per};
+        break;
+      }
+    }
+    return aligned_bits_;
+  }
+
+  void GatherNodes(DomainId d) {
+    const Domain& dom = t_.domain(d);
+    if (t_.free_gpus(d) == 0) return;
+    if (dom.level == Level::kNode) {
+      if (r_.exclusive && t_.free_nodes(d) == 0) return;
+      if (d != region_ && !Ok(m_.CutCapacity(d, dom.uplink.lanes ? dom.uplink.lanes : n_))) return;
+      uint64_t mask = 0;
+      for (uint32_t g = dom.first_gpu; g < dom.first_gpu + dom.gpu_count; ++g) {
+        if (GpuAdmissible(GpuId(g))) mask |= uint64_t{1} << t_.local_index(GpuId(g));
+      }
+      if (mask) align_nodes_.push_back({NodeId(dom.first_node), mask, t_.free_gpus(d)});
+      return;
+    }
+    if (d != region_ && (Pruned(d) || !Ok(m_.CutCapacity(d, n_)))) return;
+    for (DomainId c : t_.children(d)) GatherNodes(c);
+  }
+
+  // Free, and every link from the GPU up to its node offers >= B.
+  bool GpuAdmissible(GpuId g) {
+    if (!t_.is_free(g)) return false;
+    for (DomainId a = t_.gpu_domain(g); t_.domain(a).level < Level::kNode; a = t_.domain(a).parent) {
+      if (!Ok(m_.CutCapacity(a, 1))) return false;
+    }
+    return true;
+  }
+
+  void TakeAligned(uint32_t t, std::vector<GpuId>& out) {
+    const auto [mask, per] = align_choice_;
+    std::vector<const AlignNode*> fit;
+    for (const AlignNode& a : align_nodes_) {
+      if ((a.mask & mask) == mask && Ok(m_.CutCapacity(t_.node_domain(a.node), per))) fit.push_back(&a);
+    }
+    std::sort(fit.begin(), fit.end(), [](const AlignNode* a, const AlignNode* b) {
+      return a->free != b->free ? a->free < b->free : a->node < b->node;
+    });
+    for (uint32_t i = 0; i < t / per; ++i) {
+      for (uint32_t local = 0; local < 64; ++local) {
+        if (mask & (uint64_t{1} << local)) out.push_back(t_.node_gpu(fit[i]->node, local));
+      }
+    }
+  }
+
+  const Placer& p_;
+  const Topology& t_;
+  const BandwidthModel& m_;
+  const PlacementRequest& r_;
+  const uint32_t n_;
+  const uint32_t words_;
+
+  DomainId region_;
+  double B_ = 0, next_ = 0;
+  bool aligned_ = false;
+  std::vector<int32_t> slot_;
+  std::vector<DomainId> memo_touched_;
+  std::deque<Bits> pool_;  // deque: references stay valid while it grows
+  size_t pool_used_ = 0;
+  std::vector<AlignNode> align_nodes_;
+  std::pair<uint64_t, uint32_t> align_choice_{0, 0};
+  Bits aligned_bits_;
+
+  Prediction best_;
+  std::vector<GpuId> best_gpus_;
+};
+
+PlaceOutcome Placer::Place(const PlacementRequest& request) const { return Search(*this, request).Run(); }
+
+}  // namespace phalanx
