@@ -62,49 +62,112 @@ std::string FileStem(std::string_view filename) {
   return std::string(base.empty() ? "node" : base);
 }
 
-// hwloc reports a failed XML import without a position. This finds the first place where the
-// tags do not nest (or the text ends with tags open), to give the admin a line to look at.
-// Returns 0 when the tags look balanced.
-int FirstTagProblemLine(std::string_view text, std::string* what) {
+// hwloc's XML importer trusts its input: hwloc 2.9 crashes (SIGSEGV) on a well-formed file
+// whose CPU-side object lacks one of its sets. This pass checks what hwloc relies on, before
+// hwloc sees the text, and gives the admin a line: tags nest, attributes are name="value", and
+// every CPU-side object carries cpuset, complete_cpuset, nodeset and complete_nodeset as hex
+// bitmaps. Returns 0 when the text passes, else the line and `*what`.
+bool IsHexBitmap(std::string_view v) {
+  if (v.empty()) return false;
+  size_t i = 0;
+  while (i < v.size()) {
+    if (v.substr(i, 2) != "0x") return false;
+    i += 2;
+    const size_t digits = v.find_first_not_of("0123456789abcdefABCDEF", i);
+    const size_t stop = digits == std::string_view::npos ? v.size() : digits;
+    if (stop == i || stop - i > 16) return false;
+    i = stop;
+    if (i < v.size()) {
+      if (v[i] != ',') return false;
+      ++i;
+      if (i == v.size()) return false;
+    }
+  }
+  return true;
+}
+
+bool IsCpuSideType(std::string_view type) {
+  static constexpr std::string_view kTypes[] = {"Machine", "Package", "Die", "Core", "PU", "Group", "NUMANode", "MemCache",
+                                                "L1Cache", "L2Cache", "L3Cache", "L4Cache", "L5Cache", "L1iCache", "L2iCache",
+                                                "L3iCache", "Socket", "Cache", "System", "Node"};
+  return std::find(std::begin(kTypes), std::end(kTypes), type) != std::end(kTypes);
+}
+
+// Parses the attributes of `tag` (the text between the name and the closing ">" or "/>").
+bool ParseAttributes(std::string_view body, std::vector<std::pair<std::string_view, std::string_view>>* out, std::string* what) {
+  size_t i = 0;
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (true) {
+    while (i < body.size() && space(body[i])) ++i;
+    if (i == body.size() || body[i] == '/' || body[i] == '?') return true;
+    const size_t name_start = i;
+    while (i < body.size() && !space(body[i]) && body[i] != '=' && body[i] != '>' && body[i] != '/') ++i;
+    const std::string_view name = body.substr(name_start, i - name_start);
+    if (name.empty() || i == body.size() || body[i] != '=' || i + 1 >= body.size() || (body[i + 1] != '"' && body[i + 1] != '\'')) {
+      *what = "malformed attribute '" + std::string(body.substr(name_start, std::min<size_t>(40, body.size() - name_start))) + "'";
+      return false;
+    }
+    const char quote = body[i + 1];
+    const size_t value_start = i + 2;
+    const size_t value_end = body.find(quote, value_start);
+    if (value_end == std::string_view::npos) return *what = "unterminated attribute value of '" + std::string(name) + "'", false;
+    out->emplace_back(name, body.substr(value_start, value_end - value_start));
+    i = value_end + 1;
+  }
+}
+
+int PrecheckXml(std::string_view text, std::string* what) {
   std::vector<std::pair<std::string_view, int>> open;
+  std::vector<std::pair<std::string_view, std::string_view>> attrs;
   int line = 1;
+  bool saw_topology = false;
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '\n') ++line;
     if (text[i] != '<') continue;
+    const size_t start = i;
     const int tag_line = line;
-    auto skip_to = [&](std::string_view end) -> bool {
-      const size_t pos = text.find(end, i);
-      if (pos == std::string_view::npos) return false;
-      line += static_cast<int>(std::count(text.begin() + static_cast<std::ptrdiff_t>(i), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
-      i = pos + end.size() - 1;
-      return true;
-    };
-    if (text.substr(i, 4) == "<!--") {
-      if (!skip_to("-->")) return *what = "unterminated comment", tag_line;
+    const std::string_view end = text.substr(i, 4) == "<!--" ? "-->" : ">";
+    const size_t pos = text.find(end, i + 1);
+    if (pos == std::string_view::npos) return *what = end == ">" ? "unterminated tag" : "unterminated comment", tag_line;
+    i = pos + end.size() - 1;
+    const std::string_view tag = text.substr(start, i + 1 - start);
+    line += static_cast<int>(std::count(tag.begin(), tag.end(), '\n'));
+    if (tag.size() < 3 || tag[1] == '?' || tag[1] == '!') continue;
+    const bool closing = tag[1] == '/';
+    const bool self_closing = tag[tag.size() - 2] == '/';
+    const size_t name_start = closing ? 2 : 1;
+    const size_t name_end = std::min(tag.find_first_of(" \t\r\n/>", name_start), tag.size());
+    const std::string_view name = tag.substr(name_start, name_end - name_start);
+    if (name.empty()) return *what = "tag without a name", tag_line;
+    if (closing) {
+      if (open.empty() || open.back().first != name) {
+        *what = "closing tag </" + std::string(name) + "> does not match " +
+                (open.empty() ? std::string("any open tag") : "<" + std::string(open.back().first) + "> opened at line " + std::to_string(open.back().second));
+        return tag_line;
+      }
+      open.pop_back();
       continue;
     }
-    if (!skip_to(">")) return *what = "unterminated tag", tag_line;
-    std::string_view tag = text.substr(0, i + 1);
-    tag = tag.substr(tag.rfind('<', i));
-    if (tag.size() < 3 || tag[1] == '?' || tag[1] == '!' || tag[tag.size() - 2] == '/') continue;
-    const bool closing = tag[1] == '/';
-    const size_t name_start = closing ? 2 : 1;
-    const size_t name_end = tag.find_first_of(" \t\r\n/>", name_start);
-    const std::string_view name = tag.substr(name_start, name_end - name_start);
-    if (!closing) {
-      open.emplace_back(name, tag_line);
-    } else if (open.empty() || open.back().first != name) {
-      *what = "closing tag </" + std::string(name) + "> does not match " +
-              (open.empty() ? std::string("any open tag") : "<" + std::string(open.back().first) + "> opened at line " + std::to_string(open.back().second));
-      return tag_line;
-    } else {
-      open.pop_back();
+    attrs.clear();
+    const std::string_view body = tag.substr(name_end, tag.size() - name_end - (self_closing ? 2 : 1));
+    if (!ParseAttributes(body, &attrs, what)) return tag_line;
+    if (name == "topology") saw_topology = true;
+    if (name == "object") {
+      std::string_view type;
+      for (const auto& [k, v] : attrs) if (k == "type") type = v;
+      if (type.empty()) return *what = "<object> without a type", tag_line;
+      if (IsCpuSideType(type)) {
+        for (std::string_view set : {"cpuset", "complete_cpuset", "nodeset", "complete_nodeset"}) {
+          auto it = std::find_if(attrs.begin(), attrs.end(), [&](const auto& a) { return a.first == set; });
+          if (it == attrs.end()) return *what = std::string(type) + " object without " + std::string(set), tag_line;
+          if (!IsHexBitmap(it->second)) return *what = std::string(type) + " object: bad " + std::string(set) + " '" + std::string(it->second) + "'", tag_line;
+        }
+      }
     }
+    if (!self_closing) open.emplace_back(name, tag_line);
   }
-  if (!open.empty()) {
-    *what = "<" + std::string(open.back().first) + "> is never closed";
-    return open.back().second;
-  }
+  if (!open.empty()) return *what = "<" + std::string(open.back().first) + "> is never closed", open.back().second;
+  if (!saw_topology) return *what = "no <topology> element: not an hwloc XML export", line;
   return 0;
 }
 
@@ -130,12 +193,11 @@ Result<NodeModel> ReadHwlocXml(std::string_view xml_text, std::string_view filen
   if (hwloc_topology_init(&raw) != 0) return Fail(file, "hwloc_topology_init failed");
   TopologyPtr topo(raw);
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
+  std::string what;
+  if (const int line = PrecheckXml(xml_text, &what); line > 0) return Fail(file + ":" + std::to_string(line), "malformed hwloc XML: " + what);
   const std::string buffer(xml_text);  // hwloc wants the terminating NUL counted in the size
   if (hwloc_topology_set_xmlbuffer(raw, buffer.c_str(), static_cast<int>(buffer.size() + 1)) != 0 || hwloc_topology_load(raw) != 0) {
-    const int err = errno;
-    std::string what;
-    if (const int line = FirstTagProblemLine(xml_text, &what); line > 0) return Fail(file + ":" + std::to_string(line), "malformed XML: " + what);
-    return Fail(file, std::string("hwloc cannot load this XML (") + std::strerror(err) +
+    return Fail(file, std::string("hwloc cannot load this XML (") + std::strerror(errno) +
                           "); expected the output of `lstopo --of xml` from hwloc 2.x");
   }
 
@@ -143,7 +205,7 @@ Result<NodeModel> ReadHwlocXml(std::string_view xml_text, std::string_view filen
   int nics = 0;
   bool nvswitch = false;
   for (hwloc_obj_t pci = hwloc_get_next_pcidev(raw, nullptr); pci != nullptr; pci = hwloc_get_next_pcidev(raw, pci)) {
-    const hwloc_pcidev_attr_s& a = pci->attr->pcidev;
+    const auto& a = pci->attr->pcidev;
     const unsigned base_class = a.class_id >> 8;
     if (Contains(options.gpu_vendor_ids, a.vendor_id)) {
       if (a.vendor_id == 0x10de && a.class_id == 0x0680) {

@@ -101,6 +101,8 @@ class TopologyBuilder {
       const DomainId id = Push(std::move(root), DomainId(), 0);
       for (const Item& t : tops) {
         if (auto s = Emit(t, id, 1); !s) return std::unexpected(s.error());
+        // No links between disconnected trees: crossing the synthetic root is impossible.
+        topo_.domains_[kids_[id.value].back().value].uplink = Link{0, 0, 0, LinkType::kInfiniband};
       }
       Finish(id, DomainId());
     }

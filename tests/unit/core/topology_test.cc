@@ -1,0 +1,163 @@
+#include "core/topology/topology.h"
+
+#include <gtest/gtest.h>
+
+#include "test_clusters.h"
+
+namespace phalanx {
+namespace {
+
+using testing::Build;
+using testing::NodeGpus;
+using testing::TwoTier;
+
+std::string BuildError(const TopologySpec& spec) {
+  auto t = Topology::Build(spec);
+  return t ? "" : t.error().ToString();
+}
+
+TEST(Topology, StructureOfATwoTierCluster) {
+  Topology t = Build(TwoTier(2, 3));
+  EXPECT_EQ(t.node_count(), 6u);
+  EXPECT_EQ(t.gpu_count(), 48u);
+  EXPECT_EQ(t.count_at_level(Level::kLeaf), 2);
+  EXPECT_EQ(t.count_at_level(Level::kGroup), 6);  // one NVSwitch per node
+  EXPECT_EQ(t.domain(t.root()).name, "spine");
+  const DomainId leaf1 = t.find("leaf1");
+  ASSERT_TRUE(leaf1.valid());
+  EXPECT_EQ(t.domain(leaf1).first_gpu, 24u);
+  EXPECT_EQ(t.domain(leaf1).gpu_count, 24u);
+  // Leaf uplink = 3 nodes x 8 NICs x 50 GB/s at 1:1.
+  EXPECT_DOUBLE_EQ(t.domain(leaf1).uplink.gbs, 1200);
+  const NodeId n = t.find_node("leaf1-n2");
+  EXPECT_EQ(t.node_gpu_count(n), 8u);
+  EXPECT_EQ(t.local_index(t.node_gpu(n, 5)), 5u);
+  EXPECT_EQ(t.lowest_common_ancestor(t.gpu_domain(GpuId(0)), t.gpu_domain(GpuId(47))), t.root());
+  EXPECT_EQ(t.free_nodes(t.root()), 6u);
+  EXPECT_EQ(t.nodes_with_free(leaf1, 8), 3u);
+}
+
+TEST(Topology, OversubscriptionDividesTheUplink) {
+  Topology t = Build(TwoTier(1, 4, "hgx-a100", 2.0));
+  // 4 nodes x 8 HDR NICs x 25 GB/s / 2.
+  EXPECT_DOUBLE_EQ(t.domain(t.find("leaf0")).uplink.gbs, 400);
+}
+
+TEST(Topology, CountersFollowAllocateAndRelease) {
+  Topology t = Build(TwoTier(2, 2));
+  const DomainId leaf0 = t.find("leaf0");
+  ASSERT_TRUE(t.Allocate(7, std::vector<GpuId>{GpuId(0), GpuId(1), GpuId(9)}, 100));
+  EXPECT_EQ(t.free_gpus(t.root()), 29u);
+  EXPECT_EQ(t.free_gpus(leaf0), 13u);
+  EXPECT_EQ(t.free_nodes(leaf0), 0u);
+  EXPECT_EQ(t.nodes_with_free(leaf0, 6), 1u);
+  EXPECT_EQ(t.nodes_with_free(leaf0, 7), 1u);
+  // The ring crosses both nodes' uplinks (and the GPU groups), not the leaf's.
+  EXPECT_EQ(t.crossing_jobs(t.find("leaf0-n0")), 1u);
+  EXPECT_EQ(t.crossing_jobs(leaf0), 0u);
+  EXPECT_DOUBLE_EQ(t.crossing_gbs(t.find("leaf0-n1")), 100);
+  EXPECT_EQ(t.CheckInvariants(), "");
+  ASSERT_TRUE(t.Release(7));
+  EXPECT_EQ(t.free_gpus(t.root()), 32u);
+  EXPECT_EQ(t.free_nodes(t.root()), 4u);
+  EXPECT_EQ(t.crossing_jobs(t.find("leaf0-n0")), 0u);
+  EXPECT_EQ(t.CheckInvariants(), "");
+}
+
+TEST(Topology, FailedAllocationChangesNothing) {
+  Topology t = Build(TwoTier(1, 2));
+  ASSERT_TRUE(t.Allocate(1, std::vector<GpuId>{GpuId(3)}, 0));
+  auto busy = t.Allocate(2, std::vector<GpuId>{GpuId(2), GpuId(3)}, 0);
+  ASSERT_FALSE(busy);
+  EXPECT_NE(busy.error().message.find("held by job 1"), std::string::npos);
+  EXPECT_FALSE(t.Allocate(3, std::vector<GpuId>{GpuId(4), GpuId(4)}, 0));
+  EXPECT_FALSE(t.Allocate(4, std::vector<GpuId>{GpuId(99)}, 0));
+  EXPECT_FALSE(t.Allocate(1, std::vector<GpuId>{GpuId(5)}, 0));  // job 1 already holds GPUs
+  EXPECT_FALSE(t.Allocate(kNoJob, std::vector<GpuId>{GpuId(5)}, 0));
+  EXPECT_FALSE(t.Release(42));
+  EXPECT_EQ(t.free_gpus(t.root()), 15u);
+  EXPECT_TRUE(t.is_free(GpuId(2)));
+  EXPECT_EQ(t.CheckInvariants(), "");
+}
+
+TEST(Topology, DrainAndDownRemoveCapacityUntilResumed) {
+  Topology t = Build(TwoTier(1, 2));
+  const NodeId n0 = t.find_node("leaf0-n0");
+  ASSERT_TRUE(t.Allocate(1, std::vector<GpuId>{GpuId(0), GpuId(1)}, 0));
+  ASSERT_TRUE(t.SetNodeState(n0, NodeState::kDrain));
+  EXPECT_EQ(t.free_gpus(t.root()), 8u);
+  EXPECT_FALSE(t.is_free(GpuId(2)));
+  EXPECT_EQ(t.CheckInvariants(), "");
+  ASSERT_TRUE(t.Release(1));  // a running job ends on a drained node
+  EXPECT_EQ(t.free_gpus(t.root()), 8u);
+  ASSERT_TRUE(t.SetNodeState(n0, NodeState::kDown));
+  ASSERT_TRUE(t.SetNodeState(n0, NodeState::kUp));
+  EXPECT_EQ(t.free_gpus(t.root()), 16u);
+  EXPECT_EQ(t.free_nodes(t.root()), 2u);
+  EXPECT_EQ(t.CheckInvariants(), "");
+}
+
+TEST(Topology, BuildErrorsNameThePlace) {
+  TopologySpec dup = TwoTier(1, 2);
+  dup.nodes.push_back(NodeSpec{"leaf0-n1", "leaf0", 0, "conf:9"});
+  EXPECT_EQ(BuildError(dup), "conf:9: duplicate node 'leaf0-n1' (first at t:3)");
+
+  TopologySpec unknown = TwoTier(1, 1);
+  unknown.nodes.push_back(NodeSpec{"x", "nope", 0, "conf:4"});
+  EXPECT_EQ(BuildError(unknown), "conf:4: node 'x' is under unknown switch 'nope'");
+
+  TopologySpec cycle = TwoTier(1, 1);
+  cycle.switches.push_back(SwitchSpec{"a", Level::kSpine, "b", {}, 1.0, false, "conf:5"});
+  cycle.switches.push_back(SwitchSpec{"b", Level::kSpine, "a", {}, 1.0, false, "conf:6"});
+  EXPECT_NE(BuildError(cycle).find("cycle"), std::string::npos);
+
+  TopologySpec inverted = TwoTier(1, 1);
+  inverted.switches.push_back(SwitchSpec{"top", Level::kLeaf, "", {}, 1.0, false, "conf:7"});
+  inverted.switches[0].parent = "top";
+  EXPECT_NE(BuildError(inverted).find("levels must grow upwards"), std::string::npos);
+
+  TopologySpec oversub = TwoTier(1, 1);
+  oversub.switches[1].oversubscription = 0.5;
+  EXPECT_NE(BuildError(oversub).find("oversubscription must be >= 1"), std::string::npos);
+
+  TopologySpec no_nic = TwoTier(1, 1);
+  no_nic.models[0].nics = 0;
+  EXPECT_NE(BuildError(no_nic).find("has no NIC"), std::string::npos);
+
+  TopologySpec twice = TwoTier(1, 1);
+  twice.models[0].groups[0].gpus.push_back(3);
+  EXPECT_NE(BuildError(twice).find("GPU 3 is in two groups"), std::string::npos);
+
+  TopologySpec empty;
+  empty.name = "x.yaml";
+  EXPECT_EQ(BuildError(empty), "x.yaml: no nodes");
+}
+
+TEST(Topology, DisconnectedTreesGetASyntheticRoot) {
+  TopologySpec spec = TwoTier(1, 1);
+  spec.switches.push_back(SwitchSpec{"island", Level::kLeaf, "", {}, 1.0, false, "t:9"});
+  spec.nodes.push_back(NodeSpec{"island-n0", "island", 0, "t:10"});
+  Topology t = Build(spec);
+  EXPECT_EQ(t.domain(t.root()).name, "cluster");
+  EXPECT_EQ(t.domain(t.root()).kind, "disconnected");
+  EXPECT_EQ(t.gpu_count(), 16u);
+}
+
+TEST(Topology, NonContiguousGroupsKeepRealLocalIndices) {
+  NodeModel m;
+  m.name = "odd";
+  m.gpus = 4;
+  GroupSpec a{"nvlink", {0, 2}, {}, 50, LinkType::kNvlink, {32, 0, 0, LinkType::kPcie}, -1};
+  GroupSpec b{"nvlink", {1, 3}, {}, 50, LinkType::kNvlink, {32, 0, 0, LinkType::kPcie}, -1};
+  m.groups = {a, b};
+  TopologySpec spec;
+  spec.models.push_back(m);
+  spec.nodes.push_back(NodeSpec{"box", "", 0, "t:1"});
+  Topology t = Build(spec);
+  EXPECT_EQ(t.local_index(GpuId(1)), 2u);
+  EXPECT_EQ(t.domain(t.gpu_domain(GpuId(1))).name, "box/gpu2");
+  EXPECT_EQ(t.node_gpu(NodeId(0), 1), GpuId(2));
+}
+
+}  // namespace
+}  // namespace phalanx
