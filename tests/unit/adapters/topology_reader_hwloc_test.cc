@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -159,7 +161,21 @@ TEST(HwlocReader, BrokenFixtureNamesFileAndLine) {
   auto m = ReadHwlocXml(ReadFixture("broken-truncated.xml"), "broken-truncated.xml", {});
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().where.rfind("broken-truncated.xml:", 0), 0u) << m.error().ToString();
-  EXPECT_NE(m.error().message.find("malformed XML"), std::string::npos) << m.error().ToString();
+  EXPECT_NE(m.error().message.find("malformed hwloc XML"), std::string::npos) << m.error().ToString();
+}
+
+// hwloc 2.9 itself crashes on this (a PU without its nodesets); the reader must refuse it first.
+TEST(HwlocReader, ObjectWithoutSetsIsRejectedBeforeHwlocSeesIt) {
+  std::string xml = ReadFixture("2socket-8gpu-4sw.xml");
+  const std::string pu = "<object type=\"PU\" os_index=\"5\" cpuset=\"0x00000020\" complete_cpuset=\"0x00000020\" nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\"";
+  const size_t at = xml.find(pu);
+  ASSERT_NE(at, std::string::npos);
+  xml.replace(at, pu.size(), "<object type=\"PU\" os_index=\"5\" cpuset=\"0x00000020\"");
+  const int line = 1 + static_cast<int>(std::count(xml.begin(), xml.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  auto m = ReadHwlocXml(xml, "pu.xml", {});
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().where, "pu.xml:" + std::to_string(line));
+  EXPECT_EQ(m.error().message, "malformed hwloc XML: PU object without complete_cpuset");
 }
 
 TEST(HwlocReader, NotXmlAtAll) {
@@ -179,7 +195,10 @@ TEST(HwlocReader, SurvivesRandomMutations) {
   std::mt19937 rng(20240611);
   const std::string alphabet = "<>/\"= x0f-[]:\n";
   int ok = 0, failed = 0;
-  for (int iter = 0; iter < 300; ++iter) {
+  // PHALANX_MUTATIONS=100000 for a longer run by hand.
+  const char* env = std::getenv("PHALANX_MUTATIONS");
+  const int iterations = env != nullptr ? std::atoi(env) : 300;
+  for (int iter = 0; iter < iterations; ++iter) {
     std::string s = good;
     const int edits = 1 + static_cast<int>(rng() % 4);
     for (int e = 0; e < edits && !s.empty(); ++e) {
