@@ -98,9 +98,16 @@ std::string Placer::Unsatisfiable(const PlacementRequest& r) const {
 class Placer::Search {
  public:
   Search(const Placer& placer, const PlacementRequest& request)
-      : p_(placer), t_(placer.topo_), m_(placer.model_), r_(request), n_(Total(request)), words_((n_ + 64) / 64) {
-    slot_.assign(t_.domain_count(), -1);
+      : p_(placer),
+        t_(placer.topo_),
+        m_(placer.model_),
+        r_(request),
+        n_(Total(request)),
+        words_((n_ + 64) / 64),
+        slot_(placer.memo_slot_) {
+    if (slot_.size() != t_.domain_count()) slot_.assign(t_.domain_count(), -1);
   }
+  ~Search() { ResetMemo(); }
 
   PlaceOutcome Run() {
     PlaceOutcome out;
@@ -179,7 +186,9 @@ class Placer::Search {
       const double ub = Upper(d);
       if (ub > 0) out.push_back({d, ub});
     }
-    for (DomainId c : t_.children(d)) Collect(c, max_level, out);
+    for (DomainId c : t_.children(d)) {
+      if (t_.free_gpus(c) >= n_ && t_.domain(c).level != Level::kGpu) Collect(c, max_level, out);
+    }
   }
 
   // An upper bound on the busbw of any placement inside `d` (see docs/placement.md).
@@ -312,13 +321,15 @@ class Placer::Search {
     const uint32_t extra = words_ * 64 - (n_ + 1);
     if (extra) dst[words_ - 1] &= ~uint64_t{0} >> extra;
   }
-  // a := a (+) b (sumset).
-  void SumInto(Bits& a, const Bits& b) const {
-    Bits out = Zero();
+  // a := a (+) b (sumset). Every set of ours contains 0, so a itself is part of the result.
+  void SumInto(Bits& a, const Bits& b) {
+    tmp_ = a;
     for (uint32_t w = 0; w < words_; ++w) {
-      for (uint64_t bits = b[w]; bits; bits &= bits - 1) ShiftOr(out, a, w * 64 + static_cast<uint32_t>(std::countr_zero(bits)));
+      for (uint64_t bits = b[w]; bits; bits &= bits - 1) {
+        const uint32_t k = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
+        if (k > 0) ShiftOr(a, tmp_, k);
+      }
     }
-    a.swap(out);
   }
 
   void ResetMemo() {
@@ -331,37 +342,44 @@ class Placer::Search {
   // own uplink is not crossed; every other domain holding part of the job is treated as crossed.
   const Bits& Ach(DomainId d) {
     if (slot_[d.value] >= 0) return pool_[static_cast<size_t>(slot_[d.value])];
-    Bits s = Compute(d);
     if (pool_used_ == pool_.size()) pool_.emplace_back();
-    pool_[pool_used_] = std::move(s);
-    slot_[d.value] = static_cast<int32_t>(pool_used_);
+    const size_t slot = pool_used_++;
+    slot_[d.value] = static_cast<int32_t>(slot);
     memo_touched_.push_back(d);
-    return pool_[pool_used_++];
+    Bits& s = pool_[slot];
+    s.assign(words_, 0);
+    Set(s, 0);
+    Compute(d, s);
+    return s;
   }
 
-  Bits Compute(DomainId d) {
+  // Fills s (= {0} on entry) with Ach(d).
+  void Compute(DomainId d, Bits& s) {
     const Domain& dom = t_.domain(d);
-    Bits s = Zero();
-    Set(s, 0);
-    if (t_.free_gpus(d) == 0) return s;
+    const uint32_t free = t_.free_gpus(d);
+    if (free == 0) return;
     if (dom.level == Level::kGpu) {
       if (Ok(m_.CutCapacity(d, 1))) Set(s, 1);
-      return s;
+      return;
     }
-    if (dom.level == Level::kNode && r_.exclusive && t_.free_nodes(d) == 0) return s;
-    if (dom.level > Level::kNode && d != region_ && Pruned(d)) return s;
+    if (dom.level == Level::kNode) {
+      if (r_.exclusive && t_.free_nodes(d) == 0) return;
+      // Cheap exit: not enough free GPUs to drive the node's lanes at B.
+      if (d != region_ && dom.uplink.lanes > 0 && !Ok(m_.CutCapacity(d, std::min(free, n_)))) return;
+      if (r_.nodes > 0 && free < r_.gpus_per_node) return;
+    }
+    if (dom.level > Level::kNode && d != region_ && Pruned(d)) return;
     for (DomainId c : t_.children(d)) {
       if (t_.free_gpus(c) == 0) continue;
       SumInto(s, Ach(c));
     }
     if (dom.level == Level::kNode && r_.nodes > 0) {
       const bool has = r_.gpus_per_node <= n_ && Test(s, r_.gpus_per_node);
-      s = Zero();
+      std::fill(s.begin(), s.end(), 0);
       Set(s, 0);
       if (has) Set(s, r_.gpus_per_node);
     }
     if (d != region_) FilterCut(d, s);
-    return s;
   }
 
   // Keeps the counts g for which d's uplink, crossed by g GPUs, offers >= B.
@@ -369,7 +387,7 @@ class Placer::Search {
     const Link& link = t_.domain(d).uplink;
     if (link.lanes == 0) {
       if (!Ok(m_.CutCapacity(d, 1))) {
-        s = Zero();
+        std::fill(s.begin(), s.end(), 0);
         Set(s, 0);
       }
       return;
@@ -416,21 +434,22 @@ class Placer::Search {
       if (fa != fb) return fa > fb;
       return a > b;
     });
-    std::vector<Bits> prefix;
-    prefix.reserve(kids.size() + 1);
+    // prefix[i] = Ach(kids[0]) (+) ... (+) Ach(kids[i-1]), flat: words_ words per entry.
+    std::vector<uint64_t> prefix((kids.size() + 1) * words_, 0);
     Bits acc = Zero();
     Set(acc, 0);
-    prefix.push_back(acc);
-    for (DomainId c : kids) {
-      SumInto(acc, Ach(c));
-      prefix.push_back(acc);
+    std::copy(acc.begin(), acc.end(), prefix.begin());
+    for (size_t i = 0; i < kids.size(); ++i) {
+      SumInto(acc, Ach(kids[i]));
+      std::copy(acc.begin(), acc.end(), prefix.begin() + static_cast<std::ptrdiff_t>((i + 1) * words_));
     }
+    auto in_prefix = [&](size_t i, uint32_t v) { return (prefix[i * words_ + v / 64] >> (v % 64)) & 1u; };
     std::vector<uint32_t> take(kids.size(), 0);
     uint32_t rest = t;
     for (size_t i = kids.size(); i-- > 0;) {
       const Bits& a = Ach(kids[i]);
       for (uint32_t g = rest + 1; g-- > 0;) {
-        if (Test(a, g) && Test(prefix[i], rest - g)) {
+        if (Test(a, g) && in_prefix(i, rest - g)) {
           take[i] = g;
           rest -= g;
           break;
@@ -547,13 +566,14 @@ class Placer::Search {
   DomainId region_;
   double B_ = 0, next_ = 0;
   bool aligned_ = false;
-  std::vector<int32_t> slot_;
+  std::vector<int32_t>& slot_;  // per domain: index into pool_, -1 when not computed
   std::vector<DomainId> memo_touched_;
   std::deque<Bits> pool_;  // deque: references stay valid while it grows
   size_t pool_used_ = 0;
   std::vector<AlignNode> align_nodes_;
   std::pair<uint64_t, uint32_t> align_choice_{0, 0};
   Bits aligned_bits_;
+  Bits tmp_;
 
   Prediction best_;
   std::vector<GpuId> best_gpus_;

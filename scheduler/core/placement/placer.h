@@ -71,6 +71,7 @@ class Placer {
   std::vector<uint32_t> max_lanes_;   // per domain: most NIC/NVLink lanes of a node below it
   std::vector<double> max_lane_cap_;  // per domain: best single-lane capacity of a node below it
   std::vector<uint32_t> level_max_gpus_;  // per level: GPUs of the largest domain at or below it
+  mutable std::vector<int32_t> memo_slot_;  // search scratch, all -1 between calls
 };
 
 }  // namespace phalanx
