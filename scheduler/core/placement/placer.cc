@@ -181,7 +181,11 @@ class Placer::Search {
     if (t_.free_gpus(d) < n_ || dom.level == Level::kGpu) return;
     bool ok = dom.level <= max_level;
     if (r_.nodes > 1 && dom.level <= Level::kNode) ok = false;
-    if (r_.exclusive && dom.level < Level::kNode) ok = false;
+    if (r_.exclusive && dom.level < Level::kNode) {
+      DomainId node = d;
+      while (t_.domain(node).level != Level::kNode) node = t_.domain(node).parent;
+      ok = ok && t_.free_nodes(node) > 0;
+    }
     if (ok) {
       const double ub = Upper(d);
       if (ub > 0) out.push_back({d, ub});
@@ -246,15 +250,12 @@ class Placer::Search {
     while (B_ > 0 && (best_gpus_.empty() || B_ > best_.busbw_gbs)) {
       next_ = 0;
       ResetMemo();
-      aligned_ = false;
+      align_per_ = 0;
+      align_mask_ = 0;
       const Bits& s = RegionSet();
       if (Test(s, n_)) {
         std::vector<GpuId> gpus;
-        if (aligned_) {
-          TakeAligned(n_, gpus);
-        } else {
-          Take(x, n_, gpus);
-        }
+        Take(x, n_, gpus);
         const Prediction pred = m_.Predict(gpus);
         if (best_gpus_.empty() || pred.busbw_gbs > best_.busbw_gbs) {
           best_ = pred;
@@ -275,24 +276,20 @@ class Placer::Search {
     return x.rail_optimized && x.parent.valid() && m_.CutCapacity(region_, n_) < B_;
   }
 
-  // Ach(region), choosing the aligned form when the region needs (or prefers) it.
+  // Ach(region), in aligned mode when the region needs (or, at equal bandwidth, prefers) it.
   const Bits& RegionSet() {
     const Domain& x = t_.domain(region_);
     if (x.level > Level::kNode && NeedsAlignment()) {
-      Reject(m_.CutCapacity(region_, n_));
-      aligned_ = true;
-      return AlignedSet();
+      if (!r_.rail_aligned) Reject(m_.CutCapacity(region_, n_));
+      if (TryAligned()) return Ach(region_);
+      none_ = Zero();
+      Set(none_, 0);
+      return none_;
     }
-    const Bits& plain = Ach(region_);
-    if (x.level > Level::kNode && (x.rail_optimized || r_.rail_aligned) && Test(plain, n_)) {
-      // Prefer a rail-aligned placement at the same threshold.
-      const Bits& al = AlignedSet();
-      if (Test(al, n_)) {
-        aligned_ = true;
-        return al;
-      }
+    if (x.level > Level::kNode && x.rail_optimized && Test(Ach(region_), n_) && !TryAligned()) {
+      ResetMemo();  // no aligned placement at this threshold: back to the plain sets
     }
-    return plain;
+    return Ach(region_);
   }
 
   void Reject(double cap) {
@@ -364,6 +361,10 @@ class Placer::Search {
     }
     if (dom.level == Level::kNode) {
       if (r_.exclusive && t_.free_nodes(d) == 0) return;
+      if (align_per_ > 0) {
+        if (free >= align_per_) ComputeAlignedNode(d, s);
+        return;
+      }
       // Cheap exit: not enough free GPUs to drive the node's lanes at B.
       if (d != region_ && dom.uplink.lanes > 0 && !Ok(m_.CutCapacity(d, std::min(free, n_)))) return;
       if (r_.nodes > 0 && free < r_.gpus_per_node) return;
@@ -424,6 +425,12 @@ class Placer::Search {
       out.push_back(GpuId(dom.first_gpu));
       return;
     }
+    if (dom.level == Level::kNode && align_per_ > 0) {
+      for (uint64_t m = align_mask_; m; m &= m - 1) {
+        out.push_back(t_.node_gpu(NodeId(dom.first_node), static_cast<uint32_t>(std::countr_zero(m))));
+      }
+      return;
+    }
     std::vector<DomainId> kids;
     for (DomainId c : t_.children(d)) {
       if (t_.free_gpus(c) > 0) kids.push_back(c);
@@ -463,72 +470,62 @@ class Placer::Search {
 
   // ---- rail alignment --------------------------------------------------------------------
 
-  struct AlignNode {
-    NodeId node;
-    uint64_t mask;   // admissible local indices
-    uint32_t free;
-  };
-
-  // Counts reachable by multi-node placements that use one local-index set on every node,
-  // plus every single-node count. Fills align_ for TakeAligned.
-  const Bits& AlignedSet() {
-    align_nodes_.clear();
-    align_choice_ = {};
-    GatherNodes(region_);
-    aligned_bits_ = Zero();
-    Set(aligned_bits_, 0);
+  // Looks for a placement in the region that uses one local-index set L on every node (|L| = p,
+  // p | n). For each p, the sets shared by the most admissible nodes are tried (superset sums
+  // over local-index masks), each with the same DP restricted to nodes contributing {0, p}. On
+  // success the memo holds the restricted sets, ready for Take.
+  bool TryAligned() {
     const uint32_t gpn = t_.max_gpus_per_node();
-    if (gpn > 10) return aligned_bits_;
-    std::vector<uint32_t> cnt(size_t{1} << gpn);
-    for (uint32_t per = std::min(gpn, n_ / 2); per >= 1; --per) {
-      if (n_ % per != 0) continue;
-      if (r_.nodes > 0 && per != r_.gpus_per_node) continue;
-      const uint32_t k = n_ / per;
-      std::fill(cnt.begin(), cnt.end(), 0);
-      bool any = false;
-      for (const AlignNode& a : align_nodes_) {
-        if (static_cast<uint32_t>(std::popcount(a.mask)) < per) continue;
-        if (!Ok(m_.CutCapacity(t_.node_domain(a.node), per))) continue;
-        cnt[a.mask]++;
-        any = true;
-      }
-      if (!any) continue;
-      for (uint32_t bit = 0; bit < gpn; ++bit) {
-        for (uint32_t mask = 0; mask < cnt.size(); ++mask) {
-          if (!(mask & (1u << bit))) cnt[mask] += cnt[mask | (1u << bit)];
-        }
-      }
-      uint32_t best_mask = 0, best_count = 0;
-      for (uint32_t mask = 0; mask < cnt.size(); ++mask) {
-        if (static_cast<uint32_t>(std::popcount(mask)) == per && cnt[mask] > best_count) {
-          best_count = cnt[mask];
-          best_mask = mask;
-        }
-      }
-      if (best_count >= k) {
-        Set(aligned_bits_, n_);
-        align_choice_ = {best_mask, per};
-        break;
-      }
-    }
-    return aligned_bits_;
-  }
-
-  void GatherNodes(DomainId d) {
-    const Domain& dom = t_.domain(d);
-    if (t_.free_gpus(d) == 0) return;
-    if (dom.level == Level::kNode) {
-      if (r_.exclusive && t_.free_nodes(d) == 0) return;
-      if (d != region_ && !Ok(m_.CutCapacity(d, dom.uplink.lanes ? dom.uplink.lanes : n_))) return;
+    const Domain& x = t_.domain(region_);
+    if (gpn > 12) return false;
+    std::vector<uint32_t> cnt(size_t{1} << gpn, 0);
+    for (uint32_t i = x.first_node; i < x.first_node + x.node_count; ++i) {
+      const DomainId nd = t_.node_domain(NodeId(i));
+      if (t_.free_gpus(nd) == 0 || (r_.exclusive && t_.free_nodes(nd) == 0)) continue;
       uint64_t mask = 0;
-      for (uint32_t g = dom.first_gpu; g < dom.first_gpu + dom.gpu_count; ++g) {
+      const Domain& node = t_.domain(nd);
+      for (uint32_t g = node.first_gpu; g < node.first_gpu + node.gpu_count; ++g) {
         if (GpuAdmissible(GpuId(g))) mask |= uint64_t{1} << t_.local_index(GpuId(g));
       }
-      if (mask) align_nodes_.push_back({NodeId(dom.first_node), mask, t_.free_gpus(d)});
-      return;
+      cnt[mask]++;
     }
-    if (d != region_ && (Pruned(d) || !Ok(m_.CutCapacity(d, n_)))) return;
-    for (DomainId c : t_.children(d)) GatherNodes(c);
+    for (uint32_t bit = 0; bit < gpn; ++bit) {
+      for (uint32_t mask = 0; mask < cnt.size(); ++mask) {
+        if (!(mask & (1u << bit))) cnt[mask] += cnt[mask | (1u << bit)];
+      }
+    }
+    for (uint32_t per = std::min(gpn, n_); per >= 1; --per) {
+      if (n_ % per != 0 || (r_.nodes > 0 && per != r_.gpus_per_node)) continue;
+      const uint32_t k = n_ / per;
+      std::vector<uint32_t> masks;
+      for (uint32_t mask = 0; mask < cnt.size(); ++mask) {
+        if (static_cast<uint32_t>(std::popcount(mask)) == per && cnt[mask] >= k) masks.push_back(mask);
+      }
+      std::stable_sort(masks.begin(), masks.end(), [&](uint32_t a, uint32_t b) { return cnt[a] > cnt[b]; });
+      if (masks.size() > kMaxAlignedSets) masks.resize(kMaxAlignedSets);
+      for (uint32_t mask : masks) {
+        ResetMemo();
+        align_per_ = per;
+        align_mask_ = mask;
+        if (Test(Ach(region_), n_)) return true;
+      }
+    }
+    ResetMemo();
+    align_per_ = 0;
+    align_mask_ = 0;
+    return false;
+  }
+  static constexpr size_t kMaxAlignedSets = 64;
+
+  // Ach of a node in aligned mode: {0, p} when every GPU of L is admissible.
+  void ComputeAlignedNode(DomainId d, Bits& s) {
+    const NodeId node(t_.domain(d).first_node);
+    for (uint64_t m = align_mask_; m; m &= m - 1) {
+      const GpuId g = t_.node_gpu(node, static_cast<uint32_t>(std::countr_zero(m)));
+      if (!g.valid() || !GpuAdmissible(g)) return;
+    }
+    if (align_per_ <= n_) Set(s, align_per_);
+    if (d != region_) FilterCut(d, s);
   }
 
   // Free, and every link from the GPU up to its node offers >= B.
@@ -540,22 +537,6 @@ class Placer::Search {
     return true;
   }
 
-  void TakeAligned(uint32_t t, std::vector<GpuId>& out) {
-    const auto [mask, per] = align_choice_;
-    std::vector<const AlignNode*> fit;
-    for (const AlignNode& a : align_nodes_) {
-      if ((a.mask & mask) == mask && Ok(m_.CutCapacity(t_.node_domain(a.node), per))) fit.push_back(&a);
-    }
-    std::sort(fit.begin(), fit.end(), [](const AlignNode* a, const AlignNode* b) {
-      return a->free != b->free ? a->free < b->free : a->node < b->node;
-    });
-    for (uint32_t i = 0; i < t / per; ++i) {
-      for (uint32_t local = 0; local < 64; ++local) {
-        if (mask & (uint64_t{1} << local)) out.push_back(t_.node_gpu(fit[i]->node, local));
-      }
-    }
-  }
-
   const Placer& p_;
   const Topology& t_;
   const BandwidthModel& m_;
@@ -565,15 +546,14 @@ class Placer::Search {
 
   DomainId region_;
   double B_ = 0, next_ = 0;
-  bool aligned_ = false;
   std::vector<int32_t>& slot_;  // per domain: index into pool_, -1 when not computed
   std::vector<DomainId> memo_touched_;
   std::deque<Bits> pool_;  // deque: references stay valid while it grows
   size_t pool_used_ = 0;
-  std::vector<AlignNode> align_nodes_;
-  std::pair<uint64_t, uint32_t> align_choice_{0, 0};
-  Bits aligned_bits_;
+  uint32_t align_per_ = 0;   // > 0: aligned mode, every node holds exactly this many GPUs...
+  uint64_t align_mask_ = 0;  // ...with these local indices
   Bits tmp_;
+  Bits none_;
 
   Prediction best_;
   std::vector<GpuId> best_gpus_;
