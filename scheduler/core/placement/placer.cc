@@ -158,8 +158,19 @@ class Placer::Search {
 
   bool SearchAll(Level max_level) {
     if (n_ == 1) return PlaceOne(max_level);
+    // Fast path for jobs that fit in one node: the fullest node that can hold them. If it
+    // reaches the best GPU link of the whole cluster, nothing can beat it.
+    if (n_ <= t_.max_gpus_per_node() && r_.nodes <= 1 && max_level >= Level::kNode) {
+      const DomainId node = FullestNodeFitting();
+      if (node.valid() && EvaluateAll(node, max_level) && best_.busbw_gbs >= p_.max_gpu_cap_[t_.root().value]) return true;
+    }
+    return EvaluateAll(t_.root(), max_level) || !best_gpus_.empty();
+  }
+
+  // Evaluates every candidate region in the subtree of `top`, best upper bound first.
+  bool EvaluateAll(DomainId top, Level max_level) {
     std::vector<Candidate> cands;
-    Collect(t_.root(), max_level, cands);
+    Collect(top, max_level, cands);
     std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
       if (a.upper != b.upper) return a.upper > b.upper;
       const Domain &da = t_.domain(a.domain), &db = t_.domain(b.domain);
@@ -170,10 +181,40 @@ class Placer::Search {
     });
     bool found = false;
     for (const Candidate& c : cands) {
-      if (found && c.upper <= best_.busbw_gbs) break;
+      if (!best_gpus_.empty() && c.upper <= best_.busbw_gbs) break;
       if (Evaluate(c.domain, c.upper)) found = true;
     }
     return found;
+  }
+
+  // The node with the fewest free GPUs >= n (entirely free for exclusive jobs), by descent on
+  // the per-domain free-count histograms; lowest id on ties. Invalid when none.
+  DomainId FullestNodeFitting() const {
+    const uint32_t gpn = t_.max_gpus_per_node();
+    auto min_free = [&](DomainId d) -> uint32_t {
+      if (r_.exclusive) return t_.free_nodes(d) > 0 ? 0 : UINT32_MAX;  // any entirely free node
+      for (uint32_t f = n_; f <= gpn; ++f) {
+        if (t_.nodes_with_free(d, f)) return f;
+      }
+      return UINT32_MAX;
+    };
+    DomainId d = t_.root();
+    if (min_free(d) == UINT32_MAX) return DomainId();
+    while (t_.domain(d).level > Level::kNode) {
+      DomainId pick;
+      uint32_t pick_free = UINT32_MAX;
+      for (DomainId c : t_.children(d)) {
+        if (t_.domain(c).level < Level::kNode) continue;
+        const uint32_t f = min_free(c);
+        if (f < pick_free) {
+          pick_free = f;
+          pick = c;
+        }
+      }
+      if (!pick.valid()) return DomainId();
+      d = pick;
+    }
+    return t_.domain(d).level == Level::kNode ? d : DomainId();
   }
 
   void Collect(DomainId d, Level max_level, std::vector<Candidate>& out) {
