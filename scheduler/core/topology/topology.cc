@@ -315,7 +315,7 @@ class TopologyBuilder {
     topo_.free_nodes_.resize(n);
     topo_.hist_stride_ = topo_.max_gpus_per_node_ + 1;
     topo_.hist_.assign(n * topo_.hist_stride_, 0);
-    topo_.load_gbs_.assign(n, 0);
+    topo_.load_mbs_.assign(n, 0);
     topo_.load_jobs_.assign(n, 0);
     for (size_t i = 0; i < n; ++i) {
       const Domain& d = topo_.domains_[i];
@@ -405,6 +405,11 @@ std::span<const GpuId> Topology::job_gpus(JobId job) const {
   return it->second.gpus;
 }
 
+double Topology::job_ring_gbs(JobId job) const {
+  auto it = jobs_.find(job);
+  return it == jobs_.end() ? 0.0 : static_cast<double>(it->second.ring_mbs) / 1000.0;
+}
+
 Status Topology::Allocate(JobId job, std::span<const GpuId> gpus, double ring_gbs) {
   const std::string where = "job " + std::to_string(job);
   if (job == kNoJob) return Fail(where, "job id 0 is reserved");
@@ -421,8 +426,9 @@ Status Topology::Allocate(JobId job, std::span<const GpuId> gpus, double ring_gb
                              (owner_[g.value] != kNoJob ? " is held by job " + std::to_string(owner_[g.value]) : " is on an unavailable node"));
     }
   }
+  if (!std::isfinite(ring_gbs) || ring_gbs < 0 || ring_gbs > 1e9) return Fail(where, "bad ring bandwidth " + std::to_string(ring_gbs));
   JobAlloc alloc;
-  alloc.ring_gbs = ring_gbs;
+  alloc.ring_mbs = std::llround(ring_gbs * 1000.0);
   // Uplinks the job's ring crosses: domains holding some but not all of its GPUs (GPU links are
   // private to the job, so they are not charged).
   if (sorted.size() > 1) {
@@ -440,7 +446,7 @@ Status Topology::Allocate(JobId job, std::span<const GpuId> gpus, double ring_gb
     ChangeGpu(g, false);
   }
   for (DomainId d : alloc.crossed) {
-    load_gbs_[d.value] += ring_gbs;
+    load_mbs_[d.value] += alloc.ring_mbs;
     load_jobs_[d.value]++;
   }
   alloc.gpus = std::move(sorted);
@@ -456,9 +462,8 @@ Status Topology::Release(JobId job) {
     ChangeGpu(g, true);
   }
   for (DomainId d : it->second.crossed) {
-    load_gbs_[d.value] = std::max(0.0, load_gbs_[d.value] - it->second.ring_gbs);
+    load_mbs_[d.value] -= it->second.ring_mbs;
     load_jobs_[d.value]--;
-    if (load_jobs_[d.value] == 0) load_gbs_[d.value] = 0;  // no drift from float sums
   }
   jobs_.erase(it);
   return {};
@@ -498,6 +503,7 @@ std::string Topology::CheckInvariants() const {
   const size_t n = domains_.size();
   std::vector<uint32_t> free(n, 0), free_nodes(n, 0), hist(n * hist_stride_, 0);
   std::vector<uint32_t> jobs(n, 0);
+  std::vector<int64_t> mbs(n, 0);
   for (uint32_t g = 0; g < gpu_count(); ++g) {
     if (owner_[g] != kNoJob) {
       auto it = jobs_.find(owner_[g]);
@@ -514,7 +520,10 @@ std::string Topology::CheckInvariants() const {
     for (GpuId g : alloc.gpus) {
       if (owner_[g.value] != job) out << "job " << job << " lists GPU " << g.value << " owned by " << owner_[g.value] << "\n";
     }
-    for (DomainId d : alloc.crossed) jobs[d.value]++;
+    for (DomainId d : alloc.crossed) {
+      jobs[d.value]++;
+      mbs[d.value] += alloc.ring_mbs;
+    }
   }
   const size_t owners = static_cast<size_t>(std::count_if(owner_.begin(), owner_.end(), [](JobId j) { return j != kNoJob; }));
   if (owners != owned) out << owners << " owned GPUs but jobs list " << owned << "\n";
@@ -531,6 +540,7 @@ std::string Topology::CheckInvariants() const {
     if (free[i] != free_[i]) out << "domain " << domains_[i].name << ": free " << free_[i] << " != recomputed " << free[i] << "\n";
     if (free_nodes[i] != free_nodes_[i]) out << "domain " << domains_[i].name << ": free_nodes " << free_nodes_[i] << " != " << free_nodes[i] << "\n";
     if (jobs[i] != load_jobs_[i]) out << "domain " << domains_[i].name << ": crossing jobs " << load_jobs_[i] << " != " << jobs[i] << "\n";
+    if (mbs[i] != load_mbs_[i]) out << "domain " << domains_[i].name << ": crossing MB/s " << load_mbs_[i] << " != " << mbs[i] << "\n";
   }
   if (hist != hist_) out << "node free-count histograms differ\n";
   return out.str();

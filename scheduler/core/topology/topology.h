@@ -97,7 +97,7 @@ class Topology {
   // Number of Up nodes below `d` with exactly `f` free GPUs (f <= max_gpus_per_node()).
   uint32_t nodes_with_free(DomainId d, uint32_t f) const { return hist_[d.value * hist_stride_ + f]; }
   // Traffic of running jobs whose rings cross the uplink of `d` (GB/s), and how many jobs.
-  double crossing_gbs(DomainId d) const { return load_gbs_[d.value]; }
+  double crossing_gbs(DomainId d) const { return static_cast<double>(load_mbs_[d.value]) / 1000.0; }
   uint32_t crossing_jobs(DomainId d) const { return load_jobs_[d.value]; }
 
   // Gives `gpus` to `job`. Fails, changing nothing, if the job already holds GPUs, a GPU id is
@@ -106,8 +106,9 @@ class Topology {
   Status Allocate(JobId job, std::span<const GpuId> gpus, double ring_gbs);
   // Returns all GPUs of `job`. Fails if the job holds none.
   Status Release(JobId job);
-  // The GPUs a job holds (empty if none).
+  // The GPUs a job holds (empty if none), and the ring bandwidth it was charged with.
   std::span<const GpuId> job_gpus(JobId job) const;
+  double job_ring_gbs(JobId job) const;
   size_t job_count() const { return jobs_.size(); }
 
   // Drain/Down make a node's GPUs unavailable for new work (running jobs keep them).
@@ -122,7 +123,7 @@ class Topology {
   struct JobAlloc {
     std::vector<GpuId> gpus;
     std::vector<DomainId> crossed;
-    double ring_gbs = 0;
+    int64_t ring_mbs = 0;
   };
   void ChangeGpu(GpuId g, bool becomes_free);
   void ChangeNodeFree(NodeId n, uint32_t before, uint32_t after, uint32_t total);
@@ -145,7 +146,7 @@ class Topology {
   std::vector<uint32_t> free_;
   std::vector<uint32_t> free_nodes_;
   std::vector<uint32_t> hist_;
-  std::vector<double> load_gbs_;
+  std::vector<int64_t> load_mbs_;  // integer MB/s: sums and differences stay exact
   std::vector<uint32_t> load_jobs_;
   std::unordered_map<JobId, JobAlloc> jobs_;
 };

@@ -159,7 +159,7 @@ class Ledger {
     ASSERT_TRUE(t_.Allocate(job, all, ring).has_value()) << Where();
     for (GpuId g : all) owner_[g.value] = job;
     jobs_[job] = all;
-    ring_[job] = ring;
+    ring_[job] = std::llround(ring * 1000.0);  // the topology charges whole MB/s
     ++placed_;
   }
 
@@ -298,7 +298,7 @@ class Ledger {
     // Crossing jobs and traffic: a job crosses the uplink of every non-GPU domain that holds some
     // but not all of its GPUs.
     std::vector<uint32_t> cross_jobs(nd, 0);
-    std::vector<double> cross_gbs(nd, 0);
+    std::vector<int64_t> cross_mbs(nd, 0);
     std::vector<uint32_t> count(nd, 0);
     for (const auto& [job, gpus] : jobs_) {
       std::vector<DomainId> touched;
@@ -310,7 +310,7 @@ class Ledger {
       for (DomainId d : touched) {
         if (gpus.size() > 1 && count[d.value] < gpus.size()) {
           cross_jobs[d.value]++;
-          cross_gbs[d.value] += ring_[job];
+          cross_mbs[d.value] += ring_[job];
         }
         count[d.value] = 0;
       }
@@ -324,7 +324,8 @@ class Ledger {
         ASSERT_EQ(t_.nodes_with_free(d, f), hist[i * (t_.max_gpus_per_node() + 1) + f]) << Where() << ": " << dom.name << " f=" << f;
       }
       ASSERT_EQ(t_.crossing_jobs(d), cross_jobs[i]) << Where() << ": " << dom.name;
-      ASSERT_NEAR(t_.crossing_gbs(d), cross_gbs[i], 1e-6 * (1 + cross_gbs[i])) << Where() << ": " << dom.name;
+      // Loads are kept in integer MB/s, so the recount must match exactly.
+      ASSERT_EQ(std::llround(t_.crossing_gbs(d) * 1000.0), cross_mbs[i]) << Where() << ": " << dom.name;
     }
   }
 
@@ -334,7 +335,7 @@ class Ledger {
   std::vector<JobId> owner_;
   std::vector<NodeState> state_;
   std::map<JobId, std::vector<GpuId>> jobs_;  // sorted GPUs
-  std::map<JobId, double> ring_;
+  std::map<JobId, int64_t> ring_;  // MB/s
   JobId next_job_ = 1;
   int step_ = 0;
   int placed_ = 0;
