@@ -36,7 +36,7 @@ std::optional<double> UnitFactor(std::string_view unit) {
     default: return std::nullopt;
   }
   const std::string_view rest = unit.substr(1);
-  for (std::string_view bits : {"b/s", "bps", "bit/s", "bits/s", "bit", "b"}) {
+  for (std::string_view bits : {"b/s", "bps", "bit/s", "bits/s"}) {
     if (rest == bits) return prefix / 8;
   }
   for (std::string_view bytes : {"B/s", "Bps", "byte/s", "Byte/s", "bytes/s", "Bytes/s"}) {

@@ -40,8 +40,8 @@
 // that is not Key=Value, an unknown or repeated key, an empty value, a missing SwitchName, both
 // Nodes= and Switches=, neither, a duplicate switch, a node under two switches, an unknown
 // switch in Switches=, a switch under two parents, a parent cycle, too many levels, a bad
-// hostlist, a bad LinkSpeed, a GPU count mismatch, a truncated file (a continuation at end of
-// file, or a hostlist cut inside brackets), an empty file. Errors in gres_text name
+// hostlist, more than 1,000,000 nodes, a bad LinkSpeed, a GPU count mismatch, a truncated file (a
+// continuation at end of file, or a hostlist cut inside brackets), an empty file. Errors in gres_text name
 // "<gres_filename>:line". Bad options name "options.<field>".
 // Thread-safety: pure function.
 #pragma once
