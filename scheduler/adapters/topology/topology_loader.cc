@@ -1,0 +1,194 @@
+#include "adapters/topology/topology_loader.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "adapters/topology/topology_reader_hwloc.h"
+#include "adapters/topology/topology_reader_nvsmi.h"
+#include "adapters/topology/topology_reader_slurm.h"
+#include "adapters/topology/topology_reader_yaml.h"
+#include "core/topology/node_models.h"
+
+namespace phalanx {
+namespace {
+
+constexpr std::string_view kGenPrefix = "gen:";
+constexpr size_t kMaxFileBytes = 256u << 20;
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Fail(path, std::string("cannot open: ") + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Fail(path, std::string("cannot read: ") + std::strerror(errno));
+  std::string text = std::move(ss).str();
+  if (text.size() > kMaxFileBytes) return Fail(path, "file larger than 256 MiB");
+  return text;
+}
+
+std::string_view TrimLeft(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n' || s.front() == '\f')) s.remove_prefix(1);
+  return s;
+}
+
+bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) != std::tolower(static_cast<unsigned char>(prefix[i]))) return false;
+  }
+  return true;
+}
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+std::string FileStem(std::string_view path) {
+  if (const size_t slash = path.find_last_of('/'); slash != std::string_view::npos) path.remove_prefix(slash + 1);
+  if (const size_t dot = path.find_last_of('.'); dot != std::string_view::npos && dot > 0) path = path.substr(0, dot);
+  return std::string(path.empty() ? "node" : path);
+}
+
+// A one-node cluster around `model`.
+TopologySpec OneNode(NodeModel model, const std::string& path, const LoadOptions& options) {
+  TopologySpec spec;
+  const std::string node = options.node_name.empty() ? FileStem(path) : options.node_name;
+  spec.name = node;
+  spec.models.push_back(std::move(model));
+  spec.nodes.push_back(NodeSpec{node, "", 0, path});
+  return spec;
+}
+
+}  // namespace
+
+std::string_view TopologyFormatName(TopologyFormat format) {
+  switch (format) {
+    case TopologyFormat::kAuto: return "auto";
+    case TopologyFormat::kYaml: return "yaml";
+    case TopologyFormat::kSlurm: return "slurm";
+    case TopologyFormat::kNvsmi: return "nvsmi";
+    case TopologyFormat::kHwloc: return "hwloc";
+    case TopologyFormat::kGenerator: return "gen";
+  }
+  return "auto";
+}
+
+bool ParseTopologyFormat(std::string_view name, TopologyFormat* format) {
+  for (TopologyFormat f : {TopologyFormat::kAuto, TopologyFormat::kYaml, TopologyFormat::kSlurm, TopologyFormat::kNvsmi,
+                           TopologyFormat::kHwloc, TopologyFormat::kGenerator}) {
+    if (name == TopologyFormatName(f)) {
+      *format = f;
+      return true;
+    }
+  }
+  return false;
+}
+
+Result<TopologyFormat> SniffTopologyFormat(std::string_view path, std::string_view text) {
+  const std::string_view head = TrimLeft(text);
+  if (head.starts_with("<?xml") || head.starts_with("<topology") || head.substr(0, 4096).find("<topology") != std::string_view::npos) {
+    return TopologyFormat::kHwloc;
+  }
+  bool yaml_key = false;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view raw = text.substr(start, end - start);
+    const std::string_view line = TrimLeft(raw);
+    start = end + 1;
+    if (line.empty() || line.front() == '#') continue;
+    if (StartsWithNoCase(line, "SwitchName=")) return TopologyFormat::kSlurm;
+    // nvidia-smi: the header row's first column is GPU0 (tab-indented in real output; an
+    // unindented one must show another column to be told from prose).
+    if (line.starts_with("GPU0") && (line.size() == 4 || line[4] == ' ' || line[4] == '\t')) {
+      if (raw != line || line.find("GPU1") != std::string_view::npos || line.find("NIC0") != std::string_view::npos ||
+          line.find("CPU Affinity") != std::string_view::npos) {
+        return TopologyFormat::kNvsmi;
+      }
+    }
+    for (std::string_view key : {"cluster:", "fabric:", "models:", "generate:", "version:"}) {
+      if (raw.starts_with(key)) yaml_key = true;
+    }
+  }
+  if (yaml_key || EndsWith(path, ".yaml") || EndsWith(path, ".yml")) return TopologyFormat::kYaml;
+  return Fail(std::string(path),
+              "cannot tell the topology format (expected Phalanx YAML, a Slurm topology.conf with SwitchName= lines, "
+              "`nvidia-smi topo -m` output or `lstopo --of xml` output); give --format");
+}
+
+Result<LoadedTopology> LoadTopology(const std::string& path, const LoadOptions& options) {
+  LoadedTopology out;
+  if (path.starts_with(kGenPrefix) || options.format == TopologyFormat::kGenerator) {
+    const std::string_view name = path.starts_with(kGenPrefix) ? std::string_view(path).substr(kGenPrefix.size()) : std::string_view(path);
+    auto spec = GenerateByName(name);
+    if (!spec) return Fail(path, spec.error().message);
+    out.spec = std::move(*spec);
+    out.format = TopologyFormat::kGenerator;
+    return out;
+  }
+  auto text = ReadFile(path);
+  if (!text) return std::unexpected(text.error());
+  TopologyFormat format = options.format;
+  if (format == TopologyFormat::kAuto) {
+    auto sniffed = SniffTopologyFormat(path, *text);
+    if (!sniffed) return std::unexpected(sniffed.error());
+    format = *sniffed;
+  }
+  out.format = format;
+  switch (format) {
+    case TopologyFormat::kYaml: {
+      auto spec = ReadTopologyYaml(*text, path);
+      if (!spec) return std::unexpected(spec.error());
+      out.spec = std::move(*spec);
+      return out;
+    }
+    case TopologyFormat::kSlurm: {
+      SlurmReadOptions so;
+      so.gpus_per_node = options.gpus_per_node;
+      if (!options.node_model.empty()) so.node_model = options.node_model;
+      so.oversubscription_by_level = options.oversubscription_by_level;
+      if (!options.gres_path.empty()) {
+        auto gres = ReadFile(options.gres_path);
+        if (!gres) return std::unexpected(gres.error());
+        so.gres_text = std::move(*gres);
+        so.gres_filename = options.gres_path;
+      }
+      auto spec = ReadSlurmTopology(*text, path, so);
+      if (!spec) return std::unexpected(spec.error());
+      out.spec = std::move(*spec);
+      return out;
+    }
+    case TopologyFormat::kNvsmi: {
+      NvsmiOptions no;
+      if (!options.node_model.empty()) no.model_name = options.node_model;
+      auto model = ReadNvidiaSmiTopo(*text, path, no);
+      if (!model) return std::unexpected(model.error());
+      out.spec = OneNode(std::move(*model), path, options);
+      return out;
+    }
+    case TopologyFormat::kHwloc: {
+      HwlocOptions ho;
+      ho.model_name = options.node_model;
+      auto model = ReadHwlocXml(*text, path, ho);
+      if (!model) return std::unexpected(model.error());
+      out.spec = OneNode(std::move(*model), path, options);
+      return out;
+    }
+    case TopologyFormat::kAuto:
+    case TopologyFormat::kGenerator:
+      break;
+  }
+  return Fail(path, "unsupported format");
+}
+
+Result<TopologySpec> LoadTopologyFile(const std::string& path, const LoadOptions& options) {
+  auto loaded = LoadTopology(path, options);
+  if (!loaded) return std::unexpected(loaded.error());
+  return std::move(loaded->spec);
+}
+
+}  // namespace phalanx

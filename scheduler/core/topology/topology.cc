@@ -411,6 +411,14 @@ double Topology::job_ring_gbs(JobId job) const {
 }
 
 Status Topology::Allocate(JobId job, std::span<const GpuId> gpus, double ring_gbs) {
+  return DoAllocate(job, gpus, ring_gbs, false);
+}
+
+Status Topology::Restore(JobId job, std::span<const GpuId> gpus, double ring_gbs) {
+  return DoAllocate(job, gpus, ring_gbs, true);
+}
+
+Status Topology::DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_gbs, bool any_node_state) {
   const std::string where = "job " + std::to_string(job);
   if (job == kNoJob) return Fail(where, "job id 0 is reserved");
   if (gpus.empty()) return Fail(where, "allocation of zero GPUs");
@@ -421,7 +429,7 @@ Status Topology::Allocate(JobId job, std::span<const GpuId> gpus, double ring_gb
     const GpuId g = sorted[i];
     if (g.value >= gpu_count()) return Fail(where, "GPU id " + std::to_string(g.value) + " out of range");
     if (i > 0 && sorted[i - 1] == g) return Fail(where, "GPU " + domains_[gpu_domain_[g.value].value].name + " listed twice");
-    if (!is_free(g)) {
+    if (any_node_state ? owner_[g.value] != kNoJob : !is_free(g)) {
       return Fail(where, "GPU " + domains_[gpu_domain_[g.value].value].name +
                              (owner_[g.value] != kNoJob ? " is held by job " + std::to_string(owner_[g.value]) : " is on an unavailable node"));
     }

@@ -104,6 +104,9 @@ class Topology {
   // out of range or repeated, or a GPU is not free. `ring_gbs` is the job's predicted ring
   // bandwidth; it is charged to every uplink the job crosses (see bandwidth_model.h).
   Status Allocate(JobId job, std::span<const GpuId> gpus, double ring_gbs);
+  // As Allocate, but GPUs on drained/down nodes are accepted when unowned: for putting back
+  // jobs that keep running on a drained node (what-if undo, restart recovery).
+  Status Restore(JobId job, std::span<const GpuId> gpus, double ring_gbs);
   // Returns all GPUs of `job`. Fails if the job holds none.
   Status Release(JobId job);
   // The GPUs a job holds (empty if none), and the ring bandwidth it was charged with.
@@ -125,6 +128,7 @@ class Topology {
     std::vector<DomainId> crossed;
     int64_t ring_mbs = 0;
   };
+  Status DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_gbs, bool any_node_state);
   void ChangeGpu(GpuId g, bool becomes_free);
   void ChangeNodeFree(NodeId n, uint32_t before, uint32_t after, uint32_t total);
   uint32_t node_free(NodeId n) const { return free_[node_domain_[n.value].value]; }

@@ -1,0 +1,632 @@
+// Scheduler: the scheduling pass (queue order, start, backfill reservations, preemption,
+// elastic growth) and the what-if machinery it uses.
+#include <algorithm>
+#include <bit>
+#include <map>
+
+#include "core/placement/simple_placers.h"
+#include "core/sched/scheduler.h"
+
+namespace phalanx {
+
+// Temporary changes to the Topology, undone in reverse order when the WhatIf goes away:
+// "release these running jobs" (as if their time had come) and "block these GPUs" (as if
+// reserved). Pseudo job ids for blocks live above 2^62, where no real job id may be.
+class Scheduler::WhatIf {
+ public:
+  explicit WhatIf(Topology& t) : t_(t) {}
+  WhatIf(const WhatIf&) = delete;
+  WhatIf& operator=(const WhatIf&) = delete;
+  ~WhatIf() { Undo(); }
+
+  void ReleaseJob(JobId job) {
+    const auto gpus = t_.job_gpus(job);
+    if (gpus.empty()) return;
+    released_.push_back({job, {gpus.begin(), gpus.end()}, t_.job_ring_gbs(job)});
+    (void)t_.Release(job);
+  }
+  // Blocks the currently free GPUs among `gpus`.
+  void Block(const std::vector<GpuId>& gpus) {
+    std::vector<GpuId> free;
+    for (GpuId g : gpus) {
+      if (t_.owner(g) == kNoJob) free.push_back(g);
+    }
+    if (free.empty()) return;
+    const JobId id = kBlockBase + next_block_++;
+    if (t_.Restore(id, free, 0)) blocks_.push_back(id);
+  }
+  void Unblock() {
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) (void)t_.Release(*it);
+    blocks_.clear();
+  }
+  void Undo() {
+    Unblock();
+    for (auto it = released_.rbegin(); it != released_.rend(); ++it) (void)t_.Restore(it->job, it->gpus, it->ring);
+    released_.clear();
+  }
+
+ private:
+  static constexpr JobId kBlockBase = JobId{1} << 62;
+  struct Released {
+    JobId job;
+    std::vector<GpuId> gpus;
+    double ring;
+  };
+  Topology& t_;
+  std::vector<Released> released_;
+  std::vector<JobId> blocks_;
+  uint64_t next_block_ = 0;
+};
+
+namespace {
+
+uint32_t MinSize(const std::vector<uint32_t>& sizes) { return sizes.empty() ? 0 : sizes.back(); }
+
+}  // namespace
+
+// ---- sizes, shapes, placement ------------------------------------------------------------
+
+std::vector<uint32_t> Scheduler::LegalSizes(const JobRecord& job) const {
+  const JobSpec& s = job.spec;
+  if (!config_.elastic || !s.elastic()) return {s.shape.gpus};
+  std::vector<uint32_t> out;
+  for (uint32_t g = s.shape.gpus; g >= s.min_gpus && g >= 1; --g) {
+    const bool ok = s.step_kind == ElasticStep::kAny || (s.step_kind == ElasticStep::kMultiple && g % s.step == 0) ||
+                    (s.step_kind == ElasticStep::kPowerOfTwo && std::has_single_bit(g));
+    if (ok) out.push_back(g);
+  }
+  if (out.empty()) out.push_back(s.shape.gpus);  // no legal size in range: run at the maximum
+  return out;
+}
+
+PlacementRequest Scheduler::ShapeFor(const JobRecord& job, uint32_t gpus) const {
+  PlacementRequest r = job.spec.shape;
+  if (r.nodes == 0) r.gpus = gpus;
+  return r;
+}
+
+std::optional<Placement> Scheduler::PlaceNow(const PlacementRequest& request) const {
+  PlaceOutcome out;
+  switch (config_.placement) {
+    case PlacementMode::kTopology: out = placer_->Place(request); break;
+    case PlacementMode::kNodeBestFit: out = PlaceNodeBestFit(*topo_, placer_->model(), *placer_, request); break;
+    case PlacementMode::kFirstFit: out = PlaceFirstFit(*topo_, placer_->model(), *placer_, request); break;
+  }
+  if (out.status != PlaceStatus::kPlaced) return std::nullopt;
+  return std::move(out.placement);
+}
+
+Duration Scheduler::RemainingWalltime(const JobRecord& job) const { return std::max<Duration>(1, job.walltime - job.progress); }
+
+Time Scheduler::ReleaseTime(const JobRecord& r) const {
+  Time t = r.expected_end();
+  if (r.state == JobState::kCheckpointing && r.after_checkpoint == JobRecord::After::kPreempt) t = std::min(t, r.checkpoint_deadline);
+  return std::max(t, now_);
+}
+
+std::optional<Placement> Scheduler::TryStartNow(const JobRecord& job, Time now) {
+  const Time end = now + RemainingWalltime(job);
+  WhatIf what_if(*topo_);
+  for (const Reservation& r : reservations_) {
+    if (r.job != job.spec.id && r.start < end) what_if.Block(r.gpus);
+  }
+  // Legal sizes are tried largest first; feasibility is monotone in size, so binary search.
+  const std::vector<uint32_t> sizes = LegalSizes(job);
+  std::optional<Placement> best;
+  size_t lo = 0, hi = sizes.size();  // sizes[lo..hi) unknown; sizes descending
+  while (lo < hi) {
+    const size_t mid = best ? lo + (hi - lo) / 2 : (lo == 0 ? 0 : lo + (hi - lo) / 2);
+    auto p = PlaceNow(ShapeFor(job, sizes[mid]));
+    if (p) {
+      best = std::move(p);
+      hi = mid;  // try larger sizes (smaller indices)
+      if (mid == 0) break;
+      lo = 0;
+      // search in [0, mid)
+      size_t a = 0, b = mid;
+      while (a < b) {
+        const size_t m = a + (b - a) / 2;
+        auto q = PlaceNow(ShapeFor(job, sizes[m]));
+        if (q) {
+          best = std::move(q);
+          b = m;
+        } else {
+          a = m + 1;
+        }
+      }
+      break;
+    }
+    lo = mid + 1;
+    if (mid == 0 && sizes.size() > 1) {
+      // The largest failed: binary search for the largest that fits in (0, n).
+      size_t a = 1, b = sizes.size();
+      std::optional<Placement> found;
+      while (a < b) {
+        const size_t m = a + (b - a) / 2;
+        auto q = PlaceNow(ShapeFor(job, sizes[m]));
+        if (q) {
+          found = std::move(q);
+          b = m;
+        } else {
+          a = m + 1;
+        }
+      }
+      return found;
+    }
+  }
+  return best;
+}
+
+std::optional<Reservation> Scheduler::Reserve(const JobRecord& job, Time now) {
+  const Duration w = RemainingWalltime(job);
+  const uint32_t n = MinSize(LegalSizes(job));
+  const PlacementRequest request = ShapeFor(job, n);
+  std::vector<std::pair<Time, JobId>> ends;
+  for (JobId id : active_) ends.push_back({ReleaseTime(jobs_.at(id)), id});
+  std::sort(ends.begin(), ends.end());
+  std::vector<Time> times{now};
+  for (const auto& e : ends) times.push_back(e.first);
+  for (const Reservation& r : reservations_) times.push_back(r.end);
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+
+  WhatIf what_if(*topo_);
+  size_t next = 0;
+  for (Time t : times) {
+    if (t < now) continue;
+    while (next < ends.size() && ends[next].first <= t) what_if.ReleaseJob(ends[next++].second);
+    if (topo_->free_gpus(topo_->root()) < n) continue;
+    WhatIf blocks(*topo_);
+    for (const Reservation& r : reservations_) {
+      if (r.start < t + w && r.end > t) blocks.Block(r.gpus);
+    }
+    auto p = PlaceNow(request);
+    if (!p) continue;
+    Reservation res{job.spec.id, t, t + w, p->gpus};
+    res.gpus.insert(res.gpus.end(), p->held.begin(), p->held.end());
+    if (config_.whole_node_reservations) {
+      // Slurm reserves whole nodes.
+      std::vector<GpuId> whole;
+      for (GpuId g : res.gpus) {
+        const Domain& node = topo_->domain(topo_->node_domain(topo_->node_of(g)));
+        for (uint32_t i = node.first_gpu; i < node.first_gpu + node.gpu_count; ++i) whole.push_back(GpuId(i));
+      }
+      std::sort(whole.begin(), whole.end());
+      whole.erase(std::unique(whole.begin(), whole.end()), whole.end());
+      res.gpus = std::move(whole);
+    }
+    std::sort(res.gpus.begin(), res.gpus.end());
+    return res;
+  }
+  return std::nullopt;
+}
+
+// ---- the pass ----------------------------------------------------------------------------
+
+std::vector<Decision> Scheduler::Schedule(Time now) {
+  now = std::max(now, now_);
+  now_ = now;
+  std::vector<Decision> out = std::move(outbox_);
+  outbox_.clear();
+  ChargeUsage(now);
+  Timers(now, out);
+  reservations_.clear();
+  failed_shapes_.clear();
+  blocked_ = false;
+  first_blocked_ = kNoJob;
+  // GPUs freed by victims, and those their victims still hold, stay with the preemptor.
+  for (JobId id : pending_) {
+    JobRecord& j = jobs_.at(id);
+    std::erase_if(j.claim, [&](GpuId g) { return topo_->owner(g) != kNoJob; });
+    std::vector<GpuId> gpus = j.claim;
+    for (JobId v : j.victims) {
+      const JobRecord& vj = jobs_.at(v);
+      if (vj.after_checkpoint == JobRecord::After::kShrink) {
+        std::set_difference(vj.gpus.begin(), vj.gpus.end(), vj.shrink_to.begin(), vj.shrink_to.end(), std::back_inserter(gpus));
+      } else {
+        gpus.insert(gpus.end(), vj.gpus.begin(), vj.gpus.end());
+      }
+    }
+    if (!gpus.empty()) {
+      std::sort(gpus.begin(), gpus.end());
+      reservations_.push_back({id, now, now + RemainingWalltime(j), std::move(gpus), true});
+    }
+  }
+  OrderQueue(now);
+  for (JobId id : queue_) {
+    JobRecord& job = jobs_.at(id);
+    if (job.state == JobState::kPending) ScheduleJob(job, now, out);
+  }
+  GrowElastic(now, out);
+  for (JobId id : queue_) {
+    const JobRecord& job = jobs_.at(id);
+    if (job.state != JobState::kPending) continue;
+    Decision d;
+    d.kind = DecisionKind::kWait;
+    d.job = id;
+    d.at = now;
+    d.wait = job.wait;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+void Scheduler::ChargeUsage(Time now) {
+  for (JobId id : active_) {
+    const JobRecord& j = jobs_.at(id);
+    Time& since = charged_until_[id];
+    if (now > since) {
+      (void)fairshare_.Charge(j.spec.user, j.spec.account, static_cast<double>(now - since) * static_cast<double>(j.gpus.size()), now);
+      since = now;
+    }
+  }
+}
+
+void Scheduler::Timers(Time now, std::vector<Decision>& out) {
+  const std::vector<JobId> active(active_.begin(), active_.end());
+  for (JobId id : active) {
+    JobRecord& job = jobs_.at(id);
+    if (now >= job.expected_end()) {
+      StopJob(job, now);
+      job.state = JobState::kKilled;
+      job.end = now;
+      Decision d;
+      d.kind = DecisionKind::kKill;
+      d.job = id;
+      d.at = now;
+      d.reason = "walltime of " + std::to_string(job.run_walltime) + "s exceeded";
+      out.push_back(std::move(d));
+      continue;
+    }
+    if (job.state == JobState::kCheckpointing && now >= job.checkpoint_deadline) {
+      // No checkpoint in time: the work since the last one is lost.
+      if (job.after_checkpoint == JobRecord::After::kPreempt) {
+        Requeue(job, now, "checkpoint deadline passed; preempted for job " + std::to_string(job.preempted_for), out);
+      } else if (job.after_checkpoint == JobRecord::After::kShrink) {
+        job.gpu_seconds_lost += static_cast<double>(job.gpus.size()) * static_cast<double>(now - job.last_checkpoint);
+        job.last_checkpoint = now;
+        FinishShrink(job, now, out);
+      } else {
+        job.state = JobState::kRunning;
+      }
+      continue;
+    }
+    const Duration interval = job.spec.checkpoint_interval > 0 ? job.spec.checkpoint_interval : config_.periodic_checkpoint;
+    if (job.state == JobState::kRunning && interval > 0 && now - std::max(job.last_checkpoint, job.last_checkpoint_request) >= interval) {
+      job.last_checkpoint_request = now;
+      Decision d;
+      d.kind = DecisionKind::kCheckpoint;
+      d.job = id;
+      d.at = now;
+      d.deadline = now + config_.checkpoint_grace;
+      d.reason = "periodic";
+      out.push_back(std::move(d));
+    }
+  }
+}
+
+void Scheduler::OrderQueue(Time now) {
+  queue_.assign(pending_.begin(), pending_.end());
+  const uint32_t cluster = static_cast<uint32_t>(topo_->gpu_count());
+  for (JobId id : queue_) {
+    JobRecord& j = jobs_.at(id);
+    if (config_.order == QueueOrder::kFifo) {
+      j.priority = 0;
+      continue;
+    }
+    PriorityInputs in;
+    in.class_factor = classes_.class_factor(PriorityClassId(static_cast<uint32_t>(j.class_rank)));
+    in.submit = j.spec.submit;
+    in.gpus = j.spec.shape.gpus;
+    in.cluster_gpus = cluster;
+    in.fairshare_factor = fairshare_.UserFactor(j.spec.user, j.spec.account, now);
+    j.priority = JobPriority(in, config_.weights, now);
+  }
+  std::sort(queue_.begin(), queue_.end(), [&](JobId a, JobId b) {
+    const JobRecord &ja = jobs_.at(a), &jb = jobs_.at(b);
+    if (ja.priority != jb.priority) return ja.priority > jb.priority;
+    if (ja.spec.submit != jb.spec.submit) return ja.spec.submit < jb.spec.submit;
+    return a < b;
+  });
+}
+
+void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out) {
+  const JobId id = job.spec.id;
+  job.wait = {};
+  auto wait = [&](WaitKind kind, std::string detail = {}, Time start = kForever) {
+    job.wait = WaitReason{kind, std::move(detail), start};
+  };
+  if (job.spec.held) return wait(WaitKind::kHeld);
+  for (JobId dep : job.spec.after_ok) {
+    const JobRecord& d = jobs_.at(dep);
+    if (d.state == JobState::kFailed || d.state == JobState::kCancelled || d.state == JobState::kKilled) {
+      (void)limits_.RemovePending(job.spec.user, job.spec.account);
+      pending_.erase(id);
+      job.state = JobState::kKilled;
+      job.end = now;
+      Decision k;
+      k.kind = DecisionKind::kKill;
+      k.job = id;
+      k.at = now;
+      k.reason = "dependency: job " + std::to_string(dep) + " " + std::string(JobStateName(d.state));
+      out.push_back(std::move(k));
+      return;
+    }
+    if (d.state != JobState::kCompleted) return wait(WaitKind::kDependency, "afterok:" + std::to_string(dep));
+  }
+  const std::vector<uint32_t> sizes = LegalSizes(job);
+  const uint32_t n = MinSize(sizes);
+  if (std::string why = placer_->Unsatisfiable(ShapeFor(job, n)); !why.empty()) return wait(WaitKind::kUnsatisfiable, why);
+  if (auto why = limits_.CheckStart(job.spec.user, job.spec.account, n)) {
+    return wait(why->rfind("Account", 0) == 0 ? WaitKind::kAccountLimit : WaitKind::kUserLimit, *why);
+  }
+  if (config_.backfill == BackfillMode::kNone && blocked_) return wait(WaitKind::kPriority, "behind job " + std::to_string(first_blocked_));
+
+  // Start now, unless a job of the same shape class that was no bigger and no longer failed.
+  const ShapeKey key{job.spec.shape.level, job.spec.shape.fit, job.spec.shape.exclusive, job.spec.shape.rail_aligned,
+                     job.spec.shape.gpus_per_node};
+  const Duration w = RemainingWalltime(job);
+  bool dominated = false;
+  for (const auto& f : failed_shapes_) {
+    if (f.key == key && f.gpus <= n && f.walltime <= w) {
+      dominated = true;
+      break;
+    }
+  }
+  if (!dominated) {
+    if (auto p = TryStartNow(job, now)) {
+      StartJob(job, *p, now, out);
+      return;
+    }
+    failed_shapes_.push_back({key, n, w});
+  }
+  if (!blocked_) first_blocked_ = id;
+  blocked_ = true;
+  blocked_since_ = now;
+
+  if (!job.victims.empty()) return wait(WaitKind::kPreempting, std::to_string(job.victims.size()) + " jobs checkpointing");
+  if (TryPreempt(job, now, out)) return wait(WaitKind::kPreempting, std::to_string(job.victims.size()) + " jobs checkpointing");
+
+  size_t made = 0;
+  for (const Reservation& r : reservations_) made += !r.for_preemption;
+  const size_t depth = config_.backfill == BackfillMode::kEasy           ? 1
+                       : config_.backfill == BackfillMode::kConservative ? (config_.reserve_depth == 0 ? SIZE_MAX : config_.reserve_depth)
+                                                                         : 0;
+  WaitKind kind = topo_->free_gpus(topo_->root()) < n ? WaitKind::kResources : WaitKind::kTopologyBlock;
+  std::string detail = kind == WaitKind::kTopologyBlock ? std::string(LevelName(job.spec.shape.level)) : std::string();
+  if (kind == WaitKind::kTopologyBlock && !reservations_.empty() && PlaceNow(ShapeFor(job, n))) {
+    // It would fit, but only on GPUs promised to others.
+    kind = WaitKind::kReservedFor;
+    detail = "job " + std::to_string(reservations_.front().job);
+    for (const Reservation& r : reservations_) {
+      if (r.start < now + w) {
+        detail = "job " + std::to_string(r.job);
+        break;
+      }
+    }
+  }
+  if (made < depth) {
+    if (auto r = Reserve(job, now)) {
+      const Time start = r->start;
+      reservations_.push_back(std::move(*r));
+      return wait(kind, detail, start);
+    }
+  } else if (made > 0 && kind == WaitKind::kResources) {
+    kind = WaitKind::kPriority;
+  }
+  return wait(kind, detail);
+}
+
+void Scheduler::StartJob(JobRecord& job, const Placement& p, Time now, std::vector<Decision>& out) {
+  std::vector<GpuId> all = p.gpus;
+  all.insert(all.end(), p.held.begin(), p.held.end());
+  std::sort(all.begin(), all.end());
+  if (!topo_->Allocate(job.spec.id, all, p.prediction.busbw_gbs)) return;  // cannot happen: placed on free GPUs
+  const JobId id = job.spec.id;
+  job.gpus = std::move(all);
+  job.state = JobState::kRunning;
+  job.start = now;
+  job.last_checkpoint = now;
+  job.last_checkpoint_request = now;
+  job.run_walltime = RemainingWalltime(job);
+  job.busbw_gbs = p.prediction.busbw_gbs;
+  job.claim.clear();
+  job.victims.clear();
+  job.wait = {};
+  pending_.erase(id);
+  active_.insert(id);
+  (void)limits_.RemovePending(job.spec.user, job.spec.account);
+  limits_.AddRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(job.gpus.size()));
+  charged_until_[id] = now;
+  Decision d;
+  d.kind = DecisionKind::kStart;
+  d.job = id;
+  d.at = now;
+  d.gpus = p.gpus;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "busbw %.1f GB/s", p.prediction.busbw_gbs);
+  d.reason = buf;
+  if (job.checkpoint_epoch > 0) d.reason += ", resume from checkpoint " + std::to_string(job.checkpoint_epoch);
+  out.push_back(std::move(d));
+}
+
+// ---- preemption and shrinking ------------------------------------------------------------
+
+bool Scheduler::TryPreempt(JobRecord& job, Time now, std::vector<Decision>& out) {
+  if (!config_.preemption) return false;
+  const PriorityClassId cls(static_cast<uint32_t>(job.class_rank));
+  const uint32_t n = MinSize(LegalSizes(job));
+  const PlacementRequest request = ShapeFor(job, n);
+  struct Victim {
+    JobId id;
+    bool shrink;
+    uint32_t removable;  // GPUs it can give up
+    double cost;         // GPU-seconds of work lost
+  };
+  std::vector<Victim> victims;
+  for (JobId vid : active_) {
+    const JobRecord& v = jobs_.at(vid);
+    if (v.state != JobState::kRunning || v.preempted_for != kNoJob) continue;
+    const PriorityClassId vcls(static_cast<uint32_t>(v.class_rank));
+    if (!classes_.CanPreempt(cls, vcls)) continue;
+    const double g = static_cast<double>(v.gpus.size());
+    if (config_.elastic && v.spec.elastic() && !v.spec.shape.exclusive) {
+      const std::vector<uint32_t> vs = LegalSizes(v);
+      const uint32_t keep = MinSize(vs);
+      if (keep < v.gpus.size()) {
+        // A shrink goes through a checkpoint: only the restart is lost.
+        victims.push_back({vid, true, static_cast<uint32_t>(v.gpus.size()) - keep, g * static_cast<double>(v.spec.restart_cost)});
+        continue;
+      }
+    }
+    if (!v.preemptible || now - v.start < classes_.min_runtime_before_preemption(vcls)) continue;
+    victims.push_back({vid, false, static_cast<uint32_t>(v.gpus.size()),
+                       g * static_cast<double>(now - v.last_checkpoint + v.spec.restart_cost)});
+  }
+  if (victims.empty()) return false;
+
+  // Candidate blocks: domains above the victims' GPUs that are big enough and allowed.
+  const Level min_level = n <= topo_->max_gpus_per_node() ? Level::kGroup : Level::kNode;
+  std::map<DomainId, std::vector<std::pair<size_t, uint32_t>>> in_domain;  // domain -> (victim, GPUs inside)
+  for (size_t i = 0; i < victims.size(); ++i) {
+    std::map<DomainId, uint32_t> count;
+    for (GpuId g : jobs_.at(victims[i].id).gpus) {
+      for (DomainId a = topo_->domain(topo_->gpu_domain(g)).parent; a.valid(); a = topo_->domain(a).parent) count[a]++;
+    }
+    for (const auto& [d, c] : count) {
+      const Domain& dom = topo_->domain(d);
+      if (dom.gpu_count < n || dom.level < min_level) continue;
+      if (request.fit == FitMode::kRequire && dom.level > request.level) continue;
+      in_domain[d].push_back({i, c});
+    }
+  }
+  struct Option {
+    double cost;
+    DomainId domain;
+    std::vector<std::pair<size_t, uint32_t>> chosen;  // victim, GPUs to free inside the domain
+  };
+  std::vector<Option> options;
+  for (auto& [d, list] : in_domain) {
+    // Cheapest work lost per GPU freed inside the block first.
+    std::sort(list.begin(), list.end(), [&](const auto& a, const auto& b) {
+      const double ca = victims[a.first].cost / std::min(a.second, victims[a.first].removable);
+      const double cb = victims[b.first].cost / std::min(b.second, victims[b.first].removable);
+      return ca != cb ? ca < cb : victims[a.first].id < victims[b.first].id;
+    });
+    uint32_t have = topo_->free_gpus(d);
+    Option o{0, d, {}};
+    for (const auto& [i, inside] : list) {
+      if (have >= n) break;
+      const uint32_t freed = std::min(inside, victims[i].removable);
+      o.chosen.push_back({i, freed});
+      o.cost += victims[i].cost;
+      have += freed;
+    }
+    if (have >= n) options.push_back(std::move(o));
+  }
+  std::sort(options.begin(), options.end(), [&](const Option& a, const Option& b) {
+    if (a.cost != b.cost) return a.cost < b.cost;
+    const Domain &da = topo_->domain(a.domain), &db = topo_->domain(b.domain);
+    return da.level != db.level ? da.level < db.level : a.domain < b.domain;
+  });
+  constexpr size_t kVerify = 8;
+  for (size_t k = 0; k < options.size() && k < kVerify; ++k) {
+    const Option& o = options[k];
+    // Which GPUs each victim keeps (shrinks keep what is outside the block first).
+    std::vector<std::vector<GpuId>> keep(o.chosen.size());
+    WhatIf what_if(*topo_);
+    for (size_t c = 0; c < o.chosen.size(); ++c) {
+      const Victim& v = victims[o.chosen[c].first];
+      const JobRecord& vj = jobs_.at(v.id);
+      what_if.ReleaseJob(v.id);
+      if (v.shrink) {
+        std::vector<GpuId> outside, inside;
+        for (GpuId g : vj.gpus) (topo_->contains(o.domain, g) ? inside : outside).push_back(g);
+        std::vector<GpuId> kept = outside;
+        kept.insert(kept.end(), inside.begin(), inside.end());
+        kept.resize(vj.gpus.size() - o.chosen[c].second);
+        // Round down to a legal size.
+        uint32_t legal = 0;
+        for (uint32_t s : LegalSizes(vj)) {
+          if (s <= kept.size()) {
+            legal = s;
+            break;
+          }
+        }
+        kept.resize(legal);
+        keep[c] = kept;
+        what_if.Block(kept);
+      }
+    }
+    PlacementRequest inside = request;
+    if (inside.fit != FitMode::kRequire || inside.level > topo_->domain(o.domain).level) {
+      inside.level = topo_->domain(o.domain).level;
+      inside.fit = FitMode::kRequire;
+    }
+    if (!PlaceNow(inside)) continue;
+    what_if.Undo();
+    for (size_t c = 0; c < o.chosen.size(); ++c) {
+      const Victim& v = victims[o.chosen[c].first];
+      JobRecord& vj = jobs_.at(v.id);
+      vj.state = JobState::kCheckpointing;
+      vj.after_checkpoint = v.shrink ? JobRecord::After::kShrink : JobRecord::After::kPreempt;
+      vj.shrink_to = keep[c];
+      vj.preempted_for = job.spec.id;
+      vj.checkpoint_deadline = now + config_.checkpoint_grace;
+      job.victims.push_back(v.id);
+      Decision d;
+      d.kind = DecisionKind::kCheckpoint;
+      d.job = v.id;
+      d.at = now;
+      d.deadline = vj.checkpoint_deadline;
+      d.reason = std::string(v.shrink ? "shrink" : "preempt") + " for job " + std::to_string(job.spec.id);
+      out.push_back(std::move(d));
+    }
+    return true;
+  }
+  return false;
+}
+
+void Scheduler::GrowElastic(Time now, std::vector<Decision>& out) {
+  if (!config_.elastic) return;
+  if (blocked_ || topo_->free_gpus(topo_->root()) == 0) {
+    idle_since_ = now;
+    return;
+  }
+  if (idle_since_ < last_freed_) idle_since_ = last_freed_;  // GPUs freed since: idle from then
+  if (now - idle_since_ < config_.grow_after_idle) return;
+  for (JobId id : std::vector<JobId>(active_.begin(), active_.end())) {
+    JobRecord& job = jobs_.at(id);
+    if (job.state != JobState::kRunning || !job.spec.elastic() || job.spec.shape.exclusive) continue;
+    const std::vector<uint32_t> sizes = LegalSizes(job);
+    std::optional<Placement> grown;
+    {
+      WhatIf what_if(*topo_);
+      what_if.ReleaseJob(id);
+      for (uint32_t s : sizes) {
+        if (s <= job.gpus.size()) break;
+        if ((grown = PlaceNow(ShapeFor(job, s)))) break;
+      }
+    }
+    if (!grown) continue;
+    std::vector<GpuId> before = job.gpus;
+    Decision d;
+    d.kind = DecisionKind::kResize;
+    d.job = id;
+    d.at = now;
+    std::vector<GpuId> after = grown->gpus;
+    std::sort(after.begin(), after.end());
+    std::set_difference(after.begin(), after.end(), before.begin(), before.end(), std::back_inserter(d.added));
+    std::set_difference(before.begin(), before.end(), after.begin(), after.end(), std::back_inserter(d.removed));
+    (void)limits_.RemoveRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(before.size()));
+    limits_.AddRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(after.size()));
+    SetAllocation(job, after);
+    job.busbw_gbs = grown->prediction.busbw_gbs;
+    job.resizes++;
+    d.gpus = job.gpus;
+    d.reason = "grow: GPUs idle for " + std::to_string(now - idle_since_) + "s";
+    out.push_back(std::move(d));
+  }
+}
+
+}  // namespace phalanx
