@@ -72,6 +72,8 @@ class Runner {
       return {};
     }
     if (w[0] == "set") return Set(w);
+    if (w[0] == "limit") return Limit(w);
+    if (w[0] == "shares") return Shares(w);
     if (w[0] == "at") return At(w);
     return Err("unknown statement '" + std::string(w[0]) + "' (topology, policy, set, at)");
   }
@@ -100,6 +102,45 @@ class Runner {
         else return Err("unknown setting '" + std::string(key) + "'");
       }
     }
+    return {};
+  }
+
+  // limit user=NAME|account=NAME|default-user|default-account max_running_gpus=N max_pending_jobs=N
+  Status Limit(const std::vector<std::string_view>& w) {
+    if (sched_) return Err("'limit' must come before the first event");
+    if (w.size() < 3) return Err("usage: limit user=NAME|account=NAME|default-user|default-account KEY=N...");
+    auto [who, name] = KeyValue(w[1]);
+    Limits* l = nullptr;
+    if (who == "user" && !name.empty()) l = &config_.limits.users[std::string(name)];
+    else if (who == "account" && !name.empty()) l = &config_.limits.accounts[std::string(name)];
+    else if (who == "default-user") l = &config_.limits.default_user;
+    else if (who == "default-account") l = &config_.limits.default_account;
+    else return Err("limit: user=NAME, account=NAME, default-user or default-account");
+    for (size_t i = 2; i < w.size(); ++i) {
+      auto [key, value] = KeyValue(w[i]);
+      auto v = Int(key, value);
+      if (!v) return std::unexpected(v.error());
+      if (key == "max_running_gpus") l->max_running_gpus = static_cast<uint32_t>(*v);
+      else if (key == "max_pending_jobs") l->max_pending_jobs = static_cast<uint32_t>(*v);
+      else return Err("unknown limit '" + std::string(key) + "'");
+    }
+    return {};
+  }
+
+  // shares account=NAME N   |   shares half_life=SECONDS
+  Status Shares(const std::vector<std::string_view>& w) {
+    if (sched_) return Err("'shares' must come before the first event");
+    auto [key, value] = KeyValue(w.size() > 1 ? w[1] : std::string_view());
+    if (key == "half_life" && w.size() == 2) {
+      auto v = Int(key, value);
+      if (!v) return std::unexpected(v.error());
+      config_.fairshare.half_life = *v;
+      return {};
+    }
+    if (key != "account" || value.empty() || w.size() != 3) return Err("usage: shares account=NAME N | shares half_life=S");
+    auto n = Int("shares", w[2]);
+    if (!n) return std::unexpected(n.error());
+    config_.fairshare.accounts.push_back({std::string(value), static_cast<double>(*n), {}});
     return {};
   }
 

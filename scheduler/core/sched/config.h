@@ -44,7 +44,9 @@ struct SchedulerConfig {
   Duration default_walltime = 3600;
   Duration max_walltime = 7 * 24 * 3600;
 
-  PriorityWeights weights;
+  // Class tiers are strict by default: one class step (30000 / 3 with four classes) outweighs
+  // age + fairshare + size together (7000), so fairshare orders jobs within a class.
+  PriorityWeights weights = {.priority_class = 30000, .age = 1000, .fairshare = 5000, .job_size = 1000};
   PriorityClassConfig classes = DefaultPriorityClasses();
   FairshareConfig fairshare;
   LimitsConfig limits;

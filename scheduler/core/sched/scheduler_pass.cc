@@ -358,7 +358,9 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
   const uint32_t n = MinSize(sizes);
   if (std::string why = placer_->Unsatisfiable(ShapeFor(job, n)); !why.empty()) return wait(WaitKind::kUnsatisfiable, why);
   if (auto why = limits_.CheckStart(job.spec.user, job.spec.account, n)) {
-    return wait(why->rfind("Account", 0) == 0 ? WaitKind::kAccountLimit : WaitKind::kUserLimit, *why);
+    const size_t colon = why->find(": ");
+    return wait(why->rfind("Account", 0) == 0 ? WaitKind::kAccountLimit : WaitKind::kUserLimit,
+                colon == std::string::npos ? *why : why->substr(colon + 2));
   }
   if (config_.backfill == BackfillMode::kNone && blocked_) return wait(WaitKind::kPriority, "behind job " + std::to_string(first_blocked_));
 
