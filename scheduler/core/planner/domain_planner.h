@@ -14,7 +14,8 @@
 //
 // Complexity, P = points of one domain's planner, B = busy stretches skipped by one search,
 // E = planned domains with an eligible level and at least the requested GPUs:
-//   AddAllocation(k GPUs)          O(k depth + A log P), A = planned domains above those GPUs
+//   AddAllocation(k GPUs)          O(k log k + k depth log A + A log P), A = planned domains
+//                                  above those GPUs
 //   Remove                         O(A log P)
 //   EarliestBlock, NextBlock       O(E (1 + B) log P) worst case; domains are tried by size
 //                                  and each search stops at the best time found so far, and

@@ -266,7 +266,8 @@ Result<SpanId> Planner::AddSpan(Time start, Duration duration, int64_t count) {
     return Fail("planner", "span count " + std::to_string(count) + " is outside [0, " + std::to_string(total_) + "]");
   }
   if (start < origin_) {
-    return Fail("planner", "span starts at " + std::to_string(start) + ", before the origin " + std::to_string(origin_));
+    return Fail("planner",
+                "span starts at " + std::to_string(start) + ", before the origin " + std::to_string(origin_));
   }
   if (start >= kForever || duration > kForever - start) {
     return Fail("planner", "span starting at " + std::to_string(start) + " lasting " + std::to_string(duration) +
@@ -333,7 +334,8 @@ void Planner::AdvanceTo(Time now) {
 int64_t Planner::AvailAt(Time t) const { return total_ - Used(std::max(t, origin_)); }
 
 int64_t Planner::AvailDuring(Time start, Duration duration) const {
-  const Time lo = std::max(start, origin_);
+  // Nothing changes after kForever, so clamping there keeps lo + 1 from overflowing.
+  const Time lo = std::clamp(start, origin_, kForever);
   const Time hi = std::max(AddSat(start, std::max<Duration>(duration, 1)), lo + 1);
   return total_ - MaxUsed(lo, hi);
 }

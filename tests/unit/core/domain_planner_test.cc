@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -65,7 +66,8 @@ TEST_F(DomainPlannerSmall, WhenDoesAWholeLeafFreeUp) {
   EXPECT_EQ(dp_.EarliestBlock(Level::kSpine, 16, 10, 200), C(200, "leaf0"));  // tie: lower id
   // All candidates of "16 GPUs in one leaf for 50 s", in order.
   std::vector<BlockCandidate> seq;
-  for (auto c = dp_.EarliestBlock(Level::kLeaf, 16, 50, 0); c && seq.size() < 10; c = dp_.NextBlock(Level::kLeaf, 16, 50, 0, *c)) {
+  for (auto c = dp_.EarliestBlock(Level::kLeaf, 16, 50, 0); c && seq.size() < 10;
+       c = dp_.NextBlock(Level::kLeaf, 16, 50, 0, *c)) {
     seq.push_back(*c);
   }
   EXPECT_EQ(seq, (std::vector<BlockCandidate>{C(50, "leaf1"), C(100, "leaf0")}));
@@ -75,6 +77,13 @@ TEST_F(DomainPlannerSmall, WhenDoesAWholeLeafFreeUp) {
        c = dp_.NextBlock(Level::kSpine, 8, 10, 0, *c)) {
     eight.push_back(*c);
   }
+  // `after` need not be a candidate; an invalid domain orders first; extremes do not overflow.
+  EXPECT_EQ(dp_.NextBlock(Level::kSpine, 8, 10, 0, {std::numeric_limits<int64_t>::min(), DomainId()}),
+            C(0, "leaf0-n1"));
+  EXPECT_EQ(dp_.NextBlock(Level::kSpine, 8, 10, 0, {50, DomainId()}), C(50, "leaf1-n0"));
+  EXPECT_EQ(dp_.NextBlock(Level::kSpine, 8, 10, 0, {49, D("spine")}), C(50, "leaf1-n0"));
+  EXPECT_EQ(dp_.NextBlock(Level::kSpine, 8, 10, 0, {std::numeric_limits<int64_t>::max(), DomainId()}),
+            std::nullopt);
   EXPECT_EQ(eight, (std::vector<BlockCandidate>{C(0, "leaf0-n1"), C(0, "leaf1-n1"), C(0, "leaf0"), C(0, "leaf1"),
                                                 C(0, "spine"), C(50, "leaf1-n0"), C(50, "leaf1"), C(50, "spine"),
                                                 C(100, "leaf0-n0"), C(100, "leaf0"), C(100, "spine")}));

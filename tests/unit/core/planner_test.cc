@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -186,7 +187,20 @@ TEST(Planner, InvalidSearchArgumentsNeverFit) {
   EXPECT_EQ(p.AvailTimeFirst(kForever - 4, 5, 1), std::nullopt);
   EXPECT_EQ(p.AvailTimeFirst(kForever - 5, 5, 1), kForever - 5);
   EXPECT_EQ(p.AvailTimeFirst(-100, 5, 1), 0);  // clamped to the origin
-  EXPECT_EQ(p.AvailDuring(std::numeric_limits<int64_t>::max(), 5), 4);  // no overflow
+  // Extreme arguments neither overflow nor fit.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  ASSERT_TRUE(p.AddSpan(10, 10, 1));
+  EXPECT_EQ(p.AvailDuring(kMax, 5), 4);
+  EXPECT_EQ(p.AvailDuring(kMin, kMax), 4);  // [kMin, -1): all before the origin
+  EXPECT_EQ(p.AvailDuring(-kForever, 3 * kForever), 3);
+  EXPECT_EQ(p.AvailAt(kMin), 4);
+  EXPECT_EQ(p.AvailTimeFirst(kMax, 5, 1), std::nullopt);
+  EXPECT_EQ(p.AvailTimeFirst(kMin, kMax, 1), std::nullopt);
+  EXPECT_EQ(p.AvailTimeNext(kMin, 5, 4), 20);
+  EXPECT_EQ(p.AvailTimeNext(kMax, 5, 1), std::nullopt);
+  EXPECT_FALSE(p.AddSpan(kMin, 5, 1));
+  EXPECT_FALSE(p.AddSpan(0, kMax, 1));
+  EXPECT_FALSE(p.AddSpan(kMax, 1, 1));
 }
 
 // ---- randomized comparison with a per-second model -----------------------------------------
