@@ -26,6 +26,7 @@
 #include "core/common/result.h"
 #include "core/common/time.h"
 #include "core/placement/placer.h"
+#include "core/planner/domain_planner.h"
 #include "core/queue/fairshare.h"
 #include "core/queue/limits.h"
 #include "core/queue/priority.h"
@@ -104,6 +105,9 @@ class Scheduler {
   std::optional<Placement> PlaceNow(const PlacementRequest& request) const;
   std::optional<Placement> TryStartNow(const JobRecord& job, Time now);
   std::optional<Reservation> Reserve(const JobRecord& job, Time now);
+  // The pass's plan of GPU counts over time per domain (running jobs until their release,
+  // unavailable nodes, reservations); built on first use in a pass. nullptr if inconsistent.
+  DomainPlanner* Plan(Time now);
   Duration RemainingWalltime(const JobRecord& job) const;
   Time ReleaseTime(const JobRecord& running) const;
 
@@ -148,6 +152,8 @@ class Scheduler {
   std::map<JobId, Time> charged_until_;
   Time now_ = 0;
   std::vector<FailedShape> failed_shapes_;
+  std::optional<DomainPlanner> plan_;
+  bool plan_built_ = false;
   bool blocked_ = false;          // this pass: some job could not start
   JobId first_blocked_ = kNoJob;
   Time blocked_since_ = 0;        // last pass in which a job waited for GPUs

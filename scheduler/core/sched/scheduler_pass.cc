@@ -157,6 +157,37 @@ std::optional<Placement> Scheduler::TryStartNow(const JobRecord& job, Time now) 
   return best;
 }
 
+DomainPlanner* Scheduler::Plan(Time now) {
+  if (plan_built_) return plan_ ? &*plan_ : nullptr;
+  plan_built_ = true;
+  plan_.emplace(*topo_, now);
+  auto fail = [&]() -> DomainPlanner* {
+    plan_.reset();
+    return nullptr;
+  };
+  std::vector<GpuId> up, down;
+  for (JobId id : active_) {
+    const JobRecord& j = jobs_.at(id);
+    up.clear();
+    down.clear();
+    for (GpuId g : j.gpus) (topo_->node_state(topo_->node_of(g)) == NodeState::kUp ? up : down).push_back(g);
+    const Time end = ReleaseTime(j);
+    if (!up.empty() && end > now && !plan_->AddAllocation(up, now, end)) return fail();
+    if (!down.empty() && !plan_->AddAllocation(down, now, kForever)) return fail();
+  }
+  std::vector<GpuId> unavailable;
+  for (uint32_t g = 0; g < topo_->gpu_count(); ++g) {
+    if (topo_->owner(GpuId(g)) == kNoJob && !topo_->is_free(GpuId(g))) unavailable.push_back(GpuId(g));
+  }
+  if (!unavailable.empty() && !plan_->AddAllocation(unavailable, now, kForever)) return fail();
+  for (const Reservation& r : reservations_) {
+    // Preemption claims overlap their victims' running allocations; leaving them out keeps
+    // the plan optimistic, which is all a filter needs.
+    if (!r.for_preemption && !plan_->AddAllocation(r.gpus, r.start, r.end)) return fail();
+  }
+  return &*plan_;
+}
+
 std::optional<Reservation> Scheduler::Reserve(const JobRecord& job, Time now) {
   const Duration w = RemainingWalltime(job);
   const uint32_t n = MinSize(LegalSizes(job));
@@ -166,14 +197,33 @@ std::optional<Reservation> Scheduler::Reserve(const JobRecord& job, Time now) {
   std::sort(ends.begin(), ends.end());
   std::vector<Time> times{now};
   for (const auto& e : ends) times.push_back(e.first);
-  for (const Reservation& r : reservations_) times.push_back(r.end);
+  for (const Reservation& r : reservations_) {
+    times.push_back(r.start);
+    times.push_back(r.end);
+  }
   std::sort(times.begin(), times.end());
   times.erase(std::unique(times.begin(), times.end()), times.end());
 
+  // The planner tells, from GPU counts alone, the earliest time some domain the job may live in
+  // has n GPUs free for its whole walltime: a necessary condition, so every time it skips would
+  // have failed. Each candidate is then checked with the Placer on the what-if state at t.
+  DomainPlanner* plan = Plan(now);
+  // (Groups are not planned: a job that must fit in a group must fit in its node.)
+  const Level max_level = request.fit == FitMode::kRequire ? std::max(request.level, Level::kNode) : Level::kCore;
   WhatIf what_if(*topo_);
   size_t next = 0;
-  for (Time t : times) {
+  for (size_t ti = 0; ti < times.size(); ++ti) {
+    Time t = times[ti];
     if (t < now) continue;
+    if (plan) {
+      const auto c = plan->EarliestBlock(max_level, n, w, t, Level::kNode);
+      if (!c) return std::nullopt;
+      if (c->first > t) {
+        ti = static_cast<size_t>(std::lower_bound(times.begin(), times.end(), c->first) - times.begin());
+        if (ti == times.size()) return std::nullopt;
+        t = times[ti];
+      }
+    }
     while (next < ends.size() && ends[next].first <= t) what_if.ReleaseJob(ends[next++].second);
     if (topo_->free_gpus(topo_->root()) < n) continue;
     WhatIf blocks(*topo_);
@@ -212,6 +262,8 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   Timers(now, out);
   reservations_.clear();
   failed_shapes_.clear();
+  plan_.reset();
+  plan_built_ = false;
   blocked_ = false;
   first_blocked_ = kNoJob;
   // GPUs freed by victims, and those their victims still hold, stay with the preemptor.
@@ -410,6 +462,7 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
   if (made < depth) {
     if (auto r = Reserve(job, now)) {
       const Time start = r->start;
+      if (plan_ && !plan_->AddAllocation(r->gpus, r->start, r->end)) plan_.reset();
       reservations_.push_back(std::move(*r));
       return wait(kind, detail, start);
     }
