@@ -1,6 +1,8 @@
 // Scheduler: events, bookkeeping and invariants. The pass itself is in scheduler_pass.cc.
 #include "core/sched/scheduler.h"
 
+#include "core/sched/what_if.h"
+
 #include <algorithm>
 #include <sstream>
 

@@ -49,6 +49,7 @@ class Scheduler {
  public:
   // Fails on an invalid configuration (priority classes, fairshare shares, weights).
   static Result<std::unique_ptr<Scheduler>> Create(Topology topology, SchedulerConfig config);
+  ~Scheduler();
 
   // ---- events ----------------------------------------------------------------------------
   // A new job. Fails on a duplicate id, an unknown priority class, a bad shape (0 GPUs, nodes
@@ -120,6 +121,8 @@ class Scheduler {
 
   // preemption and shrinking
   bool TryPreempt(JobRecord& job, Time now, std::vector<Decision>& out);
+  bool PreemptFor(JobRecord& job, uint32_t n, const PlacementRequest& request, const std::vector<JobId>& candidates, Time now,
+                  std::vector<Decision>& out);
 
   // Per pass: shapes that failed to start; a job no bigger, no longer, same shape class also fails
   // (resources only shrink during a pass).
@@ -154,6 +157,26 @@ class Scheduler {
   std::vector<FailedShape> failed_shapes_;
   std::optional<DomainPlanner> plan_;
   bool plan_built_ = false;
+  // Blocks for "start now" checks: the reservations that begin before a job would end are a
+  // prefix of the reservations in start order, kept applied as a stack between jobs.
+  std::unique_ptr<WhatIf> start_blocks_;
+  std::vector<size_t> res_order_;
+  size_t blocks_applied_ = 0;
+  bool res_order_dirty_ = true;
+  void SetStartBlocks(Time end, JobId except);
+  void ClearStartBlocks();
+  // Release times of active jobs, sorted (rebuilt when dirty).
+  std::vector<std::pair<Time, JobId>> ends_;
+  bool ends_dirty_ = true;
+  const std::vector<std::pair<Time, JobId>>& Ends();
+  // Preemption candidates per preemptor class, for this pass.
+  std::map<int, std::vector<JobId>> victim_cache_;
+  struct FailedPreempt {
+    int class_rank;
+    ShapeKey key;
+    uint32_t gpus;
+  };
+  std::vector<FailedPreempt> failed_preempts_;
   bool blocked_ = false;          // this pass: some job could not start
   JobId first_blocked_ = kNoJob;
   Time blocked_since_ = 0;        // last pass in which a job waited for GPUs

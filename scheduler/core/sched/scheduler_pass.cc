@@ -6,57 +6,9 @@
 
 #include "core/placement/simple_placers.h"
 #include "core/sched/scheduler.h"
+#include "core/sched/what_if.h"
 
 namespace phalanx {
-
-// Temporary changes to the Topology, undone in reverse order when the WhatIf goes away:
-// "release these running jobs" (as if their time had come) and "block these GPUs" (as if
-// reserved). Pseudo job ids for blocks live above 2^62, where no real job id may be.
-class Scheduler::WhatIf {
- public:
-  explicit WhatIf(Topology& t) : t_(t) {}
-  WhatIf(const WhatIf&) = delete;
-  WhatIf& operator=(const WhatIf&) = delete;
-  ~WhatIf() { Undo(); }
-
-  void ReleaseJob(JobId job) {
-    const auto gpus = t_.job_gpus(job);
-    if (gpus.empty()) return;
-    released_.push_back({job, {gpus.begin(), gpus.end()}, t_.job_ring_gbs(job)});
-    (void)t_.Release(job);
-  }
-  // Blocks the currently free GPUs among `gpus`.
-  void Block(const std::vector<GpuId>& gpus) {
-    std::vector<GpuId> free;
-    for (GpuId g : gpus) {
-      if (t_.owner(g) == kNoJob) free.push_back(g);
-    }
-    if (free.empty()) return;
-    const JobId id = kBlockBase + next_block_++;
-    if (t_.Restore(id, free, 0)) blocks_.push_back(id);
-  }
-  void Unblock() {
-    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) (void)t_.Release(*it);
-    blocks_.clear();
-  }
-  void Undo() {
-    Unblock();
-    for (auto it = released_.rbegin(); it != released_.rend(); ++it) (void)t_.Restore(it->job, it->gpus, it->ring);
-    released_.clear();
-  }
-
- private:
-  static constexpr JobId kBlockBase = JobId{1} << 62;
-  struct Released {
-    JobId job;
-    std::vector<GpuId> gpus;
-    double ring;
-  };
-  Topology& t_;
-  std::vector<Released> released_;
-  std::vector<JobId> blocks_;
-  uint64_t next_block_ = 0;
-};
 
 namespace {
 
@@ -104,12 +56,56 @@ Time Scheduler::ReleaseTime(const JobRecord& r) const {
   return std::max(t, now_);
 }
 
-std::optional<Placement> Scheduler::TryStartNow(const JobRecord& job, Time now) {
-  const Time end = now + RemainingWalltime(job);
-  WhatIf what_if(*topo_);
-  for (const Reservation& r : reservations_) {
-    if (r.job != job.spec.id && r.start < end) what_if.Block(r.gpus);
+Scheduler::~Scheduler() = default;
+
+void Scheduler::ClearStartBlocks() {
+  if (start_blocks_) start_blocks_->Unblock();
+  blocks_applied_ = 0;
+}
+
+void Scheduler::SetStartBlocks(Time end, JobId except) {
+  if (!start_blocks_) start_blocks_ = std::make_unique<WhatIf>(*topo_);
+  bool own = false;
+  for (const Reservation& r : reservations_) own = own || r.job == except;
+  if (res_order_dirty_ || own) {
+    ClearStartBlocks();
+    res_order_.resize(reservations_.size());
+    for (size_t i = 0; i < res_order_.size(); ++i) res_order_[i] = i;
+    std::stable_sort(res_order_.begin(), res_order_.end(),
+                     [&](size_t a, size_t b) { return reservations_[a].start < reservations_[b].start; });
+    res_order_dirty_ = false;
   }
+  if (own) {
+    // A preemptor must not be blocked by its own claim: block the others one by one.
+    for (size_t i : res_order_) {
+      if (reservations_[i].start < end && reservations_[i].job != except) start_blocks_->Block(reservations_[i].gpus);
+    }
+    res_order_dirty_ = true;  // the stack no longer matches a prefix
+    blocks_applied_ = 0;
+    return;
+  }
+  const size_t want = static_cast<size_t>(
+      std::partition_point(res_order_.begin(), res_order_.end(), [&](size_t i) { return reservations_[i].start < end; }) -
+      res_order_.begin());
+  while (blocks_applied_ > want) {
+    start_blocks_->PopBlock();
+    --blocks_applied_;
+  }
+  while (blocks_applied_ < want) start_blocks_->Block(reservations_[res_order_[blocks_applied_++]].gpus);
+}
+
+const std::vector<std::pair<Time, JobId>>& Scheduler::Ends() {
+  if (ends_dirty_) {
+    ends_.clear();
+    for (JobId id : active_) ends_.push_back({ReleaseTime(jobs_.at(id)), id});
+    std::sort(ends_.begin(), ends_.end());
+    ends_dirty_ = false;
+  }
+  return ends_;
+}
+
+std::optional<Placement> Scheduler::TryStartNow(const JobRecord& job, Time now) {
+  SetStartBlocks(now + RemainingWalltime(job), job.spec.id);
   // Legal sizes are tried largest first; feasibility is monotone in size, so binary search.
   const std::vector<uint32_t> sizes = LegalSizes(job);
   std::optional<Placement> best;
@@ -192,9 +188,8 @@ std::optional<Reservation> Scheduler::Reserve(const JobRecord& job, Time now) {
   const Duration w = RemainingWalltime(job);
   const uint32_t n = MinSize(LegalSizes(job));
   const PlacementRequest request = ShapeFor(job, n);
-  std::vector<std::pair<Time, JobId>> ends;
-  for (JobId id : active_) ends.push_back({ReleaseTime(jobs_.at(id)), id});
-  std::sort(ends.begin(), ends.end());
+  ClearStartBlocks();
+  const std::vector<std::pair<Time, JobId>> ends = Ends();
   std::vector<Time> times{now};
   for (const auto& e : ends) times.push_back(e.first);
   for (const Reservation& r : reservations_) {
@@ -264,6 +259,11 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   failed_shapes_.clear();
   plan_.reset();
   plan_built_ = false;
+  ClearStartBlocks();
+  res_order_dirty_ = true;
+  ends_dirty_ = true;
+  victim_cache_.clear();
+  failed_preempts_.clear();
   blocked_ = false;
   first_blocked_ = kNoJob;
   // GPUs freed by victims, and those their victims still hold, stay with the preemptor.
@@ -289,6 +289,7 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
     JobRecord& job = jobs_.at(id);
     if (job.state == JobState::kPending) ScheduleJob(job, now, out);
   }
+  ClearStartBlocks();
   GrowElastic(now, out);
   for (JobId id : queue_) {
     const JobRecord& job = jobs_.at(id);
@@ -446,8 +447,18 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
   const size_t depth = config_.backfill == BackfillMode::kEasy           ? 1
                        : config_.backfill == BackfillMode::kConservative ? (config_.reserve_depth == 0 ? SIZE_MAX : config_.reserve_depth)
                                                                          : 0;
-  WaitKind kind = topo_->free_gpus(topo_->root()) < n ? WaitKind::kResources : WaitKind::kTopologyBlock;
+  const size_t blocked = start_blocks_ ? start_blocks_->blocked_gpus() : 0;
+  WaitKind kind = topo_->free_gpus(topo_->root()) + blocked < n ? WaitKind::kResources : WaitKind::kTopologyBlock;
   std::string detail = kind == WaitKind::kTopologyBlock ? std::string(LevelName(job.spec.shape.level)) : std::string();
+  if (made >= depth) {
+    // Beyond the reservation depth: higher-priority jobs hold the reservations.
+    if (made > 0) {
+      kind = WaitKind::kPriority;
+      detail.clear();
+    }
+    return wait(kind, detail);
+  }
+  ClearStartBlocks();
   if (kind == WaitKind::kTopologyBlock && !reservations_.empty() && PlaceNow(ShapeFor(job, n))) {
     // It would fit, but only on GPUs promised to others.
     kind = WaitKind::kReservedFor;
@@ -459,15 +470,12 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
       }
     }
   }
-  if (made < depth) {
-    if (auto r = Reserve(job, now)) {
-      const Time start = r->start;
-      if (plan_ && !plan_->AddAllocation(r->gpus, r->start, r->end)) plan_.reset();
-      reservations_.push_back(std::move(*r));
-      return wait(kind, detail, start);
-    }
-  } else if (made > 0 && kind == WaitKind::kResources) {
-    kind = WaitKind::kPriority;
+  if (auto r = Reserve(job, now)) {
+    const Time start = r->start;
+    if (plan_ && !plan_->AddAllocation(r->gpus, r->start, r->end)) plan_.reset();
+    reservations_.push_back(std::move(*r));
+    res_order_dirty_ = true;
+    return wait(kind, detail, start);
   }
   return wait(kind, detail);
 }
@@ -490,6 +498,10 @@ void Scheduler::StartJob(JobRecord& job, const Placement& p, Time now, std::vect
   job.wait = {};
   pending_.erase(id);
   active_.insert(id);
+  if (!ends_dirty_) {
+    const std::pair<Time, JobId> e{ReleaseTime(job), id};
+    ends_.insert(std::upper_bound(ends_.begin(), ends_.end(), e), e);
+  }
   (void)limits_.RemovePending(job.spec.user, job.spec.account);
   limits_.AddRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(job.gpus.size()));
   charged_until_[id] = now;
@@ -512,6 +524,35 @@ bool Scheduler::TryPreempt(JobRecord& job, Time now, std::vector<Decision>& out)
   const PriorityClassId cls(static_cast<uint32_t>(job.class_rank));
   const uint32_t n = MinSize(LegalSizes(job));
   const PlacementRequest request = ShapeFor(job, n);
+  const ShapeKey key{request.level, request.fit, request.exclusive, request.rail_aligned, request.gpus_per_node};
+  for (const FailedPreempt& f : failed_preempts_) {
+    if (f.class_rank == job.class_rank && f.key == key && f.gpus <= n) return false;
+  }
+  auto it = victim_cache_.find(job.class_rank);
+  if (it == victim_cache_.end()) {
+    std::vector<JobId> ids;
+    for (JobId vid : active_) {
+      const JobRecord& v = jobs_.at(vid);
+      if (v.state == JobState::kRunning && v.preempted_for == kNoJob && classes_.CanPreempt(cls, PriorityClassId(static_cast<uint32_t>(v.class_rank)))) {
+        ids.push_back(vid);
+      }
+    }
+    it = victim_cache_.emplace(job.class_rank, std::move(ids)).first;
+  }
+  if (it->second.empty()) return false;
+  ClearStartBlocks();
+  const bool ok = PreemptFor(job, n, request, it->second, now, out);
+  if (ok) {
+    victim_cache_.clear();
+    ends_dirty_ = true;
+  } else {
+    failed_preempts_.push_back({job.class_rank, key, n});
+  }
+  return ok;
+}
+
+bool Scheduler::PreemptFor(JobRecord& job, uint32_t n, const PlacementRequest& request, const std::vector<JobId>& candidates,
+                           Time now, std::vector<Decision>& out) {
   struct Victim {
     JobId id;
     bool shrink;
@@ -519,11 +560,10 @@ bool Scheduler::TryPreempt(JobRecord& job, Time now, std::vector<Decision>& out)
     double cost;         // GPU-seconds of work lost
   };
   std::vector<Victim> victims;
-  for (JobId vid : active_) {
+  for (JobId vid : candidates) {
     const JobRecord& v = jobs_.at(vid);
     if (v.state != JobState::kRunning || v.preempted_for != kNoJob) continue;
     const PriorityClassId vcls(static_cast<uint32_t>(v.class_rank));
-    if (!classes_.CanPreempt(cls, vcls)) continue;
     const double g = static_cast<double>(v.gpus.size());
     if (config_.elastic && v.spec.elastic() && !v.spec.shape.exclusive) {
       const std::vector<uint32_t> vs = LegalSizes(v);

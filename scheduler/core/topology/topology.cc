@@ -401,8 +401,42 @@ void Topology::ChangeGpu(GpuId g, bool becomes_free) {
 
 std::span<const GpuId> Topology::job_gpus(JobId job) const {
   auto it = jobs_.find(job);
-  if (it == jobs_.end()) return {};
+  if (it == jobs_.end() || it->second.suspended) return {};
   return it->second.gpus;
+}
+
+void Topology::Charge(const JobAlloc& alloc, int sign) {
+  for (DomainId d : alloc.crossed) {
+    load_mbs_[d.value] += sign * alloc.ring_mbs;
+    load_jobs_[d.value] = sign > 0 ? load_jobs_[d.value] + 1 : load_jobs_[d.value] - 1;
+  }
+}
+
+Status Topology::Suspend(JobId job) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || it->second.suspended) return Fail("job " + std::to_string(job), "holds no GPUs to suspend");
+  for (GpuId g : it->second.gpus) {
+    owner_[g.value] = kNoJob;
+    ChangeGpu(g, true);
+  }
+  Charge(it->second, -1);
+  it->second.suspended = true;
+  return {};
+}
+
+Status Topology::Resume(JobId job) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || !it->second.suspended) return Fail("job " + std::to_string(job), "is not suspended");
+  for (GpuId g : it->second.gpus) {
+    if (owner_[g.value] != kNoJob) return Fail("job " + std::to_string(job), "GPU " + std::to_string(g.value) + " was taken while suspended");
+  }
+  for (GpuId g : it->second.gpus) {
+    owner_[g.value] = job;
+    ChangeGpu(g, false);
+  }
+  Charge(it->second, +1);
+  it->second.suspended = false;
+  return {};
 }
 
 double Topology::job_ring_gbs(JobId job) const {
@@ -439,13 +473,17 @@ Status Topology::DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_
   alloc.ring_mbs = std::llround(ring_gbs * 1000.0);
   // Uplinks the job's ring crosses: domains holding some but not all of its GPUs (GPU links are
   // private to the job, so they are not charged).
-  if (sorted.size() > 1) {
-    std::unordered_map<uint32_t, uint32_t> count;
+  if (sorted.size() > 1 && alloc.ring_mbs > 0) {
+    if (scratch_count_.size() != domains_.size()) scratch_count_.assign(domains_.size(), 0);
+    std::vector<DomainId> touched;
     for (GpuId g : sorted) {
-      for (DomainId a = domains_[gpu_domain_[g.value].value].parent; a.valid(); a = domains_[a.value].parent) count[a.value]++;
+      for (DomainId a = domains_[gpu_domain_[g.value].value].parent; a.valid(); a = domains_[a.value].parent) {
+        if (scratch_count_[a.value]++ == 0) touched.push_back(a);
+      }
     }
-    for (const auto& [d, c] : count) {
-      if (c < sorted.size()) alloc.crossed.push_back(DomainId(d));
+    for (DomainId d : touched) {
+      if (scratch_count_[d.value] < sorted.size()) alloc.crossed.push_back(d);
+      scratch_count_[d.value] = 0;
     }
     std::sort(alloc.crossed.begin(), alloc.crossed.end());
   }
@@ -464,7 +502,7 @@ Status Topology::DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_
 
 Status Topology::Release(JobId job) {
   auto it = jobs_.find(job);
-  if (it == jobs_.end()) return Fail("job " + std::to_string(job), "holds no GPUs");
+  if (it == jobs_.end() || it->second.suspended) return Fail("job " + std::to_string(job), "holds no GPUs");
   for (GpuId g : it->second.gpus) {
     owner_[g.value] = kNoJob;
     ChangeGpu(g, true);
@@ -524,6 +562,7 @@ std::string Topology::CheckInvariants() const {
   }
   size_t owned = 0;
   for (const auto& [job, alloc] : jobs_) {
+    if (alloc.suspended) continue;
     owned += alloc.gpus.size();
     for (GpuId g : alloc.gpus) {
       if (owner_[g.value] != job) out << "job " << job << " lists GPU " << g.value << " owned by " << owner_[g.value] << "\n";

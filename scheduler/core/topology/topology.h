@@ -109,6 +109,12 @@ class Topology {
   Status Restore(JobId job, std::span<const GpuId> gpus, double ring_gbs);
   // Returns all GPUs of `job`. Fails if the job holds none.
   Status Release(JobId job);
+  // What-if support: Suspend gives a job's GPUs back (free again, its traffic uncharged) but
+  // keeps its record; Resume takes them again. Resume fails, changing nothing, if a GPU was
+  // taken meanwhile. Suspended jobs are not listed by job_gpus() and cannot be released.
+  Status Suspend(JobId job);
+  Status Resume(JobId job);
+
   // The GPUs a job holds (empty if none), and the ring bandwidth it was charged with.
   std::span<const GpuId> job_gpus(JobId job) const;
   double job_ring_gbs(JobId job) const;
@@ -127,7 +133,9 @@ class Topology {
     std::vector<GpuId> gpus;
     std::vector<DomainId> crossed;
     int64_t ring_mbs = 0;
+    bool suspended = false;
   };
+  void Charge(const JobAlloc& alloc, int sign);
   Status DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_gbs, bool any_node_state);
   void ChangeGpu(GpuId g, bool becomes_free);
   void ChangeNodeFree(NodeId n, uint32_t before, uint32_t after, uint32_t total);
@@ -153,6 +161,7 @@ class Topology {
   std::vector<int64_t> load_mbs_;  // integer MB/s: sums and differences stay exact
   std::vector<uint32_t> load_jobs_;
   std::unordered_map<JobId, JobAlloc> jobs_;
+  std::vector<uint32_t> scratch_count_;  // Allocate's per-domain counts, all 0 between calls
 };
 
 }  // namespace phalanx
