@@ -176,7 +176,7 @@ class Placer::Search {
       const Domain &da = t_.domain(a.domain), &db = t_.domain(b.domain);
       if (da.level != db.level) return da.level < db.level;
       const uint32_t fa = t_.free_gpus(a.domain), fb = t_.free_gpus(b.domain);
-      if (fa != fb) return fa < fb;
+      if (fa != fb) return p_.best_fit_ ? fa < fb : fa > fb;
       return a.domain < b.domain;
     });
     bool found = false;
@@ -191,8 +191,15 @@ class Placer::Search {
   // the per-domain free-count histograms; lowest id on ties. Invalid when none.
   DomainId FullestNodeFitting() const {
     const uint32_t gpn = t_.max_gpus_per_node();
+    // Rank of the best node below d: its free GPUs (best fit), or gpn - free (worst fit).
     auto min_free = [&](DomainId d) -> uint32_t {
       if (r_.exclusive) return t_.free_nodes(d) > 0 ? 0 : UINT32_MAX;  // any entirely free node
+      if (!p_.best_fit_) {
+        for (uint32_t f = gpn; f >= n_ && f > 0; --f) {
+          if (t_.nodes_with_free(d, f)) return gpn - f;
+        }
+        return UINT32_MAX;
+      }
       for (uint32_t f = n_; f <= gpn; ++f) {
         if (t_.nodes_with_free(d, f)) return f;
       }
@@ -272,7 +279,7 @@ class Placer::Search {
         if (f == 0) continue;
         if (r_.exclusive && t_.domain(c).level == Level::kNode && t_.free_nodes(c) == 0) continue;
         if (r_.exclusive && t_.domain(c).level > Level::kNode && t_.free_nodes(c) == 0) continue;
-        if (!pick.valid() || f < t_.free_gpus(pick)) pick = c;
+        if (!pick.valid() || (p_.best_fit_ ? f < t_.free_gpus(pick) : f > t_.free_gpus(pick))) pick = c;
       }
       if (!pick.valid()) return false;
       d = pick;
@@ -479,7 +486,7 @@ class Placer::Search {
     // Backtracking assigns from the back: put the preferred (fewest free, lowest id) last.
     std::sort(kids.begin(), kids.end(), [&](DomainId a, DomainId b) {
       const uint32_t fa = t_.free_gpus(a), fb = t_.free_gpus(b);
-      if (fa != fb) return fa > fb;
+      if (fa != fb) return p_.best_fit_ ? fa > fb : fa < fb;
       return a > b;
     });
     // prefix[i] = Ach(kids[0]) (+) ... (+) Ach(kids[i-1]), flat: words_ words per entry.

@@ -63,6 +63,11 @@ class Placer {
 
   const BandwidthModel& model() const { return model_; }
 
+  // Tie-breaking among placements of equal bandwidth: best fit (the fullest domains first, so
+  // large free blocks survive; the default) or worst fit (the emptiest first; for measuring).
+  void set_best_fit(bool best_fit) { best_fit_ = best_fit; }
+  bool best_fit() const { return best_fit_; }
+
  private:
   class Search;
   const Topology& topo_;
@@ -72,6 +77,7 @@ class Placer {
   std::vector<double> max_lane_cap_;  // per domain: best single-lane capacity of a node below it
   std::vector<uint32_t> level_max_gpus_;  // per level: GPUs of the largest domain at or below it
   mutable std::vector<int32_t> memo_slot_;  // search scratch, all -1 between calls
+  bool best_fit_ = true;
 };
 
 }  // namespace phalanx

@@ -38,6 +38,7 @@ struct SchedulerConfig {
   std::string name = "phalanx";
   QueueOrder order = QueueOrder::kPriority;
   PlacementMode placement = PlacementMode::kTopology;
+  bool best_fit = true;                // placer tie-breaking (false: worst fit, for measurements)
   BackfillMode backfill = BackfillMode::kConservative;
   uint32_t reserve_depth = 100;        // conservative: reserve for this many jobs; 0 = all
   bool whole_node_reservations = false;// slurm-like: a reservation is whole nodes, not a block

@@ -31,7 +31,9 @@ Scheduler::Scheduler(std::unique_ptr<Topology> topology, SchedulerConfig config,
       config_(std::move(config)),
       classes_(std::move(classes)),
       fairshare_(std::move(fairshare)),
-      limits_(config_.limits) {}
+      limits_(config_.limits) {
+  placer_->set_best_fit(config_.best_fit);
+}
 
 const JobRecord* Scheduler::job(JobId id) const {
   auto it = jobs_.find(id);
@@ -214,6 +216,8 @@ Status Scheduler::SetNodeState(std::string_view node, NodeState state, Time now)
       }
       if (legal > 0) {
         keep.resize(legal);
+        // Restarting from the last checkpoint loses the work since then.
+        job.gpu_seconds_lost += static_cast<double>(job.gpus.size()) * static_cast<double>(now - job.last_checkpoint);
         job.shrink_to = keep;
         FinishShrink(job, now, outbox_);
         outbox_.back().reason = "node " + std::string(node) + " down";
@@ -310,6 +314,12 @@ void Scheduler::FinishShrink(JobRecord& job, Time now, std::vector<Decision>& ou
   job.preempted_for = kNoJob;
   last_freed_ = now;
   SetAllocation(job, keep);
+  // The job restarts on the smaller set from its last checkpoint: a new run.
+  job.start = now;
+  job.last_checkpoint = now;
+  job.last_checkpoint_request = now;
+  job.run_walltime = RemainingWalltime(job);
+  ends_dirty_ = true;
   job.state = JobState::kRunning;
   job.after_checkpoint = JobRecord::After::kNothing;
   job.shrink_to.clear();

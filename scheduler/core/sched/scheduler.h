@@ -106,6 +106,7 @@ class Scheduler {
   std::optional<Placement> PlaceNow(const PlacementRequest& request) const;
   std::optional<Placement> TryStartNow(const JobRecord& job, Time now);
   std::optional<Reservation> Reserve(const JobRecord& job, Time now);
+  std::vector<GpuId> TrimClaim(const JobRecord& job, std::vector<GpuId> claim);
   // The pass's plan of GPU counts over time per domain (running jobs until their release,
   // unavailable nodes, reservations); built on first use in a pass. nullptr if inconsistent.
   DomainPlanner* Plan(Time now);
@@ -151,6 +152,8 @@ class Scheduler {
   std::set<JobId> active_;    // running or checkpointing
   std::vector<JobId> queue_;
   std::vector<Reservation> reservations_;
+  std::map<JobId, std::vector<GpuId>> promised_;  // blocks reserved in the previous pass
+  std::set<JobId> planned_;                        // jobs already handled in this pass
   std::vector<Decision> outbox_;  // decisions made by events, emitted by the next pass
   std::map<JobId, Time> charged_until_;
   Time now_ = 0;

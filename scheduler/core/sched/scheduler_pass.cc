@@ -106,51 +106,37 @@ const std::vector<std::pair<Time, JobId>>& Scheduler::Ends() {
 
 std::optional<Placement> Scheduler::TryStartNow(const JobRecord& job, Time now) {
   SetStartBlocks(now + RemainingWalltime(job), job.spec.id);
-  // Legal sizes are tried largest first; feasibility is monotone in size, so binary search.
-  const std::vector<uint32_t> sizes = LegalSizes(job);
+  const std::vector<uint32_t> sizes = LegalSizes(job);  // largest first
+  const uint32_t min = sizes.back();
+  // The block promised to this job in the previous pass, when it is all still free: starting
+  // there keeps the promises made to the jobs after it.
+  if (auto it = promised_.find(job.spec.id); it != promised_.end() && !job.spec.shape.exclusive && it->second.size() == min &&
+                                             std::all_of(it->second.begin(), it->second.end(), [&](GpuId g) { return topo_->is_free(g); })) {
+    Placement p;
+    p.gpus = it->second;
+    p.prediction = placer_->model().Predict(p.gpus);
+    if (p.prediction.busbw_gbs > 0 || p.gpus.size() == 1) return p;
+  }
+  auto smallest = PlaceNow(ShapeFor(job, min));
+  if (!smallest || sizes.size() == 1) return smallest;
+  // Larger elastic sizes are opportunistic: they may not take blocks promised to other jobs.
+  // Feasibility is monotone in size, so binary search the sizes above the minimum.
+  WhatIf promised(*topo_);
+  for (const auto& [other, gpus] : promised_) {
+    if (other != job.spec.id) promised.Block(gpus);
+  }
   std::optional<Placement> best;
-  size_t lo = 0, hi = sizes.size();  // sizes[lo..hi) unknown; sizes descending
+  size_t lo = 0, hi = sizes.size() - 1;  // candidates sizes[lo..hi), descending
   while (lo < hi) {
-    const size_t mid = best ? lo + (hi - lo) / 2 : (lo == 0 ? 0 : lo + (hi - lo) / 2);
-    auto p = PlaceNow(ShapeFor(job, sizes[mid]));
-    if (p) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (auto p = PlaceNow(ShapeFor(job, sizes[mid]))) {
       best = std::move(p);
-      hi = mid;  // try larger sizes (smaller indices)
-      if (mid == 0) break;
-      lo = 0;
-      // search in [0, mid)
-      size_t a = 0, b = mid;
-      while (a < b) {
-        const size_t m = a + (b - a) / 2;
-        auto q = PlaceNow(ShapeFor(job, sizes[m]));
-        if (q) {
-          best = std::move(q);
-          b = m;
-        } else {
-          a = m + 1;
-        }
-      }
-      break;
-    }
-    lo = mid + 1;
-    if (mid == 0 && sizes.size() > 1) {
-      // The largest failed: binary search for the largest that fits in (0, n).
-      size_t a = 1, b = sizes.size();
-      std::optional<Placement> found;
-      while (a < b) {
-        const size_t m = a + (b - a) / 2;
-        auto q = PlaceNow(ShapeFor(job, sizes[m]));
-        if (q) {
-          found = std::move(q);
-          b = m;
-        } else {
-          a = m + 1;
-        }
-      }
-      return found;
+      hi = mid;
+    } else {
+      lo = mid + 1;
     }
   }
-  return best;
+  return best ? best : smallest;
 }
 
 DomainPlanner* Scheduler::Plan(Time now) {
@@ -225,7 +211,22 @@ std::optional<Reservation> Scheduler::Reserve(const JobRecord& job, Time now) {
     for (const Reservation& r : reservations_) {
       if (r.start < t + w && r.end > t) blocks.Block(r.gpus);
     }
-    auto p = PlaceNow(request);
+    // Stability keeps conservative backfill's promises: the job's own block from the last pass
+    // if it is free at t; else a block that avoids those promised to jobs not re-planned yet;
+    // else any block.
+    std::optional<Placement> p;
+    if (auto own = promised_.find(job.spec.id); own != promised_.end() && !request.exclusive && own->second.size() == n &&
+                                                std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) { return topo_->is_free(g); })) {
+      p = Placement{own->second, {}, placer_->model().Predict(own->second)};
+    }
+    if (!p) {
+      WhatIf others(*topo_);
+      for (const auto& [other, gpus] : promised_) {
+        if (other != job.spec.id && !planned_.contains(other)) others.Block(gpus);
+      }
+      p = PlaceNow(request);
+    }
+    if (!p) p = PlaceNow(request);
     if (!p) continue;
     Reservation res{job.spec.id, t, t + w, p->gpus};
     res.gpus.insert(res.gpus.end(), p->held.begin(), p->held.end());
@@ -251,10 +252,23 @@ std::optional<Reservation> Scheduler::Reserve(const JobRecord& job, Time now) {
 std::vector<Decision> Scheduler::Schedule(Time now) {
   now = std::max(now, now_);
   now_ = now;
-  std::vector<Decision> out = std::move(outbox_);
+  // Decisions made by events since the last pass, unless a later event made them moot (a job
+  // resized by a node failure that then ended; a requeued job that was then cancelled).
+  std::vector<Decision> out;
+  for (Decision& d : outbox_) {
+    const JobRecord* j = job(d.job);
+    if (!j) continue;
+    if (d.kind == DecisionKind::kResize && j->state != JobState::kRunning && j->state != JobState::kCheckpointing) continue;
+    if (d.kind == DecisionKind::kPreempt && IsFinal(j->state)) continue;
+    out.push_back(std::move(d));
+  }
   outbox_.clear();
   ChargeUsage(now);
   Timers(now, out);
+  promised_.clear();
+  for (Reservation& r : reservations_) {
+    if (!r.for_preemption) promised_[r.job] = std::move(r.gpus);
+  }
   reservations_.clear();
   failed_shapes_.clear();
   plan_.reset();
@@ -281,13 +295,16 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
     }
     if (!gpus.empty()) {
       std::sort(gpus.begin(), gpus.end());
+      if (j.victims.empty()) gpus = TrimClaim(j, std::move(gpus));
       reservations_.push_back({id, now, now + RemainingWalltime(j), std::move(gpus), true});
     }
   }
   OrderQueue(now);
+  planned_.clear();
   for (JobId id : queue_) {
     JobRecord& job = jobs_.at(id);
     if (job.state == JobState::kPending) ScheduleJob(job, now, out);
+    planned_.insert(id);
   }
   ClearStartBlocks();
   GrowElastic(now, out);
@@ -415,7 +432,12 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
     return wait(why->rfind("Account", 0) == 0 ? WaitKind::kAccountLimit : WaitKind::kUserLimit,
                 colon == std::string::npos ? *why : why->substr(colon + 2));
   }
-  if (config_.backfill == BackfillMode::kNone && blocked_) return wait(WaitKind::kPriority, "behind job " + std::to_string(first_blocked_));
+  // A preemptor's own claim is a reservation of its own: it is not blocked by it, so neither the
+  // strict order nor another job's failure says anything about it.
+  const bool own = std::any_of(reservations_.begin(), reservations_.end(), [&](const Reservation& r) { return r.job == id; });
+  if (config_.backfill == BackfillMode::kNone && blocked_ && !own) {
+    return wait(WaitKind::kPriority, "behind job " + std::to_string(first_blocked_));
+  }
 
   // Start now, unless a job of the same shape class that was no bigger and no longer failed.
   const ShapeKey key{job.spec.shape.level, job.spec.shape.fit, job.spec.shape.exclusive, job.spec.shape.rail_aligned,
@@ -423,7 +445,7 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
   const Duration w = RemainingWalltime(job);
   bool dominated = false;
   for (const auto& f : failed_shapes_) {
-    if (f.key == key && f.gpus <= n && f.walltime <= w) {
+    if (!own && f.key == key && f.gpus <= n && f.walltime <= w) {
       dominated = true;
       break;
     }
@@ -433,7 +455,7 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
       StartJob(job, *p, now, out);
       return;
     }
-    failed_shapes_.push_back({key, n, w});
+    if (!own) failed_shapes_.push_back({key, n, w});
   }
   if (!blocked_) first_blocked_ = id;
   blocked_ = true;
@@ -449,7 +471,11 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
                                                                          : 0;
   const size_t blocked = start_blocks_ ? start_blocks_->blocked_gpus() : 0;
   WaitKind kind = topo_->free_gpus(topo_->root()) + blocked < n ? WaitKind::kResources : WaitKind::kTopologyBlock;
-  std::string detail = kind == WaitKind::kTopologyBlock ? std::string(LevelName(job.spec.shape.level)) : std::string();
+  std::string detail;
+  if (kind == WaitKind::kTopologyBlock) {
+    detail = job.spec.shape.fit == FitMode::kRequire ? std::string(LevelName(job.spec.shape.level))
+                                                     : "no block of " + std::to_string(n) + " free GPUs fits";
+  }
   if (made >= depth) {
     // Beyond the reservation depth: higher-priority jobs hold the reservations.
     if (made > 0) {
@@ -461,10 +487,9 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
   ClearStartBlocks();
   if (kind == WaitKind::kTopologyBlock && !reservations_.empty() && PlaceNow(ShapeFor(job, n))) {
     // It would fit, but only on GPUs promised to others.
-    kind = WaitKind::kReservedFor;
-    detail = "job " + std::to_string(reservations_.front().job);
     for (const Reservation& r : reservations_) {
-      if (r.start < now + w) {
+      if (r.job != id && r.start < now + w) {
+        kind = WaitKind::kReservedFor;
         detail = "job " + std::to_string(r.job);
         break;
       }
@@ -478,6 +503,22 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
     return wait(kind, detail, start);
   }
   return wait(kind, detail);
+}
+
+std::vector<GpuId> Scheduler::TrimClaim(const JobRecord& job, std::vector<GpuId> claim) {
+  // Keep only the GPUs the preemptor would use: place it with everything else blocked.
+  std::vector<GpuId> others;
+  for (uint32_t g = 0; g < topo_->gpu_count(); ++g) {
+    if (topo_->is_free(GpuId(g)) && !std::binary_search(claim.begin(), claim.end(), GpuId(g))) others.push_back(GpuId(g));
+  }
+  WhatIf what_if(*topo_);
+  what_if.Block(others);
+  auto p = PlaceNow(ShapeFor(job, MinSize(LegalSizes(job))));
+  if (!p) return claim;
+  std::vector<GpuId> used = p->gpus;
+  used.insert(used.end(), p->held.begin(), p->held.end());
+  std::sort(used.begin(), used.end());
+  return used;
 }
 
 void Scheduler::StartJob(JobRecord& job, const Placement& p, Time now, std::vector<Decision>& out) {
@@ -496,6 +537,11 @@ void Scheduler::StartJob(JobRecord& job, const Placement& p, Time now, std::vect
   job.claim.clear();
   job.victims.clear();
   job.wait = {};
+  // Its claim (if it preempted) is no longer a reservation.
+  if (std::erase_if(reservations_, [&](const Reservation& r) { return r.job == id && r.for_preemption; }) > 0) {
+    ClearStartBlocks();
+    res_order_dirty_ = true;
+  }
   pending_.erase(id);
   active_.insert(id);
   if (!ends_dirty_) {
@@ -617,7 +663,7 @@ bool Scheduler::PreemptFor(JobRecord& job, uint32_t n, const PlacementRequest& r
       o.cost += victims[i].cost;
       have += freed;
     }
-    if (have >= n) options.push_back(std::move(o));
+    if (have >= n && !o.chosen.empty()) options.push_back(std::move(o));
   }
   std::sort(options.begin(), options.end(), [&](const Option& a, const Option& b) {
     if (a.cost != b.cost) return a.cost < b.cost;
@@ -630,6 +676,10 @@ bool Scheduler::PreemptFor(JobRecord& job, uint32_t n, const PlacementRequest& r
     // Which GPUs each victim keeps (shrinks keep what is outside the block first).
     std::vector<std::vector<GpuId>> keep(o.chosen.size());
     WhatIf what_if(*topo_);
+    const Time end = now + RemainingWalltime(job);
+    for (const Reservation& r : reservations_) {
+      if (r.job != job.spec.id && r.start < end) what_if.Block(r.gpus);
+    }
     for (size_t c = 0; c < o.chosen.size(); ++c) {
       const Victim& v = victims[o.chosen[c].first];
       const JobRecord& vj = jobs_.at(v.id);
