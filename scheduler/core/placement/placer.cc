@@ -104,7 +104,8 @@ class Placer::Search {
         r_(request),
         n_(Total(request)),
         words_((n_ + 64) / 64),
-        slot_(placer.memo_slot_) {
+        slot_(placer.memo_slot_),
+        pool_(placer.memo_pool_) {
     if (slot_.size() != t_.domain_count()) slot_.assign(t_.domain_count(), -1);
   }
   ~Search() { ResetMemo(); }
@@ -366,6 +367,14 @@ class Placer::Search {
     const uint32_t extra = words_ * 64 - (n_ + 1);
     if (extra) dst[words_ - 1] &= ~uint64_t{0} >> extra;
   }
+  // True when b = {0}: nothing can be placed there.
+  bool OnlyZero(const Bits& b) const {
+    if (b[0] != 1) return false;
+    for (uint32_t w = 1; w < words_; ++w) {
+      if (b[w]) return false;
+    }
+    return true;
+  }
   // a := a (+) b (sumset). Every set of ours contains 0, so a itself is part of the result.
   void SumInto(Bits& a, const Bits& b) {
     tmp_ = a;
@@ -420,7 +429,8 @@ class Placer::Search {
     if (dom.level > Level::kNode && d != region_ && Pruned(d)) return;
     for (DomainId c : t_.children(d)) {
       if (t_.free_gpus(c) == 0) continue;
-      SumInto(s, Ach(c));
+      const Bits& a = Ach(c);
+      if (!OnlyZero(a)) SumInto(s, a);
     }
     if (dom.level == Level::kNode && r_.nodes > 0) {
       const bool has = r_.gpus_per_node <= n_ && Test(s, r_.gpus_per_node);
@@ -481,7 +491,7 @@ class Placer::Search {
     }
     std::vector<DomainId> kids;
     for (DomainId c : t_.children(d)) {
-      if (t_.free_gpus(c) > 0) kids.push_back(c);
+      if (t_.free_gpus(c) > 0 && !OnlyZero(Ach(c))) kids.push_back(c);
     }
     // Backtracking assigns from the back: put the preferred (fewest free, lowest id) last.
     std::sort(kids.begin(), kids.end(), [&](DomainId a, DomainId b) {
@@ -596,7 +606,7 @@ class Placer::Search {
   double B_ = 0, next_ = 0;
   std::vector<int32_t>& slot_;  // per domain: index into pool_, -1 when not computed
   std::vector<DomainId> memo_touched_;
-  std::deque<Bits> pool_;  // deque: references stay valid while it grows
+  std::deque<Bits>& pool_;  // shared across calls (keeps capacity); deque: stable references
   size_t pool_used_ = 0;
   uint32_t align_per_ = 0;   // > 0: aligned mode, every node holds exactly this many GPUs...
   uint64_t align_mask_ = 0;  // ...with these local indices

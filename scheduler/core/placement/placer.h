@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,7 @@ class Placer {
   std::vector<double> max_lane_cap_;  // per domain: best single-lane capacity of a node below it
   std::vector<uint32_t> level_max_gpus_;  // per level: GPUs of the largest domain at or below it
   mutable std::vector<int32_t> memo_slot_;  // search scratch, all -1 between calls
+  mutable std::deque<std::vector<uint64_t>> memo_pool_;  // search scratch: reachable-count sets
   bool best_fit_ = true;
 };
 
