@@ -5,6 +5,7 @@ packages=(
   build-essential cmake pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev hwloc libyaml-cpp-dev
+  libsqlite3-dev
 )
 missing=()
 for p in "${packages[@]}"; do

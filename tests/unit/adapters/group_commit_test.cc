@@ -69,7 +69,9 @@ TEST(GroupCommitter, ManyThreadsEveryAcknowledgedJobIsInTheFile) {
       const JobId id = ids[t][i];
       EXPECT_TRUE(seen.insert(id).second) << "id " << id << " given twice";
       EXPECT_EQ(names[id], "t" + std::to_string(t) + "-" + std::to_string(i));
-      if (i > 0) EXPECT_LT(ids[t][i - 1], id) << "one thread's submissions commit in order";
+      if (i > 0) {
+        EXPECT_LT(ids[t][i - 1], id) << "one thread's submissions commit in order";
+      }
     }
   }
   EXPECT_EQ(all->next_job_id, JobId{kThreads * kPerThread + 1});
@@ -147,7 +149,9 @@ TEST(GroupCommitter, IoErrorsUnderLoadLoseNothingAcknowledged) {
   std::set<JobId> acked;
   std::atomic<int> failed{0};
   {
-    auto store = Store::Open(path, {.vfs = FaultVfs::kName});
+    StoreOptions options;
+    options.vfs = FaultVfs::kName;
+    auto store = Store::Open(path, options);
     ASSERT_TRUE(store);
     GroupCommitter committer(store->get());
     FaultVfs::FailWritesAfter(300);

@@ -42,7 +42,9 @@ void WriteAll(int fd, const std::string& text) {
 // The child: never returns. mode 0: Store::SubmitJob in one thread; mode 1: 4 threads through a
 // GroupCommitter; mode 2: batches of several jobs.
 [[noreturn]] void Child(const std::string& path, int fd, int mode, uint32_t seed) {
-  auto store = Store::Open(path, {.sync = seed % 2 ? SyncMode::kFull : SyncMode::kNormal});
+  StoreOptions options;
+  options.sync = seed % 2 ? SyncMode::kFull : SyncMode::kNormal;
+  auto store = Store::Open(path, options);
   if (!store) {
     WriteAll(fd, "E " + store.error().ToString() + "\n");
     _exit(2);
@@ -158,7 +160,9 @@ TEST(StoreCrash, KilledWriterLosesNoAcknowledgedSubmission) {
     size_t lost = 0;
     for (JobId id : acked) lost += !present.count(id);
     EXPECT_EQ(lost, 0u) << "acknowledged jobs missing after kill -9";
-    if (!present.empty()) EXPECT_GT(all->next_job_id, *present.rbegin());
+    if (!present.empty()) {
+      EXPECT_GT(all->next_job_id, *present.rbegin());
+    }
     std::printf("  round %2d mode %d kill after %3d ms%s: %zu acknowledged so far, %zu in the store\n", round, mode,
                 delay_ms, early ? " (early)" : "", acked.size(), present.size());
   }

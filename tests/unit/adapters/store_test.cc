@@ -161,7 +161,7 @@ TEST(StoreCodec, SpecDecodeNamesTheBadField) {
     t.replace(t.find(from), from.size(), to);
     return t;
   };
-  for (const Case& c : {Case{with("gpus=0", "gpus=-1"), "spec.gpus"}, Case{with("level=gpu", "level=rack"), "spec.level"},
+  for (const Case& c : {Case{with("gpus=0", "gpus=-1"), "spec.gpus"}, Case{with("level=core", "level=rack"), "spec.level"},
                         Case{with("fit=any", "fit=maybe"), "spec.fit"}, Case{with("held=0", "held=2"), "spec.held"},
                         Case{with("preempt=-", "preempt=x"), "spec.preempt"}, Case{with("step=any:0", "step=any"), "spec.step"},
                         Case{with("after=", "after=1,,2"), "spec.after"}, Case{with("name=", "name=%4"), "spec.name"},
@@ -312,7 +312,9 @@ TEST(Store, BadFilesGiveClearErrors) {
   auto missing = Store::Open(dir.File("no/such/dir/s.db"));
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().where, dir.File("no/such/dir/s.db"));
-  auto absent = Store::Open(dir.File("absent.db"), {.create_if_missing = false});
+  StoreOptions no_create;
+  no_create.create_if_missing = false;
+  auto absent = Store::Open(dir.File("absent.db"), no_create);
   ASSERT_FALSE(absent);
   EXPECT_EQ(absent.error().where, dir.File("absent.db"));
 }
@@ -333,7 +335,7 @@ TEST(Store, TamperedSchemaOrRowsGiveClearErrors) {
     auto all = store->LoadAll();
     ASSERT_FALSE(all);
     EXPECT_EQ(all.error().where, path);
-    EXPECT_NE(all.error().message.find("job 2: spec: expected field 'user'"), std::string::npos) << all.error().message;
+    EXPECT_NE(all.error().message.find("job 2: spec: missing field 'user'"), std::string::npos) << all.error().message;
     auto one = store->LoadJob(1);
     ASSERT_TRUE(one && *one);
   }
@@ -354,8 +356,10 @@ TEST(Store, TamperedSchemaOrRowsGiveClearErrors) {
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().where, path);
   EXPECT_NE(s.error().message.find("the schema does not match this build"), std::string::npos) << s.error().message;
-  RawSql(path, "DELETE FROM meta");
-  s = Store::Open(path);
+  const std::string path2 = dir.File("t2.db");
+  ASSERT_TRUE(OpenOrDie(path2));
+  RawSql(path2, "DELETE FROM meta");
+  s = Store::Open(path2);
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("next_job_id is missing"), std::string::npos) << s.error().message;
 }
@@ -402,8 +406,12 @@ TEST(Store, CorruptedFilesNeverCrash) {
     }
     auto all = (*store)->LoadAll();
     auto check = (*store)->CheckIntegrity();
-    if (!all) EXPECT_EQ(all.error().where, path) << all.error().message;
-    if (!check) EXPECT_EQ(check.error().where, path) << check.error().message;
+    if (!all) {
+      EXPECT_EQ(all.error().where, path) << all.error().message;
+    }
+    if (!check) {
+      EXPECT_EQ(check.error().where, path) << check.error().message;
+    }
     detected += !all || !check;
   }
   EXPECT_GT(detected, 10);
@@ -543,8 +551,17 @@ TEST(Store, EventLogIsAppendOnly) {
     auto store = OpenOrDie(path);
     ASSERT_TRUE(store);
     ASSERT_TRUE(store->SubmitJob(JobSpec{}, 10));
-    Decision start{.kind = DecisionKind::kStart, .job = 1, .at = 11, .gpus = {GpuId(0), GpuId(1)}};
-    Decision ckpt{.kind = DecisionKind::kCheckpoint, .job = 1, .at = 12, .deadline = 72, .reason = "preempt for 9"};
+    Decision start;
+    start.kind = DecisionKind::kStart;
+    start.job = 1;
+    start.at = 11;
+    start.gpus = {GpuId(0), GpuId(1)};
+    Decision ckpt;
+    ckpt.kind = DecisionKind::kCheckpoint;
+    ckpt.job = 1;
+    ckpt.at = 12;
+    ckpt.deadline = 72;
+    ckpt.reason = "preempt for 9";
     Batch b;
     b.RecordDecision(start);
     b.RecordDecision(ckpt);
@@ -623,7 +640,10 @@ TEST(StoreFaults, FailedWritesLoseNothingAcknowledged) {
     const SyncMode sync = round % 2 ? SyncMode::kFull : SyncMode::kNormal;
     std::set<JobId> acked;
     {
-      auto store = OpenOrDie(path, {.sync = sync, .vfs = FaultVfs::kName});
+      StoreOptions options;
+      options.sync = sync;
+      options.vfs = FaultVfs::kName;
+      auto store = OpenOrDie(path, options);
       ASSERT_TRUE(store);
       for (int i = 0; i < 20; ++i) {
         auto id = store->SubmitJob(RandomSpec(rng), i);

@@ -1,0 +1,522 @@
+#include "adapters/store/store.h"
+
+#include <limits>
+#include <utility>
+
+#include "adapters/store/codec.h"
+#include "adapters/store/schema.h"
+
+namespace phalanx::store {
+namespace {
+
+constexpr JobId kMaxJobId = (uint64_t{1} << 62) - 1;  // the core's limit
+constexpr std::string_view kNextJobIdKey = "next_job_id";
+
+constexpr std::string_view kJobColumns =
+    "id, submit, spec, state, gpus, start_time, end_time, walltime, run_walltime, progress, checkpoint_epoch, "
+    "checkpoint_path, last_checkpoint, last_checkpoint_request, checkpoint_deadline, after_checkpoint, shrink_to, "
+    "preempted_for, victims, claim, preemptions, resizes, gpu_seconds_lost, idle_since";
+
+std::string JobWhere(JobId id) { return "job " + std::to_string(id); }
+
+}  // namespace
+
+struct Store::Statements {
+  Statement begin, commit, rollback, savepoint, release, rollback_to;
+  Statement insert_job, update_job, insert_event, insert_checkpoint, upsert_node, upsert_meta;
+  Statement select_jobs, select_job, select_nodes, select_meta, select_events, max_seq;
+
+  static Result<std::unique_ptr<Statements>> Prepare(SqliteDb& db) {
+    auto s = std::make_unique<Statements>();
+    const std::string job_cols(kJobColumns);
+    const std::pair<Statement*, std::string> all[] = {
+        {&s->begin, "BEGIN IMMEDIATE"},
+        {&s->commit, "COMMIT"},
+        {&s->rollback, "ROLLBACK"},
+        {&s->savepoint, "SAVEPOINT batch"},
+        {&s->release, "RELEASE batch"},
+        {&s->rollback_to, "ROLLBACK TO batch"},
+        {&s->insert_job, "INSERT INTO jobs(id, submit, spec) VALUES (?1, ?2, ?3) ON CONFLICT(id) DO NOTHING"},
+        {&s->update_job,
+         "UPDATE jobs SET spec = ?2, state = ?3, gpus = ?4, start_time = ?5, end_time = ?6, walltime = ?7, "
+         "run_walltime = ?8, progress = ?9, checkpoint_epoch = ?10, checkpoint_path = ?11, last_checkpoint = ?12, "
+         "last_checkpoint_request = ?13, checkpoint_deadline = ?14, after_checkpoint = ?15, shrink_to = ?16, "
+         "preempted_for = ?17, victims = ?18, claim = ?19, preemptions = ?20, resizes = ?21, gpu_seconds_lost = ?22, "
+         "idle_since = ?23 WHERE id = ?1"},
+        {&s->insert_event, "INSERT INTO events(time, kind, job, payload) VALUES (?1, ?2, ?3, ?4)"},
+        {&s->insert_checkpoint,
+         "INSERT INTO checkpoints(job, epoch, time, path) VALUES (?1, ?2, ?3, ?4) "
+         "ON CONFLICT(job, epoch) DO UPDATE SET time = excluded.time, path = excluded.path"},
+        {&s->upsert_node,
+         "INSERT INTO nodes(name, state, since, reason) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(name) DO UPDATE SET "
+         "state = excluded.state, since = excluded.since, reason = excluded.reason"},
+        {&s->upsert_meta,
+         "INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
+        {&s->select_jobs, "SELECT " + job_cols + " FROM jobs ORDER BY id"},
+        {&s->select_job, "SELECT " + job_cols + " FROM jobs WHERE id = ?1"},
+        {&s->select_nodes, "SELECT name, state, since, reason FROM nodes ORDER BY name"},
+        {&s->select_meta, "SELECT value FROM meta WHERE key = ?1"},
+        {&s->select_events, "SELECT seq, time, kind, job, payload FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"},
+        {&s->max_seq, "SELECT coalesce(max(seq), 0) FROM events"},
+    };
+    for (const auto& [stmt, sql] : all) {
+      auto prepared = db.Prepare(sql);
+      if (!prepared) return Fail(db.path(), "the schema does not match this build: " + prepared.error().message);
+      *stmt = std::move(*prepared);
+    }
+    return s;
+  }
+};
+
+// ---- Batch -----------------------------------------------------------------------------------
+
+void Batch::SubmitJob(JobSpec spec, Time now) { ops_.emplace_back(Submit{std::move(spec), now}); }
+void Batch::SaveJobState(const JobRecord& job) { ops_.emplace_back(Save{job}); }
+void Batch::RecordDecision(const Decision& d) {
+  ops_.emplace_back(Event{d.at, std::string(DecisionKindName(d.kind)), d.job, EncodeDecisionPayload(d)});
+}
+void Batch::RecordEvent(Time time, std::string kind, JobId job, std::string payload) {
+  ops_.emplace_back(Event{time, std::move(kind), job, std::move(payload)});
+}
+void Batch::RecordCheckpoint(JobId job, uint64_t epoch, Time time, std::string path) {
+  ops_.emplace_back(Checkpoint{job, epoch, time, std::move(path)});
+}
+void Batch::SetNodeState(std::string name, NodeState state, Time now, std::string reason) {
+  ops_.emplace_back(Node{std::move(name), state, now, std::move(reason)});
+}
+void Batch::SetMeta(std::string key, std::string value) { ops_.emplace_back(Meta{std::move(key), std::move(value)}); }
+
+// ---- Open ------------------------------------------------------------------------------------
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
+  auto db = SqliteDb::Open(path, options.create_if_missing, options.vfs);
+  if (!db) return std::unexpected(db.error());
+  if (auto st = db->Exec("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout_ms)); !st)
+    return std::unexpected(st.error());
+  // Migrate first: it refuses foreign and newer files before anything below changes them.
+  auto migrated = Migrate(*db, StoreMigrations());
+  if (!migrated) return std::unexpected(migrated.error());
+  // WAL is persistent in the file; NORMAL/FULL and foreign keys are per connection.
+  auto mode = db->QueryText("PRAGMA journal_mode = WAL");
+  if (!mode) return std::unexpected(mode.error());
+  if (*mode != "wal") return Fail(path, "cannot switch to WAL mode (journal_mode is '" + *mode + "')");
+  const char* sync = options.sync == SyncMode::kFull ? "FULL" : "NORMAL";
+  if (auto st = db->Exec(std::string("PRAGMA synchronous = ") + sync + "; PRAGMA foreign_keys = ON"); !st)
+    return std::unexpected(st.error());
+  if (options.verify_on_open) {
+    auto check = db->QueryText("PRAGMA quick_check");
+    if (!check) return std::unexpected(check.error());
+    if (*check != "ok") return Fail(path, "quick_check failed: " + *check);
+  }
+  auto stmts = Statements::Prepare(*db);
+  if (!stmts) return std::unexpected(stmts.error());
+  // The counter.
+  Statement& meta = (*stmts)->select_meta;
+  meta.Bind(1, kNextJobIdKey);
+  auto row = meta.Step();
+  if (!row) return std::unexpected(row.error());
+  const int64_t next = *row ? meta.Int(0) : 0;
+  meta.Reset();
+  if (next < 1 || static_cast<uint64_t>(next) > kMaxJobId + 1)
+    return Fail(path, "meta next_job_id is missing or invalid (" + std::to_string(next) + ")");
+  return std::unique_ptr<Store>(new Store(std::move(*db), std::move(*stmts), static_cast<JobId>(next)));
+}
+
+Store::Store(SqliteDb db, std::unique_ptr<Statements> stmts, JobId next_id)
+    : db_(std::move(db)), stmts_(std::move(stmts)), next_id_(next_id) {}
+
+Store::~Store() = default;
+
+// ---- writes ----------------------------------------------------------------------------------
+
+Status Store::CheckWritable() const {
+  if (sticky_) return Fail(path(), "the store stopped writing after an earlier error (reopen it): " + sticky_->message);
+  return {};
+}
+
+Status Store::Run(Statement& stmt) {
+  auto st = stmt.Run();
+  if (!st && SqliteDb::IsFatal(db_.last_error()) && !sticky_) sticky_ = st.error();
+  return st;
+}
+
+Status Store::Exec(std::string_view sql) {
+  auto st = db_.Exec(sql);
+  if (!st && SqliteDb::IsFatal(db_.last_error()) && !sticky_) sticky_ = st.error();
+  return st;
+}
+
+Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
+  Statements& s = *stmts_;
+  if (const auto* submit = std::get_if<Batch::Submit>(&op)) {
+    JobSpec spec = submit->spec;
+    if (spec.id == kNoJob) {
+      if (next_id_ > kMaxJobId) return Fail(path(), "job ids exhausted");
+      spec.id = next_id_;
+    } else if (spec.id > kMaxJobId) {
+      return Fail(path(), JobWhere(spec.id) + ": job ids must be in 1..2^62-1");
+    }
+    if (spec.submit == 0) spec.submit = submit->now;
+    s.insert_job.Bind(1, static_cast<int64_t>(spec.id)).Bind(2, spec.submit).Bind(3, EncodeJobSpec(spec));
+    if (auto st = Run(s.insert_job); !st) return st;
+    if (db_.Changes() == 0) return Fail(path(), JobWhere(spec.id) + ": already exists");
+    if (spec.id >= next_id_) next_id_ = spec.id + 1;
+    s.insert_event.Bind(1, submit->now).Bind(2, std::string_view("submit")).Bind(3, static_cast<int64_t>(spec.id))
+        .Bind(4, std::string_view());
+    if (auto st = Run(s.insert_event); !st) return st;
+    result->submitted.push_back(spec.id);
+    return {};
+  }
+  if (const auto* save = std::get_if<Batch::Save>(&op)) {
+    const JobRecord& j = save->job;
+    Statement& u = s.update_job;
+    u.Bind(1, static_cast<int64_t>(j.spec.id))
+        .Bind(2, EncodeJobSpec(j.spec))
+        .Bind(3, JobStateName(j.state))
+        .Bind(4, EncodeGpus(j.gpus))
+        .Bind(5, j.start)
+        .Bind(6, j.end)
+        .Bind(7, j.walltime)
+        .Bind(8, j.run_walltime)
+        .Bind(9, j.progress)
+        .Bind(10, static_cast<int64_t>(j.checkpoint_epoch))
+        .Bind(11, j.checkpoint_path)
+        .Bind(12, j.last_checkpoint)
+        .Bind(13, j.last_checkpoint_request)
+        .Bind(14, j.checkpoint_deadline)
+        .Bind(15, AfterCheckpointName(j.after_checkpoint))
+        .Bind(16, EncodeGpus(j.shrink_to))
+        .Bind(17, static_cast<int64_t>(j.preempted_for))
+        .Bind(18, EncodeJobIds(j.victims))
+        .Bind(19, EncodeGpus(j.claim))
+        .Bind(20, int64_t{j.preemptions})
+        .Bind(21, int64_t{j.resizes})
+        .Bind(22, j.gpu_seconds_lost)
+        .Bind(23, j.idle_since);
+    if (auto st = Run(u); !st) return st;
+    if (db_.Changes() == 0) return Fail(path(), JobWhere(j.spec.id) + ": no such job to save");
+    return {};
+  }
+  if (const auto* event = std::get_if<Batch::Event>(&op)) {
+    s.insert_event.Bind(1, event->time).Bind(2, event->kind).Bind(3, static_cast<int64_t>(event->job)).Bind(4, event->payload);
+    return Run(s.insert_event);
+  }
+  if (const auto* ckpt = std::get_if<Batch::Checkpoint>(&op)) {
+    s.insert_checkpoint.Bind(1, static_cast<int64_t>(ckpt->job))
+        .Bind(2, static_cast<int64_t>(ckpt->epoch))
+        .Bind(3, ckpt->time)
+        .Bind(4, ckpt->path);
+    if (auto st = Run(s.insert_checkpoint); !st)
+      return Fail(path(), JobWhere(ckpt->job) + ": recording checkpoint " + std::to_string(ckpt->epoch) + ": " +
+                              st.error().message);
+    return {};
+  }
+  if (const auto* node = std::get_if<Batch::Node>(&op)) {
+    if (node->name.empty()) return Fail(path(), "node state: empty node name");
+    s.upsert_node.Bind(1, node->name).Bind(2, NodeStateName(node->state)).Bind(3, node->now).Bind(4, node->reason);
+    return Run(s.upsert_node);
+  }
+  const auto& meta = std::get<Batch::Meta>(op);
+  if (meta.key == kNextJobIdKey) return Fail(path(), "meta key 'next_job_id' belongs to the store");
+  s.upsert_meta.Bind(1, meta.key).Bind(2, meta.value);
+  return Run(s.upsert_meta);
+}
+
+Status Store::ApplyOne(const Batch& batch, BatchResult* result) {
+  for (const Batch::Op& op : batch.ops_) {
+    if (auto st = ApplyOp(op, result); !st) return st;
+  }
+  return {};
+}
+
+std::vector<Result<BatchResult>> Store::ApplyGroup(std::span<const Batch* const> batches) {
+  std::vector<Result<BatchResult>> out(batches.size());
+  const auto fail_all = [&out](const Error& e) {
+    for (auto& r : out) r = std::unexpected(e);
+  };
+  if (batches.empty()) return out;
+  if (auto st = CheckWritable(); !st) {
+    fail_all(st.error());
+    return out;
+  }
+  Statements& s = *stmts_;
+  const JobId id_at_start = next_id_;
+  const auto abort = [&](const Error& e) {
+    if (db_.InTransaction()) (void)s.rollback.Run();
+    next_id_ = id_at_start;
+    fail_all(e);
+  };
+  if (auto st = Run(s.begin); !st) {
+    abort(st.error());
+    return out;
+  }
+  const bool savepoints = batches.size() > 1;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const JobId id_before = next_id_;
+    if (savepoints) {
+      if (auto st = Run(s.savepoint); !st) {
+        abort(st.error());
+        return out;
+      }
+    }
+    BatchResult result;
+    auto st = ApplyOne(*batches[i], &result);
+    if (st) {
+      if (savepoints) {
+        if (auto rel = Run(s.release); !rel) {
+          abort(rel.error());
+          return out;
+        }
+      }
+      out[i] = std::move(result);
+      continue;
+    }
+    // A fatal error, or a lone batch: nothing commits.
+    if (sticky_ || !savepoints) {
+      abort(st.error());
+      return out;
+    }
+    next_id_ = id_before;
+    out[i] = std::unexpected(st.error());
+    if (auto rb = Run(s.rollback_to); !rb) {
+      abort(rb.error());
+      return out;
+    }
+    if (auto rel = Run(s.release); !rel) {
+      abort(rel.error());
+      return out;
+    }
+  }
+  if (next_id_ != id_at_start) {
+    s.upsert_meta.Bind(1, kNextJobIdKey).Bind(2, std::to_string(next_id_));
+    if (auto st = Run(s.upsert_meta); !st) {
+      abort(st.error());
+      return out;
+    }
+  }
+  if (auto st = Run(s.commit); !st) abort(st.error());
+  return out;
+}
+
+Result<BatchResult> Store::Apply(const Batch& batch) {
+  const Batch* one[] = {&batch};
+  return std::move(ApplyGroup(one)[0]);
+}
+
+Result<JobId> Store::SubmitJob(JobSpec spec, Time now) {
+  Batch b;
+  b.SubmitJob(std::move(spec), now);
+  auto r = Apply(b);
+  if (!r) return std::unexpected(r.error());
+  return r->submitted.at(0);
+}
+
+Status Store::SaveJobState(JobId id, const JobRecord& job) {
+  if (id != job.spec.id)
+    return Fail(path(), JobWhere(id) + ": SaveJobState given the record of job " + std::to_string(job.spec.id));
+  Batch b;
+  b.SaveJobState(job);
+  auto r = Apply(b);
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+Status Store::RecordDecision(const Decision& d) {
+  Batch b;
+  b.RecordDecision(d);
+  auto r = Apply(b);
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+Status Store::RecordEvent(Time time, std::string_view kind, JobId job, std::string_view payload) {
+  Batch b;
+  b.RecordEvent(time, std::string(kind), job, std::string(payload));
+  auto r = Apply(b);
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+Status Store::SetNodeState(std::string_view name, NodeState state, Time now) {
+  Batch b;
+  b.SetNodeState(std::string(name), state, now);
+  auto r = Apply(b);
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+// ---- reads -----------------------------------------------------------------------------------
+
+Result<JobRecord> Store::ReadJobRow(Statement& q) const {
+  const int64_t id = q.Int(0);
+  const std::string where = JobWhere(static_cast<JobId>(id));
+  const auto bad = [&](std::string_view field, const std::string& why) -> Result<JobRecord> {
+    return Fail(path(), where + ": " + std::string(field) + ": " + why);
+  };
+  if (id <= 0 || static_cast<uint64_t>(id) > kMaxJobId) return bad("id", "out of range");
+  auto spec = DecodeJobSpec(q.Text(2));
+  if (!spec) return Fail(path(), where + ": " + spec.error().ToString());
+  JobRecord j;
+  j.spec = std::move(*spec);
+  j.spec.id = static_cast<JobId>(id);
+  auto state = ParseJobState(q.Text(3));
+  if (!state) return bad("state", "unknown state '" + Escape(q.Text(3)) + "'");
+  j.state = *state;
+  const auto gpus = [&](int col, std::string_view field, std::vector<GpuId>* out) -> Status {
+    auto g = DecodeGpus(q.Text(col));
+    if (!g) return Fail(path(), where + ": " + std::string(field) + ": " + g.error().message);
+    *out = std::move(*g);
+    return {};
+  };
+  const auto u32 = [&](int col, std::string_view field, uint32_t* out) -> Status {
+    const int64_t v = q.Int(col);
+    if (v < 0 || v > std::numeric_limits<uint32_t>::max())
+      return Fail(path(), where + ": " + std::string(field) + ": out of range (" + std::to_string(v) + ")");
+    *out = static_cast<uint32_t>(v);
+    return {};
+  };
+  if (auto st = gpus(4, "gpus", &j.gpus); !st) return std::unexpected(st.error());
+  j.start = q.Int(5);
+  j.end = q.Int(6);
+  j.walltime = q.Int(7);
+  j.run_walltime = q.Int(8);
+  j.progress = q.Int(9);
+  j.checkpoint_epoch = static_cast<uint64_t>(q.Int(10));
+  j.checkpoint_path = std::string(q.Text(11));
+  j.last_checkpoint = q.Int(12);
+  j.last_checkpoint_request = q.Int(13);
+  j.checkpoint_deadline = q.Int(14);
+  auto after = ParseAfterCheckpoint(q.Text(15));
+  if (!after) return bad("after_checkpoint", "unknown value '" + Escape(q.Text(15)) + "'");
+  j.after_checkpoint = *after;
+  if (auto st = gpus(16, "shrink_to", &j.shrink_to); !st) return std::unexpected(st.error());
+  j.preempted_for = static_cast<JobId>(q.Int(17));
+  auto victims = DecodeJobIds(q.Text(18));
+  if (!victims) return bad("victims", victims.error().message);
+  j.victims = std::move(*victims);
+  if (auto st = gpus(19, "claim", &j.claim); !st) return std::unexpected(st.error());
+  if (auto st = u32(20, "preemptions", &j.preemptions); !st) return std::unexpected(st.error());
+  if (auto st = u32(21, "resizes", &j.resizes); !st) return std::unexpected(st.error());
+  j.gpu_seconds_lost = q.Real(22);
+  j.idle_since = q.Int(23);
+  return j;
+}
+
+Result<RecoveredState> Store::LoadAll() {
+  Statements& s = *stmts_;
+  // One read transaction: a consistent snapshot even if another connection writes meanwhile.
+  if (auto st = Exec("BEGIN"); !st) return std::unexpected(st.error());
+  struct EndRead {
+    Store* store;
+    ~EndRead() { (void)store->Exec("COMMIT"); }
+  } end_read{this};
+
+  RecoveredState out;
+  out.next_job_id = next_id_;
+  while (true) {
+    auto row = s.select_jobs.Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    auto job = ReadJobRow(s.select_jobs);
+    if (!job) {
+      s.select_jobs.Reset();
+      return std::unexpected(job.error());
+    }
+    out.jobs.push_back(std::move(*job));
+  }
+  s.select_jobs.Reset();
+  while (true) {
+    auto row = s.select_nodes.Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    StoredNode n;
+    n.name = std::string(s.select_nodes.Text(0));
+    auto state = ParseNodeState(s.select_nodes.Text(1));
+    if (!state) {
+      s.select_nodes.Reset();
+      return Fail(path(), "node " + Escape(n.name) + ": unknown state '" + Escape(s.select_nodes.Text(1)) + "'");
+    }
+    n.state = *state;
+    n.since = s.select_nodes.Int(2);
+    n.reason = std::string(s.select_nodes.Text(3));
+    out.nodes.push_back(std::move(n));
+  }
+  s.select_nodes.Reset();
+  auto seq = s.max_seq.Step();
+  if (!seq) return std::unexpected(seq.error());
+  out.last_event_seq = static_cast<uint64_t>(s.max_seq.Int(0));
+  s.max_seq.Reset();
+  return out;
+}
+
+Result<std::optional<JobRecord>> Store::LoadJob(JobId id) {
+  Statement& q = stmts_->select_job;
+  q.Bind(1, static_cast<int64_t>(id));
+  auto row = q.Step();
+  if (!row) return std::unexpected(row.error());
+  std::optional<JobRecord> out;
+  if (*row) {
+    auto job = ReadJobRow(q);
+    if (!job) {
+      q.Reset();
+      return std::unexpected(job.error());
+    }
+    out = std::move(*job);
+  }
+  q.Reset();
+  return out;
+}
+
+Result<std::vector<StoredEvent>> Store::ReadEvents(uint64_t after_seq, size_t limit) {
+  Statement& q = stmts_->select_events;
+  q.Bind(1, static_cast<int64_t>(std::min<uint64_t>(after_seq, std::numeric_limits<int64_t>::max())))
+      .Bind(2, static_cast<int64_t>(std::min<size_t>(limit, std::numeric_limits<int64_t>::max())));
+  std::vector<StoredEvent> out;
+  while (true) {
+    auto row = q.Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back(StoredEvent{static_cast<uint64_t>(q.Int(0)), q.Int(1), std::string(q.Text(2)),
+                              static_cast<JobId>(q.Int(3)), std::string(q.Text(4))});
+  }
+  q.Reset();
+  return out;
+}
+
+Result<std::optional<std::string>> Store::GetMeta(std::string_view key) {
+  Statement& q = stmts_->select_meta;
+  q.Bind(1, key);
+  auto row = q.Step();
+  if (!row) return std::unexpected(row.error());
+  std::optional<std::string> out;
+  if (*row) out = std::string(q.Text(0));
+  q.Reset();
+  return out;
+}
+
+Status Store::CheckIntegrity() {
+  auto q = db_.Prepare("PRAGMA integrity_check(20)");
+  if (!q) return std::unexpected(q.error());
+  std::string problems;
+  while (true) {
+    auto row = q->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    if (q->Text(0) == "ok") continue;
+    if (!problems.empty()) problems += "; ";
+    problems += q->Text(0);
+  }
+  if (!problems.empty()) return Fail(path(), "integrity check failed: " + problems);
+  return {};
+}
+
+Status Store::CheckpointWal() {
+  auto q = db_.Prepare("PRAGMA wal_checkpoint(TRUNCATE)");
+  if (!q) return std::unexpected(q.error());
+  auto row = q->Step();
+  if (!row) return std::unexpected(row.error());
+  if (*row && q->Int(0) != 0) return Fail(path(), "WAL checkpoint could not complete (another connection is reading)");
+  return {};
+}
+
+}  // namespace phalanx::store
