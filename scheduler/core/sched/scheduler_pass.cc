@@ -188,10 +188,33 @@ std::optional<Reservation> Scheduler::Reserve(const JobRecord& job, Time now) {
   // The planner tells, from GPU counts alone, the earliest time some domain the job may live in
   // has n GPUs free for its whole walltime: a necessary condition, so every time it skips would
   // have failed. Each candidate is then checked with the Placer on the what-if state at t.
-  DomainPlanner* plan = Plan(now);
+  // (Only multi-node jobs ask it: for a job that fits one node, counts almost never decide.)
+  DomainPlanner* plan = n > topo_->max_gpus_per_node() ? Plan(now) : nullptr;
   // (Groups are not planned: a job that must fit in a group must fit in its node.)
   const Level max_level = request.fit == FitMode::kRequire ? std::max(request.level, Level::kNode) : Level::kCore;
   WhatIf what_if(*topo_);
+  // Blocks kept incrementally as t advances: an overlapping reservation holds whichever of its
+  // GPUs are free (more become free as jobs are released); blocks promised in the last pass to
+  // jobs not re-planned yet are held the same way. Declared after `what_if`: undone first.
+  struct Held {
+    Topology& t;
+    std::vector<std::vector<GpuId>> sets;
+    ~Held() {
+      for (auto& v : sets) (void)t.Unhold(v);
+    }
+    void Add(size_t i, const std::vector<GpuId>& gpus) {
+      std::vector<GpuId> add;
+      for (GpuId g : gpus) {
+        if (t.is_free(g)) add.push_back(g);
+      }
+      if (!add.empty() && t.Hold(add)) sets[i].insert(sets[i].end(), add.begin(), add.end());
+    }
+    void Drop(size_t i) {
+      (void)t.Unhold(sets[i]);
+      sets[i].clear();
+    }
+  } held{*topo_, std::vector<std::vector<GpuId>>(reservations_.size() + 1)};
+  const size_t kPromised = reservations_.size();
   size_t next = 0;
   for (size_t ti = 0; ti < times.size(); ++ti) {
     Time t = times[ti];
@@ -206,11 +229,17 @@ std::optional<Reservation> Scheduler::Reserve(const JobRecord& job, Time now) {
       }
     }
     while (next < ends.size() && ends[next].first <= t) what_if.ReleaseJob(ends[next++].second);
-    if (topo_->free_gpus(topo_->root()) < n) continue;
-    WhatIf blocks(*topo_);
-    for (const Reservation& r : reservations_) {
-      if (r.start < t + w && r.end > t) blocks.Block(r.gpus);
+    // Drops first: two reservations may share GPUs at different times, and a GPU one of them
+    // lets go of may be the other's to hold.
+    held.Drop(kPromised);
+    auto overlaps = [&](const Reservation& r) { return r.start < t + w && r.end > t; };
+    for (size_t i = 0; i < kPromised; ++i) {
+      if (!overlaps(reservations_[i]) && !held.sets[i].empty()) held.Drop(i);
     }
+    for (size_t i = 0; i < kPromised; ++i) {
+      if (overlaps(reservations_[i])) held.Add(i, reservations_[i].gpus);
+    }
+    if (topo_->free_gpus(topo_->root()) < n) continue;
     // Stability keeps conservative backfill's promises: the job's own block from the last pass
     // if it is free at t; else a block that avoids those promised to jobs not re-planned yet;
     // else any block.
@@ -220,13 +249,15 @@ std::optional<Reservation> Scheduler::Reserve(const JobRecord& job, Time now) {
       p = Placement{own->second, {}, placer_->model().Predict(own->second)};
     }
     if (!p) {
-      WhatIf others(*topo_);
       for (const auto& [other, gpus] : promised_) {
-        if (other != job.spec.id && !planned_.contains(other)) others.Block(gpus);
+        if (other != job.spec.id && !planned_.contains(other)) held.Add(kPromised, gpus);
       }
       p = PlaceNow(request);
     }
-    if (!p) p = PlaceNow(request);
+    if (!p && !held.sets[kPromised].empty()) {
+      held.Drop(kPromised);
+      p = PlaceNow(request);
+    }
     if (!p) continue;
     Reservation res{job.spec.id, t, t + w, p->gpus};
     res.gpus.insert(res.gpus.end(), p->held.begin(), p->held.end());

@@ -9,7 +9,7 @@ namespace phalanx {
 
 // Temporary changes to the Topology, undone in reverse order when the WhatIf goes away:
 // "release these running jobs" (as if their time had come) and "block these GPUs" (as if
-// reserved). Pseudo job ids for blocks live above 2^62, where no real job id may be.
+// reserved; Topology::Hold).
 class Scheduler::WhatIf {
  public:
   explicit WhatIf(Topology& t) : t_(t) {}
@@ -26,18 +26,15 @@ class Scheduler::WhatIf {
     for (GpuId g : gpus) {
       if (t_.is_free(g)) free.push_back(g);
     }
-    const JobId id = kBlockBase + next_block_++;
-    const bool blocked = !free.empty() && t_.Restore(id, free, 0);
-    blocks_.push_back(blocked ? id : kNoJob);
-    sizes_.push_back(blocked ? free.size() : 0);
-    blocked_gpus_ += sizes_.back();
+    (void)t_.Hold(free);  // cannot fail: all free
+    blocked_gpus_ += free.size();
+    blocks_.push_back(std::move(free));
   }
   // Undoes the last Block.
   void PopBlock() {
-    if (blocks_.back() != kNoJob) (void)t_.Release(blocks_.back());
+    (void)t_.Unhold(blocks_.back());
+    blocked_gpus_ -= blocks_.back().size();
     blocks_.pop_back();
-    blocked_gpus_ -= sizes_.back();
-    sizes_.pop_back();
   }
   // GPUs currently held by blocks (owned by nobody real; maybe on any node).
   size_t blocked_gpus() const { return blocked_gpus_; }
@@ -51,13 +48,10 @@ class Scheduler::WhatIf {
   }
 
  private:
-  static constexpr JobId kBlockBase = JobId{1} << 62;
   Topology& t_;
   std::vector<JobId> released_;
-  std::vector<JobId> blocks_;
-  std::vector<size_t> sizes_;
+  std::vector<std::vector<GpuId>> blocks_;
   size_t blocked_gpus_ = 0;
-  uint64_t next_block_ = 0;
 };
 
 }  // namespace phalanx

@@ -412,6 +412,28 @@ void Topology::Charge(const JobAlloc& alloc, int sign) {
   }
 }
 
+Status Topology::Hold(std::span<const GpuId> gpus) {
+  for (GpuId g : gpus) {
+    if (g.value >= gpu_count() || !is_free(g)) return Fail("hold", "GPU " + std::to_string(g.value) + " is not free");
+  }
+  for (GpuId g : gpus) {
+    owner_[g.value] = kHeld;
+    ChangeGpu(g, false);
+  }
+  return {};
+}
+
+Status Topology::Unhold(std::span<const GpuId> gpus) {
+  for (GpuId g : gpus) {
+    if (g.value >= gpu_count() || owner_[g.value] != kHeld) return Fail("unhold", "GPU " + std::to_string(g.value) + " is not held");
+  }
+  for (GpuId g : gpus) {
+    owner_[g.value] = kNoJob;
+    ChangeGpu(g, true);
+  }
+  return {};
+}
+
 Status Topology::Suspend(JobId job) {
   auto it = jobs_.find(job);
   if (it == jobs_.end() || it->second.suspended) return Fail("job " + std::to_string(job), "holds no GPUs to suspend");
@@ -551,7 +573,7 @@ std::string Topology::CheckInvariants() const {
   std::vector<uint32_t> jobs(n, 0);
   std::vector<int64_t> mbs(n, 0);
   for (uint32_t g = 0; g < gpu_count(); ++g) {
-    if (owner_[g] != kNoJob) {
+    if (owner_[g] != kNoJob && owner_[g] != kHeld) {
       auto it = jobs_.find(owner_[g]);
       if (it == jobs_.end() || !std::binary_search(it->second.gpus.begin(), it->second.gpus.end(), GpuId(g))) {
         out << "GPU " << g << " owned by job " << owner_[g] << " which does not list it\n";
@@ -572,7 +594,7 @@ std::string Topology::CheckInvariants() const {
       mbs[d.value] += alloc.ring_mbs;
     }
   }
-  const size_t owners = static_cast<size_t>(std::count_if(owner_.begin(), owner_.end(), [](JobId j) { return j != kNoJob; }));
+  const size_t owners = static_cast<size_t>(std::count_if(owner_.begin(), owner_.end(), [](JobId j) { return j != kNoJob && j != kHeld; }));
   if (owners != owned) out << owners << " owned GPUs but jobs list " << owned << "\n";
   for (uint32_t i = 0; i < node_count(); ++i) {
     if (node_state_[i] != NodeState::kUp) continue;

@@ -109,6 +109,11 @@ class Topology {
   Status Restore(JobId job, std::span<const GpuId> gpus, double ring_gbs);
   // Returns all GPUs of `job`. Fails if the job holds none.
   Status Release(JobId job);
+  // What-if support: Hold takes free GPUs out of use without a job (owner kHeld), Unhold gives
+  // them back; O(depth) per GPU. Both fail, changing nothing, on a GPU in the wrong state.
+  static constexpr JobId kHeld = ~JobId{0};
+  Status Hold(std::span<const GpuId> gpus);
+  Status Unhold(std::span<const GpuId> gpus);
   // What-if support: Suspend gives a job's GPUs back (free again, its traffic uncharged) but
   // keeps its record; Resume takes them again. Resume fails, changing nothing, if a GPU was
   // taken meanwhile. Suspended jobs are not listed by job_gpus() and cannot be released.
