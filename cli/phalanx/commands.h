@@ -10,6 +10,7 @@ namespace phalanx::cli {
 
 int RunTopology(std::span<const std::string> args);
 int RunDemo(std::span<const std::string> args);
+int RunSim(std::span<const std::string> args);
 
 // Prints "phalanx: <message>" to stderr.
 void PrintError(const std::string& message);

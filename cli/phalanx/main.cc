@@ -1,5 +1,5 @@
 // phalanx: the admin program of the Phalanx GPU gang scheduler. This file only dispatches to
-// one command per file (topology_cmd.cc, demo_cmd.cc).
+// one command per file (topology_cmd.cc, demo_cmd.cc, sim_cmd.cc).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,6 +17,7 @@ constexpr const char* kUsage =
     "  topology check FILE   validate a topology file and print its summary\n"
     "  topology show FILE    print the topology tree with free GPUs per domain\n"
     "  demo                  place a stream of demo gang jobs and print each decision\n"
+    "  sim                   replay a job trace under one or more policies, side by side\n"
     "\n"
     "FILE is a Phalanx YAML file, a Slurm topology.conf, `nvidia-smi topo -m` output, an hwloc\n"
     "XML file, or gen:NAME for a built-in generator (gen:superpod:4, gen:leafspine:64:16:2,\n"
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   }
   if (command == "topology") return phalanx::cli::RunTopology(rest);
   if (command == "demo") return phalanx::cli::RunDemo(rest);
+  if (command == "sim") return phalanx::cli::RunSim(rest);
   phalanx::cli::PrintError("unknown command '" + command + "' (see phalanx --help)");
   return 2;
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -27,7 +28,7 @@ Trace Golden4() {
   return *t;
 }
 
-SimResult Run(const Trace& trace, std::string_view policy, const SimOptions& options = {}, std::string_view topo = "demo") {
+SimResult SimRun(const Trace& trace, std::string_view policy, const SimOptions& options = {}, std::string_view topo = "demo") {
   auto spec = GenerateByName(topo);
   EXPECT_TRUE(spec);
   auto config = PolicyPreset(policy);
@@ -46,7 +47,7 @@ Summary Sum(const SimResult& r) { return Summarize(r.policy, r.jobs, r.series, r
 TEST(SimGolden, BackfillVersusFifo) {
   const Trace t = Golden4();
   for (const char* policy : {"phalanx", "slurm-like"}) {
-    const SimResult r = Run(t, policy);
+    const SimResult r = SimRun(t, policy);
     ASSERT_EQ(r.jobs.size(), 4u);
     EXPECT_EQ(r.jobs[0].first_start, 0);
     EXPECT_EQ(r.jobs[1].first_start, 0);
@@ -65,7 +66,7 @@ TEST(SimGolden, BackfillVersusFifo) {
     EXPECT_DOUBLE_EQ(s.placement_eff, 1.0);
     EXPECT_DOUBLE_EQ(s.wait_by_size[5 - 1 - 2].avg_wait, 800);  // bucket "5-8"
   }
-  const SimResult f = Run(t, "fifo-firstfit");
+  const SimResult f = SimRun(t, "fifo-firstfit");
   EXPECT_EQ(f.jobs[3].first_start, 2500);
   const Summary s = Sum(f);
   EXPECT_DOUBLE_EQ(s.avg_jct, (1000 + 2000 + 2400 + 2600) / 4.0);
@@ -81,7 +82,7 @@ TEST(SimGolden, WalltimeFactorKeepsRealEnds) {
   SimOptions o;
   o.walltime.mode = WalltimeModel::Mode::kFactor;
   o.walltime.factor = 2;
-  const SimResult r = Run(Golden4(), "phalanx", o);
+  const SimResult r = SimRun(Golden4(), "phalanx", o);
   EXPECT_EQ(r.jobs[2].first_start, 2000);
   EXPECT_EQ(r.jobs[2].end, 2500);
   EXPECT_EQ(r.jobs[3].end, 1300);
@@ -99,7 +100,7 @@ TEST(SimGolden, PreemptionResumesFromCheckpoint) {
   SimOptions o;
   o.rules.push_back(*ParseClassRule("gpus>=32:class=high"));
   o.rules.push_back(*ParseClassRule("gpus<=16:class=low,preemptible=yes"));
-  const SimResult r = Run(*t, "phalanx", o);
+  const SimResult r = SimRun(*t, "phalanx", o);
   EXPECT_EQ(r.jobs[2].first_start, 1030);
   EXPECT_EQ(r.jobs[2].end, 1530);
   EXPECT_EQ(r.jobs[0].preemptions, 1u);
@@ -110,7 +111,7 @@ TEST(SimGolden, PreemptionResumesFromCheckpoint) {
   const Summary s = Sum(r);
   EXPECT_EQ(s.preemptions, 2u);
   // Slurm-like has no preemption: the big job waits for both to end.
-  const SimResult b = Run(*t, "slurm-like", o);
+  const SimResult b = SimRun(*t, "slurm-like", o);
   EXPECT_EQ(b.jobs[2].first_start, 10000);
 }
 
@@ -122,7 +123,7 @@ TEST(SimGolden, ElasticWorkScalesWithGpus) {
   SimOptions o;
   o.rules.push_back(*ParseClassRule("gpus=32:elastic=0.25,class=low"));
   o.rules.push_back(*ParseClassRule("gpus=16:class=high"));
-  const SimResult r = Run(*t, "phalanx", o);
+  const SimResult r = SimRun(*t, "phalanx", o);
   // Shrink completes at 1030 (checkpoint answered); hi runs 1030..2030; el has done 1030 x 32
   // GPU-s at 32 GPUs, then runs on 16 GPUs until it grows back after 300 s of idle GPUs.
   EXPECT_EQ(r.jobs[1].first_start, 1030);
@@ -152,7 +153,7 @@ TEST(SimDeterminism, SameSeedSameBytes) {
     std::vector<PolicyRun> runs;
     for (const char* p : {"phalanx", "slurm-like", "fifo-firstfit"}) {
       PolicyRun run;
-      run.result = Run(*t, p, x);
+      run.result = SimRun(*t, p, x);
       run.summary = Sum(run.result);
       runs.push_back(std::move(run));
     }
@@ -179,7 +180,7 @@ TEST(SimVersusCore, SameDecisions) {
   o.rules.push_back(*ParseClassRule("gpus<=4:preemptible=yes,class=low"));
   o.node_events = {{5000, "node1", NodeState::kDown}, {9000, "node1", NodeState::kUp}};
   for (const char* p : {"phalanx", "slurm-like", "fifo-firstfit"}) {
-    const SimResult r = Run(*t, p, o);
+    const SimResult r = SimRun(*t, p, o);
     ASSERT_FALSE(r.decision_log.empty());
     const std::string script = std::string("topology gen:demo\npolicy ") + p + "\n" + r.event_script;
     auto direct = RunScenario(script, "sim.scn");
@@ -217,6 +218,22 @@ TEST(SimOptionsParse, ClassRules) {
   EXPECT_DOUBLE_EQ(*r->elastic_min, 0.25);
   EXPECT_EQ(*r->checkpoint_interval, 3600);
   EXPECT_EQ(*r->restart_cost, 60);
+  auto lv = ParseClassRule("gpus<=8:level=node");
+  ASSERT_TRUE(lv);
+  EXPECT_EQ(*lv->level, Level::kNode);
+  EXPECT_FALSE(lv->prefer);
+  auto t8 = ReadTraceCsv("job_id,submit_s,gpus,duration_s\na,0,4,5\n", "t.csv");
+  SimOptions lo;
+  lo.rules.push_back(*lv);
+  auto spec = MakeJobSpec(t8->jobs[0], 0, lo);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->shape.fit, FitMode::kRequire);
+  EXPECT_FALSE(ParseClassRule("all:level=galaxy"));
+  lo.rules.push_back(*ParseClassRule("all:gpn=2"));
+  auto shaped = MakeJobSpec(t8->jobs[0], 0, lo);
+  ASSERT_TRUE(shaped);
+  EXPECT_EQ(shaped->shape.nodes, 2u);
+  EXPECT_EQ(shaped->shape.gpus_per_node, 2u);
   EXPECT_FALSE(ParseClassRule("gpus>=8"));
   EXPECT_FALSE(ParseClassRule("size>3:class=high"));
   EXPECT_FALSE(ParseClassRule("all:elastic=2"));
@@ -225,13 +242,13 @@ TEST(SimOptionsParse, ClassRules) {
   auto t = ReadTraceCsv("job_id,submit_s,gpus,duration_s\na,0,1,5\n", "t.csv");
   SimOptions o;
   o.rules.push_back(*ParseClassRule("all:class=vip"));
-  const SimResult res = Run(*t, "phalanx", o);
+  const SimResult res = SimRun(*t, "phalanx", o);
   EXPECT_TRUE(res.jobs[0].rejected);
 }
 
 TEST(SimReport, HtmlIsSelfContained) {
   PolicyRun run;
-  run.result = Run(Golden4(), "phalanx");
+  run.result = SimRun(Golden4(), "phalanx");
   run.summary = Sum(run.result);
   const std::string html = FormatHtml({"golden4.csv", "gen:demo", "", 4, 32}, {run});
   EXPECT_NE(html.find("<svg"), std::string::npos);

@@ -1,0 +1,345 @@
+// phalanx sim: replays a job trace through the scheduling core under one or more policies and
+// reports them side by side (table on stdout; JSON, CSV time series and an HTML page on request).
+// This file does the I/O (files, clock, progress bar); the simulation is scheduler/sim/.
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "adapters/topology/topology_loader.h"
+#include "args.h"
+#include "commands.h"
+#include "core/sched/config.h"
+#include "sim/report.h"
+#include "sim/simulator.h"
+#include "sim/trace.h"
+
+namespace phalanx::cli {
+namespace {
+
+constexpr FlagSpec kFlags[] = {
+    {"topology", "FILE", "cluster: topology file or gen:NAME (required)"},
+    {"trace", "FILE", "job trace: CSV (job_id,submit_s,gpus,duration_s,...) or sacct --parsable2 (required)"},
+    {"policy", "NAME", "phalanx, slurm-like or fifo-firstfit; repeat for side by side (default: all three)"},
+    {"walltime", "MODE", "exact (default), factor:F, random:F (uniform in [1,F]) or trace (sacct Timelimit)"},
+    {"class-rule", "RULE", "map jobs to classes, e.g. gpus>=64:class=high (repeatable; see docs/simulator.md)"},
+    {"seed", "S", "seed of every random choice (default 1)"},
+    {"window", "A:B", "replay only jobs submitted in [A, B) seconds (e.g. 1209600:8467200)"},
+    {"load-scale", "F", "divide submit times by F (F x the offered load; applied after --window)"},
+    {"checkpoint-delay", "S", "seconds a job takes to answer a checkpoint request (default 30)"},
+    {"restart-overhead", "S", "seconds added at every resume or resize (default 0)"},
+    {"sample-interval", "S", "time-series step in seconds (default: makespan/1000)"},
+    {"node-mtbf", "S", "random node failures: mean seconds between failures per node (default off)"},
+    {"node-repair", "S", "seconds a failed node stays down (default 3600)"},
+    {"no-reservation-wakeups", "", "do not run a pass at every reservation start"},
+    {"json", "FILE", "write the JSON summary"},
+    {"csv", "FILE", "write the time series (CSV)"},
+    {"html", "FILE", "write the HTML report (inline SVG plots)"},
+    {"svg-dir", "DIR", "write each plot as DIR/<plot>.svg (for docs)"},
+    {"jobs-csv", "FILE", "write one row per policy and job (start, end, wait, state, ...)"},
+    {"out", "DIR", "write DIR/summary.json, DIR/series.csv and DIR/report.html"},
+    {"decisions", "FILE", "write the decision log of the (first) policy (slow on big traces)"},
+    {"check", "", "check the core's invariants after every pass (slow)"},
+    {"progress", "", "force the progress bar (default: when stderr is a terminal)"},
+    {"quiet", "", "no progress bar"},
+    {"help", "", "this help"},
+};
+
+constexpr const char* kUsage =
+    "usage: phalanx sim --topology FILE --trace FILE [--policy P]... [options]\n"
+    "\n"
+    "Replays a trace through the Phalanx scheduling core on a simulated clock, once per policy,\n"
+    "and prints the policies side by side: JCT (avg/p50/p99), wait (avg, by job size), bounded\n"
+    "slowdown, makespan, large-job wait, utilization vs offered load, fragmentation, placement\n"
+    "efficiency, preemptions, lost GPU-hours, resizes. Modelling choices: docs/simulator.md.\n"
+    "\n"
+    "options:\n";
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Fail(path, "cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return Fail(path, "cannot write");
+  out << text;
+  if (!out) return Fail(path, "write failed");
+  return {};
+}
+
+Result<int64_t> Whole(const ParsedArgs& a, std::string_view name, int64_t fallback) {
+  if (!a.Has(name)) return fallback;
+  const std::string v = a.Get(name);
+  int64_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || n < 0) {
+    return Fail("", "option '--" + std::string(name) + "': '" + v + "' is not a whole number >= 0");
+  }
+  return n;
+}
+
+Result<WalltimeModel> ParseWalltime(const std::string& v) {
+  WalltimeModel m;
+  auto factor = [&](std::string_view f) -> Result<double> {
+    double d = 0;
+    auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), d);
+    if (f.empty() || ec != std::errc() || p != f.data() + f.size() || d < 1) return Fail("", "option '--walltime': factor '" + std::string(f) + "' must be a number >= 1");
+    return d;
+  };
+  if (v == "exact") return m;
+  if (v == "trace") {
+    m.mode = WalltimeModel::Mode::kTrace;
+    return m;
+  }
+  for (auto [prefix, mode] : {std::pair{"factor:", WalltimeModel::Mode::kFactor}, {"random:", WalltimeModel::Mode::kRandom}}) {
+    if (v.starts_with(prefix)) {
+      auto f = factor(std::string_view(v).substr(std::string_view(prefix).size()));
+      if (!f) return std::unexpected(f.error());
+      m.mode = mode;
+      m.factor = *f;
+      return m;
+    }
+  }
+  return Fail("", "option '--walltime': '" + v + "' (use exact, factor:F, random:F or trace)");
+}
+
+class ProgressBar {
+ public:
+  ProgressBar(bool on, std::string label) : on_(on), label_(std::move(label)) {}
+  void operator()(double f) {
+    if (!on_ || static_cast<int>(f * 100) == last_) return;
+    last_ = static_cast<int>(f * 100);
+    const int width = 30, fill = static_cast<int>(f * width + 0.5);
+    std::fprintf(stderr, "\r%-22s [%s%s] %3d%%", label_.c_str(), std::string(fill, '#').c_str(), std::string(width - fill, ' ').c_str(),
+                 static_cast<int>(f * 100 + 0.5));
+    std::fflush(stderr);
+  }
+  void Done(double seconds) {
+    if (on_) std::fprintf(stderr, "\r%-22s done in %.1fs%s\n", label_.c_str(), seconds, std::string(30, ' ').c_str());
+  }
+
+ private:
+  bool on_;
+  std::string label_;
+  int last_ = -1;
+};
+
+}  // namespace
+
+int RunSim(std::span<const std::string> raw) {
+  // --policy and --class-rule may repeat: collect them before the generic parser.
+  std::vector<std::string> rest, policies, rules;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    bool taken = false;
+    for (auto [flag, list] : {std::pair{std::string("--policy"), &policies}, {std::string("--class-rule"), &rules}}) {
+      if (raw[i] == flag) {
+        if (i + 1 >= raw.size()) {
+          PrintError("option '" + flag + "' needs a value");
+          return 2;
+        }
+        list->push_back(raw[++i]);
+        taken = true;
+      } else if (raw[i].starts_with(flag + "=")) {
+        list->push_back(raw[i].substr(flag.size() + 1));
+        taken = true;
+      }
+    }
+    if (!taken) rest.push_back(raw[i]);
+  }
+  auto args = ParseArgs(rest, kFlags);
+  if (!args) {
+    PrintError(args.error().ToString());
+    return 2;
+  }
+  if (args->Has("help")) {
+    std::fputs((std::string(kUsage) + FlagsHelp(kFlags)).c_str(), stdout);
+    return 0;
+  }
+  if (!args->positional.empty()) {
+    PrintError("sim takes no positional arguments, got '" + args->positional[0] + "' (see phalanx sim --help)");
+    return 2;
+  }
+  if (!args->Has("topology") || !args->Has("trace")) {
+    PrintError("sim needs --topology FILE and --trace FILE (see phalanx sim --help)");
+    return 2;
+  }
+  if (policies.empty()) {
+    for (std::string_view p : PolicyPresetNames()) policies.emplace_back(p);
+  }
+  std::vector<SchedulerConfig> configs;
+  for (const std::string& p : policies) {
+    auto c = PolicyPreset(p);
+    if (!c) {
+      PrintError("option '--policy': " + c.error().message);
+      return 2;
+    }
+    configs.push_back(*c);
+  }
+  SimOptions opt;
+  for (const std::string& r : rules) {
+    auto rule = ParseClassRule(r);
+    if (!rule) {
+      PrintError(rule.error().ToString());
+      return 2;
+    }
+    opt.rules.push_back(*rule);
+  }
+  if (args->Has("walltime")) {
+    auto w = ParseWalltime(args->Get("walltime"));
+    if (!w) {
+      PrintError(w.error().ToString());
+      return 2;
+    }
+    opt.walltime = *w;
+  }
+  auto seed = Whole(*args, "seed", 1);
+  auto delay = Whole(*args, "checkpoint-delay", 30);
+  auto restart = Whole(*args, "restart-overhead", 0);
+  auto sample = Whole(*args, "sample-interval", 0);
+  auto mtbf = Whole(*args, "node-mtbf", 0);
+  auto repair = Whole(*args, "node-repair", 3600);
+  for (const auto* r : {&seed, &delay, &restart, &sample, &mtbf, &repair}) {
+    if (!*r) {
+      PrintError(r->error().ToString());
+      return 2;
+    }
+  }
+  opt.seed = static_cast<uint64_t>(*seed);
+  opt.checkpoint_delay = *delay;
+  opt.restart_overhead = *restart;
+  opt.sample_interval = *sample;
+  opt.node_mtbf = *mtbf;
+  opt.node_repair = *repair;
+  opt.wake_for_reservations = !args->Has("no-reservation-wakeups");
+  opt.check_invariants = args->Has("check");
+
+  // Inputs.
+  const std::string trace_path = args->Get("trace"), topo_path = args->Get("topology");
+  auto text = ReadFile(trace_path);
+  if (!text) {
+    PrintError(text.error().ToString());
+    return 1;
+  }
+  auto trace = ReadTrace(*text, trace_path);
+  if (!trace) {
+    PrintError(trace.error().ToString());
+    return 1;
+  }
+  if (args->Has("window")) {
+    const std::string w = args->Get("window");
+    const size_t colon = w.find(':');
+    int64_t a = 0, b = 0;
+    if (colon == std::string::npos || std::from_chars(w.data(), w.data() + colon, a).ec != std::errc() ||
+        std::from_chars(w.data() + colon + 1, w.data() + w.size(), b).ec != std::errc() || a < 0 || b <= a) {
+      PrintError("option '--window': '" + w + "' is not A:B with 0 <= A < B");
+      return 2;
+    }
+    *trace = WindowTrace(std::move(*trace), a, b);
+  }
+  if (args->Has("load-scale")) {
+    const std::string v = args->Get("load-scale");
+    double f = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), f);
+    if (v.empty() || ec != std::errc() || p != v.data() + v.size() || f <= 0) {
+      PrintError("option '--load-scale': '" + v + "' is not a number > 0");
+      return 2;
+    }
+    *trace = ScaleArrivals(std::move(*trace), f);
+  }
+  if (trace->jobs.empty()) {
+    PrintError(trace_path + ": no jobs to replay");
+    return 1;
+  }
+  auto topo = LoadTopologyFile(topo_path, LoadOptions{});
+  if (!topo) {
+    PrintError(topo.error().ToString());
+    return 1;
+  }
+
+  const bool bar = !args->Has("quiet") && (args->Has("progress") || isatty(STDERR_FILENO));
+  std::vector<PolicyRun> runs;
+  for (size_t k = 0; k < configs.size(); ++k) {
+    SimOptions o = opt;
+    o.record_decisions = k == 0 && args->Has("decisions");
+    ProgressBar progress(bar, configs[k].name);
+    o.progress = [&progress](double f) { progress(f); };
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = Simulate(*trace, *topo, configs[k], o);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    progress.Done(secs);
+    if (!r) {
+      PrintError(configs[k].name + ": " + r.error().ToString());
+      return 1;
+    }
+    if (o.record_decisions) {
+      if (auto s = WriteFile(args->Get("decisions"), r->decision_log); !s) {
+        PrintError(s.error().ToString());
+        return 1;
+      }
+    }
+    PolicyRun run;
+    run.summary = Summarize(r->policy, r->jobs, r->series, r->counters, r->cluster_gpus);
+    run.result = std::move(*r);
+    run.wall_s = secs;
+    runs.push_back(std::move(run));
+  }
+
+  ReportInfo info;
+  info.trace = trace_path;
+  info.topology = topo_path;
+  info.jobs = trace->jobs.size();
+  info.gpus = runs.front().result.cluster_gpus;
+  std::string settings = "walltime " + args->Get("walltime", "exact") + ", seed " + std::to_string(opt.seed);
+  if (args->Has("window")) settings += ", window " + args->Get("window");
+  if (args->Has("load-scale")) settings += ", load x" + args->Get("load-scale");
+  for (const ClassRule& r : opt.rules) settings += ", rule " + r.text;
+  info.settings = settings;
+  std::fputs(FormatTable(info, runs).c_str(), stdout);
+
+  std::string json = args->Get("json"), csv = args->Get("csv"), html = args->Get("html");
+  if (args->Has("out")) {
+    const std::string dir = args->Get("out");
+    if (json.empty()) json = dir + "/summary.json";
+    if (csv.empty()) csv = dir + "/series.csv";
+    if (html.empty()) html = dir + "/report.html";
+  }
+  for (auto [path, make] : {std::pair{json, &FormatJson}, {html, &FormatHtml}}) {
+    if (path.empty()) continue;
+    if (auto s = WriteFile(path, make(info, runs)); !s) {
+      PrintError(s.error().ToString());
+      return 1;
+    }
+  }
+  if (args->Has("svg-dir")) {
+    for (const auto& [name, svg] : FormatPlots(runs)) {
+      if (auto s = WriteFile(args->Get("svg-dir") + "/" + name + ".svg", svg); !s) {
+        PrintError(s.error().ToString());
+        return 1;
+      }
+    }
+  }
+  if (args->Has("jobs-csv")) {
+    if (auto s = WriteFile(args->Get("jobs-csv"), FormatJobsCsv(runs)); !s) {
+      PrintError(s.error().ToString());
+      return 1;
+    }
+  }
+  if (!csv.empty()) {
+    if (auto s = WriteFile(csv, FormatCsv(runs)); !s) {
+      PrintError(s.error().ToString());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace phalanx::cli

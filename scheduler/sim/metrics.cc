@@ -1,0 +1,171 @@
+#include "sim/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace phalanx {
+
+std::vector<std::pair<uint32_t, double>> ShapeMix(const std::vector<uint32_t>& sizes) {
+  std::map<uint32_t, size_t> count;
+  for (uint32_t s : sizes) count[s]++;
+  std::vector<std::pair<uint32_t, double>> out;
+  for (const auto& [g, c] : count) out.push_back({g, static_cast<double>(c) / static_cast<double>(sizes.size())});
+  return out;
+}
+
+FragmentationProbe::FragmentationProbe(const Topology& topo, std::vector<std::pair<uint32_t, double>> mix) {
+  const uint32_t total = static_cast<uint32_t>(topo.gpu_count());
+  for (const auto& [g, w] : mix) {
+    if (g == 0 || g > total) continue;  // can never run: not a fragmentation matter
+    std::vector<DomainId> homes(topo.node_count());
+    for (uint32_t n = 0; n < topo.node_count(); ++n) {
+      DomainId d = topo.node_domain(NodeId(n));
+      while (topo.domain(d).gpu_count < g && topo.domain(d).parent.valid()) d = topo.domain(d).parent;
+      homes[n] = d;
+    }
+    mix_.push_back({g, w});
+    home_.push_back(std::move(homes));
+  }
+}
+
+double FragmentationProbe::FragmentedGpus(const Topology& topo) const {
+  double f = 0;
+  for (size_t s = 0; s < mix_.size(); ++s) {
+    const uint32_t g = mix_[s].first;
+    if (g == 1) continue;  // every idle GPU fits a 1-GPU job
+    uint64_t frag = 0;
+    for (uint32_t n = 0; n < home_[s].size(); ++n) {
+      const uint32_t node_free = topo.free_gpus(topo.node_domain(NodeId(n)));
+      if (node_free > 0 && topo.free_gpus(home_[s][n]) < g) frag += node_free;
+    }
+    f += mix_[s].second * static_cast<double>(frag);
+  }
+  return f;
+}
+
+std::array<uint32_t, kLevelCount> LargestFreeByLevel(const Topology& topo) {
+  std::array<uint32_t, kLevelCount> out{};
+  for (uint32_t d = 0; d < topo.domain_count(); ++d) {
+    const Domain& dom = topo.domain(DomainId(d));
+    uint32_t& best = out[static_cast<int>(dom.level)];
+    best = std::max(best, topo.free_gpus(DomainId(d)));
+  }
+  return out;
+}
+
+std::vector<double> OfferedLoad(const std::vector<JobOutcome>& jobs, const std::vector<Sample>& series, uint32_t cluster_gpus) {
+  // Sweep: +gpus at submit, -gpus at submit + duration.
+  std::vector<std::pair<Time, int64_t>> deltas;
+  deltas.reserve(jobs.size() * 2);
+  for (const JobOutcome& j : jobs) {
+    deltas.push_back({j.submit, static_cast<int64_t>(j.gpus)});
+    deltas.push_back({j.submit + j.duration, -static_cast<int64_t>(j.gpus)});
+  }
+  std::sort(deltas.begin(), deltas.end());
+  std::vector<double> out;
+  out.reserve(series.size());
+  size_t i = 0;
+  int64_t demand = 0;
+  for (const Sample& s : series) {
+    while (i < deltas.size() && deltas[i].first <= s.t) demand += deltas[i++].second;
+    out.push_back(cluster_gpus == 0 ? 0 : static_cast<double>(demand) / cluster_gpus);
+  }
+  return out;
+}
+
+std::vector<SizeBucket> DefaultSizeBuckets() {
+  return {{"1", 1, 1},     {"2-4", 2, 4},     {"5-8", 5, 8},          {"9-16", 9, 16},
+          {"17-32", 17, 32}, {"33-64", 33, 64}, {">64", 65, UINT32_MAX}};
+}
+
+double Quantile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+namespace {
+double Mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+}  // namespace
+
+Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs, const std::vector<Sample>& series,
+                  const RunCounters& c, uint32_t cluster_gpus) {
+  Summary s;
+  s.policy = policy;
+  s.jobs = jobs.size();
+  s.wait_by_size = DefaultSizeBuckets();
+  std::vector<double> jct, wait, bsld;
+  Time last_end = 0;
+  for (const JobOutcome& j : jobs) {
+    if (j.rejected) {
+      ++s.rejected;
+      continue;
+    }
+    if (j.state == JobState::kKilled) ++s.killed;
+    s.preemptions += j.preemptions;
+    s.resizes += j.resizes;
+    s.ckpt_lost_gpu_h += j.lost_gpu_s / 3600.0;
+    // Jobs still waiting at the end count with the time waited so far.
+    const double w = j.first_start >= 0 ? static_cast<double>(j.wait()) : static_cast<double>(c.end - j.submit);
+    if (j.first_start < 0) ++s.never_started;
+    wait.push_back(w);
+    for (SizeBucket& b : s.wait_by_size) {
+      if (j.gpus >= b.lo && j.gpus <= b.hi) {
+        b.jobs++;
+        b.avg_wait += w;
+        b.max_wait = std::max(b.max_wait, w);
+      }
+    }
+    if (j.gpus >= 64) {
+      ++s.large_jobs;
+      s.max_wait_large = std::max(s.max_wait_large, w);
+    }
+    if (!j.finished()) {
+      ++s.unfinished;
+      continue;
+    }
+    ++s.finished;
+    last_end = std::max(last_end, j.end);
+    jct.push_back(static_cast<double>(j.jct()));
+    bsld.push_back(std::max(1.0, static_cast<double>(j.jct()) / std::max<double>(static_cast<double>(j.duration), 10.0)));
+  }
+  for (SizeBucket& b : s.wait_by_size) b.avg_wait = b.jobs ? b.avg_wait / static_cast<double>(b.jobs) : 0;
+  s.avg_jct = Mean(jct);
+  s.avg_wait = Mean(wait);
+  s.avg_bounded_slowdown = Mean(bsld);
+  s.p50_jct = Quantile(jct, 0.5);
+  s.p99_jct = Quantile(jct, 0.99);
+  s.p50_wait = Quantile(wait, 0.5);
+  s.p99_wait = Quantile(wait, 0.99);
+  s.makespan = static_cast<double>(std::max(last_end, c.end));
+  const double capacity = static_cast<double>(cluster_gpus) * s.makespan;
+  s.utilization = capacity > 0 ? c.busy_gpu_s / capacity : 0;
+  s.offered_load = capacity > 0 ? c.work_gpu_s / capacity : 0;
+  double rate = 0, frag = 0;
+  size_t rate_n = 0;
+  for (const Sample& x : series) {
+    frag += x.frag_gpus;
+    if (x.free_gpus > 0) {
+      rate += x.frag_gpus / x.free_gpus;
+      ++rate_n;
+    }
+    for (int l = 0; l < kLevelCount; ++l) s.avg_largest_free[l] += x.largest_free[l];
+  }
+  if (!series.empty()) {
+    s.avg_frag_gpus = frag / static_cast<double>(series.size());
+    for (double& v : s.avg_largest_free) v /= static_cast<double>(series.size());
+  }
+  s.avg_frag_rate = rate_n ? rate / static_cast<double>(rate_n) : 0;
+  s.placement_eff = c.placement_weight > 0 ? c.placement_score / c.placement_weight : 1;
+  s.placement_eff_static = c.placement_weight > 0 ? c.placement_score_static / c.placement_weight : 1;
+  s.passes = c.passes;
+  return s;
+}
+
+}  // namespace phalanx

@@ -1,0 +1,702 @@
+// Simulator: the event loop over the scheduling core. See simulator.h and docs/simulator.md.
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <queue>
+#include <set>
+#include <sstream>
+
+#include "core/placement/placer.h"
+#include "core/sched/scheduler.h"
+#include "core/topology/topology.h"
+
+namespace phalanx {
+namespace {
+
+// splitmix64: a fixed, portable mix (std distributions differ between standard libraries).
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+// Uniform in [0, 1), a pure function of its arguments.
+double Uniform(uint64_t seed, uint64_t a, uint64_t b) {
+  const uint64_t h = Mix(Mix(Mix(seed) ^ a) ^ (b * 0x632be59bd9b4e019ull));
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+
+enum class Ev : uint8_t {
+  kEnd = 0,          // the job's work is done
+  kAnswer = 1,       // the job answers a Checkpoint decision
+  kSelfCheckpoint = 2,
+  kNode = 3,
+  kWakeDeadline = 4, // a checkpoint deadline (pass if the job is still checkpointing)
+  kWakeWalltime = 5, // a walltime end (pass if the same run is still going)
+  kWake = 6,         // a reservation start or an elastic growth check
+};
+
+struct Event {
+  Time t;
+  Ev kind;
+  uint64_t seq;
+  size_t job;      // trace index, or node event index
+  uint64_t gen;
+  bool operator>(const Event& o) const {
+    if (t != o.t) return t > o.t;
+    if (kind != o.kind) return kind > o.kind;
+    return seq > o.seq;
+  }
+};
+
+struct SimJob {
+  double work_total = 0;  // GPU-seconds
+  double work_done = 0;   // at seg_start
+  double work_saved = 0;  // at the last checkpoint
+  Time seg_start = 0;
+  uint32_t rate = 0;      // GPUs computing (0 when not running)
+  uint32_t held = 0;      // GPUs held (incl. exclusive spares)
+  uint64_t gen = 0;       // bumps on every start/resize/stop: invalidates End events
+  uint64_t run = 0;       // bumps on every start/stop: invalidates checkpoint events
+  double busbw = 0, busbw_static = 0;
+  Duration ckpt_interval = 0;
+  bool failure = false;   // the trace says it failed: reported as a failed end
+};
+
+class Sim {
+ public:
+  Sim(const Trace& trace, const SimOptions& options) : trace_(trace), opt_(options) {}
+
+  Result<SimResult> Run(const TopologySpec& spec, SchedulerConfig config) {
+    // Job specs first: the largest walltime raises the configured maximum (a modelling choice,
+    // not a rule: the trace's jobs ran, so none may be refused for its length).
+    std::vector<JobSpec> specs;
+    specs.reserve(trace_.jobs.size());
+    for (size_t i = 0; i < trace_.jobs.size(); ++i) {
+      auto s = MakeJobSpec(trace_.jobs[i], i, opt_);
+      if (!s) return std::unexpected(s.error());
+      config.max_walltime = std::max(config.max_walltime, s->walltime);
+      specs.push_back(std::move(*s));
+    }
+    auto topo = Topology::Build(spec);
+    if (!topo) return std::unexpected(topo.error());
+    auto mirror = Topology::Build(spec);  // stays empty: the best placements, static bandwidth
+    if (!mirror) return std::unexpected(mirror.error());
+    mirror_ = std::make_unique<Topology>(std::move(*mirror));
+    mirror_placer_ = std::make_unique<Placer>(*mirror_, config.model);
+    auto sched = Scheduler::Create(std::move(*topo), config);
+    if (!sched) return std::unexpected(sched.error());
+    sched_ = std::move(*sched);
+    if (opt_.record_decisions) script_ << "set max_walltime=" << config.max_walltime << "\n";
+    const Topology& t = sched_->topology();
+    res_.policy = config.name;
+    res_.topology = t.name();
+    res_.cluster_gpus = static_cast<uint32_t>(t.gpu_count());
+
+    std::vector<uint32_t> sizes;
+    jobs_.resize(trace_.jobs.size());
+    res_.jobs.resize(trace_.jobs.size());
+    for (size_t i = 0; i < trace_.jobs.size(); ++i) {
+      const TraceJob& tj = trace_.jobs[i];
+      sizes.push_back(tj.gpus);
+      jobs_[i].work_total = static_cast<double>(tj.gpus) * static_cast<double>(std::max<Duration>(tj.duration, 1));
+      jobs_[i].failure = StatusIsFailure(tj.status);
+      jobs_[i].ckpt_interval = ckpt_interval_[i];
+      JobOutcome& o = res_.jobs[i];
+      o.id = tj.id;
+      o.gpus = tj.gpus;
+      o.submit = tj.submit;
+      o.duration = tj.duration;
+      o.elastic = specs[i].elastic();
+      o.priority_class = specs[i].priority_class.empty() ? config.classes.default_class : specs[i].priority_class;
+      res_.counters.work_gpu_s += static_cast<double>(tj.gpus) * static_cast<double>(tj.duration);
+    }
+    probe_ = std::make_unique<FragmentationProbe>(t, ShapeMix(sizes));
+    Horizon();
+    NodeFailures();
+
+    size_t next_submit = 0;
+    Time prev = 0;
+    const size_t n = trace_.jobs.size();
+    size_t progress_step = 0;
+    while (next_submit < n || !heap_.empty()) {
+      if (next_submit >= n && finished_ == n) break;  // only timers left
+      Time now = heap_.empty() ? kForever : heap_.top().t;
+      if (next_submit < n) now = std::min(now, trace_.jobs[next_submit].submit);
+      Advance(prev, now);
+      prev = now;
+      bool pass = false;
+      while (!heap_.empty() && heap_.top().t == now) {
+        const Event e = heap_.top();
+        heap_.pop();
+        if (auto s = Deliver(e, now, pass); !s) return std::unexpected(s.error());
+      }
+      while (next_submit < n && trace_.jobs[next_submit].submit == now) {
+        Submit(next_submit, std::move(specs[next_submit]), now);
+        ++next_submit;
+        pass = true;
+      }
+      if (opt_.progress && n > 0 && next_submit * 200 / n > progress_step) {
+        progress_step = next_submit * 200 / n;
+        opt_.progress(static_cast<double>(next_submit) / static_cast<double>(n));
+      }
+      if (pass) {
+        if (auto s = Pass(now); !s) return std::unexpected(s.error());
+      }
+    }
+    Advance(prev, prev);
+    TakeSample(prev);
+    res_.counters.end = prev;
+    for (size_t i = 0; i < n; ++i) {
+      const JobRecord* r = sched_->job(static_cast<JobId>(i + 1));
+      if (!r) continue;
+      JobOutcome& o = res_.jobs[i];
+      o.state = r->state;
+      o.preemptible = r->preemptible;
+      o.preemptions = r->preemptions;
+      o.resizes = r->resizes;
+      o.lost_gpu_s = r->gpu_seconds_lost;
+      if (IsFinal(r->state)) o.end = r->end;
+    }
+    if (opt_.record_decisions) {
+      log_ << "final:";
+      for (const auto& [id, job] : sched_->jobs()) {
+        log_ << " " << id << "=" << JobStateName(job.state);
+        if (!job.gpus.empty()) log_ << "[" << job.gpus.size() << "]";
+      }
+      log_ << "\n";
+      res_.decision_log = log_.str();
+      res_.event_script = script_.str();
+    }
+    return std::move(res_);
+  }
+
+  // Per-job checkpoint intervals come from the rules; MakeJobSpec does not carry them in the
+  // spec (the simulated job checkpoints on its own; the core is told with CheckpointDone).
+  std::vector<Duration> ckpt_interval_;
+
+ private:
+  void Push(Time t, Ev kind, size_t job, uint64_t gen) { heap_.push({t, kind, seq_++, job, gen}); }
+  void Wake(Time t) {
+    if (wakes_.insert(t).second) Push(t, Ev::kWake, 0, 0);
+  }
+
+  // The sample interval and the horizon of random node failures.
+  void Horizon() {
+    Time last = 0;
+    for (const TraceJob& j : trace_.jobs) last = std::max(last, j.submit + j.duration);
+    horizon_ = last;
+    interval_ = opt_.sample_interval > 0 ? opt_.sample_interval : std::max<Duration>(60, (last / 1000 + 59) / 60 * 60);
+  }
+
+  void NodeFailures() {
+    for (const NodeEvent& e : opt_.node_events) nodes_.push_back(e);
+    if (opt_.node_mtbf > 0) {
+      const Topology& t = sched_->topology();
+      for (uint32_t n = 0; n < t.node_count(); ++n) {
+        const std::string& name = t.domain(t.node_domain(NodeId(n))).name;
+        Time at = 0;
+        for (uint64_t k = 0;; ++k) {
+          const double u = Uniform(opt_.seed ^ 0x6e6f6465ull, n, k);
+          at += static_cast<Time>(std::ceil(-std::log1p(-u) * static_cast<double>(opt_.node_mtbf)));
+          if (at > horizon_) break;
+          nodes_.push_back({at, name, NodeState::kDown});
+          at += opt_.node_repair;
+          nodes_.push_back({at, name, NodeState::kUp});
+        }
+      }
+    }
+    std::stable_sort(nodes_.begin(), nodes_.end(), [](const NodeEvent& a, const NodeEvent& b) { return a.at < b.at; });
+    for (size_t i = 0; i < nodes_.size(); ++i) Push(nodes_[i].at, Ev::kNode, i, 0);
+  }
+
+  // Samples for the grid points before `now`, and the busy-GPU integral up to `now`.
+  void Advance(Time prev, Time now) {
+    res_.counters.busy_gpu_s += static_cast<double>(busy_) * static_cast<double>(now - prev);
+    while (next_sample_ < now) {
+      TakeSample(next_sample_);
+      next_sample_ += interval_;
+    }
+  }
+
+  void TakeSample(Time at) {
+    const Topology& t = sched_->topology();
+    Sample s;
+    s.t = at;
+    s.busy_gpus = busy_;
+    s.free_gpus = t.free_gpus(t.root());
+    s.running_jobs = running_;
+    for (JobId id : sched_->queue()) {
+      const JobRecord* r = sched_->job(id);
+      if (r && r->state == JobState::kPending) {
+        s.pending_jobs++;
+        s.pending_gpus += r->spec.shape.gpus;
+      }
+    }
+    s.frag_gpus = probe_->FragmentedGpus(t);
+    s.largest_free = LargestFreeByLevel(t);
+    res_.series.push_back(s);
+  }
+
+  double WorkAt(const SimJob& j, Time t) const {
+    return std::min(j.work_total, j.work_done + static_cast<double>(j.rate) * static_cast<double>(t - j.seg_start));
+  }
+
+  double Best(uint32_t g) {
+    auto it = best_.find(g);
+    if (it != best_.end()) return it->second;
+    PlacementRequest r;
+    r.gpus = g;
+    const PlaceOutcome o = mirror_placer_->Place(r);
+    const double b = o.status == PlaceStatus::kPlaced ? o.placement.prediction.busbw_gbs : 0;
+    best_[g] = b;
+    return b;
+  }
+
+  // Closes the current placement segment at `t` (placement efficiency, work done).
+  void CloseSegment(size_t i, Time t) {
+    SimJob& j = jobs_[i];
+    if (j.rate > 1) {
+      const double w = static_cast<double>(j.rate) * static_cast<double>(t - j.seg_start);
+      const double best = Best(j.rate);
+      if (best > 0 && w > 0) {
+        res_.counters.placement_weight += w;
+        res_.counters.placement_score += w * std::min(1.0, j.busbw / best);
+        res_.counters.placement_score_static += w * std::min(1.0, j.busbw_static / best);
+      }
+    }
+    j.work_done = WorkAt(j, t);
+    j.seg_start = t;
+  }
+
+  // Starts a placement segment of `gpus` computing GPUs at `t` and schedules the job's end.
+  void OpenSegment(size_t i, Time t, const std::vector<GpuId>& gpus, double busbw, bool restart) {
+    SimJob& j = jobs_[i];
+    j.rate = static_cast<uint32_t>(gpus.size());
+    j.seg_start = t;
+    j.busbw = busbw;
+    j.busbw_static = mirror_placer_->model().Predict(gpus).busbw_gbs;
+    ++j.gen;
+    const double left = j.work_total - j.work_done;
+    Duration dt = static_cast<Duration>(std::ceil(left / static_cast<double>(j.rate) - 1e-9));
+    if (restart) dt += opt_.restart_overhead;
+    dt = std::max<Duration>(dt, 1);
+    if (restart && opt_.restart_overhead > 0) {
+      // The restart's seconds compute nothing: start counting work after them.
+      j.seg_start = t + opt_.restart_overhead;
+    }
+    Push(t + dt, Ev::kEnd, i, j.gen);
+    const JobRecord* r = sched_->job(static_cast<JobId>(i + 1));
+    if (r && r->expected_end() < t + dt) Push(r->expected_end(), Ev::kWakeWalltime, i, j.run);
+  }
+
+  void StopRunning(size_t i, Time t) {
+    CloseSegment(i, t);
+    SimJob& j = jobs_[i];
+    busy_ -= j.held;
+    if (j.held > 0) --running_;
+    j.held = 0;
+    elastic_running_.erase(i);
+    j.rate = 0;
+    ++j.gen;
+    ++j.run;
+  }
+
+  void SetHeld(size_t i) {
+    const JobRecord* r = sched_->job(static_cast<JobId>(i + 1));
+    const uint32_t now_held = r ? static_cast<uint32_t>(r->gpus.size()) : 0;
+    SimJob& j = jobs_[i];
+    if (j.held == 0 && now_held > 0) ++running_;
+    if (j.held > 0 && now_held == 0) --running_;
+    busy_ = busy_ - j.held + now_held;
+    j.held = now_held;
+    if (res_.jobs[i].elastic) {
+      if (now_held > 0) elastic_running_.insert(i);
+      else elastic_running_.erase(i);
+    }
+  }
+
+  void Refused(std::string_view what, Time now, const Error& e) {
+    if (opt_.record_decisions) log_ << "t=" << now << " refused " << what << ": " << e.ToString() << "\n";
+  }
+
+  void Submit(size_t i, JobSpec spec, Time now) {
+    ++res_.counters.events;
+    if (opt_.record_decisions) {
+      script_ << "at " << now << " submit id=" << spec.id << " gpus=" << spec.shape.gpus << " time=" << spec.walltime
+              << " user=" << spec.user << " account=" << spec.account;
+      if (!spec.priority_class.empty()) script_ << " class=" << spec.priority_class;
+      if (spec.preemptible) script_ << " preemptible=" << (*spec.preemptible ? "yes" : "no");
+      if (spec.min_gpus > 0) {
+        script_ << " min=" << spec.min_gpus;
+        if (spec.step_kind == ElasticStep::kPowerOfTwo) script_ << " step=pow2";
+        if (spec.step_kind == ElasticStep::kMultiple) script_ << " step=" << spec.step;
+      }
+      script_ << " restart=" << spec.restart_cost << "\n";
+    }
+    if (auto s = sched_->Submit(std::move(spec), now); !s) {
+      res_.jobs[i].rejected = true;
+      ++finished_;
+      Refused("submit", now, s.error());
+    }
+  }
+
+  Status Deliver(const Event& e, Time now, bool& pass) {
+    if (e.kind == Ev::kNode) {
+      const NodeEvent& ne = nodes_[e.job];
+      ++res_.counters.events;
+      ++res_.counters.node_events;
+      if (opt_.record_decisions) {
+        script_ << "at " << now << " node " << ne.node << " " << (ne.state == NodeState::kUp ? "up" : ne.state == NodeState::kDown ? "down" : "drain") << "\n";
+      }
+      if (auto s = sched_->SetNodeState(ne.node, ne.state, now); !s) Refused("node", now, s.error());
+      pass = true;
+      return {};
+    }
+    if (e.kind == Ev::kWake) {
+      wakes_.erase(e.t);
+      pass = true;
+      return {};
+    }
+    const size_t i = e.job;
+    SimJob& j = jobs_[i];
+    const JobId id = static_cast<JobId>(i + 1);
+    const JobRecord* r = sched_->job(id);
+    if (!r) return {};
+    const bool active = r->state == JobState::kRunning || r->state == JobState::kCheckpointing;
+    switch (e.kind) {
+      case Ev::kEnd: {
+        if (e.gen != j.gen || !active) return {};
+        StopRunning(i, now);
+        ++res_.counters.events;
+        if (opt_.record_decisions) script_ << "at " << now << " end id=" << id << (j.failure ? " fail" : "") << "\n";
+        if (auto s = sched_->JobEnded(id, now, !j.failure); !s) {
+          Refused("end", now, s.error());
+        }
+        ++finished_;
+        pass = true;
+        return {};
+      }
+      case Ev::kAnswer:
+      case Ev::kSelfCheckpoint: {
+        if (e.gen != j.run || !active) return {};
+        if (r->state == JobState::kCheckpointing) pass = true;  // completes a preemption or shrink
+        const uint64_t epoch = r->checkpoint_epoch + 1;
+        ++res_.counters.events;
+        if (opt_.record_decisions) script_ << "at " << now << " checkpoint id=" << id << " epoch=" << epoch << "\n";
+        if (auto s = sched_->CheckpointDone(id, now, epoch, "sim"); !s) {
+          Refused("checkpoint", now, s.error());
+        } else {
+          j.work_saved = WorkAt(j, now);
+        }
+        if (e.kind == Ev::kSelfCheckpoint && j.ckpt_interval > 0) Push(now + j.ckpt_interval, Ev::kSelfCheckpoint, i, j.run);
+        return {};
+      }
+      case Ev::kWakeDeadline:
+        if (e.gen == j.run && r->state == JobState::kCheckpointing && r->checkpoint_deadline <= now) pass = true;
+        return {};
+      case Ev::kWakeWalltime:
+        if (e.gen == j.run && active && r->expected_end() <= now) pass = true;
+        return {};
+      default:
+        return {};
+    }
+  }
+
+  Status Pass(Time now) {
+    ++res_.counters.passes;
+    if (opt_.record_decisions) script_ << "at " << now << " schedule\n";
+    std::vector<Decision> decisions = sched_->Schedule(now);
+    bool waiting_for_gpus = false;
+    for (const Decision& d : decisions) {
+      if (opt_.record_decisions) Print(d);
+      const size_t i = static_cast<size_t>(d.job - 1);
+      if (i >= jobs_.size()) continue;
+      SimJob& j = jobs_[i];
+      const JobRecord* r = sched_->job(d.job);
+      switch (d.kind) {
+        case DecisionKind::kStart: {
+          ++res_.counters.starts;
+          JobOutcome& o = res_.jobs[i];
+          const bool resume = o.first_start >= 0;
+          if (!resume) o.first_start = now;
+          j.work_done = j.work_saved;
+          ++j.run;
+          SetHeld(i);
+          OpenSegment(i, now, d.gpus, r ? r->busbw_gbs : 0, resume);
+          if (j.ckpt_interval > 0) Push(now + j.ckpt_interval, Ev::kSelfCheckpoint, i, j.run);
+          break;
+        }
+        case DecisionKind::kCheckpoint:
+          ++res_.counters.checkpoints_requested;
+          Push(now + opt_.checkpoint_delay, Ev::kAnswer, i, j.run);
+          Push(d.deadline, Ev::kWakeDeadline, i, j.run);
+          break;
+        case DecisionKind::kPreempt:
+          ++res_.counters.preemptions;
+          StopRunning(i, now);
+          j.work_done = j.work_saved;
+          if (!d.requeue) ++finished_;
+          break;
+        case DecisionKind::kKill:
+          ++res_.counters.kills;
+          if (j.held > 0) StopRunning(i, now);
+          ++finished_;
+          break;
+        case DecisionKind::kResize: {
+          ++res_.counters.resizes;
+          CloseSegment(i, now);
+          if (!d.removed.empty()) j.work_done = std::min(j.work_done, j.work_saved);  // restart from the checkpoint
+          SetHeld(i);
+          OpenSegment(i, now, d.gpus, mirror_placer_->model().Predict(d.gpus).busbw_gbs, true);
+          break;
+        }
+        case DecisionKind::kWait:
+          if (d.wait.kind != WaitKind::kHeld && d.wait.kind != WaitKind::kDependency && d.wait.kind != WaitKind::kUnsatisfiable) {
+            waiting_for_gpus = true;
+          }
+          break;
+      }
+    }
+    // Wake the core when what it planned comes due.
+    if (opt_.wake_for_reservations) {
+      for (const Reservation& r : sched_->reservations()) {
+        if (r.start > now) Wake(r.start);
+      }
+    }
+    const SchedulerConfig& c = sched_->config();
+    if (c.elastic && !waiting_for_gpus && sched_->topology().free_gpus(sched_->topology().root()) > 0) {
+      if (elastic_below_max()) Wake(now + std::max<Duration>(c.grow_after_idle, 1));
+    }
+    if (opt_.check_invariants) {
+      if (std::string bad = sched_->CheckInvariants(); !bad.empty()) return Fail("t=" + std::to_string(now), "core invariant broken:\n" + bad);
+    }
+    return {};
+  }
+
+  bool elastic_below_max() const {
+    for (size_t i : elastic_running_) {
+      if (jobs_[i].rate < res_.jobs[i].gpus) return true;
+    }
+    return false;
+  }
+
+  // The scenario runner's log format: waits only when they change.
+  void Print(const Decision& d) {
+    if (d.kind == DecisionKind::kWait) {
+      std::string& last = last_wait_[d.job];
+      const std::string now = d.wait.ToString();
+      if (now == last) return;
+      last = now;
+    } else {
+      last_wait_.erase(d.job);
+    }
+    log_ << FormatDecision(d, sched_->topology()) << "\n";
+  }
+
+  const Trace& trace_;
+  const SimOptions& opt_;
+  std::unique_ptr<Scheduler> sched_;
+  std::unique_ptr<Topology> mirror_;
+  std::unique_ptr<Placer> mirror_placer_;
+  std::unique_ptr<FragmentationProbe> probe_;
+  std::map<uint32_t, double> best_;
+  std::vector<SimJob> jobs_;
+  std::vector<NodeEvent> nodes_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
+  std::set<Time> wakes_;
+  std::set<size_t> elastic_running_;
+  uint64_t seq_ = 0;
+  size_t finished_ = 0;
+  uint32_t busy_ = 0, running_ = 0;
+  Time horizon_ = 0, next_sample_ = 0;
+  Duration interval_ = 3600;
+  SimResult res_;
+  std::ostringstream log_, script_;
+  std::map<JobId, std::string> last_wait_;
+};
+
+Result<double> Double(std::string_view what, std::string_view v) {
+  double d = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size()) return Fail("", std::string(what) + ": '" + std::string(v) + "' is not a number");
+  return d;
+}
+Result<int64_t> Int(std::string_view what, std::string_view v) {
+  int64_t d = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || d < 0) return Fail("", std::string(what) + ": '" + std::string(v) + "' is not a whole number >= 0");
+  return d;
+}
+
+bool Matches(const ClassRule& r, const TraceJob& j, size_t index, size_t rule, uint64_t seed) {
+  if (j.gpus < r.min_gpus || j.gpus > r.max_gpus) return false;
+  if (!r.user.empty() && r.user != j.user) return false;
+  if (r.share < 1.0 && Uniform(seed ^ 0x72756c65ull, rule, index) >= r.share) return false;
+  return true;
+}
+
+}  // namespace
+
+Result<ClassRule> ParseClassRule(std::string_view text) {
+  ClassRule r;
+  r.text = std::string(text);
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return Fail("class rule '" + r.text + "'", "need CONDITIONS:SETTINGS, e.g. gpus>=64:class=high");
+  auto items = [](std::string_view s) {
+    std::vector<std::string_view> out;
+    while (!s.empty()) {
+      const size_t c = s.find(',');
+      out.push_back(s.substr(0, c));
+      s = c == std::string_view::npos ? std::string_view() : s.substr(c + 1);
+    }
+    return out;
+  };
+  const std::string where = "class rule '" + r.text + "'";
+  for (std::string_view c : items(text.substr(0, colon))) {
+    if (c == "all" || c.empty()) continue;
+    auto num = [&](std::string_view v) -> Result<uint32_t> {
+      auto n = Int(c, v);
+      if (!n) return Fail(where, n.error().message);
+      return static_cast<uint32_t>(*n);
+    };
+    if (c.starts_with("gpus>=")) {
+      auto n = num(c.substr(6));
+      if (!n) return std::unexpected(n.error());
+      r.min_gpus = *n;
+    } else if (c.starts_with("gpus<=")) {
+      auto n = num(c.substr(6));
+      if (!n) return std::unexpected(n.error());
+      r.max_gpus = *n;
+    } else if (c.starts_with("gpus=")) {
+      auto n = num(c.substr(5));
+      if (!n) return std::unexpected(n.error());
+      r.min_gpus = r.max_gpus = *n;
+    } else if (c.starts_with("user=")) {
+      r.user = std::string(c.substr(5));
+    } else if (c.starts_with("share=")) {
+      auto d = Double("share", c.substr(6));
+      if (!d || *d < 0 || *d > 1) return Fail(where, "share: a fraction in [0, 1]");
+      r.share = *d;
+    } else {
+      return Fail(where, "unknown condition '" + std::string(c) + "' (all, gpus>=N, gpus<=N, gpus=N, user=NAME, share=F)");
+    }
+  }
+  for (std::string_view s : items(text.substr(colon + 1))) {
+    const size_t eq = s.find('=');
+    if (eq == std::string_view::npos) return Fail(where, "setting '" + std::string(s) + "' needs KEY=VALUE");
+    const std::string_view k = s.substr(0, eq), v = s.substr(eq + 1);
+    if (k == "class") {
+      r.priority_class = std::string(v);
+    } else if (k == "preemptible") {
+      if (v != "yes" && v != "no") return Fail(where, "preemptible: yes or no");
+      r.preemptible = v == "yes";
+    } else if (k == "elastic") {
+      auto d = Double("elastic", v);
+      if (!d || *d <= 0 || *d >= 1) return Fail(where, "elastic: the minimum as a fraction of the size, 0 < F < 1");
+      r.elastic_min = *d;
+    } else if (k == "level" || k == "prefer") {
+      auto l = ParseLevel(v);
+      if (!l) return Fail(where, std::string(k) + ": unknown level '" + std::string(v) + "' (node, leaf, spine, ...)");
+      r.level = *l;
+      r.prefer = k == "prefer";
+    } else if (k == "gpn") {
+      auto n = Int(k, v);
+      if (!n || *n == 0) return Fail(where, "gpn: GPUs per node, a whole number > 0");
+      r.gpus_per_node = static_cast<uint32_t>(*n);
+    } else if (k == "ckpt" || k == "restart") {
+      auto n = Int(k, v);
+      if (!n) return Fail(where, n.error().message);
+      (k == "ckpt" ? r.checkpoint_interval : r.restart_cost) = *n;
+    } else {
+      return Fail(where, "unknown setting '" + std::string(k) + "' (class, preemptible, elastic, ckpt, restart, level, prefer, gpn)");
+    }
+  }
+  return r;
+}
+
+namespace {
+struct Applied {
+  JobSpec spec;
+  Duration ckpt = 0;
+};
+Result<Applied> Apply(const TraceJob& job, size_t index, const SimOptions& o) {
+  Applied a;
+  JobSpec& s = a.spec;
+  s.id = static_cast<JobId>(index + 1);
+  s.name = job.id;
+  s.user = job.user;
+  s.account = job.user;
+  s.submit = job.submit;
+  s.shape.gpus = job.gpus;
+  const double d = static_cast<double>(std::max<Duration>(job.duration, 1));
+  double wall = d;
+  switch (o.walltime.mode) {
+    case WalltimeModel::Mode::kExact: break;
+    case WalltimeModel::Mode::kFactor: wall = d * o.walltime.factor; break;
+    case WalltimeModel::Mode::kRandom: wall = d * (1.0 + (o.walltime.factor - 1.0) * Uniform(o.seed ^ 0x77616c6cull, index, 0)); break;
+    case WalltimeModel::Mode::kTrace: wall = job.timelimit > 0 ? std::max(d, static_cast<double>(job.timelimit)) : d; break;
+  }
+  double elastic_min = 0;
+  uint32_t gpn = 0;
+  for (size_t k = 0; k < o.rules.size(); ++k) {
+    const ClassRule& r = o.rules[k];
+    if (!Matches(r, job, index, k, o.seed)) continue;
+    if (r.priority_class) s.priority_class = *r.priority_class;
+    if (r.preemptible) s.preemptible = *r.preemptible;
+    if (r.elastic_min) elastic_min = *r.elastic_min;
+    if (r.checkpoint_interval) a.ckpt = *r.checkpoint_interval;
+    if (r.restart_cost) s.restart_cost = *r.restart_cost;
+    if (r.gpus_per_node) gpn = r.gpus_per_node;
+    if (r.level) {
+      s.shape.level = *r.level;
+      s.shape.fit = r.prefer ? FitMode::kPrefer : FitMode::kRequire;
+    }
+  }
+  if (elastic_min > 0 && job.gpus > 1) {
+    const uint32_t g = job.gpus;
+    uint32_t min = std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(elastic_min * g)));
+    if (std::has_single_bit(g)) {
+      s.step_kind = ElasticStep::kPowerOfTwo;
+      min = std::bit_ceil(min);
+    } else if (g % 4 == 0) {
+      s.step_kind = ElasticStep::kMultiple;
+      s.step = 4;
+      min = (min + 3) / 4 * 4;
+    }
+    if (min < g) {
+      s.min_gpus = min;
+      wall *= static_cast<double>(g) / static_cast<double>(min);  // enough time at the minimum size
+    }
+  }
+  if (gpn > 0 && s.min_gpus == 0 && job.gpus > gpn && job.gpus % gpn == 0) {
+    s.shape.nodes = job.gpus / gpn;
+    s.shape.gpus_per_node = gpn;
+  }
+  s.walltime = std::max<Duration>(o.walltime.minimum, static_cast<Duration>(std::ceil(wall - 1e-9)));
+  return a;
+}
+}  // namespace
+
+Result<JobSpec> MakeJobSpec(const TraceJob& job, size_t index, const SimOptions& options) {
+  auto a = Apply(job, index, options);
+  if (!a) return std::unexpected(a.error());
+  return std::move(a->spec);
+}
+
+Result<SimResult> Simulate(const Trace& trace, const TopologySpec& topology, const SchedulerConfig& config, const SimOptions& options) {
+  Sim sim(trace, options);
+  sim.ckpt_interval_.resize(trace.jobs.size());
+  for (size_t i = 0; i < trace.jobs.size(); ++i) {
+    auto a = Apply(trace.jobs[i], i, options);
+    if (!a) return std::unexpected(a.error());
+    sim.ckpt_interval_[i] = a->ckpt;
+  }
+  return sim.Run(topology, config);
+}
+
+}  // namespace phalanx

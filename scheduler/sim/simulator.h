@@ -1,0 +1,126 @@
+// Simulator: replays a trace through the scheduling core on a simulated clock.
+//
+// It re-implements no scheduling rule. It only turns the trace into events for a Scheduler
+// (Submit at submit time; JobEnded when a job's remaining work is done; CheckpointDone a
+// configurable delay after a Checkpoint decision and every checkpoint interval; optional node
+// failures) and calls Schedule(now) once per distinct event time (all events of one timestamp
+// are delivered first). A timer queue also wakes the core when something it promised comes due:
+// checkpoint deadlines, walltime ends, reservation starts, elastic growth after idle time.
+// Then it carries out the decisions (start/resize/preempt/kill) on its model of the jobs.
+//
+// Work model: a job's work is gpus x duration GPU-seconds; it progresses at the number of GPUs it
+// holds (elastic jobs run longer when shrunk, shorter when grown). Progress saved by a checkpoint
+// survives a preemption; the rest is lost. Details and every option: docs/simulator.md.
+//
+// The simulator neither reads files nor a clock: the caller passes the trace and the topology,
+// and progress goes to a callback. Same inputs and seed -> byte-identical results.
+// Thread-safety: Simulate() is a pure function of its arguments (it may be called concurrently
+// with different arguments; the progress callback runs on the calling thread).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/sched/config.h"
+#include "core/sched/job.h"
+#include "core/topology/spec.h"
+#include "sim/metrics.h"
+#include "sim/trace.h"
+
+namespace phalanx {
+
+// What a job asks for as walltime (the core kills a job at its walltime and plans backfill on it).
+struct WalltimeModel {
+  enum class Mode : uint8_t {
+    kExact,     // walltime = duration
+    kFactor,    // walltime = ceil(duration x factor)
+    kRandom,    // walltime = ceil(duration x u), u uniform in [1, factor], seeded per job
+    kTrace,     // the trace's Timelimit where known (at least the duration), else exact
+  };
+  Mode mode = Mode::kExact;
+  double factor = 2.0;
+  Duration minimum = 60;  // no job asks for less (short jobs round up)
+};
+
+// A rule mapping trace jobs to classes. A job matches when every given condition holds; all
+// matching rules apply in order, later ones overriding the fields they set.
+struct ClassRule {
+  // conditions
+  uint32_t min_gpus = 0, max_gpus = UINT32_MAX;
+  std::string user;            // empty: any user
+  double share = 1.0;          // only this (seeded random) fraction of the matching jobs
+  // what it sets
+  std::optional<std::string> priority_class;
+  std::optional<bool> preemptible;
+  std::optional<double> elastic_min;  // elastic with min = ceil(gpus x elastic_min) (0 < x < 1)
+  std::optional<Duration> checkpoint_interval;
+  std::optional<Duration> restart_cost;
+  std::optional<Level> level;         // the job must fit in one domain of this level (fit=require)
+  bool prefer = false;                // with level: prefer it instead of requiring it
+  uint32_t gpus_per_node = 0;         // > 0: whole-node shape (gpus/N nodes x N) when N divides
+                                      // gpus and gpus > N (not for elastic jobs)
+
+  std::string text;            // as given, for reports
+};
+// "gpus>=64:class=high", "user=vc_1,share=0.3:elastic=0.5,ckpt=3600", "all:preemptible=no".
+// Conditions: all, gpus>=N, gpus<=N, gpus=N, user=NAME, share=F. Settings: class=NAME,
+// preemptible=yes|no, elastic=F, ckpt=SECONDS, restart=SECONDS, level=node|leaf|... (must fit in
+// one domain of that level), prefer=LEVEL (prefers it), gpn=N (whole nodes of N GPUs). Fails
+// naming the bad part.
+Result<ClassRule> ParseClassRule(std::string_view text);
+
+// A node state change at a given time.
+struct NodeEvent {
+  Time at = 0;
+  std::string node;
+  NodeState state = NodeState::kUp;
+};
+
+struct SimOptions {
+  uint64_t seed = 1;
+  WalltimeModel walltime;
+  std::vector<ClassRule> rules;
+  Duration checkpoint_delay = 30;     // a Checkpoint decision is answered this much later
+  Duration restart_overhead = 0;      // seconds added to the remaining run at every resume/resize
+  Duration sample_interval = 0;       // time-series step; 0: makespan / 1000 (at least 60 s)
+  bool wake_for_reservations = true;  // a pass at every reservation start
+  // Node failures: explicit events, and/or seeded random ones (exponential time between failures
+  // per node with mean `node_mtbf`, each down for `node_repair`); 0 disables the random ones.
+  std::vector<NodeEvent> node_events;
+  Duration node_mtbf = 0;
+  Duration node_repair = 3600;
+  // Diagnostics: a decision log in the scenario-file format (FormatDecision lines, waits shown
+  // when they change, refused events, a final line) and the events fed to the core as a
+  // scenario script; invariant checks after every pass (slow).
+  bool record_decisions = false;
+  bool check_invariants = false;
+  // Called with the fraction of trace jobs submitted, at most ~200 times per run.
+  std::function<void(double)> progress;
+};
+
+struct SimResult {
+  std::string policy;
+  std::string topology;
+  uint32_t cluster_gpus = 0;
+  std::vector<JobOutcome> jobs;       // in trace order
+  std::vector<Sample> series;
+  RunCounters counters;
+  std::string decision_log;           // when record_decisions
+  std::string event_script;           // when record_decisions: a .scn body ("at T ..." lines)
+};
+
+// Replays `trace` on `topology` with `config` (a policy preset, possibly adjusted). Fails on an
+// invalid topology or configuration, a class rule naming an unknown class, or a core invariant
+// broken (with check_invariants). Jobs the core refuses at submit are reported as rejected.
+Result<SimResult> Simulate(const Trace& trace, const TopologySpec& topology, const SchedulerConfig& config,
+                           const SimOptions& options);
+
+// The JobSpec the simulator submits for trace job `index` (walltime model and class rules
+// applied). Exposed for tests and for the direct-core comparison.
+Result<JobSpec> MakeJobSpec(const TraceJob& job, size_t index, const SimOptions& options);
+
+}  // namespace phalanx
