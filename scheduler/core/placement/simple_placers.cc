@@ -1,6 +1,7 @@
 #include "core/placement/simple_placers.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace phalanx {
 namespace {
@@ -65,9 +66,8 @@ bool FillFromNodes(const Topology& t, DomainId d, const PlacementRequest& r, boo
   return need == 0;
 }
 
-}  // namespace
-
-PlaceOutcome PlaceFirstFit(const Topology& t, const BandwidthModel& model, const Placer& placer, const PlacementRequest& r) {
+// The outcome both baselines give before searching: unsatisfiable, or too few free GPUs.
+std::optional<PlaceOutcome> Precheck(const Topology& t, const Placer& placer, const PlacementRequest& r) {
   if (std::string why = placer.Unsatisfiable(r); !why.empty()) {
     PlaceOutcome out;
     out.status = PlaceStatus::kUnsatisfiable;
@@ -76,6 +76,13 @@ PlaceOutcome PlaceFirstFit(const Topology& t, const BandwidthModel& model, const
   }
   const uint32_t n = Total(r);
   if (t.free_gpus(t.root()) < n) return Busy("Resources: " + std::to_string(n) + " GPUs requested, " + std::to_string(t.free_gpus(t.root())) + " free");
+  return std::nullopt;
+}
+
+}  // namespace
+
+PlaceOutcome PlaceFirstFit(const Topology& t, const BandwidthModel& model, const Placer& placer, const PlacementRequest& r) {
+  if (auto early = Precheck(t, placer, r)) return *early;
   std::vector<GpuId> gpus;
   if (!FillFromNodes(t, t.root(), r, false, gpus)) return Busy("Resources: no nodes fit the request");
   if (model.Predict(gpus).busbw_gbs <= 0) return Busy("Resources: free GPUs are in disconnected parts");
@@ -83,14 +90,8 @@ PlaceOutcome PlaceFirstFit(const Topology& t, const BandwidthModel& model, const
 }
 
 PlaceOutcome PlaceNodeBestFit(const Topology& t, const BandwidthModel& model, const Placer& placer, const PlacementRequest& r) {
-  if (std::string why = placer.Unsatisfiable(r); !why.empty()) {
-    PlaceOutcome out;
-    out.status = PlaceStatus::kUnsatisfiable;
-    out.reason = why;
-    return out;
-  }
+  if (auto early = Precheck(t, placer, r)) return *early;
   const uint32_t n = Total(r);
-  if (t.free_gpus(t.root()) < n) return Busy("Resources: " + std::to_string(n) + " GPUs requested, " + std::to_string(t.free_gpus(t.root())) + " free");
   // Candidate domains: nodes and switches (not GPUs/groups) with enough free GPUs; lowest
   // level first, then the fullest (best fit), then the first.
   std::vector<DomainId> cands;
