@@ -6,6 +6,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev hwloc libyaml-cpp-dev
   libsqlite3-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libboost-dev
+  prometheus
 )
 missing=()
 for p in "${packages[@]}"; do
