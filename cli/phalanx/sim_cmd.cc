@@ -25,7 +25,7 @@ namespace {
 constexpr FlagSpec kFlags[] = {
     {"topology", "FILE", "cluster: topology file or gen:NAME (required)"},
     {"trace", "FILE", "job trace: CSV (job_id,submit_s,gpus,duration_s,...) or sacct --parsable2 (required)"},
-    {"policy", "NAME", "phalanx, slurm-like or fifo-firstfit; repeat for side by side (default: all three)"},
+    {"policy", "P", "phalanx, slurm-like or fifo-firstfit, or PRESET:KEY=V,... (e.g. phalanx:backfill=conservative); repeat for side by side (default: all three)"},
     {"walltime", "MODE", "exact (default), factor:F, random:F (uniform in [1,F]) or trace (sacct Timelimit)"},
     {"class-rule", "RULE", "map jobs to classes, e.g. gpus>=64:class=high (repeatable; see docs/simulator.md)"},
     {"seed", "S", "seed of every random choice (default 1)"},
@@ -177,9 +177,9 @@ int RunSim(std::span<const std::string> raw) {
   }
   std::vector<SchedulerConfig> configs;
   for (const std::string& p : policies) {
-    auto c = PolicyPreset(p);
+    auto c = PolicyFromSpec(p);
     if (!c) {
-      PrintError("option '--policy': " + c.error().message);
+      PrintError("option '--policy': " + (c.error().where.starts_with("policy ") ? c.error().ToString() : c.error().message));
       return 2;
     }
     configs.push_back(*c);

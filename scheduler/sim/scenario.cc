@@ -82,25 +82,7 @@ class Runner {
     if (sched_) return Err("'set' must come before the first event");
     for (size_t i = 1; i < w.size(); ++i) {
       auto [key, value] = KeyValue(w[i]);
-      if (key == "backfill") {
-        if (value == "easy") config_.backfill = BackfillMode::kEasy;
-        else if (value == "conservative") config_.backfill = BackfillMode::kConservative;
-        else if (value == "none") config_.backfill = BackfillMode::kNone;
-        else return Err("backfill: easy, conservative or none, not '" + std::string(value) + "'");
-      } else if (key == "preemption" || key == "elastic") {
-        if (value != "on" && value != "off") return Err(std::string(key) + ": on or off");
-        (key == "preemption" ? config_.preemption : config_.elastic) = value == "on";
-      } else {
-        auto v = Int(key, value);
-        if (!v) return std::unexpected(v.error());
-        if (key == "reserve_depth") config_.reserve_depth = static_cast<uint32_t>(*v);
-        else if (key == "checkpoint_grace") config_.checkpoint_grace = *v;
-        else if (key == "periodic_checkpoint") config_.periodic_checkpoint = *v;
-        else if (key == "grow_after_idle") config_.grow_after_idle = *v;
-        else if (key == "default_walltime") config_.default_walltime = *v;
-        else if (key == "max_walltime") config_.max_walltime = *v;
-        else return Err("unknown setting '" + std::string(key) + "'");
-      }
+      if (auto s = SetConfigOption(config_, key, value); !s) return Err(s.error().where + ": " + s.error().message);
     }
     return {};
   }

@@ -159,13 +159,37 @@ class Placer::Search {
 
   bool SearchAll(Level max_level) {
     if (n_ == 1) return PlaceOne(max_level);
+    const bool one_node = n_ <= t_.max_gpus_per_node() && r_.nodes <= 1 && max_level >= Level::kNode;
     // Fast path for jobs that fit in one node: the fullest node that can hold them. If it
     // reaches the best GPU link of the whole cluster, nothing can beat it.
-    if (n_ <= t_.max_gpus_per_node() && r_.nodes <= 1 && max_level >= Level::kNode) {
+    if (one_node) {
       const DomainId node = FullestNodeFitting();
       if (node.valid() && EvaluateAll(node, max_level) && best_.busbw_gbs >= p_.max_gpu_cap_[t_.root().value]) return true;
     }
-    return EvaluateAll(t_.root(), max_level) || !best_gpus_.empty();
+    if (!EvaluateAll(t_.root(), max_level) && best_gpus_.empty()) return false;
+    if (one_node && p_.best_fit_ && p_.node_fit_tolerance_ < 1.0) NodeFitTiers(max_level);
+    return true;
+  }
+
+  // Node best fit before bandwidth (docs/placement.md, "Jobs that fit in one node"): among the
+  // nodes that can hold the job, the one left with the fewest free GPUs whose best placement is
+  // within the tolerance of the best placement found anywhere; bandwidth decides among those.
+  // Keeps the large (and the better-connected) nodes whole for the jobs that need them.
+  void NodeFitTiers(Level max_level) {
+    const double target = best_.busbw_gbs * p_.node_fit_tolerance_;
+    const Prediction global = best_;
+    std::vector<GpuId> global_gpus = best_gpus_;
+    for (uint32_t f = n_; f <= t_.max_gpus_per_node(); ++f) {
+      if (t_.nodes_with_free(t_.root(), f) == 0) continue;
+      best_gpus_.clear();
+      best_ = {};
+      only_free_ = f;
+      const bool found = EvaluateAll(t_.root(), std::min(max_level, Level::kNode));
+      only_free_ = 0;
+      if (found && best_.busbw_gbs >= target) return;
+    }
+    best_ = global;
+    best_gpus_ = std::move(global_gpus);
   }
 
   // Evaluates every candidate region in the subtree of `top`, best upper bound first.
@@ -214,7 +238,9 @@ class Placer::Search {
       for (DomainId c : t_.children(d)) {
         if (t_.domain(c).level < Level::kNode) continue;
         const uint32_t f = min_free(c);
-        if (f < pick_free) {
+        // Best fit: the fewest free GPUs in the node; then the fullest switch (worst fit: emptiest).
+        const bool fuller = pick.valid() && (p_.best_fit_ ? t_.free_gpus(c) < t_.free_gpus(pick) : t_.free_gpus(c) > t_.free_gpus(pick));
+        if (f < pick_free || (f == pick_free && f != UINT32_MAX && fuller)) {
           pick_free = f;
           pick = c;
         }
@@ -228,6 +254,10 @@ class Placer::Search {
   void Collect(DomainId d, Level max_level, std::vector<Candidate>& out) {
     const Domain& dom = t_.domain(d);
     if (t_.free_gpus(d) < n_ || dom.level == Level::kGpu) return;
+    if (only_free_ > 0) {  // a node-fit tier: only nodes with exactly `only_free_` free GPUs
+      if (dom.level > Level::kNode && t_.nodes_with_free(d, only_free_) == 0) return;
+      if (dom.level == Level::kNode && t_.free_gpus(d) != only_free_) return;
+    }
     bool ok = dom.level <= max_level;
     if (r_.nodes > 1 && dom.level <= Level::kNode) ok = false;
     if (r_.exclusive && dom.level < Level::kNode) {
@@ -269,10 +299,12 @@ class Placer::Search {
     return std::min(ub, std::min(pstar, p_.max_lanes_[d.value]) * p_.max_lane_cap_[d.value]);
   }
 
-  // One GPU: best fit by descent, always into the child with the fewest free GPUs.
+  // One GPU: the node left fullest (FullestNodeFitting), then by descent inside it, always into
+  // the child with the fewest free GPUs.
   bool PlaceOne(Level max_level) {
     (void)max_level;  // every GPU is inside one domain of any level
-    DomainId d = t_.root();
+    DomainId d = FullestNodeFitting();
+    if (!d.valid()) return false;
     while (t_.domain(d).level != Level::kGpu) {
       DomainId pick;
       for (DomainId c : t_.children(d)) {
@@ -604,6 +636,7 @@ class Placer::Search {
 
   DomainId region_;
   double B_ = 0, next_ = 0;
+  uint32_t only_free_ = 0;  // > 0: Collect only nodes with exactly this many free GPUs
   std::vector<int32_t>& slot_;  // per domain: index into pool_, -1 when not computed
   std::vector<DomainId> memo_touched_;
   std::deque<Bits>& pool_;  // shared across calls (keeps capacity); deque: stable references

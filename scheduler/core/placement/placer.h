@@ -69,6 +69,12 @@ class Placer {
   void set_best_fit(bool best_fit) { best_fit_ = best_fit; }
   bool best_fit() const { return best_fit_; }
 
+  // Jobs that fit in one node (best fit only): the node left fullest wins over bandwidth as long
+  // as its best placement reaches `tolerance` x the best placement anywhere (1.0: bandwidth
+  // first, as for multi-node jobs). Keeps big nodes whole for the jobs that need them.
+  void set_node_fit_tolerance(double tolerance) { node_fit_tolerance_ = tolerance; }
+  double node_fit_tolerance() const { return node_fit_tolerance_; }
+
  private:
   class Search;
   const Topology& topo_;
@@ -80,6 +86,7 @@ class Placer {
   mutable std::vector<int32_t> memo_slot_;  // search scratch, all -1 between calls
   mutable std::deque<std::vector<uint64_t>> memo_pool_;  // search scratch: reachable-count sets
   bool best_fit_ = true;
+  double node_fit_tolerance_ = 1.0;
 };
 
 }  // namespace phalanx

@@ -1,5 +1,7 @@
 #include "core/sched/config.h"
 
+#include <charconv>
+
 namespace phalanx {
 
 std::vector<std::string_view> PolicyPresetNames() { return {"phalanx", "slurm-like", "fifo-firstfit"}; }
@@ -7,7 +9,15 @@ std::vector<std::string_view> PolicyPresetNames() { return {"phalanx", "slurm-li
 Result<SchedulerConfig> PolicyPreset(std::string_view name) {
   SchedulerConfig c;
   c.name = std::string(name);
-  if (name == "phalanx") return c;
+  if (name == "phalanx") {
+    // EASY backfill with block-shaped reservations: one reservation for the first blocked job,
+    // plus one for every job that has waited two days (a bound on starvation). Measured against
+    // conservative backfill (reserve_depth 100) in docs/results.md: conservative delays the many
+    // small jobs more than it helps the few large ones.
+    c.backfill = BackfillMode::kEasy;
+    c.reserve_after_wait = 2 * 24 * 3600;
+    return c;
+  }
   if (name == "slurm-like") {
     c.placement = PlacementMode::kNodeBestFit;
     c.backfill = BackfillMode::kEasy;
@@ -25,6 +35,91 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     return c;
   }
   return Fail("policy", "unknown policy '" + std::string(name) + "' (known: phalanx, slurm-like, fifo-firstfit)");
+}
+
+namespace {
+
+Result<double> Number(std::string_view key, std::string_view value) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || end != value.data() + value.size() || v < 0) {
+    return Fail(std::string(key), "expected a non-negative number, got '" + std::string(value) + "'");
+  }
+  return v;
+}
+
+Result<bool> OnOff(std::string_view key, std::string_view value) {
+  if (value == "on" || value == "true") return true;
+  if (value == "off" || value == "false") return false;
+  return Fail(std::string(key), "expected on or off, got '" + std::string(value) + "'");
+}
+
+}  // namespace
+
+Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_view value) {
+  const std::string k(key);
+  if (key == "backfill") {
+    if (value == "easy") c.backfill = BackfillMode::kEasy;
+    else if (value == "conservative") c.backfill = BackfillMode::kConservative;
+    else if (value == "none") c.backfill = BackfillMode::kNone;
+    else return Fail(k, "easy, conservative or none, not '" + std::string(value) + "'");
+    return {};
+  }
+  if (key == "placement") {
+    if (value == "topology") c.placement = PlacementMode::kTopology;
+    else if (value == "node-best-fit") c.placement = PlacementMode::kNodeBestFit;
+    else if (value == "first-fit") c.placement = PlacementMode::kFirstFit;
+    else return Fail(k, "topology, node-best-fit or first-fit, not '" + std::string(value) + "'");
+    return {};
+  }
+  if (key == "order") {
+    if (value == "priority") c.order = QueueOrder::kPriority;
+    else if (value == "fifo") c.order = QueueOrder::kFifo;
+    else return Fail(k, "priority or fifo, not '" + std::string(value) + "'");
+    return {};
+  }
+  if (key == "preemption" || key == "elastic" || key == "best_fit" || key == "whole_node_reservations") {
+    auto v = OnOff(key, value);
+    if (!v) return std::unexpected(v.error());
+    (key == "preemption" ? c.preemption : key == "elastic" ? c.elastic : key == "best_fit" ? c.best_fit : c.whole_node_reservations) = *v;
+    return {};
+  }
+  auto v = Number(key, value);
+  if (!v) return std::unexpected(v.error());
+  const auto seconds = static_cast<Duration>(*v);
+  if (key == "node_fit_tolerance") {
+    if (*v > 1) return Fail(k, "must be in [0, 1], got '" + std::string(value) + "'");
+    c.node_fit_tolerance = *v;
+  } else if (key == "reserve_depth") c.reserve_depth = static_cast<uint32_t>(*v);
+  else if (key == "reserve_large_gpus") c.reserve_large_gpus = static_cast<uint32_t>(*v);
+  else if (key == "reserve_after_wait") c.reserve_after_wait = seconds;
+  else if (key == "checkpoint_grace") c.checkpoint_grace = seconds;
+  else if (key == "periodic_checkpoint") c.periodic_checkpoint = seconds;
+  else if (key == "grow_after_idle") c.grow_after_idle = seconds;
+  else if (key == "default_walltime") c.default_walltime = seconds;
+  else if (key == "max_walltime") c.max_walltime = seconds;
+  else return Fail(k, "unknown scheduler setting '" + k + "'");
+  return {};
+}
+
+Result<SchedulerConfig> PolicyFromSpec(std::string_view spec) {
+  const size_t colon = spec.find(':');
+  auto c = PolicyPreset(spec.substr(0, colon));
+  if (!c) return c;
+  if (colon == std::string_view::npos) return c;
+  c->name = std::string(spec);
+  std::string_view rest = spec.substr(colon + 1);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view kv = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const size_t eq = kv.find('=');
+    if (eq == std::string_view::npos) return Fail("policy " + std::string(spec), "expected KEY=VALUE, got '" + std::string(kv) + "'");
+    if (auto s = SetConfigOption(*c, kv.substr(0, eq), kv.substr(eq + 1)); !s) {
+      return Fail("policy " + std::string(spec), s.error().where + ": " + s.error().message);
+    }
+  }
+  return c;
 }
 
 }  // namespace phalanx

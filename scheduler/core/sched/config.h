@@ -39,8 +39,13 @@ struct SchedulerConfig {
   QueueOrder order = QueueOrder::kPriority;
   PlacementMode placement = PlacementMode::kTopology;
   bool best_fit = true;                // placer tie-breaking (false: worst fit, for measurements)
+  double node_fit_tolerance = 0.95;    // one-node jobs: fullest node first if within this of the best busbw (1: bandwidth first)
   BackfillMode backfill = BackfillMode::kConservative;
   uint32_t reserve_depth = 100;        // conservative: reserve for this many jobs; 0 = all
+  // Starvation guard, mostly for EASY: jobs of at least this many GPUs, or that waited this long,
+  // also get a reservation (up to reserve_depth reservations in all). 0: off.
+  uint32_t reserve_large_gpus = 0;
+  Duration reserve_after_wait = 0;
   bool whole_node_reservations = false;// slurm-like: a reservation is whole nodes, not a block
   Duration default_walltime = 3600;
   Duration max_walltime = 7 * 24 * 3600;
@@ -61,9 +66,19 @@ struct SchedulerConfig {
   ModelParams model;
 };
 
-// "phalanx" (everything on), "slurm-like" (EASY backfill, whole-node reservations, node-level
+// "phalanx" (EASY backfill with block reservations + a two-day starvation guard, bandwidth-scored
+// placement with node best fit, preemption, elastic; the struct's defaults are conservative
+// backfill), "slurm-like" (EASY backfill, whole-node reservations, node-level
 // best fit, no preemption/elastic), "fifo-firstfit" (FIFO, first free GPUs, no backfill).
 Result<SchedulerConfig> PolicyPreset(std::string_view name);
 std::vector<std::string_view> PolicyPresetNames();
+
+// Sets one knob by name (backfill=easy|conservative|none, reserve_depth=N, placement=topology|
+// node-best-fit|first-fit, order=priority|fifo, preemption|elastic|best_fit|
+// whole_node_reservations=on|off, node_fit_tolerance=X, checkpoint_grace, periodic_checkpoint,
+// grow_after_idle, default_walltime, max_walltime = seconds). Fails naming the key and value.
+Status SetConfigOption(SchedulerConfig& config, std::string_view key, std::string_view value);
+// "PRESET" or "PRESET:KEY=VALUE,KEY=VALUE" (e.g. "phalanx:backfill=easy"); the name is the spec.
+Result<SchedulerConfig> PolicyFromSpec(std::string_view spec);
 
 }  // namespace phalanx

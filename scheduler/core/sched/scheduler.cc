@@ -33,6 +33,7 @@ Scheduler::Scheduler(std::unique_ptr<Topology> topology, SchedulerConfig config,
       fairshare_(std::move(fairshare)),
       limits_(config_.limits) {
   placer_->set_best_fit(config_.best_fit);
+  placer_->set_node_fit_tolerance(config_.node_fit_tolerance);
 }
 
 const JobRecord* Scheduler::job(JobId id) const {

@@ -507,7 +507,12 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
     detail = job.spec.shape.fit == FitMode::kRequire ? std::string(LevelName(job.spec.shape.level))
                                                      : "no block of " + std::to_string(n) + " free GPUs fits";
   }
-  if (made >= depth) {
+  // Starvation guard beyond the depth (EASY keeps one reservation): large jobs and jobs that
+  // waited long get a reservation of their own, up to reserve_depth in all.
+  const bool guarded = (config_.reserve_large_gpus > 0 && n >= config_.reserve_large_gpus) ||
+                       (config_.reserve_after_wait > 0 && now - job.spec.submit >= config_.reserve_after_wait);
+  const size_t guard_cap = config_.reserve_depth == 0 ? SIZE_MAX : config_.reserve_depth;
+  if (made >= depth && !(guarded && made < guard_cap)) {
     // Beyond the reservation depth: higher-priority jobs hold the reservations.
     if (made > 0) {
       kind = WaitKind::kPriority;
