@@ -4,6 +4,9 @@
 #include "core/sched/what_if.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <optional>
 #include <sstream>
 
 namespace phalanx {
@@ -53,41 +56,124 @@ Result<JobRecord*> Scheduler::FindOr(JobId id, std::string_view event) {
 }
 
 Status Scheduler::Advance(Time now) {
+  if (restoring_) return Fail("restore", "restore in progress: call FinishRestore first");
   if (now < now_) return Fail("time", "events must not go back in time (" + std::to_string(now) + " < " + std::to_string(now_) + ")");
   now_ = now;
   return {};
 }
 
-Status Scheduler::Submit(JobSpec spec, Time now) {
-  const std::string where = "job " + std::to_string(spec.id);
-  if (spec.id == kNoJob || spec.id >= (uint64_t{1} << 62)) return Fail(where, "job ids must be in 1..2^62-1");
-  if (jobs_.contains(spec.id)) return Fail(where, "duplicate job id");
-  if (now < now_) return Fail("time", "events must not go back in time");
+// ---- spec checks -------------------------------------------------------------------------
+
+namespace {
+
+std::string JobWhere(JobId id) { return "job " + std::to_string(id); }
+
+// The smallest size LegalSizes() gives `spec` (the sizes it may run at), found without listing
+// them: a spec may ask for billions of GPUs. nullopt when every size it may run at is larger
+// than the cluster's GPU count.
+std::optional<uint32_t> SmallestLegalSize(const JobSpec& spec, bool elastic_on, size_t cluster_gpus) {
+  if (!elastic_on || !spec.elastic()) return spec.shape.gpus;
+  const uint32_t top = static_cast<uint32_t>(std::min<uint64_t>(spec.shape.gpus, cluster_gpus));
+  for (uint32_t g = spec.min_gpus; g >= 1 && g <= top; ++g) {
+    if (spec.step_kind == ElasticStep::kAny || (spec.step_kind == ElasticStep::kMultiple && g % spec.step == 0) ||
+        (spec.step_kind == ElasticStep::kPowerOfTwo && std::has_single_bit(g))) {
+      return g;
+    }
+  }
+  // No legal size within the cluster: with none at all the job runs at its maximum.
+  if (top == spec.shape.gpus) return spec.shape.gpus;
+  return std::nullopt;
+}
+
+}  // namespace
+
+PlacementRequest Scheduler::NormalisedShape(PlacementRequest shape) {
+  if (shape.nodes > 0 && shape.gpus == 0) shape.gpus = shape.nodes * shape.gpus_per_node;
+  return shape;
+}
+
+Status Scheduler::CheckNewId(JobId id) const {
+  if (id == kNoJob || id >= (uint64_t{1} << 62)) return Fail(JobWhere(id), "id " + std::to_string(id) + ": job ids must be in 1..2^62-1");
+  if (jobs_.contains(id)) return Fail(JobWhere(id), "id " + std::to_string(id) + ": duplicate job id");
+  return {};
+}
+
+Result<PriorityClassId> Scheduler::CheckShape(const JobSpec& spec) const {
+  const std::string where = JobWhere(spec.id);
   auto cls = classes_.Find(spec.priority_class);
-  if (!cls) return Fail(where, cls.error().message);
-  PlacementRequest& shape = spec.shape;
+  if (!cls) return Fail(where, "priority_class: " + cls.error().message);
+  const PlacementRequest& shape = spec.shape;
   if (shape.nodes > 0) {
-    if (shape.gpus_per_node == 0) return Fail(where, "nodes given without gpus_per_node");
-    if (shape.gpus == 0) shape.gpus = shape.nodes * shape.gpus_per_node;
-    if (shape.gpus != shape.nodes * shape.gpus_per_node) return Fail(where, "gpus != nodes x gpus_per_node");
-    if (spec.min_gpus != 0) return Fail(where, "node-shaped jobs cannot be elastic");
+    const std::string n = std::to_string(shape.nodes), gpn = std::to_string(shape.gpus_per_node);
+    if (shape.gpus_per_node == 0) return Fail(where, "shape: nodes=" + n + " given without gpus_per_node");
+    const uint64_t total = uint64_t{shape.nodes} * shape.gpus_per_node;
+    if (total > UINT32_MAX) return Fail(where, "shape: nodes=" + n + " x gpus_per_node=" + gpn + " is too many GPUs");
+    if (shape.gpus != 0 && shape.gpus != total) {
+      return Fail(where, "shape: gpus=" + std::to_string(shape.gpus) + " != nodes=" + n + " x gpus_per_node=" + gpn);
+    }
+    if (spec.min_gpus != 0) return Fail(where, "min_gpus=" + std::to_string(spec.min_gpus) + ": node-shaped jobs cannot be elastic");
   }
-  if (shape.gpus == 0) return Fail(where, "a job needs at least one GPU");
-  if (spec.min_gpus > shape.gpus) {
-    return Fail(where, "elastic min " + std::to_string(spec.min_gpus) + " > max " + std::to_string(shape.gpus));
+  const uint32_t gpus = NormalisedShape(shape).gpus;
+  if (gpus == 0) return Fail(where, "shape: gpus=0: a job needs at least one GPU");
+  if (spec.min_gpus > gpus) {
+    return Fail(where, "min_gpus: elastic min " + std::to_string(spec.min_gpus) + " > max " + std::to_string(gpus));
   }
-  if (spec.step_kind == ElasticStep::kMultiple && spec.step == 0) return Fail(where, "elastic step multiple of 0");
-  if (spec.walltime < 0) return Fail(where, "negative walltime");
+  if (spec.step_kind == ElasticStep::kMultiple && spec.step == 0) return Fail(where, "step: elastic step multiple of 0");
+  if (spec.walltime < 0) return Fail(where, "walltime: negative (" + std::to_string(spec.walltime) + "s)");
+  if (spec.restart_cost < 0) return Fail(where, "restart_cost: negative (" + std::to_string(spec.restart_cost) + "s)");
+  if (spec.checkpoint_interval < 0) {
+    return Fail(where, "checkpoint_interval: negative (" + std::to_string(spec.checkpoint_interval) + "s)");
+  }
+  return *cls;
+}
+
+Result<PriorityClassId> Scheduler::CheckSubmit(const JobSpec& spec) const {
+  const std::string where = JobWhere(spec.id);
+  if (restoring_) return Fail(where, "restore in progress: call FinishRestore first");
+  if (auto s = CheckNewId(spec.id); !s) return std::unexpected(s.error());
+  auto cls = CheckShape(spec);
+  if (!cls) return cls;
   if (spec.walltime > config_.max_walltime) {
     return Fail(where, "walltime " + std::to_string(spec.walltime) + "s exceeds the maximum " + std::to_string(config_.max_walltime) + "s");
   }
-  if (spec.restart_cost < 0 || spec.checkpoint_interval < 0) return Fail(where, "negative durations");
   for (JobId dep : spec.after_ok) {
-    if (dep == spec.id) return Fail(where, "a job cannot depend on itself");
-    if (!jobs_.contains(dep)) return Fail(where, "dependency on unknown job " + std::to_string(dep));
+    if (dep == spec.id) return Fail(where, "after_ok: a job cannot depend on itself");
+    if (!jobs_.contains(dep)) return Fail(where, "after_ok: dependency on unknown job " + std::to_string(dep));
   }
   if (auto why = limits_.CheckSubmit(spec.user, spec.account)) return Fail(where, *why);
+  return cls;
+}
+
+Status Scheduler::ValidateSpec(const JobSpec& spec) const {
+  auto cls = CheckSubmit(spec);
+  if (!cls) return std::unexpected(cls.error());
+  // Can never fit: the smallest size the job may run at, on the empty cluster.
+  JobRecord probe;
+  probe.spec.shape = NormalisedShape(spec.shape);
+  probe.spec.min_gpus = spec.min_gpus;
+  probe.spec.step_kind = spec.step_kind;
+  probe.spec.step = spec.step;
+  const std::optional<uint32_t> smallest = SmallestLegalSize(probe.spec, config_.elastic, topo_->gpu_count());
+  if (!smallest) {
+    return Fail(JobWhere(spec.id), "shape: can never fit this cluster: no size between min_gpus=" + std::to_string(spec.min_gpus) +
+                                       " and gpus=" + std::to_string(probe.spec.shape.gpus) + " that it may run at is within the cluster's " +
+                                       std::to_string(topo_->gpu_count()) + " GPUs");
+  }
+  const uint32_t n = *smallest;
+  if (std::string why = placer_->Unsatisfiable(ShapeFor(probe, n)); !why.empty()) {
+    const bool elastic = config_.elastic && probe.spec.elastic();
+    const std::string size = elastic ? " (at its smallest legal size, " + std::to_string(n) + " GPUs)" : "";
+    return Fail(JobWhere(spec.id), "shape: can never fit this cluster" + size + ": " + why);
+  }
+  return {};
+}
+
+Status Scheduler::Submit(JobSpec spec, Time now) {
+  auto cls = CheckSubmit(spec);
+  if (!cls) return std::unexpected(cls.error());
+  if (now < now_) return Fail("time", "events must not go back in time");
   now_ = now;
+  spec.shape = NormalisedShape(spec.shape);
   JobRecord rec;
   rec.class_rank = static_cast<int>(cls->value);
   rec.preemptible = spec.preemptible.value_or(classes_.preemptible_by_default(*cls));
@@ -346,6 +432,18 @@ std::string Scheduler::CheckInvariants() const {
     }
     held += job.gpus.size();
     if (active && !job.spec.shape.exclusive && job.gpus.size() > job.spec.shape.gpus) out << "job " << id << ": more GPUs than asked\n";
+    // Links refer to known jobs (jobs are never forgotten); FinishRestore drops the others.
+    if (!restoring_) {
+      for (JobId dep : job.spec.after_ok) {
+        if (!jobs_.contains(dep)) out << "job " << id << ": dependency on unknown job " << dep << "\n";
+      }
+      for (JobId v : job.victims) {
+        if (!jobs_.contains(v)) out << "job " << id << ": unknown victim " << v << "\n";
+      }
+      if (job.preempted_for != kNoJob && !jobs_.contains(job.preempted_for)) {
+        out << "job " << id << ": preempted for unknown job " << job.preempted_for << "\n";
+      }
+    }
   }
   size_t owned = 0;
   for (uint32_t g = 0; g < topo_->gpu_count(); ++g) owned += topo_->owner(GpuId(g)) != kNoJob;

@@ -53,7 +53,9 @@ class Scheduler {
 
   // ---- events ----------------------------------------------------------------------------
   // A new job. Fails on a duplicate id, an unknown priority class, a bad shape (0 GPUs, nodes
-  // without gpus_per_node, elastic min > max, ...), a pending-job limit, or `now` going back.
+  // without gpus_per_node, elastic min > max, ...), a pending-job limit, `now` going back, or
+  // a restore in progress (the checks of ValidateSpec but "can never fit": such a job waits
+  // Unsatisfiable).
   Status Submit(JobSpec spec, Time now);
   // Pending or held: gone. Running or checkpointing: the glue must stop it; GPUs are freed.
   Status Cancel(JobId job, Time now);
@@ -71,6 +73,56 @@ class Scheduler {
   // every decision, including a Wait for each pending job.
   std::vector<Decision> Schedule(Time now);
 
+  // ---- validation and restart recovery ---------------------------------------------------
+  // Would Submit(spec) be accepted now, and can the job ever run here? Every check Submit makes
+  // (id in 1..2^62-1 and new, priority class known, shape, elastic sizes, walltime within the
+  // maximum, no negative durations, dependencies known, the pending-job limit) plus "can never
+  // fit this cluster": the shape (elastic jobs: their smallest legal size) is unsatisfiable on
+  // the empty cluster. Accepts what Submit accepts (node-shaped jobs may leave shape.gpus 0).
+  // Changes nothing. Errors: where = "job N", the message names the field and the value.
+  Status ValidateSpec(const JobSpec& spec) const;
+
+  // Restart recovery: the daemon rebuilds the core from its store (RecoveredState) in 3 steps,
+  //   1. SetNodeState(node, state, now) for every stored node that is not up;
+  //   2. Restore(record, now) for every job, in any order (a victim before its preemptor, a job
+  //      before its dependencies);
+  //   3. FinishRestore(now), once, before any other event and before Schedule.
+  // Between the first Restore and FinishRestore every other event and ValidateSpec fail
+  // ("restore in progress"); Schedule must not be called.
+  //
+  // Restore puts back one job as the store saved it: its spec, state, GPUs, run (start, end,
+  // walltime, run_walltime), checkpoint fields and protocol (after_checkpoint, shrink_to,
+  // checkpoint_deadline, last_checkpoint_request), preemption links (preempted_for, victims,
+  // claim), counters and idle_since are kept; priority, class_rank, preemptible, wait and
+  // busbw_gbs are recomputed. Pending and held jobs rejoin the queue (pending-job counters);
+  // running and checkpointing jobs get their GPUs back on the Topology as their owner (also on
+  // drained nodes) and their running-GPU counters, and fairshare charges them from `now`;
+  // final jobs are kept as records (dependencies refer to them). A claim is the record's own
+  // field: every pass turns it (and the GPUs the victims still hold) into a reservation, so
+  // nothing is held on the Topology for it. Links (victims, preempted_for, after_ok) are kept
+  // as saved and resolved by FinishRestore. The shape is checked as Submit checks it; the
+  // walltime maximum, the limits and "can never fit" are not (the job was accepted once).
+  // Fails, changing nothing, on: an id out of range or already known; an unknown priority
+  // class; a bad shape or elastic sizes; `now` going back; an unknown state; a pending or
+  // final job with GPUs, a running or checkpointing job without; a GPU that is unknown, listed
+  // twice, already owned or on a down node; shrink_to GPUs the job does not hold; a claim GPU
+  // that is unknown; after_checkpoint set on a job that is not checkpointing. Errors name the
+  // job, the field and the value (the GPU by index and node).
+  Status Restore(JobRecord record, Time now);
+  // Ends a restore. Links to jobs that were never restored are dropped, as if those jobs had
+  // gone away: a dependency on an unknown job is lifted (the job may then start); a victim
+  // whose preemptor is unknown keeps running (its checkpoint is just a checkpoint, as after a
+  // Cancel of the preemptor); an unknown victim leaves its preemptor's list; a dependency on
+  // the job itself is dropped. Links between restored jobs are kept exactly as saved. Then the
+  // traffic of the restored running jobs is recomputed by placing them back in the order they
+  // started (start time, then id), each predicted on the fabric as loaded by those before it,
+  // so the result does not depend on the order of the Restore calls; and the elastic idle
+  // clock restarts at `now` (no job grows before grow_after_idle has passed since the
+  // restart). Returns one note per dropped link ("job 7: dependency on unknown job 3
+  // lifted"), for the daemon to log and re-save those jobs. Fails, changing nothing, when
+  // `now` goes back or no restore is in progress.
+  Result<std::vector<std::string>> FinishRestore(Time now);
+
   // ---- queries ---------------------------------------------------------------------------
   const Topology& topology() const { return *topo_; }
   const Placer& placer() const { return *placer_; }
@@ -82,7 +134,7 @@ class Scheduler {
   const std::vector<JobId>& queue() const { return queue_; }
   Time now() const { return now_; }
   // Empty when every internal invariant holds (GPU ownership vs job records, counters,
-  // reservations disjoint in time-overlap). For tests; O(jobs + GPUs).
+  // reservations disjoint in time-overlap, links to known jobs). For tests; O(jobs + GPUs).
   std::string CheckInvariants() const;
 
  private:
@@ -90,6 +142,14 @@ class Scheduler {
   class WhatIf;
 
   Status Advance(Time now);
+  // Spec checks shared by Submit, ValidateSpec and Restore (scheduler.cc). CheckNewId: id in
+  // range and not known. CheckShape: class, shape, elastic sizes, negative durations; returns
+  // the class. CheckSubmit: all of Submit's checks on a spec.
+  Status CheckNewId(JobId id) const;
+  Result<PriorityClassId> CheckShape(const JobSpec& spec) const;
+  Result<PriorityClassId> CheckSubmit(const JobSpec& spec) const;
+  // Node-shaped jobs may leave shape.gpus 0: it is nodes x gpus_per_node (CheckShape first).
+  static PlacementRequest NormalisedShape(PlacementRequest shape);
   JobRecord* Find(JobId id);
   Result<JobRecord*> FindOr(JobId id, std::string_view event);
 
@@ -185,6 +245,9 @@ class Scheduler {
   Time blocked_since_ = 0;        // last pass in which a job waited for GPUs
   Time idle_since_ = 0;           // since when GPUs have been free with nobody waiting
   Time last_freed_ = 0;           // last time GPUs were given back (ends, shrinks, node up)
+  // Between the first Restore and FinishRestore: the jobs restored so far (scheduler_restore.cc).
+  bool restoring_ = false;
+  std::vector<JobId> restored_;
 };
 
 }  // namespace phalanx
