@@ -1,0 +1,90 @@
+// phalanx_client: what every user command shares: where phalanxd listens, a channel with a
+// deadline per call, gRPC status -> one readable line, JSON output, the caller's user name, and
+// the exit codes.
+//
+// Exit codes of gsub, gq, gcancel and ginfo: 0 success; 1 the daemon refused or could not be
+// reached (the message is the gRPC status message); 2 a usage error (a bad option or value, a bad
+// script), found before any call.
+// Thread-safety: Connection is as thread-safe as the gRPC stubs it holds (calls may run
+// concurrently); the free functions are pure except CurrentUser (reads the passwd database).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <grpcpp/grpcpp.h>
+
+#include "phalanx/v1/phalanx.grpc.pb.h"
+
+namespace phalanx::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitServer = 1;
+inline constexpr int kExitUsage = 2;
+
+inline constexpr std::string_view kDefaultSocket = "/run/phalanx/phalanxd.sock";
+inline constexpr std::chrono::seconds kDefaultDeadline{30};
+
+// The socket path: `flag` (--socket) if not empty, else `env` ($PHALANX_SOCKET) if set and not
+// empty, else kDefaultSocket. A relative path is made absolute against `cwd`.
+std::string ResolveSocket(std::string_view flag, const char* env, std::string_view cwd);
+
+// The per-call deadline: $PHALANX_TIMEOUT (whole seconds, 1..3600) if `env` is valid, else
+// kDefaultDeadline.
+std::chrono::seconds ResolveDeadline(const char* env);
+
+// A channel to phalanxd at "unix:" + socket path. Creating one does no I/O; gRPC connects on the
+// first call, which fails fast (UNAVAILABLE) when nothing listens.
+class Connection {
+ public:
+  Connection(std::string socket_path, std::chrono::seconds deadline);
+
+  v1::Jobs::Stub& jobs() { return *jobs_; }
+  v1::Cluster::Stub& cluster() { return *cluster_; }
+  const std::string& target() const { return target_; }
+
+  // Prepares a ClientContext for one call: the deadline.
+  void Prepare(grpc::ClientContext& context) const;
+
+  // One line for a failed call: "cannot reach phalanxd at unix:/run/... (...)" for UNAVAILABLE,
+  // "phalanxd at unix:/... did not answer within 30 s" for DEADLINE_EXCEEDED, otherwise the
+  // status message (or the code's name when the message is empty).
+  std::string Describe(const grpc::Status& status) const;
+
+  // "job 42: not found": Describe() prefixed by the job, without repeating "job 42" when the
+  // daemon's message already starts with it. Errors about the daemon itself (UNAVAILABLE,
+  // DEADLINE_EXCEEDED) are not prefixed.
+  std::string DescribeJob(uint64_t job_id, const grpc::Status& status) const;
+
+ private:
+  std::string target_;
+  std::chrono::seconds deadline_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Jobs::Stub> jobs_;
+  std::unique_ptr<v1::Cluster::Stub> cluster_;
+};
+
+// "not found", "permission denied", ... for a status code.
+std::string_view CodeWords(grpc::StatusCode code);
+// "NOT_FOUND", ... (for JSON output).
+std::string_view CodeName(grpc::StatusCode code);
+
+// Protobuf JSON of a message on one line: proto field names (job_id), enums by name, fields
+// with default values included; 64-bit integers are strings, as protobuf JSON writes them.
+std::string ToJson(const google::protobuf::Message& message);
+
+// `s` as a JSON string literal, quotes included.
+std::string JsonQuote(std::string_view s);
+
+// The caller's user name (the passwd entry of getuid()), or the uid as text.
+std::string CurrentUser();
+
+// The current directory, or "/" when it cannot be read.
+std::string CurrentDir();
+
+// Writes "<program>: <message>\n" to stderr.
+void PrintError(std::string_view program, std::string_view message);
+
+}  // namespace phalanx::cli

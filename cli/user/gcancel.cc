@@ -1,0 +1,163 @@
+// gcancel: cancel or signal jobs (scancel's habits). Every job is tried; the exit status is 1
+// when any of them failed. See docs/user-guide.md.
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "client.h"
+#include "job_table.h"
+#include "options.h"
+#include "signal_names.h"
+
+namespace phalanx::cli {
+namespace {
+
+constexpr const char* kProgram = "gcancel";
+
+constexpr OptionSpec kSpecs[] = {
+    {"signal", 's', "SIG", "send SIG (USR1, SIGTERM, 10, ...) instead of stopping the job"},
+    {"user", 'u', "USER", "all of USER's pending and running jobs"},
+    {"me", 0, "", "all of your pending and running jobs"},
+    {"states", 't', "STATE[,STATE...]", "with -u/--me: only jobs in these states (PD, R, CK; -t alone: your jobs)"},
+    {"name", 'n', "NAME", "with -u/--me/-t: only jobs with this name"},
+    {"json", 0, "", "print each job's CancelResponse or error as JSON"},
+    {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
+    {"help", 'h', "", "this help"},
+};
+
+constexpr const char* kUsage =
+    "usage: gcancel [options] ID...\n"
+    "       gcancel [options] -u USER | --me | -t STATE\n"
+    "\n"
+    "Cancel jobs (stop them: TERM, then KILL), or send them a signal with --signal.\n"
+    "\n"
+    "options:\n";
+
+struct Outcome {
+  uint64_t id;
+  grpc::Status status;
+  v1::CancelResponse response;
+};
+
+int Run(const std::vector<std::string>& args) {
+  auto o = ParseOptions(args, kSpecs, Positionals::kInterleaved);
+  if (!o) {
+    PrintError(kProgram, o.error().ToString());
+    return kExitUsage;
+  }
+  if (o->Has("help")) {
+    std::fputs(kUsage, stdout);
+    std::fputs(OptionsHelp(kSpecs).c_str(), stdout);
+    return kExitOk;
+  }
+  std::vector<uint64_t> ids;
+  for (const std::string& a : o->positional) {
+    auto id = ParseCount(a, 1, UINT64_MAX);
+    if (!id) {
+      PrintError(kProgram, "'" + a + "' is not a job id");
+      return kExitUsage;
+    }
+    ids.push_back(*id);
+  }
+  int signal = 0;
+  if (const OptionValue* v = o->Find("signal")) {
+    auto s = ParseSignal(v->value);
+    if (!s) {
+      PrintError(kProgram, v->Bad(s.error().message).ToString());
+      return kExitUsage;
+    }
+    signal = *s;
+  }
+  std::set<v1::JobState> states;
+  if (const OptionValue* v = o->Find("states")) {
+    size_t start = 0;
+    for (size_t i = 0; i <= v->value.size(); ++i) {
+      if (i < v->value.size() && v->value[i] != ',') continue;
+      auto s = ParseState(v->value.substr(start, i - start));
+      if (!s) {
+        PrintError(kProgram, v->Bad(s.error().message).ToString());
+        return kExitUsage;
+      }
+      if (IsFinished(*s)) {
+        PrintError(kProgram, v->Bad("'" + std::string(StateName(*s)) + "' jobs have already ended").ToString());
+        return kExitUsage;
+      }
+      states.insert(*s);
+      start = i + 1;
+    }
+  }
+  const bool by_filter = o->Has("user") || o->Has("me") || o->Has("states") || o->Has("name");
+  if (ids.empty() && !by_filter) {
+    PrintError(kProgram, "no job given: gcancel ID... or -u USER / --me / -t STATE (see --help)");
+    return kExitUsage;
+  }
+  if (!ids.empty() && by_filter) {
+    PrintError(kProgram, "give job ids or filters (-u, --me, -t, -n), not both");
+    return kExitUsage;
+  }
+  if (o->Has("name") && !(o->Has("user") || o->Has("me") || o->Has("states"))) {
+    PrintError(kProgram, "-n/--name needs -u USER, --me or -t STATE");
+    return kExitUsage;
+  }
+
+  Connection conn(ResolveSocket(o->Get("socket"), std::getenv("PHALANX_SOCKET"), CurrentDir()),
+                  ResolveDeadline(std::getenv("PHALANX_TIMEOUT")));
+  if (by_filter) {
+    v1::ListJobsRequest request;
+    request.set_user(o->Has("user") ? o->Get("user") : CurrentUser());
+    for (v1::JobState s : states) request.add_states(s);
+    grpc::ClientContext context;
+    conn.Prepare(context);
+    v1::ListJobsResponse listed;
+    const grpc::Status status = conn.jobs().List(&context, request, &listed);
+    if (!status.ok()) {
+      PrintError(kProgram, conn.Describe(status));
+      return kExitServer;
+    }
+    for (const v1::Job& job : listed.jobs()) {
+      if (IsFinished(job.state()) || job.user() != request.user()) continue;
+      if (!states.empty() && !states.contains(job.state())) continue;
+      if (o->Has("name") && job.spec().name() != o->Get("name")) continue;
+      ids.push_back(job.id());
+    }
+  }
+
+  std::vector<Outcome> outcomes;
+  int rc = kExitOk;
+  for (uint64_t id : ids) {
+    v1::CancelRequest request;
+    request.set_job_id(id);
+    request.set_signal(signal);
+    Outcome out{id, {}, {}};
+    grpc::ClientContext context;
+    conn.Prepare(context);
+    out.status = conn.jobs().Cancel(&context, request, &out.response);
+    if (!out.status.ok()) {
+      PrintError(kProgram, conn.DescribeJob(id, out.status));
+      rc = kExitServer;
+      if (out.status.error_code() == grpc::StatusCode::UNAVAILABLE) return rc;  // no daemon: no point going on
+    }
+    outcomes.push_back(std::move(out));
+  }
+  if (o->Has("json")) {
+    std::string json = "{\"results\":[";
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      const Outcome& out = outcomes[i];
+      json += std::string(i ? "," : "") + "{\"job_id\":\"" + std::to_string(out.id) + "\",";
+      if (out.status.ok()) {
+        json += "\"response\":" + ToJson(out.response) + "}";
+      } else {
+        json += "\"error\":{\"code\":" + JsonQuote(CodeName(out.status.error_code())) +
+                ",\"message\":" + JsonQuote(conn.Describe(out.status)) + "}}";
+      }
+    }
+    std::printf("%s]}\n", json.c_str());
+  }
+  return rc;
+}
+
+}  // namespace
+}  // namespace phalanx::cli
+
+int main(int argc, char** argv) { return phalanx::cli::Run(std::vector<std::string>(argv + 1, argv + argc)); }

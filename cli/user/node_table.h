@@ -1,0 +1,34 @@
+// ginfo's output: nodes grouped by state with hostlists (sinfo's habit), one line per node
+// (sinfo -N), free blocks per topology level, and why a job is pending.
+//
+// Node states as sinfo shows them: an UP node is "idle" (all GPUs free), "mix" (some) or
+// "alloc" (none); a DRAIN node is "drng" while jobs still run on it, else "drain"; DOWN is
+// "down". A trailing "*" marks a node whose agent is not connected (sinfo: not responding).
+// Thread-safety: pure functions (times use the process's time zone, TZ).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "phalanx/v1/phalanx.pb.h"
+
+namespace phalanx::cli {
+
+// Names -> a Slurm hostlist: sorted, duplicates dropped, runs of numbered names with one prefix
+// collapsed ("dgx01,dgx02,dgx03,gpu7" -> "dgx[01-03],gpu7"). Zero padding is kept, and the
+// result expands back (ExpandHostlist) to exactly the sorted unique names.
+std::string CompressHostlist(std::vector<std::string> names);
+
+std::string NodeStateText(const v1::Node& node);
+
+// STATE NODES GPUS FREE NODELIST, one line per state.
+std::string FormatNodeSummary(const v1::ListNodesResponse& nodes);
+// NODE STATE GPUS FREE MODEL LEAF JOBS REASON, one line per node.
+std::string FormatNodeLines(const v1::ListNodesResponse& nodes);
+// LEVEL DOMAINS WHOLE_FREE LARGEST_FREE DOMAIN_GPUS, one line per level, then the FGD figure.
+std::string FormatFragmentation(const v1::GetFragmentationResponse& fragmentation);
+// ginfo --why: the reason, detail, queue position, predicted start, reserved block.
+std::string FormatExplain(uint64_t job_id, const v1::ExplainPendingResponse& why, int64_t now);
+
+}  // namespace phalanx::cli

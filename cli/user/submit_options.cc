@@ -1,0 +1,421 @@
+#include "submit_options.h"
+
+#include <algorithm>
+
+#include "duration.h"
+#include "signal_names.h"
+
+namespace phalanx::cli {
+namespace {
+
+constexpr uint64_t kMaxGpus = 1u << 20;
+constexpr uint64_t kMaxNodes = 1u << 20;
+constexpr size_t kMaxScriptBytes = 1u << 20;  // well below gRPC's 4 MiB message limit
+
+constexpr OptionSpec kSpecs[] = {
+    {"gpus", 'G', "N|MIN:MAX", "total GPUs (default 1); MIN:MAX makes the job elastic"},
+    {"elastic-step", 0, "N|pow2", "elastic sizes: multiples of N, or powers of two"},
+    {"nodes", 'N', "N", "exactly N nodes (with --gpus-per-node, or a -G that N divides)"},
+    {"gpus-per-node", 0, "N", "GPUs on each node"},
+    {"time", 't', "DUR", "walltime: MM, MM:SS, HH:MM:SS, D-HH[:MM[:SS]], 90s, 30m, 2h, 1d"},
+    {"priority", 'p', "CLASS", "priority class (low, normal, high, urgent; default: the site's)"},
+    {"topology", 0, "LEVEL[:prefer]", "node, nvlink, leaf, spine or any; :prefer prefers, not requires"},
+    {"exclusive", 0, "", "whole nodes only"},
+    {"preemptible", 0, "", "the job may be preempted (default: its class decides)"},
+    {"no-preemptible", 0, "", "the job may not be preempted", "preemptible", "false"},
+    {"checkpoint-signal", 0, "SIG[@SECS]", "signal SECS before preemption or the walltime (default USR1)"},
+    {"checkpoint-interval", 0, "DUR", "ask the job for a checkpoint this often"},
+    {"job-name", 'J', "NAME", "default: the script's or the command's name"},
+    {"output", 'o', "PATTERN", "stdout file: %j id, %x name, %u user, %N node (default phalanx-%j.out)"},
+    {"error", 'e', "PATTERN", "stderr file (default: the stdout file)"},
+    {"dependency", 'd', "afterok:ID[:ID...]", "start after these jobs completed successfully"},
+    {"account", 'A', "NAME", "account to charge"},
+    {"hold", 'H', "", "submit the job held"},
+    {"chdir", 'D', "DIR", "working directory (default: the current one)"},
+    {"export", 0, "ALL|NONE|VAR[=val],...", "environment for the job (default ALL: yours)"},
+    {"wrap", 0, "CMD", "run CMD with /bin/sh instead of a script"},
+    {"parsable", 0, "", "print only the job id"},
+    {"json", 0, "", "print the SubmitResponse as JSON"},
+    {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
+    {"help", 'h', "", "this help"},
+};
+
+std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+Result<uint32_t> Count(const OptionValue& v, uint64_t lo, uint64_t hi, std::string_view what) {
+  auto n = ParseCount(v.value, lo, hi);
+  if (!n) return std::unexpected(v.Bad(n.error().message + " (" + std::string(what) + ")"));
+  return static_cast<uint32_t>(*n);
+}
+
+Result<int64_t> Duration(const OptionValue& v) {
+  auto d = ParseDuration(v.value);
+  if (!d) return std::unexpected(v.Bad(d.error().message));
+  return *d;
+}
+
+std::string BaseName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+bool IsVarName(std::string_view s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+bool IsClassName(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == sep) {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+bool HasPowerOfTwoIn(uint32_t lo, uint32_t hi) {
+  for (uint64_t p = 1; p <= hi; p *= 2) {
+    if (p >= lo) return true;
+  }
+  return false;
+}
+
+// -G / -N / --gpus-per-node / --elastic-step -> the size fields.
+Status ApplyShape(const ParsedOptions& o, v1::JobSpec& spec) {
+  GpuCount gpus{0, 1};
+  const OptionValue* g = o.Find("gpus");
+  if (g != nullptr) {
+    auto parsed = ParseGpus(*g);
+    if (!parsed) return std::unexpected(parsed.error());
+    gpus = *parsed;
+  }
+  const bool elastic = gpus.min > 0 && gpus.min < gpus.max;
+  const OptionValue* n = o.Find("nodes");
+  const OptionValue* gpn = o.Find("gpus-per-node");
+  uint32_t nodes = 0, per_node = 0;
+  if (n != nullptr) {
+    auto v = Count(*n, 1, kMaxNodes, "nodes");
+    if (!v) return std::unexpected(v.error());
+    nodes = *v;
+  }
+  if (gpn != nullptr) {
+    auto v = Count(*gpn, 1, kMaxGpus, "GPUs per node");
+    if (!v) return std::unexpected(v.error());
+    per_node = *v;
+  }
+  if (elastic && (n != nullptr || gpn != nullptr)) {
+    const OptionValue* which = n != nullptr ? n : gpn;
+    return std::unexpected(which->Bad("an elastic job (" + g->flag + " " + g->value +
+                                      ") cannot also ask for a node shape"));
+  }
+  if (n != nullptr && gpn != nullptr) {
+    if (g != nullptr && static_cast<uint64_t>(nodes) * per_node != gpus.max) {
+      return std::unexpected(g->Bad(Quote(g->value) + " is not " + n->flag + " " + n->value + " x " + gpn->flag +
+                                    " " + gpn->value + " = " + std::to_string(uint64_t{nodes} * per_node)));
+    }
+    if (uint64_t{nodes} * per_node > kMaxGpus) return std::unexpected(n->Bad("too many GPUs in all"));
+    gpus.max = nodes * per_node;
+  } else if (n != nullptr) {
+    if (g == nullptr) return std::unexpected(n->Bad("needs -G/--gpus or --gpus-per-node"));
+    if (gpus.max % nodes != 0) {
+      return std::unexpected(n->Bad(std::to_string(gpus.max) + " GPUs (" + g->flag + " " + g->value +
+                                    ") do not divide over " + n->value + " nodes; give --gpus-per-node"));
+    }
+    per_node = gpus.max / nodes;
+  } else if (gpn != nullptr) {
+    if (g == nullptr) {
+      nodes = 1;
+      gpus.max = per_node;
+    } else if (gpus.max % per_node != 0) {
+      return std::unexpected(gpn->Bad(std::to_string(gpus.max) + " GPUs (" + g->flag + " " + g->value +
+                                      ") are not a multiple of " + gpn->value));
+    } else {
+      nodes = gpus.max / per_node;
+    }
+  }
+  spec.set_gpus(gpus.max);
+  if (elastic) spec.set_min_gpus(gpus.min);
+  spec.set_nodes(nodes);
+  spec.set_gpus_per_node(per_node);
+
+  if (const OptionValue* step = o.Find("elastic-step"); step != nullptr) {
+    if (!elastic) return std::unexpected(step->Bad("needs an elastic job (-G MIN:MAX)"));
+    if (step->value == "pow2") {
+      if (!HasPowerOfTwoIn(gpus.min, gpus.max)) {
+        return std::unexpected(step->Bad("no power of two between " + std::to_string(gpus.min) + " and " +
+                                         std::to_string(gpus.max) + " GPUs"));
+      }
+      spec.set_elastic_step_kind(v1::ELASTIC_STEP_POWER_OF_TWO);
+    } else {
+      auto s = ParseCount(step->value, 1, kMaxGpus);
+      if (!s) return std::unexpected(step->Bad(s.error().message + " (a step N, or pow2)"));
+      const uint64_t first = (gpus.min + *s - 1) / *s * *s;
+      if (first > gpus.max) {
+        return std::unexpected(step->Bad("no multiple of " + step->value + " between " + std::to_string(gpus.min) +
+                                         " and " + std::to_string(gpus.max) + " GPUs"));
+      }
+      spec.set_elastic_step_kind(v1::ELASTIC_STEP_MULTIPLE);
+      spec.set_elastic_step(static_cast<uint32_t>(*s));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::span<const OptionSpec> SubmitOptionSpecs() { return kSpecs; }
+
+Result<ParsedOptions> ParseSubmitArgs(std::span<const std::string> args) {
+  return ParseOptions(args, kSpecs, Positionals::kStopAtFirst);
+}
+
+Result<GpuCount> ParseGpus(const OptionValue& v) {
+  const std::string bad = " (N, or MIN:MAX for an elastic job)";
+  const size_t colon = v.value.find(':');
+  if (colon == std::string::npos) {
+    auto n = ParseCount(v.value, 1, kMaxGpus);
+    if (!n) return std::unexpected(v.Bad(n.error().message + bad));
+    return GpuCount{0, static_cast<uint32_t>(*n)};
+  }
+  auto lo = ParseCount(std::string_view(v.value).substr(0, colon), 1, kMaxGpus);
+  auto hi = ParseCount(std::string_view(v.value).substr(colon + 1), 1, kMaxGpus);
+  if (!lo || !hi) return std::unexpected(v.Bad(Quote(v.value) + " is not a GPU count" + bad));
+  if (*lo > *hi) return std::unexpected(v.Bad(Quote(v.value) + ": the minimum is above the maximum"));
+  if (*lo == *hi) return GpuCount{0, static_cast<uint32_t>(*hi)};
+  return GpuCount{static_cast<uint32_t>(*lo), static_cast<uint32_t>(*hi)};
+}
+
+Result<std::pair<v1::TopologyLevel, bool>> ParseTopology(const OptionValue& v) {
+  std::string_view level = v.value;
+  bool prefer = false;
+  if (const size_t colon = level.find(':'); colon != std::string_view::npos) {
+    const std::string_view mode = level.substr(colon + 1);
+    if (mode == "prefer") {
+      prefer = true;
+    } else if (mode != "require") {
+      return std::unexpected(v.Bad(Quote(v.value) + ": unknown mode " + Quote(mode) + " (prefer or require)"));
+    }
+    level = level.substr(0, colon);
+  }
+  static constexpr std::pair<std::string_view, v1::TopologyLevel> kLevels[] = {
+      {"any", v1::TOPOLOGY_LEVEL_ANY},       {"node", v1::TOPOLOGY_LEVEL_NODE}, {"nvlink", v1::TOPOLOGY_LEVEL_NVLINK},
+      {"nvl", v1::TOPOLOGY_LEVEL_NVLINK},    {"leaf", v1::TOPOLOGY_LEVEL_LEAF}, {"spine", v1::TOPOLOGY_LEVEL_SPINE},
+  };
+  for (const auto& [name, value] : kLevels) {
+    if (name == level) return std::pair{value, prefer};
+  }
+  return std::unexpected(v.Bad(Quote(v.value) + " is not a level (node, nvlink, leaf, spine or any, with :prefer)"));
+}
+
+Result<std::pair<int, int64_t>> ParseCheckpointSignal(const OptionValue& v) {
+  std::string_view sig = v.value;
+  int64_t seconds = 0;
+  if (const size_t at = sig.find('@'); at != std::string_view::npos) {
+    const std::string_view when = sig.substr(at + 1);
+    sig = sig.substr(0, at);
+    // Bare numbers are seconds here (as in sbatch --signal=SIG@SECS); 90s, 5m, 1h also work.
+    const bool has_unit = !when.empty() && (when.back() < '0' || when.back() > '9');
+    if (has_unit) {
+      auto s = ParseDuration(when);
+      if (!s) return std::unexpected(v.Bad(Quote(v.value) + ": " + s.error().message));
+      seconds = *s;
+    } else {
+      auto s = ParseCount(when, 1, 86400);
+      if (!s) return std::unexpected(v.Bad(Quote(v.value) + ": " + Quote(when) + " is not a number of seconds (1..86400)"));
+      seconds = static_cast<int64_t>(*s);
+    }
+  }
+  auto n = ParseSignal(sig);
+  if (!n) return std::unexpected(v.Bad(Quote(v.value) + ": " + n.error().message));
+  return std::pair{*n, seconds};
+}
+
+Result<std::vector<uint64_t>> ParseDependency(const OptionValue& v) {
+  std::vector<uint64_t> ids;
+  for (std::string_view item : Split(v.value, ',')) {
+    const std::vector<std::string_view> parts = Split(item, ':');
+    if (parts[0] != "afterok") {
+      return std::unexpected(v.Bad(Quote(item) + ": only afterok:ID[:ID...] is supported"));
+    }
+    if (parts.size() < 2) return std::unexpected(v.Bad(Quote(item) + ": afterok needs a job id"));
+    for (size_t i = 1; i < parts.size(); ++i) {
+      auto id = ParseCount(parts[i], 1, UINT64_MAX);
+      if (!id) return std::unexpected(v.Bad(Quote(item) + ": " + Quote(parts[i]) + " is not a job id"));
+      ids.push_back(*id);
+    }
+  }
+  return ids;
+}
+
+Result<std::map<std::string, std::string>> ParseExport(const OptionValue& v,
+                                                       const std::map<std::string, std::string>& environment) {
+  std::map<std::string, std::string> out;
+  if (v.value.empty()) return std::unexpected(v.Bad("'' names nothing (ALL, NONE or VAR[=value],...)"));
+  for (std::string_view item : Split(v.value, ',')) {
+    if (item == "ALL" || item == "all") {
+      for (const auto& [k, val] : environment) out.emplace(k, val);  // explicit VAR=val wins
+      continue;
+    }
+    if (item == "NONE" || item == "none") continue;
+    const size_t eq = item.find('=');
+    const std::string_view name = item.substr(0, eq);
+    if (!IsVarName(name)) return std::unexpected(v.Bad(Quote(item) + " is not VAR or VAR=value (or ALL, NONE)"));
+    if (eq != std::string_view::npos) {
+      out[std::string(name)] = std::string(item.substr(eq + 1));
+    } else if (auto it = environment.find(std::string(name)); it != environment.end()) {
+      out[it->first] = it->second;  // a variable you do not have is not exported (as in Slurm)
+    }
+  }
+  return out;
+}
+
+Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view script_name) {
+  ParsedOptions all;
+  size_t line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
+    if (line.empty()) continue;
+    if (line[0] != '#') break;  // the first command ends the directives
+    if (!line.starts_with("#PHX")) continue;
+    std::string_view rest = line.substr(4);
+    if (!rest.empty() && rest[0] != ' ' && rest[0] != '\t') continue;  // "#PHXfoo": a comment
+    const std::string where = std::string(script_name) + ":" + std::to_string(line_no);
+    auto words = SplitWords(rest);
+    if (!words) return Fail(where, "#PHX: " + words.error().message);
+    auto parsed = ParseOptions(*words, kSpecs, Positionals::kInterleaved, where);
+    if (!parsed) return std::unexpected(parsed.error());
+    if (parsed->dashdash || !parsed->positional.empty()) {
+      const std::string what = parsed->dashdash ? "--" : parsed->positional[0];
+      return Fail(where, "#PHX takes options only, not " + Quote(what));
+    }
+    all.OverrideWith(*parsed);
+  }
+  return all;
+}
+
+Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ctx) {
+  v1::JobSpec spec;
+  if (Status s = ApplyShape(o, spec); !s) return std::unexpected(s.error());
+  if (const OptionValue* v = o.Find("time")) {
+    auto d = Duration(*v);
+    if (!d) return std::unexpected(d.error());
+    spec.set_walltime_s(*d);
+  }
+  if (const OptionValue* v = o.Find("priority")) {
+    if (!IsClassName(v->value)) return std::unexpected(v->Bad(Quote(v->value) + " is not a class name (low, normal, high, urgent)"));
+    spec.set_priority_class(v->value);
+  }
+  if (const OptionValue* v = o.Find("topology")) {
+    auto t = ParseTopology(*v);
+    if (!t) return std::unexpected(t.error());
+    spec.set_topology(t->first);
+    spec.set_topology_prefer(t->second);
+  }
+  spec.set_exclusive(o.Has("exclusive"));
+  if (const OptionValue* v = o.Find("preemptible")) spec.set_preemptible(v->value == "true");
+  if (const OptionValue* v = o.Find("checkpoint-signal")) {
+    auto s = ParseCheckpointSignal(*v);
+    if (!s) return std::unexpected(s.error());
+    spec.set_checkpoint_signal(s->first);
+    spec.set_checkpoint_warning_s(s->second);
+  }
+  if (const OptionValue* v = o.Find("checkpoint-interval")) {
+    auto d = Duration(*v);
+    if (!d) return std::unexpected(d.error());
+    spec.set_checkpoint_interval_s(*d);
+  }
+  if (const OptionValue* v = o.Find("job-name")) {
+    if (v->value.empty()) return std::unexpected(v->Bad("the name is empty"));
+    spec.set_name(v->value);
+  }
+  if (const OptionValue* v = o.Find("output")) spec.set_stdout_pattern(v->value);
+  if (const OptionValue* v = o.Find("error")) spec.set_stderr_pattern(v->value);
+  if (const OptionValue* v = o.Find("dependency")) {
+    auto ids = ParseDependency(*v);
+    if (!ids) return std::unexpected(ids.error());
+    for (uint64_t id : *ids) spec.add_after_ok(id);
+  }
+  if (const OptionValue* v = o.Find("account")) spec.set_account(v->value);
+  spec.set_hold(o.Has("hold"));
+  std::string dir = ctx.cwd;
+  if (const OptionValue* v = o.Find("chdir")) {
+    if (v->value.empty()) return std::unexpected(v->Bad("the directory is empty"));
+    dir = v->value.starts_with('/') ? v->value : ctx.cwd + (ctx.cwd.ends_with('/') ? "" : "/") + v->value;
+  }
+  spec.set_working_dir(dir);
+  const OptionValue all{"ALL", "--export", ""};
+  const OptionValue* e = o.Find("export");
+  auto env = ParseExport(e != nullptr ? *e : all, ctx.environment);
+  if (!env) return std::unexpected(env.error());
+  spec.mutable_env()->insert(env->begin(), env->end());
+  return spec;
+}
+
+Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitContext& ctx) {
+  ParsedOptions options;
+  const OptionValue* wrap = command_line.Find("wrap");
+  std::string script, script_name;
+  std::vector<std::string> command;
+  if (command_line.dashdash) {
+    if (command_line.positional.empty()) return Fail("", "nothing to run after '--'");
+    if (wrap != nullptr) return Fail("", "give --wrap or a command after '--', not both");
+    command = command_line.positional;
+  } else if (!command_line.positional.empty()) {
+    if (wrap != nullptr) return Fail("", "give --wrap or a script, not both");
+    script_name = command_line.positional[0];
+    auto text = ctx.read_file(script_name);
+    if (!text) return std::unexpected(text.error());
+    script = std::move(*text);
+    if (script.empty()) return Fail(script_name, "the script is empty");
+    if (script.find('\0') != std::string::npos) {
+      return Fail(script_name, "is a binary file, not a script (to run a program: gsub [options] -- PROGRAM [ARGS...])");
+    }
+    if (script.size() > kMaxScriptBytes) {
+      return Fail(script_name, "the script has " + std::to_string(script.size()) + " bytes; at most " +
+                                   std::to_string(kMaxScriptBytes) + " are accepted");
+    }
+    auto directives = ParseDirectives(script, script_name);
+    if (!directives) return std::unexpected(directives.error());
+    options = std::move(*directives);
+    command.assign(command_line.positional.begin() + 1, command_line.positional.end());
+  } else if (wrap != nullptr) {
+    script = "#!/bin/sh\n" + wrap->value + "\n";
+  } else {
+    return Fail("", "nothing to run: give a script, --wrap CMD, or -- COMMAND [ARGS...] (see --help)");
+  }
+  options.OverrideWith(command_line);
+
+  auto spec = BuildJobSpec(options, ctx);
+  if (!spec) return std::unexpected(spec.error());
+  SubmitPlan plan;
+  plan.spec = std::move(*spec);
+  if (!script.empty() || wrap != nullptr) plan.spec.set_script(script);
+  for (const std::string& arg : command) plan.spec.add_command(arg);
+  if (plan.spec.name().empty()) {
+    plan.spec.set_name(wrap != nullptr ? "wrap" : !script_name.empty() ? BaseName(script_name) : BaseName(command[0]));
+  }
+  plan.parsable = options.Has("parsable");
+  plan.json = options.Has("json");
+  plan.socket = options.Get("socket");
+  return plan;
+}
+
+}  // namespace phalanx::cli

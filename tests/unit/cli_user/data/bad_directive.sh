@@ -1,0 +1,5 @@
+#!/bin/bash
+# train
+
+#PHX -t soon
+run

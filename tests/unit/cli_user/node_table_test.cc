@@ -1,0 +1,139 @@
+#include "node_table.h"
+
+#include <gmock/gmock.h>
+#include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+
+#include "adapters/topology/hostlist.h"
+
+namespace phalanx::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(CompressHostlist, Ranges) {
+  EXPECT_EQ(CompressHostlist({"dgx01", "dgx02", "dgx03", "dgx04"}), "dgx[01-04]");
+  EXPECT_EQ(CompressHostlist({"dgx04", "dgx01", "dgx02", "dgx07", "dgx08"}), "dgx[01-02,04,07-08]");
+  EXPECT_EQ(CompressHostlist({"dgx01"}), "dgx01");
+  EXPECT_EQ(CompressHostlist({"b1", "a2", "a1", "login", "a1"}), "a[1-2],b1,login");
+  EXPECT_EQ(CompressHostlist({"n9", "n10", "n11"}), "n[9-11]");
+  EXPECT_EQ(CompressHostlist({"n098", "n099", "n100", "n101"}), "n[098-101]");
+  EXPECT_EQ(CompressHostlist({"n09", "n10", "n9"}), "n[09,9-10]");  // n9-n10 do not pad
+  EXPECT_EQ(CompressHostlist({"r1n1", "r1n2", "r2n1"}), "r1n[1-2],r2n1");
+  EXPECT_EQ(CompressHostlist({}), "");
+}
+
+// Whatever the names, the hostlist expands back to them (sorted, unique).
+TEST(CompressHostlist, ExpandsBackToTheSameNames) {
+  std::mt19937 rng(7);
+  const char* prefixes[] = {"dgx", "n", "gpu-", "r1n", "x"};
+  for (int round = 0; round < 300; ++round) {
+    std::vector<std::string> names;
+    const int count = 1 + static_cast<int>(rng() % 40);
+    for (int i = 0; i < count; ++i) {
+      std::string digits = std::to_string(rng() % 130);
+      const size_t pad = rng() % 4;
+      if (digits.size() < pad) digits.insert(0, pad - digits.size(), '0');
+      names.push_back(prefixes[rng() % 5] + (rng() % 10 == 0 ? std::string() : digits));
+    }
+    const std::string list = CompressHostlist(names);
+    auto expanded = ExpandHostlist(list, "test");
+    ASSERT_TRUE(expanded.has_value()) << list << ": " << expanded.error().ToString();
+    std::vector<std::string> want = names, got = *expanded;
+    std::sort(want.begin(), want.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want) << list;
+  }
+}
+
+constexpr const char* kNodes = R"pb(
+  nodes { name: "dgx01" state: NODE_STATE_UP gpus: 8 gpus_free: 0 model: "dgx-h100" leaf: "su0" agent_connected: true jobs: 41 }
+  nodes { name: "dgx02" state: NODE_STATE_UP gpus: 8 gpus_free: 0 model: "dgx-h100" leaf: "su0" agent_connected: true jobs: 41 }
+  nodes { name: "dgx03" state: NODE_STATE_UP gpus: 8 gpus_free: 5 model: "dgx-h100" leaf: "su0" agent_connected: true jobs: 50 jobs: 51 }
+  nodes { name: "dgx04" state: NODE_STATE_UP gpus: 8 gpus_free: 8 model: "dgx-h100" leaf: "su1" agent_connected: true }
+  nodes { name: "dgx05" state: NODE_STATE_UP gpus: 8 gpus_free: 8 model: "dgx-h100" leaf: "su1" agent_connected: true }
+  nodes { name: "dgx06" state: NODE_STATE_DRAIN gpus: 8 gpus_free: 8 model: "dgx-h100" leaf: "su1" reason: "bad fan" agent_connected: true }
+  nodes { name: "dgx07" state: NODE_STATE_DOWN gpus: 8 model: "dgx-h100" leaf: "su1" reason: "no heartbeat" }
+  nodes { name: "dgx08" state: NODE_STATE_UP gpus: 8 gpus_free: 8 model: "dgx-h100" leaf: "su1" }
+)pb";
+
+v1::ListNodesResponse Nodes() {
+  v1::ListNodesResponse r;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(kNodes, &r));
+  return r;
+}
+
+TEST(NodeTable, SummaryByState) {
+  EXPECT_EQ(FormatNodeSummary(Nodes()),
+            "STATE  NODES  GPUS  FREE  NODELIST\n"
+            "idle       2    16    16  dgx[04-05]\n"
+            "idle*      1     8     8  dgx08\n"
+            "mix        1     8     5  dgx03\n"
+            "alloc      2    16     0  dgx[01-02]\n"
+            "drain      1     8     0  dgx06\n"
+            "down       1     8     0  dgx07\n");
+}
+
+TEST(NodeTable, OneLinePerNode) {
+  const std::string t = FormatNodeLines(Nodes());
+  EXPECT_THAT(t, HasSubstr("NODE   STATE  GPUS  FREE  MODEL     LEAF  JOBS   REASON\n"));
+  EXPECT_THAT(t, HasSubstr("dgx01  alloc     8     0  dgx-h100  su0   41\n"));
+  EXPECT_THAT(t, HasSubstr("dgx03  mix       8     5  dgx-h100  su0   50,51\n"));
+  EXPECT_THAT(t, HasSubstr("dgx06  drain     8     8  dgx-h100  su1   -      bad fan\n"));
+  EXPECT_THAT(t, HasSubstr("dgx07  down      8     0  dgx-h100  su1   -      no heartbeat\n"));
+  EXPECT_THAT(t, HasSubstr("dgx08  idle*     8     8"));
+}
+
+TEST(NodeTable, DrainingWhileJobsRun) {
+  v1::Node n;
+  n.set_state(v1::NODE_STATE_DRAIN);
+  n.set_agent_connected(true);
+  n.add_jobs(3);
+  EXPECT_EQ(NodeStateText(n), "drng");
+  n.clear_jobs();
+  EXPECT_EQ(NodeStateText(n), "drain");
+}
+
+TEST(NodeTable, Fragmentation) {
+  v1::GetFragmentationResponse f;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    levels { level: "spine" domains: 1 whole_free: 0 largest_free_block: 29 domain_gpus: 64 }
+    levels { level: "leaf" domains: 2 whole_free: 0 largest_free_block: 24 domain_gpus: 32 }
+    levels { level: "node" domains: 8 whole_free: 3 largest_free_block: 8 domain_gpus: 8 }
+    fgd: 0.1875
+  )pb", &f));
+  EXPECT_EQ(FormatFragmentation(f),
+            "LEVEL  DOMAINS  WHOLE_FREE  LARGEST_FREE  DOMAIN_GPUS\n"
+            "spine        1           0            29           64\n"
+            "leaf         2           0            24           32\n"
+            "node         8           3             8            8\n"
+            "fragmentation (FGD): 0.188\n");
+}
+
+TEST(NodeTable, ExplainPending) {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  v1::ExplainPendingResponse why;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    reason: "TopologyBlock" detail: "leaf" predicted_start: 1700003600 queue_position: 3
+    reserved_gpus { node: "dgx04" index: 0 } reserved_gpus { node: "dgx04" index: 1 }
+    reserved_gpus { node: "dgx05" index: 0 }
+  )pb", &why));
+  EXPECT_EQ(FormatExplain(43, why, 1700000000),
+            "job 43: pending (TopologyBlock: leaf)\n"
+            "  queue position:  3\n"
+            "  predicted start: 2023-11-14T23:13:20 (in 1:00:00)\n"
+            "  reserved GPUs:   dgx04:0-1,dgx05:0\n");
+  EXPECT_EQ(FormatExplain(9, v1::ExplainPendingResponse(), 1700000000),
+            "job 9: pending (None)\n"
+            "  predicted start: N/A\n");
+}
+
+}  // namespace
+}  // namespace phalanx::cli
