@@ -93,6 +93,7 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   } else if (key == "reserve_depth") c.reserve_depth = static_cast<uint32_t>(*v);
   else if (key == "reserve_large_gpus") c.reserve_large_gpus = static_cast<uint32_t>(*v);
   else if (key == "reserve_after_wait") c.reserve_after_wait = seconds;
+  else if (key == "charge_period") c.charge_period = seconds;
   else if (key == "checkpoint_grace") c.checkpoint_grace = seconds;
   else if (key == "periodic_checkpoint") c.periodic_checkpoint = seconds;
   else if (key == "grow_after_idle") c.grow_after_idle = seconds;

@@ -55,6 +55,7 @@ struct SchedulerConfig {
   PriorityWeights weights = {.priority_class = 30000, .age = 1000, .fairshare = 5000, .job_size = 1000};
   PriorityClassConfig classes = DefaultPriorityClasses();
   FairshareConfig fairshare;
+  Duration charge_period = 300;        // running jobs' fairshare usage is charged this often (ends: exactly)
   LimitsConfig limits;
 
   bool preemption = true;

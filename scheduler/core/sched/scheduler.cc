@@ -20,7 +20,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(Topology topology, Schedule
   if (config.default_walltime <= 0 || config.max_walltime < config.default_walltime) {
     return Fail("config", "walltimes: need 0 < default_walltime <= max_walltime");
   }
-  if (config.checkpoint_grace < 0 || config.periodic_checkpoint < 0 || config.grow_after_idle < 0) {
+  if (config.checkpoint_grace < 0 || config.periodic_checkpoint < 0 || config.grow_after_idle < 0 || config.charge_period < 0) {
     return Fail("config", "durations must not be negative");
   }
   return std::unique_ptr<Scheduler>(new Scheduler(std::make_unique<Topology>(std::move(topology)), std::move(config),
@@ -410,6 +410,7 @@ void Scheduler::FinishShrink(JobRecord& job, Time now, std::vector<Decision>& ou
   job.state = JobState::kRunning;
   job.after_checkpoint = JobRecord::After::kNothing;
   job.shrink_to.clear();
+  NoteTimer(NextTimer(job));
   job.resizes++;
   d.gpus = job.gpus;
   d.reason = preemptor != kNoJob ? "shrunk for job " + std::to_string(preemptor) : "shrunk";

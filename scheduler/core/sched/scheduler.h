@@ -155,6 +155,10 @@ class Scheduler {
 
   // pass steps
   void Timers(Time now, std::vector<Decision>& out);
+  // The earliest time a timer of this active job fires (walltime, checkpoint deadline, periodic
+  // checkpoint); NoteTimer keeps next_timer_ a lower bound over all active jobs.
+  Time NextTimer(const JobRecord& job) const;
+  void NoteTimer(Time t) { next_timer_ = std::min(next_timer_, t); }
   void ChargeUsage(Time now);
   void OrderQueue(Time now);
   void ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out);
@@ -217,6 +221,8 @@ class Scheduler {
   std::vector<Decision> outbox_;  // decisions made by events, emitted by the next pass
   std::map<JobId, Time> charged_until_;
   Time now_ = 0;
+  Time next_timer_ = 0;   // no active job has a timer before this (Timers skips until then)
+  Time last_charge_ = 0;  // last time running jobs' usage was charged (ChargeUsage)
   std::vector<FailedShape> failed_shapes_;
   std::optional<DomainPlanner> plan_;
   bool plan_built_ = false;

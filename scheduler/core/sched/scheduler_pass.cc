@@ -22,7 +22,10 @@ std::vector<uint32_t> Scheduler::LegalSizes(const JobRecord& job) const {
   const JobSpec& s = job.spec;
   if (!config_.elastic || !s.elastic()) return {s.shape.gpus};
   std::vector<uint32_t> out;
-  for (uint32_t g = s.shape.gpus; g >= s.min_gpus && g >= 1; --g) {
+  // Sizes above the cluster can never run: start from the cluster's size (a maximum of 2^32 must
+  // not cost 2^32 steps per pass).
+  const uint32_t top = std::min<uint32_t>(s.shape.gpus, static_cast<uint32_t>(topo_->gpu_count()));
+  for (uint32_t g = top; g >= s.min_gpus && g >= 1; --g) {
     const bool ok = s.step_kind == ElasticStep::kAny || (s.step_kind == ElasticStep::kMultiple && g % s.step == 0) ||
                     (s.step_kind == ElasticStep::kPowerOfTwo && std::has_single_bit(g));
     if (ok) out.push_back(g);
@@ -353,6 +356,10 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
 }
 
 void Scheduler::ChargeUsage(Time now) {
+  // Running jobs are charged every charge_period (Slurm's PriorityCalcPeriod); a job that ends is
+  // charged to its end exactly (StopJob). Keeps the pass from walking every running job.
+  if (last_charge_ != 0 && now - last_charge_ < config_.charge_period) return;
+  last_charge_ = now;
   for (JobId id : active_) {
     const JobRecord& j = jobs_.at(id);
     Time& since = charged_until_[id];
@@ -363,10 +370,30 @@ void Scheduler::ChargeUsage(Time now) {
   }
 }
 
+Time Scheduler::NextTimer(const JobRecord& job) const {
+  Time t = job.expected_end();
+  if (job.state == JobState::kCheckpointing) t = std::min(t, job.checkpoint_deadline);
+  const Duration interval = job.spec.checkpoint_interval > 0 ? job.spec.checkpoint_interval : config_.periodic_checkpoint;
+  if (job.state == JobState::kRunning && interval > 0) t = std::min(t, std::max(job.last_checkpoint, job.last_checkpoint_request) + interval);
+  return t;
+}
+
 void Scheduler::Timers(Time now, std::vector<Decision>& out) {
+  // next_timer_ is a lower bound on every active job's next walltime, checkpoint deadline or
+  // periodic checkpoint (NoteTimer lowers it whenever a job gets an earlier one): until then
+  // there is nothing to do.
+  if (now < next_timer_) return;
+  next_timer_ = kForever;
   const std::vector<JobId> active(active_.begin(), active_.end());
   for (JobId id : active) {
     JobRecord& job = jobs_.at(id);
+    struct Note {
+      Scheduler* s;
+      const JobRecord& j;
+      ~Note() {
+        if (!IsFinal(j.state) && j.state != JobState::kPending) s->NoteTimer(s->NextTimer(j));
+      }
+    } note{this, job};
     if (now >= job.expected_end()) {
       StopJob(job, now);
       job.state = JobState::kKilled;
@@ -587,6 +614,7 @@ void Scheduler::StartJob(JobRecord& job, const Placement& p, Time now, std::vect
   (void)limits_.RemovePending(job.spec.user, job.spec.account);
   limits_.AddRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(job.gpus.size()));
   charged_until_[id] = now;
+  NoteTimer(NextTimer(job));
   Decision d;
   d.kind = DecisionKind::kStart;
   d.job = id;
@@ -754,6 +782,7 @@ bool Scheduler::PreemptFor(JobRecord& job, uint32_t n, const PlacementRequest& r
       vj.shrink_to = keep[c];
       vj.preempted_for = job.spec.id;
       vj.checkpoint_deadline = now + config_.checkpoint_grace;
+      NoteTimer(vj.checkpoint_deadline);
       job.victims.push_back(v.id);
       Decision d;
       d.kind = DecisionKind::kCheckpoint;

@@ -95,6 +95,7 @@ Status Scheduler::Restore(JobRecord record, Time now) {
     limits_.AddRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(job.gpus.size()));
     charged_until_[id] = now;  // usage before the restart is not the core's to know
     ends_dirty_ = true;
+    NoteTimer(NextTimer(job));
   }
   now_ = now;
   restoring_ = true;
