@@ -1,0 +1,101 @@
+// Agent: phalanx-agent put together. Owns an Asio io_context on one thread (the PartSupervisor,
+// the heartbeat timer and all agent state live there) and a DaemonLink (its own thread; gRPC
+// callbacks are posted onto the io thread).
+//
+// Protocol (proto/phalanx/v1/phalanx.proto, service Agents):
+//   - Register and the stream's hello list this node's GPUs and the parts still running; the
+//     parts in RegisterResponse.kill_jobs (and in the stream's welcome) are stopped with
+//     reason "killed". heartbeat_interval_s > 0 in either replaces the configured interval.
+//   - Heartbeat{time, running} every interval, and right after each launch.
+//   - PartExited and CheckpointReport as they happen. Both are kept until written to a stream
+//     and re-sent on the next stream otherwise (so the daemon may see one twice: dedupe on
+//     launch_id); a part's files are deleted once its PartExited was written.
+//   - launch -> PartSupervisor::Launch; a failure is reported as PartExited{exit_code 127,
+//     reason "launch failed: <why>"}. A launch_id already known here is ignored.
+//     signal -> Signal(job, signal, checkpoint); kill -> Stop(job, grace_s, "killed").
+// Thread-safety: Start/Stop/Running are thread-safe; everything else runs on the io thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "agent/daemon_link.h"
+#include "agent/gpu_discovery.h"
+#include "agent/part_supervisor.h"
+#include "agent/user_identity.h"
+
+namespace phalanx::agent {
+
+struct AgentOptions {
+  std::string node;
+  std::string address;  // RegisterRequest.address ("" : the daemon uses the connection's peer)
+  std::string state_dir;
+  LinkOptions link;
+  GpuDiscoveryOptions gpus;
+  IdentityPolicy identity;
+  SupervisorOptions supervisor;
+  std::chrono::milliseconds heartbeat{10'000};
+  std::chrono::milliseconds kill_grace{30'000};  // for RegisterResponse.kill_jobs
+  std::string version = "phalanx-agent";
+};
+
+class Agent {
+ public:
+  // Opens the state dir, discovers the GPUs, prepares the link. Starts nothing.
+  static Result<std::unique_ptr<Agent>> Create(AgentOptions options);
+  ~Agent();  // Stop()
+
+  void Start();  // adopts the parts of the state dir, then connects
+  void Stop();   // disconnects; the parts keep running (a next agent re-adopts them)
+
+  const GpuInventory& gpus() const { return gpus_; }
+  std::vector<PartInfo> Running();  // empty unless started
+
+ private:
+  Agent(AgentOptions options, PartStateDir state, GpuInventory gpus);
+  template <typename F>
+  auto OnIo(F f);  // runs f on the io thread and waits for its result
+  template <typename F>
+  void Guarded(F f);  // posts f to the io thread; dropped there if Stop already ran
+
+  v1::RegisterRequest Hello();
+  void ApplyWelcome(const v1::RegisterResponse& welcome);
+  void OnConnected(uint64_t generation);
+  void OnCommand(const v1::DaemonCommand& command);
+  void OnLaunch(const v1::LaunchCommand& launch);
+  void OnDelivered(uint64_t token);
+  void Report(v1::AgentReport report, LaunchId forget_on_delivery);
+  void Heartbeat();
+  void ArmHeartbeat();
+
+  AgentOptions options_;
+  GpuInventory gpus_;
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::unique_ptr<PartSupervisor> supervisor_;  // io thread; null once stopping
+  std::unique_ptr<DaemonLink> link_;
+  std::thread io_thread_;
+  bool started_ = false;                        // guarded by being set/cleared by Start/Stop only
+
+  // io thread only:
+  struct Pending {
+    v1::AgentReport report;
+    LaunchId forget = 0;       // a PartExited: Forget this launch once written
+    uint64_t generation = 0;   // the stream it was last handed to (0: none)
+  };
+  std::map<uint64_t, Pending> pending_;  // by token, in creation order
+  uint64_t next_token_ = 1;
+  std::chrono::milliseconds heartbeat_;
+  boost::asio::steady_timer heartbeat_timer_;
+};
+
+}  // namespace phalanx::agent

@@ -1,0 +1,57 @@
+// LaunchSpec: everything the agent needs to start one job part on this node, as plain values
+// (the gRPC LaunchCommand is converted into it in proto_convert.cc; nothing below proto_convert
+// sees protobuf). One job has one part per node it runs on; a part is one process group.
+// Thread-safety: a plain value.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/common/ids.h"
+
+namespace phalanx::agent {
+
+// Unique per start of a job (a requeued job gets a new one); names the part's files.
+using LaunchId = uint64_t;
+
+struct LaunchSpec {
+  JobId job_id = kNoJob;
+  LaunchId launch_id = 0;
+  std::string job_name;                    // %x
+
+  // Who runs it. When the agent runs as root the part runs as uid/gid with the user's
+  // supplementary groups; otherwise uid must be the agent's own uid.
+  std::string user;                        // %u; empty: the passwd name of uid
+  uid_t uid = 0;
+  gid_t gid = 0;
+
+  // Exactly one of argv / script. argv[0] without a '/' is looked up in the job's PATH.
+  std::vector<std::string> argv;
+  std::string script;                      // run with /bin/sh unless it starts with "#!"
+  std::string working_dir;                 // absolute; empty: the user's home
+  std::map<std::string, std::string> env;  // the job's environment (the agent adds its own)
+  std::string stdout_pattern;              // %j %x %u %N %n %%; empty: phalanx-%j.out
+  std::string stderr_pattern;              // empty: the stdout file
+
+  // Placement (torchrun-style); see job_env.h for the variables they become.
+  std::vector<uint32_t> gpu_indices;       // local indices -> CUDA_VISIBLE_DEVICES
+  std::string nodelist;                    // PHALANX_NODELIST (Slurm hostlist)
+  std::string master_addr;
+  uint32_t master_port = 0;
+  uint32_t world_size = 0;
+  uint32_t node_rank = 0;
+  uint32_t nnodes = 1;
+
+  // Lifetime. walltime 0: none. checkpoint_signal 0: SIGUSR1.
+  std::chrono::milliseconds walltime{0};
+  int checkpoint_signal = 0;
+  uint64_t resume_epoch = 0;               // > 0: PHALANX_CHECKPOINT_EPOCH/PATH are set
+  std::string resume_path;
+};
+
+}  // namespace phalanx::agent

@@ -1,0 +1,81 @@
+#include "agent/part_record.h"
+
+#include <charconv>
+#include <map>
+
+namespace phalanx::agent {
+namespace {
+
+template <typename T>
+bool ParseInt(std::string_view s, T* out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
+
+std::string FormatPartRecord(const PartRecord& r) {
+  std::string out;
+  auto line = [&out](std::string_view key, const std::string& value) {
+    out.append(key).append(" ").append(value).append("\n");
+  };
+  line("job_id", std::to_string(r.job_id));
+  line("launch_id", std::to_string(r.launch_id));
+  line("pid", std::to_string(r.pid));
+  line("pid_start", std::to_string(r.pid_start));
+  line("keeper_pid", std::to_string(r.keeper_pid));
+  line("keeper_start", std::to_string(r.keeper_start));
+  line("boot_id", r.boot_id);
+  line("start_time_ms", std::to_string(r.start_time_ms));
+  line("walltime_ms", std::to_string(r.walltime_ms));
+  line("checkpoint_signal", std::to_string(r.checkpoint_signal));
+  line("uid", std::to_string(r.uid));
+  line("checkpoint_file", r.checkpoint_file);
+  line("stop_reason", r.stop_reason);
+  line("checkpoint_seen", r.checkpoint_seen);
+  return out;
+}
+
+Result<PartRecord> ParsePartRecord(std::string_view text, std::string_view where) {
+  std::map<std::string, std::string, std::less<>> kv;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (line.empty()) continue;
+    const size_t sp = line.find(' ');
+    kv[std::string(line.substr(0, sp))] = sp == std::string_view::npos ? "" : std::string(line.substr(sp + 1));
+  }
+  PartRecord r;
+  bool ok = true;
+  std::string bad;
+  auto num = [&](const char* key, auto* out, bool required) {
+    auto it = kv.find(key);
+    if (it == kv.end()) {
+      if (required && ok) ok = false, bad = std::string(key) + ": missing";
+      return;
+    }
+    if (!ParseInt(it->second, out) && ok) ok = false, bad = std::string(key) + ": '" + it->second + "' is not a number";
+  };
+  auto str = [&](const char* key, std::string* out) {
+    if (auto it = kv.find(key); it != kv.end()) *out = it->second;
+  };
+  num("job_id", &r.job_id, true);
+  num("launch_id", &r.launch_id, true);
+  num("pid", &r.pid, true);
+  num("keeper_pid", &r.keeper_pid, true);
+  num("pid_start", &r.pid_start, false);
+  num("keeper_start", &r.keeper_start, false);
+  num("start_time_ms", &r.start_time_ms, false);
+  num("walltime_ms", &r.walltime_ms, false);
+  num("checkpoint_signal", &r.checkpoint_signal, false);
+  num("uid", &r.uid, false);
+  str("boot_id", &r.boot_id);
+  str("checkpoint_file", &r.checkpoint_file);
+  str("stop_reason", &r.stop_reason);
+  str("checkpoint_seen", &r.checkpoint_seen);
+  if (!ok) return Fail(std::string(where), bad);
+  return r;
+}
+
+}  // namespace phalanx::agent

@@ -1,0 +1,139 @@
+#include "agent/part_state_dir.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace phalanx::agent {
+namespace {
+
+Status MakeDir(const std::string& path, mode_t mode) {
+  if (mkdir(path.c_str(), mode) < 0 && errno != EEXIST) return Fail(path, std::string("mkdir: ") + std::strerror(errno));
+  struct stat st {};
+  if (stat(path.c_str(), &st) < 0 || !S_ISDIR(st.st_mode)) return Fail(path, "not a directory");
+  if ((st.st_mode & 07777) != mode && chmod(path.c_str(), mode) < 0) {
+    return Fail(path, std::string("chmod: ") + std::strerror(errno));
+  }
+  return {};
+}
+
+Status MakeParents(const std::string& path) {
+  for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    const std::string parent = path.substr(0, slash);
+    if (mkdir(parent.c_str(), 0755) < 0 && errno != EEXIST) return Fail(parent, std::string("mkdir: ") + std::strerror(errno));
+  }
+  return {};
+}
+
+std::string ReadSmallFile(const std::string& path, bool* ok) {
+  std::ifstream in(path);
+  *ok = in.is_open();
+  if (!*ok) return {};
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+}  // namespace
+
+Result<PartStateDir> PartStateDir::Open(std::string root) {
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  if (root.empty() || root[0] != '/') return Fail("--state-dir", "'" + root + "' is not an absolute path");
+  if (auto s = MakeParents(root); !s) return std::unexpected(s.error());
+  for (auto [path, mode] : {std::pair{root, 0711}, {root + "/parts", 0700}, {root + "/jobs", 0711}}) {
+    if (auto s = MakeDir(path, mode); !s) return std::unexpected(s.error());
+  }
+  return PartStateDir(std::move(root));
+}
+
+LaunchFiles PartStateDir::FilesFor(LaunchId launch) const {
+  const std::string id = std::to_string(launch);
+  return {root_ + "/jobs/" + id, root_ + "/parts/" + id + ".exit", root_ + "/parts/." + id + ".exit.tmp"};
+}
+
+std::string PartStateDir::RecordPath(LaunchId launch) const { return root_ + "/parts/" + std::to_string(launch) + ".part"; }
+
+Status PartStateDir::Save(const PartRecord& record) const {
+  const std::string path = RecordPath(record.launch_id);
+  const std::string tmp = root_ + "/parts/." + std::to_string(record.launch_id) + ".part.tmp";
+  const std::string text = FormatPartRecord(record);
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Fail(tmp, std::string("open: ") + std::strerror(errno));
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
+  const int err = errno;
+  close(fd);
+  if (!written) return Fail(tmp, std::string("write: ") + std::strerror(err));
+  if (rename(tmp.c_str(), path.c_str()) < 0) return Fail(path, std::string("rename: ") + std::strerror(errno));
+  return {};
+}
+
+std::vector<PartRecord> PartStateDir::LoadAll(std::vector<Error>* errors) const {
+  std::vector<PartRecord> out;
+  const std::string dir = root_ + "/parts";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) {
+    errors->push_back(Error{dir, std::string("opendir: ") + std::strerror(errno)});
+    return out;
+  }
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() < 6 || name[0] == '.' || name.substr(name.size() - 5) != ".part") continue;
+    bool ok = false;
+    const std::string path = dir + "/" + name;
+    const std::string text = ReadSmallFile(path, &ok);
+    auto record = ParsePartRecord(text, path);
+    if (record) {
+      out.push_back(*std::move(record));
+    } else {
+      errors->push_back(record.error());
+    }
+  }
+  closedir(d);
+  return out;
+}
+
+std::optional<int> PartStateDir::ReadExitStatus(LaunchId launch) const {
+  bool ok = false;
+  const std::string text = ReadSmallFile(FilesFor(launch).exit_file, &ok);
+  if (text.empty()) return std::nullopt;
+  return std::atoi(text.c_str());
+}
+
+Status PartStateDir::Remove(LaunchId launch) const {
+  // The record first: a crash half way must not leave a record without its exit file (a
+  // restarted agent would report that part as lost).
+  const LaunchFiles files = FilesFor(launch);
+  unlink(RecordPath(launch).c_str());
+  unlink(files.exit_tmp.c_str());
+  unlink(files.exit_file.c_str());
+  return RemoveFlatDir(files.job_dir);
+}
+
+Status RemoveFlatDir(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? Status{} : Fail(dir, std::string("open: ") + std::strerror(errno));
+  DIR* d = fdopendir(fd);
+  if (d == nullptr) {
+    close(fd);
+    return Fail(dir, std::string("fdopendir: ") + std::strerror(errno));
+  }
+  std::string left;
+  while (dirent* e = readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (unlinkat(fd, e->d_name, 0) < 0) left += (left.empty() ? "" : ", ") + std::string(name);
+  }
+  closedir(d);
+  if (rmdir(dir.c_str()) < 0) {
+    return Fail(dir, "not removed" + (left.empty() ? std::string() : " (left: " + left + ")"));
+  }
+  return {};
+}
+
+}  // namespace phalanx::agent

@@ -1,0 +1,58 @@
+// PartStateDir: the agent's durable state, one directory per node (default
+// /var/lib/phalanx-agent/<node>):
+//
+//   <root>/                 0711 root   (traversable, so a job can reach its own job dir)
+//   <root>/parts/           0700 root   <launch>.part (PartRecord), <launch>.exit (the keeper's
+//                                       wait status), temp files
+//   <root>/jobs/            0711 root
+//   <root>/jobs/<launch>/   0700 job's user: "script" (0500) and "checkpoint" (0600, the
+//                                       PHALANX_CHECKPOINT_FILE)
+//
+// Records are written atomically (temp file, fsync, rename). A part's files are removed only
+// after its PartExited was handed to the daemon (Remove).
+// Thread-safety: thread-compatible; the agent uses it from its loop thread only.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/part_record.h"
+#include "core/common/result.h"
+
+namespace phalanx::agent {
+
+struct LaunchFiles {
+  std::string job_dir;    // created by the launcher, owned by the job's user
+  std::string exit_file;  // written by the keeper
+  std::string exit_tmp;
+};
+
+class PartStateDir {
+ public:
+  // Creates the directories (and their parents) with the modes above. Fails naming the path.
+  static Result<PartStateDir> Open(std::string root);
+
+  const std::string& root() const { return root_; }
+  LaunchFiles FilesFor(LaunchId launch) const;
+
+  Status Save(const PartRecord& record) const;
+  // Every parsable record; unparsable ones are returned in `errors` (and left on disk).
+  std::vector<PartRecord> LoadAll(std::vector<Error>* errors) const;
+  // The keeper's wait status, nullopt while the part runs (or when the file is unreadable).
+  std::optional<int> ReadExitStatus(LaunchId launch) const;
+  // Deletes the record (first), the exit file and the job dir (one level: files only; a directory the
+  // job made inside is left and reported in the Status).
+  Status Remove(LaunchId launch) const;
+
+ private:
+  explicit PartStateDir(std::string root) : root_(std::move(root)) {}
+  std::string RecordPath(LaunchId launch) const;
+
+  std::string root_;
+};
+
+// Deletes the regular entries of `dir` without following symlinks, then the dir itself.
+Status RemoveFlatDir(const std::string& dir);
+
+}  // namespace phalanx::agent

@@ -1,0 +1,75 @@
+#include "agent/proto_convert.h"
+
+namespace phalanx::agent {
+
+Result<LaunchSpec> LaunchSpecFromProto(const v1::LaunchCommand& cmd) {
+  if (cmd.job_id() == 0) return Fail("launch.job_id", "must be set");
+  if (cmd.launch_id() == 0) return Fail("launch.launch_id", "must be set");
+  if (cmd.master_port() > 65535) return Fail("launch.master_port", std::to_string(cmd.master_port()) + " is not a port");
+  const v1::JobSpec& js = cmd.spec();
+  LaunchSpec s;
+  s.job_id = cmd.job_id();
+  s.launch_id = cmd.launch_id();
+  s.job_name = js.name();
+  s.user = cmd.user();
+  s.uid = cmd.uid();
+  s.gid = cmd.gid();
+  s.argv.assign(js.command().begin(), js.command().end());
+  s.script = js.script();
+  s.working_dir = js.working_dir();
+  s.env.insert(js.env().begin(), js.env().end());
+  s.stdout_pattern = js.stdout_pattern();
+  s.stderr_pattern = js.stderr_pattern();
+  s.gpu_indices.assign(cmd.gpu_indices().begin(), cmd.gpu_indices().end());
+  s.nodelist = cmd.nodelist();
+  s.master_addr = cmd.master_addr();
+  s.master_port = cmd.master_port();
+  s.world_size = cmd.world_size();
+  s.node_rank = cmd.node_rank();
+  s.nnodes = cmd.nnodes();
+  const int64_t walltime_s = cmd.walltime_s() > 0 ? cmd.walltime_s() : js.walltime_s();
+  s.walltime = std::chrono::seconds(std::max<int64_t>(walltime_s, 0));
+  s.checkpoint_signal = js.checkpoint_signal();
+  s.resume_epoch = cmd.checkpoint_epoch();
+  s.resume_path = cmd.checkpoint_path();
+  return s;
+}
+
+v1::GpuInfo GpuToProto(const GpuDevice& gpu) {
+  v1::GpuInfo out;
+  out.set_index(gpu.index);
+  out.set_uuid(gpu.uuid);
+  out.set_name(gpu.name);
+  out.set_memory_bytes(gpu.memory_bytes);
+  out.set_numa_node(gpu.numa_node);
+  for (uint32_t peer : gpu.nvlink_peers) out.add_nvlink_peers(peer);
+  return out;
+}
+
+v1::RunningPart RunningToProto(const PartInfo& part) {
+  v1::RunningPart out;
+  out.set_job_id(part.job_id);
+  out.set_launch_id(part.launch_id);
+  out.set_pid(part.pid);
+  return out;
+}
+
+v1::PartExited PartEndToProto(const PartEnd& end) {
+  v1::PartExited out;
+  out.set_job_id(end.job_id);
+  out.set_launch_id(end.launch_id);
+  out.set_exit_code(end.exit_code);
+  out.set_term_signal(end.term_signal);
+  out.set_reason(end.reason);
+  return out;
+}
+
+v1::CheckpointReport CheckpointToProto(const CheckpointSeen& seen) {
+  v1::CheckpointReport out;
+  out.set_job_id(seen.job_id);
+  out.set_epoch(seen.epoch);
+  out.set_path(seen.path);
+  return out;
+}
+
+}  // namespace phalanx::agent
