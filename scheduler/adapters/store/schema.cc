@@ -72,8 +72,19 @@ CREATE TRIGGER events_no_delete BEFORE DELETE ON events
   BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
 )sql";
 
+// v2. How to run each job, for phalanxd: an opaque blob the daemon writes at submission (the
+// API's JobSpec run fields, the submitter's uid/gid/user; a serialized phalanx.v1.Job). The
+// store never looks inside; the core never sees it.
+constexpr std::string_view kV2 = R"sql(
+CREATE TABLE launch(
+  job  INTEGER PRIMARY KEY REFERENCES jobs(id),
+  info BLOB NOT NULL
+);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "jobs, checkpoints, nodes, events, meta", kV1},
+    {2, "launch: how to run each job (opaque, the daemon's)", kV2},
 };
 
 }  // namespace

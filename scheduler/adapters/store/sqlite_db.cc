@@ -53,6 +53,11 @@ Statement& Statement::Bind(int index, std::string_view text) {
   return *this;
 }
 
+Statement& Statement::BindBlob(int index, std::string_view bytes) {
+  sqlite3_bind_blob64(stmt_, index, bytes.data() != nullptr ? bytes.data() : "", bytes.size(), SQLITE_TRANSIENT);
+  return *this;
+}
+
 Result<bool> Statement::Step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
@@ -78,6 +83,12 @@ int64_t Statement::Int(int column) const { return sqlite3_column_int64(stmt_, co
 double Statement::Real(int column) const { return sqlite3_column_double(stmt_, column); }
 std::string_view Statement::Text(int column) const {
   const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+  if (p == nullptr) return {};
+  return std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+}
+
+std::string_view Statement::Blob(int column) const {
+  const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, column));
   if (p == nullptr) return {};
   return std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
 }

@@ -34,6 +34,7 @@ class Statement {
   Statement& Bind(int index, int64_t value);
   Statement& Bind(int index, double value);
   Statement& Bind(int index, std::string_view text);
+  Statement& BindBlob(int index, std::string_view bytes);  // any bytes, NULs included
 
   // One step: true when a row is available, false when the statement is done. An error
   // (constraint, I/O, corruption, ...) names the file and SQLite's message.
@@ -47,6 +48,7 @@ class Statement {
   int64_t Int(int column) const;
   double Real(int column) const;
   std::string_view Text(int column) const;  // valid until the next Step/Reset
+  std::string_view Blob(int column) const;  // valid until the next Step/Reset
 
  private:
   friend class SqliteDb;

@@ -25,6 +25,7 @@ struct Store::Statements {
   Statement begin, commit, rollback, savepoint, release, rollback_to;
   Statement insert_job, update_job, insert_event, insert_checkpoint, upsert_node, upsert_meta;
   Statement select_jobs, select_job, select_nodes, select_meta, select_events, max_seq;
+  Statement upsert_launch, select_launch, select_active_launch;
 
   static Result<std::unique_ptr<Statements>> Prepare(SqliteDb& db) {
     auto s = std::make_unique<Statements>();
@@ -58,6 +59,12 @@ struct Store::Statements {
         {&s->select_meta, "SELECT value FROM meta WHERE key = ?1"},
         {&s->select_events, "SELECT seq, time, kind, job, payload FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"},
         {&s->max_seq, "SELECT coalesce(max(seq), 0) FROM events"},
+        {&s->upsert_launch,
+         "INSERT INTO launch(job, info) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET info = excluded.info"},
+        {&s->select_launch, "SELECT info FROM launch WHERE job = ?1"},
+        {&s->select_active_launch,
+         "SELECT l.job, l.info FROM launch l JOIN jobs j ON j.id = l.job "
+         "WHERE j.state IN ('pending', 'running', 'checkpointing') ORDER BY l.job"},
     };
     for (const auto& [stmt, sql] : all) {
       auto prepared = db.Prepare(sql);
@@ -85,6 +92,7 @@ void Batch::SetNodeState(std::string name, NodeState state, Time now, std::strin
   ops_.emplace_back(Node{std::move(name), state, now, std::move(reason)});
 }
 void Batch::SetMeta(std::string key, std::string value) { ops_.emplace_back(Meta{std::move(key), std::move(value)}); }
+void Batch::SetLaunchInfo(JobId job, std::string info) { ops_.emplace_back(Launch{job, std::move(info)}); }
 
 // ---- Open ------------------------------------------------------------------------------------
 
@@ -215,6 +223,12 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
     if (node->name.empty()) return Fail(path(), "node state: empty node name");
     s.upsert_node.Bind(1, node->name).Bind(2, NodeStateName(node->state)).Bind(3, node->now).Bind(4, node->reason);
     return Run(s.upsert_node);
+  }
+  if (const auto* launch = std::get_if<Batch::Launch>(&op)) {
+    s.upsert_launch.Bind(1, static_cast<int64_t>(launch->job)).BindBlob(2, launch->info);
+    if (auto st = Run(s.upsert_launch); !st)
+      return Fail(path(), JobWhere(launch->job) + ": launch info: " + st.error().message);
+    return {};
   }
   const auto& meta = std::get<Batch::Meta>(op);
   if (meta.key == kNextJobIdKey) return Fail(path(), "meta key 'next_job_id' belongs to the store");
@@ -446,6 +460,13 @@ Result<RecoveredState> Store::LoadAll() {
   if (!seq) return std::unexpected(seq.error());
   out.last_event_seq = static_cast<uint64_t>(s.max_seq.Int(0));
   s.max_seq.Reset();
+  while (true) {
+    auto row = s.select_active_launch.Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.launch.emplace(static_cast<JobId>(s.select_active_launch.Int(0)), std::string(s.select_active_launch.Blob(1)));
+  }
+  s.select_active_launch.Reset();
   return out;
 }
 
@@ -490,6 +511,17 @@ Result<std::optional<std::string>> Store::GetMeta(std::string_view key) {
   if (!row) return std::unexpected(row.error());
   std::optional<std::string> out;
   if (*row) out = std::string(q.Text(0));
+  q.Reset();
+  return out;
+}
+
+Result<std::optional<std::string>> Store::LoadLaunchInfo(JobId id) {
+  Statement& q = stmts_->select_launch;
+  q.Bind(1, static_cast<int64_t>(id));
+  auto row = q.Step();
+  if (!row) return std::unexpected(row.error());
+  std::optional<std::string> out;
+  if (*row) out = std::string(q.Blob(0));
   q.Reset();
   return out;
 }

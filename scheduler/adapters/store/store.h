@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -64,6 +65,10 @@ class Batch {
   // A checkpoint the job reported (history; the job's row holds the latest).
   void RecordCheckpoint(JobId job, uint64_t epoch, Time time, std::string path);
   void SetNodeState(std::string name, NodeState state, Time now, std::string reason = {});
+  // How to run the job: an opaque blob (phalanxd stores a serialized phalanx.v1.Job with the
+  // API spec and the submitter's identity). Replaces an earlier one; the job must exist (in
+  // the store or earlier in this batch).
+  void SetLaunchInfo(JobId job, std::string info);
   // Free-form settings (e.g. "topology" = a fingerprint of the topology the GPU indices refer
   // to). "next_job_id" is the store's own and is refused.
   void SetMeta(std::string key, std::string value);
@@ -80,7 +85,8 @@ class Batch {
   struct Checkpoint { JobId job; uint64_t epoch; Time time; std::string path; };
   struct Node { std::string name; NodeState state; Time now; std::string reason; };
   struct Meta { std::string key, value; };
-  using Op = std::variant<Submit, Save, Event, Checkpoint, Node, Meta>;
+  struct Launch { JobId job; std::string info; };
+  using Op = std::variant<Submit, Save, Event, Checkpoint, Node, Meta, Launch>;
   std::vector<Op> ops_;
 };
 
@@ -113,6 +119,9 @@ struct RecoveredState {
   std::vector<StoredNode> nodes;  // by name
   JobId next_job_id = 1;
   uint64_t last_event_seq = 0;    // 0: empty log
+  // Launch info (Batch::SetLaunchInfo) of the jobs that are not final, by id; final jobs'
+  // are read on demand with LoadLaunchInfo.
+  std::map<JobId, std::string> launch;
 };
 
 class Store {
@@ -145,6 +154,7 @@ class Store {
   Result<std::optional<JobRecord>> LoadJob(JobId id);
   Result<std::vector<StoredEvent>> ReadEvents(uint64_t after_seq, size_t limit);
   Result<std::optional<std::string>> GetMeta(std::string_view key);
+  Result<std::optional<std::string>> LoadLaunchInfo(JobId id);
 
   // PRAGMA integrity_check: OK, or an Error listing the first problems.
   Status CheckIntegrity();

@@ -627,6 +627,47 @@ TEST(Store, NodesAndMeta) {
   EXPECT_FALSE(store->GetMeta("nothing").value_or("x").has_value());
 }
 
+// Launch info (schema v2): an opaque blob per job, any bytes; LoadAll returns it for the jobs
+// that are not final, LoadLaunchInfo for any job; it needs the job to exist.
+TEST(Store, LaunchInfoIsKeptAsOpaqueBytes) {
+  TempDir dir;
+  const std::string path = dir.File("s.db");
+  const std::string blob("\x0a\x00\xff launch \x00 info", 17);
+  {
+    auto store = OpenOrDie(path);
+    ASSERT_TRUE(store);
+    JobSpec spec;
+    spec.shape.gpus = 1;
+    Batch b;
+    spec.id = 1;
+    b.SubmitJob(spec, 10);
+    b.SetLaunchInfo(1, blob);
+    spec.id = 2;
+    b.SubmitJob(spec, 10);
+    b.SetLaunchInfo(2, "first");
+    b.SetLaunchInfo(2, "second");  // replaces
+    ASSERT_TRUE(store->Apply(b));
+    JobRecord done;
+    done.spec = spec;
+    done.state = JobState::kCompleted;
+    done.end = 20;
+    ASSERT_TRUE(store->SaveJobState(2, done));
+    Batch orphan;
+    orphan.SetLaunchInfo(77, "x");
+    auto r = store->Apply(orphan);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("job 77: launch info"), std::string::npos) << r.error().ToString();
+  }
+  auto store = OpenOrDie(path);
+  ASSERT_TRUE(store);
+  auto all = store->LoadAll();
+  ASSERT_TRUE(all) << all.error().ToString();
+  ASSERT_EQ(all->launch.size(), 1u) << "only unfinished jobs";
+  EXPECT_EQ(all->launch.at(1), blob);
+  EXPECT_EQ(store->LoadLaunchInfo(2).value_or(std::nullopt).value_or(""), "second");
+  EXPECT_FALSE(store->LoadLaunchInfo(3).value_or("x").has_value());
+}
+
 // ---- fault injection (SQLite VFS) ----------------------------------------------------------
 
 // A write fails at a random point: the submission in flight fails, the store stops writing

@@ -1,0 +1,299 @@
+// Controller: construction, commits, passes and carrying out decisions.
+#include "service/controller.h"
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+
+#include "service/log.h"
+#include "service/proto_convert.h"
+
+namespace phalanx::service {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, seconds) * 1000.0));
+}
+
+// The fields the store keeps for a job (store.h's SaveJobState): equal means nothing to write.
+bool SamePersistent(const JobRecord& a, const JobRecord& b) {
+  const JobSpec &x = a.spec, &y = b.spec;
+  return a.state == b.state && a.gpus == b.gpus && a.start == b.start && a.end == b.end && a.walltime == b.walltime &&
+         a.run_walltime == b.run_walltime && a.progress == b.progress && a.checkpoint_epoch == b.checkpoint_epoch &&
+         a.checkpoint_path == b.checkpoint_path && a.last_checkpoint == b.last_checkpoint &&
+         a.last_checkpoint_request == b.last_checkpoint_request && a.checkpoint_deadline == b.checkpoint_deadline &&
+         a.after_checkpoint == b.after_checkpoint && a.shrink_to == b.shrink_to && a.preempted_for == b.preempted_for &&
+         a.victims == b.victims && a.claim == b.claim && a.preemptions == b.preemptions && a.resizes == b.resizes &&
+         a.gpu_seconds_lost == b.gpu_seconds_lost && a.idle_since == b.idle_since && x.held == y.held &&
+         x.name == y.name && x.priority_class == y.priority_class && x.walltime == y.walltime &&
+         x.after_ok == y.after_ok && x.preemptible == y.preemptible;
+}
+
+}  // namespace
+
+Controller::Controller(boost::asio::io_context& io, Recovered recovered, store::GroupCommitter* committer, store::Store* reader,
+                       const Clock* clock, ControllerOptions options, std::function<void(const std::string&)> on_fatal)
+    : io_(io),
+      core_(std::move(recovered.core)),
+      committer_(committer),
+      reader_(reader),
+      clock_(clock),
+      options_(std::move(options)),
+      on_fatal_(std::move(on_fatal)),
+      next_job_id_(recovered.next_job_id),
+      next_launch_id_(recovered.next_launch_id),
+      launch_(std::move(recovered.launch)),
+      pass_timer_(io),
+      heartbeat_timer_(io) {
+  last_now_ = core_->now();
+  const Topology& topo = core_->topology();
+  for (uint32_t n = 0; n < topo.node_count(); ++n) {
+    const std::string& name = topo.domain(topo.node_domain(NodeId(n))).name;
+    NodeInfo& info = nodes_[name];
+    info.id = NodeId(n);
+    if (auto it = recovered.admin.find(name); it != recovered.admin.end()) info.admin = it->second;
+    info.unconfirmed = recovered.unconfirmed.contains(name);
+    info.grace = std::make_unique<boost::asio::steady_timer>(io);
+  }
+  for (const auto& [id, job] : core_->jobs()) {
+    if (IsFinal(job.state)) continue;
+    saved_.emplace(id, job);
+    if (job.state == JobState::kRunning || job.state == JobState::kCheckpointing) {
+      // Parts as the store left them: launched (launch id unknown until the agents report).
+      Execution e;
+      std::set<std::string> seen;
+      for (GpuId g : job.gpus) {
+        const std::string& node = topo.domain(topo.node_domain(topo.node_of(g))).name;
+        if (seen.insert(node).second) e.parts.push_back(Part{node, Part::State::kSent, 0});
+      }
+      exec_.emplace(id, std::move(e));
+    }
+  }
+}
+
+Controller::~Controller() = default;
+
+void Controller::Start() {
+  for (auto& [name, node] : nodes_) {
+    if (node.unconfirmed) ArmGrace(name, options_.startup_grace_s, "its agent did not come back after the restart");
+  }
+  ArmPassTimer();
+  ArmHeartbeatTimer();
+  RequestPass();
+}
+
+void Controller::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  pass_timer_.cancel();
+  heartbeat_timer_.cancel();
+  for (auto& [name, node] : nodes_) {
+    node.grace->cancel();
+    if (node.link) node.link->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "phalanxd is shutting down"));
+  }
+  for (Watcher& w : watchers_) w.link->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "phalanxd is shutting down"));
+  watchers_.clear();
+}
+
+Time Controller::Now() {
+  // The core refuses time going back; the system clock may step back.
+  last_now_ = std::max(last_now_, clock_->Now());
+  return last_now_;
+}
+
+grpc::Status Controller::Unavailable() const {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, failed_ ? "the store failed; phalanxd is stopping" : "phalanxd is shutting down");
+}
+
+void Controller::Fatal(const std::string& what) {
+  if (failed_) return;
+  failed_ = true;
+  PHX_LOG(kError) << "fatal: " << what << "; nothing more is written or carried out";
+  if (on_fatal_) on_fatal_(what);
+}
+
+void Controller::Commit(store::Batch batch, std::function<void(grpc::Status)> after) {
+  if (failed_) {
+    after(Unavailable());
+    return;
+  }
+  ++stats_.commits;
+  committer_->Enqueue(std::move(batch), [this, after = std::move(after)](Result<store::BatchResult> r) mutable {
+    // On the writer thread: hand the outcome back to the io thread, in commit order.
+    boost::asio::post(io_, [this, after = std::move(after), r = std::move(r)]() mutable {
+      if (!r) {
+        Fatal("writing to the store failed: " + r.error().ToString());
+        after(Unavailable());
+        return;
+      }
+      after(grpc::Status::OK);
+    });
+  });
+}
+
+void Controller::RequestPass() {
+  if (pass_pending_ || stopped_ || failed_) return;
+  pass_pending_ = true;
+  // Behind everything already queued: a burst of events gets one pass.
+  boost::asio::post(io_, [this] { RunPass(); });
+}
+
+void Controller::ArmPassTimer() {
+  pass_timer_.expires_after(Millis(options_.pass_interval_s));
+  pass_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    RequestPass();
+    ArmPassTimer();
+  });
+}
+
+void Controller::Track(const JobRecord& job) {
+  if (!IsFinal(job.state)) saved_[job.spec.id] = job;
+}
+
+void Controller::SaveChanged(store::Batch& b, const std::vector<JobId>& ids) {
+  const auto check = [&](JobId id) {
+    auto it = saved_.find(id);
+    if (it == saved_.end()) return;
+    const JobRecord* now = core_->job(id);
+    if (now == nullptr) return;
+    if (!SamePersistent(it->second, *now)) {
+      b.SaveJobState(*now);
+      it->second = *now;
+    }
+    if (IsFinal(now->state)) {
+      saved_.erase(it);
+      launch_.erase(id);
+    }
+  };
+  if (ids.empty()) {
+    std::vector<JobId> all;
+    all.reserve(saved_.size());
+    for (const auto& [id, _] : saved_) all.push_back(id);
+    for (JobId id : all) check(id);
+    return;
+  }
+  // A job event touches the job and its preemption links.
+  std::set<JobId> touched(ids.begin(), ids.end());
+  for (JobId id : ids) {
+    const JobRecord* saved = saved_.contains(id) ? &saved_.at(id) : nullptr;
+    for (const JobRecord* j : {core_->job(id), saved}) {
+      if (j == nullptr) continue;
+      touched.insert(j->victims.begin(), j->victims.end());
+      if (j->preempted_for != kNoJob) touched.insert(j->preempted_for);
+    }
+  }
+  for (JobId id : touched) check(id);
+}
+
+void Controller::RunPass() {
+  pass_pending_ = false;
+  if (stopped_ || failed_) return;
+  const Time now = Now();
+  const auto t0 = SteadyClock::now();
+  std::vector<Decision> decisions = core_->Schedule(now);
+  stats_.last_pass_ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
+  ++stats_.passes;
+  if (observer_.pass) observer_.pass(stats_.last_pass_ms / 1000.0);
+  store::Batch b;
+  std::vector<Action> actions;
+  const uint64_t first_launch = next_launch_id_;
+  for (Decision& d : decisions) {
+    if (d.kind == DecisionKind::kWait) continue;
+    b.RecordDecision(d);
+    Action a{std::move(d), 0};
+    if (a.d.kind == DecisionKind::kStart || a.d.kind == DecisionKind::kResize) a.launch_id = next_launch_id_++;
+    actions.push_back(std::move(a));
+  }
+  if (next_launch_id_ != first_launch) b.SetMeta("next_launch_id", std::to_string(next_launch_id_));
+  SaveChanged(b);
+  if (b.empty()) return;
+  // Write-ahead: nothing is carried out before the pass's batch is durable.
+  Commit(std::move(b), [this, actions = std::move(actions)](grpc::Status st) {
+    if (!st.ok()) return;
+    for (const Action& a : actions) CarryOut(a);
+  });
+}
+
+void Controller::CarryOut(const Action& a) {
+  const Decision& d = a.d;
+  PHX_LOG(kInfo) << FormatDecision(d, core_->topology()) << (a.launch_id ? " launch=" + std::to_string(a.launch_id) : "");
+  if (observer_.decision) observer_.decision(d, core_->job(d.job));
+  switch (d.kind) {
+    case DecisionKind::kStart:
+      ++stats_.started;
+      LaunchParts(d.job, d.gpus, a.launch_id);
+      Publish("start", d.job);
+      break;
+    case DecisionKind::kCheckpoint: {
+      ++stats_.checkpoints;
+      auto it = launch_.find(d.job);
+      int32_t signal = it != launch_.end() ? it->second.spec().checkpoint_signal() : 0;
+      if (signal == 0) signal = 10;  // SIGUSR1
+      SendToParts(d.job, [&] {
+        v1::DaemonCommand c;
+        v1::SignalCommand* s = c.mutable_signal();
+        s->set_job_id(d.job);
+        s->set_signal(signal);
+        s->set_checkpoint(true);
+        s->set_deadline(d.deadline);
+        return c;
+      });
+      Publish("checkpoint", d.job);
+      break;
+    }
+    case DecisionKind::kPreempt:
+      ++stats_.preempted;
+      KillParts(d.job, "preempted: " + d.reason, true);
+      Publish("preempt", d.job);
+      break;
+    case DecisionKind::kKill:
+      ++stats_.killed;
+      end_reasons_[d.job] = d.reason;
+      KillParts(d.job, "killed: " + d.reason, true);
+      Publish("kill", d.job);
+      break;
+    case DecisionKind::kResize: {
+      ++stats_.resized;
+      // A resize restarts the job from its last checkpoint on the new GPU set: stop every part,
+      // then launch anew once all have exited (docs/daemon.md).
+      auto it = exec_.find(d.job);
+      if (it == exec_.end()) {
+        LaunchParts(d.job, d.gpus, a.launch_id);
+      } else {
+        it->second.restarting = true;
+        it->second.relaunch = d.gpus;
+        it->second.relaunch_id = a.launch_id;
+        KillParts(d.job, "resized: restarting on " + std::to_string(d.gpus.size()) + " GPUs", false);
+        MaybeFinish(d.job);
+      }
+      Publish("resize", d.job);
+      break;
+    }
+    case DecisionKind::kWait: break;
+  }
+}
+
+size_t Controller::agents_connected() const {
+  size_t n = 0;
+  for (const auto& [name, node] : nodes_) n += node.link && !node.link->closed() ? 1 : 0;
+  return n;
+}
+
+void Controller::Publish(const std::string& kind, JobId id) {
+  if (watchers_.empty()) return;
+  const JobRecord* rec = core_->job(id);
+  if (rec == nullptr) return;
+  v1::JobEvent ev;
+  ev.set_time(Now());
+  ev.set_kind(kind);
+  FillJobView(*rec, false, ev.mutable_job());
+  std::erase_if(watchers_, [&](Watcher& w) {
+    if (w.job != kNoJob && w.job != id) return w.link->closed();
+    return !w.link->Send(ev) && w.link->closed();
+  });
+}
+
+}  // namespace phalanx::service

@@ -1,0 +1,331 @@
+#include "service/daemon.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+#include <grpcpp/server_posix.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <sstream>
+
+#include "adapters/store/group_committer.h"
+#include "adapters/topology/topology_loader.h"
+#include "service/agents_service.h"
+#include "service/cluster_service.h"
+#include "service/controller.h"
+#include "service/identity.h"
+#include "service/jobs_service.h"
+#include "service/log.h"
+#include "service/recovery.h"
+#include "service/unix_listener.h"
+#ifdef PHALANX_HAVE_HTTP
+#include "service/http_endpoints.h"
+#endif
+
+namespace phalanx::service {
+namespace {
+
+Result<std::string> ReadSecretFile(const std::string& path, std::string_view what) {
+  std::ifstream in(path);
+  if (!in) return Fail(path, "cannot read the " + std::string(what) + ": " + std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result<Topology> LoadClusterTopology(const DaemonConfig& c) {
+  LoadOptions options;
+  if (!ParseTopologyFormat(c.topology_format, &options.format))
+    return Fail("topology.format", "unknown format '" + c.topology_format + "' (auto, yaml, slurm, nvsmi, hwloc, gen)");
+  auto spec = LoadTopologyFile(c.topology, options);
+  if (!spec) return std::unexpected(spec.error());
+  return Topology::Build(*spec);
+}
+
+// mkdir -p for the store's directory (0750 for what we create).
+Status MakeParentDirs(const std::string& file) {
+  const size_t slash = file.rfind('/');
+  if (slash == std::string::npos || slash == 0) return {};
+  const std::string dir = file.substr(0, slash);
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos != dir.size() && dir[pos] != '/') continue;
+    const std::string part = dir.substr(0, pos);
+    if (mkdir(part.c_str(), 0750) != 0 && errno != EEXIST) return Fail(part, std::string("cannot create: ") + std::strerror(errno));
+  }
+  return {};
+}
+
+}  // namespace
+
+// Everything the daemon owns, declared in construction order (destroyed in reverse).
+struct Daemon::Parts {
+  SystemClock system_clock;
+  const Clock* clock = nullptr;
+  int lock_fd = -1;
+  std::unique_ptr<store::Store> store;
+  std::unique_ptr<store::Store> reader;
+  std::unique_ptr<store::GroupCommitter> committer;
+  boost::asio::io_context io;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+  std::unique_ptr<Controller> controller;
+  PeerRegistry peers;
+  std::unique_ptr<Identity> identity;
+  std::unique_ptr<JobsService> jobs;
+  std::unique_ptr<ClusterService> cluster;
+  std::unique_ptr<AgentsService> agents;
+  std::unique_ptr<grpc::Server> user_server;
+  std::unique_ptr<grpc::Server> agent_server;
+  std::unique_ptr<UnixListener> listener;
+  std::unique_ptr<boost::asio::signal_set> signals;
+#ifdef PHALANX_HAVE_HTTP
+  std::unique_ptr<HttpEndpoints> http;  // used and stopped on the io thread
+#endif
+  std::thread io_thread;
+
+  ~Parts() {
+    if (lock_fd >= 0) close(lock_fd);
+  }
+};
+
+Daemon::Daemon(DaemonConfig config) : config_(std::move(config)), parts_(std::make_unique<Parts>()) {}
+
+Daemon::~Daemon() { Stop(); }
+
+Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Options options) {
+  if (auto st = ValidateDaemonConfig(config); !st) return std::unexpected(st.error());
+  SetLogLevel(config.log_level);
+  std::unique_ptr<Daemon> d(new Daemon(config));
+  Parts& p = *d->parts_;
+  p.clock = options.clock ? options.clock : &p.system_clock;
+
+  auto topology = LoadClusterTopology(config);
+  if (!topology) return std::unexpected(topology.error());
+  const std::string fingerprint = TopologyFingerprint(*topology);
+
+  // One daemon per store.
+  if (auto st = MakeParentDirs(config.db_path); !st) return std::unexpected(st.error());
+  const std::string lock_path = config.db_path + ".lock";
+  p.lock_fd = open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  if (p.lock_fd < 0) return Fail(lock_path, std::string("cannot open the lock file: ") + std::strerror(errno));
+  if (flock(p.lock_fd, LOCK_EX | LOCK_NB) != 0)
+    return Fail(config.db_path, "another phalanxd uses this store (" + lock_path + " is locked)");
+
+  store::StoreOptions so;
+  so.sync = config.sync;
+  auto opened = store::Store::Open(config.db_path, so);
+  if (!opened) return std::unexpected(opened.error());
+  p.store = std::move(*opened);
+
+  RecoveryOptions ro;
+  ro.force_topology = config.force_topology;
+  ro.now = p.clock->Now();
+  auto recovered = Recover(*p.store, std::move(*topology), config.scheduler, ro);
+  if (!recovered) return std::unexpected(recovered.error());
+  for (const std::string& note : recovered->notes) PHX_LOG(kWarn) << "recovery: " << note;
+  PHX_LOG(kInfo) << "recovered " << recovered->jobs << " jobs from " << config.db_path << " (" << recovered->unfinished
+                 << " unfinished, " << recovered->running << " running; " << recovered->unconfirmed.size()
+                 << " nodes wait for their agents)";
+  if (auto r = p.store->Apply(recovered->batch); !r) return std::unexpected(r.error());
+  recovered->batch.Clear();
+
+  auto reader = store::Store::Open(config.db_path, so);
+  if (!reader) return std::unexpected(reader.error());
+  p.reader = std::move(*reader);
+
+  // Agents' credentials, before anything listens.
+  std::shared_ptr<grpc::ServerCredentials> agent_creds;
+  std::string token;
+  if (!config.agents.listen.empty()) {
+    if (!config.agents.token_file.empty()) {
+      auto t = ReadSecretFile(config.agents.token_file, "agent token file");
+      if (!t) return std::unexpected(t.error());
+      token = *t;
+      while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+      if (token.empty()) return Fail(config.agents.token_file, "the agent token file is empty");
+    }
+    if (!config.agents.tls_cert.empty()) {
+      grpc::SslServerCredentialsOptions ssl;
+      auto cert = ReadSecretFile(config.agents.tls_cert, "TLS certificate");
+      if (!cert) return std::unexpected(cert.error());
+      auto key = ReadSecretFile(config.agents.tls_key, "TLS key");
+      if (!key) return std::unexpected(key.error());
+      ssl.pem_key_cert_pairs.push_back({*key, *cert});
+      if (!config.agents.tls_client_ca.empty()) {
+        auto ca = ReadSecretFile(config.agents.tls_client_ca, "TLS client CA");
+        if (!ca) return std::unexpected(ca.error());
+        ssl.pem_root_certs = *ca;
+        ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+      }
+      agent_creds = grpc::SslServerCredentials(ssl);
+    } else {
+      agent_creds = grpc::InsecureServerCredentials();
+    }
+  }
+
+  p.committer = std::make_unique<store::GroupCommitter>(p.store.get());
+  p.work.emplace(p.io.get_executor());
+  ControllerOptions co;
+  co.ports = PortRange{config.master_port_min, config.master_port_max};
+  co.kill_grace_s = config.kill_grace_s;
+  co.heartbeat_interval_s = config.heartbeat_interval_s;
+  co.heartbeat_timeout_s = config.heartbeat_timeout_s;
+  co.agent_grace_s = config.agent_grace_s;
+  co.startup_grace_s = config.startup_grace_s;
+  co.pass_interval_s = config.pass_interval_s;
+  co.topology_fingerprint = fingerprint;
+  Daemon* self = d.get();
+  p.controller = std::make_unique<Controller>(p.io, std::move(*recovered), p.committer.get(), p.reader.get(), p.clock, co,
+                                              [self](const std::string& why) { self->RequestStop(why); });
+  if (options.handle_signals) {
+    p.signals = std::make_unique<boost::asio::signal_set>(p.io, SIGINT, SIGTERM);
+    p.signals->async_wait([self](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      PHX_LOG(kInfo) << "signal " << sig << ": stopping";
+      self->RequestStop();
+    });
+  }
+  boost::asio::post(p.io, [c = p.controller.get()] { c->Start(); });
+  p.io_thread = std::thread([&io = p.io] { io.run(); });
+
+  if (!config.http_listen.empty()) {
+#ifdef PHALANX_HAVE_HTTP
+    std::promise<Status> started;
+    boost::asio::post(p.io, [&] {
+      auto http = HttpEndpoints::Start(p.io, config.http_listen, p.controller.get());
+      if (!http) return started.set_value(std::unexpected(http.error()));
+      p.http = std::move(*http);
+      started.set_value({});
+    });
+    if (auto st = started.get_future().get(); !st) {
+      d->Stop();
+      return Fail("http.listen", st.error().ToString());
+    }
+#else
+    d->Stop();
+    return Fail("http.listen", "this phalanxd was built without the HTTP library");
+#endif
+  }
+
+  // gRPC: users (Unix socket, fds handed over by the listener) and agents (TCP).
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  std::set<std::string> admins(config.admins.begin(), config.admins.end());
+  p.identity = std::make_unique<Identity>(&p.peers, std::move(admins));
+  p.identity->set_agent_token(token);
+  p.jobs = std::make_unique<JobsService>(p.io, p.controller.get(), p.identity.get());
+  p.cluster = std::make_unique<ClusterService>(p.io, p.controller.get(), p.identity.get());
+  p.agents = std::make_unique<AgentsService>(p.io, p.controller.get(), p.identity.get());
+  {
+    grpc::ServerBuilder b;
+    b.RegisterService(p.jobs.get());
+    b.RegisterService(p.cluster.get());
+    b.RegisterService(p.agents.get());  // local agents, as root
+    p.user_server = b.BuildAndStart();
+    if (!p.user_server) {
+      d->Stop();
+      return Fail(config.socket_path, "the gRPC server did not start");
+    }
+  }
+  if (!config.agents.listen.empty()) {
+    grpc::ServerBuilder b;
+    int port = 0;
+    b.AddListeningPort(config.agents.listen, agent_creds, &port);
+    b.RegisterService(p.agents.get());
+    p.agent_server = b.BuildAndStart();
+    if (!p.agent_server || port == 0) {
+      d->Stop();
+      return Fail("agents.listen", "cannot listen on '" + config.agents.listen + "'");
+    }
+    d->agent_port_ = port;
+    PHX_LOG(kInfo) << "agents: listening on " << config.agents.listen << " (port " << port << ", "
+                   << (config.agents.tls_cert.empty() ? "token" : config.agents.tls_client_ca.empty() ? "TLS + token" : "mutual TLS")
+                   << ")";
+  }
+  p.listener = std::make_unique<UnixListener>(config.socket_path, &p.peers);
+  if (auto st = p.listener->Start([server = p.user_server.get()](int fd) { grpc::AddInsecureChannelFromFd(server, fd); }); !st) {
+    d->Stop();
+    return std::unexpected(st.error());
+  }
+  PHX_LOG(kInfo) << "phalanxd ready: users on " << config.socket_path << ", store " << config.db_path << ", topology "
+                 << config.topology << " (" << fingerprint << ")";
+  return d;
+}
+
+void Daemon::RequestStop(std::string fatal) {
+  MutexLock lock(&mu_);
+  if (!fatal.empty() && !fatal_) fatal_ = std::move(fatal);
+  stop_requested_ = true;
+  cv_.SignalAll();
+}
+
+std::optional<std::string> Daemon::Wait() {
+  MutexLock lock(&mu_);
+  while (!stop_requested_) cv_.Wait();
+  return fatal_;
+}
+
+int Daemon::http_port() const {
+#ifdef PHALANX_HAVE_HTTP
+  return parts_->http ? parts_->http->port() : 0;  // constant after Start
+#else
+  return 0;
+#endif
+}
+
+void Daemon::RunOnIo(const std::function<void(Controller&)>& fn) {
+  std::promise<void> done;
+  boost::asio::post(parts_->io, [&] {
+    fn(*parts_->controller);
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+void Daemon::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  Parts& p = *parts_;
+  // 1. No new users.
+  if (p.listener) p.listener->Stop();
+  // 2. The Controller answers UNAVAILABLE from now on and closes the streams it holds.
+  if (p.io_thread.joinable() && p.controller) RunOnIo([](Controller& c) { c.Stop(); });
+  // 3. gRPC: in-flight calls finish (the io thread and the committer still run).
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(2);
+  if (p.agent_server) p.agent_server->Shutdown(deadline);
+  if (p.user_server) p.user_server->Shutdown(deadline);
+  if (p.agent_server) p.agent_server->Wait();
+  if (p.user_server) p.user_server->Wait();
+  // 4. Everything queued is committed (callbacks still reach the io thread).
+  if (p.committer) p.committer->Close();
+  // 5. The io thread runs out of work and ends.
+  if (p.io_thread.joinable()) {
+    boost::asio::post(p.io, [&p] {
+      if (p.signals) p.signals->cancel();
+#ifdef PHALANX_HAVE_HTTP
+      if (p.http) p.http->Stop();
+      p.http.reset();
+#endif
+    });
+    p.work.reset();
+    p.io_thread.join();
+  }
+  p.controller.reset();
+  p.committer.reset();
+  p.reader.reset();
+  p.store.reset();
+  RequestStop();
+  PHX_LOG(kInfo) << "phalanxd stopped";
+}
+
+}  // namespace phalanx::service

@@ -1,0 +1,78 @@
+// Daemon: phalanxd assembled. Start() loads the topology, opens (and locks) the store, recovers
+// the core, starts the group committer, the io thread that owns the Controller, the gRPC
+// servers (users on the Unix socket, agents on TCP when configured) and the HTTP endpoint
+// (when configured). Stop() takes it down in the order that lets every in-flight call finish.
+//
+// Threads: the io thread (the core, every Controller call, timers, HTTP); gRPC's threads (they
+// only post to the io thread); the committer's writer; the Unix socket's accept thread.
+// See docs/daemon.md.
+// Thread-safety: Start/Stop/Wait from one controlling thread; RequestStop from any thread;
+// RunOnIo from any thread except the io thread.
+#pragma once
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <grpcpp/server.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "adapters/store/thread_annotations.h"
+#include "service/clock.h"
+#include "service/daemon_config.h"
+
+namespace phalanx::service {
+
+class Controller;
+class Identity;
+class PeerRegistry;
+class UnixListener;
+class JobsService;
+class ClusterService;
+class AgentsService;
+
+
+class Daemon {
+ public:
+  struct Options {
+    const Clock* clock = nullptr;  // null: the system clock
+    bool handle_signals = false;   // SIGINT/SIGTERM request a stop (the program, not tests)
+  };
+
+  // Fails with an Error naming what could not be set up (topology file:line, store file,
+  // changed topology, socket, listener address, token file, ...); nothing is left running.
+  static Result<std::unique_ptr<Daemon>> Start(const DaemonConfig& config, Options options);
+  ~Daemon();  // Stop()
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Blocks until RequestStop (a signal, or a fatal store error); returns the fatal error, if any.
+  std::optional<std::string> Wait() PHALANX_EXCLUDES(mu_);
+  void RequestStop(std::string fatal = {}) PHALANX_EXCLUDES(mu_);
+  // Orderly shutdown; idempotent.
+  void Stop();
+
+  int agent_port() const { return agent_port_; }
+  int http_port() const;
+  const DaemonConfig& config() const { return config_; }
+  // Runs `fn` on the io thread and waits (tests inspect the Controller with it).
+  void RunOnIo(const std::function<void(Controller&)>& fn);
+
+ private:
+  explicit Daemon(DaemonConfig config);
+  struct Parts;
+
+  const DaemonConfig config_;
+  std::unique_ptr<Parts> parts_;
+  int agent_port_ = 0;
+  bool stopped_ = false;
+  Mutex mu_;
+  CondVar cv_{&mu_};
+  bool stop_requested_ PHALANX_GUARDED_BY(mu_) = false;
+  std::optional<std::string> fatal_ PHALANX_GUARDED_BY(mu_);
+};
+
+}  // namespace phalanx::service

@@ -1,0 +1,340 @@
+#include "service/daemon_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+namespace phalanx::service {
+namespace {
+
+// Walks one YAML map: every key must be known; values are converted with errors that name
+// "file:line: section.key".
+class Section {
+ public:
+  Section(const YAML::Node& node, std::string file, std::string prefix) : node_(node), file_(std::move(file)), prefix_(std::move(prefix)) {}
+
+  using Handler = std::function<Status(const YAML::Node& value, const std::string& key)>;
+  void On(std::string key, Handler h) { handlers_.emplace(std::move(key), std::move(h)); }
+
+  Status Run() {
+    if (!node_.IsMap()) return Fail(Where(node_), Name("") + "expected a map of settings");
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      auto h = handlers_.find(key);
+      if (h == handlers_.end()) {
+        std::string known;
+        for (const auto& [k, _] : handlers_) known += (known.empty() ? "" : ", ") + k;
+        return Fail(Where(it->first), "unknown key '" + prefix_ + key + "' (known: " + known + ")");
+      }
+      if (auto st = h->second(it->second, prefix_ + key); !st) return st;
+    }
+    return {};
+  }
+
+  std::string Where(const YAML::Node& n) const { return file_ + ":" + std::to_string(n.Mark().line + 1); }
+  std::string Name(const std::string& key) const { return key.empty() ? prefix_ : key + ": "; }
+  const std::string& file() const { return file_; }
+
+ private:
+  const YAML::Node& node_;
+  std::string file_, prefix_;
+  std::map<std::string, Handler> handlers_;
+};
+
+std::string Scalar(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : std::string("<not a scalar>"); }
+
+struct Conv {
+  const Section& sec;
+  Status Bad(const YAML::Node& v, const std::string& key, const std::string& what) const {
+    return Fail(sec.Where(v), key + ": expected " + what + ", got '" + Scalar(v) + "'");
+  }
+  Status Str(const YAML::Node& v, const std::string& key, std::string* out) const {
+    if (v.IsNull()) {
+      out->clear();
+      return {};
+    }
+    if (!v.IsScalar()) return Bad(v, key, "a string");
+    *out = v.Scalar();
+    return {};
+  }
+  Status Seconds(const YAML::Node& v, const std::string& key, double* out) const {
+    double d = 0;
+    if (!v.IsScalar() || !YAML::convert<double>::decode(v, d) || !std::isfinite(d) || d < 0)
+      return Bad(v, key, "a number of seconds >= 0");
+    *out = d;
+    return {};
+  }
+  Status WholeSeconds(const YAML::Node& v, const std::string& key, Duration* out) const {
+    int64_t x = 0;
+    if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x) || x < 0) return Bad(v, key, "a whole number of seconds >= 0");
+    *out = x;
+    return {};
+  }
+  Status U32(const YAML::Node& v, const std::string& key, uint32_t* out, uint32_t max = UINT32_MAX) const {
+    int64_t x = 0;
+    if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x) || x < 0 || x > max)
+      return Bad(v, key, "a whole number in 0.." + std::to_string(max));
+    *out = static_cast<uint32_t>(x);
+    return {};
+  }
+  Status Bool(const YAML::Node& v, const std::string& key, bool* out) const {
+    if (!v.IsScalar() || !YAML::convert<bool>::decode(v, *out)) return Bad(v, key, "true or false");
+    return {};
+  }
+};
+
+Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonConfig& c) {
+  // The preset first: the knobs below change it.
+  if (node.IsMap() && node["policy"]) {
+    const YAML::Node p = node["policy"];
+    auto preset = PolicyPreset(Scalar(p));
+    if (!preset) return Fail(file + ":" + std::to_string(p.Mark().line + 1), "scheduler.policy: " + preset.error().message);
+    c.policy = Scalar(p);
+    c.scheduler = *preset;
+  }
+  Section s(node, file, "scheduler.");
+  Conv cv{s};
+  SchedulerConfig& k = c.scheduler;
+  s.On("policy", [](const YAML::Node&, const std::string&) -> Status { return {}; });
+  s.On("order", [&](const YAML::Node& v, const std::string& key) -> Status {
+    const std::string x = Scalar(v);
+    if (x == "priority") k.order = QueueOrder::kPriority;
+    else if (x == "fifo") k.order = QueueOrder::kFifo;
+    else return cv.Bad(v, key, "priority or fifo");
+    return {};
+  });
+  s.On("backfill", [&](const YAML::Node& v, const std::string& key) -> Status {
+    const std::string x = Scalar(v);
+    if (x == "none") k.backfill = BackfillMode::kNone;
+    else if (x == "easy") k.backfill = BackfillMode::kEasy;
+    else if (x == "conservative") k.backfill = BackfillMode::kConservative;
+    else return cv.Bad(v, key, "none, easy or conservative");
+    return {};
+  });
+  s.On("reserve_depth", [&](const YAML::Node& v, const std::string& key) { return cv.U32(v, key, &k.reserve_depth); });
+  s.On("preemption", [&](const YAML::Node& v, const std::string& key) { return cv.Bool(v, key, &k.preemption); });
+  s.On("elastic", [&](const YAML::Node& v, const std::string& key) { return cv.Bool(v, key, &k.elastic); });
+  s.On("checkpoint_grace", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.checkpoint_grace); });
+  s.On("periodic_checkpoint", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.periodic_checkpoint); });
+  s.On("grow_after_idle", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.grow_after_idle); });
+  s.On("default_walltime", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.default_walltime); });
+  s.On("max_walltime", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.max_walltime); });
+  s.On("pass_interval", [&](const YAML::Node& v, const std::string& key) { return cv.Seconds(v, key, &c.pass_interval_s); });
+  s.On("limits", [&](const YAML::Node& v, const std::string&) -> Status {
+    Section l(v, file, "scheduler.limits.");
+    Conv lc{l};
+    LimitsConfig& lim = k.limits;
+    l.On("user_max_running_gpus", [&](const YAML::Node& x, const std::string& key) { return lc.U32(x, key, &lim.default_user.max_running_gpus); });
+    l.On("user_max_pending_jobs", [&](const YAML::Node& x, const std::string& key) { return lc.U32(x, key, &lim.default_user.max_pending_jobs); });
+    l.On("account_max_running_gpus", [&](const YAML::Node& x, const std::string& key) { return lc.U32(x, key, &lim.default_account.max_running_gpus); });
+    l.On("account_max_pending_jobs", [&](const YAML::Node& x, const std::string& key) { return lc.U32(x, key, &lim.default_account.max_pending_jobs); });
+    return l.Run();
+  });
+  return s.Run();
+}
+
+Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& c) {
+  Section s(root, file, "");
+  Conv cv{s};
+  s.On("socket", [&](const YAML::Node& v, const std::string& key) { return cv.Str(v, key, &c.socket_path); });
+  s.On("admins", [&](const YAML::Node& v, const std::string& key) -> Status {
+    if (v.IsNull()) return {};
+    if (!v.IsSequence()) return cv.Bad(v, key, "a list of user names");
+    c.admins.clear();
+    for (const YAML::Node& a : v) {
+      if (!a.IsScalar() || a.Scalar().empty()) return cv.Bad(a, key, "a user name");
+      c.admins.push_back(a.Scalar());
+    }
+    return {};
+  });
+  s.On("log_level", [&](const YAML::Node& v, const std::string& key) -> Status {
+    if (!ParseLogLevel(Scalar(v), &c.log_level)) return cv.Bad(v, key, "debug, info, warn or error");
+    return {};
+  });
+  s.On("store", [&](const YAML::Node& v, const std::string&) -> Status {
+    Section t(v, file, "store.");
+    Conv tc{t};
+    t.On("path", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.db_path); });
+    t.On("sync", [&](const YAML::Node& x, const std::string& key) -> Status {
+      const std::string m = Scalar(x);
+      if (m == "normal") c.sync = store::SyncMode::kNormal;
+      else if (m == "full") c.sync = store::SyncMode::kFull;
+      else return tc.Bad(x, key, "normal or full");
+      return {};
+    });
+    return t.Run();
+  });
+  s.On("topology", [&](const YAML::Node& v, const std::string&) -> Status {
+    Section t(v, file, "topology.");
+    Conv tc{t};
+    t.On("source", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.topology); });
+    t.On("format", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.topology_format); });
+    return t.Run();
+  });
+  s.On("agents", [&](const YAML::Node& v, const std::string&) -> Status {
+    Section t(v, file, "agents.");
+    Conv tc{t};
+    AgentListenerConfig& a = c.agents;
+    t.On("listen", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.listen); });
+    t.On("token_file", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.token_file); });
+    t.On("tls_cert", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.tls_cert); });
+    t.On("tls_key", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.tls_key); });
+    t.On("tls_client_ca", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.tls_client_ca); });
+    t.On("heartbeat_interval", [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.heartbeat_interval_s); });
+    t.On("heartbeat_timeout", [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.heartbeat_timeout_s); });
+    t.On("grace", [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.agent_grace_s); });
+    t.On("startup_grace", [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.startup_grace_s); });
+    t.On("kill_grace", [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.kill_grace_s); });
+    t.On("master_port_min", [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &c.master_port_min, 65535); });
+    t.On("master_port_max", [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &c.master_port_max, 65535); });
+    return t.Run();
+  });
+  s.On("scheduler", [&](const YAML::Node& v, const std::string&) { return ParseScheduler(v, file, c); });
+  s.On("http", [&](const YAML::Node& v, const std::string&) -> Status {
+    Section t(v, file, "http.");
+    Conv tc{t};
+    t.On("listen", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.http_listen); });
+    return t.Run();
+  });
+  return s.Run();
+}
+
+Status ParseInto(const std::string& text, const std::string& name, DaemonConfig& c) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Fail(name + ":" + std::to_string(e.mark.line + 1), "not valid YAML: " + e.msg);
+  }
+  if (root.IsNull()) return {};  // an empty file: every default
+  try {
+    return ParseRoot(root, name, c);
+  } catch (const YAML::Exception& e) {
+    return Fail(name + ":" + std::to_string(e.mark.line + 1), e.msg);
+  }
+}
+
+Status ReadFileInto(const std::string& path, DaemonConfig& c) {
+  std::ifstream in(path);
+  if (!in) return Fail(path, "cannot read the configuration file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  c.config_path = path;
+  return ParseInto(ss.str(), path, c);
+}
+
+}  // namespace
+
+Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::string& name) {
+  DaemonConfig c;
+  if (auto st = ParseInto(text, name, c); !st) return std::unexpected(st.error());
+  if (auto st = ValidateDaemonConfig(c); !st) return std::unexpected(st.error());
+  return c;
+}
+
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
+  DaemonConfig c;
+  if (auto st = ReadFileInto(path, c); !st) return std::unexpected(st.error());
+  if (auto st = ValidateDaemonConfig(c); !st) return std::unexpected(st.error());
+  return c;
+}
+
+std::string DaemonUsage() {
+  return "usage: phalanxd [--config FILE] [options]\n"
+         "  --config FILE          YAML configuration (see config/phalanxd.example.yaml)\n"
+         "  --socket PATH          users' Unix socket\n"
+         "  --db PATH              the SQLite store\n"
+         "  --topology SRC         topology file or gen:NAME (default gen:demo)\n"
+         "  --topology-format F    auto, yaml, slurm, nvsmi, hwloc\n"
+         "  --policy NAME          phalanx, slurm-like, fifo-firstfit\n"
+         "  --admin USER           an admin user (repeatable; adds to the file's list)\n"
+         "  --agent-listen H:P     TCP listener for agents (off by default)\n"
+         "  --token-file PATH      agents' shared token\n"
+         "  --tls-cert PATH --tls-key PATH [--tls-client-ca PATH]   TLS for the agent listener\n"
+         "  --http-listen H:P      /metrics, /healthz, /api/v1 (off by default)\n"
+         "  --log-level L          debug, info, warn, error\n"
+         "  --force-topology       start although the topology changed under running jobs\n"
+         "  --help\n";
+}
+
+Result<DaemonConfig> ConfigFromArgs(int argc, const char* const* argv, bool* help) {
+  *help = false;
+  DaemonConfig c;
+  // --config first, so that the other flags override the file whatever their order.
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--config") {
+      if (i + 1 >= argc) return Fail("--config", "needs a file");
+      if (auto st = ReadFileInto(argv[i + 1], c); !st) return std::unexpected(st.error());
+    }
+  }
+  std::vector<std::string> flag_admins;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      *help = true;
+      return c;
+    }
+    if (flag == "--force-topology") {
+      c.force_topology = true;
+      continue;
+    }
+    std::string* target = nullptr;
+    std::string scratch;
+    if (flag == "--config") target = &scratch;
+    else if (flag == "--socket") target = &c.socket_path;
+    else if (flag == "--db") target = &c.db_path;
+    else if (flag == "--topology") target = &c.topology;
+    else if (flag == "--topology-format") target = &c.topology_format;
+    else if (flag == "--agent-listen") target = &c.agents.listen;
+    else if (flag == "--token-file") target = &c.agents.token_file;
+    else if (flag == "--tls-cert") target = &c.agents.tls_cert;
+    else if (flag == "--tls-key") target = &c.agents.tls_key;
+    else if (flag == "--tls-client-ca") target = &c.agents.tls_client_ca;
+    else if (flag == "--http-listen") target = &c.http_listen;
+    else if (flag != "--log-level" && flag != "--policy" && flag != "--admin")
+      return Fail(flag, "unknown option (see --help)");
+    if (i + 1 >= argc) return Fail(flag, "needs a value");
+    const std::string value = argv[++i];
+    if (target) {
+      *target = value;
+    } else if (flag == "--log-level") {
+      if (!ParseLogLevel(value, &c.log_level)) return Fail(flag, "expected debug, info, warn or error, got '" + value + "'");
+    } else if (flag == "--policy") {
+      auto preset = PolicyPreset(value);
+      if (!preset) return Fail(flag, preset.error().message);
+      c.policy = value;
+      c.scheduler = *preset;
+    } else {
+      c.admins.push_back(value);
+    }
+  }
+  if (auto st = ValidateDaemonConfig(c); !st) return std::unexpected(st.error());
+  return c;
+}
+
+Status ValidateDaemonConfig(const DaemonConfig& c) {
+  const std::string where = c.config_path.empty() ? "config" : c.config_path;
+  if (c.socket_path.empty()) return Fail(where, "socket: must not be empty");
+  if (c.db_path.empty()) return Fail(where, "store.path: must not be empty");
+  if (c.master_port_min == 0 || c.master_port_min > c.master_port_max)
+    return Fail(where, "agents.master_port_min/max: need 0 < min <= max (got " + std::to_string(c.master_port_min) + ".." +
+                           std::to_string(c.master_port_max) + ")");
+  if (c.heartbeat_interval_s <= 0) return Fail(where, "agents.heartbeat_interval: must be > 0");
+  if (c.heartbeat_timeout_s < c.heartbeat_interval_s)
+    return Fail(where, "agents.heartbeat_timeout: must be at least heartbeat_interval");
+  if (c.pass_interval_s <= 0) return Fail(where, "scheduler.pass_interval: must be > 0");
+  if (c.scheduler.default_walltime <= 0 || c.scheduler.max_walltime < c.scheduler.default_walltime)
+    return Fail(where, "scheduler: need 0 < default_walltime <= max_walltime");
+  const AgentListenerConfig& a = c.agents;
+  if (a.tls_cert.empty() != a.tls_key.empty()) return Fail(where, "agents.tls_cert and agents.tls_key go together");
+  if (!a.tls_client_ca.empty() && a.tls_cert.empty()) return Fail(where, "agents.tls_client_ca needs tls_cert and tls_key");
+  if (!a.listen.empty() && a.token_file.empty() && a.tls_client_ca.empty())
+    return Fail(where, "agents.listen: an agent listener needs a token_file or TLS client certificates (tls_client_ca)");
+  return {};
+}
+
+}  // namespace phalanx::service

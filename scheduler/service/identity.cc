@@ -1,0 +1,81 @@
+#include "service/identity.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <vector>
+
+namespace phalanx::service {
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  // Only the length may show in the timing.
+  const size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+std::string PeerHost(const std::string& peer) {
+  if (peer.starts_with("ipv4:")) {
+    const std::string rest = peer.substr(5);
+    return rest.substr(0, rest.rfind(':'));
+  }
+  if (peer.starts_with("ipv6:[")) {
+    const size_t end = peer.find(']');
+    if (end != std::string::npos) return peer.substr(6, end - 6);
+  }
+  return "";
+}
+
+std::string Identity::UserName(uint32_t uid) const {
+  {
+    MutexLock lock(&mu_);
+    if (auto it = names_.find(uid); it != names_.end()) return it->second;
+  }
+  std::string name = "uid:" + std::to_string(uid);
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) name = pw.pw_name;
+  MutexLock lock(&mu_);
+  if (names_.size() > 10000) names_.clear();
+  names_[uid] = name;
+  return name;
+}
+
+grpc::Status Identity::User(const grpc::CallbackServerContext& ctx, Caller* out) const {
+  auto cred = peers_ ? peers_->Lookup(ctx.peer()) : std::nullopt;
+  if (!cred)
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "the Jobs and Cluster services answer only on phalanxd's Unix socket (peer " + ctx.peer() + ")");
+  out->uid = cred->uid;
+  out->gid = cred->gid;
+  out->pid = cred->pid;
+  out->user = UserName(cred->uid);
+  out->admin = cred->uid == 0 || admins_.contains(out->user);
+  return grpc::Status::OK;
+}
+
+grpc::Status Identity::Agent(const grpc::CallbackServerContext& ctx) const {
+  if (peers_) {
+    if (auto cred = peers_->Lookup(ctx.peer())) {
+      if (cred->uid == 0) return grpc::Status::OK;
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "agents on the Unix socket must run as root");
+    }
+  }
+  if (token_.empty()) return grpc::Status::OK;  // TLS client certificates authenticated the connection
+  const auto& md = ctx.client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing 'authorization: Bearer <token>'");
+  const std::string_view value(it->second.data(), it->second.size());
+  constexpr std::string_view kBearer = "Bearer ";
+  if (!value.starts_with(kBearer) || !ConstantTimeEquals(value.substr(kBearer.size()), token_))
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "invalid agent token");
+  return grpc::Status::OK;
+}
+
+}  // namespace phalanx::service

@@ -1,0 +1,53 @@
+// Identity: who is calling, for each gRPC call.
+//  - Users (Jobs, Cluster): the Unix socket peer's credentials (SO_PEERCRED, recorded by
+//    UnixListener under "fd:N"), the user name from the password database, admin when uid 0
+//    or listed in the configuration. Calls that did not come through the Unix socket are
+//    refused (UNAUTHENTICATED).
+//  - Agents: over TCP, the shared token ("authorization: Bearer <token>", compared in
+//    constant time) and/or TLS client certificates (checked by gRPC); over the Unix socket,
+//    only root (a local agent).
+// Thread-safety: safe from any thread (gRPC handler threads).
+#pragma once
+
+#include <grpcpp/server_context.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "adapters/store/thread_annotations.h"
+#include "core/common/result.h"
+#include "service/caller.h"
+#include "service/unix_listener.h"
+
+namespace phalanx::service {
+
+// Equal strings, in time independent of where they differ.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+// "ipv4:10.0.0.5:41234" -> "10.0.0.5", "ipv6:[fe80::1]:5" -> "fe80::1"; "" for other peers.
+std::string PeerHost(const std::string& peer);
+
+class Identity {
+ public:
+  Identity(const PeerRegistry* peers, std::set<std::string> admins) : peers_(peers), admins_(std::move(admins)) {}
+
+  // The user behind a call on the Unix socket; UNAUTHENTICATED otherwise.
+  grpc::Status User(const grpc::CallbackServerContext& ctx, Caller* out) const PHALANX_EXCLUDES(mu_);
+
+  // An agent's call: OK when it came through the Unix socket as root, or over TCP with the
+  // token (when one is configured) on a connection gRPC authenticated (TLS, when configured).
+  void set_agent_token(std::string token) { token_ = std::move(token); }
+  grpc::Status Agent(const grpc::CallbackServerContext& ctx) const;
+
+ private:
+  std::string UserName(uint32_t uid) const PHALANX_EXCLUDES(mu_);
+
+  const PeerRegistry* const peers_;
+  const std::set<std::string> admins_;
+  std::string token_;  // set before serving
+  mutable Mutex mu_;
+  mutable std::map<uint32_t, std::string> names_ PHALANX_GUARDED_BY(mu_);
+};
+
+}  // namespace phalanx::service

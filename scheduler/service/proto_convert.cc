@@ -1,0 +1,225 @@
+#include "service/proto_convert.h"
+
+#include <map>
+
+#include "service/nodelist.h"
+
+namespace phalanx::service {
+namespace {
+
+Status Bad(std::string field, std::string message) { return Fail("spec." + std::move(field), std::move(message)); }
+
+Status CheckLevel(const v1::JobSpec& p, PlacementRequest& shape) {
+  switch (p.topology()) {
+    case v1::TOPOLOGY_LEVEL_ANY:
+      shape.level = Level::kCore;
+      shape.fit = FitMode::kAny;
+      return {};
+    case v1::TOPOLOGY_LEVEL_NODE: shape.level = Level::kNode; break;
+    case v1::TOPOLOGY_LEVEL_NVLINK: shape.level = Level::kNvlDomain; break;
+    case v1::TOPOLOGY_LEVEL_LEAF: shape.level = Level::kLeaf; break;
+    case v1::TOPOLOGY_LEVEL_SPINE: shape.level = Level::kSpine; break;
+    default: return Bad("topology", "unknown topology level " + std::to_string(p.topology()));
+  }
+  shape.fit = p.topology_prefer() ? FitMode::kPrefer : FitMode::kRequire;
+  return {};
+}
+
+}  // namespace
+
+Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
+  JobSpec s;
+  s.name = p.name();
+  s.user = who.user;
+  s.account = p.account();
+  s.priority_class = p.priority_class();
+  if (p.name().size() > 256) return std::unexpected(Bad("name", "longer than 256 characters").error());
+  if (p.nodes() == 0 && p.gpus() == 0) return std::unexpected(Bad("gpus", "must be at least 1 (got 0)").error());
+  if (p.nodes() == 0 && p.gpus_per_node() != 0)
+    return std::unexpected(Bad("gpus_per_node", std::to_string(p.gpus_per_node()) + " given without nodes").error());
+  if (p.nodes() > 0 && p.gpus_per_node() == 0)
+    return std::unexpected(Bad("gpus_per_node", "must be at least 1 when nodes is " + std::to_string(p.nodes())).error());
+  s.shape.gpus = p.gpus();
+  s.shape.nodes = p.nodes();
+  s.shape.gpus_per_node = p.gpus_per_node();
+  s.shape.exclusive = p.exclusive();
+  if (auto st = CheckLevel(p, s.shape); !st) return std::unexpected(st.error());
+  if (p.min_gpus() > p.gpus())
+    return std::unexpected(
+        Bad("min_gpus", std::to_string(p.min_gpus()) + " is more than gpus " + std::to_string(p.gpus())).error());
+  s.min_gpus = p.min_gpus();
+  switch (p.elastic_step_kind()) {
+    case v1::ELASTIC_STEP_ANY: s.step_kind = ElasticStep::kAny; break;
+    case v1::ELASTIC_STEP_MULTIPLE:
+      if (p.elastic_step() == 0) return std::unexpected(Bad("elastic_step", "must be at least 1 for multiples (got 0)").error());
+      s.step_kind = ElasticStep::kMultiple;
+      s.step = p.elastic_step();
+      break;
+    case v1::ELASTIC_STEP_POWER_OF_TWO: s.step_kind = ElasticStep::kPowerOfTwo; break;
+    default:
+      return std::unexpected(Bad("elastic_step_kind", "unknown step kind " + std::to_string(p.elastic_step_kind())).error());
+  }
+  if (p.walltime_s() < 0) return std::unexpected(Bad("walltime_s", "must not be negative (got " + std::to_string(p.walltime_s()) + ")").error());
+  s.walltime = p.walltime_s();
+  if (p.has_preemptible()) s.preemptible = p.preemptible();
+  if (p.checkpoint_signal() < 0 || p.checkpoint_signal() > 64)
+    return std::unexpected(Bad("checkpoint_signal", "not a signal number (got " + std::to_string(p.checkpoint_signal()) + ")").error());
+  if (p.checkpoint_warning_s() < 0)
+    return std::unexpected(Bad("checkpoint_warning_s", "must not be negative (got " + std::to_string(p.checkpoint_warning_s()) + ")").error());
+  if (p.checkpoint_interval_s() < 0)
+    return std::unexpected(Bad("checkpoint_interval_s", "must not be negative (got " + std::to_string(p.checkpoint_interval_s()) + ")").error());
+  s.checkpoint_interval = p.checkpoint_interval_s();
+  s.held = p.hold();
+  for (int i = 0; i < p.after_ok_size(); ++i) {
+    if (p.after_ok(i) == 0) return std::unexpected(Bad("after_ok", "job id 0 does not exist").error());
+    s.after_ok.push_back(p.after_ok(i));
+  }
+  // How to run it.
+  if (p.command_size() == 0 && p.script().empty())
+    return std::unexpected(Bad("command", "empty: give a command or a script").error());
+  if (p.command_size() > 0 && !p.script().empty())
+    return std::unexpected(Bad("script", "given together with a command: give one of them").error());
+  if (p.command_size() > 0 && p.command(0).empty()) return std::unexpected(Bad("command", "the program name is empty").error());
+  if (!p.working_dir().empty() && p.working_dir()[0] != '/')
+    return std::unexpected(Bad("working_dir", "'" + p.working_dir() + "' is not an absolute path").error());
+  for (const auto& [k, v] : p.env()) {
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
+      return std::unexpected(Bad("env", "'" + k + "' is not a variable name").error());
+  }
+  return s;
+}
+
+v1::Job MakeLaunchInfo(const v1::JobSpec& spec, const Caller& who) {
+  v1::Job info;
+  *info.mutable_spec() = spec;
+  info.set_user(who.user);
+  info.set_uid(who.uid);
+  info.set_gid(who.gid);
+  return info;
+}
+
+std::string EncodeLaunchInfo(const v1::Job& info) {
+  std::string out;
+  (void)info.SerializeToString(&out);
+  return out;
+}
+
+Result<v1::Job> DecodeLaunchInfo(std::string_view blob, JobId job) {
+  v1::Job info;
+  if (!info.ParseFromArray(blob.data(), static_cast<int>(blob.size())))
+    return Fail("job " + std::to_string(job), "launch info does not decode");
+  return info;
+}
+
+v1::JobState ToProto(JobState state) {
+  switch (state) {
+    case JobState::kPending: return v1::JOB_STATE_PENDING;
+    case JobState::kRunning: return v1::JOB_STATE_RUNNING;
+    case JobState::kCheckpointing: return v1::JOB_STATE_CHECKPOINTING;
+    case JobState::kCompleted: return v1::JOB_STATE_COMPLETED;
+    case JobState::kFailed: return v1::JOB_STATE_FAILED;
+    case JobState::kCancelled: return v1::JOB_STATE_CANCELLED;
+    case JobState::kKilled: return v1::JOB_STATE_KILLED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+v1::NodeState ToProto(NodeState state) {
+  switch (state) {
+    case NodeState::kUp: return v1::NODE_STATE_UP;
+    case NodeState::kDrain: return v1::NODE_STATE_DRAIN;
+    case NodeState::kDown: return v1::NODE_STATE_DOWN;
+  }
+  return v1::NODE_STATE_UNSPECIFIED;
+}
+
+void FillGpuRefs(const std::vector<GpuId>& gpus, const Topology& topo, google::protobuf::RepeatedPtrField<v1::GpuRef>* out) {
+  for (GpuId g : gpus) {
+    if (g.value >= topo.gpu_count()) continue;
+    v1::GpuRef* r = out->Add();
+    r->set_node(topo.domain(topo.node_domain(topo.node_of(g))).name);
+    r->set_index(topo.local_index(g));
+  }
+}
+
+std::string NodelistOf(const std::vector<GpuId>& gpus, const Topology& topo) {
+  std::map<NodeId, bool> nodes;
+  for (GpuId g : gpus) {
+    if (g.value < topo.gpu_count()) nodes[topo.node_of(g)] = true;
+  }
+  std::vector<std::string> names;
+  for (const auto& [n, _] : nodes) names.push_back(topo.domain(topo.node_domain(n)).name);
+  return FormatHostlist(names);
+}
+
+void FillJob(const JobRecord& job, const JobExtras& extras, const Topology& topo, bool include_env, v1::Job* out) {
+  out->Clear();
+  out->set_id(job.spec.id);
+  v1::JobSpec* spec = out->mutable_spec();
+  if (extras.launch) {
+    *spec = extras.launch->spec();
+    out->set_uid(extras.launch->uid());
+    out->set_gid(extras.launch->gid());
+  }
+  if (!include_env) spec->clear_env();
+  // The core's view of the resource fields (normalised, updated) wins over what was sent.
+  const JobSpec& s = job.spec;
+  spec->set_name(s.name);
+  spec->set_account(s.account);
+  spec->set_priority_class(s.priority_class);
+  spec->set_gpus(s.shape.gpus);
+  spec->set_min_gpus(s.min_gpus);
+  spec->set_nodes(s.shape.nodes);
+  spec->set_gpus_per_node(s.shape.gpus_per_node);
+  spec->set_exclusive(s.shape.exclusive);
+  spec->set_walltime_s(s.walltime);
+  spec->set_hold(s.held);
+  spec->clear_after_ok();
+  for (JobId d : s.after_ok) spec->add_after_ok(d);
+  out->set_user(s.user);
+  out->set_state(ToProto(job.state));
+  out->set_held(s.held);
+  if (job.state == JobState::kPending) {
+    out->set_reason(std::string(WaitKindName(job.wait.kind)));
+    out->set_reason_detail(job.wait.detail);
+    if (job.wait.predicted_start < kForever) out->set_predicted_start(job.wait.predicted_start);
+  } else if (IsFinal(job.state)) {
+    out->set_reason(extras.end_reason.empty() ? std::string(JobStateName(job.state)) : extras.end_reason);
+  }
+  out->set_submit_time(s.submit);
+  out->set_start_time(job.start);
+  out->set_end_time(job.end);
+  FillGpuRefs(job.gpus, topo, out->mutable_gpus());
+  out->set_nodelist(NodelistOf(job.gpus, topo));
+  out->set_exit_code(extras.exit_code);
+  out->set_busbw_gbs(job.busbw_gbs);
+  out->set_preemptions(job.preemptions);
+  out->set_resizes(job.resizes);
+  out->set_checkpoint_epoch(job.checkpoint_epoch);
+  out->set_walltime_s(job.walltime);
+  out->set_priority(job.priority);
+}
+
+v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch) {
+  v1::LaunchCommand c;
+  c.set_job_id(part.job);
+  c.set_launch_id(part.launch_id);
+  *c.mutable_spec() = launch.spec();
+  c.mutable_spec()->set_name(job.spec.name);
+  c.set_user(launch.user());
+  c.set_uid(launch.uid());
+  c.set_gid(launch.gid());
+  for (uint32_t i : part.gpu_indices) c.add_gpu_indices(i);
+  c.set_nodelist(part.nodelist);
+  c.set_master_addr(part.master_addr);
+  c.set_master_port(part.master_port);
+  c.set_world_size(part.world_size);
+  c.set_node_rank(part.node_rank);
+  c.set_nnodes(part.nnodes);
+  c.set_walltime_s(job.run_walltime > 0 ? job.run_walltime : job.walltime);
+  c.set_checkpoint_epoch(job.checkpoint_epoch);
+  c.set_checkpoint_path(job.checkpoint_path);
+  return c;
+}
+
+}  // namespace phalanx::service

@@ -1,0 +1,53 @@
+// The one file where API (protobuf) types meet core types: phalanx.v1 messages <-> JobSpec,
+// JobRecord, JobState, NodeState, decisions' GPU sets. Everything else in the daemon uses the
+// core's types for scheduling and the proto types only for the wire.
+//
+// Request conversion validates every field it maps and fails with an Error whose `where` is
+// the field ("spec.gpus") and whose message quotes the value; the core validates the rest
+// (Scheduler::ValidateSpec). The launch info the store keeps for each job is a serialized
+// v1::Job holding the submitted spec and the submitter's identity.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/common/result.h"
+#include "core/sched/job.h"
+#include "core/topology/topology.h"
+#include "phalanx/v1/phalanx.pb.h"
+#include "service/caller.h"
+#include "service/launch_plan.h"
+
+namespace phalanx::service {
+
+// The core's spec for a submission by `who` (id and submit time left for the caller to set).
+Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& spec, const Caller& who);
+
+// What the store keeps to run the job later (launch blob): spec + user/uid/gid.
+v1::Job MakeLaunchInfo(const v1::JobSpec& spec, const Caller& who);
+std::string EncodeLaunchInfo(const v1::Job& info);
+Result<v1::Job> DecodeLaunchInfo(std::string_view blob, JobId job);
+
+v1::JobState ToProto(JobState state);
+v1::NodeState ToProto(NodeState state);
+
+// What the daemon knows about a job besides the core's record.
+struct JobExtras {
+  const v1::Job* launch = nullptr;  // launch info; null when unknown
+  int32_t exit_code = 0;
+  std::string end_reason;           // how a final job ended, when known
+};
+
+// The API view of a job. The environment is included only when `include_env`.
+void FillJob(const JobRecord& job, const JobExtras& extras, const Topology& topo, bool include_env, v1::Job* out);
+void FillGpuRefs(const std::vector<GpuId>& gpus, const Topology& topo,
+                 google::protobuf::RepeatedPtrField<v1::GpuRef>* out);
+// Slurm hostlist of the nodes holding `gpus`, in node order.
+std::string NodelistOf(const std::vector<GpuId>& gpus, const Topology& topo);
+
+// The agent's command for one part of a start.
+v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch);
+
+}  // namespace phalanx::service

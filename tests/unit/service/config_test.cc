@@ -1,0 +1,81 @@
+// DaemonConfig: the example file parses, errors name file:line and the key, flags override the
+// file, cross-field checks.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "daemon_harness.h"
+#include "service/daemon_config.h"
+
+namespace phalanx::service {
+namespace {
+
+TEST(DaemonConfig, ExampleFileParsesAndKeepsTcpOff) {
+  auto c = LoadDaemonConfig(std::string(PHALANX_SOURCE_DIR) + "/config/phalanxd.example.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->topology, "gen:demo");
+  EXPECT_TRUE(c->agents.listen.empty());
+  EXPECT_TRUE(c->http_listen.empty());
+  EXPECT_EQ(c->policy, "phalanx");
+}
+
+TEST(DaemonConfig, DefaultsWhenEmpty) {
+  auto c = ParseDaemonConfig("", "empty.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->socket_path, "/run/phalanx/phalanxd.sock");
+  EXPECT_EQ(c->scheduler.default_walltime, 3600);
+}
+
+TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
+  struct Case {
+    std::string text, expect;
+  };
+  const Case cases[] = {
+      {"socket: /tmp/s\nsokcet: x\n", "d.yaml:2: unknown key 'sokcet'"},
+      {"agents:\n  grace: soon\n", "d.yaml:2: agents.grace: expected a number of seconds >= 0, got 'soon'"},
+      {"scheduler:\n  policy: sjf\n", "d.yaml:2: scheduler.policy: unknown policy 'sjf'"},
+      {"scheduler:\n  backfill: maybe\n", "d.yaml:2: scheduler.backfill: expected none, easy or conservative, got 'maybe'"},
+      {"store:\n  sync: sometimes\n", "d.yaml:2: store.sync: expected normal or full"},
+      {"log_level: loud\n", "d.yaml:1: log_level: expected debug, info, warn or error"},
+      {"agents:\n  master_port_max: 70000\n", "d.yaml:2: agents.master_port_max: expected a whole number in 0..65535"},
+      {"admins: alice\n", "d.yaml:1: admins: expected a list of user names"},
+      {"scheduler:\n  limits:\n    user_max_gpus: 3\n", "d.yaml:3: unknown key 'scheduler.limits.user_max_gpus'"},
+      {"socket: [unclosed\n", "d.yaml:2: not valid YAML"},
+      {"agents:\n  listen: 0.0.0.0:7070\n", "agents.listen: an agent listener needs a token_file or TLS client certificates"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseDaemonConfig(c.text, "d.yaml");
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_NE(r.error().ToString().find(c.expect), std::string::npos) << r.error().ToString() << "\nwanted: " << c.expect;
+  }
+}
+
+TEST(DaemonConfig, FlagsOverrideTheFile) {
+  testing::TempDir dir;
+  const std::string path = dir.File("d.yaml");
+  std::ofstream(path) << "socket: /tmp/file.sock\nadmins: [alice]\nscheduler:\n  policy: slurm-like\n  reserve_depth: 7\n";
+  const char* argv[] = {"phalanxd", "--socket", "/tmp/flag.sock", "--config", path.c_str(), "--admin", "bob", "--force-topology"};
+  bool help = false;
+  auto c = ConfigFromArgs(static_cast<int>(std::size(argv)), argv, &help);
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_FALSE(help);
+  EXPECT_EQ(c->socket_path, "/tmp/flag.sock");
+  EXPECT_EQ(c->admins, (std::vector<std::string>{"alice", "bob"}));
+  EXPECT_EQ(c->policy, "slurm-like");
+  EXPECT_EQ(c->scheduler.reserve_depth, 7u);
+  EXPECT_EQ(c->scheduler.backfill, BackfillMode::kEasy);
+  EXPECT_TRUE(c->force_topology);
+
+  const char* bad[] = {"phalanxd", "--sokcet", "x"};
+  auto e = ConfigFromArgs(3, bad, &help);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().ToString(), "--sokcet: unknown option (see --help)");
+  const std::string nope = dir.File("nope.yaml");
+  const char* missing[] = {"phalanxd", "--config", nope.c_str()};
+  auto m = ConfigFromArgs(3, missing, &help);
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().ToString().find("nope.yaml: cannot read"), std::string::npos) << m.error().ToString();
+}
+
+}  // namespace
+}  // namespace phalanx::service

@@ -1,0 +1,192 @@
+// The daemon's pure parts: hostlists, launch plans, proto <-> core conversion, token compare,
+// OutStream's one-write-at-a-time discipline.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "adapters/topology/hostlist.h"
+#include "core/topology/node_models.h"
+#include "service/identity.h"
+#include "service/launch_plan.h"
+#include "service/nodelist.h"
+#include "service/out_stream.h"
+#include "service/proto_convert.h"
+
+namespace phalanx::service {
+namespace {
+
+TEST(Hostlist, FormatsRangesAndRoundTrips) {
+  EXPECT_EQ(FormatHostlist({"node0", "node1", "node2", "node5"}), "node[0-2,5]");
+  EXPECT_EQ(FormatHostlist({"dgx008", "dgx009", "dgx010"}), "dgx[008-010]");
+  EXPECT_EQ(FormatHostlist({"su1-n1", "su1-n2", "su2-n1"}), "su1-n[1-2],su2-n1");
+  EXPECT_EQ(FormatHostlist({"login"}), "login");
+  EXPECT_EQ(FormatHostlist({"n9", "n10"}), "n[9-10]");
+  EXPECT_EQ(FormatHostlist({}), "");
+  std::mt19937 rng(7);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<std::string> names;
+    const int n = 1 + static_cast<int>(rng() % 12);
+    for (int i = 0; i < n; ++i) {
+      static const char* kPrefixes[] = {"n", "node", "gpu-", "r1n", "x"};
+      std::string name = kPrefixes[rng() % 5];
+      const int width = static_cast<int>(rng() % 4);
+      std::string num = std::to_string(rng() % 120);
+      if (width > 0 && num.size() < static_cast<size_t>(width)) num.insert(0, width - num.size(), '0');
+      if (rng() % 8 != 0) name += num;
+      names.push_back(name);
+    }
+    auto back = ExpandHostlist(FormatHostlist(names), "t");
+    ASSERT_TRUE(back) << FormatHostlist(names) << ": " << back.error().ToString();
+    EXPECT_EQ(*back, names) << FormatHostlist(names);
+  }
+}
+
+Topology Demo() { return *Topology::Build(DemoCluster()); }
+
+TEST(LaunchPlan, TorchrunFieldsPerNode) {
+  const Topology topo = Demo();
+  // GPUs 4-7 of node1 and 0-3 of node2 (global indices: node k has 8k..8k+7).
+  std::vector<GpuId> gpus;
+  for (uint32_t g : {16u, 17u, 18u, 19u, 12u, 13u, 14u, 15u}) gpus.push_back(GpuId(g));
+  auto parts = PlanLaunch(42, gpus, topo, 9, [](const std::string& n) { return "addr-" + n; }, PortRange{30000, 30009});
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].node, "node1");
+  EXPECT_EQ(parts[0].gpu_indices, (std::vector<uint32_t>{4, 5, 6, 7}));
+  EXPECT_EQ(parts[1].node, "node2");
+  EXPECT_EQ(parts[1].gpu_indices, (std::vector<uint32_t>{0, 1, 2, 3}));
+  for (uint32_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(parts[r].node_rank, r);
+    EXPECT_EQ(parts[r].nnodes, 2u);
+    EXPECT_EQ(parts[r].world_size, 8u);
+    EXPECT_EQ(parts[r].master_addr, "addr-node1");
+    EXPECT_EQ(parts[r].master_port, 30002u);
+    EXPECT_EQ(parts[r].nodelist, "node[1-2]");
+    EXPECT_EQ(parts[r].launch_id, 9u);
+  }
+  EXPECT_EQ(MasterPort(42, PortRange{30000, 30009}), MasterPort(42, PortRange{30000, 30009}));
+}
+
+TEST(ProtoConvert, InvalidFieldsAreNamedWithTheirValues) {
+  Caller who{1000, 1000, 0, "alice", false};
+  const auto base = [] {
+    v1::JobSpec s;
+    s.set_gpus(8);
+    s.add_command("train");
+    return s;
+  };
+  struct Case {
+    std::function<void(v1::JobSpec&)> edit;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {[](v1::JobSpec& s) { s.set_gpus(0); }, "spec.gpus: must be at least 1 (got 0)"},
+      {[](v1::JobSpec& s) { s.set_gpus_per_node(4); }, "spec.gpus_per_node: 4 given without nodes"},
+      {[](v1::JobSpec& s) { s.set_min_gpus(9); }, "spec.min_gpus: 9 is more than gpus 8"},
+      {[](v1::JobSpec& s) { s.set_walltime_s(-5); }, "spec.walltime_s: must not be negative (got -5)"},
+      {[](v1::JobSpec& s) { s.clear_command(); }, "spec.command: empty: give a command or a script"},
+      {[](v1::JobSpec& s) { s.set_script("#!/bin/sh"); }, "spec.script: given together with a command"},
+      {[](v1::JobSpec& s) { s.set_working_dir("rel/dir"); }, "spec.working_dir: 'rel/dir' is not an absolute path"},
+      {[](v1::JobSpec& s) { s.set_checkpoint_signal(99); }, "spec.checkpoint_signal: not a signal number (got 99)"},
+      {[](v1::JobSpec& s) { s.set_topology(static_cast<v1::TopologyLevel>(17)); }, "spec.topology: unknown topology level 17"},
+      {[](v1::JobSpec& s) { s.add_after_ok(0); }, "spec.after_ok: job id 0 does not exist"},
+  };
+  for (const Case& c : cases) {
+    v1::JobSpec s = base();
+    c.edit(s);
+    auto r = CoreSpecFromProto(s, who);
+    ASSERT_FALSE(r) << c.expect;
+    EXPECT_EQ(r.error().ToString().substr(0, c.expect.size()), c.expect) << r.error().ToString();
+  }
+  v1::JobSpec s = base();
+  s.set_nodes(2);
+  s.set_gpus_per_node(8);
+  s.set_gpus(0);
+  s.set_topology(v1::TOPOLOGY_LEVEL_LEAF);
+  s.set_min_gpus(0);
+  auto ok = CoreSpecFromProto(s, who);
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  EXPECT_EQ(ok->user, "alice");
+  EXPECT_EQ(ok->shape.nodes, 2u);
+  EXPECT_EQ(ok->shape.level, Level::kLeaf);
+  EXPECT_EQ(ok->shape.fit, FitMode::kRequire);
+}
+
+TEST(ProtoConvert, LaunchInfoRoundTripsAndEnvIsHiddenUnlessAsked) {
+  Caller who{1000, 100, 0, "alice", false};
+  v1::JobSpec s;
+  s.set_gpus(2);
+  s.add_command("train");
+  (*s.mutable_env())["TOKEN"] = std::string("a\0b", 3);
+  auto back = DecodeLaunchInfo(EncodeLaunchInfo(MakeLaunchInfo(s, who)), 5);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->uid(), 1000u);
+  EXPECT_EQ(back->gid(), 100u);
+  EXPECT_EQ(back->spec().env().at("TOKEN"), std::string("a\0b", 3));
+  EXPECT_FALSE(DecodeLaunchInfo("\xff\xff\xff", 5));
+
+  const Topology topo = Demo();
+  JobRecord rec;
+  rec.spec = *CoreSpecFromProto(s, who);
+  rec.spec.id = 5;
+  rec.state = JobState::kRunning;
+  rec.gpus = {GpuId(8), GpuId(9)};
+  JobExtras extras;
+  extras.launch = &*back;
+  v1::Job out;
+  FillJob(rec, extras, topo, false, &out);
+  EXPECT_EQ(out.spec().env_size(), 0);
+  EXPECT_EQ(out.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(out.nodelist(), "node1");
+  ASSERT_EQ(out.gpus_size(), 2);
+  EXPECT_EQ(out.gpus(1).node(), "node1");
+  EXPECT_EQ(out.gpus(1).index(), 1u);
+  FillJob(rec, extras, topo, true, &out);
+  EXPECT_EQ(out.spec().env_size(), 1);
+}
+
+TEST(Identity, TokensCompareExactlyAndPeersParse) {
+  EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abd"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abcd"));
+  EXPECT_FALSE(ConstantTimeEquals("", "a"));
+  EXPECT_EQ(PeerHost("ipv4:10.1.2.3:5555"), "10.1.2.3");
+  EXPECT_EQ(PeerHost("ipv6:[fe80::1]:5555"), "fe80::1");
+  EXPECT_EQ(PeerHost("fd:7"), "");
+  PeerRegistry peers;
+  EXPECT_FALSE(peers.Lookup("fd:0"));  // not registered
+  EXPECT_FALSE(peers.Lookup("ipv4:1.2.3.4:5"));
+  EXPECT_FALSE(peers.Lookup("fd:x"));
+}
+
+// OutStream: one write in flight, order kept, Finish only when no write is in flight.
+TEST(OutStream, OneWriteInFlightAndFinishAfterIt) {
+  std::vector<int> started;
+  std::vector<grpc::StatusCode> finished;
+  OutStream<int> s({[&](const int* m) { started.push_back(*m); }, [&](grpc::Status st) { finished.push_back(st.error_code()); }}, 3);
+  EXPECT_TRUE(s.Send(1));
+  EXPECT_TRUE(s.Send(2));
+  EXPECT_TRUE(s.Send(3));
+  EXPECT_EQ(started, (std::vector<int>{1}));
+  s.OnWriteDone(true);
+  EXPECT_EQ(started, (std::vector<int>{1, 2}));
+  s.Close(grpc::Status(grpc::StatusCode::ABORTED, "x"));
+  EXPECT_TRUE(finished.empty());  // a write is in flight
+  EXPECT_FALSE(s.Send(4));
+  s.OnWriteDone(true);
+  EXPECT_EQ(finished, (std::vector<grpc::StatusCode>{grpc::StatusCode::ABORTED}));
+  EXPECT_EQ(started, (std::vector<int>{1, 2}));  // 3 was dropped by Close
+
+  // Overflow: a reader that does not keep up is cut off.
+  std::vector<grpc::StatusCode> f2;
+  OutStream<int> slow({[](const int*) {}, [&](grpc::Status st) { f2.push_back(st.error_code()); }}, 2);
+  EXPECT_TRUE(slow.Send(1));  // in flight
+  EXPECT_TRUE(slow.Send(2));
+  EXPECT_TRUE(slow.Send(3));
+  EXPECT_FALSE(slow.Send(4));  // queue full: closing
+  EXPECT_TRUE(f2.empty());
+  slow.OnWriteDone(true);
+  EXPECT_EQ(f2, (std::vector<grpc::StatusCode>{grpc::StatusCode::RESOURCE_EXHAUSTED}));
+}
+
+}  // namespace
+}  // namespace phalanx::service
