@@ -192,8 +192,16 @@ void Controller::Update(const Caller& who, const v1::UpdateJobRequest& req, Repl
                                    std::to_string(req.walltime_s()) + "s); ask an admin"),
                   v1::Job());
   }
-  // The core has no event that changes a job's spec yet (docs/daemon.md, "Not done").
-  done(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "updating a job is not supported by the scheduling core yet"), v1::Job());
+  Scheduler::JobUpdate u;
+  if (req.has_walltime_s()) u.walltime = req.walltime_s();
+  if (req.has_priority_class()) u.priority_class = req.priority_class();
+  if (req.has_name()) u.name = req.name();
+  const JobId id = req.job_id();
+  JobEvent(id, "update", [this, id, u] { return core_->Update(id, u, Now()); }, [this, id, done](grpc::Status st) {
+    v1::Job out;
+    if (st.ok()) FillJobView(id, false, &out);
+    done(st, out);
+  });
 }
 
 void Controller::ReportCheckpoint(const Caller& who, const v1::ReportCheckpointRequest& req, Reply<v1::Job> done) {

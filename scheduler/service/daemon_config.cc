@@ -100,27 +100,29 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
   Conv cv{s};
   SchedulerConfig& k = c.scheduler;
   s.On("policy", [](const YAML::Node&, const std::string&) -> Status { return {}; });
-  s.On("order", [&](const YAML::Node& v, const std::string& key) -> Status {
-    const std::string x = Scalar(v);
-    if (x == "priority") k.order = QueueOrder::kPriority;
-    else if (x == "fifo") k.order = QueueOrder::kFifo;
-    else return cv.Bad(v, key, "priority or fifo");
-    return {};
-  });
-  s.On("backfill", [&](const YAML::Node& v, const std::string& key) -> Status {
-    const std::string x = Scalar(v);
-    if (x == "none") k.backfill = BackfillMode::kNone;
-    else if (x == "easy") k.backfill = BackfillMode::kEasy;
-    else if (x == "conservative") k.backfill = BackfillMode::kConservative;
-    else return cv.Bad(v, key, "none, easy or conservative");
-    return {};
-  });
-  s.On("reserve_depth", [&](const YAML::Node& v, const std::string& key) { return cv.U32(v, key, &k.reserve_depth); });
-  s.On("preemption", [&](const YAML::Node& v, const std::string& key) { return cv.Bool(v, key, &k.preemption); });
-  s.On("elastic", [&](const YAML::Node& v, const std::string& key) { return cv.Bool(v, key, &k.elastic); });
+  // Knobs of the core's SchedulerConfig, parsed by the core itself (SetConfigOption).
+  for (const char* name : {"order", "backfill", "reserve_depth", "reserve_large_gpus", "placement", "preemption", "elastic",
+                           "best_fit", "whole_node_reservations", "node_fit_tolerance"}) {
+    s.On(name, [&k, &s, name](const YAML::Node& v, const std::string& key) -> Status {
+      std::string x = Scalar(v);
+      if (x == "yes") x = "on";
+      if (x == "no") x = "off";
+      if (auto st = SetConfigOption(k, name, x); !st) return Fail(s.Where(v), key + ": " + st.error().message);
+      return {};
+    });
+  }
+  s.On("reserve_after_wait", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.reserve_after_wait); });
+  s.On("charge_period", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.charge_period); });
   s.On("checkpoint_grace", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.checkpoint_grace); });
   s.On("periodic_checkpoint", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.periodic_checkpoint); });
   s.On("grow_after_idle", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.grow_after_idle); });
+  // One value for every priority class's minimum runtime before a checkpoint preemption.
+  s.On("min_runtime_before_preemption", [&](const YAML::Node& v, const std::string& key) -> Status {
+    Duration d = 0;
+    if (auto st = cv.WholeSeconds(v, key, &d); !st) return st;
+    for (auto& cls : k.classes.classes) cls.min_runtime_before_preemption = d;
+    return {};
+  });
   s.On("default_walltime", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.default_walltime); });
   s.On("max_walltime", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.max_walltime); });
   s.On("pass_interval", [&](const YAML::Node& v, const std::string& key) { return cv.Seconds(v, key, &c.pass_interval_s); });

@@ -232,6 +232,42 @@ Status Scheduler::Release(JobId id, Time now) {
   return {};
 }
 
+Status Scheduler::Update(JobId id, const JobUpdate& u, Time now) {
+  auto j = FindOr(id, "update");
+  if (!j) return std::unexpected(j.error());
+  JobRecord& job = **j;
+  const std::string where = "job " + std::to_string(id);
+  if (IsFinal(job.state)) return Fail(where, "update: already " + std::string(JobStateName(job.state)));
+  if (u.walltime && (*u.walltime <= 0 || *u.walltime > config_.max_walltime)) {
+    return Fail(where, "walltime: " + std::to_string(*u.walltime) + "s is outside 1.." + std::to_string(config_.max_walltime) + "s");
+  }
+  std::optional<PriorityClassId> cls;
+  if (u.priority_class) {
+    auto c = classes_.Find(*u.priority_class);
+    if (!c) return Fail(where, "priority_class: " + c.error().message);
+    cls = *c;
+  }
+  if (auto s = Advance(now); !s) return s;
+  if (u.name) job.spec.name = *u.name;
+  if (cls) {
+    job.spec.priority_class = *u.priority_class;
+    job.class_rank = static_cast<int>(cls->value);
+    job.preemptible = job.spec.preemptible.value_or(classes_.preemptible_by_default(*cls));
+  }
+  if (u.walltime) {
+    const Duration delta = *u.walltime - job.walltime;
+    job.spec.walltime = *u.walltime;
+    job.walltime = *u.walltime;
+    if (job.state != JobState::kPending) {
+      job.run_walltime = std::max<Duration>(1, job.run_walltime + delta);
+      ends_dirty_ = true;
+      res_order_dirty_ = true;
+      NoteTimer(NextTimer(job));
+    }
+  }
+  return {};
+}
+
 Status Scheduler::JobEnded(JobId id, Time now, bool success) {
   auto j = FindOr(id, "job ended");
   if (!j) return std::unexpected(j.error());

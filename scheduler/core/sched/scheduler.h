@@ -61,6 +61,17 @@ class Scheduler {
   Status Cancel(JobId job, Time now);
   Status Hold(JobId job, Time now);
   Status Release(JobId job, Time now);
+  // Changes a pending or active job's walltime, priority class or name (unset fields stay).
+  // A running job's current run ends `walltime` after its start minus the work it resumed from;
+  // lowering it below the time already run ends the job at the next pass (walltime kill). Fails
+  // on a final job, an unknown class, or a walltime outside (0, max_walltime]; permissions are
+  // the glue's. Reservations are recomputed by the next pass.
+  struct JobUpdate {
+    std::optional<Duration> walltime = std::nullopt;
+    std::optional<std::string> priority_class = std::nullopt;
+    std::optional<std::string> name = std::nullopt;
+  };
+  Status Update(JobId job, const JobUpdate& update, Time now);
   // The job's processes ended (success = exit code 0). Fails unless running/checkpointing.
   Status JobEnded(JobId job, Time now, bool success);
   // The job saved a checkpoint (epoch increases). Completes a pending preemption or shrink.

@@ -17,6 +17,18 @@ TEST(DaemonConfig, ExampleFileParsesAndKeepsTcpOff) {
   EXPECT_TRUE(c->agents.listen.empty());
   EXPECT_TRUE(c->http_listen.empty());
   EXPECT_EQ(c->policy, "phalanx");
+  // The example shows the preset's values: loading it must not change the policy.
+  auto preset = PolicyPreset("phalanx");
+  ASSERT_TRUE(preset);
+  EXPECT_EQ(c->scheduler.backfill, preset->backfill);
+  EXPECT_EQ(c->scheduler.reserve_depth, preset->reserve_depth);
+  EXPECT_EQ(c->scheduler.reserve_large_gpus, preset->reserve_large_gpus);
+  EXPECT_EQ(c->scheduler.reserve_after_wait, preset->reserve_after_wait);
+  EXPECT_EQ(c->scheduler.node_fit_tolerance, preset->node_fit_tolerance);
+  EXPECT_EQ(c->scheduler.charge_period, preset->charge_period);
+  EXPECT_EQ(c->scheduler.placement, preset->placement);
+  EXPECT_EQ(c->scheduler.preemption, preset->preemption);
+  EXPECT_EQ(c->scheduler.elastic, preset->elastic);
 }
 
 TEST(DaemonConfig, DefaultsWhenEmpty) {
@@ -34,7 +46,9 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
       {"socket: /tmp/s\nsokcet: x\n", "d.yaml:2: unknown key 'sokcet'"},
       {"agents:\n  grace: soon\n", "d.yaml:2: agents.grace: expected a number of seconds >= 0, got 'soon'"},
       {"scheduler:\n  policy: sjf\n", "d.yaml:2: scheduler.policy: unknown policy 'sjf'"},
-      {"scheduler:\n  backfill: maybe\n", "d.yaml:2: scheduler.backfill: expected none, easy or conservative, got 'maybe'"},
+      {"scheduler:\n  backfill: maybe\n", "d.yaml:2: scheduler.backfill: easy, conservative or none, not 'maybe'"},
+      {"scheduler:\n  node_fit_tolerance: 2\n", "d.yaml:2: scheduler.node_fit_tolerance: must be in [0, 1], got '2'"},
+      {"scheduler:\n  placement: random\n", "d.yaml:2: scheduler.placement: topology, node-best-fit or first-fit, not 'random'"},
       {"store:\n  sync: sometimes\n", "d.yaml:2: store.sync: expected normal or full"},
       {"log_level: loud\n", "d.yaml:1: log_level: expected debug, info, warn or error"},
       {"agents:\n  master_port_max: 70000\n", "d.yaml:2: agents.master_port_max: expected a whole number in 0..65535"},

@@ -1,0 +1,101 @@
+// Scheduler::Update: walltime, priority class and name of pending and running jobs.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/sched/scheduler.h"
+#include "core/topology/node_models.h"
+
+namespace phalanx {
+namespace {
+
+std::unique_ptr<Scheduler> Demo() {
+  auto spec = GenerateByName("demo");
+  EXPECT_TRUE(spec.has_value());
+  auto t = Topology::Build(*spec);
+  EXPECT_TRUE(t.has_value());
+  auto s = Scheduler::Create(std::move(*t), SchedulerConfig{});
+  EXPECT_TRUE(s.has_value());
+  return std::move(*s);
+}
+
+JobSpec Job(JobId id, uint32_t gpus, Duration walltime) {
+  JobSpec j;
+  j.id = id;
+  j.user = "alice";
+  j.shape.gpus = gpus;
+  j.walltime = walltime;
+  return j;
+}
+
+bool Killed(const std::vector<Decision>& ds, JobId id) {
+  for (const Decision& d : ds) {
+    if (d.kind == DecisionKind::kKill && d.job == id) return true;
+  }
+  return false;
+}
+
+TEST(SchedulerUpdate, LoweringARunningJobsWalltimeEndsItEarlier) {
+  auto s = Demo();
+  ASSERT_TRUE(s->Submit(Job(1, 8, 1000), 0));
+  s->Schedule(0);
+  ASSERT_EQ(s->job(1)->state, JobState::kRunning);
+  ASSERT_TRUE(s->Update(1, {.walltime = 300}, 100));
+  EXPECT_EQ(s->job(1)->walltime, 300);
+  EXPECT_EQ(s->job(1)->expected_end(), 300);
+  EXPECT_FALSE(Killed(s->Schedule(299), 1));
+  EXPECT_TRUE(Killed(s->Schedule(300), 1));
+  EXPECT_EQ(s->job(1)->state, JobState::kKilled);
+  EXPECT_EQ(s->CheckInvariants(), "");
+}
+
+TEST(SchedulerUpdate, RaisingAWalltimeBelowTheTimeRunKeepsItRunning) {
+  auto s = Demo();
+  ASSERT_TRUE(s->Submit(Job(1, 8, 100), 0));
+  s->Schedule(0);
+  ASSERT_TRUE(s->Update(1, {.walltime = 5000}, 50));
+  EXPECT_FALSE(Killed(s->Schedule(100), 1));
+  EXPECT_EQ(s->job(1)->state, JobState::kRunning);
+  EXPECT_EQ(s->job(1)->expected_end(), 5000);
+}
+
+TEST(SchedulerUpdate, ClassAndNameOfAPendingJobChangeItsOrder) {
+  auto s = Demo();
+  ASSERT_TRUE(s->Submit(Job(1, 32, 1000), 0));  // fills the cluster
+  s->Schedule(0);
+  ASSERT_EQ(s->job(1)->state, JobState::kRunning);
+  ASSERT_TRUE(s->Submit(Job(2, 8, 100), 1));
+  ASSERT_TRUE(s->Submit(Job(3, 8, 100), 2));
+  s->Schedule(2);
+  ASSERT_EQ(s->queue().front(), 2u);
+  ASSERT_TRUE(s->Update(3, {.priority_class = "high", .name = "urgent-fix"}, 3));
+  s->Schedule(3);
+  EXPECT_EQ(s->queue().front(), 3u);
+  EXPECT_EQ(s->job(3)->spec.priority_class, "high");
+  EXPECT_EQ(s->job(3)->spec.name, "urgent-fix");
+  EXPECT_FALSE(s->job(3)->preemptible);  // high is not preemptible by default
+}
+
+TEST(SchedulerUpdate, BadUpdatesFailAndChangeNothing) {
+  auto s = Demo();
+  ASSERT_TRUE(s->Submit(Job(1, 8, 100), 0));
+  const JobRecord before = *s->job(1);
+  auto e1 = s->Update(1, {.walltime = 0}, 1);
+  ASSERT_FALSE(e1);
+  EXPECT_NE(e1.error().message.find("walltime"), std::string::npos);
+  auto e2 = s->Update(1, {.walltime = 500, .priority_class = "vip"}, 1);
+  ASSERT_FALSE(e2);
+  EXPECT_NE(e2.error().message.find("priority_class"), std::string::npos);
+  EXPECT_EQ(s->job(1)->walltime, before.walltime);  // nothing applied from a failed update
+  auto e3 = s->Update(42, {.name = "x"}, 1);
+  ASSERT_FALSE(e3);
+  EXPECT_EQ(e3.error().where, "job 42");
+  s->Schedule(1);
+  s->JobEnded(1, 50, true);
+  EXPECT_FALSE(s->Update(1, {.name = "late"}, 60));
+}
+
+}  // namespace
+}  // namespace phalanx
