@@ -80,6 +80,7 @@ void Agent::Start() {
   if (started_) return;
   started_ = true;
   supervisor_->Adopt();  // the io thread does not run yet: this thread is the io thread for now
+  RequeuePending();
   ArmHeartbeat();
   io_thread_ = std::thread([this] { io_.run(); });
   link_->Start();
@@ -121,7 +122,7 @@ void Agent::ApplyWelcome(const v1::RegisterResponse& welcome) {
     heartbeat_ = milliseconds(welcome.heartbeat_interval_s() * 1000);
     ArmHeartbeat();
   }
-  for (uint64_t job : welcome.kill_jobs()) supervisor_->Stop(job, options_.kill_grace, "killed");
+  for (uint64_t job : welcome.kill_jobs()) supervisor_->Stop(job, 0, options_.kill_grace, "killed");
 }
 
 void Agent::OnConnected(uint64_t generation) {
@@ -139,16 +140,18 @@ void Agent::OnCommand(const v1::DaemonCommand& command) {
       break;
     case v1::DaemonCommand::kSignal: {
       const v1::SignalCommand& s = command.signal();
-      if (auto st = supervisor_->Signal(s.job_id(), s.signal(), s.checkpoint()); !st) {
+      if (auto st = supervisor_->Signal(s.job_id(), s.launch_id(), s.signal(), s.checkpoint()); !st) {
         Log(LogLevel::kWarn, "signal: " + st.error().ToString());
       }
       break;
     }
     case v1::DaemonCommand::kKill: {
       const v1::KillCommand& k = command.kill();
-      const size_t n = supervisor_->Stop(k.job_id(), milliseconds(std::max<int64_t>(k.grace_s(), 0) * 1000), "killed");
-      Log(n > 0 ? LogLevel::kInfo : LogLevel::kWarn, "kill job " + std::to_string(k.job_id()) + " (" + k.reason() +
-                                                         "): " + std::to_string(n) + " part(s) here");
+      const size_t n =
+          supervisor_->Stop(k.job_id(), k.launch_id(), milliseconds(std::max<int64_t>(k.grace_s(), 0) * 1000), "killed");
+      Log(n > 0 ? LogLevel::kInfo : LogLevel::kWarn,
+          "kill job " + std::to_string(k.job_id()) + (k.launch_id() != 0 ? " launch " + std::to_string(k.launch_id()) : "") +
+              " (" + k.reason() + "): " + std::to_string(n) + " part(s) here");
       break;
     }
     case v1::DaemonCommand::kWelcome:
@@ -173,7 +176,7 @@ void Agent::OnLaunch(const v1::LaunchCommand& launch) {
       for (const GpuDevice& gpu : gpus_.gpus) found = found || gpu.index == index;
       if (!found) return Fail("launch.gpu_indices", std::to_string(index) + " is not a GPU of node " + options_.node);
     }
-    return supervisor_->Launch(*spec);
+    return supervisor_->Launch(*spec, launch.SerializeAsString());  // kept while it waits for GPUs
   }();
   if (started) {
     Heartbeat();
@@ -188,6 +191,25 @@ void Agent::OnLaunch(const v1::LaunchCommand& launch) {
   exited->set_exit_code(127);
   exited->set_reason("launch failed: " + started.error().message);
   Report(std::move(report), 0);
+}
+
+void Agent::RequeuePending() {
+  for (const auto& [id, blob] : supervisor_->PendingLaunches()) {
+    v1::LaunchCommand launch;
+    if (supervisor_->Knows(id)) {
+      supervisor_->DropPending(id);  // it started just before the previous agent stopped
+      continue;
+    }
+    if (!launch.ParseFromString(blob) || launch.launch_id() != id) {
+      Log(LogLevel::kWarn, "launch " + std::to_string(id) + ": its saved command does not decode; dropped");
+      supervisor_->DropPending(id);
+      continue;
+    }
+    Log(LogLevel::kInfo, "job " + std::to_string(launch.job_id()) + " launch " + std::to_string(id) +
+                             " was waiting for its GPUs when the previous agent stopped: queued again");
+    OnLaunch(launch);
+    if (!supervisor_->Knows(id)) supervisor_->DropPending(id);  // failed (reported)
+  }
 }
 
 void Agent::Report(v1::AgentReport report, LaunchId forget_on_delivery) {

@@ -11,8 +11,13 @@
 //     and re-sent on the next stream otherwise (so the daemon may see one twice: dedupe on
 //     launch_id); a part's files are deleted once its PartExited was written.
 //   - launch -> PartSupervisor::Launch; a failure is reported as PartExited{exit_code 127,
-//     reason "launch failed: <why>"}. A launch_id already known here is ignored.
-//     signal -> Signal(job, signal, checkpoint); kill -> Stop(job, grace_s, "killed").
+//     reason "launch failed: <why>"}. A launch_id already known here is ignored. A launch whose
+//     GPUs an earlier part still holds (in its kill grace) waits until that part has exited
+//     (listed with pid 0 meanwhile; see part_supervisor.h); the command is kept in the state dir
+//     so that a restarted agent queues it again.
+//     signal -> Signal(job, launch_id, signal, checkpoint); kill -> Stop(job, launch_id, grace_s,
+//     "killed"): launch_id 0 means every part of the job (for signals: those not being stopped).
+//     Each part's PartExited carries its own launch_id.
 // Thread-safety: Start/Stop/Running are thread-safe; everything else runs on the io thread.
 #pragma once
 
@@ -72,6 +77,7 @@ class Agent {
   void OnConnected(uint64_t generation);
   void OnCommand(const v1::DaemonCommand& command);
   void OnLaunch(const v1::LaunchCommand& launch);
+  void RequeuePending();  // launches that waited for GPUs when the previous agent stopped
   void OnDelivered(uint64_t token);
   void Report(v1::AgentReport report, LaunchId forget_on_delivery);
   void Heartbeat();

@@ -30,7 +30,8 @@ struct LaunchSpec {
   uid_t uid = 0;
   gid_t gid = 0;
 
-  // Exactly one of argv / script. argv[0] without a '/' is looked up in the job's PATH.
+  // Without a script: argv is the command (argv[0] without a '/' is looked up in the job's PATH).
+  // With a script: argv holds the script's arguments ($1 $2 ...; may be empty).
   std::vector<std::string> argv;
   std::string script;                      // run with /bin/sh unless it starts with "#!"
   std::string working_dir;                 // absolute; empty: the user's home

@@ -82,8 +82,11 @@ int64_t NowMs() {
 }  // namespace
 
 Result<LaunchedPart> Launcher::Launch(const LaunchSpec& spec, const LaunchFiles& files) const {
-  if (spec.argv.empty() == spec.script.empty()) return Fail("launch", "exactly one of command and script must be given");
-  if (!spec.argv.empty() && spec.argv[0].empty()) return Fail("launch", "command: the program name is empty");
+  if (spec.argv.empty() && spec.script.empty()) return Fail("launch", "nothing to run: give a command or a script");
+  if (spec.script.empty() && spec.argv[0].empty()) return Fail("launch", "command: the program name is empty");
+  for (const std::string& arg : spec.argv) {
+    if (arg.find('\0') != std::string::npos) return Fail("launch", "command: an argument contains a NUL byte");
+  }
   auto id = ResolveJobIdentity(spec.uid, spec.gid, spec.user, options_.identity, geteuid());
   if (!id) return std::unexpected(id.error());
   const std::string cwd = spec.working_dir.empty() ? id->home : spec.working_dir;
@@ -98,6 +101,7 @@ Result<LaunchedPart> Launcher::Launch(const LaunchSpec& spec, const LaunchFiles&
     const bool shebang = spec.script.starts_with("#!");
     p.argv = shebang ? std::vector<std::string>{*script_path} : std::vector<std::string>{"/bin/sh", *script_path};
     p.exec_candidates = {p.argv[0]};
+    p.argv.insert(p.argv.end(), spec.argv.begin(), spec.argv.end());  // the script's $1 $2 ...
   } else {
     p.argv = spec.argv;
     p.exec_candidates = ExecCandidates(spec.argv[0], env.at("PATH"));

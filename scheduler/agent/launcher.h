@@ -50,8 +50,11 @@ class Launcher {
  public:
   explicit Launcher(LauncherOptions options) : options_(std::move(options)) {}
 
-  // Fails before forking on a bad spec (neither or both of argv/script, a relative working
-  // dir) or identity, or on job dir errors; after forking with the failed child step.
+  // A script runs as `/bin/sh <script> ARGV...` (or `<script> ARGV...` when it starts with #!),
+  // so argv are its $1 $2 ...; without a script argv is the command.
+  // Fails before forking on a bad spec (neither argv nor script, an empty program name, a NUL
+  // in an argument, a relative working dir) or identity, or on job dir errors; after forking
+  // with the failed child step.
   Result<LaunchedPart> Launch(const LaunchSpec& spec, const LaunchFiles& files) const;
 
   const LauncherOptions& options() const { return options_; }

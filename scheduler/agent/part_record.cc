@@ -33,6 +33,9 @@ std::string FormatPartRecord(const PartRecord& r) {
   line("checkpoint_file", r.checkpoint_file);
   line("stop_reason", r.stop_reason);
   line("checkpoint_seen", r.checkpoint_seen);
+  std::string gpus;
+  for (uint32_t g : r.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+  line("gpus", gpus);
   return out;
 }
 
@@ -74,6 +77,17 @@ Result<PartRecord> ParsePartRecord(std::string_view text, std::string_view where
   str("checkpoint_file", &r.checkpoint_file);
   str("stop_reason", &r.stop_reason);
   str("checkpoint_seen", &r.checkpoint_seen);
+  if (auto it = kv.find("gpus"); it != kv.end() && !it->second.empty()) {
+    std::string_view list = it->second;
+    while (ok) {
+      const size_t comma = list.find(',');
+      uint32_t g = 0;
+      if (!ParseInt(list.substr(0, comma), &g)) ok = false, bad = "gpus: '" + it->second + "' is not a list of GPU indices";
+      r.gpus.push_back(g);
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+  }
   if (!ok) return Fail(std::string(where), bad);
   return r;
 }

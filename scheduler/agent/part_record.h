@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agent/launch_spec.h"
 #include "core/common/result.h"
@@ -33,6 +34,8 @@ struct PartRecord {
   std::string checkpoint_file;
   std::string stop_reason;         // set when the agent began stopping it ("walltime", "killed")
   std::string checkpoint_seen;     // signature of the last reported checkpoint file state
+  std::vector<uint32_t> gpus;      // the part's local GPU indices ("gpus 0,3"; a record written
+                                   // before this key existed holds none: it blocks no launch)
 };
 
 std::string FormatPartRecord(const PartRecord& record);

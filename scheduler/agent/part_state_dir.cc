@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -59,10 +61,44 @@ LaunchFiles PartStateDir::FilesFor(LaunchId launch) const {
 
 std::string PartStateDir::RecordPath(LaunchId launch) const { return root_ + "/parts/" + std::to_string(launch) + ".part"; }
 
+std::string PartStateDir::PendingPath(LaunchId launch) const {
+  return root_ + "/parts/" + std::to_string(launch) + ".launch";
+}
+
 Status PartStateDir::Save(const PartRecord& record) const {
-  const std::string path = RecordPath(record.launch_id);
-  const std::string tmp = root_ + "/parts/." + std::to_string(record.launch_id) + ".part.tmp";
-  const std::string text = FormatPartRecord(record);
+  return WriteAtomically(RecordPath(record.launch_id), root_ + "/parts/." + std::to_string(record.launch_id) + ".part.tmp",
+                         FormatPartRecord(record));
+}
+
+Status PartStateDir::SavePending(LaunchId launch, std::string_view blob) const {
+  return WriteAtomically(PendingPath(launch), root_ + "/parts/." + std::to_string(launch) + ".launch.tmp", blob);
+}
+
+void PartStateDir::RemovePending(LaunchId launch) const { unlink(PendingPath(launch).c_str()); }
+
+std::vector<std::pair<LaunchId, std::string>> PartStateDir::LoadPending() const {
+  std::vector<std::pair<LaunchId, std::string>> out;
+  const std::string dir = root_ + "/parts";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    const std::string_view name = e->d_name;
+    constexpr std::string_view kSuffix = ".launch";
+    if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) continue;
+    LaunchId launch = 0;
+    const std::string_view digits = name.substr(0, name.size() - kSuffix.size());
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), launch);
+    if (ec != std::errc() || end != digits.data() + digits.size() || launch == 0) continue;
+    bool ok = false;
+    std::string blob = ReadSmallFile(dir + "/" + std::string(name), &ok);
+    if (ok) out.emplace_back(launch, std::move(blob));
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+Status PartStateDir::WriteAtomically(const std::string& path, const std::string& tmp, std::string_view text) const {
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Fail(tmp, std::string("open: ") + std::strerror(errno));
   const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
@@ -110,6 +146,7 @@ Status PartStateDir::Remove(LaunchId launch) const {
   // restarted agent would report that part as lost).
   const LaunchFiles files = FilesFor(launch);
   unlink(RecordPath(launch).c_str());
+  RemovePending(launch);
   unlink(files.exit_tmp.c_str());
   unlink(files.exit_file.c_str());
   return RemoveFlatDir(files.job_dir);

@@ -3,7 +3,8 @@
 //
 //   <root>/                 0711 root   (traversable, so a job can reach its own job dir)
 //   <root>/parts/           0700 root   <launch>.part (PartRecord), <launch>.exit (the keeper's
-//                                       wait status), temp files
+//                                       wait status), <launch>.launch (a launch that waits for
+//                                       its GPUs, as the agent received it), temp files
 //   <root>/jobs/            0711 root
 //   <root>/jobs/<launch>/   0700 job's user: "script" (0500) and "checkpoint" (0600, the
 //                                       PHALANX_CHECKPOINT_FILE)
@@ -15,6 +16,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "agent/part_record.h"
@@ -41,13 +44,22 @@ class PartStateDir {
   std::vector<PartRecord> LoadAll(std::vector<Error>* errors) const;
   // The keeper's wait status, nullopt while the part runs (or when the file is unreadable).
   std::optional<int> ReadExitStatus(LaunchId launch) const;
-  // Deletes the record (first), the exit file and the job dir (one level: files only; a directory the
-  // job made inside is left and reported in the Status).
+  // Deletes the record (first), the pending launch, the exit file and the job dir (one level:
+  // files only; a directory the job made inside is left and reported in the Status).
   Status Remove(LaunchId launch) const;
+
+  // A launch that waits (for GPUs still held by an earlier part), kept as an opaque blob so that
+  // a restarted agent can queue it again. Written atomically; removed once the part starts or
+  // is dropped. LoadPending returns every readable one (by launch id, ascending).
+  Status SavePending(LaunchId launch, std::string_view blob) const;
+  std::vector<std::pair<LaunchId, std::string>> LoadPending() const;
+  void RemovePending(LaunchId launch) const;
 
  private:
   explicit PartStateDir(std::string root) : root_(std::move(root)) {}
   std::string RecordPath(LaunchId launch) const;
+  std::string PendingPath(LaunchId launch) const;
+  Status WriteAtomically(const std::string& path, const std::string& tmp, std::string_view text) const;
 
   std::string root_;
 };

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -21,6 +22,9 @@ using std::chrono::milliseconds;
 struct PartSupervisor::Part {
   explicit Part(asio::io_context& io) : walltime(io), kill(io) {}
   PartRecord rec;
+  uint64_t seq = 0;                 // arrival order (0: adopted)
+  bool waiting = false;             // queued behind an earlier part holding one of its GPUs
+  std::unique_ptr<LaunchSpec> spec; // while waiting
   bool own_child = false;  // the keeper is our child: reap it
   bool ended = false;
   std::unique_ptr<asio::posix::stream_descriptor> pidfd;  // null: poll in Tick
@@ -39,6 +43,19 @@ int64_t NowMs() {
 
 std::string Describe(const PartRecord& r) {
   return "job " + std::to_string(r.job_id) + " launch " + std::to_string(r.launch_id);
+}
+
+bool ShareGpu(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  for (uint32_t g : a) {
+    if (std::find(b.begin(), b.end(), g) != b.end()) return true;
+  }
+  return false;
+}
+
+std::string GpuList(const std::vector<uint32_t>& gpus) {
+  std::string out;
+  for (uint32_t g : gpus) out += (out.empty() ? "" : ",") + std::to_string(g);
+  return out;
 }
 
 }  // namespace
@@ -89,17 +106,47 @@ void PartSupervisor::Adopt() {
     ArmWalltime(part);
     if (!r.stop_reason.empty()) StopPart(part, options_.walltime_grace, r.stop_reason);  // finish what was begun
   }
+  StartWaiting();
 }
 
-Result<PartInfo> PartSupervisor::Launch(const LaunchSpec& spec) {
+Result<PartInfo> PartSupervisor::Launch(const LaunchSpec& spec, std::string_view pending_blob) {
   if (parts_.count(spec.launch_id) > 0) return Fail("launch", "launch id " + std::to_string(spec.launch_id) + " is already known here");
+  auto part = std::make_shared<Part>(io_);
+  part->seq = next_seq_++;
+  part->rec.job_id = spec.job_id;
+  part->rec.launch_id = spec.launch_id;
+  part->rec.gpus = spec.gpu_indices;
+  if (const auto blockers = Blockers(*part); !blockers.empty()) {
+    part->waiting = true;
+    part->spec = std::make_unique<LaunchSpec>(spec);
+    if (!pending_blob.empty()) {
+      if (auto s = state_.SavePending(spec.launch_id, pending_blob); !s) {
+        Log(LogLevel::kWarn, "cannot record waiting " + Describe(part->rec) + " (an agent restart before it starts loses it): " +
+                                 s.error().ToString());
+      }
+    }
+    std::string holders;
+    for (const auto& b : blockers) {
+      holders += (holders.empty() ? "" : ", ") + Describe(b->rec) + (b->waiting ? " (waiting)" : "") +
+                 (!b->waiting && b->rec.stop_reason.empty() ? " (not being stopped)" : "");
+    }
+    Log(LogLevel::kInfo, Describe(part->rec) + " waits for GPU(s) " + GpuList(spec.gpu_indices) + ", held by " + holders);
+    parts_[spec.launch_id] = part;
+    return PartInfo{spec.job_id, spec.launch_id, 0};
+  }
+  if (!pending_blob.empty()) state_.RemovePending(spec.launch_id);  // queued again after a restart
+  if (auto s = Start(*part, spec); !s) return std::unexpected(s.error());
+  parts_[spec.launch_id] = part;
+  Watch(part);
+  ArmWalltime(part);
+  return PartInfo{part->rec.job_id, part->rec.launch_id, part->rec.pid};
+}
+
+Status PartSupervisor::Start(Part& part, const LaunchSpec& spec) {
   auto launched = launcher_.Launch(spec, state_.FilesFor(spec.launch_id));
   if (!launched) return std::unexpected(launched.error());
-  auto part = std::make_shared<Part>(io_);
-  part->own_child = true;
-  PartRecord& r = part->rec;
-  r.job_id = spec.job_id;
-  r.launch_id = spec.launch_id;
+  part.own_child = true;
+  PartRecord& r = part.rec;
   r.pid = launched->pid;
   r.pid_start = launched->pid_start;
   r.keeper_pid = launched->keeper_pid;
@@ -111,12 +158,44 @@ Result<PartInfo> PartSupervisor::Launch(const LaunchSpec& spec) {
   r.uid = launched->uid;
   r.checkpoint_file = launched->checkpoint_file;
   if (auto probe = ProbeCheckpointFile(r.checkpoint_file, r.uid)) r.checkpoint_seen = probe->signature;
-  Save(*part);
-  parts_[spec.launch_id] = part;
-  Log(LogLevel::kInfo, "started " + Describe(r) + ": pid " + std::to_string(r.pid));
-  Watch(part);
-  ArmWalltime(part);
-  return PartInfo{r.job_id, r.launch_id, r.pid};
+  Save(part);
+  Log(LogLevel::kInfo, "started " + Describe(r) + ": pid " + std::to_string(r.pid) +
+                           (r.gpus.empty() ? "" : ", GPU(s) " + GpuList(r.gpus)));
+  return {};
+}
+
+std::vector<std::shared_ptr<PartSupervisor::Part>> PartSupervisor::Blockers(const Part& part) const {
+  std::vector<std::shared_ptr<Part>> out;
+  for (const auto& [id, other] : parts_) {
+    if (other.get() == &part || other->ended) continue;
+    if (other->waiting && other->seq >= part.seq) continue;  // queued after it
+    if (ShareGpu(other->rec.gpus, part.rec.gpus)) out.push_back(other);
+  }
+  return out;
+}
+
+void PartSupervisor::StartWaiting() {
+  std::vector<std::shared_ptr<Part>> waiting;
+  for (const auto& [id, part] : parts_) {
+    if (part->waiting && !part->ended) waiting.push_back(part);
+  }
+  std::sort(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) { return a->seq < b->seq; });
+  for (const auto& part : waiting) {
+    if (!part->waiting || part->ended || !Blockers(*part).empty()) continue;
+    part->waiting = false;
+    const std::unique_ptr<LaunchSpec> spec = std::move(part->spec);
+    const LaunchId launch = part->rec.launch_id;
+    Log(LogLevel::kInfo, Describe(part->rec) + ": its GPUs are free now");
+    if (auto s = Start(*part, *spec); !s) {
+      state_.RemovePending(launch);
+      Log(LogLevel::kWarn, Describe(part->rec) + " failed: " + s.error().ToString());
+      Finish(part, PartEnd{part->rec.job_id, launch, 127, 0, "launch failed: " + s.error().message});
+      continue;
+    }
+    state_.RemovePending(launch);
+    Watch(part);
+    ArmWalltime(part);
+  }
 }
 
 void PartSupervisor::Watch(const std::shared_ptr<Part>& part) {
@@ -140,10 +219,20 @@ void PartSupervisor::ArmWalltime(const std::shared_ptr<Part>& part) {
   }));
 }
 
-Status PartSupervisor::Signal(JobId job, int sig, bool checkpoint) {
+Status PartSupervisor::Signal(JobId job, LaunchId launch, int sig, bool checkpoint) {
+  // Without a launch id, a part being stopped gets the signal only when every part of the job
+  // here is being stopped: otherwise it is an earlier launch, and the signal is for the newer.
+  bool current = false;
+  bool waiting = false;
+  for (const auto& [id, part] : parts_) {
+    if (part->ended || part->rec.job_id != job || (launch != 0 && id != launch)) continue;
+    current = current || part->rec.stop_reason.empty();
+    waiting = waiting || part->waiting;
+  }
   size_t hit = 0;
   for (auto& [id, part] : parts_) {
-    if (part->ended || part->rec.job_id != job) continue;
+    if (part->ended || part->waiting || part->rec.job_id != job) continue;
+    if (launch != 0 ? id != launch : current && !part->rec.stop_reason.empty()) continue;
     int s = sig;
     if (s == 0 && checkpoint) s = part->rec.checkpoint_signal > 0 ? part->rec.checkpoint_signal : SIGUSR1;
     if (s <= 0) return Fail("job " + std::to_string(job), "no signal given");
@@ -151,15 +240,34 @@ Status PartSupervisor::Signal(JobId job, int sig, bool checkpoint) {
     Log(LogLevel::kInfo, "sent " + SignalName(s) + " to " + Describe(part->rec));
     ++hit;
   }
-  if (hit == 0) return Fail("job " + std::to_string(job), "no running part on this node");
+  if (hit == 0) {
+    const std::string what = "job " + std::to_string(job) + (launch != 0 ? " launch " + std::to_string(launch) : "");
+    if (waiting) return Fail(what, "its part here has not started yet (it waits for its GPUs)");
+    return Fail(what, "no running part on this node");
+  }
   return {};
 }
 
-size_t PartSupervisor::Stop(JobId job, milliseconds grace, const std::string& reason) {
+size_t PartSupervisor::Stop(JobId job, LaunchId launch, milliseconds grace, const std::string& reason) {
   size_t n = 0;
+  std::vector<std::shared_ptr<Part>> dropped;
   for (auto& [id, part] : parts_) {
-    if (!part->ended && part->rec.job_id == job) StopPart(part, grace, reason), ++n;
+    if (part->ended || part->rec.job_id != job || (launch != 0 && id != launch)) continue;
+    ++n;
+    if (part->waiting) {
+      dropped.push_back(part);
+    } else {
+      StopPart(part, grace, reason);
+    }
   }
+  for (const auto& part : dropped) {
+    part->waiting = false;
+    part->spec.reset();
+    state_.RemovePending(part->rec.launch_id);
+    Log(LogLevel::kInfo, "dropping " + Describe(part->rec) + " (" + reason + ") before it started");
+    Finish(part, PartEnd{part->rec.job_id, part->rec.launch_id, -1, 0, reason});
+  }
+  if (!dropped.empty()) StartWaiting();  // what waited behind a dropped part
   return n;
 }
 
@@ -187,10 +295,6 @@ void PartSupervisor::OnKeeperExit(const std::shared_ptr<Part>& part) {
   PartRecord& r = part->rec;
   if (part->own_child) waitpid(r.keeper_pid, nullptr, WNOHANG);
   ProbeCheckpoint(*part);  // a checkpoint written just before the end is reported first
-  part->ended = true;
-  part->walltime.cancel();
-  part->kill.cancel();
-  part->pidfd.reset();
   PartEnd end{r.job_id, r.launch_id, 0, 0, r.stop_reason.empty() ? "exited" : r.stop_reason};
   if (auto status = state_.ReadExitStatus(r.launch_id); status && *status >= 0) {
     if (WIFSIGNALED(*status)) {
@@ -206,7 +310,16 @@ void PartSupervisor::OnKeeperExit(const std::shared_ptr<Part>& part) {
       (void)SignalGroup(r.pid, SIGKILL);  // the job outlived its keeper: end it
     }
   }
-  Log(LogLevel::kInfo, Describe(r) + " ended: " + end.reason + ", exit code " + std::to_string(end.exit_code) +
+  Finish(part, end);
+  StartWaiting();  // parts that waited for its GPUs
+}
+
+void PartSupervisor::Finish(const std::shared_ptr<Part>& part, const PartEnd& end) {
+  part->ended = true;
+  part->walltime.cancel();
+  part->kill.cancel();
+  part->pidfd.reset();
+  Log(LogLevel::kInfo, Describe(part->rec) + " ended: " + end.reason + ", exit code " + std::to_string(end.exit_code) +
                            (end.term_signal != 0 ? ", " + SignalName(end.term_signal) : ""));
   if (callbacks_.on_end) callbacks_.on_end(end);
 }
@@ -230,7 +343,7 @@ void PartSupervisor::ProbeCheckpoint(Part& part) {
 void PartSupervisor::Tick() {
   std::vector<std::shared_ptr<Part>> exited;
   for (auto& [id, part] : parts_) {
-    if (part->ended) continue;
+    if (part->ended || part->waiting) continue;
     ProbeCheckpoint(*part);
     if (part->pidfd) continue;
     const char state = ProcState(part->rec.keeper_pid);
@@ -246,7 +359,7 @@ void PartSupervisor::Tick() {
 std::vector<PartInfo> PartSupervisor::Running() const {
   std::vector<PartInfo> out;
   for (const auto& [id, part] : parts_) {
-    if (!part->ended) out.push_back(PartInfo{part->rec.job_id, part->rec.launch_id, part->rec.pid});
+    if (!part->ended) out.push_back(PartInfo{part->rec.job_id, part->rec.launch_id, part->waiting ? 0 : part->rec.pid});
   }
   return out;
 }

@@ -10,6 +10,16 @@
 //   no exit file (the keeper itself was killed): exit_code -1, reason "lost: ...".
 // An ended part keeps its files until Forget (after its report reached the daemon).
 //
+// GPU handoff: the daemon may launch a part on GPUs whose previous part (a preempted, killed or
+// cancelled one) is still in its kill grace here. A launch whose GPU indices overlap those of an
+// earlier part that has not ended waits ("earlier": running parts, then waiting parts in the
+// order they arrived); it starts, in arrival order, once every such part has ended. A waiting
+// part is listed by Running() with pid 0 and is dropped by Stop (reported through on_end with
+// exit_code -1, term_signal 0 and the stop reason). A waiting launch that then fails to start is
+// reported through on_end as exit_code 127, reason "launch failed: <why>". Launch() may be
+// given an opaque blob describing the launch, kept in the state dir while it waits
+// (PendingLaunches) so that a restarted agent can queue it again.
+//
 // Parts outlive the agent: Adopt() (at start) re-reads the state dir, watches the parts whose
 // keeper is still the recorded process (same boot id, pid, start ticks) and reports, through
 // on_end, those that ended while no agent watched.
@@ -22,6 +32,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -51,7 +63,7 @@ struct CheckpointSeen {
 struct PartInfo {
   JobId job_id = kNoJob;
   LaunchId launch_id = 0;
-  pid_t pid = 0;
+  pid_t pid = 0;            // 0: waits for its GPUs (see above)
 };
 
 struct SupervisorOptions {
@@ -75,27 +87,45 @@ class PartSupervisor {
   // See above. Unreadable records are logged and left alone.
   void Adopt();
 
-  // Launches and watches. Fails on a launch id it already knows, or as Launcher::Launch does
-  // (nothing is then left behind and on_end is not called).
-  Result<PartInfo> Launch(const LaunchSpec& spec);
+  // Launches and watches, or queues the launch while an earlier part holds one of its GPUs
+  // (then pid 0 is returned, and `pending_blob`, when not empty, is saved until the part starts
+  // or is dropped). Fails on a launch id it already knows, or as Launcher::Launch does (nothing
+  // is then left behind and on_end is not called).
+  Result<PartInfo> Launch(const LaunchSpec& spec, std::string_view pending_blob = {});
 
-  // Sends `sig` to the process group of each running part of the job. With checkpoint, sig 0
-  // means the part's checkpoint signal. Fails when no part of the job runs here.
-  Status Signal(JobId job, int sig, bool checkpoint);
+  // Sends `sig` to the process group of running parts of the job: of launch `launch`, or with
+  // launch 0 those the agent is not stopping (every running part of the job when it is stopping
+  // all of them: a part being stopped belongs to an earlier launch when a newer one is here).
+  // With checkpoint, sig 0 means the part's checkpoint signal. Fails when no such part runs.
+  Status Signal(JobId job, LaunchId launch, int sig, bool checkpoint);
 
-  // SIGTERM (and SIGCONT) to each running part of the job now, SIGKILL after `grace` (at once
-  // when 0). A second Stop can only shorten the grace. Returns how many parts it stops.
-  size_t Stop(JobId job, std::chrono::milliseconds grace, const std::string& reason);
+  // SIGTERM (and SIGCONT) now, SIGKILL after `grace` (at once when 0), to each running part of
+  // the job of launch `launch` (0: of every launch); waiting ones are dropped. A second Stop can
+  // only shorten the grace. Returns how many parts it stops or drops.
+  size_t Stop(JobId job, LaunchId launch, std::chrono::milliseconds grace, const std::string& reason);
 
-  std::vector<PartInfo> Running() const;
-  // True for a launch id it watches or still holds (ended, not forgotten).
+  std::vector<PartInfo> Running() const;  // started and waiting parts (the latter with pid 0)
+  // True for a launch id it watches, queues or still holds (ended, not forgotten).
   bool Knows(LaunchId launch) const { return parts_.count(launch) > 0; }
 
   // Drops an ended part and deletes its files (its end reached the daemon). No-op otherwise.
   void Forget(LaunchId launch);
 
+  // The blobs of launches that were waiting when the previous agent stopped, by launch id. The
+  // owner passes them to Launch again (after Adopt) or drops them with DropPending.
+  std::vector<std::pair<LaunchId, std::string>> PendingLaunches() const { return state_.LoadPending(); }
+  void DropPending(LaunchId launch) const { state_.RemovePending(launch); }
+
  private:
   struct Part;
+  // Starts a part (new or waiting) through the launcher; fills its record.
+  Status Start(Part& part, const LaunchSpec& spec);
+  // Non-ended parts started or queued before `part` that share one of its GPUs.
+  std::vector<std::shared_ptr<Part>> Blockers(const Part& part) const;
+  // Starts the waiting parts nothing blocks any more, in arrival order.
+  void StartWaiting();
+  // Marks the part ended and reports it through on_end.
+  void Finish(const std::shared_ptr<Part>& part, const PartEnd& end);
   void Watch(const std::shared_ptr<Part>& part);
   void ArmWalltime(const std::shared_ptr<Part>& part);
   void StopPart(const std::shared_ptr<Part>& part, std::chrono::milliseconds grace, const std::string& reason);
@@ -112,6 +142,7 @@ class PartSupervisor {
   SupervisorOptions options_;
   Callbacks callbacks_;
   std::map<LaunchId, std::shared_ptr<Part>> parts_;
+  uint64_t next_seq_ = 1;  // arrival order of launches (adopted parts: 0, the earliest)
   std::unique_ptr<boost::asio::steady_timer> tick_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // handlers hold a weak_ptr to it
 };

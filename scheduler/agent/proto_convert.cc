@@ -69,6 +69,7 @@ v1::CheckpointReport CheckpointToProto(const CheckpointSeen& seen) {
   out.set_job_id(seen.job_id);
   out.set_epoch(seen.epoch);
   out.set_path(seen.path);
+  out.set_launch_id(seen.launch_id);
   return out;
 }
 

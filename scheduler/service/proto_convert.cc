@@ -74,12 +74,14 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
     if (p.after_ok(i) == 0) return std::unexpected(Bad("after_ok", "job id 0 does not exist").error());
     s.after_ok.push_back(p.after_ok(i));
   }
-  // How to run it.
+  // How to run it: a command, or a script whose arguments are `command` (gsub script.sh ARGS).
   if (p.command_size() == 0 && p.script().empty())
     return std::unexpected(Bad("command", "empty: give a command or a script").error());
-  if (p.command_size() > 0 && !p.script().empty())
-    return std::unexpected(Bad("script", "given together with a command: give one of them").error());
-  if (p.command_size() > 0 && p.command(0).empty()) return std::unexpected(Bad("command", "the program name is empty").error());
+  if (p.script().empty() && p.command(0).empty()) return std::unexpected(Bad("command", "the program name is empty").error());
+  for (int i = 0; i < p.command_size(); ++i) {
+    if (p.command(i).find('\0') != std::string::npos)
+      return std::unexpected(Bad("command", "argument " + std::to_string(i) + " contains a NUL byte").error());
+  }
   if (!p.working_dir().empty() && p.working_dir()[0] != '/')
     return std::unexpected(Bad("working_dir", "'" + p.working_dir() + "' is not an absolute path").error());
   for (const auto& [k, v] : p.env()) {

@@ -23,6 +23,8 @@
 namespace phalanx::service {
 
 // The core's spec for a submission by `who` (id and submit time left for the caller to set).
+// How to run it: `command` alone (the argv), or `script` with `command` as the script's
+// arguments (possibly none); an empty program name or a NUL byte in an argument is refused.
 Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& spec, const Caller& who);
 
 // What the store keeps to run the job later (launch blob): spec + user/uid/gid.

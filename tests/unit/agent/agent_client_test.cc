@@ -1,10 +1,12 @@
 // The agent against an in-test Agents server (FakeDaemon) over real sockets: token checks,
 // Register contents, launch -> PartExited, launch failures, checkpoint signals, reconnecting
-// after a daemon restart, and re-adopting running parts after an agent restart.
+// after a daemon restart, re-adopting running parts after an agent restart, kills and signals
+// by launch id, and launches that wait for the GPUs of a dying part (also across a restart).
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <filesystem>
+#include <map>
 
 #include "agent/agent.h"
 #include "fake_daemon.h"
@@ -53,14 +55,15 @@ class AgentClientTest : public ::testing::Test {
     return *std::move(agent);
   }
 
-  v1::DaemonCommand Launch(uint64_t launch_id, const std::string& command, const std::string& cwd = "") const {
+  v1::DaemonCommand Launch(uint64_t launch_id, const std::string& command, const std::string& cwd = "",
+                           uint32_t gpu = 1, uint64_t job = kJob) const {
     v1::DaemonCommand c;
     v1::LaunchCommand* l = c.mutable_launch();
-    l->set_job_id(kJob);
+    l->set_job_id(job);
     l->set_launch_id(launch_id);
     l->set_uid(getuid());
     l->set_gid(getgid());
-    l->add_gpu_indices(1);
+    l->add_gpu_indices(gpu);
     l->set_world_size(1);
     l->set_nnodes(1);
     v1::JobSpec* spec = l->mutable_spec();
@@ -73,12 +76,35 @@ class AgentClientTest : public ::testing::Test {
     return c;
   }
 
-  static v1::DaemonCommand Kill(int64_t grace_s) {
+  static v1::DaemonCommand Kill(int64_t grace_s, uint64_t launch_id = 0) {
     v1::DaemonCommand c;
     c.mutable_kill()->set_job_id(kJob);
     c.mutable_kill()->set_grace_s(grace_s);
     c.mutable_kill()->set_reason("test");
+    c.mutable_kill()->set_launch_id(launch_id);
     return c;
+  }
+
+  // True once a heartbeat listed the launch as waiting for its GPUs (pid 0).
+  static bool ListedWaiting(const FakeDaemon& daemon, uint64_t launch_id) {
+    for (const v1::AgentReport& r : daemon.reports()) {
+      for (const v1::RunningPart& p : r.heartbeat().running()) {
+        if (p.launch_id() == launch_id && p.pid() == 0) return true;
+      }
+    }
+    return false;
+  }
+
+  // How many PartExited reports name the launch, and the index of the first (-1: none).
+  static std::pair<int, int> Exits(const FakeDaemon& daemon, uint64_t launch_id) {
+    const auto reports = daemon.reports();
+    int n = 0, first = -1;
+    for (size_t i = 0; i < reports.size(); ++i) {
+      if (reports[i].has_exited() && reports[i].exited().launch_id() == launch_id) {
+        if (n++ == 0) first = static_cast<int>(i);
+      }
+    }
+    return {n, first};
   }
 
   TempDir tmp_;
@@ -209,6 +235,94 @@ TEST_F(AgentClientTest, RestartedAgentReadoptsPartsAndKillsWhatTheDaemonDoesNotK
   ASSERT_TRUE(WaitFor([&] { return daemon.Exited(4206).has_value(); }));
   EXPECT_EQ(daemon.Exited(4206)->reason(), "killed");
   EXPECT_EQ(daemon.Exited(4206)->term_signal(), SIGTERM);
+}
+
+// A job preempted and restarted on this node has a dying part and a new one: the daemon's kill
+// names the old launch, which alone is stopped and reported under its own launch id; a signal
+// without a launch id skips the part being stopped.
+TEST_F(AgentClientTest, KillByLaunchIdStopsOnlyThatLaunch) {
+  FakeDaemon daemon("s3cret");
+  auto agent = StartAgent(daemon);
+  ASSERT_TRUE(WaitFor([&] { return daemon.streams() == 1; }));
+  ASSERT_TRUE(daemon.Send(Launch(4210, "trap 'sleep 0.2; exit 0' TERM; touch old.ready; while :; do sleep 0.02; done", "", 0)));
+  ASSERT_TRUE(daemon.Send(Launch(
+      4211, "trap 'echo new >> usr1.txt' USR1; trap 'exit 0' TERM; touch new.ready; while :; do sleep 0.02; done", "", 1)));
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(tmp_ / "old.ready") && std::filesystem::exists(tmp_ / "new.ready"); }));
+
+  ASSERT_TRUE(daemon.Send(Kill(5, 4210)));
+  v1::DaemonCommand signal;
+  signal.mutable_signal()->set_job_id(kJob);
+  signal.mutable_signal()->set_signal(SIGUSR1);
+  ASSERT_TRUE(daemon.Send(signal));
+  ASSERT_TRUE(WaitFor([&] { return daemon.Exited(4210).has_value(); }));
+  const v1::PartExited old = *daemon.Exited(4210);
+  EXPECT_EQ(old.job_id(), kJob);
+  EXPECT_EQ(old.launch_id(), 4210u);
+  EXPECT_EQ(old.reason(), "killed");
+  EXPECT_EQ(old.exit_code(), 0);  // its TERM trap ran to the end: no USR1 reached it
+  EXPECT_EQ(old.term_signal(), 0);
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(tmp_ / "usr1.txt") == "new\n"; }));
+  const auto running = agent->Running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].launch_id, 4211u);
+  EXPECT_EQ(kill(running[0].pid, 0), 0);
+  EXPECT_FALSE(daemon.Exited(4211).has_value());
+
+  ASSERT_TRUE(daemon.Send(Kill(5)));  // launch 0: every part of the job
+  ASSERT_TRUE(WaitFor([&] { return daemon.Exited(4211).has_value(); }));
+  EXPECT_EQ(daemon.Exited(4211)->reason(), "killed");
+  EXPECT_EQ(Exits(daemon, 4210).first, 1);
+}
+
+// GPU handoff: the core frees a preempted job's GPUs at once, so the next job's launch can
+// arrive while the old part is in its kill grace; it starts only after that part exited.
+TEST_F(AgentClientTest, LaunchWaitsForTheGpusOfADyingPart) {
+  FakeDaemon daemon("s3cret");
+  auto agent = StartAgent(daemon);
+  ASSERT_TRUE(WaitFor([&] { return daemon.streams() == 1; }));
+  ASSERT_TRUE(daemon.Send(Launch(4212, "trap 'sleep 0.3; echo first >> order.txt; exit 0' TERM; touch ready; "
+                                       "while :; do sleep 0.02; done")));
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(tmp_ / "ready"); }));
+  ASSERT_TRUE(daemon.Send(Kill(5, 4212)));
+  ASSERT_TRUE(daemon.Send(Launch(4213, "echo second >> order.txt", "", 1, kJob + 1)));  // the same GPU 1
+  ASSERT_TRUE(WaitFor([&] { return ListedWaiting(daemon, 4213); }));
+  ASSERT_TRUE(WaitFor([&] { return daemon.Exited(4213).has_value(); }));
+  EXPECT_EQ(ReadFile(tmp_ / "order.txt"), "first\nsecond\n");
+  EXPECT_EQ(daemon.Exited(4213)->exit_code(), 0);
+  EXPECT_EQ(daemon.Exited(4213)->reason(), "exited");
+  ASSERT_TRUE(daemon.Exited(4212).has_value());
+  EXPECT_EQ(daemon.Exited(4212)->reason(), "killed");
+  EXPECT_LT(Exits(daemon, 4212).second, Exits(daemon, 4213).second);
+}
+
+// An agent restart while a launch waits: the new agent lists it (pid 0) when it registers,
+// and starts it once the old part has exited.
+TEST_F(AgentClientTest, WaitingLaunchIsQueuedAgainAfterAnAgentRestart) {
+  FakeDaemon daemon("s3cret");
+  auto agent = StartAgent(daemon);
+  ASSERT_TRUE(WaitFor([&] { return daemon.streams() == 1; }));
+  ASSERT_TRUE(daemon.Send(Launch(4214, "trap '' TERM; touch ready; while :; do sleep 0.02; done")));
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(tmp_ / "ready"); }));
+  ASSERT_TRUE(daemon.Send(Kill(30, 4214)));
+  ASSERT_TRUE(daemon.Send(Launch(4215, "echo next > next.txt", "", 1, kJob + 1)));
+  ASSERT_TRUE(WaitFor([&] { return ListedWaiting(daemon, 4215); }));
+  agent.reset();
+
+  agent = StartAgent(daemon);  // finishes the stop of 4214 (TERM, KILL after 200 ms)
+  ASSERT_TRUE(WaitFor([&] { return daemon.registers().size() == 2; }));
+  std::map<uint64_t, int32_t> listed;
+  const v1::RegisterRequest reg = daemon.registers()[1];
+  for (const v1::RunningPart& p : reg.running()) listed[p.launch_id()] = p.pid();
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_GT(listed[4214], 0);
+  EXPECT_EQ(listed[4215], 0);
+  ASSERT_TRUE(WaitFor([&] { return daemon.Exited(4215).has_value(); }));
+  EXPECT_EQ(daemon.Exited(4215)->exit_code(), 0);
+  EXPECT_EQ(ReadFile(tmp_ / "next.txt"), "next\n");
+  ASSERT_TRUE(daemon.Exited(4214).has_value());
+  EXPECT_EQ(daemon.Exited(4214)->term_signal(), SIGKILL);
+  EXPECT_LT(Exits(daemon, 4214).second, Exits(daemon, 4215).second);
+  EXPECT_TRUE(WaitFor([&] { return !std::filesystem::exists(tmp_ / "state/parts/4215.launch"); }));
 }
 
 // Self-signed EC certificates for 127.0.0.1 made with openssl: <name>.pem and <name>.key.

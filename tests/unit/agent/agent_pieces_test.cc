@@ -9,6 +9,7 @@
 #include "agent/checkpoint_file.h"
 #include "agent/output_pattern.h"
 #include "agent/part_record.h"
+#include "agent/part_state_dir.h"
 #include "agent/proto_convert.h"
 #include "test_util.h"
 
@@ -31,12 +32,42 @@ TEST(PartRecord, RoundTripsAndNamesBadFields) {
   r.boot_id = "b00t", r.start_time_ms = 1700000000000, r.walltime_ms = 3600000, r.checkpoint_signal = 12;
   r.uid = 1000, r.checkpoint_file = "/var/lib/x/jobs/4201/checkpoint", r.stop_reason = "walltime";
   r.checkpoint_seen = "1:2:3";
+  r.gpus = {0, 3};
   auto back = ParsePartRecord(FormatPartRecord(r), "f");
   ASSERT_TRUE(back) << back.error().ToString();
   EXPECT_EQ(FormatPartRecord(*back), FormatPartRecord(r));
+  EXPECT_EQ(back->gpus, (std::vector<uint32_t>{0, 3}));
+  EXPECT_NE(FormatPartRecord(r).find("\ngpus 0,3\n"), std::string::npos);
+  r.gpus.clear();
+  EXPECT_TRUE(ParsePartRecord(FormatPartRecord(r), "f")->gpus.empty());
+  // A record from before the gpus key: holds none.
+  EXPECT_TRUE(ParsePartRecord("job_id 1\nlaunch_id 2\npid 3\nkeeper_pid 4\n", "f")->gpus.empty());
+  EXPECT_EQ(ParsePartRecord("job_id 1\nlaunch_id 2\npid 3\nkeeper_pid 4\ngpus 1,,2\n", "f").error().ToString(),
+            "f: gpus: '1,,2' is not a list of GPU indices");
   EXPECT_TRUE(ParsePartRecord(FormatPartRecord(r) + "future_key some value\n", "f"));
   EXPECT_EQ(ParsePartRecord("job_id 1\nlaunch_id 2\npid 3\n", "f").error().ToString(), "f: keeper_pid: missing");
   EXPECT_EQ(ParsePartRecord("job_id x\n", "f").error().ToString(), "f: job_id: 'x' is not a number");
+}
+
+TEST(PartStateDir, KeepsPendingLaunchesUntilRemoved) {
+  TempDir tmp;
+  auto state = PartStateDir::Open(tmp / "state");
+  ASSERT_TRUE(state) << state.error().ToString();
+  EXPECT_TRUE(state->LoadPending().empty());
+  const std::string blob("bin\0ary\n", 8);
+  ASSERT_TRUE(state->SavePending(12, blob));
+  ASSERT_TRUE(state->SavePending(9, "nine"));
+  testing::WriteFile(tmp / "state/parts/x.launch", "not a launch id");
+  const auto pending = state->LoadPending();
+  ASSERT_EQ(pending.size(), 2u);
+  EXPECT_EQ(pending[0], (std::pair<LaunchId, std::string>{9, "nine"}));
+  EXPECT_EQ(pending[1], (std::pair<LaunchId, std::string>{12, blob}));
+  std::vector<Error> errors;
+  EXPECT_TRUE(state->LoadAll(&errors).empty());  // not part records
+  EXPECT_TRUE(errors.empty());
+  state->RemovePending(9);
+  ASSERT_TRUE(state->Remove(12));  // removing a part removes its pending launch too
+  EXPECT_TRUE(state->LoadPending().empty());
 }
 
 TEST(CheckpointFile, ParsesEpochAndPath) {
@@ -156,6 +187,30 @@ TEST(ProtoConvert, LaunchCommandBecomesALaunchSpec) {
   EXPECT_EQ(LaunchSpecFromProto(cmd).error().ToString(), "launch.master_port: 70000 is not a port");
   cmd.set_launch_id(0);
   EXPECT_EQ(LaunchSpecFromProto(cmd).error().ToString(), "launch.launch_id: must be set");
+}
+
+TEST(ProtoConvert, ScriptArgumentsAndReports) {
+  v1::LaunchCommand cmd;
+  cmd.set_job_id(42);
+  cmd.set_launch_id(4201);
+  cmd.mutable_spec()->set_script("echo \"$1 $2\"\n");
+  cmd.mutable_spec()->add_command("a b");
+  cmd.mutable_spec()->add_command("c");
+  auto spec = LaunchSpecFromProto(cmd);
+  ASSERT_TRUE(spec) << spec.error().ToString();
+  EXPECT_EQ(spec->script, "echo \"$1 $2\"\n");
+  EXPECT_EQ(spec->argv, (std::vector<std::string>{"a b", "c"}));  // the script's arguments
+
+  const v1::CheckpointReport report = CheckpointToProto(CheckpointSeen{42, 4201, 7, "/ckpt/7"});
+  EXPECT_EQ(report.job_id(), 42u);
+  EXPECT_EQ(report.launch_id(), 4201u);
+  EXPECT_EQ(report.epoch(), 7u);
+  const v1::RunningPart waiting = RunningToProto(PartInfo{42, 4202, 0});
+  EXPECT_EQ(waiting.launch_id(), 4202u);
+  EXPECT_EQ(waiting.pid(), 0);
+  const v1::PartExited exited = PartEndToProto(PartEnd{42, 4201, -1, 15, "killed"});
+  EXPECT_EQ(exited.launch_id(), 4201u);
+  EXPECT_EQ(exited.reason(), "killed");
 }
 
 }  // namespace

@@ -133,6 +133,27 @@ TEST_F(LauncherTest, ScriptsRunWithShOrTheirInterpreter) {
   EXPECT_EQ(ReadFile(tmp_ / "shebang.txt"), "shebang\n");
 }
 
+// gsub script.sh ARGS: the script gets its arguments as $1 $2 ..., with or without a #! line.
+TEST_F(LauncherTest, ScriptsGetTheirArguments) {
+  LaunchSpec spec = ShellJob("", Dir());
+  spec.script = "echo \"$1 $2\" > args.txt\necho $# >> args.txt\n";
+  spec.argv = {"hello world", "x", ""};
+  ASSERT_EQ(Run(spec), 0);
+  EXPECT_EQ(ReadFile(tmp_ / "args.txt"), "hello world x\n3\n");
+
+  spec.launch_id = 71;
+  spec.script = "#!/bin/sh\necho \"$1 $2\" > shebang-args.txt\n";
+  spec.argv = {"-e", "*"};  // passed as they are: not options of the shell, not globbed
+  ASSERT_EQ(Run(spec), 0);
+  EXPECT_EQ(ReadFile(tmp_ / "shebang-args.txt"), "-e *\n");
+
+  spec.launch_id = 72;
+  spec.script = "echo \"[$1]\" > none.txt\n";
+  spec.argv.clear();
+  ASSERT_EQ(Run(spec), 0);
+  EXPECT_EQ(ReadFile(tmp_ / "none.txt"), "[]\n");
+}
+
 TEST_F(LauncherTest, CommandIsLookedUpInTheJobsPath) {
   testing::WriteFile(tmp_ / "mytool", "#!/bin/sh\necho tool ran > tool.txt\n");
   chmod((tmp_ / "mytool").c_str(), 0755);
@@ -167,10 +188,21 @@ TEST_F(LauncherTest, LaunchFailuresSayWhy) {
   EXPECT_EQ(part.error().message, "working_dir 'relative/dir' is not an absolute path");
 
   spec = ShellJob("true", Dir());
-  spec.script = "true";
+  spec.argv.clear();
   part = launcher_.Launch(spec, state_.FilesFor(spec.launch_id));
   ASSERT_FALSE(part);
-  EXPECT_EQ(part.error().message, "exactly one of command and script must be given");
+  EXPECT_EQ(part.error().message, "nothing to run: give a command or a script");
+
+  spec = ShellJob("true", Dir());
+  spec.argv = {""};
+  part = launcher_.Launch(spec, state_.FilesFor(spec.launch_id));
+  ASSERT_FALSE(part);
+  EXPECT_EQ(part.error().message, "command: the program name is empty");
+
+  spec = ShellJob(std::string("echo a\0b", 8), Dir());
+  part = launcher_.Launch(spec, state_.FilesFor(spec.launch_id));
+  ASSERT_FALSE(part);
+  EXPECT_EQ(part.error().message, "command: an argument contains a NUL byte");
 
   spec = ShellJob("true", Dir());
   spec.stdout_pattern = "/nonexistent-phalanx-dir/out.txt";

@@ -1,12 +1,14 @@
 // PartSupervisor on a real io_context driven by the test thread: exits, stops (TERM, then
 // KILL), walltime, checkpoint signals and the checkpoint file, `phalanx-agent checkpoint-done`,
-// lost keepers, and re-adoption by a second supervisor (an agent restart).
+// lost keepers, re-adoption by a second supervisor (an agent restart), stops and signals by
+// launch id, and the GPU handoff (a launch waits for the earlier parts on its GPUs).
 #include "agent/part_supervisor.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <boost/asio/io_context.hpp>
+#include <algorithm>
 #include <filesystem>
 
 #include "agent/proc_util.h"
@@ -21,9 +23,9 @@ using testing::TempDir;
 
 class PartSupervisorTest : public ::testing::Test {
  protected:
-  std::unique_ptr<PartSupervisor> Make() {
+  std::unique_ptr<PartSupervisor> Make(milliseconds walltime_grace = milliseconds(200)) {
     SupervisorOptions options;
-    options.walltime_grace = milliseconds(200);
+    options.walltime_grace = walltime_grace;
     options.poll_interval = milliseconds(20);
     LauncherOptions launcher;
     launcher.node = "node07";
@@ -77,7 +79,7 @@ TEST_F(PartSupervisorTest, StopEndsTheWholeProcessGroup) {
   ASSERT_TRUE(part);
   ASSERT_TRUE(RunUntil([&] { return !testing::ReadFile(tmp_ / "bg.pid").empty(); }));
   const pid_t bg = std::atoi(testing::ReadFile(tmp_ / "bg.pid").c_str());
-  EXPECT_EQ(sup->Stop(7, milliseconds(2000), "killed"), 1u);
+  EXPECT_EQ(sup->Stop(7, 0, milliseconds(2000), "killed"), 1u);
   ASSERT_TRUE(RunUntil([&] { return !ends_.empty(); }));
   EXPECT_EQ(ends_[0].reason, "killed");
   EXPECT_EQ(ends_[0].exit_code, -1);
@@ -91,7 +93,7 @@ TEST_F(PartSupervisorTest, StopEscalatesToSigkill) {
   ASSERT_TRUE(sup->Launch(Job("trap '' TERM; touch ready; while :; do sleep 0.02; done")));
   ASSERT_TRUE(RunUntil([&] { return Exists("ready"); }));
   const auto start = std::chrono::steady_clock::now();
-  sup->Stop(7, milliseconds(150), "killed");
+  sup->Stop(7, 0, milliseconds(150), "killed");
   ASSERT_TRUE(RunUntil([&] { return !ends_.empty(); }));
   EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(150));
   EXPECT_EQ(ends_[0].term_signal, SIGKILL);
@@ -124,13 +126,13 @@ TEST_F(PartSupervisorTest, CheckpointSignalReachesTheJobAndTheFileIsReported) {
   spec.checkpoint_signal = SIGUSR2;
   ASSERT_TRUE(sup->Launch(spec));
   ASSERT_TRUE(RunUntil([&] { return Exists("ready"); }));
-  EXPECT_FALSE(sup->Signal(8, 0, true));  // no such job here
-  ASSERT_TRUE(sup->Signal(7, 0, true));
+  EXPECT_FALSE(sup->Signal(8, 0, 0, true));  // no such job here
+  ASSERT_TRUE(sup->Signal(7, 0, 0, true));
   ASSERT_TRUE(RunUntil([&] { return !checkpoints_.empty(); }));
   EXPECT_EQ(checkpoints_[0].job_id, 7u);
   EXPECT_EQ(checkpoints_[0].epoch, 0u);  // touched: the next epoch
   EXPECT_EQ(testing::ReadFile(tmp_ / "got.txt"), "got\n");
-  sup->Stop(7, milliseconds(0), "killed");
+  sup->Stop(7, 0, milliseconds(0), "killed");
   ASSERT_TRUE(RunUntil([&] { return !ends_.empty(); }));
   EXPECT_EQ(checkpoints_.size(), 1u);
 }
@@ -180,10 +182,153 @@ TEST_F(PartSupervisorTest, SecondSupervisorReadoptsRunningAndReportsEndedParts) 
   EXPECT_EQ(ends_[0].exit_code, 6);
   ASSERT_EQ(second->Running().size(), 1u);
   EXPECT_EQ(second->Running()[0].pid, running->pid);
-  second->Stop(7, milliseconds(1000), "killed");
+  second->Stop(7, 0, milliseconds(1000), "killed");
   ASSERT_TRUE(RunUntil([&] { return ends_.size() == 2; }));
   EXPECT_EQ(ends_[1].launch_id, 80u);
   EXPECT_EQ(ends_[1].term_signal, SIGTERM);
+}
+
+// Ignores SIGTERM for 0.3 s (then exits 0), appending to order.txt; USR1 appends "<tag> usr1".
+std::string SlowToDie(const std::string& tag) {
+  return "trap 'sleep 0.3; echo " + tag + " exited >> order.txt; exit 0' TERM; "
+         "trap 'echo " + tag + " usr1 >> usr1.txt' USR1; touch " + tag + ".ready; while :; do sleep 0.02; done";
+}
+
+TEST_F(PartSupervisorTest, LaunchOnBusyGpusWaitsUntilTheEarlierPartExited) {
+  auto sup = Make();
+  LaunchSpec first = Job(SlowToDie("first"), 80);
+  first.gpu_indices = {1, 2};
+  ASSERT_TRUE(sup->Launch(first));
+  ASSERT_TRUE(RunUntil([&] { return Exists("first.ready"); }));
+  EXPECT_EQ(sup->Stop(7, 80, milliseconds(5000), "killed"), 1u);  // preempted: TERM, grace 5 s
+
+  // The next job is launched on GPU 2 at once (the core freed it): it must wait.
+  LaunchSpec second = ShellJob("echo second started >> order.txt; echo $CUDA_VISIBLE_DEVICES > second.gpus", tmp_.path(), 8, 81);
+  second.gpu_indices = {2, 3};
+  auto waiting = sup->Launch(second);
+  ASSERT_TRUE(waiting) << waiting.error().ToString();
+  EXPECT_EQ(waiting->pid, 0);
+  EXPECT_TRUE(sup->Knows(81));
+  EXPECT_FALSE(sup->Launch(second));  // a known launch id, even while waiting
+  // Other GPUs are not held up.
+  LaunchSpec other = ShellJob("exit 0", tmp_.path(), 9, 82);
+  other.gpu_indices = {0};
+  auto started = sup->Launch(other);
+  ASSERT_TRUE(started);
+  EXPECT_GT(started->pid, 0);
+  bool listed = false;
+  for (const PartInfo& p : sup->Running()) listed = listed || (p.launch_id == 81 && p.pid == 0 && p.job_id == 8);
+  EXPECT_TRUE(listed);
+  EXPECT_FALSE(Exists("state/parts/81.part"));
+
+  ASSERT_TRUE(RunUntil([&] { return ends_.size() == 3; }));
+  EXPECT_EQ(testing::ReadFile(tmp_ / "order.txt"), "first exited\nsecond started\n");
+  EXPECT_EQ(testing::ReadFile(tmp_ / "second.gpus"), "2,3\n");
+  std::vector<LaunchId> order;
+  for (const PartEnd& e : ends_) order.push_back(e.launch_id);
+  EXPECT_LT(std::find(order.begin(), order.end(), 80), std::find(order.begin(), order.end(), 81));
+  for (const PartEnd& e : ends_) {
+    if (e.launch_id == 80) {
+      EXPECT_EQ(e.reason, "killed");
+    } else if (e.launch_id == 81) {
+      EXPECT_EQ(e.reason, "exited");
+    }
+  }
+}
+
+TEST_F(PartSupervisorTest, WaitingPartsAreDroppedByStopAndStartInArrivalOrder) {
+  auto sup = Make();
+  LaunchSpec holder = Job("touch holder.ready; exec sleep 1000", 80);
+  holder.gpu_indices = {1};
+  ASSERT_TRUE(sup->Launch(holder));
+  LaunchSpec a = ShellJob("echo a >> order.txt", tmp_.path(), 8, 81);
+  a.gpu_indices = {1};
+  LaunchSpec b = ShellJob("echo b >> order.txt", tmp_.path(), 9, 82);
+  b.gpu_indices = {1, 2};
+  LaunchSpec c = ShellJob("echo c >> order.txt", tmp_.path(), 10, 83);
+  c.gpu_indices = {2};  // behind b, which arrived earlier and waits for GPU 2 too
+  ASSERT_EQ(sup->Launch(a)->pid, 0);
+  ASSERT_EQ(sup->Launch(b)->pid, 0);
+  ASSERT_EQ(sup->Launch(c)->pid, 0);
+
+  EXPECT_EQ(sup->Signal(8, 0, SIGUSR1, false).error().ToString(), "job 8: its part here has not started yet (it waits for its GPUs)");
+  EXPECT_EQ(sup->Stop(8, 81, milliseconds(1000), "killed"), 1u);  // dropped before it started
+  ASSERT_EQ(ends_.size(), 1u);
+  EXPECT_EQ(ends_[0].launch_id, 81u);
+  EXPECT_EQ(ends_[0].reason, "killed");
+  EXPECT_EQ(ends_[0].exit_code, -1);
+  EXPECT_EQ(ends_[0].term_signal, 0);
+  EXPECT_TRUE(sup->Knows(81));  // until its end reached the daemon
+  sup->Forget(81);
+  EXPECT_FALSE(sup->Knows(81));
+
+  ASSERT_TRUE(RunUntil([&] { return Exists("holder.ready"); }));
+  sup->Stop(7, 0, milliseconds(1000), "killed");
+  ASSERT_TRUE(RunUntil([&] { return ends_.size() == 4; }));
+  EXPECT_EQ(testing::ReadFile(tmp_ / "order.txt"), "b\nc\n");  // a never ran; c only after b ended
+}
+
+TEST_F(PartSupervisorTest, SignalsAndStopsByLaunch) {
+  auto sup = Make();
+  ASSERT_TRUE(sup->Launch(Job(SlowToDie("old"), 80)));
+  ASSERT_TRUE(sup->Launch(Job(SlowToDie("new"), 81)));  // the same job restarted here
+  ASSERT_TRUE(RunUntil([&] { return Exists("old.ready") && Exists("new.ready"); }));
+
+  // The daemon stops the old launch only; the new one keeps running.
+  EXPECT_EQ(sup->Stop(7, 80, milliseconds(5000), "killed"), 1u);
+  EXPECT_EQ(sup->Stop(7, 99, milliseconds(5000), "killed"), 0u);
+  ASSERT_TRUE(RunUntil([&] { return ends_.size() == 1; }));
+  EXPECT_EQ(ends_[0].launch_id, 80u);
+  EXPECT_EQ(ends_[0].reason, "killed");
+  ASSERT_EQ(sup->Running().size(), 1u);
+  EXPECT_EQ(sup->Running()[0].launch_id, 81u);
+
+  // Signals without a launch id skip parts being stopped while a current one is here.
+  ASSERT_TRUE(sup->Launch(Job(SlowToDie("old2"), 82)));
+  ASSERT_TRUE(RunUntil([&] { return Exists("old2.ready"); }));
+  sup->Stop(7, 82, milliseconds(5000), "killed");  // dies in 0.3 s
+  ASSERT_TRUE(sup->Signal(7, 0, SIGUSR1, false));
+  ASSERT_TRUE(RunUntil([&] { return ends_.size() == 2; }));
+  EXPECT_EQ(testing::ReadFile(tmp_ / "usr1.txt"), "new usr1\n");
+  EXPECT_EQ(sup->Signal(7, 82, SIGUSR1, false).error().ToString(), "job 7 launch 82: no running part on this node");
+  EXPECT_EQ(testing::ReadFile(tmp_ / "order.txt"), "old exited\nold2 exited\n");
+  sup->Stop(7, 0, milliseconds(0), "killed");
+  ASSERT_TRUE(RunUntil([&] { return ends_.size() == 3; }));
+  EXPECT_EQ(ends_[2].launch_id, 81u);
+  EXPECT_EQ(ends_[2].term_signal, SIGKILL);
+}
+
+// An agent restart while a launch waits: the new supervisor knows the earlier part's GPUs from
+// its record, and the launch (its saved blob) is queued again and starts once that part ends.
+TEST_F(PartSupervisorTest, WaitingLaunchSurvivesARestart) {
+  auto first = Make();
+  LaunchSpec holder = Job("trap '' TERM; touch holder.ready; while [ ! -e go ]; do sleep 0.02; done; echo holder >> order.txt", 80);
+  holder.gpu_indices = {3};
+  ASSERT_TRUE(first->Launch(holder));
+  ASSERT_TRUE(RunUntil([&] { return Exists("holder.ready"); }));
+  first->Stop(7, 80, milliseconds(60'000), "killed");
+  LaunchSpec next = ShellJob("echo next >> order.txt", tmp_.path(), 8, 81);
+  next.gpu_indices = {3};
+  ASSERT_EQ(first->Launch(next, "blob-81")->pid, 0);
+  EXPECT_TRUE(Exists("state/parts/81.launch"));
+  first.reset();  // the agent goes away
+
+  auto second = Make(milliseconds(10'000));  // finishing the stop: TERM again, no KILL soon
+  second->Adopt();
+  const auto pending = second->PendingLaunches();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].first, 81u);
+  EXPECT_EQ(pending[0].second, "blob-81");
+  auto again = second->Launch(next, pending[0].second);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->pid, 0);  // the adopted part still holds GPU 3
+  testing::WriteFile(tmp_ / "go", "");
+  ASSERT_TRUE(RunUntil([&] { return ends_.size() == 2; }));
+  EXPECT_EQ(ends_[0].launch_id, 80u);
+  EXPECT_EQ(ends_[1].launch_id, 81u);
+  EXPECT_EQ(ends_[1].exit_code, 0);
+  EXPECT_EQ(testing::ReadFile(tmp_ / "order.txt"), "holder\nnext\n");
+  EXPECT_FALSE(Exists("state/parts/81.launch"));  // started: no longer pending
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // phalanxd with fake agents over TCP: authentication, gang launches (torchrun fields), exits,
-// first-failure kills, checkpoint-based preemption, a broken stream taking its node down.
+// first-failure kills, checkpoint-based preemption, a broken stream taking its node down,
+// scripts with arguments.
 #include <fstream>
 #include <sstream>
 
@@ -290,6 +291,35 @@ TEST(DaemonAgents, CancelOfARunningJobKillsItsParts) {
   EXPECT_EQ(kill.grace_s(), 5);
   EXPECT_NE(kill.reason().find("cancelled by root"), std::string::npos) << kill.reason();
   EXPECT_EQ(c.h.Get(id).reason(), "cancelled by root");
+}
+
+// gsub script.sh ARGS: the script's text and its arguments (command) are accepted together and
+// reach the agent unchanged; the cancel's kill names the launch it stops.
+TEST(DaemonAgents, ScriptWithArgumentsReachesTheAgent) {
+  Cluster4 c;
+  c.Start();
+  v1::JobSpec spec = Harness::Spec(8, "script");
+  spec.clear_command();
+  spec.set_script("#!/bin/sh\necho \"$1 $2\"\n");
+  spec.add_command("hello world");
+  spec.add_command("x");
+  const uint64_t id = c.h.SubmitOk(spec);
+  auto parts = c.Launches(id, 1);
+  ASSERT_EQ(parts.size(), 1u);
+  const v1::LaunchCommand launch = parts[0].second;
+  EXPECT_EQ(launch.spec().script(), spec.script());
+  ASSERT_EQ(launch.spec().command_size(), 2);
+  EXPECT_EQ(launch.spec().command(0), "hello world");
+  EXPECT_EQ(launch.spec().command(1), "x");
+  EXPECT_EQ(c.h.Get(id).spec().command_size(), 2);
+
+  ASSERT_TRUE(c.h.Cancel(id).ok());
+  ASSERT_TRUE(parts[0].first->WaitKill(id));
+  for (const auto& cmd : parts[0].first->Commands()) {
+    if (cmd.has_kill()) {
+      EXPECT_EQ(cmd.kill().launch_id(), launch.launch_id());
+    }
+  }
 }
 
 // Walltime: the core kills the job at its limit (the clock moves), the agent is told.

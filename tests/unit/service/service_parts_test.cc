@@ -84,7 +84,8 @@ TEST(ProtoConvert, InvalidFieldsAreNamedWithTheirValues) {
       {[](v1::JobSpec& s) { s.set_min_gpus(9); }, "spec.min_gpus: 9 is more than gpus 8"},
       {[](v1::JobSpec& s) { s.set_walltime_s(-5); }, "spec.walltime_s: must not be negative (got -5)"},
       {[](v1::JobSpec& s) { s.clear_command(); }, "spec.command: empty: give a command or a script"},
-      {[](v1::JobSpec& s) { s.set_script("#!/bin/sh"); }, "spec.script: given together with a command"},
+      {[](v1::JobSpec& s) { s.set_command(0, ""); }, "spec.command: the program name is empty"},
+      {[](v1::JobSpec& s) { s.add_command(std::string("a\0b", 3)); }, "spec.command: argument 1 contains a NUL byte"},
       {[](v1::JobSpec& s) { s.set_working_dir("rel/dir"); }, "spec.working_dir: 'rel/dir' is not an absolute path"},
       {[](v1::JobSpec& s) { s.set_checkpoint_signal(99); }, "spec.checkpoint_signal: not a signal number (got 99)"},
       {[](v1::JobSpec& s) { s.set_topology(static_cast<v1::TopologyLevel>(17)); }, "spec.topology: unknown topology level 17"},
@@ -109,6 +110,39 @@ TEST(ProtoConvert, InvalidFieldsAreNamedWithTheirValues) {
   EXPECT_EQ(ok->shape.nodes, 2u);
   EXPECT_EQ(ok->shape.level, Level::kLeaf);
   EXPECT_EQ(ok->shape.fit, FitMode::kRequire);
+}
+
+// gsub script.sh ARGS: the script's text in `script`, its arguments in `command`; both reach the
+// agent's LaunchCommand unchanged.
+TEST(ProtoConvert, ScriptWithArgumentsIsAccepted) {
+  Caller who{1000, 1000, 0, "alice", false};
+  v1::JobSpec s;
+  s.set_gpus(1);
+  s.set_script("#!/bin/sh\necho \"$1 $2\"\n");
+  ASSERT_TRUE(CoreSpecFromProto(s, who));  // no arguments
+  s.add_command("hello world");
+  s.add_command("");  // an empty argument is an argument, not a program name
+  s.add_command("--lr=0.1");
+  auto ok = CoreSpecFromProto(s, who);
+  ASSERT_TRUE(ok) << ok.error().ToString();
+
+  auto info = DecodeLaunchInfo(EncodeLaunchInfo(MakeLaunchInfo(s, who)), 5);
+  ASSERT_TRUE(info);
+  JobRecord rec;
+  rec.spec = *ok;
+  rec.spec.id = 5;
+  LaunchPart part;
+  part.job = 5;
+  part.launch_id = 9;
+  part.node = "node1";
+  part.gpu_indices = {3};
+  const v1::LaunchCommand cmd = MakeLaunchCommand(part, rec, *info);
+  EXPECT_EQ(cmd.spec().script(), "#!/bin/sh\necho \"$1 $2\"\n");
+  ASSERT_EQ(cmd.spec().command_size(), 3);
+  EXPECT_EQ(cmd.spec().command(0), "hello world");
+  EXPECT_EQ(cmd.spec().command(1), "");
+  EXPECT_EQ(cmd.spec().command(2), "--lr=0.1");
+  EXPECT_EQ(cmd.launch_id(), 9u);
 }
 
 TEST(ProtoConvert, LaunchInfoRoundTripsAndEnvIsHiddenUnlessAsked) {
