@@ -40,7 +40,13 @@ void Controller::SendToParts(JobId id, const std::function<v1::DaemonCommand()>&
   if (it == exec_.end()) return;
   for (const Part& p : it->second.parts) {
     if (p.state == Part::State::kExited) continue;
-    if (NodeInfo* node = FindNode(p.node)) Send(*node, make());
+    NodeInfo* node = FindNode(p.node);
+    if (node == nullptr) continue;
+    v1::DaemonCommand c = make();
+    // Signals name the current launch, so a part of an earlier launch still stopping on the
+    // same node is not signalled (0, adopted after a restart: every part of the job).
+    if (c.has_signal()) c.mutable_signal()->set_launch_id(it->second.launch_id);
+    Send(*node, std::move(c));
   }
 }
 

@@ -218,7 +218,11 @@ v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job
   c.set_world_size(part.world_size);
   c.set_node_rank(part.node_rank);
   c.set_nnodes(part.nnodes);
-  c.set_walltime_s(job.run_walltime > 0 ? job.run_walltime : job.walltime);
+  // The core's walltime kill (a Kill decision) is the one that counts; the agent's own timer is a
+  // backstop for a daemon that is away, so it fires a minute later (else a part started late in
+  // a second could be killed by the agent first and end FAILED instead of KILLED).
+  constexpr int64_t kAgentWalltimeMargin = 60;
+  c.set_walltime_s((job.run_walltime > 0 ? job.run_walltime : job.walltime) + kAgentWalltimeMargin);
   c.set_checkpoint_epoch(job.checkpoint_epoch);
   c.set_checkpoint_path(job.checkpoint_path);
   return c;
