@@ -46,7 +46,8 @@ Controller::Controller(boost::asio::io_context& io, Recovered recovered, store::
       next_launch_id_(recovered.next_launch_id),
       launch_(std::move(recovered.launch)),
       pass_timer_(io),
-      heartbeat_timer_(io) {
+      heartbeat_timer_(io),
+      pass_delay_timer_(io) {
   last_now_ = core_->now();
   const Topology& topo = core_->topology();
   for (uint32_t n = 0; n < topo.node_count(); ++n) {
@@ -88,6 +89,7 @@ void Controller::Stop() {
   if (stopped_) return;
   stopped_ = true;
   pass_timer_.cancel();
+  pass_delay_timer_.cancel();
   heartbeat_timer_.cancel();
   for (auto& [name, node] : nodes_) {
     node.grace->cancel();
@@ -136,8 +138,17 @@ void Controller::Commit(store::Batch batch, std::function<void(grpc::Status)> af
 void Controller::RequestPass() {
   if (pass_pending_ || stopped_ || failed_) return;
   pass_pending_ = true;
-  // Behind everything already queued: a burst of events gets one pass.
-  boost::asio::post(io_, [this] { RunPass(); });
+  if (SteadyClock::now() >= next_pass_at_) {
+    // Behind everything already queued: a burst of events gets one pass.
+    boost::asio::post(io_, [this] { RunPass(); });
+    return;
+  }
+  // The last pass ended recently: the events until its pace allows another share one pass.
+  pass_delay_timer_.expires_at(next_pass_at_);
+  pass_delay_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    RunPass();
+  });
 }
 
 void Controller::ArmPassTimer() {
@@ -209,6 +220,9 @@ void Controller::RunPass() {
   }
   if (next_launch_id_ != first_launch) b.SetMeta("next_launch_id", std::to_string(next_launch_id_));
   SaveChanged(b);
+  // Pace the next requested pass by what this one cost (RequestPass).
+  const auto t1 = SteadyClock::now();
+  next_pass_at_ = t1 + std::min<SteadyClock::duration>(5 * (t1 - t0), Millis(options_.pass_interval_s));
   if (b.empty()) return;
   // Write-ahead: nothing is carried out before the pass's batch is durable.
   Commit(std::move(b), [this, actions = std::move(actions)](grpc::Status st) {

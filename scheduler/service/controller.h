@@ -14,7 +14,10 @@
 //  ahead of nothing; a restart recovers from the last commit).
 //
 // Passes: coalesced (one pending at most, run after what is already queued on the io
-// thread), after every event that can change a decision, and every `pass_interval`.
+// thread), after every event that can change a decision, and every `pass_interval`. A pass
+// costs O(unfinished jobs), so requested passes are paced: the next one starts no sooner than
+// twice the last one's duration after it ended (capped at `pass_interval`), which keeps passes
+// under about a third of the io thread during a stream of submissions (docs/performance.md).
 //
 // Files: controller.cc (commits, passes, decisions), controller_jobs.cc (users' job calls),
 // controller_cluster.cc (nodes, stats, topology), controller_agents.cc (agents, reconciliation,
@@ -248,6 +251,8 @@ class Controller {
   std::vector<Watcher> watchers_;
   boost::asio::steady_timer pass_timer_;
   boost::asio::steady_timer heartbeat_timer_;
+  boost::asio::steady_timer pass_delay_timer_;  // a requested pass waiting for its pace
+  std::chrono::steady_clock::time_point next_pass_at_{};  // requested passes not before this
 };
 
 }  // namespace phalanx::service

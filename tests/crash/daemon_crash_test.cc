@@ -1,0 +1,814 @@
+// phalanxd under kill -9: real processes, a real SQLite file, real agents running real jobs.
+//
+// The test starts phalanxd (gen:demo: 4 nodes x 8 GPUs) and four phalanx-agent processes (one
+// per node, declared GPUs, jobs are `sleep`), then submits PHALANX_CRASH_JOBS (2,000) uniquely
+// named jobs from several threads, each with its own connection, paced over about 12 s, while
+// the main thread SIGKILLs phalanxd at seeded random moments (mostly 100-400 ms after its
+// start, sometimes 1-2.5 s so that agents re-register and jobs run) and restarts it on the same
+// store each time (short lives go on after the submissions until there were 8 kills). A
+// submission is recorded only when it was acknowledged; a failed one is retried under a new
+// name (its outcome is unknown: it may or may not be stored). The scheduler runs FIFO here so
+// that small jobs run beside gangs (more concurrency to check); the invariants do not depend
+// on the policy.
+//
+// While this runs, a sampler reads /proc every 40 ms and fails the test if two launches of one
+// job are alive at the same time or one GPU is used by two jobs' processes at the same time;
+// another thread lists running jobs and checks that no GPU is allocated to two jobs.
+//
+// After the last restart:
+//   - every acknowledged job is in the daemon (Get with the environment) with its spec intact,
+//     every stored job is one the client attempted, no name is stored twice;
+//   - quiescent check: drain every node, SIGSTOP every job process (so none can end), let the
+//     reports settle, then the daemon's running jobs and the processes alive must match one to
+//     one: exactly one launch per running job, one process per node of its allocation, on the
+//     GPUs the daemon allocated (CUDA_VISIBLE_DEVICES); allocations are disjoint;
+//   - the daemon stops cleanly on SIGTERM; the store opens with the Store API, passes
+//     PRAGMA integrity_check and has every acknowledged job with its spec and launch info.
+//
+// Printed: the seed, kills, acknowledged and failed submissions, job states, launches seen,
+// and jobs that ran but ended "failed" (see the disabled test at the end: a part that ends
+// while phalanxd is down is reported lost); PHALANX_CRASH_STRICT=1 fails on those.
+// PHALANX_CRASH_SEED=N reproduces a kill schedule (the interleaving is still the machine's);
+// PHALANX_CRASH_JOBS=N changes the number of jobs; PHALANX_CRASH_KEEP=1 keeps the directory
+// (store, logs, agents' state dirs). Fewer than 5 kills fails the test.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adapters/store/store.h"
+#include "phalanx/v1/phalanx.grpc.pb.h"
+
+namespace {
+
+namespace v1 = ::phalanx::v1;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr int kNodes = 4;
+constexpr int kGpusPerNode = 8;
+constexpr int kSubmitters = 6;
+
+uint64_t EnvU64(const char* name, uint64_t fallback) {
+  const char* v = getenv(name);
+  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Tail(const std::string& path, size_t bytes = 3000) {
+  std::string s = ReadFile(path);
+  return s.size() > bytes ? "..." + s.substr(s.size() - bytes) : s;
+}
+
+int FreeTcpPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    close(fd);
+    return 0;
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// fork + exec with stdout/stderr appended to `log`. The child dies with the forking thread
+// (PR_SET_PDEATHSIG), so nothing outlives a crashed test; call from the main thread only.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (out < 0) return -1;
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    dup2(out, 1);
+    dup2(out, 2);
+    const int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, 0);
+#ifdef SYS_close_range
+    syscall(SYS_close_range, 3u, ~0u, 0u);
+#endif
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(out);
+  return pid;
+}
+
+// ---- job processes, read from /proc ---------------------------------------------------------
+
+struct JobProc {
+  pid_t pid = 0;
+  uint64_t job = 0, launch = 0;
+  std::string node;
+  std::string gpus;  // CUDA_VISIBLE_DEVICES
+  char state = '?';  // from /proc/PID/stat
+  uint64_t start = 0;
+};
+
+bool ProcStat(pid_t pid, char* state, uint64_t* start) {
+  const std::string s = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = s.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= s.size()) return false;
+  std::istringstream in(s.substr(paren + 2));
+  std::string field;
+  std::vector<std::string> f;
+  while (in >> field) f.push_back(field);
+  if (f.size() < 20) return false;
+  *state = f[0][0];
+  *start = std::strtoull(f[19].c_str(), nullptr, 10);  // field 22 overall
+  return true;
+}
+
+// Every live (non-zombie) process whose environment carries our tag.
+std::vector<JobProc> ScanJobs(const std::string& tag) {
+  std::vector<JobProc> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::atoi(name.c_str()));
+    const std::string comm = ReadFile("/proc/" + name + "/comm");
+    if (comm != "sleep\n") continue;
+    const std::string env = ReadFile("/proc/" + name + "/environ");
+    if (env.find("CRASH_TAG=" + tag) == std::string::npos) continue;
+    JobProc p;
+    p.pid = pid;
+    size_t pos = 0;
+    while (pos < env.size()) {
+      size_t end = env.find('\0', pos);
+      if (end == std::string::npos) end = env.size();
+      const std::string kv = env.substr(pos, end - pos);
+      pos = end + 1;
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) continue;
+      const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+      if (k == "PHALANX_JOB_ID") p.job = std::strtoull(v.c_str(), nullptr, 10);
+      else if (k == "PHALANX_LAUNCH_ID") p.launch = std::strtoull(v.c_str(), nullptr, 10);
+      else if (k == "PHALANX_NODE") p.node = v;
+      else if (k == "CUDA_VISIBLE_DEVICES") p.gpus = v;
+    }
+    if (!ProcStat(pid, &p.state, &p.start) || p.state == 'Z' || p.job == 0) continue;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+bool StillSame(const JobProc& p) {
+  char state = '?';
+  uint64_t start = 0;
+  return ProcStat(p.pid, &state, &start) && state != 'Z' && start == p.start;
+}
+
+std::vector<std::string> SplitComma(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string x;
+  while (std::getline(in, x, ',')) {
+    if (!x.empty()) out.push_back(x);
+  }
+  return out;
+}
+
+// ---- the test --------------------------------------------------------------------------------
+
+struct Ack {
+  uint64_t id = 0;
+  uint64_t slot = 0;
+  v1::JobSpec spec;
+};
+
+class CrashRig {
+ public:
+  CrashRig() {
+    std::string tmpl = "/tmp/phxcrash-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+    dir = tmpl;
+    chmod(dir.c_str(), 0755);
+    tag = std::filesystem::path(dir).filename().string();
+    socket = dir + "/run/phalanxd.sock";
+    db = dir + "/state/phalanxd.db";
+    std::ofstream(dir + "/token") << "crash-test-token\n";
+    chmod((dir + "/token").c_str(), 0600);
+    std::ofstream(dir + "/phalanxd.yaml") << "agents:\n"
+                                             "  heartbeat_interval: 1\n"
+                                             "  heartbeat_timeout: 30\n"
+                                             "  grace: 600\n"
+                                             "  startup_grace: 600\n"
+                                             "  kill_grace: 1\n"
+                                             "scheduler:\n"
+                                             "  order: fifo\n"  // small jobs run beside gangs: more concurrency
+                                             "  pass_interval: 0.2\n";
+    port = FreeTcpPort();
+    if (const passwd* pw = getpwuid(getuid())) user = pw->pw_name;
+  }
+  ~CrashRig() {
+    if (daemon > 0) {
+      kill(daemon, SIGKILL);
+      waitpid(daemon, nullptr, 0);
+    }
+    for (pid_t& a : agents) {
+      if (a > 0) {
+        kill(a, SIGKILL);
+        waitpid(a, nullptr, 0);
+      }
+    }
+    for (const JobProc& p : ScanJobs(tag)) kill(p.pid, SIGKILL);
+    if (getenv("PHALANX_CRASH_KEEP") == nullptr) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    } else {
+      std::printf("kept %s\n", dir.c_str());
+    }
+  }
+
+  void StartDaemon() {
+    daemon = Spawn({PHALANXD, "--config", dir + "/phalanxd.yaml", "--socket", socket, "--db", db, "--topology", "gen:demo",
+                    "--agent-listen", "127.0.0.1:" + std::to_string(port), "--token-file", dir + "/token", "--log-level", "warn",
+                    "--admin", user},  // drain/resume need an admin (root always is one)
+                   dir + "/phalanxd.log");
+    ASSERT_GT(daemon, 0);
+    std::ofstream(dir + "/phalanxd.log", std::ios::app) << "==== test: started phalanxd pid " << daemon << "\n";
+  }
+
+  // SIGKILL; true when it was still running (an exit on its own is a failure).
+  void KillDaemon() {
+    int status = 0;
+    if (waitpid(daemon, &status, WNOHANG) == daemon) {
+      ADD_FAILURE() << "phalanxd exited on its own (status " << status << "); log:\n" << Tail(dir + "/phalanxd.log");
+    } else {
+      kill(daemon, SIGKILL);
+      waitpid(daemon, &status, 0);
+    }
+    daemon = -1;
+  }
+
+  void StartAgent(int n) {
+    const std::string node = "node" + std::to_string(n);
+    agents[n] = Spawn({AGENT, "--daemon", "127.0.0.1:" + std::to_string(port), "--node", node, "--gpus", std::to_string(kGpusPerNode),
+                       "--token-file", dir + "/token", "--state-dir", dir + "/agent-" + node, "--allow-root-jobs", "--nvml-library",
+                       "none", "--heartbeat", "1", "--kill-grace", "1", "--log-level", "warn"},
+                      dir + "/agent-" + node + ".log");
+    ASSERT_GT(agents[n], 0);
+  }
+
+  void StopAgent(int n) {
+    kill(agents[n], SIGTERM);
+    waitpid(agents[n], nullptr, 0);
+    agents[n] = -1;
+  }
+
+  std::shared_ptr<grpc::Channel> Channel() const {
+    grpc::ChannelArguments args;
+    // Reconnect quickly after a restart (the default backoff starts at 1 s).
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 20);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one connection per channel
+    return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
+  }
+
+  std::string dir, tag, socket, db, user = "root";
+  int port = 0;
+  pid_t daemon = -1;
+  pid_t agents[kNodes] = {-1, -1, -1, -1};
+};
+
+v1::JobSpec MakeSpec(const std::string& name, uint64_t slot, const std::string& tag, const std::string& dir, std::mt19937_64& rng) {
+  v1::JobSpec s;
+  s.set_name(name);
+  s.set_account("crash");
+  const int r = static_cast<int>(rng() % 100);
+  if (r < 5) {  // a 2-node gang
+    s.set_nodes(2);
+    s.set_gpus_per_node(8);
+    s.set_gpus(16);
+  } else {
+    s.set_gpus(r < 55 ? 1 : r < 75 ? 2 : r < 90 ? 4 : 8);
+  }
+  s.set_walltime_s(120);
+  static const char* kSleeps[] = {"0.2", "0.5", "1", "1"};
+  s.add_command("/bin/sleep");
+  s.add_command(kSleeps[rng() % 4]);
+  s.set_working_dir(dir);
+  s.set_stdout_pattern("/dev/null");
+  (*s.mutable_env())["CRASH_TAG"] = tag;
+  (*s.mutable_env())["CRASH_SLOT"] = std::to_string(slot);
+  return s;
+}
+
+std::string Diff(const google::protobuf::Message& a, const google::protobuf::Message& b) {
+  google::protobuf::util::MessageDifferencer d;
+  std::string report;
+  d.ReportDifferencesToString(&report);
+  return d.Compare(a, b) ? std::string() : report;
+}
+
+std::string GpuKey(const v1::GpuRef& g) { return g.node() + ":" + std::to_string(g.index()); }
+
+// Running and checkpointing jobs; empty optional when the daemon did not answer.
+std::optional<std::vector<v1::Job>> ListActive(v1::Jobs::Stub& stub) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  v1::ListJobsRequest req;
+  req.add_states(v1::JOB_STATE_RUNNING);
+  req.add_states(v1::JOB_STATE_CHECKPOINTING);
+  v1::ListJobsResponse resp;
+  if (!stub.List(&ctx, req, &resp).ok()) return std::nullopt;
+  return std::vector<v1::Job>(resp.jobs().begin(), resp.jobs().end());
+}
+
+// "" when no GPU is allocated to two jobs.
+std::string OverlappingGpus(const std::vector<v1::Job>& jobs) {
+  std::map<std::string, uint64_t> owner;
+  for (const v1::Job& j : jobs) {
+    for (const v1::GpuRef& g : j.gpus()) {
+      auto [it, fresh] = owner.emplace(GpuKey(g), j.id());
+      if (!fresh) return "GPU " + GpuKey(g) + " is allocated to jobs " + std::to_string(it->second) + " and " + std::to_string(j.id());
+    }
+  }
+  return {};
+}
+
+TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
+  const uint64_t seed = EnvU64("PHALANX_CRASH_SEED", static_cast<uint64_t>(std::random_device{}()) & 0xffffff);
+  const uint64_t total = EnvU64("PHALANX_CRASH_JOBS", 2000);
+  const double spread_s = 12.0;  // submissions are paced over this long
+  std::printf("PHALANX_CRASH_SEED=%llu jobs=%llu\n", static_cast<unsigned long long>(seed), static_cast<unsigned long long>(total));
+  const auto t0 = Clock::now();
+
+  CrashRig rig;
+  ASSERT_GT(rig.port, 0);
+  ASSERT_NO_FATAL_FAILURE(rig.StartDaemon());
+  for (int n = 0; n < kNodes; ++n) ASSERT_NO_FATAL_FAILURE(rig.StartAgent(n));
+
+  // ---- submitters ----
+  std::mutex mu;
+  std::vector<std::string> violations;
+  std::map<uint64_t, std::set<uint64_t>> launches_seen;  // job -> launches ever seen
+  size_t samples = 0, max_alive = 0, alloc_checks = 0;
+  std::vector<Ack> acks;
+  std::set<std::string> attempted;
+  std::map<int, int> failures;  // status code -> count
+  std::atomic<uint64_t> next_slot{0};
+  std::atomic<int> submitters_left{kSubmitters};
+  const auto submit_start = Clock::now();
+  std::atomic<bool> give_up{false};        // a fatal failure: threads end
+  std::atomic<bool> stop_watchers{false};
+  std::vector<std::thread> submitters, watchers;
+  // Whatever ends the test (an ASSERT too), no thread is left joinable.
+  struct Joiner {
+    std::function<void()> fn;
+    ~Joiner() { fn(); }
+  } joiner{[&] {
+    give_up = true;
+    stop_watchers = true;
+    for (std::thread& t : submitters) if (t.joinable()) t.join();
+    for (std::thread& t : watchers) if (t.joinable()) t.join();
+  }};
+  for (int t = 0; t < kSubmitters; ++t) {
+    submitters.emplace_back([&, t] {
+      auto stub = v1::Jobs::NewStub(rig.Channel());
+      std::mt19937_64 rng(seed * 1000 + static_cast<uint64_t>(t));
+      for (;;) {
+        const uint64_t slot = next_slot.fetch_add(1);
+        if (slot >= total || give_up) break;
+        std::this_thread::sleep_until(submit_start + milliseconds(static_cast<int64_t>(spread_s * 1000.0 * static_cast<double>(slot) /
+                                                                                       static_cast<double>(total))));
+        for (int attempt = 0;; ++attempt) {
+          const std::string name = rig.tag + "-s" + std::to_string(slot) + "-a" + std::to_string(attempt);
+          v1::SubmitRequest req;
+          *req.mutable_spec() = MakeSpec(name, slot, rig.tag, rig.dir, rng);
+          {
+            std::lock_guard lock(mu);
+            attempted.insert(name);
+          }
+          grpc::ClientContext ctx;
+          ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+          v1::SubmitResponse resp;
+          const grpc::Status st = stub->Submit(&ctx, req, &resp);
+          {
+            std::lock_guard lock(mu);
+            if (st.ok()) {
+              acks.push_back(Ack{resp.job_id(), slot, req.spec()});
+              break;
+            }
+            ++failures[st.error_code()];
+          }
+          if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+            ADD_FAILURE() << "job " << name << " refused: " << st.error_message();
+            break;
+          }
+          if (give_up) break;
+          std::this_thread::sleep_for(milliseconds(10 + static_cast<int>(rng() % 20)));
+        }
+      }
+      --submitters_left;
+    });
+  }
+
+  // ---- the sampler: two launches of one job, or two jobs on one GPU, alive together ----
+  watchers.emplace_back([&] {
+    while (!stop_watchers) {
+      const std::vector<JobProc> procs = ScanJobs(rig.tag);
+      std::map<uint64_t, std::vector<const JobProc*>> by_job;
+      std::map<std::string, std::vector<const JobProc*>> by_gpu;
+      for (const JobProc& p : procs) {
+        by_job[p.job].push_back(&p);
+        for (const std::string& g : SplitComma(p.gpus)) by_gpu[p.node + ":" + g].push_back(&p);
+      }
+      std::lock_guard lock(mu);
+      ++samples;
+      max_alive = std::max(max_alive, procs.size());
+      for (const auto& [job, ps] : by_job) {
+        for (const JobProc* p : ps) launches_seen[job].insert(p->launch);
+        for (const JobProc* a : ps) {
+          for (const JobProc* b : ps) {
+            if (a->launch < b->launch && StillSame(*a) && StillSame(*b) && violations.size() < 20)
+              violations.push_back("job " + std::to_string(job) + " runs twice: launch " + std::to_string(a->launch) + " (pid " +
+                                   std::to_string(a->pid) + " on " + a->node + ") and launch " + std::to_string(b->launch) + " (pid " +
+                                   std::to_string(b->pid) + " on " + b->node + ")");
+          }
+        }
+      }
+      for (const auto& [gpu, ps] : by_gpu) {
+        for (const JobProc* a : ps) {
+          for (const JobProc* b : ps) {
+            if (a->job < b->job && StillSame(*a) && StillSame(*b) && violations.size() < 20)
+              violations.push_back("GPU " + gpu + " used by job " + std::to_string(a->job) + " (pid " + std::to_string(a->pid) +
+                                   ") and job " + std::to_string(b->job) + " (pid " + std::to_string(b->pid) + ")");
+          }
+        }
+      }
+      std::this_thread::sleep_for(milliseconds(40));
+    }
+  });
+
+  // ---- the daemon's allocations: never one GPU to two jobs ----
+  watchers.emplace_back([&] {
+    auto stub = v1::Jobs::NewStub(rig.Channel());
+    while (!stop_watchers) {
+      if (auto jobs = ListActive(*stub)) {
+        const std::string overlap = OverlappingGpus(*jobs);
+        std::lock_guard lock(mu);
+        ++alloc_checks;
+        if (!overlap.empty() && violations.size() < 20) violations.push_back("daemon: " + overlap);
+      }
+      std::this_thread::sleep_for(milliseconds(250));
+    }
+  });
+
+  // ---- the killer (this thread: children die with the thread that forked them) ----
+  std::mt19937_64 rng(seed);
+  int kills = 0, long_lives = 0;
+  constexpr int kMinKills = 8;  // short lives go on after the submissions until there were this many
+  while (submitters_left > 0 || kills < kMinKills) {
+    const bool long_life = submitters_left > 0 && rng() % 3 == 0;
+    const int life_ms = long_life ? 1500 + static_cast<int>(rng() % 1501) : 100 + static_cast<int>(rng() % 301);
+    const auto until = Clock::now() + milliseconds(life_ms);
+    while (Clock::now() < until && (submitters_left > 0 || !long_life)) std::this_thread::sleep_for(milliseconds(5));
+    if (submitters_left == 0 && kills >= kMinKills) break;
+    rig.KillDaemon();
+    ++kills;
+    long_lives += long_life ? 1 : 0;
+    ASSERT_NO_FATAL_FAILURE(rig.StartDaemon());
+  }
+  for (std::thread& t : submitters) t.join();
+  // The last restart: everything below is checked against what the store recovered.
+  rig.KillDaemon();
+  ++kills;
+  ASSERT_NO_FATAL_FAILURE(rig.StartDaemon());
+  const double submit_s = Since(submit_start);
+
+  auto channel = rig.Channel();
+  auto jobs = v1::Jobs::NewStub(channel);
+  auto cluster = v1::Cluster::NewStub(channel);
+  const auto serving = [&] {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + milliseconds(500));
+    v1::GetStatsResponse r;
+    return cluster->GetStats(&ctx, v1::GetStatsRequest(), &r).ok();
+  };
+  for (const auto end = Clock::now() + std::chrono::seconds(15); !serving() && Clock::now() < end;)
+    std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_TRUE(serving()) << "phalanxd does not answer after the last restart; log:\n" << Tail(rig.dir + "/phalanxd.log");
+
+  // Agents come back on their own (backoff up to 30 s after many failed attempts); one that is
+  // still away after 3 s is restarted (its parts keep running and are re-adopted).
+  const auto nodes_up = [&](std::vector<int>* missing) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    v1::ListNodesResponse r;
+    if (!cluster->ListNodes(&ctx, v1::ListNodesRequest(), &r).ok()) return false;
+    if (missing) missing->clear();
+    bool all = true;
+    for (const v1::Node& n : r.nodes()) {
+      const bool ok = n.agent_connected() && n.state() == v1::NODE_STATE_UP;
+      if (!ok && missing) missing->push_back(std::atoi(n.name().c_str() + 4));
+      all = all && ok;
+    }
+    return all;
+  };
+  int agent_restarts = 0;
+  for (const auto end = Clock::now() + std::chrono::seconds(3); !nodes_up(nullptr) && Clock::now() < end;)
+    std::this_thread::sleep_for(milliseconds(50));
+  if (std::vector<int> missing; !nodes_up(&missing)) {
+    for (int n : missing) {
+      rig.StopAgent(n);
+      ASSERT_NO_FATAL_FAILURE(rig.StartAgent(n));
+      ++agent_restarts;
+    }
+    for (const auto end = Clock::now() + std::chrono::seconds(10); !nodes_up(nullptr) && Clock::now() < end;)
+      std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_TRUE(nodes_up(nullptr)) << "agents did not come back; agent log:\n" << Tail(rig.dir + "/agent-node0.log");
+
+  // ---- every acknowledged job, with its spec ----
+  ASSERT_EQ(acks.size(), total);
+  std::set<uint64_t> acked_ids;
+  for (const Ack& a : acks) {
+    EXPECT_TRUE(acked_ids.insert(a.id).second) << "job id " << a.id << " acknowledged twice";
+    grpc::ClientContext ctx;
+    v1::GetJobRequest req;
+    req.set_job_id(a.id);
+    req.set_include_env(true);
+    v1::Job got;
+    const grpc::Status st = jobs->Get(&ctx, req, &got);
+    if (!st.ok()) {
+      ADD_FAILURE() << "acknowledged job " << a.id << " (" << a.spec.name() << "): " << st.error_message();
+      continue;
+    }
+    const std::string diff = Diff(a.spec, got.spec());
+    EXPECT_TRUE(diff.empty()) << "job " << a.id << " spec changed:\n" << diff;
+  }
+  std::map<v1::JobState, int> by_state;
+  std::map<std::string, int> failed_reasons;
+  size_t stored_unacked = 0;
+  {
+    grpc::ClientContext ctx;
+    v1::ListJobsRequest req;
+    req.set_include_finished(true);
+    v1::ListJobsResponse resp;
+    ASSERT_TRUE(jobs->List(&ctx, req, &resp).ok());
+    std::set<std::string> names;
+    for (const v1::Job& j : resp.jobs()) {
+      ++by_state[j.state()];
+      if (j.state() == v1::JOB_STATE_FAILED) {
+        std::lock_guard lock(mu);
+        const std::string why = j.reason().substr(0, j.reason().find(':'));
+        ++failed_reasons[why + (launches_seen.contains(j.id()) ? " (its process was seen running)" : " (never seen running)")];
+      }
+      EXPECT_TRUE(names.insert(j.spec().name()).second) << "name " << j.spec().name() << " stored twice";
+      EXPECT_TRUE(attempted.contains(j.spec().name())) << "job " << j.id() << " (" << j.spec().name() << ") was never submitted";
+      if (!acked_ids.contains(j.id())) ++stored_unacked;
+    }
+    for (uint64_t id : acked_ids) {
+      EXPECT_TRUE(std::any_of(resp.jobs().begin(), resp.jobs().end(), [id](const v1::Job& j) { return j.id() == id; }))
+          << "acknowledged job " << id << " not listed";
+    }
+  }
+
+  // ---- quiescent check: running jobs <-> live processes ----
+  std::this_thread::sleep_for(milliseconds(2000));  // let the last daemon start some jobs
+  for (const auto end = Clock::now() + std::chrono::seconds(5); Clock::now() < end;) {
+    if (auto a = ListActive(*jobs); a && !a->empty()) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  for (int n = 0; n < kNodes; ++n) {
+    grpc::ClientContext ctx;
+    v1::NodeRequest req;
+    req.set_node("node" + std::to_string(n));
+    req.set_reason("crash test: quiescent check");
+    v1::Node resp;
+    ASSERT_TRUE(cluster->DrainNode(&ctx, req, &resp).ok());
+  }
+  std::this_thread::sleep_for(milliseconds(300));  // launches decided before the drain arrive
+  for (int round = 0; round < 4; ++round) {
+    for (const JobProc& p : ScanJobs(rig.tag)) {
+      if (p.state != 'T') kill(p.pid, SIGSTOP);
+    }
+    std::this_thread::sleep_for(milliseconds(150));
+  }
+  std::this_thread::sleep_for(milliseconds(2500));  // exits, heartbeats and kills settle
+  // A launch that arrived after the freeze: stop it too and let its state settle.
+  for (int round = 0; round < 10; ++round) {
+    bool late = false;
+    for (const JobProc& p : ScanJobs(rig.tag)) {
+      if (p.state != 'T') {
+        kill(p.pid, SIGSTOP);
+        late = true;
+      }
+    }
+    if (!late) break;
+    std::this_thread::sleep_for(milliseconds(1500));
+  }
+  stop_watchers = true;
+  for (std::thread& t : watchers) t.join();
+  auto active = ListActive(*jobs);
+  ASSERT_TRUE(active.has_value());
+  const std::vector<JobProc> procs = ScanJobs(rig.tag);
+  EXPECT_EQ(OverlappingGpus(*active), "");
+  std::map<uint64_t, std::vector<const JobProc*>> procs_of;
+  for (const JobProc& p : procs) procs_of[p.job].push_back(&p);
+  for (const v1::Job& j : *active) {
+    std::map<std::string, std::set<std::string>> want;  // node -> local GPU indices
+    for (const v1::GpuRef& g : j.gpus()) want[g.node()].insert(std::to_string(g.index()));
+    std::map<std::string, std::set<std::string>> have;
+    std::set<uint64_t> launch_ids;
+    for (const JobProc* p : procs_of[j.id()]) {
+      launch_ids.insert(p->launch);
+      EXPECT_TRUE(have.emplace(p->node, std::set<std::string>()).second) << "job " << j.id() << " has two processes on " << p->node;
+      for (const std::string& g : SplitComma(p->gpus)) have[p->node].insert(g);
+    }
+    EXPECT_EQ(launch_ids.size(), 1u) << "running job " << j.id() << " (" << j.spec().name() << ") has " << launch_ids.size()
+                                     << " live launches";
+    EXPECT_EQ(have, want) << "job " << j.id() << ": processes on other GPUs than allocated";
+  }
+  for (const auto& [job, ps] : procs_of) {
+    EXPECT_TRUE(std::any_of(active->begin(), active->end(), [job](const v1::Job& j) { return j.id() == job; }))
+        << "job " << job << " has a live process (pid " << ps[0]->pid << ", launch " << ps[0]->launch
+        << ") but phalanxd does not run it";
+  }
+  const size_t running_at_check = active->size();
+  for (const JobProc& p : procs) kill(p.pid, SIGKILL);
+
+  // ---- stop, then the store itself ----
+  kill(rig.daemon, SIGTERM);
+  int status = 0;
+  for (const auto end = Clock::now() + std::chrono::seconds(15); Clock::now() < end;) {
+    if (waitpid(rig.daemon, &status, WNOHANG) == rig.daemon) {
+      rig.daemon = -1;
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_EQ(rig.daemon, -1) << "phalanxd did not stop on SIGTERM";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << "; log:\n" << Tail(rig.dir + "/phalanxd.log");
+  for (int n = 0; n < kNodes; ++n) rig.StopAgent(n);
+
+  phalanx::store::StoreOptions so;
+  so.create_if_missing = false;
+  auto store = phalanx::store::Store::Open(rig.db, so);
+  ASSERT_TRUE(store) << store.error().ToString();
+  auto integrity = (*store)->CheckIntegrity();
+  EXPECT_TRUE(integrity) << integrity.error().ToString();
+  auto state = (*store)->LoadAll();
+  ASSERT_TRUE(state) << state.error().ToString();
+  std::map<uint64_t, const phalanx::JobRecord*> stored;
+  for (const phalanx::JobRecord& j : state->jobs) stored[j.spec.id] = &j;
+  for (const Ack& a : acks) {
+    auto it = stored.find(a.id);
+    if (it == stored.end()) {
+      ADD_FAILURE() << "acknowledged job " << a.id << " is not in the store";
+      continue;
+    }
+    EXPECT_EQ(it->second->spec.name, a.spec.name());
+    EXPECT_EQ(it->second->spec.shape.gpus, a.spec.gpus());
+    EXPECT_EQ(it->second->spec.walltime, a.spec.walltime_s());
+    auto blob = (*store)->LoadLaunchInfo(a.id);
+    ASSERT_TRUE(blob && blob->has_value()) << "job " << a.id << ": no launch info";
+    v1::Job info;
+    ASSERT_TRUE(info.ParseFromString(**blob)) << "job " << a.id << ": launch info does not decode";
+    const std::string diff = Diff(a.spec, info.spec());
+    EXPECT_TRUE(diff.empty()) << "job " << a.id << " stored launch spec differs:\n" << diff;
+  }
+
+  for (const std::string& v : violations) ADD_FAILURE() << v;
+  size_t relaunched = 0, launches = 0;
+  for (const auto& [job, ls] : launches_seen) {
+    launches += ls.size();
+    relaunched += ls.size() > 1 ? 1 : 0;
+  }
+  std::printf(
+      "kills: %d (%d long lives), acknowledged: %zu, failed attempts: %d, stored but unacknowledged: %zu\n"
+      "job states at the end: pending %d, running %d, completed %d, failed %d, cancelled %d, killed %d\n"
+      "launches seen alive: %zu (jobs seen: %zu, with 2+ launches over time: %zu), most processes at once: %zu, "
+      "samples: %zu, allocation checks: %zu\n"
+      "running at the quiescent check: %zu, agent restarts: %d; submission phase %.1f s, total %.1f s\n",
+      kills, long_lives, acks.size(), [&] {
+        int n = 0;
+        for (const auto& [code, c] : failures) n += c;
+        return n;
+      }(),
+      stored_unacked, by_state[v1::JOB_STATE_PENDING], by_state[v1::JOB_STATE_RUNNING], by_state[v1::JOB_STATE_COMPLETED],
+      by_state[v1::JOB_STATE_FAILED], by_state[v1::JOB_STATE_CANCELLED], by_state[v1::JOB_STATE_KILLED], launches,
+      launches_seen.size(), relaunched, max_alive, samples, alloc_checks, running_at_check, agent_restarts, submit_s, Since(t0));
+  for (const auto& [code, c] : failures) std::printf("  failed submissions with status %d: %d\n", code, c);
+  for (const auto& [why, c] : failed_reasons) std::printf("  failed jobs, %s: %d\n", why.c_str(), c);
+  EXPECT_GE(kills, 5) << "too few kills to mean anything";
+  if (getenv("PHALANX_CRASH_STRICT") != nullptr) {
+    for (const auto& [why, c] : failed_reasons)
+      EXPECT_TRUE(why.find("seen running") == std::string::npos) << c << " jobs that ran `sleep` (exit 0) ended failed: " << why;
+  }
+  EXPECT_GT(launches, 0u) << "no job ever ran: the agents never got work";
+}
+
+// The outcome of a job whose part ends while phalanxd is down. A part that exited 0 during the
+// outage is not in the agent's RegisterRequest.running (PartSupervisor::Running lists only live
+// parts), so Controller::Reconcile fails the job as "lost" at once and ignores the PartExited
+// (exit 0) that the agent re-sends on its new stream: a completed job is recorded as failed.
+// Disabled until that is fixed (run with --gtest_also_run_disabled_tests); the big test above
+// counts these jobs ("failed jobs, lost ... seen running") and fails on them with
+// PHALANX_CRASH_STRICT=1.
+TEST(DaemonCrash, DISABLED_JobThatEndsWhileTheDaemonIsDownKeepsItsOutcome) {
+  CrashRig rig;
+  ASSERT_GT(rig.port, 0);
+  ASSERT_NO_FATAL_FAILURE(rig.StartDaemon());
+  for (int n = 0; n < kNodes; ++n) ASSERT_NO_FATAL_FAILURE(rig.StartAgent(n));
+  auto channel = rig.Channel();
+  auto jobs = v1::Jobs::NewStub(channel);
+  auto cluster = v1::Cluster::NewStub(channel);
+  const auto wait = [](const std::function<bool()>& cond, int seconds) {
+    for (const auto end = Clock::now() + std::chrono::seconds(seconds); Clock::now() < end;) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return cond();
+  };
+  const auto all_up = [&] {
+    grpc::ClientContext ctx;
+    v1::ListNodesResponse r;
+    if (!cluster->ListNodes(&ctx, v1::ListNodesRequest(), &r).ok()) return false;
+    return std::all_of(r.nodes().begin(), r.nodes().end(),
+                       [](const v1::Node& n) { return n.agent_connected() && n.state() == v1::NODE_STATE_UP; });
+  };
+  const auto get = [&](uint64_t id) {
+    grpc::ClientContext ctx;
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    v1::Job j;
+    (void)jobs->Get(&ctx, req, &j);
+    return j;
+  };
+  ASSERT_TRUE(wait(all_up, 20)) << "agents did not register";
+  std::mt19937_64 rng(1);
+  v1::SubmitRequest req;
+  *req.mutable_spec() = MakeSpec(rig.tag + "-one", 0, rig.tag, rig.dir, rng);
+  req.mutable_spec()->set_gpus(1);
+  req.mutable_spec()->set_command(1, "1");  // sleep 1
+  v1::SubmitResponse resp;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(jobs->Submit(&ctx, req, &resp).ok());
+  }
+  const uint64_t id = resp.job_id();
+  ASSERT_TRUE(wait([&] { return !ScanJobs(rig.tag).empty(); }, 10)) << "the job never ran";
+  rig.KillDaemon();
+  ASSERT_TRUE(wait([&] { return ScanJobs(rig.tag).empty(); }, 10)) << "the job did not end";
+  std::this_thread::sleep_for(milliseconds(300));  // the keeper records the exit
+  ASSERT_NO_FATAL_FAILURE(rig.StartDaemon());
+  ASSERT_TRUE(wait(all_up, 20)) << "agents did not come back";
+  ASSERT_TRUE(wait([&] { return get(id).state() != v1::JOB_STATE_RUNNING; }, 10));
+  const v1::Job j = get(id);
+  EXPECT_EQ(j.state(), v1::JOB_STATE_COMPLETED) << "job " << id << " exited 0 while phalanxd was down; recorded as "
+                                                << v1::JobState_Name(j.state()) << " (" << j.reason() << ")";
+}
+
+}  // namespace
