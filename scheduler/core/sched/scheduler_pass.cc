@@ -177,6 +177,14 @@ std::optional<Reservation> Scheduler::Reserve(const JobRecord& job, Time now) {
   const Duration w = RemainingWalltime(job);
   const uint32_t n = MinSize(LegalSizes(job));
   const PlacementRequest request = ShapeFor(job, n);
+  // No reservation can exist when the nodes that take new work cannot hold the job, even empty
+  // (e.g. right after a daemon restart, while every node waits for its agent): walking every
+  // release time would find nothing, at great cost.
+  uint32_t usable = 0;
+  for (uint32_t i = 0; i < topo_->node_count() && usable < n; ++i) {
+    if (topo_->node_state(NodeId(i)) == NodeState::kUp) usable += topo_->node_gpu_count(NodeId(i));
+  }
+  if (usable < n) return std::nullopt;
   ClearStartBlocks();
   const std::vector<std::pair<Time, JobId>> ends = Ends();
   std::vector<Time> times{now};
