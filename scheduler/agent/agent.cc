@@ -111,7 +111,7 @@ v1::RegisterRequest Agent::Hello() {
   hello.set_node(options_.node);
   for (const GpuDevice& gpu : gpus_.gpus) *hello.add_gpus() = GpuToProto(gpu);
   hello.set_gpu_source(gpus_.source);
-  for (const PartInfo& part : supervisor_->Running()) *hello.add_running() = RunningToProto(part);
+  for (const PartInfo& part : supervisor_->Running(/*include_unreported=*/true)) *hello.add_running() = RunningToProto(part);
   hello.set_version(options_.version);
   hello.set_address(options_.address);
   return hello;

@@ -356,10 +356,10 @@ void PartSupervisor::Tick() {
   });
 }
 
-std::vector<PartInfo> PartSupervisor::Running() const {
+std::vector<PartInfo> PartSupervisor::Running(bool include_unreported) const {
   std::vector<PartInfo> out;
   for (const auto& [id, part] : parts_) {
-    if (!part->ended) out.push_back(PartInfo{part->rec.job_id, part->rec.launch_id, part->waiting ? 0 : part->rec.pid});
+    if (!part->ended || include_unreported) out.push_back(PartInfo{part->rec.job_id, part->rec.launch_id, part->waiting ? 0 : part->rec.pid});
   }
   return out;
 }

@@ -104,7 +104,11 @@ class PartSupervisor {
   // only shorten the grace. Returns how many parts it stops or drops.
   size_t Stop(JobId job, LaunchId launch, std::chrono::milliseconds grace, const std::string& reason);
 
-  std::vector<PartInfo> Running() const;  // started and waiting parts (the latter with pid 0)
+  // Started and waiting parts (the latter with pid 0). With include_unreported, also ended parts
+  // whose exit report is not written yet (until Forget): a registration lists them so that a
+  // restarted daemon keeps tracking them until the re-sent PartExited arrives, instead of
+  // declaring them lost and failing a job that exited 0.
+  std::vector<PartInfo> Running(bool include_unreported = false) const;
   // True for a launch id it watches, queues or still holds (ended, not forgotten).
   bool Knows(LaunchId launch) const { return parts_.count(launch) > 0; }
 

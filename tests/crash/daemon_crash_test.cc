@@ -750,14 +750,11 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
   EXPECT_GT(launches, 0u) << "no job ever ran: the agents never got work";
 }
 
-// The outcome of a job whose part ends while phalanxd is down. A part that exited 0 during the
-// outage is not in the agent's RegisterRequest.running (PartSupervisor::Running lists only live
-// parts), so Controller::Reconcile fails the job as "lost" at once and ignores the PartExited
-// (exit 0) that the agent re-sends on its new stream: a completed job is recorded as failed.
-// Disabled until that is fixed (run with --gtest_also_run_disabled_tests); the big test above
-// counts these jobs ("failed jobs, lost ... seen running") and fails on them with
-// PHALANX_CRASH_STRICT=1.
-TEST(DaemonCrash, DISABLED_JobThatEndsWhileTheDaemonIsDownKeepsItsOutcome) {
+// The outcome of a job whose part ends while phalanxd is down: the agent's registration lists
+// the ended part until its exit report is written (PartSupervisor::Running(include_unreported)),
+// so Controller::Reconcile keeps tracking it and the PartExited (exit 0) re-sent on the new
+// stream completes the job. (Before that, the job was recorded FAILED as "lost".)
+TEST(DaemonCrash, JobThatEndsWhileTheDaemonIsDownKeepsItsOutcome) {
   CrashRig rig;
   ASSERT_GT(rig.port, 0);
   ASSERT_NO_FATAL_FAILURE(rig.StartDaemon());
