@@ -11,6 +11,10 @@ namespace phalanx::cli {
 int RunTopology(std::span<const std::string> args);
 int RunDemo(std::span<const std::string> args);
 int RunSim(std::span<const std::string> args);
+// hold, release, update, show: through phalanxd (job_cmd.cc; only when built with the users'
+// client library, PHALANX_HAVE_CLIENT). Exit status: 0, 1 when phalanxd refused a job or could
+// not be reached, 2 a usage error.
+int RunJob(std::span<const std::string> args);
 
 // Prints "phalanx: <message>" to stderr.
 void PrintError(const std::string& message);

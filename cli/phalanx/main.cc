@@ -1,5 +1,6 @@
 // phalanx: the admin program of the Phalanx GPU gang scheduler. This file only dispatches to
-// one command per file (topology_cmd.cc, demo_cmd.cc, sim_cmd.cc).
+// one command per file (topology_cmd.cc, demo_cmd.cc, sim_cmd.cc; job_cmd.cc when built with
+// the users' client library).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -18,6 +19,11 @@ constexpr const char* kUsage =
     "  topology show FILE    print the topology tree with free GPUs per domain\n"
     "  demo                  place a stream of demo gang jobs and print each decision\n"
     "  sim                   replay a job trace under one or more policies, side by side\n"
+#ifdef PHALANX_HAVE_CLIENT
+    "  job hold|release ID   hold pending jobs / release them (through phalanxd)\n"
+    "  job update ID         change a job's walltime, priority class or name\n"
+    "  job show ID           everything phalanxd knows about a job\n"
+#endif
     "\n"
     "FILE is a Phalanx YAML file, a Slurm topology.conf, `nvidia-smi topo -m` output, an hwloc\n"
     "XML file, or gen:NAME for a built-in generator (gen:superpod:4, gen:leafspine:64:16:2,\n"
@@ -42,6 +48,14 @@ int main(int argc, char** argv) {
   if (command == "topology") return phalanx::cli::RunTopology(rest);
   if (command == "demo") return phalanx::cli::RunDemo(rest);
   if (command == "sim") return phalanx::cli::RunSim(rest);
+#ifdef PHALANX_HAVE_CLIENT
+  if (command == "job") return phalanx::cli::RunJob(rest);
+#else
+  if (command == "job") {
+    phalanx::cli::PrintError("'job' talks to phalanxd; this phalanx was built without the client (PHALANX_BUILD_SERVICE=OFF)");
+    return 2;
+  }
+#endif
   phalanx::cli::PrintError("unknown command '" + command + "' (see phalanx --help)");
   return 2;
 }

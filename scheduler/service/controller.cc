@@ -31,6 +31,10 @@ bool SamePersistent(const JobRecord& a, const JobRecord& b) {
          x.after_ok == y.after_ok && x.preemptible == y.preemptible;
 }
 
+// Whether a pass may change the job's record without a decision naming it or a job it is linked
+// to (Scheduler::Schedule's contract): running or checkpointing, or waiting with a claim or victims.
+bool PassMayChange(const JobRecord& j) { return j.state != JobState::kPending || !j.claim.empty() || !j.victims.empty(); }
+
 }  // namespace
 
 Controller::Controller(boost::asio::io_context& io, Recovered recovered, store::GroupCommitter* committer, store::Store* reader,
@@ -61,6 +65,7 @@ Controller::Controller(boost::asio::io_context& io, Recovered recovered, store::
   for (const auto& [id, job] : core_->jobs()) {
     if (IsFinal(job.state)) continue;
     saved_.emplace(id, job);
+    if (PassMayChange(job)) pass_watch_.insert(id);
     if (job.state == JobState::kRunning || job.state == JobState::kCheckpointing) {
       // Parts as the store left them: launched (launch id unknown until the agents report).
       Execution e;
@@ -161,7 +166,10 @@ void Controller::ArmPassTimer() {
 }
 
 void Controller::Track(const JobRecord& job) {
-  if (!IsFinal(job.state)) saved_[job.spec.id] = job;
+  if (IsFinal(job.state)) return;
+  saved_[job.spec.id] = job;
+  if (PassMayChange(job)) pass_watch_.insert(job.spec.id);
+  else pass_watch_.erase(job.spec.id);
 }
 
 void Controller::SaveChanged(store::Batch& b, const std::vector<JobId>& ids) {
@@ -172,10 +180,14 @@ void Controller::SaveChanged(store::Batch& b, const std::vector<JobId>& ids) {
     if (now == nullptr) return;
     if (!SamePersistent(it->second, *now)) {
       b.SaveJobState(*now);
+      if (IsFinal(now->state)) SaveOutcome(b, it->second.gpus, *now);  // the outcome, in the same batch
       it->second = *now;
+      if (PassMayChange(*now)) pass_watch_.insert(id);
+      else pass_watch_.erase(id);
     }
     if (IsFinal(now->state)) {
       saved_.erase(it);
+      pass_watch_.erase(id);
       launch_.erase(id);
     }
   };
@@ -214,12 +226,18 @@ void Controller::RunPass() {
   for (Decision& d : decisions) {
     if (d.kind == DecisionKind::kWait) continue;
     b.RecordDecision(d);
+    if (d.kind == DecisionKind::kKill) SetOutcome(d.job, 0, d.reason);  // saved below with the final state
     Action a{std::move(d), 0};
     if (a.d.kind == DecisionKind::kStart || a.d.kind == DecisionKind::kResize) a.launch_id = next_launch_id_++;
     actions.push_back(std::move(a));
   }
   if (next_launch_id_ != first_launch) b.SetMeta("next_launch_id", std::to_string(next_launch_id_));
-  SaveChanged(b);
+  // What the pass changed: the jobs its decisions name (SaveChanged adds their preemption links)
+  // and those a pass may change silently (PassMayChange), not every waiting job: comparing tens
+  // of thousands of unchanged pending jobs cost as much as the pass itself.
+  std::vector<JobId> changed(pass_watch_.begin(), pass_watch_.end());
+  for (const Action& a : actions) changed.push_back(a.d.job);
+  if (!changed.empty()) SaveChanged(b, changed);
   // Pace the next requested pass by what this one cost (RequestPass).
   const auto t1 = SteadyClock::now();
   next_pass_at_ = t1 + std::min<SteadyClock::duration>(5 * (t1 - t0), Millis(options_.pass_interval_s));
@@ -265,7 +283,6 @@ void Controller::CarryOut(const Action& a) {
       break;
     case DecisionKind::kKill:
       ++stats_.killed;
-      end_reasons_[d.job] = d.reason;
       KillParts(d.job, "killed: " + d.reason, true);
       Publish("kill", d.job);
       break;
@@ -305,7 +322,7 @@ void Controller::Publish(const std::string& kind, JobId id) {
   ev.set_kind(kind);
   FillJobView(*rec, false, ev.mutable_job());
   std::erase_if(watchers_, [&](Watcher& w) {
-    if (w.job != kNoJob && w.job != id) return w.link->closed();
+    if ((w.job != kNoJob && w.job != id) || (!w.user.empty() && w.user != rec->spec.user)) return w.link->closed();
     return !w.link->Send(ev) && w.link->closed();
   });
 }

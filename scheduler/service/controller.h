@@ -169,7 +169,8 @@ class Controller {
   };
   struct Watcher {
     std::shared_ptr<WatchLink> link;
-    JobId job = kNoJob;
+    JobId job = kNoJob;  // kNoJob: every job
+    std::string user;    // empty: every user's jobs
   };
 
   // ---- commits, passes, decisions (controller.cc) ------------------------------------------
@@ -193,6 +194,16 @@ class Controller {
     const v1::Job* launch = nullptr;
   };
   grpc::Status FindJob(JobId id, FoundJob* out);
+  // The job's launch info: launch_ for unfinished jobs, else final_launch_ or the store (cached);
+  // null when there is none. The pointer is valid until the next call.
+  const v1::Job* LaunchInfo(const JobRecord& job);
+  // How an unfinished job is ending (exit code, reason), noted in its launch info just before
+  // the batch that saves its final state; SaveOutcome writes it in that batch.
+  void SetOutcome(JobId id, int32_t exit_code, const std::string& reason);
+  // SaveChanged, for a job that became final: its launch info with the outcome and the last
+  // placement (`last_gpus`: the core has cleared the job's GPUs) goes into `b`, and from launch_
+  // to final_launch_.
+  void SaveOutcome(store::Batch& b, const std::vector<GpuId>& last_gpus, const JobRecord& job);
   grpc::Status CheckOwner(const Caller& who, const JobRecord& job, std::string_view action) const;
   void FillJobView(const JobRecord& job, bool include_env, v1::Job* out);
   void FillJobView(JobId id, bool include_env, v1::Job* out);
@@ -242,10 +253,12 @@ class Controller {
   ControllerObserver observer_;
 
   std::map<JobId, JobRecord> saved_;   // unfinished jobs as last written
+  std::set<JobId> pass_watch_;         // those a pass may change without a decision (PassMayChange)
   std::map<JobId, v1::Job> launch_;    // unfinished jobs' launch info
-  std::map<JobId, v1::Job> final_launch_;  // finished jobs' launch info read back (bounded cache)
-  std::map<JobId, int32_t> exit_codes_;
-  std::map<JobId, std::string> end_reasons_;
+  // Finished jobs' launch info with their outcome (SaveOutcome), written or read back: a cache
+  // of at most kFinalCache jobs, the lowest ids evicted first.
+  std::map<JobId, v1::Job> final_launch_;
+  static constexpr size_t kFinalCache = 4096;
   std::map<JobId, Execution> exec_;
   std::map<std::string, NodeInfo> nodes_;
   std::vector<Watcher> watchers_;

@@ -20,27 +20,49 @@ bool Active(const JobRecord& j) { return j.state == JobState::kRunning || j.stat
 grpc::Status Controller::FindJob(JobId id, FoundJob* out) {
   out->rec = core_->job(id);
   if (out->rec == nullptr) return grpc::Status(grpc::StatusCode::NOT_FOUND, "job " + std::to_string(id) + ": no such job");
-  if (auto it = launch_.find(id); it != launch_.end()) {
-    out->launch = &it->second;
-    return grpc::Status::OK;
-  }
-  // A finished job: its launch info is in the store (read on the io thread's own connection).
-  if (auto it = final_launch_.find(id); it != final_launch_.end()) {
-    out->launch = &it->second;
-    return grpc::Status::OK;
-  }
-  if (reader_ != nullptr) {
-    auto blob = reader_->LoadLaunchInfo(id);
-    if (blob && blob->has_value()) {
-      if (auto info = DecodeLaunchInfo(**blob, id)) {
-        if (final_launch_.size() >= 4096) final_launch_.clear();
-        out->launch = &final_launch_.emplace(id, std::move(*info)).first->second;
-      }
-    } else if (!blob) {
-      PHX_LOG(kWarn) << "reading the launch info of job " << id << ": " << blob.error().ToString();
-    }
-  }
+  out->launch = LaunchInfo(*out->rec);
   return grpc::Status::OK;
+}
+
+const v1::Job* Controller::LaunchInfo(const JobRecord& job) {
+  const JobId id = job.spec.id;
+  if (auto it = launch_.find(id); it != launch_.end()) return &it->second;
+  if (auto it = final_launch_.find(id); it != final_launch_.end()) return &it->second;
+  // A finished job: its launch info, with its outcome, is in the store (read on the io thread's
+  // own connection).
+  if (reader_ == nullptr || !IsFinal(job.state)) return nullptr;
+  auto blob = reader_->LoadLaunchInfo(id);
+  if (!blob) {
+    PHX_LOG(kWarn) << "reading the launch info of job " << id << ": " << blob.error().ToString();
+    return nullptr;
+  }
+  if (!blob->has_value()) return nullptr;
+  auto info = DecodeLaunchInfo(**blob, id);
+  if (!info) {
+    PHX_LOG(kWarn) << info.error().ToString();
+    return nullptr;
+  }
+  if (final_launch_.size() >= kFinalCache) final_launch_.erase(final_launch_.begin());
+  return &final_launch_.emplace(id, std::move(*info)).first->second;
+}
+
+void Controller::SetOutcome(JobId id, int32_t exit_code, const std::string& reason) {
+  auto it = launch_.find(id);
+  if (it == launch_.end()) return;
+  it->second.set_exit_code(exit_code);
+  it->second.set_reason(reason);
+}
+
+void Controller::SaveOutcome(store::Batch& b, const std::vector<GpuId>& last_gpus, const JobRecord& job) {
+  const JobId id = job.spec.id;
+  auto it = launch_.find(id);
+  if (it == launch_.end()) return;
+  v1::Job info = std::move(it->second);
+  launch_.erase(it);
+  SetLastPlacement(job.gpus.empty() ? last_gpus : job.gpus, core_->topology(), &info);
+  b.SetLaunchInfo(id, EncodeLaunchInfo(info));
+  if (final_launch_.size() >= kFinalCache && !final_launch_.contains(id)) final_launch_.erase(final_launch_.begin());
+  final_launch_[id] = std::move(info);
 }
 
 grpc::Status Controller::CheckOwner(const Caller& who, const JobRecord& job, std::string_view action) const {
@@ -51,10 +73,7 @@ grpc::Status Controller::CheckOwner(const Caller& who, const JobRecord& job, std
 
 void Controller::FillJobView(const JobRecord& job, bool include_env, v1::Job* out) {
   JobExtras extras;
-  if (auto it = launch_.find(job.spec.id); it != launch_.end()) extras.launch = &it->second;
-  else if (auto f = final_launch_.find(job.spec.id); f != final_launch_.end()) extras.launch = &f->second;
-  if (auto it = exit_codes_.find(job.spec.id); it != exit_codes_.end()) extras.exit_code = it->second;
-  if (auto it = end_reasons_.find(job.spec.id); it != end_reasons_.end()) extras.end_reason = it->second;
+  extras.launch = LaunchInfo(job);
   FillJob(job, extras, core_->topology(), include_env, out);
 }
 
@@ -145,13 +164,17 @@ void Controller::Cancel(const Caller& who, JobId id, int32_t signal, Reply<v1::J
   const bool was_active = Active(*f.rec);
   const std::string by = who.user;
   JobEvent(
-      id, "cancel", [this, id] { return core_->Cancel(id, Now()); },
+      id, "cancel",
+      [this, id, by] {
+        Status s = core_->Cancel(id, Now());
+        if (s) SetOutcome(id, 0, "cancelled by " + by);  // saved with the cancelled state
+        return s;
+      },
       [this, id, done](grpc::Status st) {
         const JobRecord* j = core_->job(id);
         done(st, j ? ToProto(j->state) : v1::JOB_STATE_UNSPECIFIED);
       },
       [this, id, was_active, by] {
-        end_reasons_[id] = "cancelled by " + by;
         PHX_LOG(kInfo) << "cancel job=" << id << " by " << by;
         if (was_active) KillParts(id, "cancelled by " + by, true);
       });
@@ -271,6 +294,7 @@ void Controller::Watch(const Caller&, const v1::WatchRequest& req, std::shared_p
   if (req.send_initial()) {
     const Time now = Now();
     const auto initial = [&](const JobRecord& j) {
+      if (!req.user().empty() && j.spec.user != req.user()) return;
       v1::JobEvent ev;
       ev.set_time(now);
       ev.set_kind("state");
@@ -285,7 +309,7 @@ void Controller::Watch(const Caller&, const v1::WatchRequest& req, std::shared_p
       }
     }
   }
-  watchers_.push_back(Watcher{std::move(link), req.job_id()});
+  watchers_.push_back(Watcher{std::move(link), req.job_id(), req.user()});
 }
 
 }  // namespace phalanx::service

@@ -155,8 +155,7 @@ void Controller::MaybeFinish(JobId id) {
     return;
   }
   ++stats_.ended;
-  exit_codes_[id] = code;
-  end_reasons_[id] = reason;
+  SetOutcome(id, code, reason);  // saved with the final state (SaveChanged below)
   PHX_LOG(kInfo) << "job " << id << (success ? " completed" : " failed: " + reason);
   store::Batch b;
   b.RecordEvent(now, "end", id, "success=" + std::string(success ? "1" : "0") + " exit=" + std::to_string(code) +

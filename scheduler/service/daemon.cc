@@ -130,7 +130,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   RecoveryOptions ro;
   ro.force_topology = config.force_topology;
   ro.now = p.clock->Now();
-  auto recovered = Recover(*p.store, std::move(*topology), config.scheduler, ro);
+  SchedulerConfig core_config = config.scheduler;
+  core_config.wait_decisions = false;  // the controller reads wait reasons from the job records
+  auto recovered = Recover(*p.store, std::move(*topology), std::move(core_config), ro);
   if (!recovered) return std::unexpected(recovered.error());
   for (const std::string& note : recovered->notes) PHX_LOG(kWarn) << "recovery: " << note;
   PHX_LOG(kInfo) << "recovered " << recovered->jobs << " jobs from " << config.db_path << " (" << recovered->unfinished

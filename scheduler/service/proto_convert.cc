@@ -69,6 +69,7 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
   if (p.checkpoint_interval_s() < 0)
     return std::unexpected(Bad("checkpoint_interval_s", "must not be negative (got " + std::to_string(p.checkpoint_interval_s()) + ")").error());
   s.checkpoint_interval = p.checkpoint_interval_s();
+  s.checkpoint_grace = p.checkpoint_warning_s();  // the checkpoint deadline comes this long after the signal
   s.held = p.hold();
   for (int i = 0; i < p.after_ok_size(); ++i) {
     if (p.after_ok(i) == 0) return std::unexpected(Bad("after_ok", "job id 0 does not exist").error());
@@ -185,21 +186,34 @@ void FillJob(const JobRecord& job, const JobExtras& extras, const Topology& topo
     out->set_reason(std::string(WaitKindName(job.wait.kind)));
     out->set_reason_detail(job.wait.detail);
     if (job.wait.predicted_start < kForever) out->set_predicted_start(job.wait.predicted_start);
-  } else if (IsFinal(job.state)) {
-    out->set_reason(extras.end_reason.empty() ? std::string(JobStateName(job.state)) : extras.end_reason);
+  }
+  const v1::Job* outcome = IsFinal(job.state) ? extras.launch : nullptr;
+  if (IsFinal(job.state)) {
+    out->set_reason(outcome == nullptr || outcome->reason().empty() ? std::string(JobStateName(job.state)) : outcome->reason());
   }
   out->set_submit_time(s.submit);
   out->set_start_time(job.start);
   out->set_end_time(job.end);
-  FillGpuRefs(job.gpus, topo, out->mutable_gpus());
-  out->set_nodelist(NodelistOf(job.gpus, topo));
-  out->set_exit_code(extras.exit_code);
+  if (outcome != nullptr && job.gpus.empty()) {
+    *out->mutable_gpus() = outcome->gpus();
+    out->set_nodelist(outcome->nodelist());
+  } else {
+    FillGpuRefs(job.gpus, topo, out->mutable_gpus());
+    out->set_nodelist(NodelistOf(job.gpus, topo));
+  }
+  out->set_exit_code(outcome != nullptr ? outcome->exit_code() : 0);
   out->set_busbw_gbs(job.busbw_gbs);
   out->set_preemptions(job.preemptions);
   out->set_resizes(job.resizes);
   out->set_checkpoint_epoch(job.checkpoint_epoch);
   out->set_walltime_s(job.walltime);
   out->set_priority(job.priority);
+}
+
+void SetLastPlacement(const std::vector<GpuId>& gpus, const Topology& topo, v1::Job* info) {
+  info->clear_gpus();
+  FillGpuRefs(gpus, topo, info->mutable_gpus());
+  info->set_nodelist(NodelistOf(gpus, topo));
 }
 
 v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch) {

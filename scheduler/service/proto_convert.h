@@ -37,13 +37,17 @@ v1::NodeState ToProto(NodeState state);
 
 // What the daemon knows about a job besides the core's record.
 struct JobExtras {
-  const v1::Job* launch = nullptr;  // launch info; null when unknown
-  int32_t exit_code = 0;
-  std::string end_reason;           // how a final job ended, when known
+  // Launch info; null when unknown. For a final job it also holds the outcome: exit_code,
+  // reason (how it ended) and the last placement (gpus, nodelist; SetLastPlacement).
+  const v1::Job* launch = nullptr;
 };
 
-// The API view of a job. The environment is included only when `include_env`.
+// The API view of a job. The environment is included only when `include_env`. A final job's
+// exit code, reason, GPUs and nodelist come from its launch info (the core has cleared its
+// GPUs); without one its reason is its state's name.
 void FillJob(const JobRecord& job, const JobExtras& extras, const Topology& topo, bool include_env, v1::Job* out);
+// Records where a job that ended last ran in its launch info: `gpus` as GpuRefs and a hostlist.
+void SetLastPlacement(const std::vector<GpuId>& gpus, const Topology& topo, v1::Job* info);
 void FillGpuRefs(const std::vector<GpuId>& gpus, const Topology& topo,
                  google::protobuf::RepeatedPtrField<v1::GpuRef>* out);
 // Slurm hostlist of the nodes holding `gpus`, in node order.

@@ -163,12 +163,15 @@ std::string EncodeJobSpec(const JobSpec& s) {
   out += std::string(" held=") + b(s.held);
   out += " after=" + EncodeJobIds(s.after_ok);
   out += " submit=" + std::to_string(s.submit);
+  // Optional, written only when set: rows written before the field existed decode as 0.
+  if (s.checkpoint_grace != 0) out += " grace=" + std::to_string(s.checkpoint_grace);
   return out;
 }
 
 Result<JobSpec> DecodeJobSpec(std::string_view text) {
   // Split into exactly the expected fields, in order.
   std::string_view values[kSpecFields];
+  std::optional<std::string_view> grace;  // the optional field after them
   size_t n = 0;
   while (true) {
     const size_t space = text.find(' ');
@@ -176,10 +179,15 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
     const size_t eq = field.find('=');
     if (eq == std::string_view::npos) return Fail("spec", "field '" + Escape(field) + "' has no '='");
     const std::string_view key = field.substr(0, eq);
-    if (n >= kSpecFields) return Fail("spec", "unexpected field '" + Escape(key) + "' after 'submit'");
-    if (key != kSpecKeys[n])
-      return Fail("spec", "expected field '" + std::string(kSpecKeys[n]) + "', found '" + Escape(key) + "'");
-    values[n++] = field.substr(eq + 1);
+    if (n == kSpecFields && key == "grace" && !grace) {
+      grace = field.substr(eq + 1);
+    } else {
+      if (n >= kSpecFields)
+        return Fail("spec", "unexpected field '" + Escape(key) + "' after '" + (grace ? "grace" : "submit") + "'");
+      if (key != kSpecKeys[n])
+        return Fail("spec", "expected field '" + std::string(kSpecKeys[n]) + "', found '" + Escape(key) + "'");
+      values[n++] = field.substr(eq + 1);
+    }
     if (space == std::string_view::npos) break;
     text.remove_prefix(space + 1);
   }
@@ -235,6 +243,9 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
   if (!after) return Fail(where(19), after.error().message);
   s.after_ok = std::move(*after);
   if (!(st = num(20, &s.submit))) return std::unexpected(st.error());
+  // Written only when not 0, so "grace=0" is not the one encoding of any spec.
+  if (grace && (!ParseInt(*grace, &s.checkpoint_grace) || s.checkpoint_grace == 0))
+    return Fail("spec.grace", "bad number '" + Escape(*grace) + "'");
   return s;
 }
 

@@ -64,6 +64,12 @@ struct SchedulerConfig {
   bool elastic = true;                 // start elastic jobs at the largest legal size, shrink, grow
   Duration grow_after_idle = 300;      // GPUs idle this long may grow elastic jobs
 
+  // Not a policy: whether Schedule returns a Wait decision for every pending job (the simulator
+  // and scenario scripts log them). Off, the reasons are only in the records (JobRecord::wait):
+  // phalanxd reads them there, and a pass over tens of thousands of waiting jobs then builds no
+  // list of them.
+  bool wait_decisions = true;
+
   ModelParams model;
 };
 

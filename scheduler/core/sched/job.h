@@ -34,6 +34,8 @@ struct JobSpec {
   Duration walltime = 0;            // 0: the configured default
   std::optional<bool> preemptible;  // unset: the class default
   Duration checkpoint_interval = 0; // ask for a checkpoint this often (0: the configured default)
+  Duration checkpoint_grace = 0;    // deadline after the checkpoint signal (0: the configured
+                                    // checkpoint_grace); gsub --checkpoint-signal SIG@SECS
   Duration restart_cost = 120;      // seconds of GPU time lost by any restart
   bool held = false;
   std::vector<JobId> after_ok;      // start only after these completed successfully

@@ -124,6 +124,10 @@ Result<PriorityClassId> Scheduler::CheckShape(const JobSpec& spec) const {
   if (spec.checkpoint_interval < 0) {
     return Fail(where, "checkpoint_interval: negative (" + std::to_string(spec.checkpoint_interval) + "s)");
   }
+  if (spec.checkpoint_grace < 0) {
+    return Fail(where, "checkpoint_grace: negative (" + std::to_string(spec.checkpoint_grace) +
+                           "s); 0 uses the configured " + std::to_string(config_.checkpoint_grace) + "s");
+  }
   return *cls;
 }
 
@@ -182,8 +186,8 @@ Status Scheduler::Submit(JobSpec spec, Time now) {
   rec.spec = std::move(spec);
   const JobId id = rec.spec.id;
   limits_.AddPending(rec.spec.user, rec.spec.account);
-  jobs_.emplace(id, std::move(rec));
-  pending_.insert(id);
+  JobRecord& job = jobs_.emplace(id, std::move(rec)).first->second;
+  pending_.Insert(id, &job);
   return {};
 }
 
@@ -195,7 +199,7 @@ Status Scheduler::Cancel(JobId id, Time now) {
   if (auto s = Advance(now); !s) return s;
   if (job.state == JobState::kPending) {
     (void)limits_.RemovePending(job.spec.user, job.spec.account);
-    pending_.erase(id);
+    pending_.Erase(id);
     // Its victims keep running: a checkpoint they are taking is then just a checkpoint.
     for (JobId v : job.victims) {
       if (JobRecord* victim = Find(v); victim && victim->preempted_for == id) {
@@ -402,7 +406,7 @@ void Scheduler::Requeue(JobRecord& job, Time now, std::string reason, std::vecto
   }
   job.state = JobState::kPending;
   job.preemptions++;
-  pending_.insert(job.spec.id);
+  pending_.Insert(job.spec.id, &job);
   limits_.AddPending(job.spec.user, job.spec.account);
   Decision d;
   d.kind = DecisionKind::kPreempt;
@@ -460,7 +464,8 @@ std::string Scheduler::CheckInvariants() const {
   for (const auto& [id, job] : jobs_) {
     const bool active = job.state == JobState::kRunning || job.state == JobState::kCheckpointing;
     if (active != active_.contains(id)) out << "job " << id << ": active set disagrees with state\n";
-    if ((job.state == JobState::kPending) != pending_.contains(id)) out << "job " << id << ": pending set disagrees\n";
+    if ((job.state == JobState::kPending) != pending_.Contains(id)) out << "job " << id << ": pending set disagrees\n";
+    if (const JobRecord* p = pending_.Find(id); p != nullptr && p != &job) out << "job " << id << ": pending set points elsewhere\n";
     if (active == job.gpus.empty()) out << "job " << id << ": " << JobStateName(job.state) << " with " << job.gpus.size() << " GPUs\n";
     const auto owned = topo_->job_gpus(id);
     if (!std::equal(owned.begin(), owned.end(), job.gpus.begin(), job.gpus.end())) out << "job " << id << ": GPUs differ from the topology's\n";

@@ -33,6 +33,7 @@
 #include "core/sched/config.h"
 #include "core/sched/decision.h"
 #include "core/sched/job.h"
+#include "core/sched/pending_jobs.h"
 #include "core/topology/topology.h"
 
 namespace phalanx {
@@ -81,7 +82,12 @@ class Scheduler {
   Status SetNodeState(std::string_view node, NodeState state, Time now);
 
   // One scheduling pass at `now`: deadlines and walltimes, then the queue in order. Returns
-  // every decision, including a Wait for each pending job.
+  // every decision, including a Wait for each pending job (unless config.wait_decisions is off;
+  // the reasons are in the records either way). A pass changes the records only of
+  // the jobs its decisions other than Wait name and the jobs linked to them (victims,
+  // preempted_for), of running and checkpointing jobs, and of pending jobs with a claim or
+  // victims; of every other job only `priority` and `wait` (so the glue need not compare every
+  // pending job with what it saved; checked by scheduler_property_test).
   std::vector<Decision> Schedule(Time now);
 
   // ---- validation and restart recovery ---------------------------------------------------
@@ -171,12 +177,22 @@ class Scheduler {
   Time NextTimer(const JobRecord& job) const;
   void NoteTimer(Time t) { next_timer_ = std::min(next_timer_, t); }
   void ChargeUsage(Time now);
-  void OrderQueue(Time now);
+  // A pending job's place in the queue: priority (higher first), submit time, id.
+  struct QueueKey {
+    double priority;
+    Time submit;
+    JobId id;
+    JobRecord* job;
+  };
+  // Sorts the keys into queue order, sets queue_ and returns the records in that order.
+  // Sorts queue_keys_ into queue order, sets queue_ and queue_jobs_ (the records in that order).
+  void OrderQueue();
   void ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out);
   void GrowElastic(Time now, std::vector<Decision>& out);
 
   // placement
   std::vector<uint32_t> LegalSizes(const JobRecord& job) const;  // largest first
+  uint32_t MinLegalSize(const JobRecord& job) const;              // LegalSizes(job).back()
   PlacementRequest ShapeFor(const JobRecord& job, uint32_t gpus) const;
   std::optional<Placement> PlaceNow(const PlacementRequest& request) const;
   std::optional<Placement> TryStartNow(const JobRecord& job, Time now);
@@ -186,6 +202,10 @@ class Scheduler {
   // unavailable nodes, reservations); built on first use in a pass. nullptr if inconsistent.
   DomainPlanner* Plan(Time now);
   Duration RemainingWalltime(const JobRecord& job) const;
+  // How long a job has between the checkpoint signal and its deadline: its own, else the config's.
+  Duration CheckpointGrace(const JobRecord& job) const {
+    return job.spec.checkpoint_grace > 0 ? job.spec.checkpoint_grace : config_.checkpoint_grace;
+  }
   Time ReleaseTime(const JobRecord& running) const;
 
   // state changes
@@ -223,12 +243,17 @@ class Scheduler {
   LimitTracker limits_;
 
   std::map<JobId, JobRecord> jobs_;
-  std::set<JobId> pending_;   // pending jobs (incl. held)
+  PendingJobs pending_;       // pending jobs (incl. held), with their records
   std::set<JobId> active_;    // running or checkpointing
   std::vector<JobId> queue_;
+  // Per-pass buffers, kept to reuse their memory (fresh megabytes each pass were page faults).
+  std::vector<QueueKey> queue_keys_;
+  std::vector<JobRecord*> queue_jobs_;  // queue_'s records
+  std::vector<Decision> waits_;
   std::vector<Reservation> reservations_;
   std::map<JobId, std::vector<GpuId>> promised_;  // blocks reserved in the previous pass
-  std::set<JobId> planned_;                        // jobs already handled in this pass
+  std::set<JobId> planned_;                        // jobs of promised_ already handled in this pass
+  std::optional<uint32_t> up_gpus_;                // this pass: GPUs on nodes that are up (Reserve)
   std::vector<Decision> outbox_;  // decisions made by events, emitted by the next pass
   std::map<JobId, Time> charged_until_;
   Time now_ = 0;

@@ -34,6 +34,19 @@ std::vector<uint32_t> Scheduler::LegalSizes(const JobRecord& job) const {
   return out;
 }
 
+uint32_t Scheduler::MinLegalSize(const JobRecord& job) const {
+  // LegalSizes(job).back() without building the list (called for every pending job in a pass).
+  const JobSpec& s = job.spec;
+  if (!config_.elastic || !s.elastic()) return s.shape.gpus;
+  const uint32_t top = std::min<uint32_t>(s.shape.gpus, static_cast<uint32_t>(topo_->gpu_count()));
+  for (uint32_t g = std::max<uint32_t>(s.min_gpus, 1); g <= top; ++g) {
+    const bool ok = s.step_kind == ElasticStep::kAny || (s.step_kind == ElasticStep::kMultiple && g % s.step == 0) ||
+                    (s.step_kind == ElasticStep::kPowerOfTwo && std::has_single_bit(g));
+    if (ok) return g;
+  }
+  return s.shape.gpus;
+}
+
 PlacementRequest Scheduler::ShapeFor(const JobRecord& job, uint32_t gpus) const {
   PlacementRequest r = job.spec.shape;
   if (r.nodes == 0) r.gpus = gpus;
@@ -175,16 +188,19 @@ DomainPlanner* Scheduler::Plan(Time now) {
 
 std::optional<Reservation> Scheduler::Reserve(const JobRecord& job, Time now) {
   const Duration w = RemainingWalltime(job);
-  const uint32_t n = MinSize(LegalSizes(job));
+  const uint32_t n = MinLegalSize(job);
   const PlacementRequest request = ShapeFor(job, n);
   // No reservation can exist when the nodes that take new work cannot hold the job, even empty
   // (e.g. right after a daemon restart, while every node waits for its agent): walking every
-  // release time would find nothing, at great cost.
-  uint32_t usable = 0;
-  for (uint32_t i = 0; i < topo_->node_count() && usable < n; ++i) {
-    if (topo_->node_state(NodeId(i)) == NodeState::kUp) usable += topo_->node_gpu_count(NodeId(i));
+  // release time would find nothing, at great cost. Node states do not change during a pass.
+  if (!up_gpus_) {
+    uint32_t usable = 0;
+    for (uint32_t i = 0; i < topo_->node_count(); ++i) {
+      if (topo_->node_state(NodeId(i)) == NodeState::kUp) usable += topo_->node_gpu_count(NodeId(i));
+    }
+    up_gpus_ = usable;
   }
-  if (usable < n) return std::nullopt;
+  if (*up_gpus_ < n) return std::nullopt;
   ClearStartBlocks();
   const std::vector<std::pair<Time, JobId>> ends = Ends();
   std::vector<Time> times{now};
@@ -320,46 +336,72 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   ends_dirty_ = true;
   victim_cache_.clear();
   failed_preempts_.clear();
+  up_gpus_.reset();
   blocked_ = false;
   first_blocked_ = kNoJob;
-  // GPUs freed by victims, and those their victims still hold, stay with the preemptor.
-  for (JobId id : pending_) {
-    JobRecord& j = jobs_.at(id);
-    std::erase_if(j.claim, [&](GpuId g) { return topo_->owner(g) != kNoJob; });
-    std::vector<GpuId> gpus = j.claim;
-    for (JobId v : j.victims) {
-      const JobRecord& vj = jobs_.at(v);
-      if (vj.after_checkpoint == JobRecord::After::kShrink) {
-        std::set_difference(vj.gpus.begin(), vj.gpus.end(), vj.shrink_to.begin(), vj.shrink_to.end(), std::back_inserter(gpus));
-      } else {
-        gpus.insert(gpus.end(), vj.gpus.begin(), vj.gpus.end());
+  // One walk over the pending jobs, in id order, touching each record once (tens of thousands
+  // of records do not stay in cache from one walk to the next): claims become reservations and
+  // priorities are computed; then the queue is sorted on the keys.
+  queue_keys_.clear();
+  const uint32_t cluster = static_cast<uint32_t>(topo_->gpu_count());
+  std::map<std::pair<std::string_view, std::string_view>, double> fairshare;  // a user's factor, once per pass
+  for (const auto& [id, jp] : pending_.Walk()) {
+    JobRecord& j = *jp;
+    // GPUs freed by victims, and those their victims still hold, stay with the preemptor.
+    if (!j.claim.empty() || !j.victims.empty()) {
+      std::erase_if(j.claim, [&](GpuId g) { return topo_->owner(g) != kNoJob; });
+      std::vector<GpuId> gpus = j.claim;
+      for (JobId v : j.victims) {
+        const JobRecord& vj = jobs_.at(v);
+        if (vj.after_checkpoint == JobRecord::After::kShrink) {
+          std::set_difference(vj.gpus.begin(), vj.gpus.end(), vj.shrink_to.begin(), vj.shrink_to.end(), std::back_inserter(gpus));
+        } else {
+          gpus.insert(gpus.end(), vj.gpus.begin(), vj.gpus.end());
+        }
+      }
+      if (!gpus.empty()) {
+        std::sort(gpus.begin(), gpus.end());
+        if (j.victims.empty()) gpus = TrimClaim(j, std::move(gpus));
+        reservations_.push_back({id, now, now + RemainingWalltime(j), std::move(gpus), true});
       }
     }
-    if (!gpus.empty()) {
-      std::sort(gpus.begin(), gpus.end());
-      if (j.victims.empty()) gpus = TrimClaim(j, std::move(gpus));
-      reservations_.push_back({id, now, now + RemainingWalltime(j), std::move(gpus), true});
+    if (config_.order == QueueOrder::kFifo) {
+      j.priority = 0;
+    } else {
+      PriorityInputs in;
+      in.class_factor = classes_.class_factor(PriorityClassId(static_cast<uint32_t>(j.class_rank)));
+      in.submit = j.spec.submit;
+      in.gpus = j.spec.shape.gpus;
+      in.cluster_gpus = cluster;
+      auto [f, added] = fairshare.try_emplace({j.spec.user, j.spec.account}, 0.0);
+      if (added) f->second = fairshare_.UserFactor(j.spec.user, j.spec.account, now);
+      in.fairshare_factor = f->second;
+      j.priority = JobPriority(in, config_.weights, now);
     }
+    queue_keys_.push_back({j.priority, j.spec.submit, id, &j});
   }
-  OrderQueue(now);
+  OrderQueue();
   planned_.clear();
-  for (JobId id : queue_) {
-    JobRecord& job = jobs_.at(id);
+  // A job's Wait is final once it was scheduled (later jobs change only themselves and running
+  // jobs); the Waits go after every other decision, in queue order.
+  waits_.clear();
+  for (JobRecord* jp : queue_jobs_) {
+    JobRecord& job = *jp;
     if (job.state == JobState::kPending) ScheduleJob(job, now, out);
-    planned_.insert(id);
+    // Reserve asks only about jobs promised a block in the last pass.
+    if (promised_.contains(job.spec.id)) planned_.insert(job.spec.id);
+    if (job.state != JobState::kPending || !config_.wait_decisions) continue;
+    Decision& d = waits_.emplace_back();
+    d.kind = DecisionKind::kWait;
+    d.job = job.spec.id;
+    d.at = now;
+    d.wait = job.wait;
   }
   ClearStartBlocks();
   GrowElastic(now, out);
-  for (JobId id : queue_) {
-    const JobRecord& job = jobs_.at(id);
-    if (job.state != JobState::kPending) continue;
-    Decision d;
-    d.kind = DecisionKind::kWait;
-    d.job = id;
-    d.at = now;
-    d.wait = job.wait;
-    out.push_back(std::move(d));
-  }
+  out.reserve(out.size() + waits_.size());
+  std::move(waits_.begin(), waits_.end(), std::back_inserter(out));
+  waits_.clear();
   return out;
 }
 
@@ -434,36 +476,28 @@ void Scheduler::Timers(Time now, std::vector<Decision>& out) {
       d.kind = DecisionKind::kCheckpoint;
       d.job = id;
       d.at = now;
-      d.deadline = now + config_.checkpoint_grace;
+      d.deadline = now + CheckpointGrace(job);
       d.reason = "periodic";
       out.push_back(std::move(d));
     }
   }
 }
 
-void Scheduler::OrderQueue(Time now) {
-  queue_.assign(pending_.begin(), pending_.end());
-  const uint32_t cluster = static_cast<uint32_t>(topo_->gpu_count());
-  for (JobId id : queue_) {
-    JobRecord& j = jobs_.at(id);
-    if (config_.order == QueueOrder::kFifo) {
-      j.priority = 0;
-      continue;
-    }
-    PriorityInputs in;
-    in.class_factor = classes_.class_factor(PriorityClassId(static_cast<uint32_t>(j.class_rank)));
-    in.submit = j.spec.submit;
-    in.gpus = j.spec.shape.gpus;
-    in.cluster_gpus = cluster;
-    in.fairshare_factor = fairshare_.UserFactor(j.spec.user, j.spec.account, now);
-    j.priority = JobPriority(in, config_.weights, now);
-  }
-  std::sort(queue_.begin(), queue_.end(), [&](JobId a, JobId b) {
-    const JobRecord &ja = jobs_.at(a), &jb = jobs_.at(b);
-    if (ja.priority != jb.priority) return ja.priority > jb.priority;
-    if (ja.spec.submit != jb.spec.submit) return ja.spec.submit < jb.spec.submit;
-    return a < b;
+void Scheduler::OrderQueue() {
+  // Sorts keys, not ids: comparing ids looked both jobs up in jobs_ (every job ever known),
+  // O(n log n) lookups, most of a pass with tens of thousands of pending jobs. The order is
+  // the same: priority, then submit time, then id (a total order, so the sort is unique).
+  std::sort(queue_keys_.begin(), queue_keys_.end(), [](const QueueKey& a, const QueueKey& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.submit != b.submit) return a.submit < b.submit;
+    return a.id < b.id;
   });
+  queue_.clear();
+  queue_jobs_.clear();
+  for (const QueueKey& k : queue_keys_) {
+    queue_.push_back(k.id);
+    queue_jobs_.push_back(k.job);
+  }
 }
 
 void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out) {
@@ -477,7 +511,7 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
     const JobRecord& d = jobs_.at(dep);
     if (d.state == JobState::kFailed || d.state == JobState::kCancelled || d.state == JobState::kKilled) {
       (void)limits_.RemovePending(job.spec.user, job.spec.account);
-      pending_.erase(id);
+      pending_.Erase(id);
       job.state = JobState::kKilled;
       job.end = now;
       Decision k;
@@ -490,8 +524,7 @@ void Scheduler::ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out
     }
     if (d.state != JobState::kCompleted) return wait(WaitKind::kDependency, "afterok:" + std::to_string(dep));
   }
-  const std::vector<uint32_t> sizes = LegalSizes(job);
-  const uint32_t n = MinSize(sizes);
+  const uint32_t n = MinLegalSize(job);
   if (std::string why = placer_->Unsatisfiable(ShapeFor(job, n)); !why.empty()) return wait(WaitKind::kUnsatisfiable, why);
   if (auto why = limits_.CheckStart(job.spec.user, job.spec.account, n)) {
     const size_t colon = why->find(": ");
@@ -584,7 +617,7 @@ std::vector<GpuId> Scheduler::TrimClaim(const JobRecord& job, std::vector<GpuId>
   }
   WhatIf what_if(*topo_);
   what_if.Block(others);
-  auto p = PlaceNow(ShapeFor(job, MinSize(LegalSizes(job))));
+  auto p = PlaceNow(ShapeFor(job, MinLegalSize(job)));
   if (!p) return claim;
   std::vector<GpuId> used = p->gpus;
   used.insert(used.end(), p->held.begin(), p->held.end());
@@ -613,7 +646,7 @@ void Scheduler::StartJob(JobRecord& job, const Placement& p, Time now, std::vect
     ClearStartBlocks();
     res_order_dirty_ = true;
   }
-  pending_.erase(id);
+  pending_.Erase(id);
   active_.insert(id);
   if (!ends_dirty_) {
     const std::pair<Time, JobId> e{ReleaseTime(job), id};
@@ -640,7 +673,7 @@ void Scheduler::StartJob(JobRecord& job, const Placement& p, Time now, std::vect
 bool Scheduler::TryPreempt(JobRecord& job, Time now, std::vector<Decision>& out) {
   if (!config_.preemption) return false;
   const PriorityClassId cls(static_cast<uint32_t>(job.class_rank));
-  const uint32_t n = MinSize(LegalSizes(job));
+  const uint32_t n = MinLegalSize(job);
   const PlacementRequest request = ShapeFor(job, n);
   const ShapeKey key{request.level, request.fit, request.exclusive, request.rail_aligned, request.gpus_per_node};
   for (const FailedPreempt& f : failed_preempts_) {
@@ -789,7 +822,7 @@ bool Scheduler::PreemptFor(JobRecord& job, uint32_t n, const PlacementRequest& r
       vj.after_checkpoint = v.shrink ? JobRecord::After::kShrink : JobRecord::After::kPreempt;
       vj.shrink_to = keep[c];
       vj.preempted_for = job.spec.id;
-      vj.checkpoint_deadline = now + config_.checkpoint_grace;
+      vj.checkpoint_deadline = now + CheckpointGrace(vj);
       NoteTimer(vj.checkpoint_deadline);
       job.victims.push_back(v.id);
       Decision d;

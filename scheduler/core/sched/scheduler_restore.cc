@@ -86,9 +86,9 @@ Status Scheduler::Restore(JobRecord record, Time now) {
   // A record without its effective walltime gets it as Submit would.
   if (record.walltime <= 0) record.walltime = spec.walltime > 0 ? spec.walltime : config_.default_walltime;
   const JobId id = spec.id;
-  const JobRecord& job = jobs_.emplace(id, std::move(record)).first->second;
+  JobRecord& job = jobs_.emplace(id, std::move(record)).first->second;
   if (job.state == JobState::kPending) {
-    pending_.insert(id);
+    pending_.Insert(id, &job);
     limits_.AddPending(job.spec.user, job.spec.account);
   } else if (active) {
     active_.insert(id);
@@ -112,24 +112,24 @@ Result<std::vector<std::string>> Scheduler::FinishRestore(Time now) {
   std::vector<std::string> notes;
   for (JobId id : restored_) {
     JobRecord& job = jobs_.at(id);
-    const std::string who = JobWhere(id) + ": ";
+    const auto who = [&] { return JobWhere(id) + ": "; };  // rarely needed: not built per job
     std::erase_if(job.spec.after_ok, [&](JobId dep) {
       if (dep == id) {
-        notes.push_back(who + "dependency on itself dropped");
+        notes.push_back(who() + "dependency on itself dropped");
         return true;
       }
       if (jobs_.contains(dep)) return false;
-      notes.push_back(who + "dependency on unknown job " + std::to_string(dep) + " lifted");
+      notes.push_back(who() + "dependency on unknown job " + std::to_string(dep) + " lifted");
       return true;
     });
     std::erase_if(job.victims, [&](JobId v) {
       if (jobs_.contains(v)) return false;
-      notes.push_back(who + "unknown victim " + std::to_string(v) + " dropped");
+      notes.push_back(who() + "unknown victim " + std::to_string(v) + " dropped");
       return true;
     });
     if (job.preempted_for != kNoJob && !jobs_.contains(job.preempted_for)) {
       // As when the preemptor is cancelled: the victim keeps running.
-      notes.push_back(who + "preempted for unknown job " + std::to_string(job.preempted_for) + ": keeps running");
+      notes.push_back(who() + "preempted for unknown job " + std::to_string(job.preempted_for) + ": keeps running");
       job.preempted_for = kNoJob;
       job.after_checkpoint = JobRecord::After::kNothing;
       job.shrink_to.clear();

@@ -49,6 +49,7 @@ void ExpectSpecEq(const JobSpec& a, const JobSpec& b) {
   EXPECT_EQ(a.held, b.held);
   EXPECT_EQ(a.after_ok, b.after_ok);
   EXPECT_EQ(a.submit, b.submit);
+  EXPECT_EQ(a.checkpoint_grace, b.checkpoint_grace);
 }
 
 // A record with every persistent field set.
@@ -170,6 +171,40 @@ TEST(StoreCodec, SpecDecodeNamesTheBadField) {
     auto r = DecodeJobSpec(c.text);
     ASSERT_FALSE(r) << c.text;
     EXPECT_EQ(r.error().where, c.where) << c.text << " -> " << r.error().ToString();
+  }
+}
+
+// The per-job checkpoint grace came after the first files were written: a spec without it (every
+// row written before) decodes with 0, and it is written only when set, so those rows keep their
+// one encoding; a set one round-trips, and a bad one names spec.grace.
+TEST(StoreCodec, SpecGraceIsOptionalAndOldRowsDecodeAsZero) {
+  const std::string old_row =
+      "v=1 name=train%20x user=alice account=ml class= gpus=16 nodes=2 gpn=8 level=node fit=require excl=0 rail=1 "
+      "min=0 step=any:0 wall=3600 preempt=- ckpt=0 restart=120 held=0 after=3,5 submit=100";
+  auto old_spec = DecodeJobSpec(old_row);
+  ASSERT_TRUE(old_spec) << old_spec.error().ToString();
+  EXPECT_EQ(old_spec->checkpoint_grace, 0);
+  EXPECT_EQ(EncodeJobSpec(*old_spec), old_row);
+
+  JobSpec s = *old_spec;
+  s.checkpoint_grace = 45;
+  const std::string text = EncodeJobSpec(s);
+  EXPECT_EQ(text, old_row + " grace=45");
+  auto back = DecodeJobSpec(text);
+  ASSERT_TRUE(back) << back.error().ToString();
+  EXPECT_EQ(back->checkpoint_grace, 45);
+  EXPECT_EQ(EncodeJobSpec(*back), text);
+
+  for (const std::string& bad : {old_row + " grace=0", old_row + " grace=x", old_row + " grace="}) {
+    auto r = DecodeJobSpec(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().where, "spec.grace") << bad << " -> " << r.error().ToString();
+  }
+  for (const std::string& bad : {old_row + " grace=5 grace=6", old_row + " grace=5 extra=1"}) {
+    auto r = DecodeJobSpec(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().where, "spec") << bad << " -> " << r.error().ToString();
+    EXPECT_NE(r.error().message.find("after 'grace'"), std::string::npos) << r.error().message;
   }
 }
 

@@ -292,8 +292,12 @@ class SimRun {
       }
       if (!res_.error.empty()) break;
       scn_ << "at " << now_ << " schedule\n";
+      std::map<JobId, std::string> before;
+      for (const auto& [id, r] : sched_->jobs()) before.emplace(id, Record(r));
+      std::set<JobId> may_change = MayChange();
       std::vector<Decision> ds = sched_->Schedule(now_);
       ++res_.passes;
+      CheckUntouched(ds, before, may_change);
       Check(ds);
       if (active_ > 0 && (events_.empty() || events_.begin()->first.first > now_ + o_.tick)) {
         Push(now_ + o_.tick, Event{});
@@ -424,6 +428,64 @@ class SimRun {
       DomainId top = t.gpu_domain(gpus.front());
       for (GpuId g : gpus) top = t.lowest_common_ancestor(top, t.gpu_domain(g));
       if (t.domain(top).level > s.shape.level) Fail(who + "spans a " + std::string(LevelName(t.domain(top).level)) + ", required " + std::string(LevelName(s.shape.level)));
+    }
+  }
+
+  // A job record without the fields every pass recomputes (priority, wait).
+  static std::string Record(const JobRecord& r) {
+    std::ostringstream o;
+    const JobSpec& s = r.spec;
+    auto ids = [&](const auto& v) {
+      for (const auto& x : v) o << x.value << ',';
+      o << ';';
+    };
+    o << s.id << ';' << s.name << ';' << s.user << ';' << s.account << ';' << s.priority_class << ';' << s.shape.gpus << ';'
+      << s.shape.nodes << ';' << s.shape.gpus_per_node << ';' << static_cast<int>(s.shape.level) << ';' << static_cast<int>(s.shape.fit)
+      << ';' << s.min_gpus << ';' << s.walltime << ';' << s.preemptible.value_or(false) << s.preemptible.has_value() << ';'
+      << s.checkpoint_interval << ';' << s.held << ';' << s.submit << ';';
+    for (JobId d : s.after_ok) o << d << ',';
+    o << '|' << static_cast<int>(r.state) << ';';
+    ids(r.gpus);
+    o << r.start << ';' << r.end << ';' << r.walltime << ';' << r.class_rank << ';' << r.preemptible << ';' << r.checkpoint_epoch << ';'
+      << r.checkpoint_path << ';' << r.last_checkpoint << ';' << r.progress << ';' << r.last_checkpoint_request << ';'
+      << r.checkpoint_deadline << ';' << static_cast<int>(r.after_checkpoint) << ';';
+    ids(r.shrink_to);
+    o << r.preempted_for << ';';
+    for (JobId v : r.victims) o << v << ',';
+    o << ';';
+    ids(r.claim);
+    o << r.preemptions << ';' << r.resizes << ';' << r.gpu_seconds_lost << ';' << r.idle_since << ';' << r.run_walltime << ';'
+      << r.busbw_gbs;
+    return o.str();
+  }
+
+  // Jobs Scheduler::Schedule may change without naming them: active, or pending with a claim or victims.
+  std::set<JobId> MayChange() const {
+    std::set<JobId> out;
+    for (const auto& [id, r] : sched_->jobs()) {
+      if (r.state == JobState::kRunning || r.state == JobState::kCheckpointing || !r.claim.empty() || !r.victims.empty()) out.insert(id);
+    }
+    return out;
+  }
+
+  // Schedule's contract: other jobs change only through its decisions (and their links).
+  void CheckUntouched(const std::vector<Decision>& ds, const std::map<JobId, std::string>& before, std::set<JobId> may) {
+    for (const Decision& d : ds) {
+      if (d.kind == DecisionKind::kWait) continue;
+      may.insert(d.job);
+      if (const JobRecord* r = sched_->job(d.job)) {
+        may.insert(r->victims.begin(), r->victims.end());
+        if (r->preempted_for != kNoJob) may.insert(r->preempted_for);
+      }
+    }
+    for (const auto& [id, r] : sched_->jobs()) {
+      if (may.contains(id)) continue;
+      auto it = before.find(id);
+      if (it == before.end()) return Fail("job " + std::to_string(id) + " appeared during a pass");
+      if (it->second != Record(r)) {
+        return Fail("job " + std::to_string(id) + " changed during a pass without a decision naming it:\n  before " + it->second +
+                    "\n  after  " + Record(r));
+      }
     }
   }
 

@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <future>
+#include <map>
 #include <set>
 
 #include "adapters/store/store.h"
@@ -19,6 +20,32 @@
 
 namespace phalanx::service::testing {
 namespace {
+
+// Runs the permission client (perm_client.cc) as nobody against root's job `id`; its one line
+// of "name=code" results, or "exit status N: ..." when it did not exit 0.
+std::string RunPermClientAsNobody(Harness& h, uint64_t id) {
+  int out[2];
+  if (pipe(out) != 0) return "pipe failed";
+  const std::string job = std::to_string(id);
+  const pid_t pid = fork();
+  if (pid < 0) return "fork failed";
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+    execl(PERM_CLIENT, PERM_CLIENT, h.config.socket_path.c_str(), job.c_str(), static_cast<char*>(nullptr));
+    _exit(4);
+  }
+  close(out[1]);
+  std::string text;
+  char buf[512];
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "exit status " + std::to_string(status) + ": " + text;
+  return text;
+}
 
 TEST(DaemonJobs, SubmitIsAcknowledgedOnceTheJobIsInTheStoreFile) {
   Harness h;
@@ -194,26 +221,8 @@ TEST(DaemonJobs, AnotherUserMayReadButNotTouchRootsJobs) {
   Harness h;
   h.Start();
   const uint64_t id = h.SubmitOk(Harness::Spec(2));
-  int out[2];
-  ASSERT_EQ(pipe(out), 0);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    dup2(out[1], 1);
-    close(out[0]);
-    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
-    const std::string job = std::to_string(id);
-    execl(PERM_CLIENT, PERM_CLIENT, h.config.socket_path.c_str(), job.c_str(), static_cast<char*>(nullptr));
-    _exit(4);
-  }
-  close(out[1]);
-  std::string text;
-  char buf[512];
-  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
-  close(out[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << ": " << text;
+  const std::string text = RunPermClientAsNobody(h, id);
+  ASSERT_FALSE(text.starts_with("exit status")) << text;
   const auto code = [](grpc::StatusCode c) { return std::to_string(static_cast<int>(c)); };
   EXPECT_NE(text.find("cancel=" + code(grpc::StatusCode::PERMISSION_DENIED) + " "), std::string::npos) << text;
   EXPECT_NE(text.find("env=" + code(grpc::StatusCode::PERMISSION_DENIED) + " "), std::string::npos) << text;
@@ -223,6 +232,89 @@ TEST(DaemonJobs, AnotherUserMayReadButNotTouchRootsJobs) {
   EXPECT_NE(text.find("drain=" + code(grpc::StatusCode::PERMISSION_DENIED) + " "), std::string::npos) << text;
   EXPECT_NE(text.find("submit=0 own_user=nobody own_uid=65534 cancel_own=0 "), std::string::npos) << text;
   EXPECT_EQ(h.State(id), v1::JOB_STATE_PENDING);
+}
+
+// Watch with a user: only that user's jobs (initial states and events); without one, everyone's.
+// root's jobs and nobody's (submitted and cancelled by the permission client, run as nobody).
+TEST(DaemonJobs, WatchFiltersByUser) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to become nobody";
+  Harness h;
+  h.Start();
+  const uint64_t early = h.SubmitOk(Harness::Spec(1, "before-the-watch"));
+  struct Watch {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReader<v1::JobEvent>> stream;
+    std::thread reader;
+    std::mutex mu;
+    std::vector<std::pair<std::string, uint64_t>> seen;  // (kind, job)
+    std::set<std::string> users;
+    std::vector<std::pair<std::string, uint64_t>> Seen() {
+      std::lock_guard<std::mutex> lock(mu);
+      return seen;
+    }
+  };
+  std::map<std::string, std::unique_ptr<Watch>> watches;
+  for (const std::string user : {"", "root", "nobody"}) {
+    auto w = std::make_unique<Watch>();
+    v1::WatchRequest req;
+    req.set_user(user);
+    req.set_send_initial(true);
+    w->stream = h.jobs->Watch(&w->ctx, req);
+    Watch* raw = w.get();
+    w->reader = std::thread([raw] {
+      v1::JobEvent ev;
+      while (raw->stream->Read(&ev)) {
+        std::lock_guard<std::mutex> lock(raw->mu);
+        raw->seen.emplace_back(ev.kind(), ev.job().id());
+        raw->users.insert(ev.job().user());
+      }
+    });
+    watches[user] = std::move(w);
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    size_t n = 0;
+    h.daemon->RunOnIo([&](Controller& c) { n = c.watcher_count(); });
+    return n == 3;
+  }));
+  const uint64_t mine = h.SubmitOk(Harness::Spec(2, "root's"));
+  const std::string text = RunPermClientAsNobody(h, mine);  // submits and cancels a job of nobody's
+  ASSERT_NE(text.find("cancel_own=0 "), std::string::npos) << text;
+  uint64_t theirs = 0;
+  {
+    grpc::ClientContext ctx;
+    v1::ListJobsRequest req;
+    req.set_user("nobody");
+    req.set_include_finished(true);
+    v1::ListJobsResponse resp;
+    ASSERT_TRUE(h.jobs->List(&ctx, req, &resp).ok());
+    ASSERT_EQ(resp.jobs_size(), 1);
+    theirs = resp.jobs(0).id();
+  }
+  ASSERT_TRUE(h.Cancel(mine).ok());
+  using Event = std::pair<std::string, uint64_t>;
+  const auto has = [](const std::vector<Event>& seen, const Event& e) { return std::find(seen.begin(), seen.end(), e) != seen.end(); };
+  ASSERT_TRUE(WaitFor([&] {
+    return has(watches[""]->Seen(), {"cancel", mine}) && has(watches["root"]->Seen(), {"cancel", mine}) &&
+           has(watches["nobody"]->Seen(), {"cancel", theirs});
+  }));
+  for (auto& [user, w] : watches) {
+    w->ctx.TryCancel();
+    w->reader.join();
+    (void)w->stream->Finish();
+  }
+  const auto all = watches[""]->Seen();
+  EXPECT_TRUE(has(all, {"state", early}));
+  EXPECT_TRUE(has(all, {"submit", mine}));
+  EXPECT_TRUE(has(all, {"submit", theirs}));
+  EXPECT_TRUE(has(all, {"cancel", theirs}));
+  const auto root = watches["root"]->Seen();
+  EXPECT_TRUE(has(root, {"state", early}));
+  EXPECT_TRUE(has(root, {"submit", mine}));
+  EXPECT_EQ(watches["root"]->users, std::set<std::string>{"root"});
+  const auto nobody = watches["nobody"]->Seen();
+  EXPECT_TRUE(has(nobody, {"submit", theirs}));
+  EXPECT_FALSE(has(nobody, {"state", early})) << "root's job is not in nobody's initial states";
+  EXPECT_EQ(watches["nobody"]->users, std::set<std::string>{"nobody"});
 }
 
 TEST(DaemonJobs, HealthCheckingIsOnAndTcpPeersAreNotUsers) {

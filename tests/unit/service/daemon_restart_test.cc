@@ -2,6 +2,8 @@
 // come back as they were; nodes with running jobs wait (drained) for their agents; agents
 // re-register and reconcile: a part the daemon knows is adopted, an unknown one is killed, a
 // part the agent no longer has fails its job. A changed topology under running jobs is refused.
+#include <map>
+
 #include "daemon_harness.h"
 
 namespace phalanx::service::testing {
@@ -151,6 +153,118 @@ TEST(DaemonRestart, ForcedTopologyChangeRequeuesRunningJobs) {
   auto again = fresh.WaitLaunch(id);
   ASSERT_TRUE(again);
   EXPECT_NE(again->launch_id(), launch->launch_id());
+}
+
+// Finished jobs keep their outcome across a restart: the exit code, how they ended and where
+// they last ran are written with their final state (in the launch info), not kept in memory.
+// One failed (a part exited 3), one cancelled while running, one killed at its walltime, one
+// completed; after the restart GetJob and ListJobs(include_finished) say the same as before.
+TEST(DaemonRestart, FinishedJobsKeepExitCodeReasonAndNodelist) {
+  std::vector<std::unique_ptr<FakeAgent>> agents;  // destroyed after the daemon
+  Harness h;
+  h.Start();
+  for (int n = 0; n < 4; ++n) {
+    agents.push_back(std::make_unique<FakeAgent>(h.AgentTarget(), "node" + std::to_string(n)));
+    ASSERT_TRUE(agents.back()->Join());
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    for (int n = 0; n < 4; ++n) {
+      if (NodeStateOf(h, "node" + std::to_string(n)) != v1::NODE_STATE_UP) return false;
+    }
+    return true;
+  }));
+  // Where each part of `job` was launched: (agent, launch id).
+  const auto parts = [&](uint64_t job, size_t n) {
+    std::vector<std::pair<FakeAgent*, uint64_t>> out;
+    WaitFor([&] {
+      out.clear();
+      for (auto& a : agents) {
+        for (const auto& c : a->Commands()) {
+          if (c.has_launch() && c.launch().job_id() == job) out.push_back({a.get(), c.launch().launch_id()});
+        }
+      }
+      return out.size() >= n;
+    });
+    return out;
+  };
+
+  v1::JobSpec gang = Harness::Spec(0, "gang");
+  gang.set_nodes(2);
+  gang.set_gpus_per_node(8);
+  const uint64_t failed = h.SubmitOk(gang);
+  auto fp = parts(failed, 2);
+  ASSERT_EQ(fp.size(), 2u);
+  ASSERT_TRUE(fp[0].first->Exit(failed, fp[0].second, 3));
+  ASSERT_TRUE(fp[1].first->WaitKill(failed));
+  ASSERT_TRUE(fp[1].first->Exit(failed, fp[1].second, -1));
+  ASSERT_TRUE(h.WaitState(failed, v1::JOB_STATE_FAILED));
+
+  const uint64_t cancelled = h.SubmitOk(Harness::Spec(8, "cancelled"));
+  ASSERT_EQ(parts(cancelled, 1).size(), 1u);
+  ASSERT_TRUE(h.Cancel(cancelled).ok());
+
+  const uint64_t completed = h.SubmitOk(Harness::Spec(2, "completed"));
+  auto cp = parts(completed, 1);
+  ASSERT_EQ(cp.size(), 1u);
+  ASSERT_TRUE(cp[0].first->Exit(completed, cp[0].second, 0));
+  ASSERT_TRUE(h.WaitState(completed, v1::JOB_STATE_COMPLETED));
+
+  v1::JobSpec short_one = Harness::Spec(4, "walltime");
+  short_one.set_walltime_s(60);
+  const uint64_t killed = h.SubmitOk(short_one);
+  ASSERT_EQ(parts(killed, 1).size(), 1u);
+  h.clock.Advance(61);
+  ASSERT_TRUE(h.WaitState(killed, v1::JOB_STATE_KILLED));
+
+  const std::vector<uint64_t> ids = {failed, cancelled, completed, killed};
+  std::map<uint64_t, v1::Job> before;
+  for (uint64_t id : ids) before[id] = h.Get(id);
+  const v1::Job& f = before[failed];
+  EXPECT_EQ(f.exit_code(), 3);
+  EXPECT_EQ(f.reason(), "failed on " + fp[0].first->node());
+  EXPECT_EQ(f.gpus_size(), 16);
+  EXPECT_EQ(f.nodelist().find("node["), 0u) << f.nodelist();
+  EXPECT_EQ(before[cancelled].reason(), "cancelled by root");
+  EXPECT_EQ(before[cancelled].gpus_size(), 8);
+  EXPECT_FALSE(before[cancelled].nodelist().empty());
+  EXPECT_EQ(before[completed].exit_code(), 0);
+  EXPECT_EQ(before[completed].reason(), "exit 0");
+  EXPECT_EQ(before[completed].nodelist(), cp[0].first->node());
+  EXPECT_EQ(before[killed].reason(), "walltime of 60s exceeded");
+  EXPECT_EQ(before[killed].gpus_size(), 4);
+
+  h.Stop();
+  for (auto& a : agents) a->Disconnect();
+  h.clock.Advance(10);
+  h.Start();
+  for (uint64_t id : ids) {
+    const v1::Job after = h.Get(id);
+    const v1::Job& was = before[id];
+    EXPECT_EQ(after.state(), was.state()) << id;
+    EXPECT_EQ(after.exit_code(), was.exit_code()) << id;
+    EXPECT_EQ(after.reason(), was.reason()) << id;
+    EXPECT_EQ(after.nodelist(), was.nodelist()) << id;
+    ASSERT_EQ(after.gpus_size(), was.gpus_size()) << id;
+    for (int g = 0; g < after.gpus_size(); ++g) {
+      EXPECT_EQ(after.gpus(g).node(), was.gpus(g).node()) << id;
+      EXPECT_EQ(after.gpus(g).index(), was.gpus(g).index()) << id;
+    }
+    EXPECT_EQ(after.spec().command(0), "/bin/true") << id << ": the launch info is still there";
+  }
+  grpc::ClientContext ctx;
+  v1::ListJobsRequest req;
+  req.set_include_finished(true);
+  v1::ListJobsResponse listed;
+  ASSERT_TRUE(h.jobs->List(&ctx, req, &listed).ok());
+  size_t seen = 0;
+  for (const v1::Job& j : listed.jobs()) {
+    if (!before.contains(j.id())) continue;
+    ++seen;
+    EXPECT_EQ(j.exit_code(), before[j.id()].exit_code()) << j.id();
+    EXPECT_EQ(j.reason(), before[j.id()].reason()) << j.id();
+    EXPECT_EQ(j.nodelist(), before[j.id()].nodelist()) << j.id();
+  }
+  EXPECT_EQ(seen, ids.size());
 }
 
 }  // namespace

@@ -176,6 +176,31 @@ TEST(ProtoConvert, LaunchInfoRoundTripsAndEnvIsHiddenUnlessAsked) {
   EXPECT_EQ(out.gpus(1).index(), 1u);
   FillJob(rec, extras, topo, true, &out);
   EXPECT_EQ(out.spec().env_size(), 1);
+
+  // Final: the core has cleared the GPUs; the outcome and the last placement come from the
+  // launch info (the controller writes them there with the final state).
+  v1::Job ended = *back;
+  ended.set_exit_code(3);
+  ended.set_reason("failed on node1");
+  SetLastPlacement(rec.gpus, topo, &ended);
+  EXPECT_EQ(ended.nodelist(), "node1");
+  rec.state = JobState::kFailed;
+  rec.gpus.clear();
+  extras.launch = &ended;
+  FillJob(rec, extras, topo, false, &out);
+  EXPECT_EQ(out.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(out.exit_code(), 3);
+  EXPECT_EQ(out.reason(), "failed on node1");
+  EXPECT_EQ(out.nodelist(), "node1");
+  ASSERT_EQ(out.gpus_size(), 2);
+  EXPECT_EQ(out.gpus(0).node(), "node1");
+  EXPECT_EQ(out.gpus(0).index(), 0u);
+  // Without an outcome (a launch info written before): the state's name, no placement.
+  extras.launch = &*back;
+  FillJob(rec, extras, topo, false, &out);
+  EXPECT_EQ(out.reason(), "failed");
+  EXPECT_EQ(out.exit_code(), 0);
+  EXPECT_EQ(out.nodelist(), "");
 }
 
 TEST(Identity, TokensCompareExactlyAndPeersParse) {

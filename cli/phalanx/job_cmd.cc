@@ -1,0 +1,211 @@
+// phalanx job: hold, release, update and show jobs through phalanxd, as `scontrol hold`,
+// `scontrol release`, `scontrol update job` and `scontrol show job` do for Slurm. The
+// connection, socket discovery, error lines, durations and JSON are the users' client library's
+// (cli/user: phalanx_client); this file is built only when that library is (PHALANX_HAVE_CLIENT).
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "client.h"
+#include "commands.h"
+#include "duration.h"
+#include "job_table.h"
+#include "options.h"
+
+namespace phalanx::cli {
+namespace {
+
+constexpr const char* kProgram = "phalanx";
+
+constexpr OptionSpec kSpecs[] = {
+    {"time", 't', "DURATION", "update: the new walltime (gsub -t formats; users may only lower it)"},
+    {"priority", 'p', "CLASS", "update: the new priority class (low, normal, high, urgent)"},
+    {"name", 'J', "NAME", "update: the new name"},
+    {"json", 0, "", "print the daemon's answers as JSON"},
+    {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
+    {"help", 'h', "", "this help"},
+};
+
+constexpr const char* kUsage =
+    "usage: phalanx job hold ID...\n"
+    "       phalanx job release ID...\n"
+    "       phalanx job update ID [--time DURATION] [--priority CLASS] [--name NAME]\n"
+    "       phalanx job show ID...\n"
+    "\n"
+    "Hold pending jobs (they wait until released), release them, change a job's walltime,\n"
+    "priority class or name, or show what phalanxd knows about jobs (scontrol hold, release,\n"
+    "update job, show job). The owner, root and phalanxd's admins may hold, release and update a\n"
+    "job; users may only lower a walltime. Every job is tried; the exit status is 1 when any\n"
+    "failed, 2 for a usage error.\n"
+    "\n"
+    "options:\n";
+
+struct Outcome {
+  uint64_t id = 0;
+  grpc::Status status;
+  v1::Job job;
+};
+
+// One line for a refused call: "job 42: no such job", "job 5: permission denied: hold job 5: ...".
+std::string Explain(const Connection& conn, uint64_t id, const grpc::Status& status) {
+  std::string line = conn.DescribeJob(id, status);
+  if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+    const std::string prefix = "job " + std::to_string(id) + ": ";
+    if (line.starts_with(prefix)) line.insert(prefix.size(), "permission denied: ");
+  }
+  return line;
+}
+
+// `scontrol show job`'s layout: "Key=Value" pairs, the first line flush, the others indented.
+std::string ShowJob(const v1::Job& job, int64_t now) {
+  const v1::JobSpec& s = job.spec();
+  const auto field = [&](char letter) { return JobFieldValue(job, letter, now); };
+  std::string reason = job.reason().empty() ? "None" : job.reason();
+  if (!job.reason_detail().empty()) reason += " (" + job.reason_detail() + ")";
+  std::string command;
+  if (!s.script().empty()) command = "(script)";
+  for (const std::string& a : s.command()) command += (command.empty() ? "" : " ") + a;
+  std::string out = "JobId=" + std::to_string(job.id()) + " JobName=" + s.name() + "\n";
+  out += "   UserId=" + job.user() + "(" + std::to_string(job.uid()) + ") GroupId=" + std::to_string(job.gid()) +
+         " Account=" + field('a') + " Class=" + field('q') + " Priority=" + field('Q') + "\n";
+  out += "   JobState=" + field('T') + " Reason=" + reason + " ExitCode=" + std::to_string(job.exit_code()) +
+         " Held=" + (job.held() ? "yes" : "no") + "\n";
+  out += "   SubmitTime=" + field('V') + " StartTime=" + field('S') + " EndTime=" + field('e') + "\n";
+  out += "   RunTime=" + field('M') + " TimeLimit=" + field('l') + " TimeLeft=" + field('L') + "\n";
+  out += "   NumGPUs=" + field('G') + " NumNodes=" + field('D') + " NodeList=" + (job.nodelist().empty() ? "(null)" : job.nodelist()) +
+         " BusBW=" + field('b') + "\n";
+  out += "   GPUs=" + field('P') + "\n";
+  out += "   Preemptions=" + std::to_string(job.preemptions()) + " Resizes=" + std::to_string(job.resizes()) +
+         " CheckpointEpoch=" + std::to_string(job.checkpoint_epoch()) + " Dependency=" + field('E') + "\n";
+  out += "   Command=" + command + "\n";
+  out += "   WorkDir=" + s.working_dir() + "\n";
+  return out;
+}
+
+std::string ResultsJson(const Connection& conn, const std::vector<Outcome>& outcomes) {
+  std::string json = "{\"results\":[";
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    json += std::string(i ? "," : "") + "{\"job_id\":\"" + std::to_string(o.id) + "\",";
+    if (o.status.ok()) {
+      json += "\"job\":" + ToJson(o.job) + "}";
+    } else {
+      json += "\"error\":{\"code\":" + JsonQuote(CodeName(o.status.error_code())) +
+              ",\"message\":" + JsonQuote(conn.Describe(o.status)) + "}}";
+    }
+  }
+  return json + "]}";
+}
+
+}  // namespace
+
+int RunJob(std::span<const std::string> args) {
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return kExitUsage;
+  }
+  const std::string action = args[0];
+  auto o = ParseOptions(args.subspan(1), kSpecs, Positionals::kInterleaved);
+  if (!o) {
+    PrintError(kProgram, "job " + action + ": " + o.error().ToString());
+    return kExitUsage;
+  }
+  if (action == "--help" || action == "-h" || action == "help" || o->Has("help")) {
+    std::fputs(kUsage, stdout);
+    std::fputs(OptionsHelp(kSpecs).c_str(), stdout);
+    return kExitOk;
+  }
+  if (action != "hold" && action != "release" && action != "update" && action != "show") {
+    PrintError(kProgram, "job: unknown action '" + action + "' (hold, release, update or show; see phalanx job --help)");
+    return kExitUsage;
+  }
+  std::vector<uint64_t> ids;
+  for (const std::string& a : o->positional) {
+    auto id = ParseCount(a, 1, UINT64_MAX);
+    if (!id) {
+      PrintError(kProgram, "job " + action + ": '" + a + "' is not a job id");
+      return kExitUsage;
+    }
+    ids.push_back(*id);
+  }
+  if (ids.empty()) {
+    PrintError(kProgram, "job " + action + ": no job given (phalanx job " + action + " ID...)");
+    return kExitUsage;
+  }
+  v1::UpdateJobRequest update;
+  if (action == "update") {
+    if (ids.size() != 1) {
+      PrintError(kProgram, "job update: one job at a time (got " + std::to_string(ids.size()) + ")");
+      return kExitUsage;
+    }
+    if (const OptionValue* v = o->Find("time")) {
+      auto seconds = ParseDuration(v->value);
+      if (!seconds) {
+        PrintError(kProgram, "job update: " + v->Bad(seconds.error().message).ToString());
+        return kExitUsage;
+      }
+      update.set_walltime_s(*seconds);
+    }
+    if (o->Has("priority")) update.set_priority_class(o->Get("priority"));
+    if (o->Has("name")) update.set_name(o->Get("name"));
+    if (!update.has_walltime_s() && !update.has_priority_class() && !update.has_name()) {
+      PrintError(kProgram, "job update: nothing to change: give --time, --priority or --name");
+      return kExitUsage;
+    }
+  } else {
+    for (const char* only_update : {"time", "priority", "name"}) {
+      if (const OptionValue* v = o->Find(only_update)) {
+        PrintError(kProgram, "job " + action + ": " + v->flag + " is an option of 'phalanx job update'");
+        return kExitUsage;
+      }
+    }
+  }
+
+  Connection conn(ResolveSocket(o->Get("socket"), std::getenv("PHALANX_SOCKET"), CurrentDir()),
+                  ResolveDeadline(std::getenv("PHALANX_TIMEOUT")));
+  std::vector<Outcome> outcomes;
+  int rc = kExitOk;
+  for (uint64_t id : ids) {
+    Outcome out;
+    out.id = id;
+    grpc::ClientContext context;
+    conn.Prepare(context);
+    v1::JobRef ref;
+    ref.set_job_id(id);
+    if (action == "hold") {
+      out.status = conn.jobs().Hold(&context, ref, &out.job);
+    } else if (action == "release") {
+      out.status = conn.jobs().Release(&context, ref, &out.job);
+    } else if (action == "update") {
+      update.set_job_id(id);
+      out.status = conn.jobs().Update(&context, update, &out.job);
+    } else {
+      v1::GetJobRequest get;
+      get.set_job_id(id);
+      out.status = conn.jobs().Get(&context, get, &out.job);
+    }
+    if (!out.status.ok()) {
+      PrintError(kProgram, Explain(conn, id, out.status));
+      rc = kExitServer;
+      if (out.status.error_code() == grpc::StatusCode::UNAVAILABLE) return rc;  // no daemon: no point going on
+    }
+    outcomes.push_back(std::move(out));
+  }
+  if (action == "show") {
+    v1::ListJobsResponse shown;
+    std::string text;
+    for (const Outcome& out : outcomes) {
+      if (!out.status.ok()) continue;
+      *shown.add_jobs() = out.job;
+      text += (text.empty() ? "" : "\n") + ShowJob(out.job, std::time(nullptr));
+    }
+    std::fputs(o->Has("json") ? (ToJson(shown) + "\n").c_str() : text.c_str(), stdout);
+  } else if (o->Has("json")) {
+    std::printf("%s\n", ResultsJson(conn, outcomes).c_str());
+  }
+  return rc;
+}
+
+}  // namespace phalanx::cli
