@@ -42,6 +42,7 @@ run philly        config/topologies/philly.yaml   "$PHILLY"
 run philly-x3-loc config/topologies/philly.yaml   "$PHILLY" --load-scale 3 "${LOCALITY[@]}"
 run philly-x3-cls config/topologies/philly.yaml   "$PHILLY" --load-scale 3 "${LOCALITY[@]}" "${CLASSES[@]}"
 run itp           config/topologies/itp-1024.yaml "$ITP"
+run itp-model-off config/topologies/itp-1024.yaml "$ITP" --comm-share 0
 run itp-loc       config/topologies/itp-1024.yaml "$ITP" "${LOCALITY[@]}"
 run itp-x2-loc    config/topologies/itp-1024.yaml "$ITP" --load-scale 2 "${LOCALITY[@]}"
 

@@ -33,6 +33,7 @@ constexpr FlagSpec kFlags[] = {
     {"load-scale", "F", "divide submit times by F (F x the offered load; applied after --window)"},
     {"checkpoint-delay", "S", "seconds a job takes to answer a checkpoint request (default 30)"},
     {"restart-overhead", "S", "seconds added at every resume or resize (default 0)"},
+    {"comm-share", "C", "runtime model: share of a multi-GPU job's step spent in all-reduce at its best placement, slowed by best/actual bandwidth elsewhere (default 0.15; 0: off)"},
     {"sample-interval", "S", "time-series step in seconds (default: makespan/1000)"},
     {"node-mtbf", "S", "random node failures: mean seconds between failures per node (default off)"},
     {"node-repair", "S", "seconds a failed node stays down (default 3600)"},
@@ -216,6 +217,17 @@ int RunSim(std::span<const std::string> raw) {
   opt.seed = static_cast<uint64_t>(*seed);
   opt.checkpoint_delay = *delay;
   opt.restart_overhead = *restart;
+  opt.comm_share = 0.15;
+  if (args->Has("comm-share")) {
+    const std::string v = args->Get("comm-share");
+    double c = -1;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), c);
+    if (v.empty() || ec != std::errc() || p != v.data() + v.size() || c < 0 || c >= 1) {
+      PrintError("option '--comm-share': '" + v + "' is not a number in [0, 1)");
+      return 2;
+    }
+    opt.comm_share = c;
+  }
   opt.sample_interval = *sample;
   opt.node_mtbf = *mtbf;
   opt.node_repair = *repair;
@@ -301,6 +313,7 @@ int RunSim(std::span<const std::string> raw) {
   std::string settings = "walltime " + args->Get("walltime", "exact") + ", seed " + std::to_string(opt.seed);
   if (args->Has("window")) settings += ", window " + args->Get("window");
   if (args->Has("load-scale")) settings += ", load x" + args->Get("load-scale");
+  settings += opt.comm_share > 0 ? ", comm share " + args->Get("comm-share", "0.15") : ", runtime model off";
   for (const ClassRule& r : opt.rules) settings += ", rule " + r.text;
   info.settings = settings;
   std::fputs(FormatTable(info, runs).c_str(), stdout);

@@ -58,6 +58,10 @@ struct RunCounters {
   // Placement efficiency: sum over placements of weight x busbw/best, weight = GPU-seconds held
   // in that placement. Jobs of 1 GPU are left out (no all-reduce).
   double placement_weight = 0, placement_score = 0, placement_score_static = 0;
+  // Runtime model (SimOptions::comm_share): GPU-seconds held beyond what the same work takes at
+  // the best placement, and walltimes extended for it.
+  double slow_gpu_s = 0;
+  uint64_t walltime_extensions = 0;
   Time end = 0;                 // last event time
 };
 
@@ -110,6 +114,7 @@ struct Summary {
   double placement_eff = 0, placement_eff_static = 0;  // 1 when nothing multi-GPU ran
   uint64_t preemptions = 0, resizes = 0, passes = 0;
   double ckpt_lost_gpu_h = 0;
+  double placement_lost_gpu_h = 0;   // runtime model: GPU-hours lost to slower placements
   std::vector<SizeBucket> wait_by_size;
 };
 

@@ -164,7 +164,13 @@ class Runner {
       if (ev == "cancel") st = sched_->Cancel(job, now);
       else if (ev == "hold") st = sched_->Hold(job, now);
       else if (ev == "release") st = sched_->Release(job, now);
-      else if (ev == "end") st = sched_->JobEnded(job, now, std::find(flags.begin(), flags.end(), "fail") == flags.end());
+      else if (ev == "update") {
+        auto t = Int("time", kv["time"]);
+        if (!t) return std::unexpected(t.error());
+        Scheduler::JobUpdate u;
+        u.walltime = static_cast<Duration>(*t);
+        st = sched_->Update(job, u, now);
+      } else if (ev == "end") st = sched_->JobEnded(job, now, std::find(flags.begin(), flags.end(), "fail") == flags.end());
       else if (ev == "checkpoint") {
         auto epoch = Int("epoch", kv["epoch"]);
         if (!epoch) return std::unexpected(epoch.error());

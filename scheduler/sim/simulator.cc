@@ -63,6 +63,8 @@ struct SimJob {
   uint64_t gen = 0;       // bumps on every start/resize/stop: invalidates End events
   uint64_t run = 0;       // bumps on every start/stop: invalidates checkpoint events
   double busbw = 0, busbw_static = 0;
+  double speed = 1;       // work per GPU-second in this segment (runtime model, <= 1)
+  Duration walltime0 = 0; // the walltime asked at submission
   Duration ckpt_interval = 0;
   bool failure = false;   // the trace says it failed: reported as a failed end
 };
@@ -82,6 +84,9 @@ class Sim {
       config.max_walltime = std::max(config.max_walltime, s->walltime);
       specs.push_back(std::move(*s));
     }
+    // Room for walltimes the runtime model extends (ExtendWalltime caps at this).
+    if (opt_.comm_share > 0) config.max_walltime *= 4;
+    max_walltime_ = config.max_walltime;
     auto topo = Topology::Build(spec);
     if (!topo) return std::unexpected(topo.error());
     auto mirror = Topology::Build(spec);  // stays empty: the best placements, static bandwidth
@@ -106,6 +111,7 @@ class Sim {
       jobs_[i].work_total = static_cast<double>(tj.gpus) * static_cast<double>(std::max<Duration>(tj.duration, 1));
       jobs_[i].failure = StatusIsFailure(tj.status);
       jobs_[i].ckpt_interval = ckpt_interval_[i];
+      jobs_[i].walltime0 = specs[i].walltime;
       JobOutcome& o = res_.jobs[i];
       o.id = tj.id;
       o.gpus = tj.gpus;
@@ -243,7 +249,7 @@ class Sim {
   }
 
   double WorkAt(const SimJob& j, Time t) const {
-    return std::min(j.work_total, j.work_done + static_cast<double>(j.rate) * static_cast<double>(t - j.seg_start));
+    return std::min(j.work_total, j.work_done + static_cast<double>(j.rate) * j.speed * static_cast<double>(t - j.seg_start));
   }
 
   double Best(uint32_t g) {
@@ -260,6 +266,7 @@ class Sim {
   // Closes the current placement segment at `t` (placement efficiency, work done).
   void CloseSegment(size_t i, Time t) {
     SimJob& j = jobs_[i];
+    if (j.rate > 1 && t > j.seg_start) res_.counters.slow_gpu_s += static_cast<double>(j.rate) * static_cast<double>(t - j.seg_start) * (1 - j.speed);
     if (j.rate > 1) {
       const double w = static_cast<double>(j.rate) * static_cast<double>(t - j.seg_start);
       const double best = Best(j.rate);
@@ -280,9 +287,10 @@ class Sim {
     j.seg_start = t;
     j.busbw = busbw;
     j.busbw_static = mirror_placer_->model().Predict(gpus).busbw_gbs;
+    j.speed = 1 / Slowdown(j.rate, busbw > 0 ? busbw : j.busbw_static);
     ++j.gen;
     const double left = j.work_total - j.work_done;
-    Duration dt = static_cast<Duration>(std::ceil(left / static_cast<double>(j.rate) - 1e-9));
+    Duration dt = static_cast<Duration>(std::ceil(left / (static_cast<double>(j.rate) * j.speed) - 1e-9));
     if (restart) dt += opt_.restart_overhead;
     dt = std::max<Duration>(dt, 1);
     if (restart && opt_.restart_overhead > 0) {
@@ -292,6 +300,37 @@ class Sim {
     Push(t + dt, Ev::kEnd, i, j.gen);
     const JobRecord* r = sched_->job(static_cast<JobId>(i + 1));
     if (r && r->expected_end() < t + dt) Push(r->expected_end(), Ev::kWakeWalltime, i, j.run);
+  }
+
+  // Step time at `busbw` relative to the best placement of `gpus` GPUs (>= 1).
+  double Slowdown(uint32_t gpus, double busbw) {
+    if (opt_.comm_share <= 0 || gpus <= 1 || busbw <= 0) return 1;
+    const double best = Best(gpus);
+    if (best <= busbw) return 1;
+    return (1 - opt_.comm_share) + opt_.comm_share * best / busbw;
+  }
+
+  // A job slowed by its placement gets a walltime in proportion (never lowered): the user's
+  // estimate was for the run at the best placement. Goes through the core like a user's
+  // `phalanx job update`, so plans and backfill see it.
+  void ExtendWalltime(size_t i, Time now) {
+    SimJob& j = jobs_[i];
+    if (j.speed >= 1) return;
+    const JobId id = static_cast<JobId>(i + 1);
+    const JobRecord* r = sched_->job(id);
+    if (!r) return;
+    const double want = std::ceil(static_cast<double>(j.walltime0) / j.speed - 1e-9);
+    const Duration wall = static_cast<Duration>(std::min(want, static_cast<double>(max_walltime_)));
+    if (wall <= r->walltime) return;
+    ++res_.counters.walltime_extensions;
+    if (opt_.record_decisions) script_ << "at " << now << " update id=" << id << " time=" << wall << "\n";
+    Scheduler::JobUpdate u;
+    u.walltime = wall;
+    if (auto s = sched_->Update(id, u, now); !s) {
+      Refused("update", now, s.error());
+    } else if (r = sched_->job(id); r) {
+      Push(r->expected_end(), Ev::kWakeWalltime, i, j.run);
+    }
   }
 
   void StopRunning(size_t i, Time t) {
@@ -428,6 +467,7 @@ class Sim {
           ++j.run;
           SetHeld(i);
           OpenSegment(i, now, d.gpus, r ? r->busbw_gbs : 0, resume);
+          ExtendWalltime(i, now);
           if (j.ckpt_interval > 0) Push(now + j.ckpt_interval, Ev::kSelfCheckpoint, i, j.run);
           break;
         }
@@ -453,6 +493,7 @@ class Sim {
           if (!d.removed.empty()) j.work_done = std::min(j.work_done, j.work_saved);  // restart from the checkpoint
           SetHeld(i);
           OpenSegment(i, now, d.gpus, mirror_placer_->model().Predict(d.gpus).busbw_gbs, true);
+          ExtendWalltime(i, now);
           break;
         }
         case DecisionKind::kWait:
@@ -505,6 +546,7 @@ class Sim {
   std::unique_ptr<Placer> mirror_placer_;
   std::unique_ptr<FragmentationProbe> probe_;
   std::map<uint32_t, double> best_;
+  Duration max_walltime_ = 0;
   std::vector<SimJob> jobs_;
   std::vector<NodeEvent> nodes_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;

@@ -86,6 +86,12 @@ struct SimOptions {
   std::vector<ClassRule> rules;
   Duration checkpoint_delay = 30;     // a Checkpoint decision is answered this much later
   Duration restart_overhead = 0;      // seconds added to the remaining run at every resume/resize
+  // Placement-dependent run time (docs/simulator.md#runtime-model). A trace duration is the
+  // job's run time at the best placement of its size on this topology; a multi-GPU job spends
+  // `comm_share` of each step in all-reduce, which slows down by best/actual predicted bus
+  // bandwidth: step = (1 - c) + c x best/actual. 0: run time ignores placement. A slowed job's
+  // walltime grows in proportion when it starts (see the doc), so no job is killed for it.
+  double comm_share = 0;
   Duration sample_interval = 0;       // time-series step; 0: makespan / 1000 (at least 60 s)
   bool wake_for_reservations = true;  // a pass at every reservation start
   // Node failures: explicit events, and/or seeded random ones (exponential time between failures

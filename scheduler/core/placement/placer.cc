@@ -202,6 +202,13 @@ class Placer::Search {
       if (da.level != db.level) return da.level < db.level;
       const uint32_t fa = t_.free_gpus(a.domain), fb = t_.free_gpus(b.domain);
       if (fa != fb) return p_.best_fit_ ? fa < fb : fa > fb;
+      // Then best fit one level up, and the next (the fullest switch first), so that equal
+      // candidates fill the domains already in use and whole switches stay free.
+      for (DomainId pa = da.parent, pb = db.parent; pa.valid() && pb.valid() && pa != pb;
+           pa = t_.domain(pa).parent, pb = t_.domain(pb).parent) {
+        const uint32_t ga = t_.free_gpus(pa), gb = t_.free_gpus(pb);
+        if (ga != gb) return p_.best_fit_ ? ga < gb : ga > gb;
+      }
       return a.domain < b.domain;
     });
     bool found = false;
