@@ -8,11 +8,16 @@ packages=(
   libsqlite3-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libboost-dev
   prometheus
+  # used by the tests and the demo: HTTP checks, test certificates, the Node.js gRPC client
+  curl openssl ca-certificates nodejs procps iproute2
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Debian's nodejs comes without npm (its own package); NodeSource's nodejs bundles it and
+# conflicts with Debian's npm package, so ask for npm only when there is no npm command.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -15,6 +15,8 @@ fail() {
   tail -n 30 "$demo"/logs/*.log 2>/dev/null
   exit 1
 }
+# curl reads /metrics below; config/install-deps.sh installs it (77: skipped, which fails in CI).
+command -v curl >/dev/null 2>&1 || { echo "curl not found: skipped"; exit 77; }
 export PHALANX_SOCKET=$demo/run/phalanxd.sock
 gq=$build/cli/user/gq
 
