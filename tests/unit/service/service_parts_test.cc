@@ -1,45 +1,15 @@
-// The daemon's pure parts: hostlists, launch plans, proto <-> core conversion, token compare,
+// The daemon's pure parts: launch plans, proto <-> core conversion, token compare,
 // OutStream's one-write-at-a-time discipline.
 #include <gtest/gtest.h>
 
-#include <random>
-
-#include "adapters/topology/hostlist.h"
 #include "core/topology/node_models.h"
 #include "service/identity.h"
 #include "service/launch_plan.h"
-#include "service/nodelist.h"
 #include "service/out_stream.h"
 #include "service/proto_convert.h"
 
 namespace phalanx::service {
 namespace {
-
-TEST(Hostlist, FormatsRangesAndRoundTrips) {
-  EXPECT_EQ(FormatHostlist({"node0", "node1", "node2", "node5"}), "node[0-2,5]");
-  EXPECT_EQ(FormatHostlist({"dgx008", "dgx009", "dgx010"}), "dgx[008-010]");
-  EXPECT_EQ(FormatHostlist({"su1-n1", "su1-n2", "su2-n1"}), "su1-n[1-2],su2-n1");
-  EXPECT_EQ(FormatHostlist({"login"}), "login");
-  EXPECT_EQ(FormatHostlist({"n9", "n10"}), "n[9-10]");
-  EXPECT_EQ(FormatHostlist({}), "");
-  std::mt19937 rng(7);
-  for (int round = 0; round < 300; ++round) {
-    std::vector<std::string> names;
-    const int n = 1 + static_cast<int>(rng() % 12);
-    for (int i = 0; i < n; ++i) {
-      static const char* kPrefixes[] = {"n", "node", "gpu-", "r1n", "x"};
-      std::string name = kPrefixes[rng() % 5];
-      const int width = static_cast<int>(rng() % 4);
-      std::string num = std::to_string(rng() % 120);
-      if (width > 0 && num.size() < static_cast<size_t>(width)) num.insert(0, width - num.size(), '0');
-      if (rng() % 8 != 0) name += num;
-      names.push_back(name);
-    }
-    auto back = ExpandHostlist(FormatHostlist(names), "t");
-    ASSERT_TRUE(back) << FormatHostlist(names) << ": " << back.error().ToString();
-    EXPECT_EQ(*back, names) << FormatHostlist(names);
-  }
-}
 
 Topology Demo() { return *Topology::Build(DemoCluster()); }
 
@@ -63,7 +33,22 @@ TEST(LaunchPlan, TorchrunFieldsPerNode) {
     EXPECT_EQ(parts[r].nodelist, "node[1-2]");
     EXPECT_EQ(parts[r].launch_id, 9u);
   }
-  EXPECT_EQ(MasterPort(42, PortRange{30000, 30009}), MasterPort(42, PortRange{30000, 30009}));
+}
+
+// MasterPort is min + job mod (max - min + 1), both ends inclusive; the expected ports are worked
+// out by hand.
+TEST(LaunchPlan, MasterPortIsTheJobIdModuloTheInclusiveRange) {
+  const PortRange ten{30000, 30009};
+  EXPECT_EQ(MasterPort(42, ten), 30002u);
+  EXPECT_EQ(MasterPort(52, ten), 30002u);  // ten ports: jobs ten apart share one
+  EXPECT_EQ(MasterPort(49, ten), 30009u);  // the top of the range is used
+  EXPECT_EQ(MasterPort(50, ten), 30000u);  // and then it wraps
+  EXPECT_EQ(MasterPort(0, ten), 30000u);
+  EXPECT_EQ(MasterPort(42, PortRange{}), 29542u);  // default 29500-29999
+  EXPECT_EQ(MasterPort(1000, PortRange{}), 29500u);  // 1000 mod 500
+  EXPECT_EQ(MasterPort(7, PortRange{30000, 30000}), 30000u);  // one port
+  // The whole 32-bit range: max - min + 1 = 2^32 must not overflow to 0.
+  EXPECT_EQ(MasterPort((JobId{1} << 32) + 5, PortRange{0, 0xFFFFFFFFu}), 5u);
 }
 
 TEST(ProtoConvert, InvalidFieldsAreNamedWithTheirValues) {
