@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds Phalanx and runs every test: a normal build, then an ASan/UBSan build of the tests.
+# Builds Phalanx and runs every test: a normal build, then an ASan/UBSan build of the tests, then
+# (with PHALANX_TSAN=1) a ThreadSanitizer build of the threaded tests only.
 # Usage: tests/run.sh [--no-sanitize]
 # With CI=true a skipped test (GTEST_SKIP, or a script's exit 77) fails the run unless its name
 # matches a line of tests/skip-allowlist.txt (each line says why it may skip).
@@ -9,11 +10,12 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 logs=$(mktemp -d /tmp/phalanx-tests-XXXXXX)
 
-# run_ctest BUILD_DIR: ctest with its output kept, then the skip check.
+# run_ctest BUILD_DIR [CTEST_ARGS...]: ctest with its output kept, then the skip check.
 run_ctest() {
   local dir=$1 log
+  shift
   log="$logs/$(basename "$dir").log"
-  "${ctest_env[@]}" ctest --test-dir "$dir" --output-on-failure -j"$jobs" 2>&1 | tee "$log"  # pipefail: ctest's status
+  "${ctest_env[@]}" ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" 2>&1 | tee "$log"  # pipefail: ctest's status
   tests/check_skips.sh "$log"
 }
 
@@ -22,10 +24,35 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 run_ctest build
 if [ "${1:-}" != "--no-sanitize" ]; then
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHALANX_SANITIZE=ON >/dev/null
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHALANX_SANITIZE=address >/dev/null
   cmake --build build-asan -j"$jobs"
   ctest_env=(env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1)
   run_ctest build-asan
+
+  # ThreadSanitizer over the threaded parts: the daemon's io thread and gRPC's threads
+  # (daemon_test, service_test), the store's group committer (store_test's GroupCommitter and
+  # StoreCrash tests; its single-threaded Store* tests are left out), the HTTP server
+  # (http_test), the Unix-socket accept thread (service_test, daemon_test) and the agent's link
+  # to the daemon (agent_client_test). Only these executables are built: the rest of the tree has
+  # no threads of its own. Each test's label is its executable (tests/CMakeLists.txt).
+  # GCC 12's TSan runtime cannot map its shadow memory with the address-space randomization
+  # of newer kernels (vm.mmap_rnd_bits > 28: "FATAL: ThreadSanitizer: unexpected memory
+  # mapping"), so the build (which runs the tests to list them) and ctest run with it turned off.
+fi
+# Not yet part of the default run: an open report (a read of the agent stream's OutStream in
+# AgentsService's OnWriteDone racing its reset, about 1 run in 15) must be fixed first.
+if [ "${1:-}" != "--no-sanitize" ] && [ "${PHALANX_TSAN:-0}" = 1 ]; then
+  tsan_tests=(daemon_test service_test store_test http_test agent_client_test)
+  norandom=(setarch "$(uname -m)" -R)
+  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHALANX_SANITIZE=thread >/dev/null
+  "${norandom[@]}" cmake --build build-tsan -j"$jobs" --target "${tsan_tests[@]}"
+  # Debian's gRPC/Protobuf/Abseil are not instrumented: tests/tsan_absl_sync.cc (linked into these
+  # tests) shows TSan gRPC's absl::Mutex locking; tests/tsan.supp silences what remains of gRPC's.
+  # history_size=7: the most memory of past accesses (4M per thread, the default is 128K), so that
+  # both stacks of a report, and so the frames tests/tsan.supp matches, are still there.
+  ctest_env=(env "TSAN_OPTIONS=suppressions=$PWD/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:history_size=7"
+             "${norandom[@]}")
+  run_ctest build-tsan -L "^($(IFS='|'; echo "${tsan_tests[*]}"))\$" -E '^Store(Codec|Faults)?\.'
 fi
 rm -rf "$logs"
 echo "all tests passed"

@@ -108,8 +108,8 @@ int RunDemo(std::span<const std::string> raw) {
     std::fputs((std::string(kUsage) + FlagsHelp(kFlags)).c_str(), stdout);
     return 0;
   }
-  if (!args->positional.empty()) {
-    PrintError("demo takes no arguments, got '" + args->positional[0] + "' (see phalanx demo --help)");
+  if (!args->positional().empty()) {
+    PrintError("demo takes no arguments, got '" + args->positional()[0] + "' (see phalanx demo --help)");
     return 2;
   }
   auto jobs_flag = IntFlag(*args, "jobs", 12, 1, 100000);

@@ -13,6 +13,7 @@
 #include "duration.h"
 #include "job_table.h"
 #include "options.h"
+#include "util/json.h"
 
 namespace phalanx::cli {
 namespace {

@@ -3,10 +3,10 @@
 // This file does the I/O (files, clock, progress bar); the simulation is scheduler/sim/.
 #include <unistd.h>
 
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,6 +18,7 @@
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
+#include "util/numbers.h"
 
 namespace phalanx::cli {
 namespace {
@@ -25,9 +26,9 @@ namespace {
 constexpr FlagSpec kFlags[] = {
     {"topology", "FILE", "cluster: topology file or gen:NAME (required)"},
     {"trace", "FILE", "job trace: CSV (job_id,submit_s,gpus,duration_s,...) or sacct --parsable2 (required)"},
-    {"policy", "P", "phalanx, slurm-like or fifo-firstfit, or PRESET:KEY=V,... (e.g. phalanx:backfill=conservative); repeat for side by side (default: all three)"},
+    {"policy", "P", "phalanx, slurm-like or fifo-firstfit, or PRESET:KEY=V,... (e.g. phalanx:backfill=conservative); repeat for side by side (default: all three)", true},
     {"walltime", "MODE", "exact (default), factor:F, random:F (uniform in [1,F]) or trace (sacct Timelimit)"},
-    {"class-rule", "RULE", "map jobs to classes, e.g. gpus>=64:class=high (repeatable; see docs/simulator.md)"},
+    {"class-rule", "RULE", "map jobs to classes, e.g. gpus>=64:class=high (repeatable; see docs/simulator.md)", true},
     {"seed", "S", "seed of every random choice (default 1)"},
     {"window", "A:B", "replay only jobs submitted in [A, B) seconds (e.g. 1209600:8467200)"},
     {"load-scale", "F", "divide submit times by F (F x the offered load; applied after --window)"},
@@ -77,24 +78,20 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return {};
 }
 
-Result<int64_t> Whole(const ParsedArgs& a, std::string_view name, int64_t fallback) {
+Result<int64_t> Whole(const ParsedFlags& a, std::string_view name, int64_t fallback) {
   if (!a.Has(name)) return fallback;
   const std::string v = a.Get(name);
-  int64_t n = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || n < 0) {
-    return Fail("", "option '--" + std::string(name) + "': '" + v + "' is not a whole number >= 0");
-  }
-  return n;
+  const auto n = ParseNumber<int64_t>(v);
+  if (!n || *n < 0) return Fail("", "option '--" + std::string(name) + "': '" + v + "' is not a whole number >= 0");
+  return *n;
 }
 
 Result<WalltimeModel> ParseWalltime(const std::string& v) {
   WalltimeModel m;
   auto factor = [&](std::string_view f) -> Result<double> {
-    double d = 0;
-    auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), d);
-    if (f.empty() || ec != std::errc() || p != f.data() + f.size() || d < 1) return Fail("", "option '--walltime': factor '" + std::string(f) + "' must be a number >= 1");
-    return d;
+    const auto d = ParseNumber<double>(f);
+    if (!d || *d < 1) return Fail("", "option '--walltime': factor '" + std::string(f) + "' must be a number >= 1");
+    return *d;
   };
   if (v == "exact") return m;
   if (v == "trace") {
@@ -137,26 +134,7 @@ class ProgressBar {
 }  // namespace
 
 int RunSim(std::span<const std::string> raw) {
-  // --policy and --class-rule may repeat: collect them before the generic parser.
-  std::vector<std::string> rest, policies, rules;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    bool taken = false;
-    for (auto [flag, list] : {std::pair{std::string("--policy"), &policies}, {std::string("--class-rule"), &rules}}) {
-      if (raw[i] == flag) {
-        if (i + 1 >= raw.size()) {
-          PrintError("option '" + flag + "' needs a value");
-          return 2;
-        }
-        list->push_back(raw[++i]);
-        taken = true;
-      } else if (raw[i].starts_with(flag + "=")) {
-        list->push_back(raw[i].substr(flag.size() + 1));
-        taken = true;
-      }
-    }
-    if (!taken) rest.push_back(raw[i]);
-  }
-  auto args = ParseArgs(rest, kFlags);
+  auto args = ParseArgs(raw, kFlags);
   if (!args) {
     PrintError(args.error().ToString());
     return 2;
@@ -165,14 +143,15 @@ int RunSim(std::span<const std::string> raw) {
     std::fputs((std::string(kUsage) + FlagsHelp(kFlags)).c_str(), stdout);
     return 0;
   }
-  if (!args->positional.empty()) {
-    PrintError("sim takes no positional arguments, got '" + args->positional[0] + "' (see phalanx sim --help)");
+  if (!args->positional().empty()) {
+    PrintError("sim takes no positional arguments, got '" + args->positional()[0] + "' (see phalanx sim --help)");
     return 2;
   }
   if (!args->Has("topology") || !args->Has("trace")) {
     PrintError("sim needs --topology FILE and --trace FILE (see phalanx sim --help)");
     return 2;
   }
+  std::vector<std::string> policies = args->GetAll("policy");
   if (policies.empty()) {
     for (std::string_view p : PolicyPresetNames()) policies.emplace_back(p);
   }
@@ -186,7 +165,7 @@ int RunSim(std::span<const std::string> raw) {
     configs.push_back(*c);
   }
   SimOptions opt;
-  for (const std::string& r : rules) {
+  for (const std::string& r : args->GetAll("class-rule")) {
     auto rule = ParseClassRule(r);
     if (!rule) {
       PrintError(rule.error().ToString());
@@ -220,13 +199,12 @@ int RunSim(std::span<const std::string> raw) {
   opt.comm_share = 0.15;
   if (args->Has("comm-share")) {
     const std::string v = args->Get("comm-share");
-    double c = -1;
-    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), c);
-    if (v.empty() || ec != std::errc() || p != v.data() + v.size() || c < 0 || c >= 1) {
+    const auto c = ParseNumber<double>(v);
+    if (!c || *c < 0 || *c >= 1) {
       PrintError("option '--comm-share': '" + v + "' is not a number in [0, 1)");
       return 2;
     }
-    opt.comm_share = c;
+    opt.comm_share = *c;
   }
   opt.sample_interval = *sample;
   opt.node_mtbf = *mtbf;
@@ -249,23 +227,22 @@ int RunSim(std::span<const std::string> raw) {
   if (args->Has("window")) {
     const std::string w = args->Get("window");
     const size_t colon = w.find(':');
-    int64_t a = 0, b = 0;
-    if (colon == std::string::npos || std::from_chars(w.data(), w.data() + colon, a).ec != std::errc() ||
-        std::from_chars(w.data() + colon + 1, w.data() + w.size(), b).ec != std::errc() || a < 0 || b <= a) {
+    const auto a = ParseNumber<int64_t>(std::string_view(w).substr(0, colon));
+    const auto b = colon == std::string::npos ? std::nullopt : ParseNumber<int64_t>(std::string_view(w).substr(colon + 1));
+    if (!a || !b || *a < 0 || *b <= *a) {
       PrintError("option '--window': '" + w + "' is not A:B with 0 <= A < B");
       return 2;
     }
-    *trace = WindowTrace(std::move(*trace), a, b);
+    *trace = WindowTrace(std::move(*trace), *a, *b);
   }
   if (args->Has("load-scale")) {
     const std::string v = args->Get("load-scale");
-    double f = 0;
-    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), f);
-    if (v.empty() || ec != std::errc() || p != v.data() + v.size() || f <= 0) {
+    const auto f = ParseNumber<double>(v);
+    if (!f || *f <= 0) {
       PrintError("option '--load-scale': '" + v + "' is not a number > 0");
       return 2;
     }
-    *trace = ScaleArrivals(std::move(*trace), f);
+    *trace = ScaleArrivals(std::move(*trace), *f);
   }
   if (trace->jobs.empty()) {
     PrintError(trace_path + ": no jobs to replay");

@@ -1,7 +1,5 @@
 // phalanx topology check|show FILE: load a topology in any supported format, build it, and print
 // its summary (check) or its tree with free capacity (show), as text or JSON.
-#include <algorithm>
-#include <charconv>
 #include <map>
 #include <cstdio>
 #include <string>
@@ -12,6 +10,9 @@
 #include "args.h"
 #include "commands.h"
 #include "core/topology/topology.h"
+#include "util/json.h"
+#include "util/numbers.h"
+#include "util/strings.h"
 
 namespace phalanx::cli {
 namespace {
@@ -40,27 +41,6 @@ constexpr const char* kUsage =
     "\n"
     "options:\n";
 
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string JsonNumber(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -68,12 +48,12 @@ std::string JsonNumber(double v) {
 }
 
 std::string JsonSummary(const Topology& topo, TopologyFormat format) {
-  std::string out = "{\"name\":" + JsonString(topo.name()) + ",\"format\":" + JsonString(TopologyFormatName(format)) +
+  std::string out = "{\"name\":" + JsonQuote(topo.name()) + ",\"format\":" + JsonQuote(TopologyFormatName(format)) +
                     ",\"nodes\":" + std::to_string(topo.node_count()) + ",\"gpus\":" + std::to_string(topo.gpu_count());
   out += ",\"switches\":{";
   bool first = true;
   for (Level l : {Level::kCore, Level::kSpine, Level::kLeaf, Level::kNvlDomain}) {
-    out += std::string(first ? "" : ",") + JsonString(LevelName(l)) + ":" + std::to_string(topo.count_at_level(l));
+    out += std::string(first ? "" : ",") + JsonQuote(LevelName(l)) + ":" + std::to_string(topo.count_at_level(l));
     first = false;
   }
   out += "},\"models\":{";
@@ -86,7 +66,7 @@ std::string JsonSummary(const Topology& topo, TopologyFormat format) {
   }
   first = true;
   for (const auto& [name, m] : models) {
-    out += std::string(first ? "" : ",") + JsonString(name) + ":{\"nodes\":" + std::to_string(m.first) + ",\"gpus_per_node\":" + std::to_string(m.second) + "}";
+    out += std::string(first ? "" : ",") + JsonQuote(name) + ":{\"nodes\":" + std::to_string(m.first) + ",\"gpus_per_node\":" + std::to_string(m.second) + "}";
     first = false;
   }
   out += "},\"free_gpus\":" + std::to_string(topo.free_gpus(topo.root())) + ",\"free_nodes\":" + std::to_string(topo.free_nodes(topo.root()));
@@ -95,7 +75,7 @@ std::string JsonSummary(const Topology& topo, TopologyFormat format) {
   first = true;
   for (int l = kLevelCount - 1; l >= static_cast<int>(Level::kGroup); --l) {
     if (topo.count_at_level(static_cast<Level>(l)) == 0) continue;
-    out += std::string(first ? "" : ",") + JsonString(LevelName(static_cast<Level>(l))) + ":" + std::to_string(best[static_cast<size_t>(l)]);
+    out += std::string(first ? "" : ",") + JsonQuote(LevelName(static_cast<Level>(l))) + ":" + std::to_string(best[static_cast<size_t>(l)]);
     first = false;
   }
   return out + "}}";
@@ -104,7 +84,7 @@ std::string JsonSummary(const Topology& topo, TopologyFormat format) {
 // Domains down to `depth` levels below `id` (GPUs left out), uncollapsed.
 std::string JsonTree(const Topology& topo, DomainId id, int depth) {
   const Domain& d = topo.domain(id);
-  std::string out = "{\"name\":" + JsonString(d.name) + ",\"level\":" + JsonString(LevelName(d.level)) + ",\"kind\":" + JsonString(d.kind) +
+  std::string out = "{\"name\":" + JsonQuote(d.name) + ",\"level\":" + JsonQuote(LevelName(d.level)) + ",\"kind\":" + JsonQuote(d.kind) +
                     ",\"gpus\":" + std::to_string(d.gpu_count) + ",\"free_gpus\":" + std::to_string(topo.free_gpus(id)) +
                     ",\"nodes\":" + std::to_string(d.node_count) + ",\"free_nodes\":" + std::to_string(topo.free_nodes(id)) +
                     ",\"uplink_gbs\":" + JsonNumber(d.uplink.gbs) + ",\"oversubscription\":" + JsonNumber(d.oversubscription) +
@@ -122,17 +102,13 @@ std::string JsonTree(const Topology& topo, DomainId id, int depth) {
 }
 
 Status ParseOversubscription(const std::string& text, LoadOptions* options) {
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
+  for (const std::string_view field : Split(text, ',')) {
+    const std::string item(field);
     const size_t eq = item.find('=');
-    double ratio = 0;
     if (eq == std::string::npos || eq == 0) return Fail("", "option '--oversubscription': '" + item + "' is not LEVEL=RATIO");
-    auto [ptr, ec] = std::from_chars(item.data() + eq + 1, item.data() + item.size(), ratio);
-    if (ec != std::errc() || ptr != item.data() + item.size()) return Fail("", "option '--oversubscription': '" + item + "' has no numeric ratio");
-    options->oversubscription_by_level.emplace_back(item.substr(0, eq), ratio);
-    start = comma + 1;
+    const auto ratio = ParseNumber<double>(field.substr(eq + 1));
+    if (!ratio) return Fail("", "option '--oversubscription': '" + item + "' has no numeric ratio");
+    options->oversubscription_by_level.emplace_back(item.substr(0, eq), *ratio);
   }
   return {};
 }
@@ -151,12 +127,12 @@ int RunTopology(std::span<const std::string> raw) {
     std::fputs((std::string(kUsage) + FlagsHelp(kFlags)).c_str(), stdout);
     return 0;
   }
-  if (args->positional.size() != 2 || (args->positional[0] != "check" && args->positional[0] != "show")) {
+  if (args->positional().size() != 2 || (args->positional()[0] != "check" && args->positional()[0] != "show")) {
     std::fputs((std::string(kUsage) + FlagsHelp(kFlags)).c_str(), stderr);
     return 2;
   }
-  const bool show = args->positional[0] == "show";
-  const std::string& path = args->positional[1];
+  const bool show = args->positional()[0] == "show";
+  const std::string& path = args->positional()[1];
   LoadOptions options;
   if (!ParseTopologyFormat(args->Get("format", "auto"), &options.format) || options.format == TopologyFormat::kGenerator) {
     PrintError("option '--format': unknown format '" + args->Get("format") + "' (use auto, yaml, slurm, nvsmi or hwloc)");

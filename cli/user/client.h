@@ -1,6 +1,6 @@
 // phalanx_client: what every user command shares: where phalanxd listens, a channel with a
-// deadline per call, gRPC status -> one readable line, JSON output, the caller's user name, and
-// the exit codes.
+// deadline per call, gRPC status -> one readable line, JSON output (hand-written strings are
+// quoted with util/json.h's JsonQuote), the caller's user name, and the exit codes.
 //
 // Exit codes of gsub, gq, gcancel and ginfo: 0 success; 1 the daemon refused or could not be
 // reached (the message is the gRPC status message); 2 a usage error (a bad option or value, a bad
@@ -74,9 +74,6 @@ std::string_view CodeName(grpc::StatusCode code);
 // Protobuf JSON of a message on one line: proto field names (job_id), enums by name, fields
 // with default values included; 64-bit integers are strings, as protobuf JSON writes them.
 std::string ToJson(const google::protobuf::Message& message);
-
-// `s` as a JSON string literal, quotes included.
-std::string JsonQuote(std::string_view s);
 
 // The caller's user name (the passwd entry of getuid()), or the uid as text.
 std::string CurrentUser();

@@ -8,6 +8,7 @@
 #include "client.h"
 #include "job_table.h"
 #include "options.h"
+#include "util/json.h"
 #include "signal_names.h"
 
 namespace phalanx::cli {

@@ -9,6 +9,7 @@
 #include "client.h"
 #include "job_table.h"
 #include "options.h"
+#include "util/strings.h"
 
 namespace phalanx::cli {
 namespace {
@@ -44,18 +45,6 @@ constexpr const char* kFieldsHelp =
     "  (GB/s), %P PLACEMENT (GPUs), %Z WORK_DIR, %E DEPENDENCY. \"%.8i\" right-justifies in 8 columns.\n"
     "default: \"%.i  %j  %u  %T  %.G  %.D  %.M  %.L  %S  %R\"\n";
 
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == ',') {
-      if (i > start) out.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return out;
-}
-
 struct Query {
   std::set<std::string> users;
   std::set<v1::JobState> states;
@@ -67,12 +56,12 @@ struct Query {
 Result<Query> BuildQuery(const ParsedOptions& o) {
   Query q;
   if (const OptionValue* v = o.Find("user")) {
-    for (const std::string& u : SplitList(v->value)) q.users.insert(u);
+    for (const std::string_view u : SplitNonEmpty(v->value, ',')) q.users.emplace(u);
     if (q.users.empty()) return std::unexpected(v->Bad("'' names no user"));
   }
   if (o.Has("me")) q.users.insert(CurrentUser());
   if (const OptionValue* v = o.Find("states")) {
-    for (const std::string& s : SplitList(v->value)) {
+    for (const std::string_view s : SplitNonEmpty(v->value, ',')) {
       if (s == "all" || s == "ALL") {
         q.all_states = true;
         continue;
@@ -84,9 +73,9 @@ Result<Query> BuildQuery(const ParsedOptions& o) {
     if (q.states.empty() && !q.all_states) return std::unexpected(v->Bad("'' names no state"));
   }
   if (const OptionValue* v = o.Find("jobs")) {
-    for (const std::string& s : SplitList(v->value)) {
+    for (const std::string_view s : SplitNonEmpty(v->value, ',')) {
       auto id = ParseCount(s, 1, UINT64_MAX);
-      if (!id) return std::unexpected(v->Bad("'" + s + "' is not a job id"));
+      if (!id) return std::unexpected(v->Bad(Quote(s) + " is not a job id"));
       q.ids.push_back(*id);
     }
     if (q.ids.empty()) return std::unexpected(v->Bad("'' names no job"));

@@ -4,35 +4,13 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
-#include <tuple>
 
 #include "duration.h"
 #include "job_table.h"
+#include "util/hostlist.h"
 
 namespace phalanx::cli {
 namespace {
-
-struct Name {
-  std::string prefix;
-  std::string digits;   // the trailing number as written ("" when none)
-  uint64_t number = 0;
-  std::string full;  // the whole name
-};
-
-Name SplitName(const std::string& name) {
-  size_t p = name.size();
-  while (p > 0 && name[p - 1] >= '0' && name[p - 1] <= '9') --p;
-  Name n{name.substr(0, p), name.substr(p), 0, name};
-  if (n.digits.size() > 15) {  // too long to be a number: keep the name whole
-    n.prefix = name;
-    n.digits.clear();
-  }
-  for (char c : n.digits) n.number = n.number * 10 + static_cast<uint64_t>(c - '0');
-  return n;
-}
-
-// The width a range starting with `lo_digits` prints `number` with.
-size_t WidthIn(size_t lo_width, uint64_t number) { return std::max(lo_width, std::to_string(number).size()); }
 
 // Rows with auto-sized columns; `right` marks right-justified columns; no trailing blanks.
 std::string Table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
@@ -64,49 +42,6 @@ int StateRank(const std::string& state) {
 }
 
 }  // namespace
-
-std::string CompressHostlist(std::vector<std::string> names) {
-  std::vector<Name> split;
-  for (const std::string& n : names) split.push_back(SplitName(n));
-  std::sort(split.begin(), split.end(), [](const Name& a, const Name& b) {
-    return std::tie(a.prefix, a.number, a.digits) < std::tie(b.prefix, b.number, b.digits);
-  });
-  split.erase(std::unique(split.begin(), split.end(), [](const Name& a, const Name& b) { return a.full == b.full; }),
-              split.end());
-  std::string out;
-  for (size_t i = 0; i < split.size();) {
-    if (!out.empty()) out += ",";
-    if (split[i].digits.empty()) {
-      out += split[i].full;
-      ++i;
-      continue;
-    }
-    // All numbered names with this prefix, as ranges.
-    const std::string& prefix = split[i].prefix;
-    std::vector<std::string> ranges;
-    size_t count = 0;
-    while (i < split.size() && split[i].prefix == prefix && !split[i].digits.empty()) {
-      const Name& lo = split[i];
-      size_t j = i;
-      while (j + 1 < split.size() && split[j + 1].prefix == prefix && !split[j + 1].digits.empty() &&
-             split[j + 1].number == split[j].number + 1 &&
-             split[j + 1].digits.size() == WidthIn(lo.digits.size(), split[j + 1].number)) {
-        ++j;
-      }
-      ranges.push_back(j > i ? lo.digits + "-" + split[j].digits : lo.digits);
-      count += j - i + 1;
-      i = j + 1;
-    }
-    if (count == 1) {
-      out += prefix + ranges[0];
-    } else {
-      out += prefix + "[";
-      for (size_t r = 0; r < ranges.size(); ++r) out += (r ? "," : "") + ranges[r];
-      out += "]";
-    }
-  }
-  return out;
-}
 
 std::string NodeStateText(const v1::Node& node) {
   std::string s;

@@ -1,5 +1,6 @@
-// ginfo's output: nodes grouped by state with hostlists (sinfo's habit), one line per node
-// (sinfo -N), free blocks per topology level, and why a job is pending.
+// ginfo's output: nodes grouped by state with hostlists (sinfo's habit: CompressHostlist,
+// util/hostlist.h), one line per node (sinfo -N), free blocks per topology level, and why a job
+// is pending.
 //
 // Node states as sinfo shows them: an UP node is "idle" (all GPUs free), "mix" (some) or
 // "alloc" (none); a DRAIN node is "drng" while jobs still run on it, else "drain"; DOWN is
@@ -14,11 +15,6 @@
 #include "phalanx/v1/phalanx.pb.h"
 
 namespace phalanx::cli {
-
-// Names -> a Slurm hostlist: sorted, duplicates dropped, runs of numbered names with one prefix
-// collapsed ("dgx01,dgx02,dgx03,gpu7" -> "dgx[01-03],gpu7"). Zero padding is kept, and the
-// result expands back (ExpandHostlist) to exactly the sorted unique names.
-std::string CompressHostlist(std::vector<std::string> names);
 
 std::string NodeStateText(const v1::Node& node);
 

@@ -1,7 +1,8 @@
 #include "options.h"
 
 #include <algorithm>
-#include <charconv>
+
+#include "util/numbers.h"
 
 namespace phalanx::cli {
 namespace {
@@ -141,15 +142,12 @@ std::string OptionsHelp(std::span<const OptionSpec> specs) {
 }
 
 Result<uint64_t> ParseCount(std::string_view text, uint64_t lo, uint64_t hi) {
-  uint64_t v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
-    return Fail("", "'" + std::string(text) + "' is not a whole number");
-  }
-  if (v < lo || v > hi) {
+  auto v = ParseWholeNumber<uint64_t>("", text);
+  PHX_RETURN_IF_ERROR(v);
+  if (*v < lo || *v > hi) {
     return Fail("", "'" + std::string(text) + "' is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
   }
-  return v;
+  return *v;
 }
 
 }  // namespace phalanx::cli

@@ -4,6 +4,7 @@
 
 #include "duration.h"
 #include "signal_names.h"
+#include "util/strings.h"
 
 namespace phalanx::cli {
 namespace {
@@ -40,8 +41,6 @@ constexpr OptionSpec kSpecs[] = {
     {"help", 'h', "", "this help"},
 };
 
-std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
-
 Result<uint32_t> Count(const OptionValue& v, uint64_t lo, uint64_t hi, std::string_view what) {
   auto n = ParseCount(v.value, lo, hi);
   if (!n) return std::unexpected(v.Bad(n.error().message + " (" + std::string(what) + ")"));
@@ -70,18 +69,6 @@ bool IsClassName(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
   });
-}
-
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == sep) {
-      out.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return out;
 }
 
 bool HasPowerOfTwoIn(uint32_t lo, uint32_t hi) {
@@ -290,8 +277,7 @@ Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view sc
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
     ++line_no;
-    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
+    line = Trim(line);
     if (line.empty()) continue;
     if (line[0] != '#') break;  // the first command ends the directives
     if (!line.starts_with("#PHX")) continue;

@@ -4,8 +4,8 @@
 
 #include <boost/asio/post.hpp>
 
-#include "agent/log.h"
 #include "agent/proto_convert.h"
+#include "util/log.h"
 
 namespace phalanx::agent {
 

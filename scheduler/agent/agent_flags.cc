@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
-#include <map>
+#include <string_view>
+
+#include "util/flags.h"
+#include "util/numbers.h"
+#include "util/strings.h"
 
 namespace phalanx::agent {
 
@@ -33,14 +36,14 @@ const char* const kAgentUsage =
 
 namespace {
 
-Result<int64_t> Number(const std::string& flag, const std::string& value, int64_t lo, int64_t hi) {
-  int64_t n = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-  if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
-    return Fail(flag, "'" + value + "' is not a whole number");
+// A whole number in [lo, hi]; errors name the flag and the value.
+Result<int64_t> Number(std::string_view flag, std::string_view value, int64_t lo, int64_t hi) {
+  auto n = ParseWholeNumber<int64_t>(flag, value);
+  PHX_RETURN_IF_ERROR(n);
+  if (*n < lo || *n > hi) {
+    return Fail(std::string(flag), std::to_string(*n) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
-  if (n < lo || n > hi) return Fail(flag, std::to_string(n) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return n;
+  return *n;
 }
 
 Status CheckTarget(const std::string& target) {
@@ -69,93 +72,71 @@ Result<std::vector<uint32_t>> ParseGpuList(const std::string& text) {
     for (uint32_t i = 0; i < *n; ++i) out.push_back(i);
     return out;
   }
-  size_t start = 0;
-  for (;;) {
-    const size_t comma = text.find(',', start);
-    auto n = Number("--gpus", text.substr(start, comma == std::string::npos ? std::string::npos : comma - start), 0, 1023);
-    if (!n) return std::unexpected(n.error());
+  for (std::string_view item : Split(text, ',')) {
+    auto n = Number("--gpus", item, 0, 1023);
+    PHX_RETURN_IF_ERROR(n);
     if (std::find(out.begin(), out.end(), *n) != out.end()) return Fail("--gpus", "GPU " + std::to_string(*n) + " is listed twice");
     out.push_back(static_cast<uint32_t>(*n));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return out;
 }
 
 Result<AgentFlags> ParseAgentFlags(std::span<const std::string> args) {
-  static const std::map<std::string, bool> kFlags = {  // name -> takes a value
-      {"daemon", true},     {"node", true},      {"token-file", true},    {"tls-ca", true},
-      {"tls-cert", true},   {"tls-key", true},   {"gpus", true},          {"state-dir", true},
-      {"heartbeat", true},  {"kill-grace", true}, {"allow-root-jobs", false}, {"nvml-library", true},
-      {"log-level", true},  {"help", false},     {"address", true},       {"keepalive", true}};
-  std::map<std::string, std::string> seen;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg == "-h") arg = "--help";
-    if (!arg.starts_with("--")) return Fail(arg, "unexpected argument (see --help)");
-    std::string name = arg.substr(2), value;
-    const size_t eq = name.find('=');
-    const bool inline_value = eq != std::string::npos;
-    if (inline_value) value = name.substr(eq + 1), name = name.substr(0, eq);
-    auto spec = kFlags.find(name);
-    if (spec == kFlags.end()) return Fail("--" + name, "unknown option");
-    if (seen.count(name) > 0) return Fail("--" + name, "given twice");
-    if (spec->second && !inline_value) {
-      if (i + 1 == args.size()) return Fail("--" + name, "needs a value");
-      value = args[++i];
-    } else if (!spec->second && inline_value) {
-      return Fail("--" + name, "takes no value");
-    }
-    seen[name] = value;
-  }
+  static constexpr FlagSpec kFlags[] = {
+      {"daemon", "HOST:PORT", ""}, {"node", "NAME", ""},         {"token-file", "FILE", ""},  {"tls-ca", "FILE", ""},
+      {"tls-cert", "FILE", ""},    {"tls-key", "FILE", ""},      {"gpus", "N|LIST", ""},      {"state-dir", "DIR", ""},
+      {"heartbeat", "S", ""},      {"kill-grace", "S", ""},      {"allow-root-jobs", "", ""}, {"nvml-library", "PATH", ""},
+      {"log-level", "L", ""},      {"help", "", ""},             {"address", "ADDR", ""},     {"keepalive", "S", ""}};
+  auto parsed = ParseFlags(args, kFlags, /*allow_positional=*/false);
+  PHX_RETURN_IF_ERROR(parsed);
+  const ParsedFlags& given = *parsed;
   AgentFlags flags;
-  if (seen.count("help") > 0) {
+  if (given.Has("help")) {
     flags.help = true;
     return flags;
   }
   AgentOptions& o = flags.options;
-  auto get = [&seen](const char* name) { auto it = seen.find(name); return it == seen.end() ? std::string() : it->second; };
-  o.link.target = get("daemon");
+  o.link.target = given.Get("daemon");
   if (o.link.target.empty()) return Fail("--daemon", "required (HOST:PORT of phalanxd's agent endpoint)");
   if (auto s = CheckTarget(o.link.target); !s) return std::unexpected(s.error());
-  o.node = seen.count("node") > 0 ? get("node") : ShortHostname();
+  o.node = given.Has("node") ? given.Get("node") : ShortHostname();
   if (o.node.empty() || o.node.find('/') != std::string::npos) return Fail("--node", "'" + o.node + "' is not a node name");
-  o.address = get("address");
-  if (seen.count("address") > 0 && o.address.empty()) return Fail("--address", "must not be empty");
-  o.link.token_file = get("token-file");
-  o.link.tls_ca = get("tls-ca");
-  o.link.tls_cert = get("tls-cert");
-  o.link.tls_key = get("tls-key");
+  o.address = given.Get("address");
+  if (given.Has("address") && o.address.empty()) return Fail("--address", "must not be empty");
+  o.link.token_file = given.Get("token-file");
+  o.link.tls_ca = given.Get("tls-ca");
+  o.link.tls_cert = given.Get("tls-cert");
+  o.link.tls_key = given.Get("tls-key");
   if (o.link.tls_cert.empty() != o.link.tls_key.empty()) return Fail("--tls-cert", "--tls-cert and --tls-key go together");
   if (!o.link.tls_cert.empty() && o.link.tls_ca.empty()) return Fail("--tls-cert", "needs --tls-ca");
   if (o.link.token_file.empty() && o.link.tls_ca.empty()) return Fail("--token-file", "the daemon needs credentials: give --token-file or --tls-ca");
-  if (seen.count("gpus") > 0) {
-    auto gpus = ParseGpuList(get("gpus"));
+  if (given.Has("gpus")) {
+    auto gpus = ParseGpuList(given.Get("gpus"));
     if (!gpus) return std::unexpected(gpus.error());
     o.gpus.declared = *gpus;
   }
-  o.state_dir = seen.count("state-dir") > 0 ? get("state-dir") : "/var/lib/phalanx-agent/" + o.node;
+  o.state_dir = given.Has("state-dir") ? given.Get("state-dir") : "/var/lib/phalanx-agent/" + o.node;
   if (o.state_dir.empty() || o.state_dir[0] != '/') return Fail("--state-dir", "'" + o.state_dir + "' is not an absolute path");
-  if (seen.count("heartbeat") > 0) {
-    auto s = Number("--heartbeat", get("heartbeat"), 1, 3600);
+  if (given.Has("heartbeat")) {
+    auto s = Number("--heartbeat", given.Get("heartbeat"), 1, 3600);
     if (!s) return std::unexpected(s.error());
     o.heartbeat = std::chrono::seconds(*s);
   }
-  if (seen.count("kill-grace") > 0) {
-    auto s = Number("--kill-grace", get("kill-grace"), 0, 3600);
+  if (given.Has("kill-grace")) {
+    auto s = Number("--kill-grace", given.Get("kill-grace"), 0, 3600);
     if (!s) return std::unexpected(s.error());
     o.kill_grace = o.supervisor.walltime_grace = std::chrono::seconds(*s);
   }
-  if (seen.count("keepalive") > 0) {
-    auto s = Number("--keepalive", get("keepalive"), 0, 86400);
+  if (given.Has("keepalive")) {
+    auto s = Number("--keepalive", given.Get("keepalive"), 0, 86400);
     if (!s) return std::unexpected(s.error());
     o.link.keepalive = std::chrono::seconds(*s);
   }
-  o.identity.allow_root_jobs = seen.count("allow-root-jobs") > 0;
-  if (seen.count("nvml-library") > 0) o.gpus.nvml_library = get("nvml-library") == "none" ? "" : get("nvml-library");
-  if (seen.count("log-level") > 0) {
-    auto level = ParseLogLevel(get("log-level"));
-    if (!level) return std::unexpected(level.error());
+  o.identity.allow_root_jobs = given.Has("allow-root-jobs");
+  if (given.Has("nvml-library")) o.gpus.nvml_library = given.Get("nvml-library") == "none" ? "" : given.Get("nvml-library");
+  if (given.Has("log-level")) {
+    const auto level = ParseLogLevel(given.Get("log-level"));
+    if (!level) return Fail("--log-level", "'" + given.Get("log-level") + "' is not one of debug, info, warn, error");
     flags.log_level = *level;
   }
   return flags;

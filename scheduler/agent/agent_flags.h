@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "agent/agent.h"
-#include "agent/log.h"
 #include "core/common/result.h"
+#include "util/log.h"
 
 namespace phalanx::agent {
 
@@ -36,8 +36,10 @@ struct AgentFlags {
 
 extern const char* const kAgentUsage;
 
-// Fails with where = the flag: unknown flag, missing value, bad number, bad HOST:PORT, no
-// credentials, --tls-cert without --tls-key (or the reverse), a relative --state-dir.
+// Flags as util/flags.h parses them (--flag VALUE or --flag=VALUE, each at most once). Fails
+// with where = the flag: unknown flag, missing value, a flag given twice, a stray argument, bad
+// number, bad HOST:PORT, no credentials, --tls-cert without --tls-key (or the reverse), a
+// relative --state-dir.
 Result<AgentFlags> ParseAgentFlags(std::span<const std::string> args);
 
 // "8" -> 0..7; "0,1,3" -> {0,1,3}. Fails on anything else (and on duplicates).

@@ -1,9 +1,10 @@
 #include "agent/checkpoint_cli.h"
 
-#include <charconv>
 #include <cstdio>
 
 #include "agent/checkpoint_file.h"
+#include "util/flags.h"
+#include "util/numbers.h"
 
 namespace phalanx::agent {
 namespace {
@@ -24,32 +25,21 @@ int Usage(const std::string& message) {
 }  // namespace
 
 int RunCheckpointDone(std::span<const std::string> args, const char* checkpoint_file) {
-  CheckpointMark mark;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string value;
-    const size_t eq = flag.find('=');
-    const bool inline_value = flag.starts_with("--") && eq != std::string::npos;
-    if (inline_value) value = flag.substr(eq + 1), flag = flag.substr(0, eq);
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (flag != "--epoch" && flag != "--path") return Usage("unknown option '" + flag + "'");
-    if (!inline_value) {
-      if (i + 1 == args.size()) return Usage("option '" + flag + "' needs a value");
-      value = args[++i];
-    }
-    if (flag == "--path") {
-      if (value.find('\n') != std::string::npos) return Usage("--path must be one line");
-      mark.path = value;
-      continue;
-    }
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), mark.epoch);
-    if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
-      return Usage("--epoch: '" + value + "' is not a whole number");
-    }
+  static constexpr FlagSpec kFlags[] = {{"epoch", "N", ""}, {"path", "P", ""}, {"help", "", ""}};
+  auto flags = ParseFlags(args, kFlags, /*allow_positional=*/false);
+  if (!flags) return Usage(flags.error().ToString());
+  if (flags->Has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
   }
+  CheckpointMark mark;
+  if (flags->Has("epoch")) {
+    auto epoch = ParseWholeNumber<uint64_t>("--epoch", flags->Get("epoch"));
+    if (!epoch) return Usage(epoch.error().ToString());
+    mark.epoch = *epoch;
+  }
+  mark.path = flags->Get("path");
+  if (mark.path.find('\n') != std::string::npos) return Usage("--path must be one line");
   if (checkpoint_file == nullptr || *checkpoint_file == '\0') {
     return Usage("PHALANX_CHECKPOINT_FILE is not set (run this inside a Phalanx job)");
   }

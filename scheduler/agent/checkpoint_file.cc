@@ -5,19 +5,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 
+#include "util/numbers.h"
+#include "util/strings.h"
+
 namespace phalanx::agent {
-namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
 
 Result<CheckpointMark> ParseCheckpointContent(std::string_view text) {
   const std::string_view line = Trim(text.substr(0, text.find('\n')));
@@ -25,10 +18,7 @@ Result<CheckpointMark> ParseCheckpointContent(std::string_view text) {
   if (line.empty()) return mark;
   const size_t sp = line.find_first_of(" \t");
   const std::string_view epoch = line.substr(0, sp);
-  const auto [end, ec] = std::from_chars(epoch.data(), epoch.data() + epoch.size(), mark.epoch);
-  if (ec != std::errc() || end != epoch.data() + epoch.size()) {
-    return Fail("checkpoint file", "epoch '" + std::string(epoch) + "' is not a whole number");
-  }
+  if (!ParseNumber(epoch, &mark.epoch)) return Fail("checkpoint file", "epoch '" + std::string(epoch) + "' is not a whole number");
   if (sp != std::string_view::npos) mark.path = std::string(Trim(line.substr(sp)));
   return mark;
 }

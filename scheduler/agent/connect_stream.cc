@@ -15,12 +15,14 @@ std::shared_ptr<ConnectStream> ConnectStream::Open(v1::Agents::Stub* stub, const
   stub->async()->Connect(&s->ctx_, s.get());
   s->AddHold();
   s->StartRead(&s->in_);
+  const v1::AgentReport* hello = nullptr;
   {
     std::lock_guard lock(s->mu_);
     s->out_.emplace_back(std::move(first), 0);
     s->writing_ = true;
+    hello = &s->out_.front().first;  // under the lock, as in Send: OnWriteDone pops it
   }
-  s->StartWrite(&s->out_.front().first);
+  s->StartWrite(hello);
   s->StartCall();
   return s;
 }

@@ -4,7 +4,7 @@
 #include <random>
 #include <sstream>
 
-#include "agent/log.h"
+#include "util/log.h"
 
 namespace phalanx::agent {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <csignal>
 
-#include "adapters/topology/hostlist.h"
+#include "util/hostlist.h"
 
 namespace phalanx::agent {
 namespace {

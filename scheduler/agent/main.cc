@@ -12,9 +12,10 @@
 #include "agent/agent.h"
 #include "agent/agent_flags.h"
 #include "agent/checkpoint_cli.h"
-#include "agent/log.h"
+#include "util/log.h"
 
 int main(int argc, char** argv) {
+  using namespace phalanx;
   using namespace phalanx::agent;
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "checkpoint-done") {

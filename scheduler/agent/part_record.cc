@@ -1,18 +1,11 @@
 #include "agent/part_record.h"
 
-#include <charconv>
 #include <map>
 
+#include "util/numbers.h"
+#include "util/strings.h"
+
 namespace phalanx::agent {
-namespace {
-
-template <typename T>
-bool ParseInt(std::string_view s, T* out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
-}  // namespace
 
 std::string FormatPartRecord(const PartRecord& r) {
   std::string out;
@@ -58,7 +51,7 @@ Result<PartRecord> ParsePartRecord(std::string_view text, std::string_view where
       if (required && ok) ok = false, bad = std::string(key) + ": missing";
       return;
     }
-    if (!ParseInt(it->second, out) && ok) ok = false, bad = std::string(key) + ": '" + it->second + "' is not a number";
+    if (!ParseNumber(it->second, out) && ok) ok = false, bad = std::string(key) + ": '" + it->second + "' is not a number";
   };
   auto str = [&](const char* key, std::string* out) {
     if (auto it = kv.find(key); it != kv.end()) *out = it->second;
@@ -78,14 +71,13 @@ Result<PartRecord> ParsePartRecord(std::string_view text, std::string_view where
   str("stop_reason", &r.stop_reason);
   str("checkpoint_seen", &r.checkpoint_seen);
   if (auto it = kv.find("gpus"); it != kv.end() && !it->second.empty()) {
-    std::string_view list = it->second;
-    while (ok) {
-      const size_t comma = list.find(',');
-      uint32_t g = 0;
-      if (!ParseInt(list.substr(0, comma), &g)) ok = false, bad = "gpus: '" + it->second + "' is not a list of GPU indices";
-      r.gpus.push_back(g);
-      if (comma == std::string_view::npos) break;
-      list.remove_prefix(comma + 1);
+    for (const std::string_view item : Split(it->second, ',')) {
+      const auto g = ParseNumber<uint32_t>(item);
+      if (!g) {
+        if (ok) ok = false, bad = "gpus: '" + it->second + "' is not a list of GPU indices";
+        break;
+      }
+      r.gpus.push_back(*g);
     }
   }
   if (!ok) return Fail(std::string(where), bad);

@@ -7,10 +7,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "util/numbers.h"
 
 namespace phalanx::agent {
 namespace {
@@ -85,13 +86,11 @@ std::vector<std::pair<LaunchId, std::string>> PartStateDir::LoadPending() const 
     const std::string_view name = e->d_name;
     constexpr std::string_view kSuffix = ".launch";
     if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) continue;
-    LaunchId launch = 0;
-    const std::string_view digits = name.substr(0, name.size() - kSuffix.size());
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), launch);
-    if (ec != std::errc() || end != digits.data() + digits.size() || launch == 0) continue;
+    const auto launch = ParseNumber<LaunchId>(name.substr(0, name.size() - kSuffix.size()));
+    if (!launch || *launch == 0) continue;
     bool ok = false;
     std::string blob = ReadSmallFile(dir + "/" + std::string(name), &ok);
-    if (ok) out.emplace_back(launch, std::move(blob));
+    if (ok) out.emplace_back(*launch, std::move(blob));
   }
   closedir(d);
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -10,8 +10,8 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 
 #include "agent/checkpoint_file.h"
-#include "agent/log.h"
 #include "agent/proc_util.h"
+#include "util/log.h"
 
 namespace phalanx::agent {
 

@@ -1,5 +1,6 @@
 #include "service/agents_service.h"
 
+#include "service/proto_convert.h"
 #include "service/rpc_util.h"
 
 namespace phalanx::service {
@@ -7,9 +8,9 @@ namespace {
 
 class AgentStream final : public grpc::ServerBidiReactor<v1::AgentReport, v1::DaemonCommand> {
  public:
-  AgentStream(boost::asio::io_context& io, Controller* controller, std::string peer)
+  AgentStream(boost::asio::io_context& io, AgentSessions* sessions, std::string peer)
       : io_(io),
-        controller_(controller),
+        sessions_(sessions),
         peer_(std::move(peer)),
         link_(std::make_shared<AgentLink>(
             AgentLink::Ops{[this](const v1::DaemonCommand* m) { StartWrite(m); }, [this](grpc::Status s) { Finish(std::move(s)); }},
@@ -23,7 +24,9 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentReport, v1::Da
       link_->Close(grpc::Status::OK);
       return;
     }
-    boost::asio::post(io_, [c = controller_, link = link_, peer = peer_, report = std::move(in_)] { c->AgentReport(link, peer, report); });
+    boost::asio::post(io_, [s = sessions_, link = link_, peer = peer_, report = AgentMessageFromProto(in_)] {
+      s->Report(link, peer, report);
+    });
     in_.Clear();
     StartRead(&in_);
   }
@@ -41,11 +44,11 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentReport, v1::Da
  private:
   void Closed() {
     if (closed_.exchange(true)) return;
-    boost::asio::post(io_, [c = controller_, link = link_] { c->AgentStreamClosed(link); });
+    boost::asio::post(io_, [s = sessions_, link = link_] { s->StreamClosed(link); });
   }
 
   boost::asio::io_context& io_;
-  Controller* const controller_;
+  AgentSessions* const sessions_;
   const std::string peer_;
   std::shared_ptr<AgentLink> link_;
   v1::AgentReport in_;
@@ -65,16 +68,16 @@ grpc::ServerUnaryReactor* AgentsService::Register(grpc::CallbackServerContext* c
   if (auto st = identity_->Agent(*ctx); !st.ok()) return FinishNow(ctx, st);
   const std::string peer = PeerHost(ctx->peer());
   return OnIo(ctx, io_, [this, req, resp, peer](grpc::ServerUnaryReactor* r) {
-    controller_->AgentRegister(*req, peer, [r, resp](grpc::Status st, v1::RegisterResponse out) {
-      *resp = std::move(out);
-      r->Finish(st);
-    });
+    auto welcome = sessions_->Register(AgentHelloFromProto(*req), peer);
+    if (!welcome) return r->Finish(ToGrpcStatus(welcome.error()));
+    *resp = ToProto(*welcome);
+    r->Finish(grpc::Status::OK);
   });
 }
 
 grpc::ServerBidiReactor<v1::AgentReport, v1::DaemonCommand>* AgentsService::Connect(grpc::CallbackServerContext* ctx) {
   if (auto st = identity_->Agent(*ctx); !st.ok()) return new RejectedStream(st);
-  return new AgentStream(io_, controller_, PeerHost(ctx->peer()));
+  return new AgentStream(io_, sessions_, PeerHost(ctx->peer()));
 }
 
 }  // namespace phalanx::service

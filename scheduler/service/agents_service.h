@@ -1,22 +1,23 @@
 // AgentsService: the phalanx.v1.Agents gRPC service (callback API). Register is unary; Connect
-// is a ServerBidiReactor: every AgentReport read is posted to the io thread (in order), and
-// DaemonCommands are written through an OutStream the Controller holds for the node.
-// Authentication (Identity::Agent) happens before anything reaches the Controller.
+// is a ServerBidiReactor: every AgentReport read is converted (proto_convert.h) and posted to
+// the io thread (in order), and DaemonCommands are written through an OutStream AgentSessions
+// holds for the node. Authentication (Identity::Agent) happens before anything reaches the
+// sessions.
 // Thread-safety: as JobsService.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 
 #include "phalanx/v1/phalanx.grpc.pb.h"
-#include "service/controller.h"
+#include "service/agent_sessions.h"
 #include "service/identity.h"
 
 namespace phalanx::service {
 
 class AgentsService final : public v1::Agents::CallbackService {
  public:
-  AgentsService(boost::asio::io_context& io, Controller* controller, const Identity* identity)
-      : io_(io), controller_(controller), identity_(identity) {}
+  AgentsService(boost::asio::io_context& io, AgentSessions* sessions, const Identity* identity)
+      : io_(io), sessions_(sessions), identity_(identity) {}
 
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx, const v1::RegisterRequest* req,
                                      v1::RegisterResponse* resp) override;
@@ -24,7 +25,7 @@ class AgentsService final : public v1::Agents::CallbackService {
 
  private:
   boost::asio::io_context& io_;
-  Controller* const controller_;
+  AgentSessions* const sessions_;
   const Identity* const identity_;
 };
 

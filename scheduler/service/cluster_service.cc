@@ -1,5 +1,6 @@
 #include "service/cluster_service.h"
 
+#include "service/api_views.h"
 #include "service/rpc_util.h"
 
 namespace phalanx::service {
@@ -11,22 +12,22 @@ namespace phalanx::service {
 grpc::ServerUnaryReactor* ClusterService::GetTopology(grpc::CallbackServerContext* ctx, const v1::GetTopologyRequest*,
                                                       v1::GetTopologyResponse* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(controller_->GetTopology(resp)); });
+  return OnIo(ctx, io_, [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::GetTopology(*controller_, resp)); });
 }
 
 grpc::ServerUnaryReactor* ClusterService::ListNodes(grpc::CallbackServerContext* ctx, const v1::ListNodesRequest*,
                                                     v1::ListNodesResponse* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(controller_->ListNodes(resp)); });
+  return OnIo(ctx, io_, [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::ListNodes(*controller_, resp)); });
 }
 
 grpc::ServerUnaryReactor* ClusterService::SetNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req, v1::Node* resp,
                                                   NodeState state) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp, state](grpc::ServerUnaryReactor* r) {
-    controller_->SetNodeAdmin(who, *req, state, [r, resp](grpc::Status st, v1::Node n) {
-      *resp = std::move(n);
-      r->Finish(st);
+    controller_->SetNodeAdmin(who, req->node(), state, req->reason(), [this, r, req, resp](CallStatus st) {
+      if (st) views::FillNode(*controller_, req->node(), resp);
+      r->Finish(ToGrpcStatus(st));
     });
   });
 }
@@ -42,21 +43,19 @@ grpc::ServerUnaryReactor* ClusterService::ResumeNode(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* ClusterService::GetStats(grpc::CallbackServerContext* ctx, const v1::GetStatsRequest*,
                                                    v1::GetStatsResponse* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(controller_->GetStats(resp)); });
+  return OnIo(ctx, io_, [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::GetStats(*controller_, resp)); });
 }
 
 grpc::ServerUnaryReactor* ClusterService::GetFragmentation(grpc::CallbackServerContext* ctx, const v1::GetFragmentationRequest*,
                                                            v1::GetFragmentationResponse* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(controller_->GetFragmentation(resp)); });
+  return OnIo(ctx, io_, [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::GetFragmentation(*controller_, resp)); });
 }
 
 grpc::ServerUnaryReactor* ClusterService::ExplainPending(grpc::CallbackServerContext* ctx, const v1::ExplainPendingRequest* req,
                                                          v1::ExplainPendingResponse* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    r->Finish(controller_->ExplainPending(who, *req, resp));
-  });
+  return OnIo(ctx, io_, [this, req, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::ExplainPending(*controller_, *req, resp)); });
 }
 
 }  // namespace phalanx::service

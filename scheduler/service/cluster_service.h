@@ -1,6 +1,6 @@
 // ClusterService: the phalanx.v1.Cluster gRPC service (callback API): topology, nodes,
 // drain/resume (admins), stats, fragmentation, pending-job explanations. Work runs on the io
-// thread (the Controller's).
+// thread (the Controller's); answers are api_views.h's.
 // Thread-safety: as JobsService.
 #pragma once
 

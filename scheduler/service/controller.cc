@@ -1,12 +1,12 @@
-// Controller: construction, commits, passes and carrying out decisions.
+// Controller: construction, commits, passes, carrying out decisions, what the executor reports.
 #include "service/controller.h"
 
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
 
-#include "service/log.h"
-#include "service/proto_convert.h"
+#include "adapters/store/codec.h"
+#include "util/log.h"
 
 namespace phalanx::service {
 namespace {
@@ -35,58 +35,47 @@ bool SamePersistent(const JobRecord& a, const JobRecord& b) {
 // to (Scheduler::Schedule's contract): running or checkpointing, or waiting with a claim or victims.
 bool PassMayChange(const JobRecord& j) { return j.state != JobState::kPending || !j.claim.empty() || !j.victims.empty(); }
 
+bool Active(const JobRecord* j) { return j != nullptr && (j->state == JobState::kRunning || j->state == JobState::kCheckpointing); }
+
 }  // namespace
 
 Controller::Controller(boost::asio::io_context& io, Recovered recovered, store::GroupCommitter* committer, store::Store* reader,
-                       const Clock* clock, ControllerOptions options, std::function<void(const std::string&)> on_fatal)
+                       const Clock* clock, ControllerOptions options, Executor* executor,
+                       std::function<void(const std::string&)> on_fatal)
     : io_(io),
       core_(std::move(recovered.core)),
       committer_(committer),
-      reader_(reader),
       clock_(clock),
       options_(std::move(options)),
+      executor_(executor),
       on_fatal_(std::move(on_fatal)),
       next_job_id_(recovered.next_job_id),
       next_launch_id_(recovered.next_launch_id),
-      launch_(std::move(recovered.launch)),
+      launch_(std::move(recovered.launch), reader),
       pass_timer_(io),
-      heartbeat_timer_(io),
       pass_delay_timer_(io) {
   last_now_ = core_->now();
   const Topology& topo = core_->topology();
   for (uint32_t n = 0; n < topo.node_count(); ++n) {
     const std::string& name = topo.domain(topo.node_domain(NodeId(n))).name;
-    NodeInfo& info = nodes_[name];
-    info.id = NodeId(n);
-    if (auto it = recovered.admin.find(name); it != recovered.admin.end()) info.admin = it->second;
-    info.unconfirmed = recovered.unconfirmed.contains(name);
-    info.grace = std::make_unique<boost::asio::steady_timer>(io);
+    Node& node = nodes_[name];
+    node.id = NodeId(n);
+    if (auto it = recovered.admin.find(name); it != recovered.admin.end()) node.admin = it->second;
   }
+  executor_->Attach(this);
   for (const auto& [id, job] : core_->jobs()) {
     if (IsFinal(job.state)) continue;
     saved_.emplace(id, job);
     if (PassMayChange(job)) pass_watch_.insert(id);
-    if (job.state == JobState::kRunning || job.state == JobState::kCheckpointing) {
-      // Parts as the store left them: launched (launch id unknown until the agents report).
-      Execution e;
-      std::set<std::string> seen;
-      for (GpuId g : job.gpus) {
-        const std::string& node = topo.domain(topo.node_domain(topo.node_of(g))).name;
-        if (seen.insert(node).second) e.parts.push_back(Part{node, Part::State::kSent, 0});
-      }
-      exec_.emplace(id, std::move(e));
-    }
+    if (Active(&job)) executor_->AdoptJob(id, job.gpus);
   }
 }
 
 Controller::~Controller() = default;
 
 void Controller::Start() {
-  for (auto& [name, node] : nodes_) {
-    if (node.unconfirmed) ArmGrace(name, options_.startup_grace_s, "its agent did not come back after the restart");
-  }
+  executor_->Start();
   ArmPassTimer();
-  ArmHeartbeatTimer();
   RequestPass();
 }
 
@@ -95,12 +84,8 @@ void Controller::Stop() {
   stopped_ = true;
   pass_timer_.cancel();
   pass_delay_timer_.cancel();
-  heartbeat_timer_.cancel();
-  for (auto& [name, node] : nodes_) {
-    node.grace->cancel();
-    if (node.link) node.link->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "phalanxd is shutting down"));
-  }
-  for (Watcher& w : watchers_) w.link->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "phalanxd is shutting down"));
+  executor_->Stop();
+  for (Watcher& w : watchers_) w.sink->Close(CallError::Unavailable("phalanxd is shutting down"));
   watchers_.clear();
 }
 
@@ -110,8 +95,9 @@ Time Controller::Now() {
   return last_now_;
 }
 
-grpc::Status Controller::Unavailable() const {
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE, failed_ ? "the store failed; phalanxd is stopping" : "phalanxd is shutting down");
+CallStatus Controller::Serving() const {
+  if (!stopped_ && !failed_) return {};
+  return std::unexpected(CallError::Unavailable(failed_ ? "the store failed; phalanxd is stopping" : "phalanxd is shutting down"));
 }
 
 void Controller::Fatal(const std::string& what) {
@@ -121,9 +107,9 @@ void Controller::Fatal(const std::string& what) {
   if (on_fatal_) on_fatal_(what);
 }
 
-void Controller::Commit(store::Batch batch, std::function<void(grpc::Status)> after) {
+void Controller::Commit(store::Batch batch, std::function<void(CallStatus)> after) {
   if (failed_) {
-    after(Unavailable());
+    after(Serving());
     return;
   }
   ++stats_.commits;
@@ -132,13 +118,15 @@ void Controller::Commit(store::Batch batch, std::function<void(grpc::Status)> af
     boost::asio::post(io_, [this, after = std::move(after), r = std::move(r)]() mutable {
       if (!r) {
         Fatal("writing to the store failed: " + r.error().ToString());
-        after(Unavailable());
+        after(Serving());
         return;
       }
-      after(grpc::Status::OK);
+      after({});
     });
   });
 }
+
+// ---- passes ----------------------------------------------------------------------------------
 
 void Controller::RequestPass() {
   if (pass_pending_ || stopped_ || failed_) return;
@@ -180,7 +168,7 @@ void Controller::SaveChanged(store::Batch& b, const std::vector<JobId>& ids) {
     if (now == nullptr) return;
     if (!SamePersistent(it->second, *now)) {
       b.SaveJobState(*now);
-      if (IsFinal(now->state)) SaveOutcome(b, it->second.gpus, *now);  // the outcome, in the same batch
+      if (IsFinal(now->state)) launch_.SaveOutcome(b, it->second.gpus, *now, core_->topology());  // in the same batch
       it->second = *now;
       if (PassMayChange(*now)) pass_watch_.insert(id);
       else pass_watch_.erase(id);
@@ -188,7 +176,7 @@ void Controller::SaveChanged(store::Batch& b, const std::vector<JobId>& ids) {
     if (IsFinal(now->state)) {
       saved_.erase(it);
       pass_watch_.erase(id);
-      launch_.erase(id);
+      launch_.Forget(id);
     }
   };
   if (ids.empty()) {
@@ -226,7 +214,7 @@ void Controller::RunPass() {
   for (Decision& d : decisions) {
     if (d.kind == DecisionKind::kWait) continue;
     b.RecordDecision(d);
-    if (d.kind == DecisionKind::kKill) SetOutcome(d.job, 0, d.reason);  // saved below with the final state
+    if (d.kind == DecisionKind::kKill) launch_.SetOutcome(d.job, 0, d.reason);  // saved below with the final state
     Action a{std::move(d), 0};
     if (a.d.kind == DecisionKind::kStart || a.d.kind == DecisionKind::kResize) a.launch_id = next_launch_id_++;
     actions.push_back(std::move(a));
@@ -238,13 +226,13 @@ void Controller::RunPass() {
   std::vector<JobId> changed(pass_watch_.begin(), pass_watch_.end());
   for (const Action& a : actions) changed.push_back(a.d.job);
   if (!changed.empty()) SaveChanged(b, changed);
-  // Pace the next requested pass by what this one cost (RequestPass).
+  // Pace the next requested pass by what this one cost (RequestPass): 5x its duration.
   const auto t1 = SteadyClock::now();
   next_pass_at_ = t1 + std::min<SteadyClock::duration>(5 * (t1 - t0), Millis(options_.pass_interval_s));
   if (b.empty()) return;
   // Write-ahead: nothing is carried out before the pass's batch is durable.
-  Commit(std::move(b), [this, actions = std::move(actions)](grpc::Status st) {
-    if (!st.ok()) return;
+  Commit(std::move(b), [this, actions = std::move(actions)](CallStatus st) {
+    if (!st) return;
     for (const Action& a : actions) CarryOut(a);
   });
 }
@@ -256,75 +244,90 @@ void Controller::CarryOut(const Action& a) {
   switch (d.kind) {
     case DecisionKind::kStart:
       ++stats_.started;
-      LaunchParts(d.job, d.gpus, a.launch_id);
+      executor_->StartJob(d.job, d.gpus, a.launch_id);
       Publish("start", d.job);
       break;
     case DecisionKind::kCheckpoint: {
       ++stats_.checkpoints;
-      auto it = launch_.find(d.job);
-      int32_t signal = it != launch_.end() ? it->second.spec().checkpoint_signal() : 0;
+      int32_t signal = launch_.CheckpointSignal(d.job);
       if (signal == 0) signal = 10;  // SIGUSR1
-      SendToParts(d.job, [&] {
-        v1::DaemonCommand c;
-        v1::SignalCommand* s = c.mutable_signal();
-        s->set_job_id(d.job);
-        s->set_signal(signal);
-        s->set_checkpoint(true);
-        s->set_deadline(d.deadline);
-        return c;
-      });
+      executor_->SignalJob(d.job, signal, d.deadline);
       Publish("checkpoint", d.job);
       break;
     }
     case DecisionKind::kPreempt:
       ++stats_.preempted;
-      KillParts(d.job, "preempted: " + d.reason, true);
+      executor_->StopJob(d.job, "preempted: " + d.reason);
       Publish("preempt", d.job);
       break;
     case DecisionKind::kKill:
       ++stats_.killed;
-      KillParts(d.job, "killed: " + d.reason, true);
+      executor_->StopJob(d.job, "killed: " + d.reason);
       Publish("kill", d.job);
       break;
-    case DecisionKind::kResize: {
+    case DecisionKind::kResize:
       ++stats_.resized;
-      // A resize restarts the job from its last checkpoint on the new GPU set: stop every part,
-      // then launch anew once all have exited (docs/daemon.md).
-      auto it = exec_.find(d.job);
-      if (it == exec_.end()) {
-        LaunchParts(d.job, d.gpus, a.launch_id);
-      } else {
-        it->second.restarting = true;
-        it->second.relaunch = d.gpus;
-        it->second.relaunch_id = a.launch_id;
-        KillParts(d.job, "resized: restarting on " + std::to_string(d.gpus.size()) + " GPUs", false);
-        MaybeFinish(d.job);
-      }
+      // A resize restarts the job from its last checkpoint on the new GPU set (docs/daemon.md).
+      executor_->RestartJob(d.job, d.gpus, a.launch_id);
       Publish("resize", d.job);
       break;
-    }
     case DecisionKind::kWait: break;
   }
 }
 
-size_t Controller::agents_connected() const {
-  size_t n = 0;
-  for (const auto& [name, node] : nodes_) n += node.link && !node.link->closed() ? 1 : 0;
-  return n;
-}
-
-void Controller::Publish(const std::string& kind, JobId id) {
+void Controller::Publish(std::string_view kind, JobId id) {
   if (watchers_.empty()) return;
   const JobRecord* rec = core_->job(id);
   if (rec == nullptr) return;
-  v1::JobEvent ev;
-  ev.set_time(Now());
-  ev.set_kind(kind);
-  FillJobView(*rec, false, ev.mutable_job());
+  const Time now = Now();
   std::erase_if(watchers_, [&](Watcher& w) {
-    if ((w.job != kNoJob && w.job != id) || (!w.user.empty() && w.user != rec->spec.user)) return w.link->closed();
-    return !w.link->Send(ev) && w.link->closed();
+    const WatchFilter& f = w.filter;
+    if ((f.job != kNoJob && f.job != id) || (!f.user.empty() && f.user != rec->spec.user)) return w.sink->closed();
+    return !w.sink->Send(now, kind, *rec) && w.sink->closed();
   });
+}
+
+// ---- what the executor reports -----------------------------------------------------------------
+
+void Controller::JobPartsEnded(JobId id, bool success, int32_t exit_code, const std::string& reason) {
+  if (!Active(core_->job(id)) || stopped_ || failed_) return;
+  const Time now = Now();
+  if (auto s = core_->JobEnded(id, now, success); !s) {
+    PHX_LOG(kError) << "job " << id << ": " << s.error().ToString();
+    return;
+  }
+  ++stats_.ended;
+  launch_.SetOutcome(id, exit_code, reason);  // saved with the final state (SaveChanged below)
+  PHX_LOG(kInfo) << "job " << id << (success ? " completed" : " failed: " + reason);
+  store::Batch b;
+  b.RecordEvent(now, "end", id, "success=" + std::string(success ? "1" : "0") + " exit=" + std::to_string(exit_code) +
+                                    " reason=" + store::Escape(reason));
+  SaveChanged(b, {id});
+  Commit(std::move(b), [this, id](CallStatus st) {
+    if (st) Publish("end", id);
+  });
+  RequestPass();
+}
+
+void Controller::CheckpointReported(JobId id, uint64_t epoch, const std::string& path, const std::string& node) {
+  const JobRecord* job = core_->job(id);
+  if (job == nullptr) return;
+  if (epoch == 0) epoch = job->checkpoint_epoch + 1;
+  const Time now = Now();
+  if (auto s = core_->CheckpointDone(id, now, epoch, path); !s) {
+    // Several parts report the same checkpoint; the first one counts.
+    PHX_LOG(kDebug) << "checkpoint of job " << id << " from " << node << ": " << s.error().ToString();
+    return;
+  }
+  PHX_LOG(kInfo) << "checkpoint job=" << id << " epoch=" << epoch << " from " << node << (path.empty() ? "" : " path=" + path);
+  store::Batch b;
+  b.RecordCheckpoint(id, epoch, now, path);
+  b.RecordEvent(now, "checkpoint_done", id, "epoch=" + std::to_string(epoch) + " node=" + node);
+  SaveChanged(b, {id});
+  Commit(std::move(b), [this, id](CallStatus st) {
+    if (st) Publish("checkpoint_done", id);
+  });
+  RequestPass();
 }
 
 }  // namespace phalanx::service

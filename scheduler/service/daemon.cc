@@ -21,14 +21,15 @@
 
 #include "adapters/store/group_committer.h"
 #include "adapters/topology/topology_loader.h"
+#include "service/agent_executor.h"
 #include "service/agents_service.h"
 #include "service/cluster_service.h"
 #include "service/controller.h"
 #include "service/identity.h"
 #include "service/jobs_service.h"
-#include "service/log.h"
 #include "service/recovery.h"
 #include "service/unix_listener.h"
+#include "util/log.h"
 #ifdef PHALANX_HAVE_HTTP
 #include "service/http_endpoints.h"
 #endif
@@ -78,6 +79,7 @@ struct Daemon::Parts {
   std::unique_ptr<store::GroupCommitter> committer;
   boost::asio::io_context io;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+  std::unique_ptr<AgentExecutor> executor;  // outlives the Controller, which reports through it
   std::unique_ptr<Controller> controller;
   PeerRegistry peers;
   std::unique_ptr<Identity> identity;
@@ -177,18 +179,20 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
 
   p.committer = std::make_unique<store::GroupCommitter>(p.store.get());
   p.work.emplace(p.io.get_executor());
+  AgentExecutor::Options eo;
+  eo.ports = PortRange{config.master_port_min, config.master_port_max};
+  eo.kill_grace_s = config.kill_grace_s;
+  eo.sessions.heartbeat_interval_s = config.heartbeat_interval_s;
+  eo.sessions.heartbeat_timeout_s = config.heartbeat_timeout_s;
+  eo.sessions.agent_grace_s = config.agent_grace_s;
+  eo.sessions.startup_grace_s = config.startup_grace_s;
+  p.executor = std::make_unique<AgentExecutor>(p.io, recovered->core->topology(), recovered->unconfirmed, eo);
   ControllerOptions co;
-  co.ports = PortRange{config.master_port_min, config.master_port_max};
-  co.kill_grace_s = config.kill_grace_s;
-  co.heartbeat_interval_s = config.heartbeat_interval_s;
-  co.heartbeat_timeout_s = config.heartbeat_timeout_s;
-  co.agent_grace_s = config.agent_grace_s;
-  co.startup_grace_s = config.startup_grace_s;
   co.pass_interval_s = config.pass_interval_s;
   co.topology_fingerprint = fingerprint;
   Daemon* self = d.get();
   p.controller = std::make_unique<Controller>(p.io, std::move(*recovered), p.committer.get(), p.reader.get(), p.clock, co,
-                                              [self](const std::string& why) { self->RequestStop(why); });
+                                              p.executor.get(), [self](const std::string& why) { self->RequestStop(why); });
   if (options.handle_signals) {
     p.signals = std::make_unique<boost::asio::signal_set>(p.io, SIGINT, SIGTERM);
     p.signals->async_wait([self](const boost::system::error_code& ec, int sig) {
@@ -227,7 +231,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   p.identity->set_agent_token(token);
   p.jobs = std::make_unique<JobsService>(p.io, p.controller.get(), p.identity.get());
   p.cluster = std::make_unique<ClusterService>(p.io, p.controller.get(), p.identity.get());
-  p.agents = std::make_unique<AgentsService>(p.io, p.controller.get(), p.identity.get());
+  p.agents = std::make_unique<AgentsService>(p.io, &p.executor->sessions(), p.identity.get());
   {
     grpc::ServerBuilder b;
     b.RegisterService(p.jobs.get());
@@ -323,6 +327,7 @@ void Daemon::Stop() {
     p.io_thread.join();
   }
   p.controller.reset();
+  p.executor.reset();
   p.committer.reset();
   p.reader.reset();
   p.store.reset();

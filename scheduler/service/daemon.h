@@ -3,8 +3,9 @@
 // servers (users on the Unix socket, agents on TCP when configured) and the HTTP endpoint
 // (when configured). Stop() takes it down in the order that lets every in-flight call finish.
 //
-// Threads: the io thread (the core, every Controller call, timers, HTTP); gRPC's threads (they
-// only post to the io thread); the committer's writer; the Unix socket's accept thread.
+// Threads: the io thread (the core, every Controller and AgentExecutor call, timers, HTTP);
+// gRPC's threads (they only post to the io thread); the committer's writer; the Unix socket's
+// accept thread.
 // See docs/daemon.md.
 // Thread-safety: Start/Stop/Wait from one controlling thread; RequestStop from any thread;
 // RunOnIo from any thread except the io thread.
@@ -20,9 +21,9 @@
 #include <string>
 #include <thread>
 
-#include "adapters/store/thread_annotations.h"
 #include "service/clock.h"
 #include "service/daemon_config.h"
+#include "util/thread_annotations.h"
 
 namespace phalanx::service {
 

@@ -7,6 +7,9 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <utility>
+
+#include "util/flags.h"
 
 namespace phalanx::service {
 namespace {
@@ -154,7 +157,9 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     return {};
   });
   s.On("log_level", [&](const YAML::Node& v, const std::string& key) -> Status {
-    if (!ParseLogLevel(Scalar(v), &c.log_level)) return cv.Bad(v, key, "debug, info, warn or error");
+    const auto level = ParseLogLevel(Scalar(v));
+    if (!level) return cv.Bad(v, key, "debug, info, warn or error");
+    c.log_level = *level;
     return {};
   });
   s.On("store", [&](const YAML::Node& v, const std::string&) -> Status {
@@ -260,61 +265,58 @@ std::string DaemonUsage() {
          "  --http-listen H:P      /metrics, /healthz, /api/v1 (off by default)\n"
          "  --log-level L          debug, info, warn, error\n"
          "  --force-topology       start although the topology changed under running jobs\n"
-         "  --help\n";
+         "  --help\n"
+         "A flag takes its value as --flag VALUE or --flag=VALUE, and may be given once (--admin: any\n"
+         "number of times).\n";
 }
 
 Result<DaemonConfig> ConfigFromArgs(int argc, const char* const* argv, bool* help) {
+  static constexpr FlagSpec kFlags[] = {
+      {"config", "FILE", ""},          {"socket", "PATH", ""},          {"db", "PATH", ""},
+      {"topology", "SRC", ""},         {"topology-format", "F", ""},    {"policy", "NAME", ""},
+      {"admin", "USER", "", true},     {"agent-listen", "H:P", ""},     {"token-file", "PATH", ""},
+      {"tls-cert", "PATH", ""},        {"tls-key", "PATH", ""},         {"tls-client-ca", "PATH", ""},
+      {"http-listen", "H:P", ""},      {"log-level", "L", ""},          {"force-topology", "", ""},
+      {"help", "", ""},
+  };
   *help = false;
+  const std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  auto flags = ParseFlags(args, kFlags, /*allow_positional=*/false);
+  if (!flags) {
+    Error e = std::move(flags).error();
+    if (e.code == ErrorCode::kNotFound) e.message += " (see --help)";
+    return std::unexpected(std::move(e));
+  }
   DaemonConfig c;
+  if (flags->Has("help")) {
+    *help = true;
+    return c;
+  }
   // --config first, so that the other flags override the file whatever their order.
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--config") {
-      if (i + 1 >= argc) return Fail("--config", "needs a file");
-      if (auto st = ReadFileInto(argv[i + 1], c); !st) return std::unexpected(st.error());
-    }
+  if (flags->Has("config")) PHX_RETURN_IF_ERROR(ReadFileInto(flags->Get("config"), c));
+  for (auto [flag, target] : {std::pair{"socket", &c.socket_path}, {"db", &c.db_path}, {"topology", &c.topology},
+                              {"topology-format", &c.topology_format}, {"agent-listen", &c.agents.listen},
+                              {"token-file", &c.agents.token_file}, {"tls-cert", &c.agents.tls_cert},
+                              {"tls-key", &c.agents.tls_key}, {"tls-client-ca", &c.agents.tls_client_ca},
+                              {"http-listen", &c.http_listen}}) {
+    if (flags->Has(flag)) *target = flags->Get(flag);
   }
-  std::vector<std::string> flag_admins;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      *help = true;
-      return c;
-    }
-    if (flag == "--force-topology") {
-      c.force_topology = true;
-      continue;
-    }
-    std::string* target = nullptr;
-    std::string scratch;
-    if (flag == "--config") target = &scratch;
-    else if (flag == "--socket") target = &c.socket_path;
-    else if (flag == "--db") target = &c.db_path;
-    else if (flag == "--topology") target = &c.topology;
-    else if (flag == "--topology-format") target = &c.topology_format;
-    else if (flag == "--agent-listen") target = &c.agents.listen;
-    else if (flag == "--token-file") target = &c.agents.token_file;
-    else if (flag == "--tls-cert") target = &c.agents.tls_cert;
-    else if (flag == "--tls-key") target = &c.agents.tls_key;
-    else if (flag == "--tls-client-ca") target = &c.agents.tls_client_ca;
-    else if (flag == "--http-listen") target = &c.http_listen;
-    else if (flag != "--log-level" && flag != "--policy" && flag != "--admin")
-      return Fail(flag, "unknown option (see --help)");
-    if (i + 1 >= argc) return Fail(flag, "needs a value");
-    const std::string value = argv[++i];
-    if (target) {
-      *target = value;
-    } else if (flag == "--log-level") {
-      if (!ParseLogLevel(value, &c.log_level)) return Fail(flag, "expected debug, info, warn or error, got '" + value + "'");
-    } else if (flag == "--policy") {
-      auto preset = PolicyPreset(value);
-      if (!preset) return Fail(flag, preset.error().message);
-      c.policy = value;
-      c.scheduler = *preset;
-    } else {
-      c.admins.push_back(value);
-    }
+  if (flags->Has("log-level")) {
+    const std::string value = flags->Get("log-level");
+    const auto level = ParseLogLevel(value);
+    if (!level) return Fail("--log-level", "expected debug, info, warn or error, got '" + value + "'");
+    c.log_level = *level;
   }
-  if (auto st = ValidateDaemonConfig(c); !st) return std::unexpected(st.error());
+  if (flags->Has("policy")) {
+    const std::string value = flags->Get("policy");
+    auto preset = PolicyPreset(value);
+    if (!preset) return Fail("--policy", preset.error().message);
+    c.policy = value;
+    c.scheduler = *preset;
+  }
+  for (std::string& admin : flags->GetAll("admin")) c.admins.push_back(std::move(admin));
+  if (flags->Has("force-topology")) c.force_topology = true;
+  PHX_RETURN_IF_ERROR(ValidateDaemonConfig(c));
   return c;
 }
 

@@ -15,7 +15,7 @@
 #include "adapters/store/store.h"
 #include "core/common/result.h"
 #include "core/sched/config.h"
-#include "service/log.h"
+#include "util/log.h"
 
 namespace phalanx::service {
 
@@ -65,8 +65,10 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
 // Parses YAML text; `name` is used in error positions (tests).
 Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::string& name);
 
-// Applies command-line flags (argv[1..]) over `config`. "--config FILE" is read first, then
-// every other flag overrides. Sets *help when --help was given. Errors name the flag.
+// Applies command-line flags (argv[1..], parsed by util/flags.h: --flag VALUE or --flag=VALUE,
+// each flag once except --admin) over the defaults. "--config FILE" is read first, then every
+// other flag overrides. Sets *help when --help was given. Errors name the flag ("--sokcet:
+// unknown option (see --help)", "--socket: given twice").
 Result<DaemonConfig> ConfigFromArgs(int argc, const char* const* argv, bool* help);
 std::string DaemonUsage();
 

@@ -1,10 +1,11 @@
 #include "service/http_endpoints.h"
 
-#include <charconv>
-
+#include "service/api_views.h"
 #include "service/http/responses.h"
 #include "service/http/router.h"
-#include "service/log.h"
+#include "util/log.h"
+#include "util/numbers.h"
+#include "util/strings.h"
 
 namespace phalanx::service {
 namespace {
@@ -32,18 +33,10 @@ h::Response Answer(Call call) {
   return st.ok() ? h::JsonResponse(out) : FromStatus(st);
 }
 
-std::optional<uint64_t> Unsigned(std::string_view s) {
-  uint64_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 Result<v1::ListJobsRequest> ListRequest(const h::Request& r) {
   v1::ListJobsRequest req;
   for (const std::string& s : r.QueryValues("state")) {
-    std::string name = s;
-    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    std::string name = ToUpper(s);
     if (!name.starts_with("JOB_STATE_")) name = "JOB_STATE_" + name;
     v1::JobState st;
     if (!v1::JobState_Parse(name, &st) || st == v1::JOB_STATE_UNSPECIFIED) return Fail("state", "'" + s + "' is not a job state");
@@ -55,7 +48,7 @@ Result<v1::ListJobsRequest> ListRequest(const h::Request& r) {
     else if (*f != "false" && *f != "0") return Fail("include_finished", "'" + *f + "' is not true, false, 1 or 0");
   }
   if (auto l = r.QueryValue("limit")) {
-    auto v = Unsigned(*l);
+    auto v = ParseNumber<uint64_t>(*l);
     if (!v || *v > UINT32_MAX) return Fail("limit", "'" + *l + "' is not an unsigned integer");
     req.set_limit(static_cast<uint32_t>(*v));
   }
@@ -67,7 +60,7 @@ Result<std::pair<std::string, uint16_t>> SplitListen(const std::string& listen) 
   if (colon == std::string::npos) return Fail("http.listen", "'" + listen + "' is not host:port");
   std::string host = listen.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  auto port = Unsigned(std::string_view(listen).substr(colon + 1));
+  auto port = ParseNumber<uint64_t>(std::string_view(listen).substr(colon + 1));
   if (!port || *port > 65535) return Fail("http.listen", "'" + listen + "': bad port");
   return std::make_pair(host, static_cast<uint16_t>(*port));
 }
@@ -109,7 +102,7 @@ Status HttpEndpoints::RegisterMetrics() {
   if (st = check(metrics_.AddCounter("phalanx_http_requests", "HTTP requests served."), &requests_); !st) return st;
   metrics_.AddCollector([this] {
     v1::GetStatsResponse stats;
-    (void)controller_->GetStats(&stats);
+    (void)views::GetStats(*controller_, &stats);
     jobs_->Clear();
     for (const char* s : {"pending", "running", "checkpointing"}) {
       auto it = stats.jobs_by_state().find(s);
@@ -120,7 +113,7 @@ Status HttpEndpoints::RegisterMetrics() {
     gpus_->WithLabels({"free"}).Set(static_cast<double>(stats.gpus_total()) - stats.gpus_allocated() -
                                     std::min(stats.gpus_unavailable(), stats.gpus_total() - stats.gpus_allocated()));
     v1::GetFragmentationResponse frag;
-    (void)controller_->GetFragmentation(&frag);
+    (void)views::GetFragmentation(*controller_, &frag);
     free_block_->Clear();
     whole_free_->Clear();
     for (const v1::LevelFragmentation& l : frag.levels()) {
@@ -162,26 +155,26 @@ Result<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(boost::asio::io_cont
   added.push_back(router.Get("/api/v1/jobs", [self](const h::Request& r, const h::PathParams&) {
     auto req = ListRequest(r);
     if (!req) return h::ErrorResponse(400, req.error().ToString());
-    return Answer<v1::ListJobsResponse>([&](v1::ListJobsResponse* out) { return self->controller_->ListJobs(kAnonymous, *req, out); });
+    return Answer<v1::ListJobsResponse>([&](v1::ListJobsResponse* out) { return views::ListJobs(*self->controller_, *req, out); });
   }));
   added.push_back(router.Get("/api/v1/jobs/{id}", [self](const h::Request&, const h::PathParams& p) {
-    auto id = Unsigned(p.at("id"));
+    auto id = ParseNumber<uint64_t>(p.at("id"));
     if (!id) return h::ErrorResponse(400, "id: '" + p.at("id") + "' is not an unsigned integer");
     v1::GetJobRequest req;
     req.set_job_id(*id);
-    return Answer<v1::Job>([&](v1::Job* out) { return self->controller_->GetJob(kAnonymous, req, out); });
+    return Answer<v1::Job>([&](v1::Job* out) { return views::GetJob(*self->controller_, kAnonymous, req, out); });
   }));
   added.push_back(router.Get("/api/v1/nodes", [self](const h::Request&, const h::PathParams&) {
-    return Answer<v1::ListNodesResponse>([&](v1::ListNodesResponse* out) { return self->controller_->ListNodes(out); });
+    return Answer<v1::ListNodesResponse>([&](v1::ListNodesResponse* out) { return views::ListNodes(*self->controller_, out); });
   }));
   added.push_back(router.Get("/api/v1/stats", [self](const h::Request&, const h::PathParams&) {
-    return Answer<v1::GetStatsResponse>([&](v1::GetStatsResponse* out) { return self->controller_->GetStats(out); });
+    return Answer<v1::GetStatsResponse>([&](v1::GetStatsResponse* out) { return views::GetStats(*self->controller_, out); });
   }));
   added.push_back(router.Get("/api/v1/fragmentation", [self](const h::Request&, const h::PathParams&) {
-    return Answer<v1::GetFragmentationResponse>([&](v1::GetFragmentationResponse* out) { return self->controller_->GetFragmentation(out); });
+    return Answer<v1::GetFragmentationResponse>([&](v1::GetFragmentationResponse* out) { return views::GetFragmentation(*self->controller_, out); });
   }));
   added.push_back(router.Get("/api/v1/topology", [self](const h::Request&, const h::PathParams&) {
-    return Answer<v1::GetTopologyResponse>([&](v1::GetTopologyResponse* out) { return self->controller_->GetTopology(out); });
+    return Answer<v1::GetTopologyResponse>([&](v1::GetTopologyResponse* out) { return views::GetTopology(*self->controller_, out); });
   }));
   for (const Status& st : added) {
     if (!st) return Fail("http routes", st.error().ToString());

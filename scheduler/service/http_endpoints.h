@@ -1,8 +1,8 @@
 // HttpEndpoints: phalanxd's read-only HTTP side (docs/http.md is the contract): /healthz,
 // /metrics (Prometheus; gauges set from the core by a collector at scrape time) and
 // /api/v1/{jobs,jobs/{id},nodes,stats,fragmentation,topology} as the API's JSON. Handlers
-// run on the io thread and call the Controller directly (the same answers as gRPC, for an
-// anonymous caller: never a job's environment).
+// run on the io thread and answer from the Controller through api_views.h (the same answers
+// as gRPC, for an anonymous caller: never a job's environment).
 // Thread-safety: Start, Stop and every handler on the io thread. The observer functions it
 // gives the Controller run on the io thread too.
 #pragma once

@@ -15,10 +15,10 @@
 #include <set>
 #include <string>
 
-#include "adapters/store/thread_annotations.h"
 #include "core/common/result.h"
 #include "service/caller.h"
 #include "service/unix_listener.h"
+#include "util/thread_annotations.h"
 
 namespace phalanx::service {
 

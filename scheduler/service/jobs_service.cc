@@ -1,20 +1,49 @@
 #include "service/jobs_service.h"
 
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "service/api_views.h"
+#include "service/out_stream.h"
+#include "service/proto_convert.h"
 #include "service/rpc_util.h"
 
 namespace phalanx::service {
 namespace {
 
+using WatchLink = OutStream<v1::JobEvent>;
+
+// A Watch's events as the API's JobEvents, through the stream's OutStream.
+class WatchSink final : public JobEventSink {
+ public:
+  WatchSink(Controller* controller, std::shared_ptr<WatchLink> link) : controller_(controller), link_(std::move(link)) {}
+  bool Send(Time time, std::string_view kind, const JobRecord& job) override {
+    v1::JobEvent ev;
+    ev.set_time(time);
+    ev.set_kind(std::string(kind));
+    views::FillJob(*controller_, job, false, ev.mutable_job());
+    return link_->Send(std::move(ev));
+  }
+  bool closed() const override { return link_->closed(); }
+  void Close(const CallError& why) override { link_->Close(ToGrpcStatus(why)); }
+
+ private:
+  Controller* const controller_;
+  const std::shared_ptr<WatchLink> link_;
+};
+
 // Watch: events go through an OutStream so that the io thread can send from anywhere in the
 // stream's life; the reactor deletes itself when gRPC is done with it.
 class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
  public:
-  WatchReactor(boost::asio::io_context& io, Controller* controller, Caller who, v1::WatchRequest req)
+  WatchReactor(boost::asio::io_context& io, Controller* controller, const v1::WatchRequest& req)
       : link_(std::make_shared<WatchLink>(
             WatchLink::Ops{[this](const v1::JobEvent* m) { StartWrite(m); }, [this](grpc::Status s) { Finish(std::move(s)); }},
             100000)) {
-    boost::asio::post(io, [controller, who = std::move(who), req = std::move(req), link = link_] {
-      controller->Watch(who, req, link);
+    WatchFilter filter{req.job_id(), req.user(), req.send_initial()};
+    boost::asio::post(io, [controller, filter = std::move(filter), link = link_] {
+      controller->Watch(filter, std::make_shared<WatchSink>(controller, link));
     });
   }
   void OnWriteDone(bool ok) override { link_->OnWriteDone(ok); }
@@ -34,6 +63,14 @@ class RejectedWatch final : public grpc::ServerWriteReactor<v1::JobEvent> {
   void OnDone() override { delete this; }
 };
 
+// A mutation's reply: the job's view when it succeeded, then the reactor finished.
+Reply<void> AnswerJob(Controller* c, JobId id, grpc::ServerUnaryReactor* r, v1::Job* resp) {
+  return [c, id, r, resp](CallStatus st) {
+    if (st) views::FillJob(*c, id, false, resp);
+    r->Finish(ToGrpcStatus(st));
+  };
+}
+
 }  // namespace
 
 #define PHX_CALLER(ctx)                                                      \
@@ -43,9 +80,13 @@ class RejectedWatch final : public grpc::ServerWriteReactor<v1::JobEvent> {
 grpc::ServerUnaryReactor* JobsService::Submit(grpc::CallbackServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitResponse* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    controller_->Submit(who, req->spec(), [r, resp](grpc::Status st, JobId id) {
-      resp->set_job_id(id);
-      r->Finish(st);
+    if (auto s = controller_->Serving(); !s) return r->Finish(ToGrpcStatus(s));
+    auto spec = CoreSpecFromProto(req->spec(), who);
+    if (!spec) return r->Finish(ToGrpcStatus(spec.error()));
+    controller_->Submit(std::move(*spec), MakeLaunchInfo(req->spec(), who), [r, resp](CallResult<JobId> id) {
+      if (!id) return r->Finish(ToGrpcStatus(id.error()));
+      resp->set_job_id(*id);
+      r->Finish(grpc::Status::OK);
     });
   });
 }
@@ -53,56 +94,47 @@ grpc::ServerUnaryReactor* JobsService::Submit(grpc::CallbackServerContext* ctx, 
 grpc::ServerUnaryReactor* JobsService::Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req, v1::CancelResponse* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    controller_->Cancel(who, req->job_id(), req->signal(), [r, resp](grpc::Status st, v1::JobState s) {
-      resp->set_state(s);
-      r->Finish(st);
+    controller_->Cancel(who, req->job_id(), req->signal(), [r, resp](CallStatus st, std::optional<JobState> state) {
+      resp->set_state(state ? ToProto(*state) : v1::JOB_STATE_UNSPECIFIED);
+      r->Finish(ToGrpcStatus(st));
     });
   });
 }
 
 grpc::ServerUnaryReactor* JobsService::Get(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req, v1::Job* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) { r->Finish(controller_->GetJob(who, *req, resp)); });
+  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::GetJob(*controller_, who, *req, resp)); });
 }
 
 grpc::ServerUnaryReactor* JobsService::List(grpc::CallbackServerContext* ctx, const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) { r->Finish(controller_->ListJobs(who, *req, resp)); });
+  return OnIo(ctx, io_, [this, req, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::ListJobs(*controller_, *req, resp)); });
 }
 
 grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerContext* ctx, const v1::WatchRequest* req) {
   Caller who;
   if (auto st = identity_->User(*ctx, &who); !st.ok()) return new RejectedWatch(st);
-  return new WatchReactor(io_, controller_, who, *req);
+  return new WatchReactor(io_, controller_, *req);
 }
 
 grpc::ServerUnaryReactor* JobsService::Hold(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    controller_->Hold(who, req->job_id(), [r, resp](grpc::Status st, v1::Job j) {
-      *resp = std::move(j);
-      r->Finish(st);
-    });
+    controller_->Hold(who, req->job_id(), AnswerJob(controller_, req->job_id(), r, resp));
   });
 }
 
 grpc::ServerUnaryReactor* JobsService::Release(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    controller_->Release(who, req->job_id(), [r, resp](grpc::Status st, v1::Job j) {
-      *resp = std::move(j);
-      r->Finish(st);
-    });
+    controller_->Release(who, req->job_id(), AnswerJob(controller_, req->job_id(), r, resp));
   });
 }
 
 grpc::ServerUnaryReactor* JobsService::Update(grpc::CallbackServerContext* ctx, const v1::UpdateJobRequest* req, v1::Job* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    controller_->Update(who, *req, [r, resp](grpc::Status st, v1::Job j) {
-      *resp = std::move(j);
-      r->Finish(st);
-    });
+    controller_->Update(who, req->job_id(), JobUpdateFromProto(*req), AnswerJob(controller_, req->job_id(), r, resp));
   });
 }
 
@@ -110,10 +142,7 @@ grpc::ServerUnaryReactor* JobsService::ReportCheckpoint(grpc::CallbackServerCont
                                                         v1::Job* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    controller_->ReportCheckpoint(who, *req, [r, resp](grpc::Status st, v1::Job j) {
-      *resp = std::move(j);
-      r->Finish(st);
-    });
+    controller_->ReportCheckpoint(who, req->job_id(), req->epoch(), req->path(), AnswerJob(controller_, req->job_id(), r, resp));
   });
 }
 

@@ -1,6 +1,8 @@
 // JobsService: the phalanx.v1.Jobs gRPC service (callback API). Each call establishes the
-// caller (Identity), then posts its work to the io thread, where the Controller answers and the
-// reactor is finished. Watch is a ServerWriteReactor fed through an OutStream.
+// caller (Identity), then posts its work to the io thread: the request becomes core types
+// (proto_convert.h), the Controller answers, the answer becomes the API's (api_views.h; errors
+// through rpc_util.h's mapping) and the reactor is finished. Watch is a ServerWriteReactor fed
+// through an OutStream.
 // Thread-safety: gRPC calls the handlers on its threads; they only touch the Controller from
 // the io thread.
 #pragma once

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "service/nodelist.h"
+#include "util/hostlist.h"
 
 namespace phalanx::service {
 

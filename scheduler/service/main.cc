@@ -1,10 +1,8 @@
 // phalanxd: the Phalanx scheduling daemon. See docs/daemon.md and config/phalanxd.example.yaml.
-#include <cstdio>
 #include <iostream>
 
 #include "service/daemon.h"
 #include "service/daemon_config.h"
-#include "service/log.h"
 
 int main(int argc, char** argv) {
   using namespace phalanx::service;

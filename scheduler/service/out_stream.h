@@ -18,7 +18,7 @@
 
 #include <grpcpp/support/status.h>
 
-#include "adapters/store/thread_annotations.h"
+#include "util/thread_annotations.h"
 
 namespace phalanx::service {
 

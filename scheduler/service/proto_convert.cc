@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "service/nodelist.h"
+#include "util/hostlist.h"
 
 namespace phalanx::service {
 namespace {
@@ -23,6 +23,13 @@ Status CheckLevel(const v1::JobSpec& p, PlacementRequest& shape) {
   }
   shape.fit = p.topology_prefer() ? FitMode::kPrefer : FitMode::kRequire;
   return {};
+}
+
+std::vector<PartRef> PartRefs(const google::protobuf::RepeatedPtrField<v1::RunningPart>& running) {
+  std::vector<PartRef> out;
+  out.reserve(running.size());
+  for (const v1::RunningPart& p : running) out.push_back(PartRef{p.job_id(), p.launch_id()});
+  return out;
 }
 
 }  // namespace
@@ -112,6 +119,14 @@ Result<v1::Job> DecodeLaunchInfo(std::string_view blob, JobId job) {
   if (!info.ParseFromArray(blob.data(), static_cast<int>(blob.size())))
     return Fail("job " + std::to_string(job), "launch info does not decode");
   return info;
+}
+
+Scheduler::JobUpdate JobUpdateFromProto(const v1::UpdateJobRequest& req) {
+  Scheduler::JobUpdate u;
+  if (req.has_walltime_s()) u.walltime = req.walltime_s();
+  if (req.has_priority_class()) u.priority_class = req.priority_class();
+  if (req.has_name()) u.name = req.name();
+  return u;
 }
 
 v1::JobState ToProto(JobState state) {
@@ -214,6 +229,74 @@ void SetLastPlacement(const std::vector<GpuId>& gpus, const Topology& topo, v1::
   info->clear_gpus();
   FillGpuRefs(gpus, topo, info->mutable_gpus());
   info->set_nodelist(NodelistOf(gpus, topo));
+}
+
+AgentHello AgentHelloFromProto(const v1::RegisterRequest& req) {
+  AgentHello h;
+  h.node = req.node();
+  h.gpus = static_cast<uint32_t>(req.gpus_size());
+  h.address = req.address();
+  h.version = req.version();
+  h.running = PartRefs(req.running());
+  return h;
+}
+
+AgentMessage AgentMessageFromProto(const v1::AgentReport& report) {
+  AgentMessage m;
+  m.session = report.session();
+  switch (report.report_case()) {
+    case v1::AgentReport::kHello: m.body = AgentHelloFromProto(report.hello()); break;
+    case v1::AgentReport::kHeartbeat: m.body = AgentHeartbeat{PartRefs(report.heartbeat().running())}; break;
+    case v1::AgentReport::kExited: {
+      const v1::PartExited& e = report.exited();
+      m.body = PartExit{PartRef{e.job_id(), e.launch_id()}, e.exit_code(), e.term_signal(), e.reason()};
+      break;
+    }
+    case v1::AgentReport::kCheckpoint: {
+      const v1::CheckpointReport& c = report.checkpoint();
+      m.body = AgentCheckpoint{c.job_id(), c.epoch(), c.path()};
+      break;
+    }
+    case v1::AgentReport::REPORT_NOT_SET: break;
+  }
+  return m;
+}
+
+v1::RegisterResponse ToProto(const AgentWelcome& welcome) {
+  v1::RegisterResponse r;
+  r.set_session(welcome.session);
+  r.set_heartbeat_interval_s(welcome.heartbeat_interval_s);
+  for (JobId id : welcome.kill_jobs) r.add_kill_jobs(id);
+  return r;
+}
+
+v1::DaemonCommand MakeWelcomeCommand(const AgentWelcome& welcome) {
+  v1::DaemonCommand c;
+  *c.mutable_welcome() = ToProto(welcome);
+  return c;
+}
+
+v1::DaemonCommand MakeSignalCommand(JobId job, uint64_t launch_id, int32_t signal, std::optional<Time> checkpoint_deadline) {
+  v1::DaemonCommand c;
+  v1::SignalCommand* s = c.mutable_signal();
+  s->set_job_id(job);
+  s->set_signal(signal);
+  if (checkpoint_deadline) {
+    s->set_checkpoint(true);
+    s->set_deadline(*checkpoint_deadline);
+  }
+  s->set_launch_id(launch_id);
+  return c;
+}
+
+v1::DaemonCommand MakeKillCommand(JobId job, uint64_t launch_id, int64_t grace_s, const std::string& reason) {
+  v1::DaemonCommand c;
+  v1::KillCommand* k = c.mutable_kill();
+  k->set_job_id(job);
+  k->set_launch_id(launch_id);
+  k->set_grace_s(grace_s);
+  k->set_reason(reason);
+  return c;
 }
 
 v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch) {

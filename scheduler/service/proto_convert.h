@@ -1,6 +1,8 @@
-// The one file where API (protobuf) types meet core types: phalanx.v1 messages <-> JobSpec,
-// JobRecord, JobState, NodeState, decisions' GPU sets. Everything else in the daemon uses the
-// core's types for scheduling and the proto types only for the wire.
+// Where API (protobuf) types meet core and service types: phalanx.v1 messages <-> JobSpec,
+// JobRecord, JobState, NodeState, job updates, decisions' GPU sets, and the agent protocol
+// (reports in as agent_messages.h's structs, commands out). The gRPC services call these; the
+// Controller speaks core types only, and the agent classes only queue and send the commands
+// built here (api_views.h builds the API's read answers).
 //
 // Request conversion validates every field it maps and fails with an Error whose `where` is
 // the field ("spec.gpus") and whose message quotes the value; the core validates the rest
@@ -13,10 +15,14 @@
 #include <string_view>
 #include <vector>
 
+#include <optional>
+
 #include "core/common/result.h"
 #include "core/sched/job.h"
+#include "core/sched/scheduler.h"
 #include "core/topology/topology.h"
 #include "phalanx/v1/phalanx.pb.h"
+#include "service/agent_messages.h"
 #include "service/caller.h"
 #include "service/launch_plan.h"
 
@@ -31,6 +37,9 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& spec, const Caller& who);
 v1::Job MakeLaunchInfo(const v1::JobSpec& spec, const Caller& who);
 std::string EncodeLaunchInfo(const v1::Job& info);
 Result<v1::Job> DecodeLaunchInfo(std::string_view blob, JobId job);
+
+// The fields an UpdateJobRequest sets (the core checks their values).
+Scheduler::JobUpdate JobUpdateFromProto(const v1::UpdateJobRequest& req);
 
 v1::JobState ToProto(JobState state);
 v1::NodeState ToProto(NodeState state);
@@ -53,7 +62,19 @@ void FillGpuRefs(const std::vector<GpuId>& gpus, const Topology& topo,
 // Slurm hostlist of the nodes holding `gpus`, in node order.
 std::string NodelistOf(const std::vector<GpuId>& gpus, const Topology& topo);
 
+// ---- the agent protocol ----------------------------------------------------------------
+AgentHello AgentHelloFromProto(const v1::RegisterRequest& req);
+AgentMessage AgentMessageFromProto(const v1::AgentReport& report);
+v1::RegisterResponse ToProto(const AgentWelcome& welcome);
+
 // The agent's command for one part of a start.
 v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch);
+// The first command on a stream.
+v1::DaemonCommand MakeWelcomeCommand(const AgentWelcome& welcome);
+// `signal` to the job's parts of `launch_id` (0: all of them); with a deadline, the checkpoint
+// signal.
+v1::DaemonCommand MakeSignalCommand(JobId job, uint64_t launch_id, int32_t signal, std::optional<Time> checkpoint_deadline);
+// Stop the job's parts of `launch_id` (0: all of them): SIGTERM, SIGKILL after `grace_s`.
+v1::DaemonCommand MakeKillCommand(JobId job, uint64_t launch_id, int64_t grace_s, const std::string& reason);
 
 }  // namespace phalanx::service

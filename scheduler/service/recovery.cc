@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "service/proto_convert.h"
+#include "util/numbers.h"
 
 namespace phalanx::service {
 namespace {
@@ -141,11 +142,9 @@ Result<Recovered> Recover(store::Store& store, Topology topology, SchedulerConfi
   if (!launch_id) return std::unexpected(launch_id.error());
   if (launch_id->has_value()) {
     const std::string& s = **launch_id;
-    uint64_t v = 0;
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || ptr != s.data() + s.size() || v == 0)
-      return Fail(store.path(), "meta next_launch_id is not a number ('" + s + "')");
-    r.next_launch_id = v;
+    const auto v = ParseNumber<uint64_t>(s);
+    if (!v || *v == 0) return Fail(store.path(), "meta next_launch_id is not a number ('" + s + "')");
+    r.next_launch_id = *v;
   }
   r.core = std::move(*core);
   return r;

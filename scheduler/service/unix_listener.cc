@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 
-#include "service/log.h"
+#include "util/log.h"
+#include "util/numbers.h"
 
 namespace phalanx::service {
 namespace {
@@ -42,10 +42,9 @@ void PeerRegistry::Add(int fd, PeerCred cred, ino_t inode) {
 
 std::optional<PeerCred> PeerRegistry::Lookup(std::string_view peer) const {
   if (!peer.starts_with("fd:")) return std::nullopt;
-  int fd = -1;
-  const char* end = peer.data() + peer.size();
-  auto [ptr, ec] = std::from_chars(peer.data() + 3, end, fd);
-  if (ec != std::errc() || ptr != end || fd < 0) return std::nullopt;
+  const auto parsed = ParseNumber<int>(peer.substr(3));
+  if (!parsed || *parsed < 0) return std::nullopt;
+  const int fd = *parsed;
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return std::nullopt;
   MutexLock lock(&mu_);

@@ -27,8 +27,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "adapters/store/thread_annotations.h"
 #include "core/common/result.h"
+#include "util/thread_annotations.h"
 
 namespace phalanx::service {
 

@@ -1,8 +1,7 @@
 // Metrics of a simulated run: per-job outcomes, the run's counters, time-series samples of the
-// cluster, a shape-aware fragmentation measure (after Alibaba's FGD, ATC'23), and the summary
-// the reports print. Definitions: docs/simulator.md#metrics.
-// Thread-safety: plain values and pure functions (FragmentationProbe is read-only after
-// construction).
+// cluster (with the core's shape-aware fragmentation, core/topology/fragmentation.h), and the
+// summary the reports print. Definitions: docs/simulator.md#metrics.
+// Thread-safety: plain values and pure functions.
 #pragma once
 
 #include <array>
@@ -63,23 +62,6 @@ struct RunCounters {
   double slow_gpu_s = 0;
   uint64_t walltime_extensions = 0;
   Time end = 0;                 // last event time
-};
-
-// Popular job shapes (GPU counts) and their weights (sum 1), from a list of job sizes.
-std::vector<std::pair<uint32_t, double>> ShapeMix(const std::vector<uint32_t>& sizes);
-
-// Shape-aware fragmentation, FGD-style. For a job shape of g GPUs, each node's idle GPUs are
-// usable when the node's "home domain" for g (the node itself, or its lowest ancestor that holds
-// at least g GPUs in the empty cluster) has at least g free GPUs; otherwise they are fragments
-// for that shape. F = sum over shapes of weight x fragments(shape), in GPUs.
-class FragmentationProbe {
- public:
-  FragmentationProbe(const Topology& topo, std::vector<std::pair<uint32_t, double>> mix);
-  double FragmentedGpus(const Topology& topo) const;
-
- private:
-  std::vector<std::pair<uint32_t, double>> mix_;
-  std::vector<std::vector<DomainId>> home_;  // [shape][node]
 };
 
 // Per level, the most free GPUs inside one domain of that level (0 where the level is absent).

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "util/json.h"
+
 namespace phalanx {
 namespace {
 
@@ -12,19 +14,6 @@ std::string F(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
-}
-
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else out += c;
-  }
-  return out + "\"";
 }
 
 std::string Html(std::string_view s) {
@@ -138,15 +127,15 @@ std::string FormatTable(const ReportInfo& info, const std::vector<PolicyRun>& ru
 
 std::string FormatJson(const ReportInfo& info, const std::vector<PolicyRun>& runs) {
   std::ostringstream o;
-  o << "{\n  \"trace\": " << JsonString(info.trace) << ",\n  \"topology\": " << JsonString(info.topology)
-    << ",\n  \"settings\": " << JsonString(info.settings) << ",\n  \"jobs\": " << info.jobs << ",\n  \"gpus\": " << info.gpus
+  o << "{\n  \"trace\": " << JsonQuote(info.trace) << ",\n  \"topology\": " << JsonQuote(info.topology)
+    << ",\n  \"settings\": " << JsonQuote(info.settings) << ",\n  \"jobs\": " << info.jobs << ",\n  \"gpus\": " << info.gpus
     << ",\n  \"policies\": [";
   for (size_t k = 0; k < runs.size(); ++k) {
     const Summary& s = runs[k].summary;
     const RunCounters& c = runs[k].result.counters;
     o << (k ? "," : "") << "\n    {\n";
     auto kv = [&](const char* key, const std::string& v, bool last = false) { o << "      \"" << key << "\": " << v << (last ? "\n" : ",\n"); };
-    kv("policy", JsonString(s.policy));
+    kv("policy", JsonQuote(s.policy));
     kv("jobs", std::to_string(s.jobs));
     kv("finished", std::to_string(s.finished));
     kv("unfinished", std::to_string(s.unfinished));
@@ -171,7 +160,7 @@ std::string FormatJson(const ReportInfo& info, const std::vector<PolicyRun>& run
     bool first = true;
     for (int l = kLevelCount - 1; l >= 0; --l) {
       if (s.avg_largest_free[l] <= 0) continue;
-      lf += std::string(first ? "" : ", ") + JsonString(LevelName(static_cast<Level>(l))) + ": " + F(s.avg_largest_free[l], 2);
+      lf += std::string(first ? "" : ", ") + JsonQuote(LevelName(static_cast<Level>(l))) + ": " + F(s.avg_largest_free[l], 2);
       first = false;
     }
     kv("avg_largest_free", lf + "}");
@@ -187,7 +176,7 @@ std::string FormatJson(const ReportInfo& info, const std::vector<PolicyRun>& run
     std::string wb = "[";
     for (size_t b = 0; b < s.wait_by_size.size(); ++b) {
       const SizeBucket& x = s.wait_by_size[b];
-      wb += std::string(b ? ", " : "") + "{\"gpus\": " + JsonString(x.label) + ", \"jobs\": " + std::to_string(x.jobs) +
+      wb += std::string(b ? ", " : "") + "{\"gpus\": " + JsonQuote(x.label) + ", \"jobs\": " + std::to_string(x.jobs) +
             ", \"avg_wait_s\": " + F(x.avg_wait, 1) + ", \"max_wait_s\": " + F(x.max_wait, 0) + "}";
     }
     kv("wait_by_size", wb + "]", true);

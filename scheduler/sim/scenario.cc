@@ -1,12 +1,15 @@
 #include "sim/scenario.h"
 
-#include <charconv>
+#include <algorithm>
+#include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "core/sched/scheduler.h"
 #include "core/topology/node_models.h"
+#include "util/numbers.h"
 
 namespace phalanx {
 namespace {
@@ -42,6 +45,10 @@ class Runner {
       if (auto s = Line(words); !s) return std::unexpected(s.error());
     }
     if (!sched_) return Fail(std::string(file_), "no 'topology' line");
+    // Whole-run expectations: over every decision of the run, in file order.
+    for (const Expectation& e : expects_) {
+      if (auto s = CheckDecisions(e); !s) return std::unexpected(s.error());
+    }
     log_ << "final:";
     for (const auto& [id, job] : sched_->jobs()) {
       log_ << " " << id << "=" << JobStateName(job.state);
@@ -75,7 +82,13 @@ class Runner {
     if (w[0] == "limit") return Limit(w);
     if (w[0] == "shares") return Shares(w);
     if (w[0] == "at") return At(w);
-    return Err("unknown statement '" + std::string(w[0]) + "' (topology, policy, set, at)");
+    if (w[0] == "expect") {
+      auto e = ParseExpect(w, 1, false);
+      if (!e) return std::unexpected(e.error());
+      expects_.push_back(std::move(*e));
+      return {};
+    }
+    return Err("unknown statement '" + std::string(w[0]) + "' (topology, policy, set, limit, shares, at, expect)");
   }
 
   Status Set(const std::vector<std::string_view>& w) {
@@ -130,6 +143,7 @@ class Runner {
     if (w.size() < 3) return Err("usage: at TIME EVENT ...");
     auto t = Int("time", w[1]);
     if (!t) return std::unexpected(t.error());
+    if (w[2] == "expect") return AtExpect(w, *t);
     if (!sched_) {
       if (!topo_) return Err("'topology' must come before the first event");
       auto s = Scheduler::Create(std::move(*topo_), config_);
@@ -147,7 +161,10 @@ class Runner {
     }
     Status st;
     if (ev == "schedule") {
-      for (const Decision& d : sched_->Schedule(now)) Print(d);
+      for (const Decision& d : sched_->Schedule(now)) {
+        Print(d);
+        if (d.kind != DecisionKind::kWait) decisions_.push_back(d);
+      }
     } else if (ev == "submit") {
       auto spec = Spec(kv, flags, now);
       if (!spec) return std::unexpected(spec.error());
@@ -179,12 +196,254 @@ class Runner {
         return Err("unknown event '" + std::string(ev) + "'");
       }
     }
+    last_event_time_ = now;
+    last_event_where_ = where_;
+    last_event_refused_ = !st;
     if (!st) {
       // Refused events are part of the behaviour under test: log them.
       log_ << "t=" << now << " refused " << ev << ": " << st.error().ToString() << "\n";
     }
     if (std::string bad = sched_->CheckInvariants(); !bad.empty()) return Err("invariant broken:\n" + bad);
     return {};
+  }
+
+  // ---- expectations (docs/scheduling.md#expectations) -------------------------------------
+  // `expect KIND id=N ...` (whole run: checked after the last line against every decision) and
+  // `at T expect STATE id=N ...` (checked where it stands against the core's state). They print
+  // nothing: a regenerated .expected file cannot make a failing one pass.
+  struct Expectation {
+    std::string where;  // file:line
+    std::string text;   // the line as written
+    bool at_time = false;
+    // Whole-run forms.
+    DecisionKind kind = DecisionKind::kWait;
+    bool negated = false;  // no-KIND
+    Time from = std::numeric_limits<Time>::min(), to = std::numeric_limits<Time>::max();
+    std::optional<JobId> for_job;
+    std::optional<uint32_t> times;
+    // `at T` forms.
+    bool refused = false;  // at T expect refused
+    JobState state = JobState::kPending;
+    std::optional<WaitKind> wait;
+    std::optional<Time> predicted_start;
+    // Both.
+    JobId job = kNoJob;
+    std::optional<uint32_t> gpus;
+    DomainId on;
+  };
+
+  static std::string Join(const std::vector<std::string_view>& w) {
+    std::string out;
+    for (std::string_view x : w) out += (out.empty() ? "" : " ") + std::string(x);
+    return out;
+  }
+
+  // w[first] is the word after `expect`.
+  Result<Expectation> ParseExpect(const std::vector<std::string_view>& w, size_t first, bool at_time) {
+    Expectation e;
+    e.where = where_;
+    e.text = Join(w);
+    e.at_time = at_time;
+    const Topology* topo = sched_ ? &sched_->topology() : topo_.get();
+    if (!topo) return Err("'topology' must come before the first 'expect'");
+    if (w.size() <= first) return Err("usage: expect KIND id=N ... | at T expect STATE id=N ...");
+    std::string_view what = w[first];
+    static constexpr std::pair<std::string_view, DecisionKind> kKinds[] = {
+        {"start", DecisionKind::kStart},   {"checkpoint", DecisionKind::kCheckpoint}, {"preempt", DecisionKind::kPreempt},
+        {"resize", DecisionKind::kResize}, {"kill", DecisionKind::kKill}};
+    static constexpr std::pair<std::string_view, JobState> kStates[] = {
+        {"pending", JobState::kPending},     {"running", JobState::kRunning}, {"checkpointing", JobState::kCheckpointing},
+        {"completed", JobState::kCompleted}, {"failed", JobState::kFailed},   {"cancelled", JobState::kCancelled},
+        {"killed", JobState::kKilled}};
+    bool known = false;
+    if (at_time) {
+      if (what == "refused") {
+        if (w.size() != first + 1) return Err("usage: at T expect refused (nothing after it)");
+        e.refused = true;
+        return e;
+      }
+      for (const auto& [name, state] : kStates) {
+        if (what == name) {
+          e.state = state;
+          known = true;
+        }
+      }
+      if (!known) {
+        for (const auto& [name, kind] : kKinds) {
+          if (what == name || what == "no-" + std::string(name)) {
+            return Err("'" + std::string(what) + "' is a decision, checked over the whole run: write 'expect " +
+                       std::string(what) + " id=N at=T' without 'at T'");
+          }
+        }
+        return Err("unknown expectation 'at T expect " + std::string(what) +
+                   "' (a job state: pending, running, checkpointing, completed, failed, cancelled, killed; or refused)");
+      }
+    } else {
+      if (what.starts_with("no-")) {
+        e.negated = true;
+        what.remove_prefix(3);
+      }
+      for (const auto& [name, kind] : kKinds) {
+        if (what == name) {
+          e.kind = kind;
+          known = true;
+        }
+      }
+      if (!known) {
+        for (const auto& [name, state] : kStates) {
+          if (w[first] == name) return Err("'" + std::string(name) + "' is a job state, checked at a time: write 'at T expect " + std::string(name) + " id=N'");
+        }
+        return Err("unknown expectation 'expect " + std::string(w[first]) +
+                   "' (a decision: start, checkpoint, preempt, resize, kill, or no-KIND; job states take 'at T expect')");
+      }
+    }
+    const bool placed = at_time ? (e.state == JobState::kRunning || e.state == JobState::kCheckpointing)
+                                : (e.kind == DecisionKind::kStart || e.kind == DecisionKind::kResize);
+    const bool has_for = !at_time && (e.kind == DecisionKind::kCheckpoint || e.kind == DecisionKind::kPreempt ||
+                                      e.kind == DecisionKind::kResize);
+    std::map<std::string_view, bool> seen;
+    for (size_t i = first + 1; i < w.size(); ++i) {
+      auto [key, value] = KeyValue(w[i]);
+      if (w[i].find('=') == std::string_view::npos) return Err("expect: '" + std::string(w[i]) + "' is not KEY=VALUE");
+      if (seen[key]) return Err("expect: '" + std::string(key) + "=' given twice");
+      seen[key] = true;
+      auto unfit = [&] { return Err("expect: '" + std::string(key) + "=' does not apply to '" + std::string(w[first]) + "'"); };
+      if (key == "on") {
+        if (!placed) return unfit();
+        e.on = topo->find(value);
+        if (!e.on.valid()) return Err("expect: on=" + std::string(value) + ": no such domain or node in the topology");
+        continue;
+      }
+      if (key == "wait") {
+        if (!at_time || e.state != JobState::kPending) return unfit();
+        for (int k = 0; k <= static_cast<int>(WaitKind::kPreempting); ++k) {
+          if (WaitKindName(static_cast<WaitKind>(k)) == value) e.wait = static_cast<WaitKind>(k);
+        }
+        if (!e.wait) return Err("expect: wait=" + std::string(value) + ": not a wait reason (Priority, Resources, TopologyBlock, "
+                                "ReservedFor, UserLimit, AccountLimit, Held, Dependency, Unsatisfiable, Preempting)");
+        continue;
+      }
+      static constexpr std::string_view kIntKeys[] = {"id", "gpus", "start", "at", "at<", "at>", "before", "for", "times"};
+      if (std::find(std::begin(kIntKeys), std::end(kIntKeys), key) == std::end(kIntKeys)) {
+        return Err("expect: unknown field '" + std::string(key) + "'");
+      }
+      auto n = Int(key, value);
+      if (!n) return std::unexpected(n.error());
+      if (key == "id") {
+        if (*n <= 0) return Err("expect: id must be positive");
+        e.job = static_cast<JobId>(*n);
+      } else if (key == "gpus") {
+        if (!placed) return unfit();
+        e.gpus = static_cast<uint32_t>(*n);
+      } else if (key == "start") {
+        if (!at_time || e.state != JobState::kPending) return unfit();
+        e.predicted_start = *n;
+      } else if (key == "at" || key == "at<" || key == "at>" || key == "before") {
+        if (at_time) return unfit();
+        if (key != "at>") e.to = std::min(e.to, key == "before" ? *n - 1 : *n);
+        if (key == "at" || key == "at>") e.from = std::max(e.from, *n);
+      } else if (key == "for") {
+        if (!has_for) return unfit();
+        e.for_job = static_cast<JobId>(*n);
+      } else if (key == "times") {
+        if (at_time || e.negated) return unfit();
+        if (*n < 1) return Err("expect: times= must be at least 1 (write no-" + std::string(what) + " for none)");
+        e.times = static_cast<uint32_t>(*n);
+      }
+    }
+    if (e.job == kNoJob) return Err("expect: id=N is required");
+    if (e.from > e.to) return Err("expect: the time filters leave no time");
+    return e;
+  }
+
+  // at T expect ...: checked now, against the state the lines above left.
+  Status AtExpect(const std::vector<std::string_view>& w, Time t) {
+    if (!sched_) return Err("'at T expect' needs an event before it (for the whole run, write 'expect' without 'at T')");
+    if (t != last_event_time_) {
+      return Err("at " + std::to_string(t) + " expect: the last event was at " + std::to_string(last_event_time_) +
+                 "; the check sees the state those lines left, so write 'at " + std::to_string(last_event_time_) + " expect'");
+    }
+    auto e = ParseExpect(w, 3, true);
+    if (!e) return std::unexpected(e.error());
+    if (e->refused) {
+      if (last_event_refused_) return {};
+      return Fail(e->where, "expectation failed: '" + e->text + "'; saw: the event at " + last_event_where_ + " was accepted");
+    }
+    const JobRecord* job = sched_->job(e->job);
+    std::string why;
+    if (!job) {
+      why = "no job " + std::to_string(e->job) + " (never submitted, or its submit was refused)";
+    } else if (job->state != e->state) {
+      why = "its state";
+    } else if (e->gpus && job->gpus.size() != *e->gpus) {
+      why = "its GPU count";
+    } else if (e->on.valid() && !std::all_of(job->gpus.begin(), job->gpus.end(), [&](GpuId g) { return sched_->topology().contains(e->on, g); })) {
+      why = "where it runs";
+    } else if (e->wait && job->wait.kind != *e->wait) {
+      why = "its wait reason";
+    } else if (e->predicted_start && job->wait.predicted_start != *e->predicted_start) {
+      why = "its predicted start";
+    } else {
+      return {};
+    }
+    if (job) why = Describe(*job) + " (" + why + " differs)";
+    return Fail(e->where, "expectation failed: '" + e->text + "'; saw: " + why);
+  }
+
+  std::string Describe(const JobRecord& job) const {
+    std::string out = "job " + std::to_string(job.spec.id) + " " + std::string(JobStateName(job.state));
+    if (!job.gpus.empty()) {
+      out += " on " + FormatGpus(job.gpus, sched_->topology()) + " (" + std::to_string(job.gpus.size()) + " GPUs)";
+    }
+    if (job.state == JobState::kPending) out += ", wait " + job.wait.ToString();
+    return out;
+  }
+
+  // Whether a decision's reason names job `id` as the one it makes room for ("... for job 10 ...").
+  static bool ForJob(const std::string& reason, JobId id) {
+    const std::string needle = "for job " + std::to_string(id);
+    for (size_t p = reason.find(needle); p != std::string::npos; p = reason.find(needle, p + 1)) {
+      const size_t end = p + needle.size();
+      if (end == reason.size() || reason[end] < '0' || reason[end] > '9') return true;
+    }
+    return false;
+  }
+
+  Status CheckDecisions(const Expectation& e) const {
+    if (!sched_->job(e.job)) {
+      return Fail(e.where, "expectation failed: '" + e.text + "'; saw: no job " + std::to_string(e.job) +
+                               " (never submitted, or its submit was refused)");
+    }
+    const Topology& topo = sched_->topology();
+    std::vector<const Decision*> same_kind, matching;
+    for (const Decision& d : decisions_) {
+      if (d.job != e.job || d.kind != e.kind) continue;
+      same_kind.push_back(&d);
+      if (d.at < e.from || d.at > e.to) continue;
+      if (e.gpus && d.gpus.size() != *e.gpus) continue;
+      if (e.on.valid() && !std::all_of(d.gpus.begin(), d.gpus.end(), [&](GpuId g) { return topo.contains(e.on, g); })) continue;
+      if (e.for_job && !ForJob(d.reason, *e.for_job)) continue;
+      matching.push_back(&d);
+    }
+    const bool ok = e.negated ? matching.empty() : e.times ? matching.size() == *e.times : !matching.empty();
+    if (ok) return {};
+    // What was seen: for no-KIND the decisions that match; for times=N how many match, and
+    // which; otherwise every KIND decision of the job.
+    std::string saw;
+    auto list = [&](const std::vector<const Decision*>& ds) {
+      for (const Decision* d : ds) saw += (saw.empty() ? "" : "; ") + FormatDecision(*d, topo);
+    };
+    if (e.negated) {
+      list(matching);
+    } else if (e.times) {
+      saw = std::to_string(matching.size()) + " matching";
+      list(matching);
+    } else if (same_kind.empty()) {
+      saw = "no " + std::string(DecisionKindName(e.kind)) + " decision for job " + std::to_string(e.job);
+    } else {
+      list(same_kind);
+    }
+    return Fail(e.where, "expectation failed: '" + e.text + "'; saw: " + saw);
   }
 
   Result<JobSpec> Spec(std::map<std::string_view, std::string_view>& kv, const std::vector<std::string_view>& flags, Time now) {
@@ -266,12 +525,8 @@ class Runner {
     return {word.substr(0, eq), word.substr(eq + 1)};
   }
   Result<int64_t> Int(std::string_view field, std::string_view text) {
-    int64_t v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || ec != std::errc() || p != text.data() + text.size()) {
-      return Err(std::string(field) + ": '" + std::string(text) + "' is not an integer");
-    }
-    return v;
+    if (const auto v = ParseNumber<int64_t>(text)) return *v;
+    return Err(std::string(field) + ": '" + std::string(text) + "' is not an integer");
   }
   std::unexpected<Error> Err(std::string message) const { return Fail(where_, std::move(message)); }
 
@@ -282,6 +537,11 @@ class Runner {
   std::unique_ptr<Scheduler> sched_;
   std::ostringstream log_;
   std::map<JobId, std::string> last_wait_;
+  std::vector<Decision> decisions_;  // every decision but waits, for the expectations
+  std::vector<Expectation> expects_;  // whole-run ones, checked after the last line
+  Time last_event_time_ = 0;
+  std::string last_event_where_;
+  bool last_event_refused_ = false;
 };
 
 }  // namespace

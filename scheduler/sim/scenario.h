@@ -14,6 +14,8 @@ namespace phalanx {
 
 // Runs the script and returns the decision log. Parse errors and failed events name
 // `filename:line`. Every step also checks the scheduler's invariants and fails if one breaks.
+// `expect` lines (docs/scheduling.md#expectations) print nothing; a failing one fails the run,
+// naming its `filename:line`, the expectation and what was seen.
 Result<std::string> RunScenario(std::string_view text, std::string_view filename);
 
 }  // namespace phalanx

@@ -2,8 +2,6 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
-#include <bit>
-#include <charconv>
 #include <cmath>
 #include <map>
 #include <queue>
@@ -12,23 +10,12 @@
 
 #include "core/placement/placer.h"
 #include "core/sched/scheduler.h"
+#include "core/topology/fragmentation.h"
 #include "core/topology/topology.h"
+#include "sim/random.h"
 
 namespace phalanx {
 namespace {
-
-// splitmix64: a fixed, portable mix (std distributions differ between standard libraries).
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-// Uniform in [0, 1), a pure function of its arguments.
-double Uniform(uint64_t seed, uint64_t a, uint64_t b) {
-  const uint64_t h = Mix(Mix(Mix(seed) ^ a) ^ (b * 0x632be59bd9b4e019ull));
-  return static_cast<double>(h >> 11) * 0x1.0p-53;
-}
 
 enum class Ev : uint8_t {
   kEnd = 0,          // the job's work is done
@@ -77,12 +64,14 @@ class Sim {
     // Job specs first: the largest walltime raises the configured maximum (a modelling choice,
     // not a rule: the trace's jobs ran, so none may be refused for its length).
     std::vector<JobSpec> specs;
+    std::vector<Duration> ckpt_intervals;
     specs.reserve(trace_.jobs.size());
+    ckpt_intervals.reserve(trace_.jobs.size());
     for (size_t i = 0; i < trace_.jobs.size(); ++i) {
-      auto s = MakeJobSpec(trace_.jobs[i], i, opt_);
-      if (!s) return std::unexpected(s.error());
-      config.max_walltime = std::max(config.max_walltime, s->walltime);
-      specs.push_back(std::move(*s));
+      MappedJob m = MapTraceJob(trace_.jobs[i], i, opt_.seed, opt_.walltime, opt_.rules);
+      config.max_walltime = std::max(config.max_walltime, m.spec.walltime);
+      specs.push_back(std::move(m.spec));
+      ckpt_intervals.push_back(m.checkpoint_interval);
     }
     // Room for walltimes the runtime model extends (ExtendWalltime caps at this).
     if (opt_.comm_share > 0) config.max_walltime *= 4;
@@ -110,7 +99,7 @@ class Sim {
       sizes.push_back(tj.gpus);
       jobs_[i].work_total = static_cast<double>(tj.gpus) * static_cast<double>(std::max<Duration>(tj.duration, 1));
       jobs_[i].failure = StatusIsFailure(tj.status);
-      jobs_[i].ckpt_interval = ckpt_interval_[i];
+      jobs_[i].ckpt_interval = ckpt_intervals[i];
       jobs_[i].walltime0 = specs[i].walltime;
       JobOutcome& o = res_.jobs[i];
       o.id = tj.id;
@@ -181,10 +170,6 @@ class Sim {
     return std::move(res_);
   }
 
-  // Per-job checkpoint intervals come from the rules; MakeJobSpec does not carry them in the
-  // spec (the simulated job checkpoints on its own; the core is told with CheckpointDone).
-  std::vector<Duration> ckpt_interval_;
-
  private:
   void Push(Time t, Ev kind, size_t job, uint64_t gen) { heap_.push({t, kind, seq_++, job, gen}); }
   void Wake(Time t) {
@@ -207,7 +192,7 @@ class Sim {
         const std::string& name = t.domain(t.node_domain(NodeId(n))).name;
         Time at = 0;
         for (uint64_t k = 0;; ++k) {
-          const double u = Uniform(opt_.seed ^ 0x6e6f6465ull, n, k);
+          const double u = SeededUniform(opt_.seed ^ 0x6e6f6465ull, n, k);
           at += static_cast<Time>(std::ceil(-std::log1p(-u) * static_cast<double>(opt_.node_mtbf)));
           if (at > horizon_) break;
           nodes_.push_back({at, name, NodeState::kDown});
@@ -562,183 +547,14 @@ class Sim {
   std::map<JobId, std::string> last_wait_;
 };
 
-Result<double> Double(std::string_view what, std::string_view v) {
-  double d = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size()) return Fail("", std::string(what) + ": '" + std::string(v) + "' is not a number");
-  return d;
-}
-Result<int64_t> Int(std::string_view what, std::string_view v) {
-  int64_t d = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || d < 0) return Fail("", std::string(what) + ": '" + std::string(v) + "' is not a whole number >= 0");
-  return d;
-}
-
-bool Matches(const ClassRule& r, const TraceJob& j, size_t index, size_t rule, uint64_t seed) {
-  if (j.gpus < r.min_gpus || j.gpus > r.max_gpus) return false;
-  if (!r.user.empty() && r.user != j.user) return false;
-  if (r.share < 1.0 && Uniform(seed ^ 0x72756c65ull, rule, index) >= r.share) return false;
-  return true;
-}
-
 }  // namespace
 
-Result<ClassRule> ParseClassRule(std::string_view text) {
-  ClassRule r;
-  r.text = std::string(text);
-  const size_t colon = text.find(':');
-  if (colon == std::string_view::npos) return Fail("class rule '" + r.text + "'", "need CONDITIONS:SETTINGS, e.g. gpus>=64:class=high");
-  auto items = [](std::string_view s) {
-    std::vector<std::string_view> out;
-    while (!s.empty()) {
-      const size_t c = s.find(',');
-      out.push_back(s.substr(0, c));
-      s = c == std::string_view::npos ? std::string_view() : s.substr(c + 1);
-    }
-    return out;
-  };
-  const std::string where = "class rule '" + r.text + "'";
-  for (std::string_view c : items(text.substr(0, colon))) {
-    if (c == "all" || c.empty()) continue;
-    auto num = [&](std::string_view v) -> Result<uint32_t> {
-      auto n = Int(c, v);
-      if (!n) return Fail(where, n.error().message);
-      return static_cast<uint32_t>(*n);
-    };
-    if (c.starts_with("gpus>=")) {
-      auto n = num(c.substr(6));
-      if (!n) return std::unexpected(n.error());
-      r.min_gpus = *n;
-    } else if (c.starts_with("gpus<=")) {
-      auto n = num(c.substr(6));
-      if (!n) return std::unexpected(n.error());
-      r.max_gpus = *n;
-    } else if (c.starts_with("gpus=")) {
-      auto n = num(c.substr(5));
-      if (!n) return std::unexpected(n.error());
-      r.min_gpus = r.max_gpus = *n;
-    } else if (c.starts_with("user=")) {
-      r.user = std::string(c.substr(5));
-    } else if (c.starts_with("share=")) {
-      auto d = Double("share", c.substr(6));
-      if (!d || *d < 0 || *d > 1) return Fail(where, "share: a fraction in [0, 1]");
-      r.share = *d;
-    } else {
-      return Fail(where, "unknown condition '" + std::string(c) + "' (all, gpus>=N, gpus<=N, gpus=N, user=NAME, share=F)");
-    }
-  }
-  for (std::string_view s : items(text.substr(colon + 1))) {
-    const size_t eq = s.find('=');
-    if (eq == std::string_view::npos) return Fail(where, "setting '" + std::string(s) + "' needs KEY=VALUE");
-    const std::string_view k = s.substr(0, eq), v = s.substr(eq + 1);
-    if (k == "class") {
-      r.priority_class = std::string(v);
-    } else if (k == "preemptible") {
-      if (v != "yes" && v != "no") return Fail(where, "preemptible: yes or no");
-      r.preemptible = v == "yes";
-    } else if (k == "elastic") {
-      auto d = Double("elastic", v);
-      if (!d || *d <= 0 || *d >= 1) return Fail(where, "elastic: the minimum as a fraction of the size, 0 < F < 1");
-      r.elastic_min = *d;
-    } else if (k == "level" || k == "prefer") {
-      auto l = ParseLevel(v);
-      if (!l) return Fail(where, std::string(k) + ": unknown level '" + std::string(v) + "' (node, leaf, spine, ...)");
-      r.level = *l;
-      r.prefer = k == "prefer";
-    } else if (k == "gpn") {
-      auto n = Int(k, v);
-      if (!n || *n == 0) return Fail(where, "gpn: GPUs per node, a whole number > 0");
-      r.gpus_per_node = static_cast<uint32_t>(*n);
-    } else if (k == "ckpt" || k == "restart") {
-      auto n = Int(k, v);
-      if (!n) return Fail(where, n.error().message);
-      (k == "ckpt" ? r.checkpoint_interval : r.restart_cost) = *n;
-    } else {
-      return Fail(where, "unknown setting '" + std::string(k) + "' (class, preemptible, elastic, ckpt, restart, level, prefer, gpn)");
-    }
-  }
-  return r;
-}
-
-namespace {
-struct Applied {
-  JobSpec spec;
-  Duration ckpt = 0;
-};
-Result<Applied> Apply(const TraceJob& job, size_t index, const SimOptions& o) {
-  Applied a;
-  JobSpec& s = a.spec;
-  s.id = static_cast<JobId>(index + 1);
-  s.name = job.id;
-  s.user = job.user;
-  s.account = job.user;
-  s.submit = job.submit;
-  s.shape.gpus = job.gpus;
-  const double d = static_cast<double>(std::max<Duration>(job.duration, 1));
-  double wall = d;
-  switch (o.walltime.mode) {
-    case WalltimeModel::Mode::kExact: break;
-    case WalltimeModel::Mode::kFactor: wall = d * o.walltime.factor; break;
-    case WalltimeModel::Mode::kRandom: wall = d * (1.0 + (o.walltime.factor - 1.0) * Uniform(o.seed ^ 0x77616c6cull, index, 0)); break;
-    case WalltimeModel::Mode::kTrace: wall = job.timelimit > 0 ? std::max(d, static_cast<double>(job.timelimit)) : d; break;
-  }
-  double elastic_min = 0;
-  uint32_t gpn = 0;
-  for (size_t k = 0; k < o.rules.size(); ++k) {
-    const ClassRule& r = o.rules[k];
-    if (!Matches(r, job, index, k, o.seed)) continue;
-    if (r.priority_class) s.priority_class = *r.priority_class;
-    if (r.preemptible) s.preemptible = *r.preemptible;
-    if (r.elastic_min) elastic_min = *r.elastic_min;
-    if (r.checkpoint_interval) a.ckpt = *r.checkpoint_interval;
-    if (r.restart_cost) s.restart_cost = *r.restart_cost;
-    if (r.gpus_per_node) gpn = r.gpus_per_node;
-    if (r.level) {
-      s.shape.level = *r.level;
-      s.shape.fit = r.prefer ? FitMode::kPrefer : FitMode::kRequire;
-    }
-  }
-  if (elastic_min > 0 && job.gpus > 1) {
-    const uint32_t g = job.gpus;
-    uint32_t min = std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(elastic_min * g)));
-    if (std::has_single_bit(g)) {
-      s.step_kind = ElasticStep::kPowerOfTwo;
-      min = std::bit_ceil(min);
-    } else if (g % 4 == 0) {
-      s.step_kind = ElasticStep::kMultiple;
-      s.step = 4;
-      min = (min + 3) / 4 * 4;
-    }
-    if (min < g) {
-      s.min_gpus = min;
-      wall *= static_cast<double>(g) / static_cast<double>(min);  // enough time at the minimum size
-    }
-  }
-  if (gpn > 0 && s.min_gpus == 0 && job.gpus > gpn && job.gpus % gpn == 0) {
-    s.shape.nodes = job.gpus / gpn;
-    s.shape.gpus_per_node = gpn;
-  }
-  s.walltime = std::max<Duration>(o.walltime.minimum, static_cast<Duration>(std::ceil(wall - 1e-9)));
-  return a;
-}
-}  // namespace
-
-Result<JobSpec> MakeJobSpec(const TraceJob& job, size_t index, const SimOptions& options) {
-  auto a = Apply(job, index, options);
-  if (!a) return std::unexpected(a.error());
-  return std::move(a->spec);
+JobSpec MakeJobSpec(const TraceJob& job, size_t index, const SimOptions& options) {
+  return MapTraceJob(job, index, options.seed, options.walltime, options.rules).spec;
 }
 
 Result<SimResult> Simulate(const Trace& trace, const TopologySpec& topology, const SchedulerConfig& config, const SimOptions& options) {
-  Sim sim(trace, options);
-  sim.ckpt_interval_.resize(trace.jobs.size());
-  for (size_t i = 0; i < trace.jobs.size(); ++i) {
-    auto a = Apply(trace.jobs[i], i, options);
-    if (!a) return std::unexpected(a.error());
-    sim.ckpt_interval_[i] = a->ckpt;
-  }
-  return sim.Run(topology, config);
+  return Sim(trace, options).Run(topology, config);
 }
 
 }  // namespace phalanx

@@ -20,7 +20,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,50 +27,12 @@
 #include "core/sched/config.h"
 #include "core/sched/job.h"
 #include "core/topology/spec.h"
+#include "sim/class_rule.h"
+#include "sim/job_mapping.h"
 #include "sim/metrics.h"
 #include "sim/trace.h"
 
 namespace phalanx {
-
-// What a job asks for as walltime (the core kills a job at its walltime and plans backfill on it).
-struct WalltimeModel {
-  enum class Mode : uint8_t {
-    kExact,     // walltime = duration
-    kFactor,    // walltime = ceil(duration x factor)
-    kRandom,    // walltime = ceil(duration x u), u uniform in [1, factor], seeded per job
-    kTrace,     // the trace's Timelimit where known (at least the duration), else exact
-  };
-  Mode mode = Mode::kExact;
-  double factor = 2.0;
-  Duration minimum = 60;  // no job asks for less (short jobs round up)
-};
-
-// A rule mapping trace jobs to classes. A job matches when every given condition holds; all
-// matching rules apply in order, later ones overriding the fields they set.
-struct ClassRule {
-  // conditions
-  uint32_t min_gpus = 0, max_gpus = UINT32_MAX;
-  std::string user;            // empty: any user
-  double share = 1.0;          // only this (seeded random) fraction of the matching jobs
-  // what it sets
-  std::optional<std::string> priority_class;
-  std::optional<bool> preemptible;
-  std::optional<double> elastic_min;  // elastic with min = ceil(gpus x elastic_min) (0 < x < 1)
-  std::optional<Duration> checkpoint_interval;
-  std::optional<Duration> restart_cost;
-  std::optional<Level> level;         // the job must fit in one domain of this level (fit=require)
-  bool prefer = false;                // with level: prefer it instead of requiring it
-  uint32_t gpus_per_node = 0;         // > 0: whole-node shape (gpus/N nodes x N) when N divides
-                                      // gpus and gpus > N (not for elastic jobs)
-
-  std::string text;            // as given, for reports
-};
-// "gpus>=64:class=high", "user=vc_1,share=0.3:elastic=0.5,ckpt=3600", "all:preemptible=no".
-// Conditions: all, gpus>=N, gpus<=N, gpus=N, user=NAME, share=F. Settings: class=NAME,
-// preemptible=yes|no, elastic=F, ckpt=SECONDS, restart=SECONDS, level=node|leaf|... (must fit in
-// one domain of that level), prefer=LEVEL (prefers it), gpn=N (whole nodes of N GPUs). Fails
-// naming the bad part.
-Result<ClassRule> ParseClassRule(std::string_view text);
 
 // A node state change at a given time.
 struct NodeEvent {
@@ -125,8 +86,8 @@ struct SimResult {
 Result<SimResult> Simulate(const Trace& trace, const TopologySpec& topology, const SchedulerConfig& config,
                            const SimOptions& options);
 
-// The JobSpec the simulator submits for trace job `index` (walltime model and class rules
-// applied). Exposed for tests and for the direct-core comparison.
-Result<JobSpec> MakeJobSpec(const TraceJob& job, size_t index, const SimOptions& options);
+// The JobSpec the simulator submits for trace job `index` (MapTraceJob with the options' seed,
+// walltime model and class rules). Exposed for tests and for the direct-core comparison.
+JobSpec MakeJobSpec(const TraceJob& job, size_t index, const SimOptions& options);
 
 }  // namespace phalanx

@@ -1,49 +1,16 @@
 #include "sim/trace.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <map>
 #include <set>
 
+#include "util/duration.h"
+#include "util/numbers.h"
+#include "util/strings.h"
+
 namespace phalanx {
 namespace {
-
-std::vector<std::string_view> Split(std::string_view line, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    const size_t p = line.find(sep, start);
-    out.push_back(line.substr(start, p == std::string_view::npos ? std::string_view::npos : p - start));
-    if (p == std::string_view::npos) break;
-    start = p + 1;
-  }
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-template <typename T>
-bool ToInt(std::string_view s, T* out) {
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return !s.empty() && ec == std::errc() && p == s.data() + s.size();
-}
 
 // Lines with their 1-based numbers; a trailing '\r' is dropped, blank lines are skipped.
 struct Line {
@@ -72,10 +39,10 @@ std::string Where(std::string_view file, int line) { return std::string(file) + 
 class Columns {
  public:
   explicit Columns(const std::vector<std::string_view>& header) {
-    for (size_t i = 0; i < header.size(); ++i) index_[Lower(Trim(header[i]))] = i;
+    for (size_t i = 0; i < header.size(); ++i) index_[ToLower(Trim(header[i]))] = i;
   }
   int Find(std::string_view name) const {
-    auto it = index_.find(Lower(name));
+    auto it = index_.find(ToLower(name));
     return it == index_.end() ? -1 : static_cast<int>(it->second);
   }
   size_t size() const { return index_.size(); }
@@ -109,7 +76,7 @@ Result<uint32_t> GpusFromTres(std::string_view tres) {
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key != "gres/gpu" && !key.starts_with("gres/gpu:")) continue;
     uint32_t n = 0;
-    if (!ToInt(value, &n)) return Fail("", "'" + std::string(item) + "': GPU count is not a whole number");
+    if (!ParseNumber(value, &n)) return Fail("", "'" + std::string(item) + "': GPU count is not a whole number");
     if (key == "gres/gpu") {
       untyped = n;
       have_untyped = true;
@@ -123,7 +90,7 @@ Result<uint32_t> GpusFromTres(std::string_view tres) {
 }  // namespace
 
 bool StatusIsFailure(std::string_view status) {
-  const std::string s = Upper(status);
+  const std::string s = ToUpper(status);
   for (const char* f : {"FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "KILLED", "PREEMPTED", "BOOT_FAIL", "DEADLINE"}) {
     if (s.starts_with(f)) return true;
   }
@@ -135,8 +102,8 @@ Result<int64_t> ParseIsoTime(std::string_view text) {
   auto bad = [&] { return Fail("", "'" + std::string(s) + "' is not a time YYYY-MM-DDTHH:MM:SS"); };
   if (s.size() != 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != ' ') || s[13] != ':' || s[16] != ':') return bad();
   int64_t y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
-  if (!ToInt(s.substr(0, 4), &y) || !ToInt(s.substr(5, 2), &mo) || !ToInt(s.substr(8, 2), &d) || !ToInt(s.substr(11, 2), &h) ||
-      !ToInt(s.substr(14, 2), &mi) || !ToInt(s.substr(17, 2), &se)) {
+  if (!ParseNumber(s.substr(0, 4), &y) || !ParseNumber(s.substr(5, 2), &mo) || !ParseNumber(s.substr(8, 2), &d) ||
+      !ParseNumber(s.substr(11, 2), &h) || !ParseNumber(s.substr(14, 2), &mi) || !ParseNumber(s.substr(17, 2), &se)) {
     return bad();
   }
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return bad();
@@ -150,31 +117,15 @@ Result<int64_t> ParseIsoTime(std::string_view text) {
   return days * 86400 + h * 3600 + mi * 60 + se;
 }
 
-Result<Duration> ParseSlurmDuration(std::string_view text) {
+Result<Duration> ParseSacctDuration(std::string_view text) {
   std::string_view s = Trim(text);
-  const std::string up = Upper(s);
+  const std::string up = ToUpper(s);
   if (up == "UNLIMITED" || up == "PARTITION_LIMIT" || up == "INVALID" || s.empty()) return Duration{0};
-  auto bad = [&] { return Fail("", "'" + std::string(s) + "' is not a duration [D-]HH:MM:SS"); };
-  int64_t days = 0;
-  if (const size_t dash = s.find('-'); dash != std::string_view::npos) {
-    if (!ToInt(s.substr(0, dash), &days) || days < 0) return bad();
-    s = s.substr(dash + 1);
+  // Seconds may carry a fraction (Elapsed of some versions): dropped.
+  if (const size_t dot = s.rfind('.'); dot != std::string_view::npos && s.find(':', dot) == std::string_view::npos) {
+    s = s.substr(0, dot);
   }
-  const auto parts = Split(s, ':');
-  if (parts.empty() || parts.size() > 3) return bad();
-  int64_t v[3] = {0, 0, 0};
-  for (size_t i = 0; i < parts.size(); ++i) {
-    // Seconds may carry a fraction (Elapsed of some versions): dropped.
-    std::string_view p = parts[i];
-    if (i + 1 == parts.size()) p = p.substr(0, p.find('.'));
-    if (!ToInt(p, &v[i]) || v[i] < 0) return bad();
-  }
-  int64_t h = 0, m = 0, sec = 0;
-  if (parts.size() == 3) h = v[0], m = v[1], sec = v[2];
-  else if (parts.size() == 2) m = v[0], sec = v[1];
-  else if (days > 0) h = v[0];  // D-HH
-  else m = v[0];                // MM (Slurm's bare number is minutes)
-  return days * 86400 + h * 3600 + m * 60 + sec;
+  return ParseSlurmDuration(s);
 }
 
 Result<Trace> ReadTraceCsv(std::string_view text, std::string_view filename) {
@@ -200,11 +151,11 @@ Result<Trace> ReadTraceCsv(std::string_view text, std::string_view filename) {
     j.line = lines[i].number;
     j.id = std::string(Trim(f[c_id]));
     if (j.id.empty()) return Fail(where, "empty job_id");
-    if (!ToInt(Trim(f[c_submit]), &j.submit) || j.submit < 0) return Fail(where, "submit_s: '" + std::string(f[c_submit]) + "' is not a whole number >= 0");
-    if (!ToInt(Trim(f[c_gpus]), &j.gpus)) return Fail(where, "gpus: '" + std::string(f[c_gpus]) + "' is not a whole number");
-    if (!ToInt(Trim(f[c_dur]), &j.duration)) return Fail(where, "duration_s: '" + std::string(f[c_dur]) + "' is not a whole number");
+    if (!ParseNumber(Trim(f[c_submit]), &j.submit) || j.submit < 0) return Fail(where, "submit_s: '" + std::string(f[c_submit]) + "' is not a whole number >= 0");
+    if (!ParseNumber(Trim(f[c_gpus]), &j.gpus)) return Fail(where, "gpus: '" + std::string(f[c_gpus]) + "' is not a whole number");
+    if (!ParseNumber(Trim(f[c_dur]), &j.duration)) return Fail(where, "duration_s: '" + std::string(f[c_dur]) + "' is not a whole number");
     j.user = c_user >= 0 ? std::string(Trim(f[c_user])) : "NA";
-    j.status = c_status >= 0 ? Upper(Trim(f[c_status])) : "NA";
+    j.status = c_status >= 0 ? ToUpper(Trim(f[c_status])) : "NA";
     if (j.user.empty()) j.user = "NA";
     if (j.status.empty()) j.status = "NA";
     if (auto s = CheckJob(j, seen, where); !s) return std::unexpected(s.error());
@@ -248,7 +199,7 @@ Result<Trace> ReadSacct(std::string_view text, std::string_view filename) {
     j.line = lines[i].number;
     j.id = std::string(id);
     j.user = c_user >= 0 && !Trim(f[c_user]).empty() ? std::string(Trim(f[c_user])) : "NA";
-    j.status = c_state >= 0 ? Upper(Trim(f[c_state])) : "NA";
+    j.status = c_state >= 0 ? ToUpper(Trim(f[c_state])) : "NA";
     if (const size_t sp = j.status.find(' '); sp != std::string::npos) j.status.resize(sp);  // "CANCELLED by 123"
     auto gpus = GpusFromTres(c_tres >= 0 ? f[c_tres] : std::string_view());
     if (!gpus) return Fail(where, "AllocTRES: " + gpus.error().message);
@@ -264,7 +215,7 @@ Result<Trace> ReadSacct(std::string_view text, std::string_view filename) {
     auto submit = ParseIsoTime(f[c_submit]);
     if (!submit) return Fail(where, "Submit: " + submit.error().message);
     j.submit = *submit;
-    const std::string start_up = Upper(Trim(f[c_start]));
+    const std::string start_up = ToUpper(Trim(f[c_start]));
     if (start_up == "UNKNOWN" || start_up == "NONE" || start_up.empty()) {
       ++t.skipped_not_run;
       continue;
@@ -272,7 +223,7 @@ Result<Trace> ReadSacct(std::string_view text, std::string_view filename) {
     auto start = ParseIsoTime(f[c_start]);
     if (!start) return Fail(where, "Start: " + start.error().message);
     if (c_end >= 0) {
-      const std::string end_up = Upper(Trim(f[c_end]));
+      const std::string end_up = ToUpper(Trim(f[c_end]));
       if (end_up == "UNKNOWN" || end_up == "NONE" || end_up.empty()) {
         ++t.skipped_not_run;
         continue;
@@ -281,12 +232,12 @@ Result<Trace> ReadSacct(std::string_view text, std::string_view filename) {
       if (!end) return Fail(where, "End: " + end.error().message);
       j.duration = *end - *start;
     } else {
-      auto e = ParseSlurmDuration(f[c_elapsed]);
+      auto e = ParseSacctDuration(f[c_elapsed]);
       if (!e) return Fail(where, "Elapsed: " + e.error().message);
       j.duration = *e;
     }
     if (c_limit >= 0) {
-      auto l = ParseSlurmDuration(f[c_limit]);
+      auto l = ParseSacctDuration(f[c_limit]);
       if (!l) return Fail(where, "Timelimit: " + l.error().message);
       j.timelimit = *l;
     }

@@ -6,8 +6,9 @@
 //  * Slurm `sacct --parsable2` output ('|'-separated), with the columns JobID, Submit, Start,
 //    End (or Elapsed), AllocTRES or ReqTRES (gres/gpu=N or gres/gpu:TYPE=N), and optionally
 //    User, State, Timelimit, found by name. Times are YYYY-MM-DDTHH:MM:SS (UTC assumed);
-//    Elapsed/Timelimit are [D-]HH:MM:SS, MM:SS or UNLIMITED. Job steps (123.batch, 123.0,
-//    123.extern) are skipped, as are jobs without GPUs or that never started/ended (counted).
+//    Elapsed/Timelimit are Slurm durations (util/duration.h: "0-05" is 5 hours) or UNLIMITED.
+//    Job steps (123.batch, 123.0, 123.extern) are skipped, as are jobs without GPUs or that never
+//    started/ended (counted).
 // Jobs come out sorted by submit time (stable), with submit times relative to the earliest.
 //
 // Errors name `file:line` and the column: a malformed number or time, a wrong column count, a
@@ -60,6 +61,8 @@ bool StatusIsFailure(std::string_view status);
 
 // Parsing helpers, exposed for tests. Fail with a message naming the text.
 Result<int64_t> ParseIsoTime(std::string_view text);      // YYYY-MM-DDTHH:MM:SS -> Unix seconds
-Result<Duration> ParseSlurmDuration(std::string_view text);  // [D-]HH:MM:SS, MM:SS; UNLIMITED -> 0
+// sacct's Elapsed/Timelimit: a Slurm duration (ParseSlurmDuration, util/duration.h), around
+// spaces; a fraction of a second dropped; UNLIMITED, Partition_Limit, INVALID or empty -> 0.
+Result<Duration> ParseSacctDuration(std::string_view text);
 
 }  // namespace phalanx

@@ -4,7 +4,7 @@
 // per node, declared GPUs, jobs are `sleep`), then submits PHALANX_CRASH_JOBS (2,000) uniquely
 // named jobs from several threads, each with its own connection, paced over about 12 s, while
 // the main thread SIGKILLs phalanxd at seeded random moments (mostly 100-400 ms after its
-// start, sometimes 1-2.5 s so that agents re-register and jobs run) and restarts it on the same
+// start, sometimes 1.5-3 s so that agents re-register and jobs run) and restarts it on the same
 // store each time (short lives go on after the submissions until there were 8 kills). A
 // submission is recorded only when it was acknowledged; a failed one is retried under a new
 // name (its outcome is unknown: it may or may not be stored). The scheduler runs FIFO here so
@@ -26,11 +26,19 @@
 //     PRAGMA integrity_check and has every acknowledged job with its spec and launch info.
 //
 // Printed: the seed, kills, acknowledged and failed submissions, job states, launches seen,
-// and jobs that ran but ended "failed" (see the disabled test at the end: a part that ends
-// while phalanxd is down is reported lost); PHALANX_CRASH_STRICT=1 fails on those.
-// PHALANX_CRASH_SEED=N reproduces a kill schedule (the interleaving is still the machine's);
+// and the failed jobs by reason. Also asserted:
+//   - with PHALANX_CRASH_STRICT=1 (until the open bug below is fixed; else printed), no job ran and ended failed: every job is a `sleep` that exits 0, so a job ends failed
+//     only when its outcome was lost in a crash. A failed job whose process was seen (by the
+//     sampler) on the node its failure names ran there, and its exit 0 must not be lost
+//     (4dae593: a part that ends while phalanxd is down used to make its job "lost"). A failed
+//     job never seen on that node is only counted: a launch decided but not delivered before the
+//     kill is lost by design (docs/daemon.md, "Kept across a restart");
+//   - at least 5 kills hit a daemon that had acknowledged submissions (a life counts when a
+//     Submit was sent and answered within it), so the kills overlap the submissions.
+// PHALANX_CRASH_SEED=N picks the kill schedule (default 1, so that CI runs one schedule; the
+// interleaving is still the machine's; bench/run_crash_soak.sh runs random seeds);
 // PHALANX_CRASH_JOBS=N changes the number of jobs; PHALANX_CRASH_KEEP=1 keeps the directory
-// (store, logs, agents' state dirs). Fewer than 5 kills fails the test.
+// (store, logs, agents' state dirs).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
@@ -351,6 +359,16 @@ std::string Diff(const google::protobuf::Message& a, const google::protobuf::Mes
   return d.Compare(a, b) ? std::string() : report;
 }
 
+// The node a failed job's reason names ("lost: the agent on node3 registered without it",
+// "exit 1 on node2"); "" when none.
+std::string NodeOfFailure(const std::string& reason) {
+  const size_t at = reason.rfind(" on node");
+  if (at == std::string::npos) return {};
+  size_t end = at + 8;
+  while (end < reason.size() && reason[end] >= '0' && reason[end] <= '9') ++end;
+  return reason.substr(at + 4, end - at - 4);
+}
+
 std::string GpuKey(const v1::GpuRef& g) { return g.node() + ":" + std::to_string(g.index()); }
 
 // Running and checkpointing jobs; empty optional when the daemon did not answer.
@@ -378,7 +396,7 @@ std::string OverlappingGpus(const std::vector<v1::Job>& jobs) {
 }
 
 TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
-  const uint64_t seed = EnvU64("PHALANX_CRASH_SEED", static_cast<uint64_t>(std::random_device{}()) & 0xffffff);
+  const uint64_t seed = EnvU64("PHALANX_CRASH_SEED", 1);  // fixed: CI runs one schedule (random ones: bench/run_crash_soak.sh)
   const uint64_t total = EnvU64("PHALANX_CRASH_JOBS", 2000);
   const double spread_s = 12.0;  // submissions are paced over this long
   std::printf("PHALANX_CRASH_SEED=%llu jobs=%llu\n", static_cast<unsigned long long>(seed), static_cast<unsigned long long>(total));
@@ -393,6 +411,7 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
   std::mutex mu;
   std::vector<std::string> violations;
   std::map<uint64_t, std::set<uint64_t>> launches_seen;  // job -> launches ever seen
+  std::map<uint64_t, std::set<std::string>> nodes_seen;  // job -> nodes where a process of it was seen
   size_t samples = 0, max_alive = 0, alloc_checks = 0;
   std::vector<Ack> acks;
   std::set<std::string> attempted;
@@ -401,6 +420,10 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
   std::atomic<int> submitters_left{kSubmitters};
   const auto submit_start = Clock::now();
   std::atomic<bool> give_up{false};        // a fatal failure: threads end
+  // Which daemon life this is (0, 1, ...): bumped after each kill, before the next start, so a
+  // Submit sent and answered within one value was answered by that life's daemon.
+  std::atomic<int> life{0};
+  std::set<int> lives_with_acks;
   std::atomic<bool> stop_watchers{false};
   std::vector<std::thread> submitters, watchers;
   // Whatever ends the test (an ASSERT too), no thread is left joinable.
@@ -433,11 +456,14 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
           grpc::ClientContext ctx;
           ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
           v1::SubmitResponse resp;
+          const int sent_in = life.load();
           const grpc::Status st = stub->Submit(&ctx, req, &resp);
+          const int answered_in = life.load();
           {
             std::lock_guard lock(mu);
             if (st.ok()) {
               acks.push_back(Ack{resp.job_id(), slot, req.spec()});
+              if (sent_in == answered_in) lives_with_acks.insert(sent_in);
               break;
             }
             ++failures[st.error_code()];
@@ -468,7 +494,10 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
       ++samples;
       max_alive = std::max(max_alive, procs.size());
       for (const auto& [job, ps] : by_job) {
-        for (const JobProc* p : ps) launches_seen[job].insert(p->launch);
+        for (const JobProc* p : ps) {
+          launches_seen[job].insert(p->launch);
+          nodes_seen[job].insert(p->node);
+        }
         for (const JobProc* a : ps) {
           for (const JobProc* b : ps) {
             if (a->launch < b->launch && StillSame(*a) && StillSame(*b) && violations.size() < 20)
@@ -517,6 +546,7 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
     if (submitters_left == 0 && kills >= kMinKills) break;
     rig.KillDaemon();
     ++kills;
+    ++life;
     long_lives += long_life ? 1 : 0;
     ASSERT_NO_FATAL_FAILURE(rig.StartDaemon());
   }
@@ -524,6 +554,7 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
   // The last restart: everything below is checked against what the store recovered.
   rig.KillDaemon();
   ++kills;
+  ++life;
   ASSERT_NO_FATAL_FAILURE(rig.StartDaemon());
   const double submit_s = Since(submit_start);
 
@@ -572,7 +603,7 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
 
   // ---- every acknowledged job, with its spec ----
   ASSERT_EQ(acks.size(), total);
-  std::set<uint64_t> acked_ids;
+  std::set<uint64_t> acked_ids, acked_lost_daemon, acked_lost_store;  // lost: acknowledged, then missing
   for (const Ack& a : acks) {
     EXPECT_TRUE(acked_ids.insert(a.id).second) << "job id " << a.id << " acknowledged twice";
     grpc::ClientContext ctx;
@@ -583,6 +614,7 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
     const grpc::Status st = jobs->Get(&ctx, req, &got);
     if (!st.ok()) {
       ADD_FAILURE() << "acknowledged job " << a.id << " (" << a.spec.name() << "): " << st.error_message();
+      acked_lost_daemon.insert(a.id);
       continue;
     }
     const std::string diff = Diff(a.spec, got.spec());
@@ -590,6 +622,7 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
   }
   std::map<v1::JobState, int> by_state;
   std::map<std::string, int> failed_reasons;
+  std::vector<std::string> ran_and_failed;  // failed jobs whose process was seen on the node the failure names
   size_t stored_unacked = 0;
   {
     grpc::ClientContext ctx;
@@ -603,15 +636,28 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
       if (j.state() == v1::JOB_STATE_FAILED) {
         std::lock_guard lock(mu);
         const std::string why = j.reason().substr(0, j.reason().find(':'));
-        ++failed_reasons[why + (launches_seen.contains(j.id()) ? " (its process was seen running)" : " (never seen running)")];
+        const std::string node = NodeOfFailure(j.reason());
+        const bool seen = launches_seen.contains(j.id());
+        // No node named: any sighting counts.
+        const bool ran_there = node.empty() ? seen : seen && nodes_seen[j.id()].contains(node);
+        ++failed_reasons[why + (ran_there ? " (its process was seen running there)"
+                                : seen    ? " (seen running on another node only)"
+                                          : " (never seen running)")];
+        if (ran_there)
+          ran_and_failed.push_back("job " + std::to_string(j.id()) + " (" + j.spec().name() + ", nodes seen:" + [&] {
+            std::string n;
+            for (const std::string& x : nodes_seen[j.id()]) n += " " + x;
+            return n;
+          }() + "): " + j.reason());
       }
       EXPECT_TRUE(names.insert(j.spec().name()).second) << "name " << j.spec().name() << " stored twice";
       EXPECT_TRUE(attempted.contains(j.spec().name())) << "job " << j.id() << " (" << j.spec().name() << ") was never submitted";
       if (!acked_ids.contains(j.id())) ++stored_unacked;
     }
     for (uint64_t id : acked_ids) {
-      EXPECT_TRUE(std::any_of(resp.jobs().begin(), resp.jobs().end(), [id](const v1::Job& j) { return j.id() == id; }))
-          << "acknowledged job " << id << " not listed";
+      const bool listed = std::any_of(resp.jobs().begin(), resp.jobs().end(), [id](const v1::Job& j) { return j.id() == id; });
+      EXPECT_TRUE(listed) << "acknowledged job " << id << " not listed";
+      if (!listed) acked_lost_daemon.insert(id);
     }
   }
 
@@ -707,6 +753,7 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
     auto it = stored.find(a.id);
     if (it == stored.end()) {
       ADD_FAILURE() << "acknowledged job " << a.id << " is not in the store";
+      acked_lost_store.insert(a.id);
       continue;
     }
     EXPECT_EQ(it->second->spec.name, a.spec.name());
@@ -726,13 +773,17 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
     launches += ls.size();
     relaunched += ls.size() > 1 ? 1 : 0;
   }
+  // Lives 0 .. kills-1 were killed; the last one (kills) was stopped with SIGTERM.
+  const int acked_kills =
+      static_cast<int>(std::count_if(lives_with_acks.begin(), lives_with_acks.end(), [&](int l) { return l < kills; }));
   std::printf(
-      "kills: %d (%d long lives), acknowledged: %zu, failed attempts: %d, stored but unacknowledged: %zu\n"
+      "kills: %d (%d long lives, %d of a daemon that had acknowledged submissions), acknowledged: %zu, failed attempts: %d, "
+      "stored but unacknowledged: %zu\n"
       "job states at the end: pending %d, running %d, completed %d, failed %d, cancelled %d, killed %d\n"
       "launches seen alive: %zu (jobs seen: %zu, with 2+ launches over time: %zu), most processes at once: %zu, "
       "samples: %zu, allocation checks: %zu\n"
       "running at the quiescent check: %zu, agent restarts: %d; submission phase %.1f s, total %.1f s\n",
-      kills, long_lives, acks.size(), [&] {
+      kills, long_lives, acked_kills, acks.size(), [&] {
         int n = 0;
         for (const auto& [code, c] : failures) n += c;
         return n;
@@ -742,10 +793,22 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
       launches_seen.size(), relaunched, max_alive, samples, alloc_checks, running_at_check, agent_restarts, submit_s, Since(t0));
   for (const auto& [code, c] : failures) std::printf("  failed submissions with status %d: %d\n", code, c);
   for (const auto& [why, c] : failed_reasons) std::printf("  failed jobs, %s: %d\n", why.c_str(), c);
-  EXPECT_GE(kills, 5) << "too few kills to mean anything";
+  std::printf("acknowledged jobs lost: %zu in the daemon, %zu in the store; jobs that ran and ended failed: %zu\n",
+              acked_lost_daemon.size(), acked_lost_store.size(), ran_and_failed.size());
+  EXPECT_GE(acked_kills, 5) << "too few kills of a daemon that had acknowledged submissions (" << kills
+                            << " kills in all): the kills did not overlap the submissions";
+  std::string ran_and_failed_list;
+  for (size_t i = 0; i < ran_and_failed.size() && i < 20; ++i) ran_and_failed_list += "\n  " + ran_and_failed[i];
+  // Asserted only with PHALANX_CRASH_STRICT=1 until the agent keeps an ended part until the daemon
+  // has stored its outcome: today Agent::OnDelivered forgets it once the exit report is written
+  // to the stream, so a daemon killed between the write and its commit loses that exit (1-5 jobs
+  // a run at seed 1; with the Forget removed, 0). bench/run_crash_soak.sh counts them.
   if (getenv("PHALANX_CRASH_STRICT") != nullptr) {
-    for (const auto& [why, c] : failed_reasons)
-      EXPECT_TRUE(why.find("seen running") == std::string::npos) << c << " jobs that ran `sleep` (exit 0) ended failed: " << why;
+    EXPECT_TRUE(ran_and_failed.empty()) << ran_and_failed.size() << " jobs ran `sleep` (exit 0) and ended failed:"
+                                        << ran_and_failed_list;
+  } else if (!ran_and_failed.empty()) {
+    std::printf("known open bug (PHALANX_CRASH_STRICT=1 fails on it): %zu jobs ran and ended failed:%s\n",
+                ran_and_failed.size(), ran_and_failed_list.c_str());
   }
   EXPECT_GT(launches, 0u) << "no job ever ran: the agents never got work";
 }

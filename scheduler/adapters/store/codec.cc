@@ -1,11 +1,11 @@
 #include "adapters/store/codec.h"
 
-#include <charconv>
 #include <limits>
 #include <type_traits>
 #include <utility>
 
 #include "core/topology/level.h"
+#include "util/numbers.h"
 
 namespace phalanx::store {
 namespace {
@@ -20,15 +20,6 @@ int HexDigit(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-// Parses a whole decimal integer of type T (no sign for unsigned types, no spaces).
-template <typename T>
-bool ParseInt(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, *out);
-  return ec == std::errc() && p == end;
 }
 
 // The spec's fields, in their one encoding order.
@@ -97,7 +88,7 @@ Result<std::vector<GpuId>> DecodeGpus(std::string_view text) {
     const std::string_view item = text.substr(0, comma);
     const size_t dash = item.find('-');
     uint32_t lo = 0, hi = 0;
-    if (!ParseInt(item.substr(0, dash), &lo) || (dash != std::string_view::npos && !ParseInt(item.substr(dash + 1), &hi)))
+    if (!ParseNumber(item.substr(0, dash), &lo) || (dash != std::string_view::npos && !ParseNumber(item.substr(dash + 1), &hi)))
       return Fail("", "bad GPU list item '" + std::string(item) + "'");
     if (dash == std::string_view::npos) hi = lo;
     // A run is only ever written for consecutive ascending indices, at least two of them.
@@ -129,7 +120,7 @@ Result<std::vector<JobId>> DecodeJobIds(std::string_view text) {
   while (!text.empty()) {
     const size_t comma = text.find(',');
     JobId id = 0;
-    if (!ParseInt(text.substr(0, comma), &id)) return Fail("", "bad job id '" + std::string(text.substr(0, comma)) + "'");
+    if (!ParseNumber(text.substr(0, comma), &id)) return Fail("", "bad job id '" + std::string(text.substr(0, comma)) + "'");
     out.push_back(id);
     if (comma == std::string_view::npos) break;
     text.remove_prefix(comma + 1);
@@ -203,7 +194,7 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
     return {};
   };
   const auto num = [&](size_t i, auto* out) -> Status {
-    if (!ParseInt(values[i], out)) return Fail(where(i), "bad number '" + Escape(values[i]) + "'");
+    if (!ParseNumber(values[i], out)) return Fail(where(i), "bad number '" + Escape(values[i]) + "'");
     return {};
   };
   const auto flag = [&](size_t i, bool* out) -> Status {
@@ -228,7 +219,7 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
   const std::string_view step = values[13];
   const size_t colon = step.find(':');
   auto step_kind = ParseElasticStep(step.substr(0, colon));
-  if (!step_kind || colon == std::string_view::npos || !ParseInt(step.substr(colon + 1), &s.step))
+  if (!step_kind || colon == std::string_view::npos || !ParseNumber(step.substr(colon + 1), &s.step))
     return Fail(where(13), "expected KIND:N, found '" + Escape(step) + "'");
   s.step_kind = *step_kind;
   if (!(st = num(14, &s.walltime))) return std::unexpected(st.error());
@@ -244,7 +235,7 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
   s.after_ok = std::move(*after);
   if (!(st = num(20, &s.submit))) return std::unexpected(st.error());
   // Written only when not 0, so "grace=0" is not the one encoding of any spec.
-  if (grace && (!ParseInt(*grace, &s.checkpoint_grace) || s.checkpoint_grace == 0))
+  if (grace && (!ParseNumber(*grace, &s.checkpoint_grace) || s.checkpoint_grace == 0))
     return Fail("spec.grace", "bad number '" + Escape(*grace) + "'");
   return s;
 }

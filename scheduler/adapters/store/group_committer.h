@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "adapters/store/store.h"
-#include "adapters/store/thread_annotations.h"
+#include "util/thread_annotations.h"
 
 namespace phalanx::store {
 

@@ -6,22 +6,11 @@
 #include <optional>
 #include <string>
 
+#include "util/numbers.h"
+#include "util/strings.h"
+
 namespace phalanx {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  }
-  return true;
-}
 
 // GB/s per one unit of `unit`, or nullopt. The SI prefix is case-insensitive (K/k, M/m, G/g,
 // T/t); the b/B of bits/bytes is not, since it changes the value eightfold.
@@ -54,8 +43,6 @@ std::optional<double> InfinibandRate(std::string_view name) {
   return std::nullopt;
 }
 
-std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
-
 }  // namespace
 
 Result<double> ParseBandwidth(std::string_view text, std::string_view where, std::string_view default_unit) {
@@ -69,12 +56,11 @@ Result<double> ParseBandwidth(std::string_view text, std::string_view where, std
     const std::string_view count_text = Trim(t.substr(0, x));
     const std::string_view name = Trim(t.substr(x + 1));
     if (auto rate = InfinibandRate(name)) {
-      int count = 0;
-      auto [end, ec] = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
-      if (ec != std::errc() || end != count_text.data() + count_text.size() || count < 1 || count > 1024) {
+      const auto count = ParseNumber<int>(count_text);
+      if (!count || *count < 1 || *count > 1024) {
         return Fail(w, "bad lane multiplier " + Quote(count_text) + " in bandwidth " + Quote(t) + " (expected e.g. 2xNDR)");
       }
-      return count * *rate;
+      return *count * *rate;
     }
   }
 

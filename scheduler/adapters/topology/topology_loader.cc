@@ -1,6 +1,5 @@
 #include "adapters/topology/topology_loader.h"
 
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include "adapters/topology/topology_reader_slurm.h"
 #include "adapters/topology/topology_reader_yaml.h"
 #include "core/topology/node_models.h"
+#include "util/strings.h"
 
 namespace phalanx {
 namespace {
@@ -27,23 +27,6 @@ Result<std::string> ReadFile(const std::string& path) {
   std::string text = std::move(ss).str();
   if (text.size() > kMaxFileBytes) return Fail(path, "file larger than 256 MiB");
   return text;
-}
-
-std::string_view TrimLeft(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n' || s.front() == '\f')) s.remove_prefix(1);
-  return s;
-}
-
-bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(s[i])) != std::tolower(static_cast<unsigned char>(prefix[i]))) return false;
-  }
-  return true;
-}
-
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
 std::string FileStem(std::string_view path) {
@@ -101,7 +84,7 @@ Result<TopologyFormat> SniffTopologyFormat(std::string_view path, std::string_vi
     const std::string_view line = TrimLeft(raw);
     start = end + 1;
     if (line.empty() || line.front() == '#') continue;
-    if (StartsWithNoCase(line, "SwitchName=")) return TopologyFormat::kSlurm;
+    if (StartsWithIgnoreCase(line, "SwitchName=")) return TopologyFormat::kSlurm;
     // nvidia-smi: the header row's first column is GPU0 (tab-indented in real output; an
     // unindented one must show another column to be told from prose).
     if (line.starts_with("GPU0") && (line.size() == 4 || line[4] == ' ' || line[4] == '\t')) {
@@ -114,7 +97,7 @@ Result<TopologyFormat> SniffTopologyFormat(std::string_view path, std::string_vi
       if (raw.starts_with(key)) yaml_key = true;
     }
   }
-  if (yaml_key || EndsWith(path, ".yaml") || EndsWith(path, ".yml")) return TopologyFormat::kYaml;
+  if (yaml_key || path.ends_with(".yaml") || path.ends_with(".yml")) return TopologyFormat::kYaml;
   return Fail(std::string(path),
               "cannot tell the topology format (expected Phalanx YAML, a Slurm topology.conf with SwitchName= lines, "
               "`nvidia-smi topo -m` output or `lstopo --of xml` output); give --format");

@@ -1,12 +1,13 @@
 #include "adapters/topology/topology_reader_nvsmi.h"
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <cmath>
 #include <numeric>
 #include <optional>
 #include <vector>
+
+#include "util/numbers.h"
+#include "util/strings.h"
 
 namespace phalanx {
 namespace {
@@ -24,11 +25,9 @@ struct Cell {
 std::optional<Cell> ParseCell(std::string_view t) {
   if (t == "X") return Cell{true, 0, 0, "X"};
   if (t.size() > 2 && t.starts_with("NV")) {
-    int n = 0;
-    const std::string_view digits = t.substr(2);
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-    if (ec != std::errc() || end != digits.data() + digits.size() || n < 1 || n > 1000) return std::nullopt;
-    return Cell{false, n, 0, "NV" + std::to_string(n)};
+    const auto n = ParseNumber<int>(t.substr(2));
+    if (!n || *n < 1 || *n > 1000) return std::nullopt;
+    return Cell{false, *n, 0, "NV" + std::to_string(*n)};
   }
   static constexpr std::pair<std::string_view, int> kTable[] = {
       {"PIX", kPix}, {"PXB", kPxb}, {"PHB", kPhb}, {"NODE", kNode}, {"SYS", kSys}, {"SOC", kSys}};
@@ -37,8 +36,6 @@ std::optional<Cell> ParseCell(std::string_view t) {
   }
   return std::nullopt;
 }
-
-std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 struct Line {
   int number = 0;
@@ -54,17 +51,7 @@ std::vector<Line> SplitLines(std::string_view text) {
     if (end == std::string_view::npos) end = text.size();
     const std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
-    Line l;
-    l.number = ++number;
-    size_t i = 0;
-    while (i < line.size()) {
-      while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
-      size_t j = i;
-      while (j < line.size() && !std::isspace(static_cast<unsigned char>(line[j]))) ++j;
-      if (j > i) l.tokens.push_back(line.substr(i, j - i));
-      i = j;
-    }
-    out.push_back(std::move(l));
+    out.push_back(Line{++number, SplitWhitespace(line)});
   }
   return out;
 }
@@ -72,9 +59,8 @@ std::vector<Line> SplitLines(std::string_view text) {
 // "GPU7" -> 7.
 std::optional<int> GpuIndex(std::string_view name) {
   if (name.size() < 4 || !name.starts_with("GPU")) return std::nullopt;
-  int n = 0;
-  auto [end, ec] = std::from_chars(name.data() + 3, name.data() + name.size(), n);
-  if (ec != std::errc() || end != name.data() + name.size() || n < 0) return std::nullopt;
+  const auto n = ParseNumber<int>(name.substr(3));
+  if (!n || *n < 0) return std::nullopt;
   return n;
 }
 
@@ -210,9 +196,7 @@ class NvsmiReader {
       }
       if (is_gpu && numa_column_ >= 0 && d + 1 + static_cast<size_t>(numa_column_) < line.tokens.size()) {
         const std::string_view numa = line.tokens[d + 1 + static_cast<size_t>(numa_column_)];
-        int value = -1;
-        auto [end, ec] = std::from_chars(numa.data(), numa.data() + numa.size(), value);
-        if (ec == std::errc() && end == numa.data() + numa.size() && value >= 0) numa_[row] = value;  // N/A stays -1
+        if (const auto value = ParseNumber<int>(numa); value && *value >= 0) numa_[row] = *value;  // N/A stays -1
       }
       row_lines_.push_back(line.number);
     }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <deque>
@@ -11,8 +10,10 @@
 #include <unordered_map>
 
 #include "adapters/topology/bandwidth_units.h"
-#include "adapters/topology/hostlist.h"
 #include "core/topology/node_models.h"
+#include "util/hostlist.h"
+#include "util/numbers.h"
+#include "util/strings.h"
 
 namespace phalanx {
 namespace {
@@ -32,14 +33,6 @@ struct LogicalLine {
   std::vector<Word> words;
 };
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
-
 std::string At(std::string_view file, int line) { return std::string(file) + ":" + std::to_string(line); }
 
 // Comments (#) are dropped, a trailing backslash joins the next physical line. Fails only on a
@@ -58,30 +51,22 @@ Result<std::vector<LogicalLine>> Lex(std::string_view text, std::string_view fil
     pos = end + 1;
     ++number;
     if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.remove_suffix(1);
+    line = Trim(line);
     const bool continues = !line.empty() && line.back() == '\\';
     if (continues) line.remove_suffix(1);
     if (!continued) current = LogicalLine{number, {}};
-    size_t i = 0;
-    while (i < line.size()) {
-      while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
-      size_t j = i;
-      while (j < line.size() && !std::isspace(static_cast<unsigned char>(line[j]))) ++j;
-      if (j > i) {
-        const std::string_view w = line.substr(i, j - i);
-        Word word;
-        word.line = number;
-        if (const size_t eq = w.find('='); eq != std::string_view::npos) {
-          word.has_eq = true;
-          word.key = std::string(w.substr(0, eq));
-          word.value = std::string(w.substr(eq + 1));
-        } else {
-          word.value = std::string(w);
-        }
-        word.lower = Lower(word.key);
-        current.words.push_back(std::move(word));
+    for (const std::string_view w : SplitWhitespace(line)) {
+      Word word;
+      word.line = number;
+      if (const size_t eq = w.find('='); eq != std::string_view::npos) {
+        word.has_eq = true;
+        word.key = std::string(w.substr(0, eq));
+        word.value = std::string(w.substr(eq + 1));
+      } else {
+        word.value = std::string(w);
       }
-      i = j;
+      word.lower = ToLower(word.key);
+      current.words.push_back(std::move(word));
     }
     continued = continues;
     if (continues) continued_from = number;
@@ -109,12 +94,9 @@ struct GresTable {
 constexpr int64_t kMaxGresGpus = 1 << 20;
 
 Result<int64_t> ParseCount(std::string_view text, const std::string& where, std::string_view what) {
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < 0 || v > kMaxGresGpus) {
-    return Fail(where, "bad GPU count " + Quote(text) + " in " + std::string(what));
-  }
-  return v;
+  const auto v = ParseNumber<int64_t>(text);
+  if (!v || *v < 0 || *v > kMaxGresGpus) return Fail(where, "bad GPU count " + Quote(text) + " in " + std::string(what));
+  return *v;
 }
 
 // "gpu:8", "gpu:h100:8", "gpu:h100:4(S:0-1),mps:100", "gpu" (one GPU): the GPUs of a Gres= value.
@@ -130,7 +112,7 @@ Result<int64_t> SlurmConfGpus(std::string_view value, const std::string& where) 
     start = i + 1;
     if (const size_t paren = entry.find('('); paren != std::string_view::npos) entry = entry.substr(0, paren);
     const size_t colon = entry.find(':');
-    if (Lower(entry.substr(0, colon)) != "gpu") continue;
+    if (ToLower(entry.substr(0, colon)) != "gpu") continue;
     if (colon == std::string_view::npos) {
       total += 1;
       continue;
@@ -171,7 +153,7 @@ Result<GresTable> ReadGres(std::string_view text, std::string_view file) {
     int64_t count = -1;
     bool gres_conf = false;
     if (name_it != keys.end()) {  // gres.conf
-      if (Lower(name_it->second->value) != "gpu") continue;
+      if (ToLower(name_it->second->value) != "gpu") continue;
       gres_conf = true;
       if (auto c = keys.find("count"); c != keys.end()) {
         auto n = ParseCount(c->second->value, At(file, c->second->line), "Count=");
@@ -196,7 +178,7 @@ Result<GresTable> ReadGres(std::string_view text, std::string_view file) {
       } else if (default_gres) {
         count = *default_gres;
       }
-      if (Lower(node_it->second->value) == "default") {
+      if (ToLower(node_it->second->value) == "default") {
         if (gres_it != keys.end()) default_gres = count;
         continue;
       }
@@ -297,7 +279,7 @@ class SlurmReader {
     }
     if (auto unit = ParseBandwidth("1", "options.link_speed_unit", options_.link_speed_unit); !unit) return std::unexpected(unit.error());
     for (const auto& [name, ratio] : options_.oversubscription_by_level) {
-      const auto level = ParseLevel(Lower(name));
+      const auto level = ParseLevel(ToLower(name));
       if (!level || *level < Level::kLeaf) {
         return Fail("options.oversubscription_by_level", "unknown switch level " + Quote(name) + " (expected leaf, spine or core)");
       }

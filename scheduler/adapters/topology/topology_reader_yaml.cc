@@ -3,7 +3,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <initializer_list>
 #include <map>
@@ -12,9 +11,11 @@
 #include <vector>
 
 #include "adapters/topology/bandwidth_units.h"
-#include "adapters/topology/hostlist.h"
 #include "core/topology/node_models.h"
 #include "core/topology/topology.h"
+#include "util/hostlist.h"
+#include "util/numbers.h"
+#include "util/strings.h"
 
 namespace phalanx {
 namespace {
@@ -23,7 +24,6 @@ constexpr int kMaxGroupDepth = 16;
 constexpr int kMaxSwitchDepth = 32;
 constexpr size_t kMaxNodes = 1'000'000;
 
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
 class YamlReader {
  public:
@@ -94,20 +94,18 @@ class YamlReader {
   Result<double> Num(const YAML::Node& node, const std::string& path) const {
     if (!node.IsScalar()) return Err(node, path, "expected a number, got " + Describe(node));
     const std::string& s = node.Scalar();
-    double v = 0;
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) return Err(node, path, Quote(s) + " is not a number");
-    return v;
+    const auto v = ParseNumber<double>(s);
+    if (!v || !std::isfinite(*v)) return Err(node, path, Quote(s) + " is not a number");
+    return *v;
   }
 
   Result<int> Int(const YAML::Node& node, const std::string& path, int lo, int hi) const {
     if (!node.IsScalar()) return Err(node, path, "expected a whole number, got " + Describe(node));
     const std::string& s = node.Scalar();
-    long long v = 0;
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || ptr != s.data() + s.size()) return Err(node, path, Quote(s) + " is not a whole number");
-    if (v < lo || v > hi) return Err(node, path, s + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
-    return static_cast<int>(v);
+    const auto v = ParseNumber<long long>(s);
+    if (!v) return Err(node, path, Quote(s) + " is not a whole number");
+    if (*v < lo || *v > hi) return Err(node, path, s + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+    return static_cast<int>(*v);
   }
 
   Result<bool> Bool(const YAML::Node& node, const std::string& path) const {
@@ -140,13 +138,9 @@ class YamlReader {
     if (node.IsScalar()) {
       const std::string& s = node.Scalar();
       if (const size_t colon = s.find(':'); colon != std::string::npos) {
-        double a = 0, b = 0;
-        auto r1 = std::from_chars(s.data(), s.data() + colon, a);
-        auto r2 = std::from_chars(s.data() + colon + 1, s.data() + s.size(), b);
-        if (r1.ec == std::errc() && r1.ptr == s.data() + colon && r2.ec == std::errc() && r2.ptr == s.data() + s.size() && b > 0 &&
-            std::isfinite(a / b) && a / b >= 1) {
-          return a / b;
-        }
+        const auto a = ParseNumber<double>(std::string_view(s).substr(0, colon));
+        const auto b = ParseNumber<double>(std::string_view(s).substr(colon + 1));
+        if (a && b && *b > 0 && std::isfinite(*a / *b) && *a / *b >= 1) return *a / *b;
         return Err(node, path, Quote(s) + " is not a ratio like 2:1 (downlink:uplink, at least 1:1)");
       }
     }

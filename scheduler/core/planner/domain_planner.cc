@@ -93,7 +93,7 @@ Status DomainPlanner::Remove(AllocationId allocation) {
   auto it = allocations_.find(allocation.value);
   if (it == allocations_.end()) return Fail("allocation", "unknown allocation " + std::to_string(allocation.value));
   for (const auto& [p, span] : it->second.spans) {
-    if (auto s = planners_[p].RemoveSpan(span); !s) return s;  // cannot happen: spans live as long
+    PHX_RETURN_IF_ERROR(planners_[p].RemoveSpan(span));  // cannot happen: spans live as long
   }
   by_end_.erase({it->second.end, allocation.value});
   allocations_.erase(it);

@@ -8,8 +8,8 @@
 //   CheckSubmit: one more pending job would exceed a max_pending_jobs limit.
 //   CheckStart:  `gpus` more running GPUs would exceed a max_running_gpus limit (busy now).
 //   CheckRequest: `gpus` exceeds a max_running_gpus limit by itself (never startable).
-// Each returns the reason, "UserLimit: ..." or "AccountLimit: ...", or nullopt when allowed;
-// the user's limit is checked before the account's.
+// Each returns the limit that refuses (LimitHit: the user's or the account's, and why), or
+// nullopt when allowed; the user's limit is checked before the account's.
 //
 // Contract: a Remove of more than was added returns an Error and changes nothing; counters
 // never go negative. Entries that drop to zero are erased, so memory follows live users.
@@ -39,6 +39,19 @@ struct LimitsConfig {
   std::map<std::string, Limits, std::less<>> accounts;
 };
 
+// Whose limit refuses: the user's (Slurm's UserLimit) or the account's (AccountLimit).
+enum class LimitScope : uint8_t { kUser, kAccount };
+
+// A limit that refuses, and why: "user alice has 3 pending jobs (max 3)".
+struct LimitHit {
+  LimitScope scope = LimitScope::kUser;
+  std::string reason;
+
+  // "UserLimit: <reason>" or "AccountLimit: <reason>".
+  std::string ToString() const;
+  bool operator==(const LimitHit&) const = default;
+};
+
 struct LimitUsage {
   uint64_t running_gpus = 0;
   uint64_t pending_jobs = 0;
@@ -55,9 +68,9 @@ class LimitTracker {
   // Fails, changing nothing, when the user or the account runs fewer than `gpus` GPUs.
   Status RemoveRunning(std::string_view user, std::string_view account, uint32_t gpus);
 
-  std::optional<std::string> CheckSubmit(std::string_view user, std::string_view account) const;
-  std::optional<std::string> CheckStart(std::string_view user, std::string_view account, uint32_t gpus) const;
-  std::optional<std::string> CheckRequest(std::string_view user, std::string_view account, uint32_t gpus) const;
+  std::optional<LimitHit> CheckSubmit(std::string_view user, std::string_view account) const;
+  std::optional<LimitHit> CheckStart(std::string_view user, std::string_view account, uint32_t gpus) const;
+  std::optional<LimitHit> CheckRequest(std::string_view user, std::string_view account, uint32_t gpus) const;
 
   LimitUsage UserUsage(std::string_view user) const;
   LimitUsage AccountUsage(std::string_view account) const;

@@ -172,15 +172,15 @@ const std::string& PriorityClassTable::name(PriorityClassId id) const {
 
 Result<bool> PriorityClassTable::CanPreempt(std::string_view preemptor, std::string_view victim) const {
   auto a = Find(preemptor);
-  if (!a) return std::unexpected(a.error());
+  PHX_RETURN_IF_ERROR(a);
   auto b = Find(victim);
-  if (!b) return std::unexpected(b.error());
+  PHX_RETURN_IF_ERROR(b);
   return CanPreempt(*a, *b);
 }
 
 Result<double> PriorityClassTable::class_factor(std::string_view name) const {
   auto id = Find(name);
-  if (!id) return std::unexpected(id.error());
+  PHX_RETURN_IF_ERROR(id);
   return class_factor(*id);
 }
 

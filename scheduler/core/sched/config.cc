@@ -80,12 +80,12 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   }
   if (key == "preemption" || key == "elastic" || key == "best_fit" || key == "whole_node_reservations") {
     auto v = OnOff(key, value);
-    if (!v) return std::unexpected(v.error());
+    PHX_RETURN_IF_ERROR(v);
     (key == "preemption" ? c.preemption : key == "elastic" ? c.elastic : key == "best_fit" ? c.best_fit : c.whole_node_reservations) = *v;
     return {};
   }
   auto v = Number(key, value);
-  if (!v) return std::unexpected(v.error());
+  PHX_RETURN_IF_ERROR(v);
   const auto seconds = static_cast<Duration>(*v);
   if (key == "node_fit_tolerance") {
     if (*v > 1) return Fail(k, "must be in [0, 1], got '" + std::string(value) + "'");

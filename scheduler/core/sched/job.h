@@ -2,6 +2,7 @@
 // Thread-safety: plain values.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -114,5 +115,9 @@ struct JobRecord {
 
   Time expected_end() const { return start + run_walltime; }
 };
+
+// The limit of a run that starts now: the walltime less the work its checkpoints saved, at
+// least 1 s.
+inline Duration RemainingWalltime(const JobRecord& job) { return std::max<Duration>(1, job.walltime - job.progress); }
 
 }  // namespace phalanx

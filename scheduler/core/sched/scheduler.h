@@ -5,20 +5,25 @@
 //  1. Never called concurrently; one thread owns it.
 //  2. Same events at the same times -> the same decisions, always (no clock, no randomness,
 //     ordered containers only).
-//  3. An event that fails (unknown job, wrong state, invalid spec) returns an Error and leaves
-//     the state unchanged.
+//  3. An event that fails returns an Error and leaves the state unchanged. Its code says why:
+//     kNotFound (an unknown job or node, also as a dependency), kFailedPrecondition (the job's
+//     state, or a restore in progress, forbids the event), kAlreadyExists (a job id already
+//     known), kResourceExhausted (a pending-job limit), kInvalidArgument (anything else: a bad
+//     spec or value, time going back). Callers branch on the code; the message is for people.
 //  4. Decisions are already applied to the core's state when returned: a Start means the GPUs
 //     are the job's; the glue carries it out and reports what really happened as events
 //     (JobEnded with failure when a launch fails).
 //
 // Scheduling rules (queue order, backfill with block-shaped reservations, checkpoint-based
-// preemption, elastic shrink/grow, failures) are described in docs/scheduling.md.
+// preemption, elastic shrink/grow, failures) are described in docs/scheduling.md; the pass and
+// its policies (queue order, backfill, preemption, runtime estimate) live in core/sched/internal/
+// and core/sched/policy/, out of this header.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,14 +31,9 @@
 #include "core/common/result.h"
 #include "core/common/time.h"
 #include "core/placement/placer.h"
-#include "core/planner/domain_planner.h"
-#include "core/queue/fairshare.h"
-#include "core/queue/limits.h"
-#include "core/queue/priority.h"
 #include "core/sched/config.h"
 #include "core/sched/decision.h"
 #include "core/sched/job.h"
-#include "core/sched/pending_jobs.h"
 #include "core/topology/topology.h"
 
 namespace phalanx {
@@ -46,9 +46,12 @@ struct Reservation {
   bool for_preemption = false;  // the GPUs a preemptor's victims free (or will free) for it
 };
 
+struct SchedulerState;  // core/sched/internal/scheduler_state.h
+
 class Scheduler {
  public:
-  // Fails on an invalid configuration (priority classes, fairshare shares, weights).
+  // Fails on an invalid configuration (priority classes, fairshare shares, weights, walltimes,
+  // negative durations, a queue order or backfill mode no policy is registered for).
   static Result<std::unique_ptr<Scheduler>> Create(Topology topology, SchedulerConfig config);
   ~Scheduler();
 
@@ -141,155 +144,23 @@ class Scheduler {
   Result<std::vector<std::string>> FinishRestore(Time now);
 
   // ---- queries ---------------------------------------------------------------------------
-  const Topology& topology() const { return *topo_; }
-  const Placer& placer() const { return *placer_; }
-  const SchedulerConfig& config() const { return config_; }
+  const Topology& topology() const;
+  const Placer& placer() const;
+  const SchedulerConfig& config() const;
   const JobRecord* job(JobId id) const;
-  const std::map<JobId, JobRecord>& jobs() const { return jobs_; }
-  const std::vector<Reservation>& reservations() const { return reservations_; }
+  const std::map<JobId, JobRecord>& jobs() const;
+  const std::vector<Reservation>& reservations() const;
   // Pending jobs in the order of the last pass.
-  const std::vector<JobId>& queue() const { return queue_; }
-  Time now() const { return now_; }
+  const std::vector<JobId>& queue() const;
+  Time now() const;
   // Empty when every internal invariant holds (GPU ownership vs job records, counters,
   // reservations disjoint in time-overlap, links to known jobs). For tests; O(jobs + GPUs).
   std::string CheckInvariants() const;
 
  private:
-  Scheduler(std::unique_ptr<Topology> topology, SchedulerConfig config, PriorityClassTable classes, FairshareTracker fairshare);
-  class WhatIf;
+  explicit Scheduler(std::unique_ptr<SchedulerState> state);
 
-  Status Advance(Time now);
-  // Spec checks shared by Submit, ValidateSpec and Restore (scheduler.cc). CheckNewId: id in
-  // range and not known. CheckShape: class, shape, elastic sizes, negative durations; returns
-  // the class. CheckSubmit: all of Submit's checks on a spec.
-  Status CheckNewId(JobId id) const;
-  Result<PriorityClassId> CheckShape(const JobSpec& spec) const;
-  Result<PriorityClassId> CheckSubmit(const JobSpec& spec) const;
-  // Node-shaped jobs may leave shape.gpus 0: it is nodes x gpus_per_node (CheckShape first).
-  static PlacementRequest NormalisedShape(PlacementRequest shape);
-  JobRecord* Find(JobId id);
-  Result<JobRecord*> FindOr(JobId id, std::string_view event);
-
-  // pass steps
-  void Timers(Time now, std::vector<Decision>& out);
-  // The earliest time a timer of this active job fires (walltime, checkpoint deadline, periodic
-  // checkpoint); NoteTimer keeps next_timer_ a lower bound over all active jobs.
-  Time NextTimer(const JobRecord& job) const;
-  void NoteTimer(Time t) { next_timer_ = std::min(next_timer_, t); }
-  void ChargeUsage(Time now);
-  // A pending job's place in the queue: priority (higher first), submit time, id.
-  struct QueueKey {
-    double priority;
-    Time submit;
-    JobId id;
-    JobRecord* job;
-  };
-  // Sorts the keys into queue order, sets queue_ and returns the records in that order.
-  // Sorts queue_keys_ into queue order, sets queue_ and queue_jobs_ (the records in that order).
-  void OrderQueue();
-  void ScheduleJob(JobRecord& job, Time now, std::vector<Decision>& out);
-  void GrowElastic(Time now, std::vector<Decision>& out);
-
-  // placement
-  std::vector<uint32_t> LegalSizes(const JobRecord& job) const;  // largest first
-  uint32_t MinLegalSize(const JobRecord& job) const;              // LegalSizes(job).back()
-  PlacementRequest ShapeFor(const JobRecord& job, uint32_t gpus) const;
-  std::optional<Placement> PlaceNow(const PlacementRequest& request) const;
-  std::optional<Placement> TryStartNow(const JobRecord& job, Time now);
-  std::optional<Reservation> Reserve(const JobRecord& job, Time now);
-  std::vector<GpuId> TrimClaim(const JobRecord& job, std::vector<GpuId> claim);
-  // The pass's plan of GPU counts over time per domain (running jobs until their release,
-  // unavailable nodes, reservations); built on first use in a pass. nullptr if inconsistent.
-  DomainPlanner* Plan(Time now);
-  Duration RemainingWalltime(const JobRecord& job) const;
-  // How long a job has between the checkpoint signal and its deadline: its own, else the config's.
-  Duration CheckpointGrace(const JobRecord& job) const {
-    return job.spec.checkpoint_grace > 0 ? job.spec.checkpoint_grace : config_.checkpoint_grace;
-  }
-  Time ReleaseTime(const JobRecord& running) const;
-
-  // state changes
-  void StartJob(JobRecord& job, const Placement& placement, Time now, std::vector<Decision>& out);
-  void StopJob(JobRecord& job, Time now);  // releases GPUs and limit counters
-  void Requeue(JobRecord& job, Time now, std::string reason, std::vector<Decision>& out);
-  void FinishShrink(JobRecord& job, Time now, std::vector<Decision>& out);
-  void SetAllocation(JobRecord& job, std::vector<GpuId> gpus);
-
-  // preemption and shrinking
-  bool TryPreempt(JobRecord& job, Time now, std::vector<Decision>& out);
-  bool PreemptFor(JobRecord& job, uint32_t n, const PlacementRequest& request, const std::vector<JobId>& candidates, Time now,
-                  std::vector<Decision>& out);
-
-  // Per pass: shapes that failed to start; a job no bigger, no longer, same shape class also fails
-  // (resources only shrink during a pass).
-  struct ShapeKey {
-    Level level;
-    FitMode fit;
-    bool exclusive, rail_aligned;
-    uint32_t gpus_per_node;
-    bool operator==(const ShapeKey&) const = default;
-  };
-  struct FailedShape {
-    ShapeKey key;
-    uint32_t gpus;
-    Duration walltime;
-  };
-
-  std::unique_ptr<Topology> topo_;
-  std::unique_ptr<Placer> placer_;
-  SchedulerConfig config_;
-  PriorityClassTable classes_;
-  FairshareTracker fairshare_;
-  LimitTracker limits_;
-
-  std::map<JobId, JobRecord> jobs_;
-  PendingJobs pending_;       // pending jobs (incl. held), with their records
-  std::set<JobId> active_;    // running or checkpointing
-  std::vector<JobId> queue_;
-  // Per-pass buffers, kept to reuse their memory (fresh megabytes each pass were page faults).
-  std::vector<QueueKey> queue_keys_;
-  std::vector<JobRecord*> queue_jobs_;  // queue_'s records
-  std::vector<Decision> waits_;
-  std::vector<Reservation> reservations_;
-  std::map<JobId, std::vector<GpuId>> promised_;  // blocks reserved in the previous pass
-  std::set<JobId> planned_;                        // jobs of promised_ already handled in this pass
-  std::optional<uint32_t> up_gpus_;                // this pass: GPUs on nodes that are up (Reserve)
-  std::vector<Decision> outbox_;  // decisions made by events, emitted by the next pass
-  std::map<JobId, Time> charged_until_;
-  Time now_ = 0;
-  Time next_timer_ = 0;   // no active job has a timer before this (Timers skips until then)
-  Time last_charge_ = 0;  // last time running jobs' usage was charged (ChargeUsage)
-  std::vector<FailedShape> failed_shapes_;
-  std::optional<DomainPlanner> plan_;
-  bool plan_built_ = false;
-  // Blocks for "start now" checks: the reservations that begin before a job would end are a
-  // prefix of the reservations in start order, kept applied as a stack between jobs.
-  std::unique_ptr<WhatIf> start_blocks_;
-  std::vector<size_t> res_order_;
-  size_t blocks_applied_ = 0;
-  bool res_order_dirty_ = true;
-  void SetStartBlocks(Time end, JobId except);
-  void ClearStartBlocks();
-  // Release times of active jobs, sorted (rebuilt when dirty).
-  std::vector<std::pair<Time, JobId>> ends_;
-  bool ends_dirty_ = true;
-  const std::vector<std::pair<Time, JobId>>& Ends();
-  // Preemption candidates per preemptor class, for this pass.
-  std::map<int, std::vector<JobId>> victim_cache_;
-  struct FailedPreempt {
-    int class_rank;
-    ShapeKey key;
-    uint32_t gpus;
-  };
-  std::vector<FailedPreempt> failed_preempts_;
-  bool blocked_ = false;          // this pass: some job could not start
-  JobId first_blocked_ = kNoJob;
-  Time blocked_since_ = 0;        // last pass in which a job waited for GPUs
-  Time idle_since_ = 0;           // since when GPUs have been free with nobody waiting
-  Time last_freed_ = 0;           // last time GPUs were given back (ends, shrinks, node up)
-  // Between the first Restore and FinishRestore: the jobs restored so far (scheduler_restore.cc).
-  bool restoring_ = false;
-  std::vector<JobId> restored_;
+  std::unique_ptr<SchedulerState> s_;
 };
 
 }  // namespace phalanx

@@ -6,13 +6,13 @@
 #include <utility>
 #include <vector>
 
+#include "core/sched/internal/scheduler_state.h"
+#include "core/sched/internal/spec_checks.h"
 #include "core/sched/scheduler.h"
 
 namespace phalanx {
 
 namespace {
-
-std::string JobWhere(JobId id) { return "job " + std::to_string(id); }
 
 bool IsActive(JobState s) { return s == JobState::kRunning || s == JobState::kCheckpointing; }
 
@@ -22,12 +22,14 @@ std::string DescribeGpu(const Topology& t, GpuId g) { return "GPU " + std::to_st
 }  // namespace
 
 Status Scheduler::Restore(JobRecord record, Time now) {
+  SchedulerState& s = *s_;
+  const Topology& topo = *s.topo;
   JobSpec& spec = record.spec;
   const std::string where = JobWhere(spec.id);
-  if (auto s = CheckNewId(spec.id); !s) return s;
-  auto cls = CheckShape(spec);
-  if (!cls) return std::unexpected(cls.error());
-  if (now < now_) return Fail("time", "restore must not go back in time (" + std::to_string(now) + " < " + std::to_string(now_) + ")");
+  PHX_RETURN_IF_ERROR(CheckNewId(s, spec.id));
+  auto cls = CheckShape(s, spec);
+  PHX_RETURN_IF_ERROR(cls);
+  if (now < s.now) return Fail("time", "restore must not go back in time (" + std::to_string(now) + " < " + std::to_string(s.now) + ")");
   if (record.state > JobState::kKilled) return Fail(where, "state: unknown value " + std::to_string(static_cast<int>(record.state)));
 
   // Resources: checked in full before anything changes.
@@ -35,25 +37,25 @@ Status Scheduler::Restore(JobRecord record, Time now) {
   const std::string state(JobStateName(record.state));
   std::vector<GpuId>& gpus = record.gpus;
   std::sort(gpus.begin(), gpus.end());
-  const uint32_t cluster = static_cast<uint32_t>(topo_->gpu_count());
+  const uint32_t cluster = static_cast<uint32_t>(topo.gpu_count());
   for (size_t i = 0; i < gpus.size(); ++i) {
     const GpuId g = gpus[i];
     if (g.value >= cluster) {
       return Fail(where, "gpus: unknown GPU " + std::to_string(g.value) + " (the cluster has " + std::to_string(cluster) + ")");
     }
-    if (i > 0 && gpus[i - 1] == g) return Fail(where, "gpus: " + DescribeGpu(*topo_, g) + " listed twice");
+    if (i > 0 && gpus[i - 1] == g) return Fail(where, "gpus: " + DescribeGpu(topo, g) + " listed twice");
   }
   if (!active && !gpus.empty()) {
-    return Fail(where, "gpus: a " + state + " job holds no GPUs, the record lists " + FormatGpus(gpus, *topo_));
+    return Fail(where, "gpus: a " + state + " job holds no GPUs, the record lists " + FormatGpus(gpus, topo));
   }
   if (active && gpus.empty()) return Fail(where, "gpus: a " + state + " job holds GPUs, the record lists none");
   for (GpuId g : gpus) {
-    if (const JobId owner = topo_->owner(g); owner != kNoJob) {
-      return Fail(where, "gpus: " + DescribeGpu(*topo_, g) + " is already owned by job " + std::to_string(owner));
+    if (const JobId owner = topo.owner(g); owner != kNoJob) {
+      return Fail(where, "gpus: " + DescribeGpu(topo, g) + " is already owned by job " + std::to_string(owner));
     }
-    const NodeId node = topo_->node_of(g);
-    if (topo_->node_state(node) == NodeState::kDown) {
-      return Fail(where, "gpus: " + DescribeGpu(*topo_, g) + " is on node " + topo_->domain(topo_->node_domain(node)).name + ", which is down");
+    const NodeId node = topo.node_of(g);
+    if (topo.node_state(node) == NodeState::kDown) {
+      return Fail(where, "gpus: " + DescribeGpu(topo, g) + " is on node " + topo.domain(topo.node_domain(node)).name + ", which is down");
     }
   }
   for (GpuId g : record.shrink_to) {
@@ -72,62 +74,62 @@ Status Scheduler::Restore(JobRecord record, Time now) {
   double ring = 0;
   if (active) {
     // Provisional: FinishRestore recomputes every restored job's traffic in start order.
-    ring = placer_->model().Predict(gpus).busbw_gbs;
-    if (auto s = topo_->Restore(spec.id, gpus, ring); !s) return Fail(where, "gpus: " + s.error().ToString());
+    ring = s.placer->model().Predict(gpus).busbw_gbs;
+    if (auto restored = s.topo->Restore(spec.id, gpus, ring); !restored) return Fail(where, "gpus: " + restored.error().ToString());
   }
 
   // Nothing fails from here on.
   spec.shape = NormalisedShape(spec.shape);
   record.class_rank = static_cast<int>(cls->value);
-  record.preemptible = spec.preemptible.value_or(classes_.preemptible_by_default(*cls));
+  record.preemptible = spec.preemptible.value_or(s.classes.preemptible_by_default(*cls));
   record.priority = 0;
   record.wait = {};
   record.busbw_gbs = ring;
   // A record without its effective walltime gets it as Submit would.
-  if (record.walltime <= 0) record.walltime = spec.walltime > 0 ? spec.walltime : config_.default_walltime;
+  if (record.walltime <= 0) record.walltime = spec.walltime > 0 ? spec.walltime : s.config.default_walltime;
   const JobId id = spec.id;
-  JobRecord& job = jobs_.emplace(id, std::move(record)).first->second;
+  JobRecord& job = s.jobs.emplace(id, std::move(record)).first->second;
   if (job.state == JobState::kPending) {
-    pending_.Insert(id, &job);
-    limits_.AddPending(job.spec.user, job.spec.account);
+    s.pending.Insert(id, &job);
+    s.limits.AddPending(job.spec.user, job.spec.account);
   } else if (active) {
-    active_.insert(id);
-    limits_.AddRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(job.gpus.size()));
-    charged_until_[id] = now;  // usage before the restart is not the core's to know
-    ends_dirty_ = true;
-    NoteTimer(NextTimer(job));
+    s.active.insert(id);
+    s.limits.AddRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(job.gpus.size()));
+    s.charged_until[id] = now;  // usage before the restart is not the core's to know
+    s.NoteTimers(job);
   }
-  now_ = now;
-  restoring_ = true;
-  restored_.push_back(id);
+  s.now = now;
+  s.restoring = true;
+  s.restored.push_back(id);
   return {};
 }
 
 Result<std::vector<std::string>> Scheduler::FinishRestore(Time now) {
-  if (!restoring_) return Fail("restore", "no restore in progress");
-  if (now < now_) return Fail("time", "restore must not go back in time (" + std::to_string(now) + " < " + std::to_string(now_) + ")");
-  std::sort(restored_.begin(), restored_.end());
+  SchedulerState& s = *s_;
+  if (!s.restoring) return Fail(ErrorCode::kFailedPrecondition, "restore", "no restore in progress");
+  if (now < s.now) return Fail("time", "restore must not go back in time (" + std::to_string(now) + " < " + std::to_string(s.now) + ")");
+  std::sort(s.restored.begin(), s.restored.end());
 
   // Links to jobs that never came back are dropped; links between known jobs stay as saved.
   std::vector<std::string> notes;
-  for (JobId id : restored_) {
-    JobRecord& job = jobs_.at(id);
+  for (JobId id : s.restored) {
+    JobRecord& job = s.jobs.at(id);
     const auto who = [&] { return JobWhere(id) + ": "; };  // rarely needed: not built per job
     std::erase_if(job.spec.after_ok, [&](JobId dep) {
       if (dep == id) {
         notes.push_back(who() + "dependency on itself dropped");
         return true;
       }
-      if (jobs_.contains(dep)) return false;
+      if (s.jobs.contains(dep)) return false;
       notes.push_back(who() + "dependency on unknown job " + std::to_string(dep) + " lifted");
       return true;
     });
     std::erase_if(job.victims, [&](JobId v) {
-      if (jobs_.contains(v)) return false;
+      if (s.jobs.contains(v)) return false;
       notes.push_back(who() + "unknown victim " + std::to_string(v) + " dropped");
       return true;
     });
-    if (job.preempted_for != kNoJob && !jobs_.contains(job.preempted_for)) {
+    if (job.preempted_for != kNoJob && !s.jobs.contains(job.preempted_for)) {
       // As when the preemptor is cancelled: the victim keeps running.
       notes.push_back(who() + "preempted for unknown job " + std::to_string(job.preempted_for) + ": keeps running");
       job.preempted_for = kNoJob;
@@ -139,21 +141,20 @@ Result<std::vector<std::string>> Scheduler::FinishRestore(Time now) {
   // Traffic as if the running jobs had started in order: each predicted on the fabric as loaded
   // by those that started before it (and are still running), whatever the order of Restore.
   std::vector<std::pair<Time, JobId>> order;
-  for (JobId id : restored_) {
-    if (IsActive(jobs_.at(id).state)) order.push_back({jobs_.at(id).start, id});
+  for (JobId id : s.restored) {
+    if (IsActive(s.jobs.at(id).state)) order.push_back({s.jobs.at(id).start, id});
   }
   std::sort(order.begin(), order.end());
-  for (const auto& [start, id] : order) (void)topo_->Release(id);
+  for (const auto& [start, id] : order) (void)s.topo->Release(id);
   for (const auto& [start, id] : order) {
-    JobRecord& job = jobs_.at(id);
-    job.busbw_gbs = placer_->model().Predict(job.gpus).busbw_gbs;
-    (void)topo_->Restore(id, job.gpus, job.busbw_gbs);  // cannot fail: the same GPUs, nobody took them
+    JobRecord& job = s.jobs.at(id);
+    job.busbw_gbs = s.placer->model().Predict(job.gpus).busbw_gbs;
+    (void)s.topo->Restore(id, job.gpus, job.busbw_gbs);  // cannot fail: the same GPUs, nobody took them
   }
-  ends_dirty_ = true;
-  idle_since_ = std::max(idle_since_, now);  // elastic growth waits grow_after_idle after a restart
-  now_ = now;
-  restoring_ = false;
-  restored_.clear();
+  s.idle_since = std::max(s.idle_since, now);  // elastic growth waits grow_after_idle after a restart
+  s.now = now;
+  s.restoring = false;
+  s.restored.clear();
   return notes;
 }
 

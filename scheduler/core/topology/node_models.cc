@@ -119,7 +119,7 @@ void AddNode(TopologySpec& spec, std::string name, std::string parent, int model
 Result<TopologySpec> GenerateSuperPod(const SuperPodOptions& o) {
   if (o.scalable_units < 1 || o.nodes_per_su < 1) return Fail("superpod", "needs at least 1 SU of 1 node");
   auto model = BuiltinNodeModel(o.model);
-  if (!model) return std::unexpected(model.error());
+  PHX_RETURN_IF_ERROR(model);
   TopologySpec spec;
   spec.name = "superpod-" + std::to_string(o.scalable_units) + "su";
   spec.models.push_back(*model);
@@ -135,7 +135,7 @@ Result<TopologySpec> GenerateSuperPod(const SuperPodOptions& o) {
 Result<TopologySpec> GenerateLeafSpine(const LeafSpineOptions& o) {
   if (o.nodes < 1 || o.nodes_per_leaf < 1) return Fail("leafspine", "needs nodes >= 1 and nodes_per_leaf >= 1");
   auto model = BuiltinNodeModel(o.model);
-  if (!model) return std::unexpected(model.error());
+  PHX_RETURN_IF_ERROR(model);
   TopologySpec spec;
   spec.name = "leafspine-" + std::to_string(o.nodes);
   spec.models.push_back(*model);
@@ -238,8 +238,8 @@ Result<TopologySpec> GenerateByName(std::string_view what) {
   if (kind == "superpod" && parts.size() <= 3) {
     SuperPodOptions o;
     auto su = arg(1, 4), per = arg(2, 32);
-    if (!su) return std::unexpected(su.error());
-    if (!per) return std::unexpected(per.error());
+    PHX_RETURN_IF_ERROR(su);
+    PHX_RETURN_IF_ERROR(per);
     o.scalable_units = *su;
     o.nodes_per_su = *per;
     return GenerateSuperPod(o);
@@ -248,9 +248,9 @@ Result<TopologySpec> GenerateByName(std::string_view what) {
     LeafSpineOptions o;
     auto nodes = arg(1, 64), per = arg(2, 16);
     auto over = arg(3, 2.0);
-    if (!nodes) return std::unexpected(nodes.error());
-    if (!per) return std::unexpected(per.error());
-    if (!over) return std::unexpected(over.error());
+    PHX_RETURN_IF_ERROR(nodes);
+    PHX_RETURN_IF_ERROR(per);
+    PHX_RETURN_IF_ERROR(over);
     o.nodes = *nodes;
     o.nodes_per_leaf = *per;
     o.oversubscription = *over;
@@ -259,8 +259,8 @@ Result<TopologySpec> GenerateByName(std::string_view what) {
   if (kind == "nvl72" && parts.size() <= 3) {
     Nvl72Options o;
     auto racks = arg(1, 4), per = arg(2, 4);
-    if (!racks) return std::unexpected(racks.error());
-    if (!per) return std::unexpected(per.error());
+    PHX_RETURN_IF_ERROR(racks);
+    PHX_RETURN_IF_ERROR(per);
     o.racks = *racks;
     o.racks_per_leaf = *per;
     return GenerateNvl72(o);

@@ -1,5 +1,5 @@
-// Text escaping for the wire formats this library writes: JSON strings and the Prometheus text
-// exposition format 0.0.4. Pure functions.
+// Text escaping for the Prometheus text exposition format 0.0.4, and its float formatting. (JSON
+// string literals: util/json.h; the UTF-8 repair both use: util/utf8.h.) Pure functions.
 // Thread-safety: none needed (no state).
 #pragma once
 
@@ -7,14 +7,6 @@
 #include <string_view>
 
 namespace phalanx::http {
-
-// `text` with every byte that is not part of well-formed UTF-8 (RFC 3629: no overlong forms,
-// surrogates or code points past U+10FFFF) replaced by U+FFFD. Both formats require UTF-8.
-std::string SanitizeUtf8(std::string_view text);
-
-// A JSON string literal, quotes included: `"`, `\` and control characters escaped; invalid
-// UTF-8 replaced (SanitizeUtf8).
-std::string JsonQuote(std::string_view text);
 
 // Prometheus label value (inside the quotes): `\` -> `\\`, `"` -> `\"`, newline -> `\n`;
 // invalid UTF-8 replaced.

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "service/http/escape.h"
+#include "util/utf8.h"
 
 namespace phalanx::http {
 namespace {

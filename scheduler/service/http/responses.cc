@@ -4,7 +4,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
-#include "service/http/escape.h"
+#include "util/json.h"
 
 namespace phalanx::http {
 

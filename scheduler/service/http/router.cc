@@ -6,21 +6,13 @@
 
 #include "service/http/responses.h"
 #include "service/http/url.h"
+#include "util/strings.h"
 
 namespace phalanx::http {
 namespace {
 
 // "/a/b/" -> {"a", "b", ""}; "/" -> {""}. `path` starts with '/'.
-std::vector<std::string_view> SplitPath(std::string_view path) {
-  std::vector<std::string_view> out;
-  path.remove_prefix(1);
-  while (true) {
-    size_t slash = path.find('/');
-    out.push_back(path.substr(0, slash));
-    if (slash == std::string_view::npos) return out;
-    path.remove_prefix(slash + 1);
-  }
-}
+std::vector<std::string_view> SplitPath(std::string_view path) { return ::phalanx::Split(path.substr(1), '/'); }
 
 bool IsParamName(std::string_view name) {
   if (name.empty()) return false;

@@ -11,10 +11,10 @@
 #include <sstream>
 
 #include "adapters/topology/bandwidth_units.h"
-#include "adapters/topology/hostlist.h"
 #include "adapters/topology/topology_reader_nvsmi.h"
 #include "adapters/topology/topology_reader_slurm.h"
 #include "core/topology/topology.h"
+#include "util/hostlist.h"
 
 namespace phalanx {
 namespace {

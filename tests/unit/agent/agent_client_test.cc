@@ -357,9 +357,18 @@ TEST_F(AgentClientTest, MutualTlsWithToken) {
   o.link.tls_ca = tmp_ / "impostor.pem";  // does not vouch for the daemon's certificate
   auto doubting = Agent::Create(o);
   ASSERT_TRUE(doubting);
-  (*doubting)->Start();
-  std::this_thread::sleep_for(milliseconds(300));  // a few handshakes fail meanwhile
-  (*doubting)->Stop();
+  {
+    // The agent logs each attempt that ended without a registration: wait for a few of those
+    // (or for a registration, which would be the bug), so the check below follows attempts
+    // that were made and refused rather than a time that may not have sufficed.
+    testing::StderrCapture log(tmp_ / "doubting.log");
+    const std::string refused = "daemon " + daemon.target() + ": Register failed: UNAVAILABLE";
+    (*doubting)->Start();
+    EXPECT_TRUE(
+        WaitFor([&] { return log.Count(refused) >= 3 || daemon.registers().size() > 1; }, std::chrono::seconds(60)))
+        << log.Text();
+    (*doubting)->Stop();
+  }
   EXPECT_EQ(daemon.registers().size(), 1u);
 
   o.link.tls_ca = tmp_ / "missing.pem";

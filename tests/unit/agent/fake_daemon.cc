@@ -53,7 +53,6 @@ grpc::Status FakeDaemon::Connect(grpc::ServerContext* ctx,
   v1::DaemonCommand welcome;
   {
     std::lock_guard lock(mu_);
-    ++streams_;
     reports_.push_back(report);
     welcome.mutable_welcome()->set_session(report.session());
     for (uint64_t job : kill_jobs_) welcome.mutable_welcome()->add_kill_jobs(job);
@@ -62,6 +61,11 @@ grpc::Status FakeDaemon::Connect(grpc::ServerContext* ctx,
     std::lock_guard lock(write_mu_);
     stream->Write(welcome);
     stream_ = stream;
+  }
+  {
+    // Counted once Send() can reach the stream: tests wait for streams() == N, then Send.
+    std::lock_guard lock(mu_);
+    ++streams_;
   }
   while (stream->Read(&report)) {
     std::lock_guard lock(mu_);

@@ -1,6 +1,6 @@
 // GPU discovery without a GPU: the NVML path through a fake libnvidia-ml (fake_nvml.cc), the
 // missing-library and failing-init fallbacks to declared GPUs, and NUMA affinity from an hwloc
-// XML fixture.
+// XML fixture and from this machine.
 #include "agent/gpu_discovery.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 
 #include "agent/agent_flags.h"
 #include "agent/nvml_reader.h"
+#include "agent/pci_numa.h"
 
 namespace phalanx::agent {
 namespace {
@@ -89,13 +90,32 @@ TEST(GpuDiscovery, DeclaredGpusTakeNumaFromHwlocInPciOrder) {
   EXPECT_EQ(inv.gpus[4].pci.bus, 0x9bu);
 }
 
-TEST(GpuDiscovery, ThisMachineWithoutNvidiaGpus) {
+// This machine's hwloc (no XML): declared GPU i takes the i-th NVIDIA GPU hwloc sees here, its
+// PCI address and NUMA node, or stays unknown (-1) where there is none (a machine without
+// NVIDIA GPUs). The expectation is what hwloc reports here, so it holds on any machine.
+TEST(GpuDiscovery, DeclaredGpusOnThisMachineFollowItsNvidiaDevices) {
+  auto pci = ReadPciDevices("");
+  ASSERT_TRUE(pci) << pci.error().ToString();
+  std::vector<PciDevice> nvidia;
+  for (const PciDevice& dev : *pci) {
+    if (dev.IsNvidiaGpu()) nvidia.push_back(dev);
+  }
   GpuDiscoveryOptions options;
   options.nvml_library = "/nonexistent/libnvidia-ml.so.1";
   options.declared = {0, 1};
   const GpuInventory inv = DiscoverGpus(options);
   ASSERT_EQ(inv.gpus.size(), 2u);
-  EXPECT_EQ(inv.gpus[0].numa_node, -1);  // hwloc sees no NVIDIA device here
+  for (size_t i = 0; i < inv.gpus.size(); ++i) {
+    SCOPED_TRACE("declared GPU " + std::to_string(i) + ", " + std::to_string(nvidia.size()) + " NVIDIA GPUs here");
+    if (i < nvidia.size()) {
+      EXPECT_TRUE(inv.gpus[i].has_pci);
+      EXPECT_EQ(inv.gpus[i].pci, nvidia[i].address);
+      EXPECT_EQ(inv.gpus[i].numa_node, nvidia[i].numa_node);
+    } else {
+      EXPECT_FALSE(inv.gpus[i].has_pci);
+      EXPECT_EQ(inv.gpus[i].numa_node, -1);
+    }
+  }
 }
 
 TEST(GpuDiscovery, NothingDeclaredNoNvmlIsACpuNode) {

@@ -2,11 +2,13 @@
 // (instead of sleeping), and LaunchSpec builders for /bin/sh jobs.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -59,6 +61,42 @@ inline bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds
   }
   return true;
 }
+
+// While it lives, whatever this process writes to stderr (the agent's log) goes to `path`, where
+// Text() reads it back at any time; at the end it is copied to the real stderr for the test's
+// output. For waiting on what the agent logged: its attempts and their failures.
+class StderrCapture {
+ public:
+  explicit StderrCapture(std::string path) : path_(std::move(path)) {
+    std::fflush(stderr);
+    saved_ = dup(2);
+    const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    dup2(fd, 2);
+    close(fd);
+  }
+  ~StderrCapture() {
+    std::fflush(stderr);
+    dup2(saved_, 2);
+    close(saved_);
+    const std::string text = Text();
+    std::fwrite(text.data(), 1, text.size(), stderr);
+  }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+
+  std::string Text() const { return ReadFile(path_); }
+  // How many times `needle` was written so far.
+  size_t Count(const std::string& needle) const {
+    const std::string text = Text();
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+    return n;
+  }
+
+ private:
+  std::string path_;
+  int saved_ = -1;
+};
 
 // "KEY=VALUE" lines (the output of `env`) as a map.
 inline std::map<std::string, std::string> ParseEnv(const std::string& text) {

@@ -15,6 +15,7 @@ TEST(ParseDuration, SlurmForms) {
       {"5:30", 5 * 60 + 30},                // MM:SS
       {"120:00", 120 * 60},                 // MM:SS with many minutes
       {"2:00:00", 2 * 3600},                // HH:MM:SS
+      {"0-05", 5 * 3600},                   // D-HH with no days: hours, not minutes
       {"1-0", 86400},                       // D-HH
       {"1-12", 86400 + 12 * 3600},          // D-HH
       {"2-03:04", 2 * 86400 + 3 * 3600 + 4 * 60},
@@ -37,7 +38,7 @@ TEST(ParseDuration, UnitForms) {
 
 TEST(ParseDuration, RejectsWithTheText) {
   for (const char* bad : {"", "abc", "1:2:3:4", "1:60", "1:00:60", "1-24", "1-", "-5", "5x", "m", "1.5h", "1 h",
-                          "1-2-3", ":30", "30:", "2h30m"}) {
+                          "1-2-3", ":30", "30:", "2h30m", "-5s", "1--5"}) {
     auto d = ParseDuration(bad);
     ASSERT_FALSE(d.has_value()) << "'" << bad << "' parsed as " << *d;
     EXPECT_NE(d.error().message.find(std::string("'") + bad + "'"), std::string::npos) << d.error().message;

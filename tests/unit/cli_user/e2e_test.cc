@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -75,7 +76,7 @@ M Parse(const char* text) {
 class FakeDaemon final : public v1::Jobs::Service, public v1::Cluster::Service {
  public:
   FakeDaemon() : jobs_(Parse<v1::ListJobsResponse>(kJobs)) {
-    jobs_.mutable_jobs(0)->set_start_time(std::time(nullptr) - 3723);  // job 41 has run 1:02:03
+    jobs_.mutable_jobs(0)->set_start_time(job41_start);  // job 41 has run 1:02:03, and counting
   }
 
   grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest* request, v1::SubmitResponse* response) override {
@@ -134,6 +135,7 @@ class FakeDaemon final : public v1::Jobs::Service, public v1::Cluster::Service {
     return grpc::Status::OK;
   }
 
+  const std::time_t job41_start = std::time(nullptr) - 3723;
   std::vector<v1::SubmitRequest> submits;
   std::vector<v1::CancelRequest> cancels;
   std::vector<v1::GetJobRequest> gets;
@@ -306,10 +308,20 @@ TEST_F(EndToEnd, GsubUsageErrorsSendNothing) {
 // ---- gq ----------------------------------------------------------------------------------------
 
 TEST_F(EndToEnd, GqDefaultTable) {
+  const std::time_t before = std::time(nullptr);
   const Outcome r = Exec(GQ_PATH, {});
+  const std::time_t after = std::time(nullptr);
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("JOBID  NAME   USER  STATE    GPUS  NODES"));
-  EXPECT_THAT(r.out, HasSubstr("   41  llama  ada   RUNNING     2      2  1:02:0"));  // 1:02:03, a second later at most
+  // Job 41's TIME (H:MM:SS) is how long it had run when gq looked: 1:02:03 or more, as many
+  // seconds more as passed between the fixture's start and gq's run.
+  bool shown = false;
+  for (long t = before - daemon_.job41_start; t <= after - daemon_.job41_start && !shown; ++t) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%ld:%02ld:%02ld ", t / 3600, t / 60 % 60, t % 60);
+    shown = r.out.find("\n   41  llama  ada   RUNNING     2      2  " + std::string(text)) != std::string::npos;
+  }
+  EXPECT_TRUE(shown) << r.out;
   EXPECT_THAT(r.out, HasSubstr("dgx[01-02]\n"));
   EXPECT_THAT(r.out, HasSubstr("   43  moe    ada   PENDING    32      4     0:00    1:00:00  N/A                  "
                                "(TopologyBlock: leaf)\n"));

@@ -4,53 +4,13 @@
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <ctime>
-#include <random>
-
-#include "adapters/topology/hostlist.h"
 
 namespace phalanx::cli {
 namespace {
 
 using ::testing::HasSubstr;
-
-TEST(CompressHostlist, Ranges) {
-  EXPECT_EQ(CompressHostlist({"dgx01", "dgx02", "dgx03", "dgx04"}), "dgx[01-04]");
-  EXPECT_EQ(CompressHostlist({"dgx04", "dgx01", "dgx02", "dgx07", "dgx08"}), "dgx[01-02,04,07-08]");
-  EXPECT_EQ(CompressHostlist({"dgx01"}), "dgx01");
-  EXPECT_EQ(CompressHostlist({"b1", "a2", "a1", "login", "a1"}), "a[1-2],b1,login");
-  EXPECT_EQ(CompressHostlist({"n9", "n10", "n11"}), "n[9-11]");
-  EXPECT_EQ(CompressHostlist({"n098", "n099", "n100", "n101"}), "n[098-101]");
-  EXPECT_EQ(CompressHostlist({"n09", "n10", "n9"}), "n[09,9-10]");  // n9-n10 do not pad
-  EXPECT_EQ(CompressHostlist({"r1n1", "r1n2", "r2n1"}), "r1n[1-2],r2n1");
-  EXPECT_EQ(CompressHostlist({}), "");
-}
-
-// Whatever the names, the hostlist expands back to them (sorted, unique).
-TEST(CompressHostlist, ExpandsBackToTheSameNames) {
-  std::mt19937 rng(7);
-  const char* prefixes[] = {"dgx", "n", "gpu-", "r1n", "x"};
-  for (int round = 0; round < 300; ++round) {
-    std::vector<std::string> names;
-    const int count = 1 + static_cast<int>(rng() % 40);
-    for (int i = 0; i < count; ++i) {
-      std::string digits = std::to_string(rng() % 130);
-      const size_t pad = rng() % 4;
-      if (digits.size() < pad) digits.insert(0, pad - digits.size(), '0');
-      names.push_back(prefixes[rng() % 5] + (rng() % 10 == 0 ? std::string() : digits));
-    }
-    const std::string list = CompressHostlist(names);
-    auto expanded = ExpandHostlist(list, "test");
-    ASSERT_TRUE(expanded.has_value()) << list << ": " << expanded.error().ToString();
-    std::vector<std::string> want = names, got = *expanded;
-    std::sort(want.begin(), want.end());
-    want.erase(std::unique(want.begin(), want.end()), want.end());
-    std::sort(got.begin(), got.end());
-    EXPECT_EQ(got, want) << list;
-  }
-}
 
 constexpr const char* kNodes = R"pb(
   nodes { name: "dgx01" state: NODE_STATE_UP gpus: 8 gpus_free: 0 model: "dgx-h100" leaf: "su0" agent_connected: true jobs: 41 }

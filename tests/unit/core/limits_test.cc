@@ -2,12 +2,20 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace phalanx {
+
+void PrintTo(const LimitHit& hit, std::ostream* os) { *os << hit.ToString(); }
+
 namespace {
+
+LimitHit User(std::string reason) { return {LimitScope::kUser, std::move(reason)}; }
+LimitHit Account(std::string reason) { return {LimitScope::kAccount, std::move(reason)}; }
 
 LimitsConfig Config() {
   LimitsConfig c;
@@ -32,7 +40,7 @@ TEST(Limits, UserPendingLimit) {
     EXPECT_EQ(t.CheckSubmit("alice", "other"), std::nullopt) << i;
     t.AddPending("alice", "other");
   }
-  EXPECT_EQ(t.CheckSubmit("alice", "other"), "UserLimit: user alice has 3 pending jobs (max 3)");
+  EXPECT_EQ(t.CheckSubmit("alice", "other"), User("user alice has 3 pending jobs (max 3)"));
   ASSERT_TRUE(t.RemovePending("alice", "other"));
   EXPECT_EQ(t.CheckSubmit("alice", "other"), std::nullopt);
 }
@@ -43,10 +51,10 @@ TEST(Limits, AccountPendingLimitAcrossUsers) {
   t.AddPending("alice", "lab");
   t.AddPending("bob", "lab");
   t.AddPending("vip", "lab");
-  EXPECT_EQ(t.CheckSubmit("carol", "lab"), "AccountLimit: account lab has 4 pending jobs (max 4)");
+  EXPECT_EQ(t.CheckSubmit("carol", "lab"), Account("account lab has 4 pending jobs (max 4)"));
   // The user's own limit is reported first.
   t.AddPending("alice", "other");
-  EXPECT_EQ(t.CheckSubmit("alice", "lab"), "UserLimit: user alice has 3 pending jobs (max 3)");
+  EXPECT_EQ(t.CheckSubmit("alice", "lab"), User("user alice has 3 pending jobs (max 3)"));
   EXPECT_EQ(t.CheckSubmit("carol", "other"), std::nullopt);
 }
 
@@ -54,17 +62,22 @@ TEST(Limits, RunningGpuLimits) {
   LimitTracker t(Config());
   t.AddRunning("alice", "lab", 12);
   EXPECT_EQ(t.CheckStart("alice", "lab", 4), std::nullopt);  // exactly at 16
-  EXPECT_EQ(t.CheckStart("alice", "lab", 5), "UserLimit: user alice has 12 running GPUs, 5 more would exceed max 16");
+  EXPECT_EQ(t.CheckStart("alice", "lab", 5), User("user alice has 12 running GPUs, 5 more would exceed max 16"));
   t.AddRunning("vip", "lab", 8);
-  EXPECT_EQ(t.CheckStart("vip", "lab", 8), "AccountLimit: account lab has 20 running GPUs, 8 more would exceed max 24");
+  EXPECT_EQ(t.CheckStart("vip", "lab", 8), Account("account lab has 20 running GPUs, 8 more would exceed max 24"));
   EXPECT_EQ(t.CheckStart("vip", "elsewhere", 1000), std::nullopt);
 }
 
 TEST(Limits, RequestsAboveALimitCanNeverStart) {
   LimitTracker t(Config());
   EXPECT_EQ(t.CheckRequest("alice", "x", 16), std::nullopt);
-  EXPECT_EQ(t.CheckRequest("alice", "x", 17), "UserLimit: job requests 17 GPUs, user alice may run at most 16");
-  EXPECT_EQ(t.CheckRequest("vip", "lab", 32), "AccountLimit: job requests 32 GPUs, account lab may run at most 24");
+  EXPECT_EQ(t.CheckRequest("alice", "x", 17), User("job requests 17 GPUs, user alice may run at most 16"));
+  EXPECT_EQ(t.CheckRequest("vip", "lab", 32), Account("job requests 32 GPUs, account lab may run at most 24"));
+}
+
+TEST(Limits, AHitNamesItsLimitAsSlurmDoes) {
+  EXPECT_EQ(User("user alice has 3 pending jobs (max 3)").ToString(), "UserLimit: user alice has 3 pending jobs (max 3)");
+  EXPECT_EQ(Account("account lab has 4 pending jobs (max 4)").ToString(), "AccountLimit: account lab has 4 pending jobs (max 4)");
 }
 
 TEST(Limits, RemovingWhatWasNotAddedFailsAndChangesNothing) {

@@ -159,7 +159,12 @@ TEST(DaemonAgents, GangJobLaunchesOnePartPerNodeAndCompletes) {
   EXPECT_EQ(job.nodelist(), first.nodelist());
   // Both parts exit 0: completed.
   ASSERT_TRUE(launches[0].first->Exit(id, first.launch_id(), 0));
+  // The daemon has handled that exit (and sent what it sends for it) once both barriers are back.
+  ASSERT_TRUE(launches[0].first->Barrier());
+  ASSERT_TRUE(launches[1].first->Barrier());
   EXPECT_EQ(c.h.State(id), v1::JOB_STATE_RUNNING) << "one part still runs";
+  const auto killed = [&](const v1::DaemonCommand& cmd) { return cmd.has_kill() && cmd.kill().job_id() == id; };
+  EXPECT_EQ(launches[1].first->Count(killed), 0u) << "a part that exits 0 does not stop the others";
   ASSERT_TRUE(launches[1].first->Exit(id, first.launch_id(), 0));
   ASSERT_TRUE(c.h.WaitState(id, v1::JOB_STATE_COMPLETED));
   EXPECT_EQ(c.h.Get(id).exit_code(), 0);
@@ -219,10 +224,16 @@ TEST(DaemonAgents, CheckpointPreemptionThroughTheAgents) {
   auto started = c.Launches(high_id, 1);
   ASSERT_EQ(started.size(), 1u);
   EXPECT_EQ(started[0].second.world_size(), 8u);
-  // The victim's parts exit after the kill: stale for the daemon, nothing changes.
+  // The victim's parts exit after the kill: stale for the daemon, nothing changes (checked once
+  // every agent's barrier says its exit was handled).
   for (auto& [agent, l] : parts) ASSERT_TRUE(agent->Exit(low_id, launch, -1));
+  for (auto& [agent, l] : parts) ASSERT_TRUE(agent->Barrier()) << agent->node();
   c.h.clock.Advance(1);
-  EXPECT_EQ(c.h.State(low_id), v1::JOB_STATE_PENDING);
+  victim = c.h.Get(low_id);
+  EXPECT_EQ(victim.state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(victim.preemptions(), 1u);
+  EXPECT_EQ(victim.checkpoint_epoch(), 1u);
+  EXPECT_EQ(c.h.State(high_id), v1::JOB_STATE_RUNNING);
 }
 
 TEST(DaemonAgents, BrokenStreamTakesTheNodeDownAfterTheGraceAndRequeues) {
@@ -375,6 +386,7 @@ TEST(DaemonAgents, ResizeRestartsTheJobOnItsNewGpus) {
   FakeAgent* kept = parts[0].first;
   lost->Disconnect();
   ASSERT_TRUE(kept->WaitKill(id)) << "the surviving part is stopped before the restart";
+  ASSERT_TRUE(kept->Barrier()) << "whatever the daemon sends after the kill is here";
   EXPECT_EQ(kept->Count([&](const v1::DaemonCommand& cmd) { return cmd.has_launch() && cmd.launch().job_id() == id; }), 1u)
       << "no new launch while an old part runs";
   ASSERT_TRUE(kept->Exit(id, first_launch, -1));

@@ -1,7 +1,8 @@
 // Test harness for phalanxd: an in-process Daemon (its own io thread, gRPC servers, the real
 // Unix socket and a real SQLite file in a temporary directory), gRPC clients over the socket,
 // and FakeAgent, an in-test agent speaking the Agents service over TCP with the token.
-// Waiting is by polling a condition (WaitFor), never by fixed sleeps.
+// Waiting is by polling a condition (WaitFor), never by fixed sleeps; a check that something did
+// not happen comes after a FakeAgent::Barrier on the stream whose report it is about.
 // Thread-safety: harness objects belong to the test thread; FakeAgent's reader thread only
 // fills its command list (mutex-protected).
 #pragma once
@@ -24,7 +25,7 @@
 #include "phalanx/v1/phalanx.grpc.pb.h"
 #include "service/clock.h"
 #include "service/daemon.h"
-#include "service/log.h"
+#include "util/log.h"
 
 namespace phalanx::service::testing {
 
@@ -286,6 +287,26 @@ class FakeAgent {
   bool WaitKill(uint64_t job) {
     return WaitFor([&] { return Count([&](const v1::DaemonCommand& c) { return c.has_kill() && c.kill().job_id() == job; }) > 0; });
   }
+  // A barrier on this agent's stream, for "nothing changed" checks: a heartbeat listing a part
+  // of kBarrierJob (a job the daemon never ran), which the daemon answers on this stream with a
+  // kill of that part. The daemon handles a stream's reports one after the other on its io
+  // thread, and sends a stream's commands in order, so once that kill is here, every report
+  // written before it has been handled, the commands sent while handling them are here, and what
+  // the handling posted to the io thread runs before any call the test makes next.
+  bool Barrier(std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+    const uint64_t launch = ++barriers_;
+    v1::AgentReport r;
+    r.mutable_heartbeat()->set_time(0);
+    v1::RunningPart* part = r.mutable_heartbeat()->add_running();
+    part->set_job_id(kBarrierJob);
+    part->set_launch_id(launch);
+    if (!Report(r)) return false;
+    const auto answer = [&](const v1::DaemonCommand& c) {
+      return c.has_kill() && c.kill().job_id() == kBarrierJob && c.kill().launch_id() == launch;
+    };
+    return WaitFor([&] { return Count(answer) > 0; }, timeout);
+  }
+  static constexpr uint64_t kBarrierJob = 999'999'999;
   bool ended() const {
     std::lock_guard<std::mutex> lock(mu_);
     return ended_;
@@ -309,6 +330,7 @@ class FakeAgent {
   mutable std::mutex mu_;
   std::vector<v1::DaemonCommand> commands_;
   bool ended_ = false;
+  uint64_t barriers_ = 0;  // the launch id of the last Barrier's part
 };
 
 }  // namespace phalanx::service::testing

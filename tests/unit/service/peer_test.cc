@@ -52,15 +52,19 @@ class EchoPeer final : public v1::Jobs::CallbackService {
   const PeerRegistry* peers_;
 };
 
-uint64_t Call(const std::string& socket, const std::string& name, grpc::StatusCode* code = nullptr, int deadline_ms = 5000) {
+// A Submit named `name` on a new connection; `ctx` (if given) is the call's, e.g. to cancel it
+// from another thread. The deadline only guards against a hang.
+uint64_t Call(const std::string& socket, const std::string& name, grpc::StatusCode* code = nullptr,
+              grpc::ClientContext* ctx = nullptr) {
   auto ch = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
   auto stub = v1::Jobs::NewStub(ch);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
+  grpc::ClientContext own;
+  if (ctx == nullptr) ctx = &own;
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
   v1::SubmitRequest req;
   req.mutable_spec()->set_name(name);
   v1::SubmitResponse resp;
-  auto st = stub->Submit(&ctx, req, &resp);
+  auto st = stub->Submit(ctx, req, &resp);
   if (code) *code = st.error_code();
   return resp.job_id();
 }
@@ -84,11 +88,19 @@ TEST(PeerIdentity, FdChannelsAreNamedByFdAndTheFdOutlivesTheClientWhileACallLive
   ASSERT_TRUE(service.last_peer.starts_with("fd:")) << service.last_peer;
   lock.unlock();
 
-  // A call that stays open while its client gives up and goes away.
-  grpc::StatusCode code;
-  Call(dir.File("s.sock"), "hold", &code, 200);
-  EXPECT_EQ(code, grpc::StatusCode::DEADLINE_EXCEEDED);
-  ASSERT_NE(service.held.load(), nullptr);
+  // A call that stays open while its client gives up (once the server holds the call) and goes
+  // away (the client's channel is gone when Call returns).
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  bool held = false;
+  {
+    grpc::ClientContext held_ctx;  // holds the channel: the client is gone only once it is
+    std::thread client([&] { Call(dir.File("s.sock"), "hold", &code, &held_ctx); });
+    held = WaitFor([&] { return service.held.load() != nullptr; }, std::chrono::seconds(60));
+    held_ctx.TryCancel();
+    client.join();
+  }
+  ASSERT_TRUE(held);
+  EXPECT_EQ(code, grpc::StatusCode::CANCELLED);
   lock.lock();
   EXPECT_TRUE(service.held_cred_ok);
   const std::string held_peer = service.held_peer;
@@ -106,7 +118,8 @@ TEST(PeerIdentity, FdChannelsAreNamedByFdAndTheFdOutlivesTheClientWhileACallLive
   EXPECT_EQ(fstat(held_fd, &fst), 0);
   service.held.load()->Finish(grpc::Status::CANCELLED);
   // Once the last call ended, gRPC closes the fd (and a later connection may reuse it).
-  EXPECT_TRUE(WaitFor([&] { return fcntl(held_fd, F_GETFD) == -1 || !peers.Lookup(held_peer); }));
+  EXPECT_TRUE(
+      WaitFor([&] { return fcntl(held_fd, F_GETFD) == -1 || !peers.Lookup(held_peer); }, std::chrono::seconds(60)));
   listener.Stop();
   server->Shutdown();
   EXPECT_NE(stat(dir.File("s.sock").c_str(), &st), 0) << "the socket file is removed";

@@ -86,9 +86,7 @@ TEST(SimGolden, WalltimeFactorKeepsRealEnds) {
   EXPECT_EQ(r.jobs[2].first_start, 2000);
   EXPECT_EQ(r.jobs[2].end, 2500);
   EXPECT_EQ(r.jobs[3].end, 1300);
-  auto spec = MakeJobSpec(Golden4().jobs[1], 1, o);
-  ASSERT_TRUE(spec);
-  EXPECT_EQ(spec->walltime, 4000);
+  EXPECT_EQ(MakeJobSpec(Golden4().jobs[1], 1, o).walltime, 4000);
 }
 
 // Preemption through checkpoints: a high-priority 32-GPU job arrives while two preemptible
@@ -237,18 +235,11 @@ TEST(SimVersusCore, SameDecisions) {
   }
 }
 
-TEST(SimMetrics, FragmentationProbeCountsUnusableIdleGpus) {
+TEST(SimMetrics, LargestFreeBlockPerLevel) {
   auto topo = Topology::Build(DemoCluster());
   ASSERT_TRUE(topo);
   // One GPU taken on every node: 7 free per node.
   for (uint32_t n = 0; n < 4; ++n) ASSERT_TRUE(topo->Allocate(n + 1, std::vector<GpuId>{GpuId(n * 8)}, 0));
-  EXPECT_DOUBLE_EQ(FragmentationProbe(*topo, {{8, 1.0}}).FragmentedGpus(*topo), 28);
-  EXPECT_DOUBLE_EQ(FragmentationProbe(*topo, {{1, 0.5}, {8, 0.5}}).FragmentedGpus(*topo), 14);
-  EXPECT_DOUBLE_EQ(FragmentationProbe(*topo, {{4, 1.0}}).FragmentedGpus(*topo), 0);
-  // 16 GPUs: the home domain is the leaf (2 nodes, 14 free): all fragments.
-  EXPECT_DOUBLE_EQ(FragmentationProbe(*topo, {{16, 1.0}}).FragmentedGpus(*topo), 28);
-  // 28 GPUs: the spine has 28 free: usable.
-  EXPECT_DOUBLE_EQ(FragmentationProbe(*topo, {{28, 1.0}}).FragmentedGpus(*topo), 0);
   const auto blocks = LargestFreeByLevel(*topo);
   EXPECT_EQ(blocks[static_cast<int>(Level::kNode)], 7u);
   EXPECT_EQ(blocks[static_cast<int>(Level::kLeaf)], 14u);
@@ -272,15 +263,12 @@ TEST(SimOptionsParse, ClassRules) {
   auto t8 = ReadTraceCsv("job_id,submit_s,gpus,duration_s\na,0,4,5\n", "t.csv");
   SimOptions lo;
   lo.rules.push_back(*lv);
-  auto spec = MakeJobSpec(t8->jobs[0], 0, lo);
-  ASSERT_TRUE(spec);
-  EXPECT_EQ(spec->shape.fit, FitMode::kRequire);
+  EXPECT_EQ(MakeJobSpec(t8->jobs[0], 0, lo).shape.fit, FitMode::kRequire);
   EXPECT_FALSE(ParseClassRule("all:level=galaxy"));
   lo.rules.push_back(*ParseClassRule("all:gpn=2"));
-  auto shaped = MakeJobSpec(t8->jobs[0], 0, lo);
-  ASSERT_TRUE(shaped);
-  EXPECT_EQ(shaped->shape.nodes, 2u);
-  EXPECT_EQ(shaped->shape.gpus_per_node, 2u);
+  const JobSpec shaped = MakeJobSpec(t8->jobs[0], 0, lo);
+  EXPECT_EQ(shaped.shape.nodes, 2u);
+  EXPECT_EQ(shaped.shape.gpus_per_node, 2u);
   EXPECT_FALSE(ParseClassRule("gpus>=8"));
   EXPECT_FALSE(ParseClassRule("size>3:class=high"));
   EXPECT_FALSE(ParseClassRule("all:elastic=2"));

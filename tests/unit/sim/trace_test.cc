@@ -89,6 +89,20 @@ TEST(Sacct, ElapsedInsteadOfEndAndReqTres) {
   EXPECT_EQ(t->jobs[0].gpus, 2u);
 }
 
+// Regression: D-HH with 0 days ("0-05") is 5 hours, as sbatch reads it, not 5 minutes.
+TEST(Sacct, DayHourDurationsAreHours) {
+  auto t = ReadSacct("JobID|Submit|Start|Elapsed|AllocTRES|Timelimit\n"
+                     "7|2024-01-01T00:00:00|2024-01-01T00:00:00|0-05|gres/gpu=1|0-06:30\n",
+                     "s.txt");
+  ASSERT_TRUE(t) << t.error().ToString();
+  EXPECT_EQ(t->jobs[0].duration, 5 * 3600);
+  EXPECT_EQ(t->jobs[0].timelimit, 6 * 3600 + 30 * 60);
+  auto bad = ReadSacct("JobID|Submit|Start|Elapsed|AllocTRES\n7|2024-01-01T00:00:00|2024-01-01T00:00:00|1-24|gres/gpu=1\n", "b.txt");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().ToString(),
+            "b.txt:2: Elapsed: '1-24' is not a Slurm duration (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
+}
+
 TEST(Sacct, ErrorsNameFileAndLine) {
   auto t = ReadTrace(Fixture("bad_time.sacct"), "bad_time.sacct");
   ASSERT_FALSE(t);
@@ -110,15 +124,19 @@ TEST(Sacct, TimesAndDurations) {
   EXPECT_EQ(*ParseIsoTime("2024-02-29T23:59:59"), 1709251199);
   EXPECT_FALSE(ParseIsoTime("2024-13-01T00:00:00"));
   EXPECT_FALSE(ParseIsoTime("Unknown"));
-  EXPECT_EQ(*ParseSlurmDuration("01:02:03"), 3723);
-  EXPECT_EQ(*ParseSlurmDuration("2-01:00:00"), 2 * 86400 + 3600);
-  EXPECT_EQ(*ParseSlurmDuration("2-05"), 2 * 86400 + 5 * 3600);
-  EXPECT_EQ(*ParseSlurmDuration("30:00"), 1800);
-  EXPECT_EQ(*ParseSlurmDuration("45"), 45 * 60);
-  EXPECT_EQ(*ParseSlurmDuration("00:00:07.123"), 7);
-  EXPECT_EQ(*ParseSlurmDuration("UNLIMITED"), 0);
-  EXPECT_FALSE(ParseSlurmDuration("1:2:3:4"));
-  EXPECT_FALSE(ParseSlurmDuration("ab:cd"));
+  EXPECT_EQ(*ParseSacctDuration("01:02:03"), 3723);
+  EXPECT_EQ(*ParseSacctDuration("2-01:00:00"), 2 * 86400 + 3600);
+  EXPECT_EQ(*ParseSacctDuration("2-05"), 2 * 86400 + 5 * 3600);
+  EXPECT_EQ(*ParseSacctDuration("0-05"), 5 * 3600);  // D-HH: hours, also with 0 days (was read as minutes)
+  EXPECT_EQ(*ParseSacctDuration("30:00"), 1800);
+  EXPECT_EQ(*ParseSacctDuration("45"), 45 * 60);
+  EXPECT_EQ(*ParseSacctDuration(" 00:10:00 "), 600);
+  EXPECT_EQ(*ParseSacctDuration("00:00:07.123"), 7);
+  EXPECT_EQ(*ParseSacctDuration("UNLIMITED"), 0);
+  EXPECT_EQ(*ParseSacctDuration("Partition_Limit"), 0);
+  EXPECT_EQ(*ParseSacctDuration(""), 0);
+  EXPECT_FALSE(ParseSacctDuration("1:2:3:4"));
+  EXPECT_FALSE(ParseSacctDuration("ab:cd"));
 }
 
 TEST(TraceTransforms, WindowAndScale) {

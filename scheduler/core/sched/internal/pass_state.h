@@ -1,0 +1,111 @@
+// PassState: what one scheduling pass knows while it runs. Schedule() makes one at the start of
+// the pass and drops it at the end, so nothing of a pass leaks into the next by accident; what
+// must carry over (the reservations, the queue order) is in SchedulerState.
+//
+// A pass changes the Topology only through the WhatIfs it holds here and in the parts it calls,
+// all undone before it returns, and through the decisions it makes.
+// Thread-safety: none; the Scheduler's thread only. Internal to core/sched.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/common/ids.h"
+#include "core/common/time.h"
+#include "core/placement/placer.h"
+#include "core/planner/domain_planner.h"
+#include "core/sched/decision.h"
+#include "core/sched/internal/start_blocks.h"
+#include "core/sched/job.h"
+#include "core/topology/level.h"
+#include "core/topology/topology.h"
+
+namespace phalanx {
+
+// A pending job's place in the queue: priority (higher first), submit time, id.
+struct QueueKey {
+  double priority;
+  Time submit;
+  JobId id;
+  JobRecord* job;
+};
+
+// Memory a pass reuses from the last one (a fresh megabyte per 10,000 pending jobs each pass
+// was page faults); the contents are the pass's own. Kept in SchedulerState.
+struct PassBuffers {
+  std::vector<QueueKey> keys;
+  std::vector<JobRecord*> jobs;  // the pending jobs in queue order
+  std::vector<Decision> waits;   // one Wait per pending job, emitted after the other decisions
+};
+
+// The parts of a shape that decide where it fits, apart from its size.
+struct ShapeKey {
+  Level level;
+  FitMode fit;
+  bool exclusive, rail_aligned;
+  uint32_t gpus_per_node;
+  bool operator==(const ShapeKey&) const = default;
+
+  static ShapeKey Of(const PlacementRequest& r) { return {r.level, r.fit, r.exclusive, r.rail_aligned, r.gpus_per_node}; }
+};
+
+struct PassState {
+  PassState(Topology& topology, PassBuffers& buffers, Time now);
+
+  const Time now;
+  PassBuffers& buffers;  // cleared here
+
+  // ---- the queue (scheduler_pass.cc) ----
+  // A job could not start in this pass (strict order stops here), and the first such job.
+  bool blocked = false;
+  JobId first_blocked = kNoJob;
+  // Shapes that failed to start: a job of the same shape that is no bigger and no longer fails
+  // too (resources only shrink during a pass).
+  struct FailedShape {
+    ShapeKey key;
+    uint32_t gpus;
+    Duration walltime;
+  };
+  std::vector<FailedShape> failed_shapes;
+
+  // ---- backfill (start_now.cc, reserve.cc) ----
+  // The blocks reserved in the last pass, by job: kept where still free, so promises hold from
+  // one pass to the next; `planned` are those whose job this pass has scheduled already.
+  std::map<JobId, std::vector<GpuId>> promised;
+  std::set<JobId> planned;
+  StartBlocks start_blocks;
+  // Release times of the active jobs, sorted (SchedulerState::ReleaseTime); built on first use,
+  // rebuilt after `ends_dirty`.
+  std::vector<std::pair<Time, JobId>> ends;
+  bool ends_dirty = true;
+  // GPU counts over time per domain (running jobs until their release, unavailable nodes,
+  // reservations); built on first use, nullopt after `plan_built` if inconsistent.
+  std::optional<DomainPlanner> plan;
+  bool plan_built = false;
+  // GPUs on nodes that are up (node states do not change during a pass); computed on first use.
+  std::optional<uint32_t> up_gpus;
+
+  // ---- preemption (preemption.cc) ----
+  // Running jobs a job of each class may preempt (by class rank), until a preemption succeeds.
+  std::map<int, std::vector<JobId>> victims_by_class;
+  // Preemptions that failed: the same class and shape, no bigger, fails too.
+  struct FailedPreempt {
+    int class_rank;
+    ShapeKey key;
+    uint32_t gpus;
+  };
+  std::vector<FailedPreempt> failed_preempts;
+};
+
+inline PassState::PassState(Topology& topology, PassBuffers& b, Time t) : now(t), buffers(b), start_blocks(topology) {
+  buffers.keys.clear();
+  buffers.jobs.clear();
+  buffers.waits.clear();
+}
+
+}  // namespace phalanx

@@ -1,0 +1,216 @@
+#include "core/sched/internal/preemption.h"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "core/sched/internal/pass_state.h"
+#include "core/sched/internal/scheduler_state.h"
+#include "core/sched/internal/what_if.h"
+
+namespace phalanx {
+
+namespace {
+
+// Keeps only the GPUs of `claim` the preemptor would use: places it with everything else blocked.
+std::vector<GpuId> TrimClaim(SchedulerState& s, const JobRecord& job, std::vector<GpuId> claim) {
+  const Topology& topo = *s.topo;
+  std::vector<GpuId> others;
+  for (uint32_t g = 0; g < topo.gpu_count(); ++g) {
+    if (topo.is_free(GpuId(g)) && !std::binary_search(claim.begin(), claim.end(), GpuId(g))) others.push_back(GpuId(g));
+  }
+  WhatIf what_if(*s.topo);
+  what_if.Block(others);
+  auto p = s.PlaceNow(SchedulerState::ShapeFor(job, s.MinLegalSize(job)));
+  if (!p) return claim;
+  std::vector<GpuId> used = p->gpus;
+  used.insert(used.end(), p->held.begin(), p->held.end());
+  std::sort(used.begin(), used.end());
+  return used;
+}
+
+// Frees a block of `n` GPUs for `job` (shape `request`) from `candidates` when one can be found;
+// true when victims were chosen and told to checkpoint.
+bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, const PlacementRequest& request,
+                const std::vector<JobId>& candidates, std::vector<Decision>& out) {
+  const Time now = pass.now;
+  const Topology& topo = *s.topo;
+  const PreemptionPolicy& policy = *s.policies.preemption;
+  struct Victim {
+    JobId id;
+    bool shrink;
+    uint32_t removable;  // GPUs it can give up
+    double cost;         // the policy's price for them
+  };
+  std::vector<Victim> victims;
+  for (JobId vid : candidates) {
+    const JobRecord& v = s.jobs.at(vid);
+    if (v.state != JobState::kRunning || v.preempted_for != kNoJob) continue;
+    if (s.config.elastic && v.spec.elastic() && !v.spec.shape.exclusive) {
+      const uint32_t keep = s.MinLegalSize(v);
+      if (keep < v.gpus.size()) {
+        if (const std::optional<double> cost = policy.Cost(v, true, now)) {
+          victims.push_back({vid, true, static_cast<uint32_t>(v.gpus.size()) - keep, *cost});
+          continue;
+        }
+      }
+    }
+    if (const std::optional<double> cost = policy.Cost(v, false, now)) {
+      victims.push_back({vid, false, static_cast<uint32_t>(v.gpus.size()), *cost});
+    }
+  }
+  if (victims.empty()) return false;
+
+  // Candidate blocks: domains above the victims' GPUs that are big enough and allowed.
+  const Level min_level = n <= topo.max_gpus_per_node() ? Level::kGroup : Level::kNode;
+  std::map<DomainId, std::vector<std::pair<size_t, uint32_t>>> in_domain;  // domain -> (victim, GPUs inside)
+  for (size_t i = 0; i < victims.size(); ++i) {
+    std::map<DomainId, uint32_t> count;
+    for (GpuId g : s.jobs.at(victims[i].id).gpus) {
+      for (DomainId a = topo.domain(topo.gpu_domain(g)).parent; a.valid(); a = topo.domain(a).parent) count[a]++;
+    }
+    for (const auto& [d, c] : count) {
+      const Domain& dom = topo.domain(d);
+      if (dom.gpu_count < n || dom.level < min_level) continue;
+      if (request.fit == FitMode::kRequire && dom.level > request.level) continue;
+      in_domain[d].push_back({i, c});
+    }
+  }
+  struct Option {
+    double cost;
+    DomainId domain;
+    std::vector<std::pair<size_t, uint32_t>> chosen;  // victim, GPUs to free inside the domain
+  };
+  std::vector<Option> options;
+  for (auto& [d, list] : in_domain) {
+    // Cheapest per GPU freed inside the block first.
+    std::sort(list.begin(), list.end(), [&](const auto& a, const auto& b) {
+      const double ca = victims[a.first].cost / std::min(a.second, victims[a.first].removable);
+      const double cb = victims[b.first].cost / std::min(b.second, victims[b.first].removable);
+      return ca != cb ? ca < cb : victims[a.first].id < victims[b.first].id;
+    });
+    uint32_t have = topo.free_gpus(d);
+    Option o{0, d, {}};
+    for (const auto& [i, inside] : list) {
+      if (have >= n) break;
+      const uint32_t freed = std::min(inside, victims[i].removable);
+      o.chosen.push_back({i, freed});
+      o.cost += victims[i].cost;
+      have += freed;
+    }
+    if (have >= n && !o.chosen.empty()) options.push_back(std::move(o));
+  }
+  std::sort(options.begin(), options.end(), [&](const Option& a, const Option& b) {
+    if (a.cost != b.cost) return a.cost < b.cost;
+    const Domain &da = topo.domain(a.domain), &db = topo.domain(b.domain);
+    return da.level != db.level ? da.level < db.level : a.domain < b.domain;
+  });
+  constexpr size_t kVerify = 8;
+  for (size_t k = 0; k < options.size() && k < kVerify; ++k) {
+    const Option& o = options[k];
+    // Which GPUs each victim keeps (shrinks keep what is outside the block first).
+    std::vector<std::vector<GpuId>> keep(o.chosen.size());
+    WhatIf what_if(*s.topo);
+    const Time end = now + s.policies.runtime->Run(job);
+    for (const Reservation& r : s.reservations) {
+      if (r.job != job.spec.id && r.start < end) what_if.Block(r.gpus);
+    }
+    for (size_t c = 0; c < o.chosen.size(); ++c) {
+      const Victim& v = victims[o.chosen[c].first];
+      const JobRecord& vj = s.jobs.at(v.id);
+      what_if.ReleaseJob(v.id);
+      if (v.shrink) {
+        std::vector<GpuId> outside, inside;
+        for (GpuId g : vj.gpus) (topo.contains(o.domain, g) ? inside : outside).push_back(g);
+        std::vector<GpuId> kept = outside;
+        kept.insert(kept.end(), inside.begin(), inside.end());
+        kept.resize(vj.gpus.size() - o.chosen[c].second);
+        kept.resize(s.LegalSizeAtMost(vj, kept.size()));  // round down to a legal size
+        keep[c] = kept;
+        what_if.Block(kept);
+      }
+    }
+    PlacementRequest inside = request;
+    if (inside.fit != FitMode::kRequire || inside.level > topo.domain(o.domain).level) {
+      inside.level = topo.domain(o.domain).level;
+      inside.fit = FitMode::kRequire;
+    }
+    if (!s.PlaceNow(inside)) continue;
+    what_if.Undo();
+    for (size_t c = 0; c < o.chosen.size(); ++c) {
+      const Victim& v = victims[o.chosen[c].first];
+      JobRecord& vj = s.jobs.at(v.id);
+      vj.state = JobState::kCheckpointing;
+      vj.after_checkpoint = v.shrink ? JobRecord::After::kShrink : JobRecord::After::kPreempt;
+      vj.shrink_to = keep[c];
+      vj.preempted_for = job.spec.id;
+      vj.checkpoint_deadline = now + s.CheckpointGrace(vj);
+      s.NoteTimer(vj.checkpoint_deadline);
+      job.victims.push_back(v.id);
+      Decision d;
+      d.kind = DecisionKind::kCheckpoint;
+      d.job = v.id;
+      d.at = now;
+      d.deadline = vj.checkpoint_deadline;
+      d.reason = std::string(v.shrink ? "shrink" : "preempt") + " for job " + std::to_string(job.spec.id);
+      out.push_back(std::move(d));
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void ReserveClaim(SchedulerState& s, PassState& pass, JobRecord& j) {
+  // GPUs freed by victims, and those their victims still hold, stay with the preemptor.
+  std::erase_if(j.claim, [&](GpuId g) { return s.topo->owner(g) != kNoJob; });
+  std::vector<GpuId> gpus = j.claim;
+  for (JobId v : j.victims) {
+    const JobRecord& vj = s.jobs.at(v);
+    if (vj.after_checkpoint == JobRecord::After::kShrink) {
+      std::set_difference(vj.gpus.begin(), vj.gpus.end(), vj.shrink_to.begin(), vj.shrink_to.end(), std::back_inserter(gpus));
+    } else {
+      gpus.insert(gpus.end(), vj.gpus.begin(), vj.gpus.end());
+    }
+  }
+  if (gpus.empty()) return;
+  std::sort(gpus.begin(), gpus.end());
+  if (j.victims.empty()) gpus = TrimClaim(s, j, std::move(gpus));
+  s.reservations.push_back({j.spec.id, pass.now, pass.now + s.policies.runtime->Run(j), std::move(gpus), true});
+}
+
+bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<Decision>& out) {
+  if (!s.policies.preemption) return false;
+  const PriorityClassId cls(static_cast<uint32_t>(job.class_rank));
+  const uint32_t n = s.MinLegalSize(job);
+  const PlacementRequest request = SchedulerState::ShapeFor(job, n);
+  const ShapeKey key = ShapeKey::Of(request);
+  for (const PassState::FailedPreempt& f : pass.failed_preempts) {
+    if (f.class_rank == job.class_rank && f.key == key && f.gpus <= n) return false;
+  }
+  auto it = pass.victims_by_class.find(job.class_rank);
+  if (it == pass.victims_by_class.end()) {
+    std::vector<JobId> ids;
+    for (JobId vid : s.active) {
+      const JobRecord& v = s.jobs.at(vid);
+      if (v.state == JobState::kRunning && v.preempted_for == kNoJob && s.policies.preemption->MayPreempt(cls, v)) ids.push_back(vid);
+    }
+    it = pass.victims_by_class.emplace(job.class_rank, std::move(ids)).first;
+  }
+  if (it->second.empty()) return false;
+  pass.start_blocks.Clear();
+  const bool ok = PreemptFor(s, pass, job, n, request, it->second, out);
+  if (ok) {
+    pass.victims_by_class.clear();
+    pass.ends_dirty = true;
+  } else {
+    pass.failed_preempts.push_back({job.class_rank, key, n});
+  }
+  return ok;
+}
+
+}  // namespace phalanx

@@ -1,0 +1,177 @@
+#include "core/sched/internal/reserve.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "core/planner/domain_planner.h"
+#include "core/sched/internal/pass_state.h"
+#include "core/sched/internal/scheduler_state.h"
+#include "core/sched/internal/what_if.h"
+
+namespace phalanx {
+
+namespace {
+
+// Release times of the active jobs, sorted; built on first use in a pass (StartJob and
+// preemptions keep or invalidate them).
+const std::vector<std::pair<Time, JobId>>& Ends(const SchedulerState& s, PassState& pass) {
+  if (pass.ends_dirty) {
+    pass.ends.clear();
+    for (JobId id : s.active) pass.ends.push_back({s.ReleaseTime(s.jobs.at(id)), id});
+    std::sort(pass.ends.begin(), pass.ends.end());
+    pass.ends_dirty = false;
+  }
+  return pass.ends;
+}
+
+// The pass's plan of GPU counts over time per domain (running jobs until their release,
+// unavailable nodes, reservations); built on first use in a pass. nullptr if inconsistent.
+DomainPlanner* Plan(const SchedulerState& s, PassState& pass) {
+  if (pass.plan_built) return pass.plan ? &*pass.plan : nullptr;
+  pass.plan_built = true;
+  const Time now = pass.now;
+  const Topology& topo = *s.topo;
+  pass.plan.emplace(topo, now);
+  auto fail = [&]() -> DomainPlanner* {
+    pass.plan.reset();
+    return nullptr;
+  };
+  std::vector<GpuId> up, down;
+  for (JobId id : s.active) {
+    const JobRecord& j = s.jobs.at(id);
+    up.clear();
+    down.clear();
+    for (GpuId g : j.gpus) (topo.node_state(topo.node_of(g)) == NodeState::kUp ? up : down).push_back(g);
+    const Time end = s.ReleaseTime(j);
+    if (!up.empty() && end > now && !pass.plan->AddAllocation(up, now, end)) return fail();
+    if (!down.empty() && !pass.plan->AddAllocation(down, now, kForever)) return fail();
+  }
+  std::vector<GpuId> unavailable;
+  for (uint32_t g = 0; g < topo.gpu_count(); ++g) {
+    if (topo.owner(GpuId(g)) == kNoJob && !topo.is_free(GpuId(g))) unavailable.push_back(GpuId(g));
+  }
+  if (!unavailable.empty() && !pass.plan->AddAllocation(unavailable, now, kForever)) return fail();
+  for (const Reservation& r : s.reservations) {
+    // Preemption claims overlap their victims' running allocations; leaving them out keeps
+    // the plan optimistic, which is all a filter needs.
+    if (!r.for_preemption && !pass.plan->AddAllocation(r.gpus, r.start, r.end)) return fail();
+  }
+  return &*pass.plan;
+}
+
+}  // namespace
+
+std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const JobRecord& job) {
+  const Time now = pass.now;
+  Topology& topo = *s.topo;
+  const std::vector<Reservation>& reservations = s.reservations;
+  const Duration w = s.policies.runtime->Run(job);
+  const uint32_t n = s.MinLegalSize(job);
+  const PlacementRequest request = SchedulerState::ShapeFor(job, n);
+  // No reservation can exist when the nodes that take new work cannot hold the job, even empty
+  // (e.g. right after a daemon restart, while every node waits for its agent): walking every
+  // release time would find nothing, at great cost. Node states do not change during a pass.
+  if (!pass.up_gpus) {
+    uint32_t usable = 0;
+    for (uint32_t i = 0; i < topo.node_count(); ++i) {
+      if (topo.node_state(NodeId(i)) == NodeState::kUp) usable += topo.node_gpu_count(NodeId(i));
+    }
+    pass.up_gpus = usable;
+  }
+  if (*pass.up_gpus < n) return std::nullopt;
+  pass.start_blocks.Clear();
+  const std::vector<std::pair<Time, JobId>>& ends = Ends(s, pass);
+  std::vector<Time> times{now};
+  for (const auto& e : ends) times.push_back(e.first);
+  for (const Reservation& r : reservations) {
+    times.push_back(r.start);
+    times.push_back(r.end);
+  }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+
+  // The planner tells, from GPU counts alone, the earliest time some domain the job may live in
+  // has n GPUs free for its whole walltime: a necessary condition, so every time it skips would
+  // have failed. Each candidate is then checked with the Placer on the what-if state at t.
+  // (Only multi-node jobs ask it: for a job that fits one node, counts almost never decide.)
+  DomainPlanner* plan = n > topo.max_gpus_per_node() ? Plan(s, pass) : nullptr;
+  // (Groups are not planned: a job that must fit in a group must fit in its node.)
+  const Level max_level = request.fit == FitMode::kRequire ? std::max(request.level, Level::kNode) : Level::kCore;
+  // The state at t: the jobs released by then, and blocks kept incrementally as t advances:
+  // block i holds whichever GPUs of reservation i are free while it overlaps [t, t + w) (more
+  // become free as jobs are released); block kPromised holds the blocks promised in the last
+  // pass to jobs not re-planned yet, the same way.
+  WhatIf what_if(topo);
+  const size_t kPromised = reservations.size();
+  for (size_t i = 0; i <= kPromised; ++i) what_if.Block({});
+  size_t next = 0;
+  for (size_t ti = 0; ti < times.size(); ++ti) {
+    Time t = times[ti];
+    if (t < now) continue;
+    if (plan) {
+      const auto c = plan->EarliestBlock(max_level, n, w, t, Level::kNode);
+      if (!c) return std::nullopt;
+      if (c->first > t) {
+        ti = static_cast<size_t>(std::lower_bound(times.begin(), times.end(), c->first) - times.begin());
+        if (ti == times.size()) return std::nullopt;
+        t = times[ti];
+      }
+    }
+    while (next < ends.size() && ends[next].first <= t) what_if.ReleaseJob(ends[next++].second);
+    // Empties first: two reservations may share GPUs at different times, and a GPU one of them
+    // lets go of may be the other's to hold.
+    what_if.Empty(kPromised);
+    auto overlaps = [&](const Reservation& r) { return r.start < t + w && r.end > t; };
+    for (size_t i = 0; i < kPromised; ++i) {
+      if (!overlaps(reservations[i]) && !what_if.empty(i)) what_if.Empty(i);
+    }
+    for (size_t i = 0; i < kPromised; ++i) {
+      if (overlaps(reservations[i])) what_if.Extend(i, reservations[i].gpus);
+    }
+    if (topo.free_gpus(topo.root()) < n) continue;
+    // Stability keeps conservative backfill's promises: the job's own block from the last pass
+    // if it is free at t; else a block that avoids those promised to jobs not re-planned yet;
+    // else any block.
+    std::optional<Placement> p;
+    if (auto own = pass.promised.find(job.spec.id); own != pass.promised.end() && !request.exclusive && own->second.size() == n &&
+                                                    std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) { return topo.is_free(g); })) {
+      p = Placement{own->second, {}, s.placer->model().Predict(own->second)};
+    }
+    if (!p) {
+      for (const auto& [other, gpus] : pass.promised) {
+        if (other != job.spec.id && !pass.planned.contains(other)) what_if.Extend(kPromised, gpus);
+      }
+      p = s.PlaceNow(request);
+    }
+    if (!p && !what_if.empty(kPromised)) {
+      what_if.Empty(kPromised);
+      p = s.PlaceNow(request);
+    }
+    if (!p) continue;
+    Reservation res{job.spec.id, t, t + w, p->gpus};
+    res.gpus.insert(res.gpus.end(), p->held.begin(), p->held.end());
+    if (s.config.whole_node_reservations) {
+      // Slurm reserves whole nodes.
+      std::vector<GpuId> whole;
+      for (GpuId g : res.gpus) {
+        const Domain& node = topo.domain(topo.node_domain(topo.node_of(g)));
+        for (uint32_t i = node.first_gpu; i < node.first_gpu + node.gpu_count; ++i) whole.push_back(GpuId(i));
+      }
+      std::sort(whole.begin(), whole.end());
+      whole.erase(std::unique(whole.begin(), whole.end()), whole.end());
+      res.gpus = std::move(whole);
+    }
+    std::sort(res.gpus.begin(), res.gpus.end());
+    return res;
+  }
+  return std::nullopt;
+}
+
+void AddReservation(SchedulerState& s, PassState& pass, Reservation r) {
+  if (pass.plan && !pass.plan->AddAllocation(r.gpus, r.start, r.end)) pass.plan.reset();
+  s.reservations.push_back(std::move(r));
+  pass.start_blocks.Invalidate();
+}
+
+}  // namespace phalanx

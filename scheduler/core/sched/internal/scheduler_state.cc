@@ -1,0 +1,139 @@
+#include "core/sched/internal/scheduler_state.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "core/placement/simple_placers.h"
+#include "core/sched/internal/timers.h"
+
+namespace phalanx {
+
+SchedulerState::SchedulerState(Topology topology, SchedulerConfig cfg, PriorityClassTable cls, FairshareTracker fs)
+    : topo(std::make_unique<Topology>(std::move(topology))),
+      placer(std::make_unique<Placer>(*topo, cfg.model)),
+      config(std::move(cfg)),
+      classes(std::move(cls)),
+      fairshare(std::move(fs)),
+      limits(config.limits),
+      policies(MakePolicies({config, classes, fairshare, static_cast<uint32_t>(topo->gpu_count())})) {
+  placer->set_best_fit(config.best_fit);
+  placer->set_node_fit_tolerance(config.node_fit_tolerance);
+}
+
+std::optional<Placement> SchedulerState::PlaceNow(const PlacementRequest& request) const {
+  PlaceOutcome out;
+  switch (config.placement) {
+    case PlacementMode::kTopology: out = placer->Place(request); break;
+    case PlacementMode::kNodeBestFit: out = PlaceNodeBestFit(*topo, placer->model(), *placer, request); break;
+    case PlacementMode::kFirstFit: out = PlaceFirstFit(*topo, placer->model(), *placer, request); break;
+  }
+  if (out.status != PlaceStatus::kPlaced) return std::nullopt;
+  return std::move(out.placement);
+}
+
+Time SchedulerState::ReleaseTime(const JobRecord& r) const {
+  Time t = policies.runtime->End(r);
+  if (r.state == JobState::kCheckpointing && r.after_checkpoint == JobRecord::After::kPreempt) t = std::min(t, r.checkpoint_deadline);
+  return std::max(t, now);
+}
+
+void SchedulerState::NoteTimers(const JobRecord& job) { NoteTimer(NextTimer(config, job)); }
+
+void SchedulerState::SetAllocation(JobRecord& job, std::vector<GpuId> gpus) {
+  if (!job.gpus.empty()) (void)topo->Release(job.spec.id);
+  std::sort(gpus.begin(), gpus.end());
+  job.gpus = std::move(gpus);
+  if (!job.gpus.empty()) {
+    const double ring = placer->model().Predict(job.gpus).busbw_gbs;
+    (void)topo->Restore(job.spec.id, job.gpus, ring);
+  }
+}
+
+void SchedulerState::StopJob(JobRecord& job, Time at) {
+  if (!job.gpus.empty()) {
+    const double secs = static_cast<double>(at - charged_until[job.spec.id]) * static_cast<double>(job.gpus.size());
+    if (secs > 0) (void)fairshare.Charge(job.spec.user, job.spec.account, secs, at);
+    (void)limits.RemoveRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(job.gpus.size()));
+    (void)topo->Release(job.spec.id);
+    job.gpus.clear();
+    last_freed = at;
+  }
+  charged_until.erase(job.spec.id);
+  active.erase(job.spec.id);
+  // A preemptor that goes away frees its victims' claim; a victim that ends unblocks its preemptor.
+  for (JobId v : job.victims) {
+    if (JobRecord* victim = Find(v); victim && victim->preempted_for == job.spec.id) victim->preempted_for = kNoJob;
+  }
+  job.victims.clear();
+  if (job.preempted_for != kNoJob) {
+    if (JobRecord* p = Find(job.preempted_for)) std::erase(p->victims, job.spec.id);
+    job.preempted_for = kNoJob;
+  }
+  job.after_checkpoint = JobRecord::After::kNothing;
+  job.shrink_to.clear();
+}
+
+void SchedulerState::Requeue(JobRecord& job, Time at, std::string reason, std::vector<Decision>& out) {
+  const JobId preemptor = job.preempted_for;
+  const std::vector<GpuId> freed = job.gpus;
+  job.gpu_seconds_lost += static_cast<double>(job.gpus.size()) * static_cast<double>(at - job.last_checkpoint);
+  StopJob(job, at);
+  if (preemptor != kNoJob) {
+    if (JobRecord* p = Find(preemptor); p && p->state == JobState::kPending) {
+      p->claim.insert(p->claim.end(), freed.begin(), freed.end());
+    }
+  }
+  job.state = JobState::kPending;
+  job.preemptions++;
+  pending.Insert(job.spec.id, &job);
+  limits.AddPending(job.spec.user, job.spec.account);
+  Decision d;
+  d.kind = DecisionKind::kPreempt;
+  d.job = job.spec.id;
+  d.at = at;
+  d.requeue = true;
+  d.reason = std::move(reason);
+  out.push_back(std::move(d));
+}
+
+void SchedulerState::FinishShrink(JobRecord& job, Time at, std::vector<Decision>& out) {
+  const std::vector<GpuId> before = job.gpus;
+  std::vector<GpuId> keep = job.shrink_to;
+  std::sort(keep.begin(), keep.end());
+  Decision d;
+  d.kind = DecisionKind::kResize;
+  d.job = job.spec.id;
+  d.at = at;
+  std::set_difference(before.begin(), before.end(), keep.begin(), keep.end(), std::back_inserter(d.removed));
+  // Charge usage up to now at the old size, then run on the smaller set.
+  const double secs = static_cast<double>(at - charged_until[job.spec.id]) * static_cast<double>(before.size());
+  if (secs > 0) (void)fairshare.Charge(job.spec.user, job.spec.account, secs, at);
+  charged_until[job.spec.id] = at;
+  (void)limits.RemoveRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(before.size() - keep.size()));
+  const JobId preemptor = job.preempted_for;
+  if (preemptor != kNoJob) {
+    if (JobRecord* p = Find(preemptor)) {
+      std::erase(p->victims, job.spec.id);
+      if (p->state == JobState::kPending) p->claim.insert(p->claim.end(), d.removed.begin(), d.removed.end());
+    }
+  }
+  job.preempted_for = kNoJob;
+  last_freed = at;
+  SetAllocation(job, keep);
+  // The job restarts on the smaller set from its last checkpoint: a new run.
+  job.start = at;
+  job.last_checkpoint = at;
+  job.last_checkpoint_request = at;
+  job.run_walltime = RemainingWalltime(job);
+  job.state = JobState::kRunning;
+  job.after_checkpoint = JobRecord::After::kNothing;
+  job.shrink_to.clear();
+  NoteTimers(job);
+  job.resizes++;
+  d.gpus = job.gpus;
+  d.reason = preemptor != kNoJob ? "shrunk for job " + std::to_string(preemptor) : "shrunk";
+  out.push_back(std::move(d));
+}
+
+}  // namespace phalanx

@@ -1,0 +1,115 @@
+// SchedulerState: everything the Scheduler keeps from one event or pass to the next, and the
+// changes to a job's state that events and passes share (scheduler_state.cc). The Scheduler owns
+// one (scheduler.h shows only a pointer to it); the parts of a pass take it by reference.
+// Nothing in it is per pass: that is PassState.
+// Thread-safety: none; the Scheduler's thread only. Internal to core/sched.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/common/ids.h"
+#include "core/common/time.h"
+#include "core/placement/placer.h"
+#include "core/queue/fairshare.h"
+#include "core/queue/limits.h"
+#include "core/queue/priority.h"
+#include "core/sched/config.h"
+#include "core/sched/decision.h"
+#include "core/sched/elastic_sizes.h"
+#include "core/sched/internal/pass_state.h"
+#include "core/sched/job.h"
+#include "core/sched/pending_jobs.h"
+#include "core/sched/policy/policies.h"
+#include "core/sched/scheduler.h"
+#include "core/topology/topology.h"
+
+namespace phalanx {
+
+struct SchedulerState {
+  SchedulerState(Topology topology, SchedulerConfig config, PriorityClassTable classes, FairshareTracker fairshare);
+  SchedulerState(const SchedulerState&) = delete;
+  SchedulerState& operator=(const SchedulerState&) = delete;
+
+  JobRecord* Find(JobId id) {
+    auto it = jobs.find(id);
+    return it == jobs.end() ? nullptr : &it->second;
+  }
+
+  // ---- sizes and placement ----------------------------------------------------------------
+  // The job's sizes (elastic_sizes.h) on this cluster under this config.
+  std::vector<uint32_t> LegalSizes(const JobRecord& job) const { return phalanx::LegalSizes(job.spec, config.elastic, topo->gpu_count()); }
+  uint32_t MinLegalSize(const JobRecord& job) const { return phalanx::MinLegalSize(job.spec, config.elastic, topo->gpu_count()); }
+  uint32_t LegalSizeAtMost(const JobRecord& job, size_t gpus) const {
+    return phalanx::LegalSizeAtMost(job.spec, config.elastic, topo->gpu_count(), gpus);
+  }
+  // The job's shape at `gpus` GPUs (a node-shaped job keeps its own).
+  static PlacementRequest ShapeFor(const JobRecord& job, uint32_t gpus) {
+    PlacementRequest r = job.spec.shape;
+    if (r.nodes == 0) r.gpus = gpus;
+    return r;
+  }
+  // The configured placement (config.placement) on the Topology as it is now, what-ifs
+  // included; nullopt unless placed.
+  std::optional<Placement> PlaceNow(const PlacementRequest& request) const;
+  // How long a job has between the checkpoint signal and its deadline: its own, else the config's.
+  Duration CheckpointGrace(const JobRecord& job) const {
+    return job.spec.checkpoint_grace > 0 ? job.spec.checkpoint_grace : config.checkpoint_grace;
+  }
+  // When an active job is planned to give its GPUs back: the end of its run as estimated
+  // (policies.runtime), its checkpoint deadline if it is being preempted, not before `now`.
+  Time ReleaseTime(const JobRecord& running) const;
+
+  // ---- timers -----------------------------------------------------------------------------
+  // Keeps next_timer a lower bound over the timers of every active job (timers.h).
+  void NoteTimer(Time t) { next_timer = std::min(next_timer, t); }
+  void NoteTimers(const JobRecord& job);
+
+  // ---- job state changes (scheduler_state.cc) ---------------------------------------------
+  // Releases the job's GPUs and running-GPU counters and charges its usage; it leaves the
+  // active set, and its preemption links are cut (victims keep running, a preemptor forgets it).
+  void StopJob(JobRecord& job, Time now);
+  // Stops the job and puts it back in the queue (resumable from its last checkpoint): a
+  // Preempt{requeue} decision. The GPUs it held join its preemptor's claim.
+  void Requeue(JobRecord& job, Time now, std::string reason, std::vector<Decision>& out);
+  // Ends a shrink: the job keeps shrink_to and restarts on it from its last checkpoint (a new
+  // run); the GPUs it gives up join its preemptor's claim. A Resize decision.
+  void FinishShrink(JobRecord& job, Time now, std::vector<Decision>& out);
+  // Moves the job to `gpus` on the Topology (none: off it), with their predicted traffic.
+  void SetAllocation(JobRecord& job, std::vector<GpuId> gpus);
+
+  // ---- the core's state -------------------------------------------------------------------
+  std::unique_ptr<Topology> topo;
+  std::unique_ptr<Placer> placer;  // over *topo
+  SchedulerConfig config;
+  PriorityClassTable classes;
+  FairshareTracker fairshare;
+  LimitTracker limits;
+  Policies policies;  // made from config, classes and fairshare (declared before it)
+
+  std::map<JobId, JobRecord> jobs;      // every job ever known (never erased: records stay put)
+  PendingJobs pending;                  // pending jobs (incl. held), with their records
+  std::set<JobId> active;               // running or checkpointing
+  std::vector<JobId> queue;             // pending jobs in the order of the last pass
+  std::vector<Reservation> reservations;  // made by the last pass; the next keeps their blocks
+  std::vector<Decision> outbox;         // decisions made by events, emitted by the next pass
+  std::map<JobId, Time> charged_until;  // active jobs: usage charged to fairshare up to then
+  Time now = 0;
+  Time next_timer = 0;   // no active job has a timer before this (FireTimers skips until then)
+  Time last_charge = 0;  // last time running jobs' usage was charged (ChargeUsage)
+  Time idle_since = 0;   // since when GPUs have been free with nobody waiting (GrowElastic)
+  Time last_freed = 0;   // last time GPUs were given back (ends, shrinks, node up)
+  // Between the first Restore and FinishRestore: the jobs restored so far (scheduler_restore.cc).
+  bool restoring = false;
+  std::vector<JobId> restored;
+  PassBuffers buffers;
+};
+
+}  // namespace phalanx

@@ -1,0 +1,33 @@
+// The checks a job spec must pass, shared by Submit, ValidateSpec (scheduler.cc) and Restore
+// (scheduler_restore.cc). Errors name the job (where = "job N") and the field and value; codes
+// as scheduler.h's contract says.
+// Thread-safety: none; the Scheduler's thread only. Internal to core/sched.
+#pragma once
+
+#include <string>
+
+#include "core/common/ids.h"
+#include "core/common/result.h"
+#include "core/placement/placer.h"
+#include "core/queue/priority.h"
+#include "core/sched/job.h"
+
+namespace phalanx {
+
+struct SchedulerState;
+
+std::string JobWhere(JobId id);  // "job 7"
+
+// Node-shaped jobs may leave shape.gpus 0: it is nodes x gpus_per_node (CheckShape first).
+PlacementRequest NormalisedShape(PlacementRequest shape);
+
+// The id is in 1..2^62-1 (kInvalidArgument) and not known (kAlreadyExists).
+Status CheckNewId(const SchedulerState& s, JobId id);
+// Class known, shape, elastic sizes, no negative durations; returns the class.
+Result<PriorityClassId> CheckShape(const SchedulerState& s, const JobSpec& spec);
+// All of Submit's checks on a spec: no restore in progress, CheckNewId, CheckShape, walltime
+// within the maximum, dependencies known (kNotFound), the pending-job limits
+// (kResourceExhausted); returns the class.
+Result<PriorityClassId> CheckSubmit(const SchedulerState& s, const JobSpec& spec);
+
+}  // namespace phalanx

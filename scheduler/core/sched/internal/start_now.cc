@@ -1,0 +1,92 @@
+#include "core/sched/internal/start_now.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "core/sched/internal/pass_state.h"
+#include "core/sched/internal/scheduler_state.h"
+#include "core/sched/internal/what_if.h"
+
+namespace phalanx {
+
+std::optional<Placement> TryStartNow(SchedulerState& s, PassState& pass, const JobRecord& job) {
+  pass.start_blocks.Set(s.reservations, pass.now + s.policies.runtime->Run(job), job.spec.id);
+  const std::vector<uint32_t> sizes = s.LegalSizes(job);  // largest first
+  const uint32_t min = sizes.back();
+  // The block promised to this job in the previous pass, when it is all still free: starting
+  // there keeps the promises made to the jobs after it.
+  if (auto it = pass.promised.find(job.spec.id); it != pass.promised.end() && !job.spec.shape.exclusive && it->second.size() == min &&
+                                                 std::all_of(it->second.begin(), it->second.end(), [&](GpuId g) { return s.topo->is_free(g); })) {
+    Placement p;
+    p.gpus = it->second;
+    p.prediction = s.placer->model().Predict(p.gpus);
+    if (p.prediction.busbw_gbs > 0 || p.gpus.size() == 1) return p;
+  }
+  auto smallest = s.PlaceNow(SchedulerState::ShapeFor(job, min));
+  if (!smallest || sizes.size() == 1) return smallest;
+  // Larger elastic sizes are opportunistic: they may not take blocks promised to other jobs.
+  // Feasibility is monotone in size, so binary search the sizes above the minimum.
+  WhatIf promised(*s.topo);
+  for (const auto& [other, gpus] : pass.promised) {
+    if (other != job.spec.id) promised.Block(gpus);
+  }
+  std::optional<Placement> best;
+  size_t lo = 0, hi = sizes.size() - 1;  // candidates sizes[lo..hi), descending
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (auto p = s.PlaceNow(SchedulerState::ShapeFor(job, sizes[mid]))) {
+      best = std::move(p);
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return best ? best : smallest;
+}
+
+void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placement& p, std::vector<Decision>& out) {
+  const Time now = pass.now;
+  std::vector<GpuId> all = p.gpus;
+  all.insert(all.end(), p.held.begin(), p.held.end());
+  std::sort(all.begin(), all.end());
+  if (!s.topo->Allocate(job.spec.id, all, p.prediction.busbw_gbs)) return;  // cannot happen: placed on free GPUs
+  const JobId id = job.spec.id;
+  job.gpus = std::move(all);
+  job.state = JobState::kRunning;
+  job.start = now;
+  job.last_checkpoint = now;
+  job.last_checkpoint_request = now;
+  job.run_walltime = RemainingWalltime(job);
+  job.busbw_gbs = p.prediction.busbw_gbs;
+  job.claim.clear();
+  job.victims.clear();
+  job.wait = {};
+  // Its claim (if it preempted) is no longer a reservation.
+  if (std::erase_if(s.reservations, [&](const Reservation& r) { return r.job == id && r.for_preemption; }) > 0) {
+    pass.start_blocks.Invalidate();
+  }
+  s.pending.Erase(id);
+  s.active.insert(id);
+  if (!pass.ends_dirty) {
+    const std::pair<Time, JobId> e{s.ReleaseTime(job), id};
+    pass.ends.insert(std::upper_bound(pass.ends.begin(), pass.ends.end(), e), e);
+  }
+  (void)s.limits.RemovePending(job.spec.user, job.spec.account);
+  s.limits.AddRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(job.gpus.size()));
+  s.charged_until[id] = now;
+  s.NoteTimers(job);
+  Decision d;
+  d.kind = DecisionKind::kStart;
+  d.job = id;
+  d.at = now;
+  d.gpus = p.gpus;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "busbw %.1f GB/s", p.prediction.busbw_gbs);
+  d.reason = buf;
+  if (job.checkpoint_epoch > 0) d.reason += ", resume from checkpoint " + std::to_string(job.checkpoint_epoch);
+  out.push_back(std::move(d));
+}
+
+}  // namespace phalanx

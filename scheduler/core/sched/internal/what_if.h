@@ -1,0 +1,74 @@
+// WhatIf: temporary changes to the Topology, for asking the Placer "what if ...": release running
+// jobs (as if their time had come) and block GPUs (as if reserved; Topology::Hold). Everything
+// is undone when the WhatIf goes away: blocks first, then releases in reverse order.
+//
+// Blocks are numbered in the order they are made. A block holds only GPUs that were free when
+// they were added to it; the last block can be undone (PopBlock), and any block can take more
+// GPUs (Extend) or give all of its GPUs back and stay, empty (Empty).
+// Thread-safety: none; the Scheduler's thread only. Internal to core/sched.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "core/common/ids.h"
+#include "core/topology/topology.h"
+
+namespace phalanx {
+
+class WhatIf {
+ public:
+  explicit WhatIf(Topology& t) : t_(t) {}
+  WhatIf(const WhatIf&) = delete;
+  WhatIf& operator=(const WhatIf&) = delete;
+  ~WhatIf() { Undo(); }
+
+  void ReleaseJob(JobId job) {
+    if (t_.Suspend(job)) released_.push_back(job);
+  }
+  // A new block: the currently free GPUs among `gpus` (maybe none).
+  void Block(const std::vector<GpuId>& gpus) {
+    blocks_.emplace_back();
+    Extend(blocks_.size() - 1, gpus);
+  }
+  // Adds the currently free GPUs among `gpus` to block `i`.
+  void Extend(size_t i, const std::vector<GpuId>& gpus) {
+    std::vector<GpuId> free;
+    for (GpuId g : gpus) {
+      if (t_.is_free(g)) free.push_back(g);
+    }
+    if (free.empty() || !t_.Hold(free)) return;  // Hold cannot fail: all free
+    blocked_gpus_ += free.size();
+    blocks_[i].insert(blocks_[i].end(), free.begin(), free.end());
+  }
+  // Gives block `i`'s GPUs back; the block stays, empty.
+  void Empty(size_t i) {
+    (void)t_.Unhold(blocks_[i]);
+    blocked_gpus_ -= blocks_[i].size();
+    blocks_[i].clear();
+  }
+  bool empty(size_t i) const { return blocks_[i].empty(); }
+  // Undoes the last block.
+  void PopBlock() {
+    Empty(blocks_.size() - 1);
+    blocks_.pop_back();
+  }
+  // GPUs currently held by blocks (owned by nobody real; maybe on any node).
+  size_t blocked_gpus() const { return blocked_gpus_; }
+  void Unblock() {
+    while (!blocks_.empty()) PopBlock();
+  }
+  void Undo() {
+    Unblock();
+    for (auto it = released_.rbegin(); it != released_.rend(); ++it) (void)t_.Resume(*it);
+    released_.clear();
+  }
+
+ private:
+  Topology& t_;
+  std::vector<JobId> released_;
+  std::vector<std::vector<GpuId>> blocks_;
+  size_t blocked_gpus_ = 0;
+};
+
+}  // namespace phalanx

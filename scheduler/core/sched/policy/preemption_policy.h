@@ -1,0 +1,41 @@
+// PreemptionPolicy: which running jobs may give their GPUs to a job that cannot start, and at
+// what price. The pass does the rest (internal/preemption.h): it looks for the block to free,
+// taking the victims of least cost per GPU freed first, and runs the checkpoint protocol.
+// Chosen from SchedulerConfig::preemption by MakePolicies (policies.cc); off: no policy, and no
+// job is preempted or shrunk for another.
+//
+// Contract:
+//  1. Called by the pass only, about running jobs that are nobody's victim yet.
+//  2. MayPreempt depends only on the preemptor's class and the victim: the pass asks it once
+//     per class and pass, and a victim that may not be taken for one job of a class may not be
+//     taken for another.
+//  3. Cost(victim, shrink, now): the price of taking the victim's GPUs now, through a
+//     checkpoint: all of them (shrink false), or those above its smallest legal size (shrink
+//     true, asked only for elastic jobs that can shrink). nullopt: not now. Lower goes first.
+// Thread-safety: none; the Scheduler's thread only.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "core/common/time.h"
+#include "core/queue/priority.h"
+#include "core/sched/job.h"
+#include "core/sched/policy/policy_inputs.h"
+
+namespace phalanx {
+
+class PreemptionPolicy {
+ public:
+  virtual ~PreemptionPolicy() = default;
+  virtual bool MayPreempt(PriorityClassId preemptor, const JobRecord& victim) const = 0;
+  virtual std::optional<double> Cost(const JobRecord& victim, bool shrink, Time now) const = 0;
+};
+
+// preemption = on (preempt_checkpoint_cost.cc): the priority-class table says who may preempt
+// whom (preemptible jobs, after the class's minimum runtime; shrinks always); the cost is the
+// work lost, in GPU-seconds: GPUs x (time since the last checkpoint + restart cost), or
+// GPUs x restart cost for a shrink.
+std::unique_ptr<PreemptionPolicy> MakeCheckpointCostPreemption(const PolicyInputs& in);
+
+}  // namespace phalanx

@@ -1,0 +1,44 @@
+// QueueOrder::kPriority: the multifactor priority of core/queue/priority.h.
+#include <map>
+#include <string_view>
+#include <utility>
+
+#include "core/sched/policy/queue_policy.h"
+
+namespace phalanx {
+
+namespace {
+
+class MultifactorQueue final : public QueuePolicy {
+ public:
+  explicit MultifactorQueue(const PolicyInputs& in)
+      : classes_(in.classes), fairshare_(in.fairshare), weights_(in.config.weights), cluster_gpus_(in.cluster_gpus) {}
+
+  void BeginPass(Time) override { factors_.clear(); }
+
+  double Priority(const JobRecord& job, Time now) override {
+    PriorityInputs in;
+    in.class_factor = classes_.class_factor(PriorityClassId(static_cast<uint32_t>(job.class_rank)));
+    in.submit = job.spec.submit;
+    in.gpus = job.spec.shape.gpus;
+    in.cluster_gpus = cluster_gpus_;
+    auto [f, added] = factors_.try_emplace({job.spec.user, job.spec.account}, 0.0);
+    if (added) f->second = fairshare_.UserFactor(job.spec.user, job.spec.account, now);
+    in.fairshare_factor = f->second;
+    return JobPriority(in, weights_, now);
+  }
+
+ private:
+  const PriorityClassTable& classes_;
+  const FairshareTracker& fairshare_;
+  const PriorityWeights weights_;
+  const uint32_t cluster_gpus_;
+  // (user, account) -> fairshare factor, for this pass (the views point into the job records).
+  std::map<std::pair<std::string_view, std::string_view>, double> factors_;
+};
+
+}  // namespace
+
+std::unique_ptr<QueuePolicy> MakeMultifactorQueue(const PolicyInputs& in) { return std::make_unique<MultifactorQueue>(in); }
+
+}  // namespace phalanx

@@ -1,0 +1,34 @@
+// QueuePolicy: the order in which a scheduling pass considers the pending jobs. The pass sorts
+// them by the policy's priority (higher first), then submit time, then id: a total order, so
+// the queue is the same whatever order the jobs were walked in.
+// Chosen from SchedulerConfig::order by MakePolicies (policies.cc).
+//
+// Contract:
+//  1. Called by the pass only: BeginPass(now) once, then Priority(job, now) once per pending job.
+//  2. Priority depends on the job, `now` and what the policy reads (PolicyInputs), never on the
+//     other jobs or the order of the calls.
+// Thread-safety: none; the Scheduler's thread only.
+#pragma once
+
+#include <memory>
+
+#include "core/common/time.h"
+#include "core/sched/job.h"
+#include "core/sched/policy/policy_inputs.h"
+
+namespace phalanx {
+
+class QueuePolicy {
+ public:
+  virtual ~QueuePolicy() = default;
+  virtual void BeginPass(Time now) = 0;
+  virtual double Priority(const JobRecord& job, Time now) = 0;
+};
+
+// QueueOrder::kPriority (queue_multifactor.cc): multifactor priority (class, age, fairshare,
+// size; core/queue/priority.h), each user's fairshare factor computed once per pass.
+std::unique_ptr<QueuePolicy> MakeMultifactorQueue(const PolicyInputs& in);
+// QueueOrder::kFifo (queue_fifo.cc): every job has priority 0, so submit time decides.
+std::unique_ptr<QueuePolicy> MakeFifoQueue(const PolicyInputs& in);
+
+}  // namespace phalanx

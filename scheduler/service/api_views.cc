@@ -1,0 +1,177 @@
+#include "service/api_views.h"
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "adapters/topology/topology_text.h"
+#include "core/topology/fragmentation.h"
+#include "service/proto_convert.h"
+#include "service/rpc_util.h"
+
+namespace phalanx::service::views {
+
+void FillJob(Controller& c, const JobRecord& job, bool include_env, v1::Job* out) {
+  JobExtras extras;
+  extras.launch = c.FindLaunchInfo(job);
+  phalanx::service::FillJob(job, extras, c.core().topology(), include_env, out);
+}
+
+void FillJob(Controller& c, JobId id, bool include_env, v1::Job* out) {
+  if (const JobRecord* j = c.core().job(id)) FillJob(c, *j, include_env, out);
+}
+
+void FillNode(const Controller& c, const std::string& name, v1::Node* out) {
+  const std::optional<NodeStatus> status = c.node(name);
+  if (!status) return;
+  const Topology& topo = c.core().topology();
+  const DomainId d = topo.node_domain(status->id);
+  const Domain& dom = topo.domain(d);
+  out->set_name(dom.name);
+  out->set_state(ToProto(topo.node_state(status->id)));
+  switch (status->report.availability) {
+    case NodeAvailability::kAvailable: out->set_reason(status->admin.reason); break;
+    case NodeAvailability::kUnconfirmed: out->set_reason("waiting for its agent after a restart"); break;
+    case NodeAvailability::kAway: out->set_reason("no agent"); break;
+  }
+  out->set_gpus(dom.gpu_count);
+  out->set_gpus_free(topo.free_gpus(d));
+  out->set_model(dom.kind);
+  for (DomainId p = dom.parent; p.valid(); p = topo.domain(p).parent) {
+    if (topo.domain(p).level >= Level::kLeaf) {
+      out->set_leaf(topo.domain(p).name);
+      break;
+    }
+  }
+  out->set_agent_connected(status->report.connected);
+  out->set_last_heartbeat(status->report.last_report);
+  std::set<JobId> jobs;
+  for (uint32_t g = dom.first_gpu; g < dom.first_gpu + dom.gpu_count; ++g) {
+    const JobId owner = topo.owner(GpuId(g));
+    if (owner != kNoJob && owner != Topology::kHeld) jobs.insert(owner);
+  }
+  for (JobId j : jobs) out->add_jobs(j);
+}
+
+grpc::Status GetJob(Controller& c, const Caller& who, const v1::GetJobRequest& req, v1::Job* out) {
+  auto job = c.FindJob(req.job_id());
+  if (!job) return ToGrpcStatus(job.error());
+  if (req.include_env()) {
+    if (auto st = Controller::CheckOwner(who, **job, "read the environment of"); !st) return ToGrpcStatus(st.error());
+  }
+  FillJob(c, **job, req.include_env(), out);
+  return grpc::Status::OK;
+}
+
+grpc::Status ListJobs(Controller& c, const v1::ListJobsRequest& req, v1::ListJobsResponse* out) {
+  std::set<int> states(req.states().begin(), req.states().end());
+  for (int s : states) {
+    if (!v1::JobState_IsValid(s) || s == v1::JOB_STATE_UNSPECIFIED)
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "states: unknown state " + std::to_string(s));
+  }
+  for (const auto& [id, job] : c.core().jobs()) {
+    if (req.limit() > 0 && static_cast<uint32_t>(out->jobs_size()) >= req.limit()) break;
+    if (!states.empty()) {
+      if (!states.contains(ToProto(job.state))) continue;
+    } else if (IsFinal(job.state) && !req.include_finished()) {
+      continue;
+    }
+    if (!req.user().empty() && job.spec.user != req.user()) continue;
+    FillJob(c, job, false, out->add_jobs());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GetTopology(const Controller& c, v1::GetTopologyResponse* out) {
+  const Topology& topo = c.core().topology();
+  out->set_text(TopologySummary(topo) + "\n" + TopologyTree(topo));
+  out->set_fingerprint(c.topology_fingerprint());
+  out->set_gpus(static_cast<uint32_t>(topo.gpu_count()));
+  out->set_nodes(static_cast<uint32_t>(topo.node_count()));
+  return grpc::Status::OK;
+}
+
+grpc::Status ListNodes(const Controller& c, v1::ListNodesResponse* out) {
+  const Topology& topo = c.core().topology();
+  for (uint32_t n = 0; n < topo.node_count(); ++n) FillNode(c, topo.domain(topo.node_domain(NodeId(n))).name, out->add_nodes());
+  return grpc::Status::OK;
+}
+
+grpc::Status GetStats(Controller& c, v1::GetStatsResponse* out) {
+  const Topology& topo = c.core().topology();
+  uint32_t allocated = 0, unavailable = 0;
+  for (uint32_t g = 0; g < topo.gpu_count(); ++g) {
+    const JobId owner = topo.owner(GpuId(g));
+    if (owner != kNoJob && owner != Topology::kHeld) ++allocated;
+    if (topo.node_state(topo.node_of(GpuId(g))) != NodeState::kUp) ++unavailable;
+  }
+  out->set_gpus_total(static_cast<uint32_t>(topo.gpu_count()));
+  out->set_gpus_allocated(allocated);
+  out->set_gpus_unavailable(unavailable);
+  auto& by_state = *out->mutable_jobs_by_state();
+  for (const auto& [id, job] : c.core().jobs()) by_state[std::string(JobStateName(job.state))] += 1;
+  out->set_passes(c.stats().passes);
+  out->set_last_pass_ms(c.stats().last_pass_ms);
+  out->set_now(c.Now());
+  return grpc::Status::OK;
+}
+
+grpc::Status GetFragmentation(const Controller& c, v1::GetFragmentationResponse* out) {
+  const Topology& topo = c.core().topology();
+  const auto largest = LargestFreeBlocks(topo);
+  struct Row {
+    uint32_t domains = 0, whole_free = 0, domain_gpus = 0;
+  };
+  std::array<Row, kLevelCount> rows{};
+  for (uint32_t d = 0; d < topo.domain_count(); ++d) {
+    const Domain& dom = topo.domain(DomainId(d));
+    Row& r = rows[static_cast<int>(dom.level)];
+    ++r.domains;
+    if (topo.free_gpus(DomainId(d)) == dom.gpu_count) ++r.whole_free;
+    r.domain_gpus = std::max(r.domain_gpus, dom.gpu_count);
+  }
+  for (int l = kLevelCount - 1; l > static_cast<int>(Level::kGpu); --l) {
+    if (rows[l].domains == 0) continue;
+    v1::LevelFragmentation* f = out->add_levels();
+    f->set_level(std::string(LevelName(static_cast<Level>(l))));
+    f->set_domains(rows[l].domains);
+    f->set_whole_free(rows[l].whole_free);
+    f->set_largest_free_block(largest[l]);
+    f->set_domain_gpus(rows[l].domain_gpus);
+  }
+  // FGD over the shapes of the jobs the daemon knows (the usual powers of two when none).
+  std::vector<uint32_t> sizes;
+  for (const auto& [id, job] : c.core().jobs()) sizes.push_back(job.spec.shape.gpus);
+  if (sizes.empty()) {
+    for (uint32_t g = 1; g <= 2 * topo.max_gpus_per_node(); g *= 2) sizes.push_back(g);
+  }
+  // The rate the simulator reports: fragmented GPUs / idle GPUs (0..1; 0 when none is idle).
+  FragmentationProbe probe(topo, ShapeMix(sizes));
+  const uint32_t idle = topo.free_gpus(topo.root());
+  out->set_fgd(idle == 0 ? 0.0 : probe.FragmentedGpus(topo) / idle);
+  return grpc::Status::OK;
+}
+
+grpc::Status ExplainPending(const Controller& c, const v1::ExplainPendingRequest& req, v1::ExplainPendingResponse* out) {
+  auto found = c.FindJob(req.job_id());
+  if (!found) return ToGrpcStatus(found.error());
+  const JobRecord& job = **found;
+  if (job.state != JobState::kPending)
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "job " + std::to_string(req.job_id()) + " is " + std::string(JobStateName(job.state)) + ", not pending");
+  out->set_reason(std::string(WaitKindName(job.wait.kind)));
+  out->set_detail(job.wait.detail);
+  if (job.wait.predicted_start < kForever) out->set_predicted_start(job.wait.predicted_start);
+  const auto& queue = c.core().queue();
+  if (auto it = std::find(queue.begin(), queue.end(), job.spec.id); it != queue.end())
+    out->set_queue_position(static_cast<uint32_t>(it - queue.begin()) + 1);
+  for (const Reservation& r : c.core().reservations()) {
+    if (r.job != job.spec.id) continue;
+    FillGpuRefs(r.gpus, c.core().topology(), out->mutable_reserved_gpus());
+    if (out->predicted_start() == 0) out->set_predicted_start(r.start);
+    break;
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace phalanx::service::views

@@ -1,0 +1,95 @@
+// Executor: what carries out the core's decisions on the machines -- starts a job's parts,
+// signals them, stops them -- and tells the Controller what became of them (ExecutorHost).
+// AgentExecutor (a phalanx-agent on every node, agent_executor.h) is the first; a Slurm
+// executor can sit beside it behind the same interface.
+//
+// Contract:
+//  1. Every call is made on the io thread, for a decision or user event whose batch has
+//     committed (write-ahead): the core already counts the job as started, stopped, resized.
+//  2. StartJob: the job runs on `gpus` under `launch_id` (new and increasing). Its record and
+//     launch info are read from the host; a job that no longer runs by then is not started.
+//  3. RestartJob (a resize): the job's parts are stopped and, once all have exited, it starts
+//     under `launch_id` on the GPUs the core gives it then (a running process cannot change its
+//     world size); a job with no parts running starts on `gpus` at once.
+//  4. StopJob: the job's parts are stopped; what they report afterwards is ignored (the core
+//     has moved on: preempted, killed, cancelled).
+//  5. SignalJob: every part of the job's current launch gets `signal`; with a checkpoint
+//     deadline it is the checkpoint signal (a part reports the checkpoint it writes).
+//  6. What happens later reaches the host on the io thread, never from inside StartJob,
+//     RestartJob, StopJob or SignalJob: a job whose parts have all ended, a checkpoint, a node
+//     whose availability changed.
+// Thread-safety: io thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/common/ids.h"
+#include "core/common/time.h"
+#include "core/sched/scheduler.h"
+#include "service/launch_book.h"
+#include "service/reply.h"
+
+namespace phalanx::service {
+
+// Whether a node can take work, as its executor sees it.
+enum class NodeAvailability : uint8_t {
+  kAvailable,    // its agent is there
+  kUnconfirmed,  // after a restart: jobs run there and its agent is not back yet (drained)
+  kAway,         // no agent (down)
+};
+
+struct NodeReport {
+  NodeAvailability availability = NodeAvailability::kAway;
+  bool connected = false;  // a stream to the node is open
+  Time last_report = 0;    // Unix seconds of its agent's last report; 0: none yet
+};
+
+// The Controller, as an executor sees it.
+class ExecutorHost {
+ public:
+  virtual ~ExecutorHost() = default;
+  virtual const Scheduler& core() const = 0;
+  // An unfinished job's launch info; null when there is none.
+  virtual const LaunchInfo* launch_info(JobId job) const = 0;
+  // OK, or why phalanxd does not serve any more (stopping, or its store failed).
+  virtual CallStatus Serving() const = 0;
+  // Unix seconds, never going back.
+  virtual Time Now() = 0;
+
+  // Every part of the job's launch has ended: `success` iff each exited 0; else `exit_code`
+  // and `reason` are the first failure's.
+  virtual void JobPartsEnded(JobId job, bool success, int32_t exit_code, const std::string& reason) = 0;
+  // A part of the job wrote checkpoint `epoch` (0: the one after the job's last) at `path`.
+  virtual void CheckpointReported(JobId job, uint64_t epoch, const std::string& path, const std::string& node) = 0;
+  // The node's NodeReport::availability may have changed (`why`, for the log and the store).
+  virtual void NodeAvailabilityChanged(const std::string& node, const std::string& why) = 0;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+
+  // Before Start: the host to read from and report to.
+  virtual void Attach(ExecutorHost* host) = 0;
+  // Before Start, after a restart: the job runs on `gpus` as the store says (its launch is
+  // learnt from what the machines report).
+  virtual void AdoptJob(JobId job, const std::vector<GpuId>& gpus) = 0;
+  // Timers and connections; Stop closes them (no report reaches the host after it).
+  virtual void Start() = 0;
+  virtual void Stop() = 0;
+
+  virtual void StartJob(JobId job, const std::vector<GpuId>& gpus, uint64_t launch_id) = 0;
+  virtual void RestartJob(JobId job, const std::vector<GpuId>& gpus, uint64_t launch_id) = 0;
+  virtual void StopJob(JobId job, const std::string& reason) = 0;
+  virtual void SignalJob(JobId job, int32_t signal, std::optional<Time> checkpoint_deadline) = 0;
+
+  virtual NodeReport node(const std::string& name) const = 0;
+  // Nodes with an open connection (for /metrics).
+  virtual size_t connected_nodes() const = 0;
+};
+
+}  // namespace phalanx::service

@@ -1,0 +1,73 @@
+#include "sim/job_mapping.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "sim/random.h"
+
+namespace phalanx {
+
+MappedJob MapTraceJob(const TraceJob& job, size_t index, uint64_t seed, const WalltimeModel& walltime,
+                      std::span<const ClassRule> rules) {
+  MappedJob a;
+  JobSpec& s = a.spec;
+  s.id = static_cast<JobId>(index + 1);
+  s.name = job.id;
+  s.user = job.user;
+  s.account = job.user;
+  s.submit = job.submit;
+  s.shape.gpus = job.gpus;
+  const double d = static_cast<double>(std::max<Duration>(job.duration, 1));
+  double wall = d;
+  switch (walltime.mode) {
+    case WalltimeModel::Mode::kExact: break;
+    case WalltimeModel::Mode::kFactor: wall = d * walltime.factor; break;
+    case WalltimeModel::Mode::kRandom:
+      wall = d * (1.0 + (walltime.factor - 1.0) * SeededUniform(seed ^ 0x77616c6cull, index, 0));
+      break;
+    case WalltimeModel::Mode::kTrace:
+      wall = job.timelimit > 0 ? std::max(d, static_cast<double>(job.timelimit)) : d;
+      break;
+  }
+  double elastic_min = 0;
+  uint32_t gpn = 0;
+  for (size_t k = 0; k < rules.size(); ++k) {
+    const ClassRule& r = rules[k];
+    if (!RuleMatches(r, job, index, k, seed)) continue;
+    if (r.priority_class) s.priority_class = *r.priority_class;
+    if (r.preemptible) s.preemptible = *r.preemptible;
+    if (r.elastic_min) elastic_min = *r.elastic_min;
+    if (r.checkpoint_interval) a.checkpoint_interval = *r.checkpoint_interval;
+    if (r.restart_cost) s.restart_cost = *r.restart_cost;
+    if (r.gpus_per_node) gpn = r.gpus_per_node;
+    if (r.level) {
+      s.shape.level = *r.level;
+      s.shape.fit = r.prefer ? FitMode::kPrefer : FitMode::kRequire;
+    }
+  }
+  if (elastic_min > 0 && job.gpus > 1) {
+    const uint32_t g = job.gpus;
+    uint32_t min = std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(elastic_min * g)));
+    if (std::has_single_bit(g)) {
+      s.step_kind = ElasticStep::kPowerOfTwo;
+      min = std::bit_ceil(min);
+    } else if (g % 4 == 0) {
+      s.step_kind = ElasticStep::kMultiple;
+      s.step = 4;
+      min = (min + 3) / 4 * 4;
+    }
+    if (min < g) {
+      s.min_gpus = min;
+      wall *= static_cast<double>(g) / static_cast<double>(min);  // enough time at the minimum size
+    }
+  }
+  if (gpn > 0 && s.min_gpus == 0 && job.gpus > gpn && job.gpus % gpn == 0) {
+    s.shape.nodes = job.gpus / gpn;
+    s.shape.gpus_per_node = gpn;
+  }
+  s.walltime = std::max<Duration>(walltime.minimum, static_cast<Duration>(std::ceil(wall - 1e-9)));
+  return a;
+}
+
+}  // namespace phalanx

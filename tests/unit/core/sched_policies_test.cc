@@ -1,0 +1,196 @@
+// The parts of the scheduling core behind its pass: the legal sizes of elastic jobs (one rule for
+// every caller) and the policies MakePolicies chooses from the configuration.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/queue/fairshare.h"
+#include "core/queue/priority.h"
+#include "core/sched/config.h"
+#include "core/sched/elastic_sizes.h"
+#include "core/sched/job.h"
+#include "core/sched/policy/policies.h"
+
+namespace phalanx {
+namespace {
+
+JobSpec Elastic(uint32_t min, uint32_t max, ElasticStep step = ElasticStep::kAny, uint32_t every = 0) {
+  JobSpec s;
+  s.shape.gpus = max;
+  s.min_gpus = min;
+  s.step_kind = step;
+  s.step = every;
+  return s;
+}
+
+using Sizes = std::vector<uint32_t>;
+
+TEST(ElasticSizes, StepsListLargestFirst) {
+  EXPECT_EQ(LegalSizes(Elastic(2, 5), true, 64), (Sizes{5, 4, 3, 2}));
+  EXPECT_EQ(LegalSizes(Elastic(3, 20, ElasticStep::kMultiple, 8), true, 64), (Sizes{16, 8}));
+  EXPECT_EQ(LegalSizes(Elastic(3, 40, ElasticStep::kPowerOfTwo), true, 64), (Sizes{32, 16, 8, 4}));
+  EXPECT_EQ(MinLegalSize(Elastic(3, 40, ElasticStep::kPowerOfTwo), true, 64), 4u);
+}
+
+TEST(ElasticSizes, OnlyElasticJobsUnderAnElasticConfigHaveSeveral) {
+  EXPECT_EQ(LegalSizes(Elastic(2, 8), false, 64), (Sizes{8}));  // elastic off
+  EXPECT_EQ(MinLegalSize(Elastic(2, 8), false, 64), 8u);
+  EXPECT_EQ(LegalSizes(Elastic(0, 8), true, 64), (Sizes{8}));  // not elastic
+  JobSpec nodes = Elastic(0, 16);
+  nodes.shape.nodes = 2;
+  nodes.shape.gpus_per_node = 8;
+  EXPECT_EQ(LegalSizes(nodes, true, 64), (Sizes{16}));
+}
+
+TEST(ElasticSizes, SizesAboveTheClusterAreLeftOutAndNoneLeftMeansTheMaximum) {
+  EXPECT_EQ(LegalSizes(Elastic(4, 4000000000u), true, 8), (Sizes{8, 7, 6, 5, 4}));
+  EXPECT_EQ(MinLegalSize(Elastic(4, 4000000000u), true, 8), 4u);
+  // No multiple of 16 within 1..12: the job runs at its maximum only.
+  EXPECT_EQ(LegalSizes(Elastic(1, 12, ElasticStep::kMultiple, 16), true, 64), (Sizes{12}));
+  EXPECT_EQ(MinLegalSize(Elastic(1, 12, ElasticStep::kMultiple, 16), true, 64), 12u);
+  // Every legal size above the cluster: the maximum, which can never fit.
+  EXPECT_EQ(MinLegalSize(Elastic(16, 32), true, 8), 32u);
+}
+
+TEST(ElasticSizes, TheLargestSizeAtMost) {
+  const JobSpec s = Elastic(4, 32, ElasticStep::kMultiple, 4);
+  EXPECT_EQ(LegalSizeAtMost(s, true, 64, 31), 28u);
+  EXPECT_EQ(LegalSizeAtMost(s, true, 64, 32), 32u);
+  EXPECT_EQ(LegalSizeAtMost(s, true, 64, 4), 4u);
+  EXPECT_EQ(LegalSizeAtMost(s, true, 64, 3), 0u);
+  EXPECT_EQ(LegalSizeAtMost(s, false, 64, 31), 0u);  // not elastic: 32 only
+}
+
+// Builds the policies of `config`, with tables that live as long as the test.
+struct Made {
+  explicit Made(SchedulerConfig c)
+      : config(std::move(c)),
+        classes(*PriorityClassTable::Build(config.classes)),
+        fairshare(*FairshareTracker::Create(config.fairshare)),
+        policies(MakePolicies({config, classes, fairshare, 64})) {}
+  SchedulerConfig config;
+  PriorityClassTable classes;
+  FairshareTracker fairshare;
+  Policies policies;
+};
+
+JobRecord Waiting(uint32_t gpus, Time submit) {
+  JobRecord j;
+  j.spec.shape.gpus = gpus;
+  j.spec.submit = submit;
+  return j;
+}
+
+TEST(SchedPolicies, EveryConfigValueHasAPolicy) {
+  for (QueueOrder order : {QueueOrder::kPriority, QueueOrder::kFifo}) {
+    for (BackfillMode backfill : {BackfillMode::kNone, BackfillMode::kEasy, BackfillMode::kConservative}) {
+      for (bool preemption : {false, true}) {
+        SchedulerConfig c;
+        c.order = order;
+        c.backfill = backfill;
+        c.preemption = preemption;
+        Made m(c);
+        EXPECT_NE(m.policies.queue, nullptr);
+        EXPECT_NE(m.policies.backfill, nullptr);
+        EXPECT_NE(m.policies.runtime, nullptr);
+        EXPECT_EQ(m.policies.preemption != nullptr, preemption);
+      }
+    }
+  }
+}
+
+TEST(SchedPolicies, BackfillModesDifferInPassingAndDepth) {
+  SchedulerConfig c;
+  c.reserve_depth = 3;
+  const JobRecord j = Waiting(8, 0);
+  c.backfill = BackfillMode::kNone;
+  Made none(c);
+  EXPECT_FALSE(none.policies.backfill->Backfills());
+  EXPECT_FALSE(none.policies.backfill->Reserves(j, 8, 0, 10));
+  c.backfill = BackfillMode::kEasy;
+  Made easy(c);
+  EXPECT_TRUE(easy.policies.backfill->Backfills());
+  EXPECT_TRUE(easy.policies.backfill->Reserves(j, 8, 0, 10));
+  EXPECT_FALSE(easy.policies.backfill->Reserves(j, 8, 1, 10));
+  c.backfill = BackfillMode::kConservative;
+  Made conservative(c);
+  EXPECT_TRUE(conservative.policies.backfill->Backfills());
+  EXPECT_TRUE(conservative.policies.backfill->Reserves(j, 8, 2, 10));
+  EXPECT_FALSE(conservative.policies.backfill->Reserves(j, 8, 3, 10));
+  c.reserve_depth = 0;  // every blocked job
+  Made all(c);
+  EXPECT_TRUE(all.policies.backfill->Reserves(j, 8, 100000, 10));
+}
+
+TEST(SchedPolicies, TheStarvationGuardReservesBeyondTheDepthUpToReserveDepth) {
+  SchedulerConfig c;
+  c.backfill = BackfillMode::kEasy;
+  c.reserve_depth = 2;
+  c.reserve_large_gpus = 16;
+  c.reserve_after_wait = 100;
+  Made m(c);
+  const BackfillPolicy& easy = *m.policies.backfill;
+  EXPECT_FALSE(easy.Reserves(Waiting(8, 0), 8, 1, 99));    // small, waited 99 s
+  EXPECT_TRUE(easy.Reserves(Waiting(8, 0), 8, 1, 100));    // waited long enough
+  EXPECT_TRUE(easy.Reserves(Waiting(16, 0), 16, 1, 10));   // large
+  EXPECT_FALSE(easy.Reserves(Waiting(16, 0), 16, 2, 10));  // reserve_depth reached
+  c.backfill = BackfillMode::kNone;
+  Made none(c);
+  EXPECT_TRUE(none.policies.backfill->Reserves(Waiting(16, 0), 16, 0, 10));
+}
+
+TEST(SchedPolicies, FifoOrdersBySubmitTimeOnlyAndMultifactorByClass) {
+  SchedulerConfig c;
+  c.order = QueueOrder::kFifo;
+  Made fifo(c);
+  JobRecord low = Waiting(8, 0), high = Waiting(8, 0);
+  high.class_rank = 3;
+  fifo.policies.queue->BeginPass(100);
+  EXPECT_EQ(fifo.policies.queue->Priority(low, 100), 0.0);
+  EXPECT_EQ(fifo.policies.queue->Priority(high, 100), 0.0);
+  c.order = QueueOrder::kPriority;
+  Made multi(c);
+  multi.policies.queue->BeginPass(100);
+  EXPECT_GT(multi.policies.queue->Priority(high, 100), multi.policies.queue->Priority(low, 100));
+}
+
+TEST(SchedPolicies, CheckpointCostPreemptionFollowsTheClassTable) {
+  SchedulerConfig c;
+  Made m(c);
+  const PreemptionPolicy& p = *m.policies.preemption;
+  const auto normal = *m.classes.Find("normal");
+  const auto high = *m.classes.Find("high");
+  JobRecord v;
+  v.class_rank = static_cast<int>(normal.value);
+  v.preemptible = true;
+  v.gpus = {GpuId(0), GpuId(1)};
+  v.start = 0;
+  v.last_checkpoint = 500;
+  v.spec.restart_cost = 100;
+  EXPECT_TRUE(p.MayPreempt(high, v));
+  EXPECT_FALSE(p.MayPreempt(normal, v));
+  EXPECT_EQ(p.Cost(v, false, 599), std::nullopt);  // before the 600 s minimum runtime
+  EXPECT_EQ(p.Cost(v, false, 1000), 2.0 * (500 + 100));
+  EXPECT_EQ(p.Cost(v, true, 10), 2.0 * 100);  // a shrink loses the restart only
+  v.preemptible = false;
+  EXPECT_EQ(p.Cost(v, false, 1000), std::nullopt);
+}
+
+TEST(SchedPolicies, TheWalltimeEstimatorPlansTheRemainingWalltime) {
+  Made m{SchedulerConfig{}};
+  JobRecord j;
+  j.walltime = 1000;
+  j.progress = 300;
+  EXPECT_EQ(m.policies.runtime->Run(j), 700);
+  j.progress = 1000;
+  EXPECT_EQ(m.policies.runtime->Run(j), 1);
+  j.start = 50;
+  j.run_walltime = 400;
+  EXPECT_EQ(m.policies.runtime->End(j), 450);
+}
+
+}  // namespace
+}  // namespace phalanx
