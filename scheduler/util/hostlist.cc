@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
 #include <tuple>
 
 #include "util/numbers.h"
@@ -28,6 +29,13 @@ struct Segment {
     for (const Range& r : ranges) n += r.hi - r.lo + 1;
     return n;
   }
+  // The most characters this piece adds to a name: a number prints with at least its padding.
+  uint64_t width() const {
+    if (ranges.empty()) return text.size();
+    uint64_t w = 0;
+    for (const Range& r : ranges) w = std::max<uint64_t>({w, r.width, std::to_string(r.hi).size()});
+    return w;
+  }
 };
 
 bool AllDigits(std::string_view s) {
@@ -51,9 +59,15 @@ class Expander {
 
   Result<std::vector<std::string>> Run() {
     if (expr_.empty()) return Fail(where_, "empty hostlist");
-    for (char c : expr_) {
-      if (std::isspace(static_cast<unsigned char>(c)))
-        return Fail(where_, "whitespace inside hostlist " + Quote(expr_));
+    for (size_t i = 0; i < expr_.size(); ++i) {
+      const auto c = static_cast<unsigned char>(expr_[i]);
+      if (std::isspace(c)) return Fail(where_, "whitespace inside hostlist " + Quote(expr_));
+      if (std::iscntrl(c)) {  // NUL, ESC, DEL...: named by code and place, never printed
+        char code[8];
+        std::snprintf(code, sizeof code, "0x%02X", static_cast<unsigned>(c));
+        return Fail(where_,
+                    "control character " + std::string(code) + " in hostlist after " + Quote(expr_.substr(0, i)));
+      }
     }
     // Split at top-level commas.
     std::vector<std::string_view> items;
@@ -76,18 +90,24 @@ class Expander {
     items.push_back(expr_.substr(start));
 
     std::vector<std::vector<Segment>> parsed;
-    uint64_t total = 0;
+    uint64_t total = 0, total_chars = 0;
     for (std::string_view item : items) {
       if (item.empty()) return Fail(where_, "empty host name in hostlist " + Quote(expr_));
       auto segments = ParseItem(item);
       if (!segments) return std::unexpected(segments.error());
-      uint64_t n = 1;
+      uint64_t n = 1, name_chars = 0;
       for (const Segment& s : *segments) {
         n *= s.count();  // each factor <= kMaxHostlistHosts and n <= it: no overflow
         if (n > kMaxHostlistHosts) return TooMany();
+        name_chars += s.width();
       }
       total += n;
       if (total > kMaxHostlistHosts) return TooMany();
+      total_chars += n * name_chars;  // n <= 10^6, name_chars <= item.size(): no overflow
+      if (total_chars > kMaxHostlistChars) {
+        return Fail(where_, "hostlist " + Quote(expr_) + " expands to more than " + std::to_string(kMaxHostlistChars) +
+                                " characters of host names");
+      }
       parsed.push_back(std::move(*segments));
     }
 
@@ -118,13 +138,15 @@ class Expander {
       const std::string_view body = item.substr(i + 1, close - i - 1);
       if (body.empty()) return Fail(where_, "empty brackets in hostlist " + Quote(expr_));
       Segment seg;
+      uint64_t count = 0;  // seg.count() kept as it grows (recounting would be quadratic)
       size_t pos = 0;
       while (pos <= body.size()) {
         const size_t comma = std::min(body.find(',', pos), body.size());
         auto range = ParseRange(body.substr(pos, comma - pos));
         if (!range) return std::unexpected(range.error());
         seg.ranges.push_back(*range);
-        if (seg.count() > kMaxHostlistHosts) return TooMany();
+        count += range->hi - range->lo + 1;  // each term <= kMaxHostlistHosts: no overflow
+        if (count > kMaxHostlistHosts) return TooMany();
         pos = comma + 1;
       }
       segments.push_back(std::move(seg));

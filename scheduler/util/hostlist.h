@@ -22,6 +22,9 @@
 namespace phalanx {
 
 inline constexpr size_t kMaxHostlistHosts = 1'000'000;
+// The names' characters together: the host bound times HOST_NAME_MAX (64), so that a short
+// expression with a long prefix ("<1000 characters>[1-1000000]") cannot expand to gigabytes.
+inline constexpr size_t kMaxHostlistChars = 64 * kMaxHostlistHosts;
 
 // The names `expr` denotes. Order and duplicates are preserved as written (callers that need
 // unique names check for themselves). Leading/trailing whitespace of the whole expression is
@@ -29,8 +32,9 @@ inline constexpr size_t kMaxHostlistHosts = 1'000'000;
 // Fails (with `where` and a message quoting the offending part) on: an empty expression or an
 // empty item ("a,,b"), an unterminated "[" (typically a truncated line), a stray "]", nested
 // brackets, an empty bracket "[]" or empty range ("[1,]", "[1-]"), a non-numeric bound, a reversed
-// range ("[5-1]"), a bound above 10^15, whitespace inside the expression, or more than
-// kMaxHostlistHosts names in total.
+// range ("[5-1]"), a bound above 10^15, whitespace or a control character (NUL, ESC, DEL...:
+// named by its code, not printed) inside the expression, more than kMaxHostlistHosts names in
+// total, or more than kMaxHostlistChars characters of names in total.
 Result<std::vector<std::string>> ExpandHostlist(std::string_view expr, std::string_view where);
 
 // `names` as a hostlist, in their order: adjacent names with the same prefix share one bracket

@@ -47,5 +47,31 @@ TEST(ParseSlurmDuration, RejectsWithTheText) {
   }
 }
 
+// Hostile text (a -t argument, a sacct field): control bytes and huge inputs are refused, not
+// read around; a long run of digits cannot overflow (9 digits per field at most).
+TEST(ParseSlurmDuration, RejectsControlBytesAndHugeText) {
+  const std::string bad[] = {
+      std::string("5\0", 2),
+      std::string("\0", 1),
+      "5\n",
+      "1-05\n",
+      "\x1b[31m5",
+      "5\x1b",
+      "1:\r30",
+      std::string(1'000'000, '9'),
+      std::string(1'000'000, ':'),
+      "1-" + std::string(1'000'000, '0'),
+      "999999999-23:59:59" + std::string(1'000'000, '0'),
+  };
+  for (const std::string& text : bad) {
+    auto d = ParseSlurmDuration(text);
+    ASSERT_FALSE(d.has_value()) << text.size() << " bytes parsed as " << *d;
+    EXPECT_TRUE(
+        d.error().message.ends_with("' is not a Slurm duration (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)"));
+  }
+  // The largest value the fields allow, computed without overflow.
+  EXPECT_EQ(ParseSlurmDuration("999999999-23:59:59").value(), 999999999LL * 86400 + 86399);
+}
+
 }  // namespace
 }  // namespace phalanx

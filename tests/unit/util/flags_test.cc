@@ -86,6 +86,34 @@ TEST(ParseFlags, DashHNeedsAHelpFlag) {
   EXPECT_EQ(f.error().ToString(), "-h: unknown option");
 }
 
+// Hostile arguments: values are kept byte for byte (the programs check them); a name with a
+// control byte or a newline is an unknown option, named as given; size is argv's (the kernel's)
+// bound, so a long list or a long value costs only its own size.
+TEST(ParseFlags, HostileArguments) {
+  const std::string nul_value("1\0x", 3);
+  auto f = Parse({"--depth", nul_value, "--admin=\x1b[31m", "--admin", "a\nb"});
+  ASSERT_TRUE(f) << f.error().ToString();
+  EXPECT_EQ(f->Get("depth"), nul_value);
+  EXPECT_THAT(f->GetAll("admin"), ElementsAre("\x1b[31m", "a\nb"));
+  for (const std::string& bad : {std::string("--for\0ce", 8), std::string("--force\n"), std::string("--\x1b[31m"),
+                                 std::string("--") + std::string(100'000, 'x')}) {
+    auto r = Parse({bad});
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, ErrorCode::kNotFound);
+    EXPECT_EQ(r.error().where, bad);
+    EXPECT_EQ(r.error().message, "unknown option");
+  }
+  EXPECT_EQ(ErrorOf({std::string("--force=\0", 9)}), "--force: takes no value");
+  std::vector<std::string> many;
+  for (int i = 0; i < 10'000; ++i) many.insert(many.end(), {"--admin", std::to_string(i)});
+  many.push_back("--depth=" + std::string(100'000, '7'));
+  f = Parse(many);
+  ASSERT_TRUE(f) << f.error().ToString();
+  EXPECT_EQ(f->GetAll("admin").size(), 10'000u);
+  EXPECT_EQ(f->GetAll("admin").back(), "9999");
+  EXPECT_EQ(f->Get("depth").size(), 100'000u);
+}
+
 TEST(FlagsHelp, OneLinePerFlag) {
   EXPECT_EQ(FlagsHelp(std::span(kSpecs).first(1)), "  --depth N                 levels to print\n");
   EXPECT_EQ(FlagsHelp(std::span(kSpecs).subspan(2, 1)), "  --force                   a boolean flag\n");

@@ -83,7 +83,52 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"n[1-1000001]", "expands to more than 1000000 hosts"},
                       BadCase{"a[1-1000],b[1-1000]c[1-1000]", "expands to more than 1000000 hosts"},
                       BadCase{"a[1-600000],b[1-600000]", "expands to more than 1000000 hosts"},
-                      BadCase{"a[1-999999999999999999]", "too large"}, BadCase{"a b", "whitespace inside hostlist"}));
+                      BadCase{"node[0-999999999]", "expands to more than 1000000 hosts"},
+                      BadCase{"a[1-999999999999999999]", "too large"}, BadCase{"a b", "whitespace inside hostlist"},
+                      BadCase{"a\nb", "whitespace inside hostlist"}, BadCase{"a\tb", "whitespace inside hostlist"}));
+
+// Hostile bytes: control characters are refused by code and place, never copied into the message
+// (it ends up on a terminal or in a log).
+TEST(Hostlist, RejectsControlCharactersWithoutPrintingThem) {
+  struct Case {
+    std::string expr, message;
+  };
+  const Case cases[] = {
+      {std::string("dgx") + '\0' + "01", "control character 0x00 in hostlist after 'dgx'"},
+      {"\x1b[31mdgx01", "control character 0x1B in hostlist after ''"},
+      {"n[1-2],x\x7f", "control character 0x7F in hostlist after 'n[1-2],x'"},
+      {"n\x01[1-2]", "control character 0x01 in hostlist after 'n'"},
+  };
+  for (const Case& c : cases) {
+    auto hosts = ExpandHostlist(c.expr, "topology.conf:4");
+    ASSERT_FALSE(hosts.has_value()) << c.message;
+    EXPECT_EQ(hosts.error().ToString(), "topology.conf:4: " + c.message);
+  }
+}
+
+// A short expression must not expand to gigabytes: a long prefix times many hosts is refused
+// before anything is allocated (58 + 7 characters x 10^6 names > 64 x 10^6).
+TEST(Hostlist, BoundsTheCharactersOfAllNames) {
+  const std::string expr = std::string(58, 'a') + "[1-1000000]";
+  auto hosts = ExpandHostlist(expr, "t");
+  ASSERT_FALSE(hosts.has_value()) << hosts->size() << " hosts";
+  EXPECT_THAT(hosts.error().message, ::testing::HasSubstr("expands to more than 64000000 characters of host names"));
+  auto many_items = ExpandHostlist(std::string(60, 'b') + "[1-500000]," + std::string(60, 'c') + "[1-500000]", "t");
+  ASSERT_FALSE(many_items.has_value());
+  EXPECT_THAT(many_items.error().message, ::testing::HasSubstr("characters of host names"));
+  EXPECT_EQ(Expand(std::string(1000, 'a') + "[1-2]").size(), 2u);  // long names, few of them: fine
+}
+
+// Regression: the bracket's host count was recounted after every range (200000 ranges took
+// seconds; a megabyte of them, minutes).
+TEST(Hostlist, ManyRangesInOneBracketExpandInLinearTime) {
+  std::string expr = "n[";
+  for (int i = 0; i < 200000; ++i) expr += (i ? "," : "") + std::to_string(2 * i);
+  expr += "]";
+  const auto hosts = Expand(expr);
+  ASSERT_EQ(hosts.size(), 200000u);
+  EXPECT_EQ(hosts.back(), "n399998");
+}
 
 TEST(FormatHostlist, RangesInTheGivenOrder) {
   EXPECT_EQ(FormatHostlist({"node0", "node1", "node2", "node5"}), "node[0-2,5]");

@@ -34,5 +34,19 @@ TEST(JsonQuote, ReplacesInvalidUtf8) {
   EXPECT_EQ(JsonQuote("dgx\xc3"), std::string("\"dgx") + kFffd + "\"");
 }
 
+// Hostile bytes (a job name, a node name, a file name): NUL, ESC and every other control byte
+// come out as \u escapes, DEL stays (JSON allows it), and size costs only its own size.
+TEST(JsonQuote, HostileBytes) {
+  EXPECT_EQ(JsonQuote(std::string("a\0b", 3)), R"("a\u0000b")");
+  EXPECT_EQ(JsonQuote("\x1b[31mred\x1b[0m"), R"("\u001b[31mred\u001b[0m")");
+  EXPECT_EQ(JsonQuote("x\x7f"), "\"x\x7f\"");
+  EXPECT_EQ(JsonQuote("line\r\nnext"), R"("line\r\nnext")");
+  EXPECT_EQ(JsonQuote("\xc3\x1b"), std::string("\"") + kFffd + "\\u001b\"");  // cut sequence, then ESC
+  const std::string huge(1'000'000, '\n');
+  const std::string quoted = JsonQuote(huge);
+  EXPECT_EQ(quoted.size(), 2 + 2 * huge.size());
+  EXPECT_EQ(quoted.substr(0, 5), R"("\n\n)");
+}
+
 }  // namespace
 }  // namespace phalanx
