@@ -27,8 +27,9 @@
 //
 // Printed: the seed, kills, acknowledged and failed submissions, job states, launches seen,
 // and the failed jobs by reason. Also asserted:
-//   - with PHALANX_CRASH_STRICT=1 (until the open bug below is fixed; else printed), no job ran and ended failed: every job is a `sleep` that exits 0, so a job ends failed
-//     only when its outcome was lost in a crash. A failed job whose process was seen (by the
+//   - with PHALANX_CRASH_STRICT=1 (until the open bug below is fixed; else printed), no job ran
+//     and ended failed: every job is a `sleep` that exits 0, so a job ends failed only when its
+//     outcome was lost in a crash. A failed job whose process was seen (by the
 //     sampler) on the node its failure names ran there, and its exit 0 must not be lost
 //     (4dae593: a part that ends while phalanxd is down used to make its job "lost"). A failed
 //     job never seen on that node is only counted: a launch decided but not delivered before the
@@ -39,18 +40,13 @@
 // interleaving is still the machine's; bench/run_crash_soak.sh runs random seeds);
 // PHALANX_CRASH_JOBS=N changes the number of jobs; PHALANX_CRASH_KEEP=1 keeps the directory
 // (store, logs, agents' state dirs).
-#include <fcntl.h>
-#include <gtest/gtest.h>
+//
+// The rig (processes, /proc, job specs) is crash_rig.h; job_ends_while_daemon_down_test.cc is a
+// deterministic case of one outcome this test samples.
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
-#include <pwd.h>
-#include <unistd.h>
 
 #include <google/protobuf/util/message_differencer.h>
 
@@ -59,31 +55,23 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <functional>
-#include <optional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "adapters/store/store.h"
+#include "crash_rig.h"
 #include "phalanx/v1/phalanx.grpc.pb.h"
 
+namespace phalanx::crash_test {
 namespace {
 
-namespace v1 = ::phalanx::v1;
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
-
-constexpr int kNodes = 4;
-constexpr int kGpusPerNode = 8;
 constexpr int kSubmitters = 6;
 
 uint64_t EnvU64(const char* name, uint64_t fallback) {
@@ -93,264 +81,11 @@ uint64_t EnvU64(const char* name, uint64_t fallback) {
 
 double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Tail(const std::string& path, size_t bytes = 3000) {
-  std::string s = ReadFile(path);
-  return s.size() > bytes ? "..." + s.substr(s.size() - bytes) : s;
-}
-
-int FreeTcpPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    return 0;
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-// fork + exec with stdout/stderr appended to `log`. The child dies with the forking thread
-// (PR_SET_PDEATHSIG), so nothing outlives a crashed test; call from the main thread only.
-pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (out < 0) return -1;
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    dup2(out, 1);
-    dup2(out, 2);
-    const int null = open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, 0);
-#ifdef SYS_close_range
-    syscall(SYS_close_range, 3u, ~0u, 0u);
-#endif
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(out);
-  return pid;
-}
-
-// ---- job processes, read from /proc ---------------------------------------------------------
-
-struct JobProc {
-  pid_t pid = 0;
-  uint64_t job = 0, launch = 0;
-  std::string node;
-  std::string gpus;  // CUDA_VISIBLE_DEVICES
-  char state = '?';  // from /proc/PID/stat
-  uint64_t start = 0;
-};
-
-bool ProcStat(pid_t pid, char* state, uint64_t* start) {
-  const std::string s = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  const size_t paren = s.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= s.size()) return false;
-  std::istringstream in(s.substr(paren + 2));
-  std::string field;
-  std::vector<std::string> f;
-  while (in >> field) f.push_back(field);
-  if (f.size() < 20) return false;
-  *state = f[0][0];
-  *start = std::strtoull(f[19].c_str(), nullptr, 10);  // field 22 overall
-  return true;
-}
-
-// Every live (non-zombie) process whose environment carries our tag.
-std::vector<JobProc> ScanJobs(const std::string& tag) {
-  std::vector<JobProc> out;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::atoi(name.c_str()));
-    const std::string comm = ReadFile("/proc/" + name + "/comm");
-    if (comm != "sleep\n") continue;
-    const std::string env = ReadFile("/proc/" + name + "/environ");
-    if (env.find("CRASH_TAG=" + tag) == std::string::npos) continue;
-    JobProc p;
-    p.pid = pid;
-    size_t pos = 0;
-    while (pos < env.size()) {
-      size_t end = env.find('\0', pos);
-      if (end == std::string::npos) end = env.size();
-      const std::string kv = env.substr(pos, end - pos);
-      pos = end + 1;
-      const size_t eq = kv.find('=');
-      if (eq == std::string::npos) continue;
-      const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-      if (k == "PHALANX_JOB_ID") p.job = std::strtoull(v.c_str(), nullptr, 10);
-      else if (k == "PHALANX_LAUNCH_ID") p.launch = std::strtoull(v.c_str(), nullptr, 10);
-      else if (k == "PHALANX_NODE") p.node = v;
-      else if (k == "CUDA_VISIBLE_DEVICES") p.gpus = v;
-    }
-    if (!ProcStat(pid, &p.state, &p.start) || p.state == 'Z' || p.job == 0) continue;
-    out.push_back(std::move(p));
-  }
-  return out;
-}
-
-bool StillSame(const JobProc& p) {
-  char state = '?';
-  uint64_t start = 0;
-  return ProcStat(p.pid, &state, &start) && state != 'Z' && start == p.start;
-}
-
-std::vector<std::string> SplitComma(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string x;
-  while (std::getline(in, x, ',')) {
-    if (!x.empty()) out.push_back(x);
-  }
-  return out;
-}
-
-// ---- the test --------------------------------------------------------------------------------
-
 struct Ack {
   uint64_t id = 0;
   uint64_t slot = 0;
   v1::JobSpec spec;
 };
-
-class CrashRig {
- public:
-  CrashRig() {
-    std::string tmpl = "/tmp/phxcrash-XXXXXX";
-    if (mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    dir = tmpl;
-    chmod(dir.c_str(), 0755);
-    tag = std::filesystem::path(dir).filename().string();
-    socket = dir + "/run/phalanxd.sock";
-    db = dir + "/state/phalanxd.db";
-    std::ofstream(dir + "/token") << "crash-test-token\n";
-    chmod((dir + "/token").c_str(), 0600);
-    std::ofstream(dir + "/phalanxd.yaml") << "agents:\n"
-                                             "  heartbeat_interval: 1\n"
-                                             "  heartbeat_timeout: 30\n"
-                                             "  grace: 600\n"
-                                             "  startup_grace: 600\n"
-                                             "  kill_grace: 1\n"
-                                             "scheduler:\n"
-                                             "  order: fifo\n"  // small jobs run beside gangs: more concurrency
-                                             "  pass_interval: 0.2\n";
-    port = FreeTcpPort();
-    if (const passwd* pw = getpwuid(getuid())) user = pw->pw_name;
-  }
-  ~CrashRig() {
-    if (daemon > 0) {
-      kill(daemon, SIGKILL);
-      waitpid(daemon, nullptr, 0);
-    }
-    for (pid_t& a : agents) {
-      if (a > 0) {
-        kill(a, SIGKILL);
-        waitpid(a, nullptr, 0);
-      }
-    }
-    for (const JobProc& p : ScanJobs(tag)) kill(p.pid, SIGKILL);
-    if (getenv("PHALANX_CRASH_KEEP") == nullptr) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    } else {
-      std::printf("kept %s\n", dir.c_str());
-    }
-  }
-
-  void StartDaemon() {
-    daemon = Spawn({PHALANXD, "--config", dir + "/phalanxd.yaml", "--socket", socket, "--db", db, "--topology", "gen:demo",
-                    "--agent-listen", "127.0.0.1:" + std::to_string(port), "--token-file", dir + "/token", "--log-level", "warn",
-                    "--admin", user},  // drain/resume need an admin (root always is one)
-                   dir + "/phalanxd.log");
-    ASSERT_GT(daemon, 0);
-    std::ofstream(dir + "/phalanxd.log", std::ios::app) << "==== test: started phalanxd pid " << daemon << "\n";
-  }
-
-  // SIGKILL; true when it was still running (an exit on its own is a failure).
-  void KillDaemon() {
-    int status = 0;
-    if (waitpid(daemon, &status, WNOHANG) == daemon) {
-      ADD_FAILURE() << "phalanxd exited on its own (status " << status << "); log:\n" << Tail(dir + "/phalanxd.log");
-    } else {
-      kill(daemon, SIGKILL);
-      waitpid(daemon, &status, 0);
-    }
-    daemon = -1;
-  }
-
-  void StartAgent(int n) {
-    const std::string node = "node" + std::to_string(n);
-    agents[n] = Spawn({AGENT, "--daemon", "127.0.0.1:" + std::to_string(port), "--node", node, "--gpus", std::to_string(kGpusPerNode),
-                       "--token-file", dir + "/token", "--state-dir", dir + "/agent-" + node, "--allow-root-jobs", "--nvml-library",
-                       "none", "--heartbeat", "1", "--kill-grace", "1", "--log-level", "warn"},
-                      dir + "/agent-" + node + ".log");
-    ASSERT_GT(agents[n], 0);
-  }
-
-  void StopAgent(int n) {
-    kill(agents[n], SIGTERM);
-    waitpid(agents[n], nullptr, 0);
-    agents[n] = -1;
-  }
-
-  std::shared_ptr<grpc::Channel> Channel() const {
-    grpc::ChannelArguments args;
-    // Reconnect quickly after a restart (the default backoff starts at 1 s).
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 20);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one connection per channel
-    return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
-  }
-
-  std::string dir, tag, socket, db, user = "root";
-  int port = 0;
-  pid_t daemon = -1;
-  pid_t agents[kNodes] = {-1, -1, -1, -1};
-};
-
-v1::JobSpec MakeSpec(const std::string& name, uint64_t slot, const std::string& tag, const std::string& dir, std::mt19937_64& rng) {
-  v1::JobSpec s;
-  s.set_name(name);
-  s.set_account("crash");
-  const int r = static_cast<int>(rng() % 100);
-  if (r < 5) {  // a 2-node gang
-    s.set_nodes(2);
-    s.set_gpus_per_node(8);
-    s.set_gpus(16);
-  } else {
-    s.set_gpus(r < 55 ? 1 : r < 75 ? 2 : r < 90 ? 4 : 8);
-  }
-  s.set_walltime_s(120);
-  static const char* kSleeps[] = {"0.2", "0.5", "1", "1"};
-  s.add_command("/bin/sleep");
-  s.add_command(kSleeps[rng() % 4]);
-  s.set_working_dir(dir);
-  s.set_stdout_pattern("/dev/null");
-  (*s.mutable_env())["CRASH_TAG"] = tag;
-  (*s.mutable_env())["CRASH_SLOT"] = std::to_string(slot);
-  return s;
-}
 
 std::string Diff(const google::protobuf::Message& a, const google::protobuf::Message& b) {
   google::protobuf::util::MessageDifferencer d;
@@ -813,62 +548,5 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
   EXPECT_GT(launches, 0u) << "no job ever ran: the agents never got work";
 }
 
-// The outcome of a job whose part ends while phalanxd is down: the agent's registration lists
-// the ended part until its exit report is written (PartSupervisor::Running(include_unreported)),
-// so Controller::Reconcile keeps tracking it and the PartExited (exit 0) re-sent on the new
-// stream completes the job. (Before that, the job was recorded FAILED as "lost".)
-TEST(DaemonCrash, JobThatEndsWhileTheDaemonIsDownKeepsItsOutcome) {
-  CrashRig rig;
-  ASSERT_GT(rig.port, 0);
-  ASSERT_NO_FATAL_FAILURE(rig.StartDaemon());
-  for (int n = 0; n < kNodes; ++n) ASSERT_NO_FATAL_FAILURE(rig.StartAgent(n));
-  auto channel = rig.Channel();
-  auto jobs = v1::Jobs::NewStub(channel);
-  auto cluster = v1::Cluster::NewStub(channel);
-  const auto wait = [](const std::function<bool()>& cond, int seconds) {
-    for (const auto end = Clock::now() + std::chrono::seconds(seconds); Clock::now() < end;) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return cond();
-  };
-  const auto all_up = [&] {
-    grpc::ClientContext ctx;
-    v1::ListNodesResponse r;
-    if (!cluster->ListNodes(&ctx, v1::ListNodesRequest(), &r).ok()) return false;
-    return std::all_of(r.nodes().begin(), r.nodes().end(),
-                       [](const v1::Node& n) { return n.agent_connected() && n.state() == v1::NODE_STATE_UP; });
-  };
-  const auto get = [&](uint64_t id) {
-    grpc::ClientContext ctx;
-    v1::GetJobRequest req;
-    req.set_job_id(id);
-    v1::Job j;
-    (void)jobs->Get(&ctx, req, &j);
-    return j;
-  };
-  ASSERT_TRUE(wait(all_up, 20)) << "agents did not register";
-  std::mt19937_64 rng(1);
-  v1::SubmitRequest req;
-  *req.mutable_spec() = MakeSpec(rig.tag + "-one", 0, rig.tag, rig.dir, rng);
-  req.mutable_spec()->set_gpus(1);
-  req.mutable_spec()->set_command(1, "1");  // sleep 1
-  v1::SubmitResponse resp;
-  {
-    grpc::ClientContext ctx;
-    ASSERT_TRUE(jobs->Submit(&ctx, req, &resp).ok());
-  }
-  const uint64_t id = resp.job_id();
-  ASSERT_TRUE(wait([&] { return !ScanJobs(rig.tag).empty(); }, 10)) << "the job never ran";
-  rig.KillDaemon();
-  ASSERT_TRUE(wait([&] { return ScanJobs(rig.tag).empty(); }, 10)) << "the job did not end";
-  std::this_thread::sleep_for(milliseconds(300));  // the keeper records the exit
-  ASSERT_NO_FATAL_FAILURE(rig.StartDaemon());
-  ASSERT_TRUE(wait(all_up, 20)) << "agents did not come back";
-  ASSERT_TRUE(wait([&] { return get(id).state() != v1::JOB_STATE_RUNNING; }, 10));
-  const v1::Job j = get(id);
-  EXPECT_EQ(j.state(), v1::JOB_STATE_COMPLETED) << "job " << id << " exited 0 while phalanxd was down; recorded as "
-                                                << v1::JobState_Name(j.state()) << " (" << j.reason() << ")";
-}
-
 }  // namespace
+}  // namespace phalanx::crash_test

@@ -1,14 +1,17 @@
-// Helpers shared by the store tests: a temporary directory (mkdtemp, removed with its files)
-// and random job specs that exercise every JobSpec field.
+// Helpers shared by the store tests: a temporary directory (mkdtemp, removed with its files),
+// random job specs that exercise every JobSpec field, a field-by-field spec comparison, and
+// opening a store that must open.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 
+#include "adapters/store/store.h"
 #include "core/sched/job.h"
 
 namespace phalanx::store::testing {
@@ -63,6 +66,39 @@ inline JobSpec RandomSpec(std::mt19937& rng) {
   // From `submit`, not a new draw, so the sequences other tests rely on stay the same.
   s.checkpoint_grace = s.submit % 3 == 0 ? 0 : static_cast<Duration>(s.submit % 900) - 5;
   return s;
+}
+
+inline void ExpectSpecEq(const JobSpec& a, const JobSpec& b) {
+  EXPECT_EQ(a.id, b.id);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.user, b.user);
+  EXPECT_EQ(a.account, b.account);
+  EXPECT_EQ(a.priority_class, b.priority_class);
+  EXPECT_EQ(a.shape.gpus, b.shape.gpus);
+  EXPECT_EQ(a.shape.nodes, b.shape.nodes);
+  EXPECT_EQ(a.shape.gpus_per_node, b.shape.gpus_per_node);
+  EXPECT_EQ(a.shape.level, b.shape.level);
+  EXPECT_EQ(a.shape.fit, b.shape.fit);
+  EXPECT_EQ(a.shape.exclusive, b.shape.exclusive);
+  EXPECT_EQ(a.shape.rail_aligned, b.shape.rail_aligned);
+  EXPECT_EQ(a.min_gpus, b.min_gpus);
+  EXPECT_EQ(a.step_kind, b.step_kind);
+  EXPECT_EQ(a.step, b.step);
+  EXPECT_EQ(a.walltime, b.walltime);
+  EXPECT_EQ(a.preemptible, b.preemptible);
+  EXPECT_EQ(a.checkpoint_interval, b.checkpoint_interval);
+  EXPECT_EQ(a.restart_cost, b.restart_cost);
+  EXPECT_EQ(a.held, b.held);
+  EXPECT_EQ(a.after_ok, b.after_ok);
+  EXPECT_EQ(a.submit, b.submit);
+  EXPECT_EQ(a.checkpoint_grace, b.checkpoint_grace);
+}
+
+// The store at `path`; null (and a failure) when it does not open.
+inline std::unique_ptr<Store> OpenOrDie(const std::string& path, const StoreOptions& options = {}) {
+  auto s = Store::Open(path, options);
+  EXPECT_TRUE(s) << s.error().ToString();
+  return s ? std::move(*s) : nullptr;
 }
 
 }  // namespace phalanx::store::testing

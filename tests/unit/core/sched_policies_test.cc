@@ -151,6 +151,7 @@ TEST(SchedPolicies, FifoOrdersBySubmitTimeOnlyAndMultifactorByClass) {
   fifo.policies.queue->BeginPass(100);
   EXPECT_EQ(fifo.policies.queue->Priority(low, 100), 0.0);
   EXPECT_EQ(fifo.policies.queue->Priority(high, 100), 0.0);
+  EXPECT_EQ(fifo.policies.queue->Priority(Waiting(64, 90), 100), 0.0);  // neither age nor size counts
   c.order = QueueOrder::kPriority;
   Made multi(c);
   multi.policies.queue->BeginPass(100);

@@ -9,20 +9,12 @@
 #include <vector>
 
 #include "core/sched/scheduler.h"
-#include "core/topology/node_models.h"
+#include "test_clusters.h"
 
 namespace phalanx {
 namespace {
 
-std::unique_ptr<Scheduler> Demo(SchedulerConfig config = {}) {  // 4 nodes x 8 GPUs
-  auto spec = GenerateByName("demo");
-  EXPECT_TRUE(spec.has_value());
-  auto t = Topology::Build(*spec);
-  EXPECT_TRUE(t.has_value());
-  auto s = Scheduler::Create(std::move(*t), std::move(config));
-  EXPECT_TRUE(s.has_value());
-  return std::move(*s);
-}
+using testing::DemoScheduler;
 
 JobSpec Job(JobId id, uint32_t gpus, Duration grace, std::string cls = "") {
   JobSpec j;
@@ -45,7 +37,7 @@ std::map<JobId, Time> CheckpointDeadlines(const std::vector<Decision>& ds) {
 }
 
 TEST(SchedulerCheckpointGrace, PreemptionDeadlinesFollowEachVictimsGrace) {
-  auto s = Demo();  // checkpoint_grace 300
+  auto s = DemoScheduler();  // checkpoint_grace 300
   ASSERT_EQ(s->config().checkpoint_grace, 300);
   ASSERT_TRUE(s->Submit(Job(1, 16, 45, "low"), 0));
   ASSERT_TRUE(s->Submit(Job(2, 16, 0, "low"), 0));
@@ -71,7 +63,7 @@ TEST(SchedulerCheckpointGrace, PeriodicCheckpointDeadlinesFollowEachJobsGrace) {
   SchedulerConfig config;
   config.periodic_checkpoint = 100;
   config.checkpoint_grace = 120;
-  auto s = Demo(config);
+  auto s = DemoScheduler(config);
   ASSERT_TRUE(s->Submit(Job(1, 8, 30), 0));
   ASSERT_TRUE(s->Submit(Job(2, 8, 0), 0));
   ASSERT_TRUE(s->Submit(Job(3, 8, 500), 0));
@@ -84,7 +76,7 @@ TEST(SchedulerCheckpointGrace, PeriodicCheckpointDeadlinesFollowEachJobsGrace) {
 }
 
 TEST(SchedulerCheckpointGrace, NegativeGraceIsRefusedByName) {
-  auto s = Demo();
+  auto s = DemoScheduler();
   const Status v = s->ValidateSpec(Job(1, 8, -5));
   ASSERT_FALSE(v);
   EXPECT_NE(v.error().message.find("checkpoint_grace: negative (-5s)"), std::string::npos) << v.error().ToString();

@@ -7,20 +7,12 @@
 #include <utility>
 
 #include "core/sched/scheduler.h"
-#include "core/topology/node_models.h"
+#include "test_clusters.h"
 
 namespace phalanx {
 namespace {
 
-std::unique_ptr<Scheduler> Demo(SchedulerConfig config = {}) {
-  auto spec = GenerateByName("demo");
-  EXPECT_TRUE(spec.has_value());
-  auto t = Topology::Build(*spec);
-  EXPECT_TRUE(t.has_value());
-  auto s = Scheduler::Create(std::move(*t), std::move(config));
-  EXPECT_TRUE(s.has_value());
-  return std::move(*s);
-}
+using testing::DemoScheduler;
 
 JobSpec Job(JobId id, uint32_t gpus = 8) {
   JobSpec j;
@@ -36,7 +28,7 @@ JobSpec Job(JobId id, uint32_t gpus = 8) {
 std::string Code(const Status& s) { return s ? "ok" : std::string(ErrorCodeName(s.error().code)); }
 
 TEST(SchedulerErrors, UnknownJobsAndNodesAreNotFound) {
-  auto s = Demo();
+  auto s = DemoScheduler();
   EXPECT_EQ(Code(s->Cancel(9, 0)), "NOT_FOUND");
   EXPECT_EQ(s->Cancel(9, 0).error().ToString(), "job 9: cancel: unknown job");
   EXPECT_EQ(Code(s->Hold(9, 0)), "NOT_FOUND");
@@ -56,7 +48,7 @@ TEST(SchedulerErrors, UnknownJobsAndNodesAreNotFound) {
 }
 
 TEST(SchedulerErrors, EventsTheJobsStateForbidsAreFailedPreconditions) {
-  auto s = Demo();
+  auto s = DemoScheduler();
   ASSERT_TRUE(s->Submit(Job(1), 0));
   const Status ended = s->JobEnded(1, 0, true);
   EXPECT_EQ(Code(ended), "FAILED_PRECONDITION");
@@ -78,7 +70,7 @@ TEST(SchedulerErrors, EventsTheJobsStateForbidsAreFailedPreconditions) {
 }
 
 TEST(SchedulerErrors, ARestoreInProgressIsAFailedPrecondition) {
-  auto s = Demo();
+  auto s = DemoScheduler();
   JobRecord r;
   r.spec = Job(1);
   ASSERT_TRUE(s->Restore(r, 0));
@@ -93,7 +85,7 @@ TEST(SchedulerErrors, ARestoreInProgressIsAFailedPrecondition) {
 }
 
 TEST(SchedulerErrors, AKnownIdAlreadyExists) {
-  auto s = Demo();
+  auto s = DemoScheduler();
   ASSERT_TRUE(s->Submit(Job(1), 0));
   const Status dup = s->Submit(Job(1), 0);
   EXPECT_EQ(Code(dup), "ALREADY_EXISTS");
@@ -108,7 +100,7 @@ TEST(SchedulerErrors, PendingJobLimitsAreResourceExhausted) {
   SchedulerConfig c;
   c.limits.default_user.max_pending_jobs = 1;
   c.limits.accounts["lab"].max_pending_jobs = 2;
-  auto s = Demo(c);
+  auto s = DemoScheduler(c);
   ASSERT_TRUE(s->Submit(Job(1, 64), 0));  // larger than the cluster: stays pending
   const Status user = s->Submit(Job(2), 0);
   EXPECT_EQ(Code(user), "RESOURCE_EXHAUSTED");
@@ -124,7 +116,7 @@ TEST(SchedulerErrors, PendingJobLimitsAreResourceExhausted) {
 }
 
 TEST(SchedulerErrors, BadSpecsAndValuesAreInvalidArguments) {
-  auto s = Demo();
+  auto s = DemoScheduler();
   EXPECT_EQ(Code(s->Submit(Job(0), 0)), "INVALID_ARGUMENT");
   EXPECT_EQ(Code(s->Submit(Job(1, 0), 0)), "INVALID_ARGUMENT");
   JobSpec cls = Job(1);
@@ -139,7 +131,7 @@ TEST(SchedulerErrors, BadSpecsAndValuesAreInvalidArguments) {
 TEST(SchedulerErrors, AFailedEventChangesNothing) {
   SchedulerConfig c;
   c.limits.default_user.max_pending_jobs = 1;
-  auto s = Demo(c);
+  auto s = DemoScheduler(c);
   ASSERT_TRUE(s->Submit(Job(1, 64), 0));
   ASSERT_FALSE(s->Submit(Job(2), 0));
   ASSERT_FALSE(s->Submit(Job(1), 0));

@@ -6,20 +6,12 @@
 #include <vector>
 
 #include "core/sched/scheduler.h"
-#include "core/topology/node_models.h"
+#include "test_clusters.h"
 
 namespace phalanx {
 namespace {
 
-std::unique_ptr<Scheduler> Demo() {
-  auto spec = GenerateByName("demo");
-  EXPECT_TRUE(spec.has_value());
-  auto t = Topology::Build(*spec);
-  EXPECT_TRUE(t.has_value());
-  auto s = Scheduler::Create(std::move(*t), SchedulerConfig{});
-  EXPECT_TRUE(s.has_value());
-  return std::move(*s);
-}
+using testing::DemoScheduler;
 
 JobSpec Job(JobId id, uint32_t gpus, Duration walltime) {
   JobSpec j;
@@ -38,7 +30,7 @@ bool Killed(const std::vector<Decision>& ds, JobId id) {
 }
 
 TEST(SchedulerUpdate, LoweringARunningJobsWalltimeEndsItEarlier) {
-  auto s = Demo();
+  auto s = DemoScheduler();
   ASSERT_TRUE(s->Submit(Job(1, 8, 1000), 0));
   s->Schedule(0);
   ASSERT_EQ(s->job(1)->state, JobState::kRunning);
@@ -52,7 +44,7 @@ TEST(SchedulerUpdate, LoweringARunningJobsWalltimeEndsItEarlier) {
 }
 
 TEST(SchedulerUpdate, RaisingAWalltimeBelowTheTimeRunKeepsItRunning) {
-  auto s = Demo();
+  auto s = DemoScheduler();
   ASSERT_TRUE(s->Submit(Job(1, 8, 100), 0));
   s->Schedule(0);
   ASSERT_TRUE(s->Update(1, {.walltime = 5000}, 50));
@@ -62,7 +54,7 @@ TEST(SchedulerUpdate, RaisingAWalltimeBelowTheTimeRunKeepsItRunning) {
 }
 
 TEST(SchedulerUpdate, ClassAndNameOfAPendingJobChangeItsOrder) {
-  auto s = Demo();
+  auto s = DemoScheduler();
   ASSERT_TRUE(s->Submit(Job(1, 32, 1000), 0));  // fills the cluster
   s->Schedule(0);
   ASSERT_EQ(s->job(1)->state, JobState::kRunning);
@@ -79,7 +71,7 @@ TEST(SchedulerUpdate, ClassAndNameOfAPendingJobChangeItsOrder) {
 }
 
 TEST(SchedulerUpdate, BadUpdatesFailAndChangeNothing) {
-  auto s = Demo();
+  auto s = DemoScheduler();
   ASSERT_TRUE(s->Submit(Job(1, 8, 100), 0));
   const JobRecord before = *s->job(1);
   auto e1 = s->Update(1, {.walltime = 0}, 1);

@@ -1,9 +1,13 @@
-// Small cluster builders shared by the core tests.
+// Small cluster builders shared by the core tests, and a Scheduler on the demo cluster.
 #pragma once
 
+#include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/sched/scheduler.h"
 #include "core/topology/node_models.h"
 #include "core/topology/topology.h"
 
@@ -38,6 +42,15 @@ inline std::vector<GpuId> NodeGpus(const Topology& t, const std::string& name) {
   std::vector<GpuId> out;
   for (uint32_t g = d.first_gpu; g < d.first_gpu + d.gpu_count; ++g) out.push_back(GpuId(g));
   return out;
+}
+
+// A Scheduler with `config` on gen:demo (4 nodes x 8 GPUs).
+inline std::unique_ptr<Scheduler> DemoScheduler(SchedulerConfig config = {}) {
+  auto spec = GenerateByName("demo");
+  if (!spec) throw std::runtime_error(spec.error().ToString());
+  auto s = Scheduler::Create(Build(*spec), std::move(config));
+  if (!s) throw std::runtime_error(s.error().ToString());
+  return std::move(*s);
 }
 
 }  // namespace phalanx::testing
