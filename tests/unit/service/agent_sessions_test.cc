@@ -164,7 +164,7 @@ TEST(AgentSessions, ABrokenStreamLosesTheNodeAfterItsGrace) {
   EXPECT_FALSE(f.sessions.connected("n0"));
 }
 
-TEST(AgentSessions, StopClosesStreamsAndLaterReportsAreIgnored) {
+TEST(AgentSessions, StopClosesStreamsAsUnavailableAndAClosedStreamThenStartsNoGracePeriod) {
   Fixture f;
   FakeStream s;
   f.sessions.Report(s.link, "", AgentMessage{"", AgentHello{"n0", 8, "", "", {}}});
