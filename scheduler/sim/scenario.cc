@@ -232,6 +232,15 @@ class Runner {
     DomainId on;
   };
 
+  // The enumerator of E from 0 to `last` that name_of calls `name`.
+  template <typename E>
+  static std::optional<E> ByName(std::string_view (*name_of)(E), E last, std::string_view name) {
+    for (int k = 0; k <= static_cast<int>(last); ++k) {
+      if (name_of(static_cast<E>(k)) == name) return static_cast<E>(k);
+    }
+    return std::nullopt;
+  }
+
   static std::string Join(const std::vector<std::string_view>& w) {
     std::string out;
     for (std::string_view x : w) out += (out.empty() ? "" : " ") + std::string(x);
@@ -248,54 +257,40 @@ class Runner {
     if (!topo) return Err("'topology' must come before the first 'expect'");
     if (w.size() <= first) return Err("usage: expect KIND id=N ... | at T expect STATE id=N ...");
     std::string_view what = w[first];
-    static constexpr std::pair<std::string_view, DecisionKind> kKinds[] = {
-        {"start", DecisionKind::kStart},   {"checkpoint", DecisionKind::kCheckpoint}, {"preempt", DecisionKind::kPreempt},
-        {"resize", DecisionKind::kResize}, {"kill", DecisionKind::kKill}};
-    static constexpr std::pair<std::string_view, JobState> kStates[] = {
-        {"pending", JobState::kPending},     {"running", JobState::kRunning}, {"checkpointing", JobState::kCheckpointing},
-        {"completed", JobState::kCompleted}, {"failed", JobState::kFailed},   {"cancelled", JobState::kCancelled},
-        {"killed", JobState::kKilled}};
-    bool known = false;
+    // Every decision kind but kWait (the last) is an expectation; every job state is.
+    auto kind_named = [](std::string_view name) { return ByName(DecisionKindName, DecisionKind::kKill, name); };
+    auto state_named = [](std::string_view name) { return ByName(JobStateName, JobState::kKilled, name); };
     if (at_time) {
       if (what == "refused") {
         if (w.size() != first + 1) return Err("usage: at T expect refused (nothing after it)");
         e.refused = true;
         return e;
       }
-      for (const auto& [name, state] : kStates) {
-        if (what == name) {
-          e.state = state;
-          known = true;
-        }
-      }
-      if (!known) {
-        for (const auto& [name, kind] : kKinds) {
-          if (what == name || what == "no-" + std::string(name)) {
-            return Err("'" + std::string(what) + "' is a decision, checked over the whole run: write 'expect " +
-                       std::string(what) + " id=N at=T' without 'at T'");
-          }
+      const std::optional<JobState> state = state_named(what);
+      if (!state) {
+        if (kind_named(what) || (what.starts_with("no-") && kind_named(what.substr(3)))) {
+          return Err("'" + std::string(what) + "' is a decision, checked over the whole run: write 'expect " +
+                     std::string(what) + " id=N at=T' without 'at T'");
         }
         return Err("unknown expectation 'at T expect " + std::string(what) +
                    "' (a job state: pending, running, checkpointing, completed, failed, cancelled, killed; or refused)");
       }
+      e.state = *state;
     } else {
       if (what.starts_with("no-")) {
         e.negated = true;
         what.remove_prefix(3);
       }
-      for (const auto& [name, kind] : kKinds) {
-        if (what == name) {
-          e.kind = kind;
-          known = true;
-        }
-      }
-      if (!known) {
-        for (const auto& [name, state] : kStates) {
-          if (w[first] == name) return Err("'" + std::string(name) + "' is a job state, checked at a time: write 'at T expect " + std::string(name) + " id=N'");
+      const std::optional<DecisionKind> kind = kind_named(what);
+      if (!kind) {
+        if (state_named(w[first])) {
+          return Err("'" + std::string(w[first]) + "' is a job state, checked at a time: write 'at T expect " +
+                     std::string(w[first]) + " id=N'");
         }
         return Err("unknown expectation 'expect " + std::string(w[first]) +
                    "' (a decision: start, checkpoint, preempt, resize, kill, or no-KIND; job states take 'at T expect')");
       }
+      e.kind = *kind;
     }
     const bool placed = at_time ? (e.state == JobState::kRunning || e.state == JobState::kCheckpointing)
                                 : (e.kind == DecisionKind::kStart || e.kind == DecisionKind::kResize);
@@ -316,9 +311,7 @@ class Runner {
       }
       if (key == "wait") {
         if (!at_time || e.state != JobState::kPending) return unfit();
-        for (int k = 0; k <= static_cast<int>(WaitKind::kPreempting); ++k) {
-          if (WaitKindName(static_cast<WaitKind>(k)) == value) e.wait = static_cast<WaitKind>(k);
-        }
+        e.wait = ByName(WaitKindName, WaitKind::kPreempting, value);
         if (!e.wait) return Err("expect: wait=" + std::string(value) + ": not a wait reason (Priority, Resources, TopologyBlock, "
                                 "ReservedFor, UserLimit, AccountLimit, Held, Dependency, Unsatisfiable, Preempting)");
         continue;
@@ -340,6 +333,10 @@ class Runner {
         e.predicted_start = *n;
       } else if (key == "at" || key == "at<" || key == "at>" || key == "before") {
         if (at_time) return unfit();
+        // before=N is at<=N-1; no time is before the earliest one.
+        if (key == "before" && *n == std::numeric_limits<Time>::min()) {
+          return Err("expect: the time filters leave no time");
+        }
         if (key != "at>") e.to = std::min(e.to, key == "before" ? *n - 1 : *n);
         if (key == "at" || key == "at>") e.from = std::max(e.from, *n);
       } else if (key == "for") {

@@ -1,6 +1,9 @@
 #include "core/sched/config.h"
 
-#include <charconv>
+#include <cmath>
+#include <optional>
+
+#include "util/numbers.h"
 
 namespace phalanx {
 
@@ -40,12 +43,15 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
 namespace {
 
 Result<double> Number(std::string_view key, std::string_view value) {
-  double v = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || end != value.data() + value.size() || v < 0) {
+  const std::optional<double> v = ParseNumber<double>(value);
+  // Not NaN (no order: it would pass `< 0`) nor infinite (later cast to whole seconds).
+  if (!v || !std::isfinite(*v) || *v < 0) {
     return Fail(std::string(key), "expected a non-negative number, got '" + std::string(value) + "'");
   }
-  return v;
+  // Settings become whole seconds or counts; beyond 2^53 a double has no whole-number precision
+  // left and the casts would overflow.
+  if (*v > 9007199254740992.0) return Fail(std::string(key), "'" + std::string(value) + "' is too large");
+  return *v;
 }
 
 Result<bool> OnOff(std::string_view key, std::string_view value) {

@@ -56,15 +56,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     if (d.state == JobState::kFailed || d.state == JobState::kCancelled || d.state == JobState::kKilled) {
       (void)s.limits.RemovePending(job.spec.user, job.spec.account);
       s.pending.Erase(id);
-      job.state = JobState::kKilled;
-      job.end = now;
-      Decision k;
-      k.kind = DecisionKind::kKill;
-      k.job = id;
-      k.at = now;
-      k.reason = "dependency: job " + std::to_string(dep) + " " + std::string(JobStateName(d.state));
-      out.push_back(std::move(k));
-      return;
+      return s.Kill(job, now, "dependency: job " + std::to_string(dep) + " " + std::string(JobStateName(d.state)), out);
     }
     if (d.state != JobState::kCompleted) return wait(WaitKind::kDependency, "afterok:" + std::to_string(dep));
   }

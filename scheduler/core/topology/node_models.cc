@@ -1,7 +1,9 @@
 #include "core/topology/node_models.h"
 
-#include <charconv>
+#include <optional>
 #include <string>
+
+#include "util/numbers.h"
 
 namespace phalanx {
 namespace {
@@ -216,12 +218,8 @@ std::vector<std::string_view> SplitColon(std::string_view s) {
 
 template <typename T>
 Result<T> Number(std::string_view what, std::string_view text) {
-  T value{};
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size()) {
-    return Fail(std::string(what), "'" + std::string(text) + "' is not a number");
-  }
-  return value;
+  if (const std::optional<T> v = ParseNumber<T>(text)) return *v;
+  return Fail(std::string(what), "'" + std::string(text) + "' is not a number");
 }
 
 }  // namespace

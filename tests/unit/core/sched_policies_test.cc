@@ -193,5 +193,24 @@ TEST(SchedPolicies, TheWalltimeEstimatorPlansTheRemainingWalltime) {
   EXPECT_EQ(m.policies.runtime->End(j), 450);
 }
 
+// Numeric settings: a clear error naming the key and the value for anything that is not a finite,
+// non-negative number a whole-seconds setting can hold (NaN would pass a `< 0` check; infinity
+// and 1e300 would overflow the cast to seconds).
+TEST(SchedPolicies, NumericSettingsRefuseNonFiniteNegativeAndHugeValues) {
+  for (const char* bad : {"nan", "-nan", "inf", "-inf", "-1", "x", "", "1e", "3\n"}) {
+    SchedulerConfig c;
+    const Status s = SetConfigOption(c, "checkpoint_grace", bad);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_EQ(s.error().ToString(), "checkpoint_grace: expected a non-negative number, got '" + std::string(bad) + "'");
+    EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  }
+  SchedulerConfig c;
+  const Status huge = SetConfigOption(c, "max_walltime", "1e300");
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().ToString(), "max_walltime: '1e300' is too large");
+  ASSERT_TRUE(SetConfigOption(c, "checkpoint_grace", "90.5"));
+  EXPECT_EQ(c.checkpoint_grace, 90);
+}
+
 }  // namespace
 }  // namespace phalanx

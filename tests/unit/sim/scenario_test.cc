@@ -260,6 +260,7 @@ TEST(ScenarioExpect, BadLinesAreParseErrorsWithFileAndLine) {
       {14, "expect start id=1 at<1000", "'at<1000' is not KEY=VALUE"},
       {14, "expect start id=1 at=5 at=6", "'at=' given twice"},
       {14, "expect start id=1 at>=10 at<=5", "the time filters leave no time"},
+      {14, "expect start id=1 before=-9223372036854775808", "the time filters leave no time"},
       {14, "expect start id=1 on=leaf9", "on=leaf9: no such domain or node"},
       {14, "expect start id=1 for=2", "'for=' does not apply to 'start'"},
       {14, "expect kill id=1 gpus=8", "'gpus=' does not apply to 'kill'"},

@@ -97,6 +97,17 @@ void SchedulerState::Requeue(JobRecord& job, Time at, std::string reason, std::v
   out.push_back(std::move(d));
 }
 
+void SchedulerState::Kill(JobRecord& job, Time at, std::string reason, std::vector<Decision>& out) {
+  job.state = JobState::kKilled;
+  job.end = at;
+  Decision d;
+  d.kind = DecisionKind::kKill;
+  d.job = job.spec.id;
+  d.at = at;
+  d.reason = std::move(reason);
+  out.push_back(std::move(d));
+}
+
 void SchedulerState::FinishShrink(JobRecord& job, Time at, std::vector<Decision>& out) {
   const std::vector<GpuId> before = job.gpus;
   std::vector<GpuId> keep = job.shrink_to;

@@ -82,6 +82,9 @@ struct SchedulerState {
   // Ends a shrink: the job keeps shrink_to and restarts on it from its last checkpoint (a new
   // run); the GPUs it gives up join its preemptor's claim. A Resize decision.
   void FinishShrink(JobRecord& job, Time now, std::vector<Decision>& out);
+  // Ends the job for good (the caller has taken it off its GPUs or out of the queue): it is
+  // killed at `now`. A Kill decision with `reason`.
+  void Kill(JobRecord& job, Time now, std::string reason, std::vector<Decision>& out);
   // Moves the job to `gpus` on the Topology (none: off it), with their predicted traffic.
   void SetAllocation(JobRecord& job, std::vector<GpuId> gpus);
 

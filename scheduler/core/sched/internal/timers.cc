@@ -56,14 +56,7 @@ void FireTimers(SchedulerState& s, Time now, std::vector<Decision>& out) {
     } note{s, job};
     if (now >= job.expected_end()) {
       s.StopJob(job, now);
-      job.state = JobState::kKilled;
-      job.end = now;
-      Decision d;
-      d.kind = DecisionKind::kKill;
-      d.job = id;
-      d.at = now;
-      d.reason = "walltime of " + std::to_string(job.run_walltime) + "s exceeded";
-      out.push_back(std::move(d));
+      s.Kill(job, now, "walltime of " + std::to_string(job.run_walltime) + "s exceeded", out);
       continue;
     }
     if (job.state == JobState::kCheckpointing && now >= job.checkpoint_deadline) {
