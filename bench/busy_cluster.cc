@@ -8,9 +8,7 @@
 
 namespace phalanx::bench {
 
-std::string_view FabricName(Fabric fabric) {
-  return fabric == Fabric::kSuperPod32k ? "superpod-32k" : "nvl72-8k";
-}
+std::string_view FabricName(Fabric fabric) { return fabric == Fabric::kSuperPod32k ? "superpod-32k" : "nvl72-8k"; }
 
 std::string_view OccupancyName(Occupancy occupancy) { return occupancy == Occupancy::kJobs ? "jobs" : "single-gpus"; }
 
@@ -41,7 +39,9 @@ BusyCluster::BusyCluster(Fabric fabric, Occupancy occupancy, double fraction, ui
   Fill();
 }
 
-double BusyCluster::used_fraction() const { return static_cast<double>(used_) / static_cast<double>(topo_->gpu_count()); }
+double BusyCluster::used_fraction() const {
+  return static_cast<double>(used_) / static_cast<double>(topo_->gpu_count());
+}
 
 bool BusyCluster::PlaceJob(uint32_t gpus) {
   PlacementRequest r;

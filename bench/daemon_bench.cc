@@ -120,7 +120,9 @@ std::shared_ptr<grpc::Channel> Channel(const std::string& socket, int n) {
 }
 
 // Polls until GetStats answers; returns when it did, or dies after `limit`.
-int64_t ChangeNs(const struct stat& st) { return static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec; }
+int64_t ChangeNs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+}
 
 // A stale socket file left by a killed daemon (its change time `stale`, in ns) does not count.
 Clock::time_point WaitServing(const std::string& socket, pid_t pid, const std::string& log, Clock::duration limit,
@@ -131,8 +133,9 @@ Clock::time_point WaitServing(const std::string& socket, pid_t pid, const std::s
   bool seen = false;
   while (Clock::now() < end) {
     int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) Die("phalanxd exited (status " + std::to_string(status) + "); see " + log);
-    struct stat st{};
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      Die("phalanxd exited (status " + std::to_string(status) + "); see " + log);
+    struct stat st {};
     if (!seen && stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && ChangeNs(st) != stale) {
       seen = true;
       if (socket_seen) *socket_seen = Clock::now();
@@ -234,7 +237,8 @@ class Submitter {
       counted_start_ = Clock::now();
     }
     call->start = Clock::now();
-    (*stubs_)[seq % stubs_->size()]->async()->Submit(&call->ctx, &call->req, &call->resp, [this, call](grpc::Status st) {
+    (*stubs_)[seq % stubs_->size()]->async()->Submit(&call->ctx, &call->req, &call->resp,
+                                                     [this, call](grpc::Status st) {
       latency_[call->seq] = Ms(Clock::now() - call->start);
       if (!st.ok()) {
         ++errors_;
@@ -265,8 +269,8 @@ SubmitRun OneSubmitRun(const Args& a, const std::string& sync, int run) {
   const std::string dir = MakeDir(a, "submit");
   const std::string socket = dir + "/d.sock", log = dir + "/phalanxd.log";
   std::ofstream(dir + "/phalanxd.yaml") << "store:\n  sync: " << sync << "\n";
-  const pid_t pid = Spawn({a.Get("phalanxd", ""), "--config", dir + "/phalanxd.yaml", "--socket", socket, "--db", dir + "/d.db",
-                           "--topology", "gen:demo", "--log-level", a.Get("log-level", "info")},
+  const pid_t pid = Spawn({a.Get("phalanxd", ""), "--config", dir + "/phalanxd.yaml", "--socket", socket, "--db",
+                           dir + "/d.db", "--topology", "gen:demo", "--log-level", a.Get("log-level", "info")},
                           log);
   WaitServing(socket, pid, log, std::chrono::seconds(30));
   const int channels = static_cast<int>(a.Num("channels", 4));
@@ -313,17 +317,20 @@ SubmitRun OneSubmitRun(const Args& a, const std::string& sync, int run) {
   for (int q = 0; q < 4; ++q) {
     const size_t from = lat.size() * static_cast<size_t>(q) / 4, to = lat.size() * static_cast<size_t>(q + 1) / 4;
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%s%.1f", q ? " / " : "", Percentile({lat.begin() + static_cast<long>(from), lat.begin() + static_cast<long>(to)}, 0.99));
+    std::snprintf(buf, sizeof buf, "%s%.1f", q ? " / " : "",
+                  Percentile({lat.begin() + static_cast<long>(from), lat.begin() + static_cast<long>(to)}, 0.99));
     quarters += buf;
   }
   const int status = StopDaemon(pid, SIGTERM);
-  std::printf("  run %d: %8.0f subs/s  p50 %6.2f ms  p99 %6.2f ms  max %7.2f ms  daemon CPU %.3f s/1k subs  passes %llu "
-              "(last %.1f ms)  errors %llu%s\n",
-              run, r.per_s, r.p50, r.p99, r.max, r.cpu_per_1k, static_cast<unsigned long long>(r.passes), r.last_pass_ms,
-              static_cast<unsigned long long>(r.errors),
-              WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "  (daemon did not stop cleanly)");
-  std::printf("         p99 by quarter of the run (queue %llu -> %llu jobs): %s ms\n", static_cast<unsigned long long>(warmup),
-              static_cast<unsigned long long>(warmup + count), quarters.c_str());
+  std::printf(
+      "  run %d: %8.0f subs/s  p50 %6.2f ms  p99 %6.2f ms  max %7.2f ms  daemon CPU %.3f s/1k subs  passes %llu "
+      "(last %.1f ms)  errors %llu%s\n",
+      run, r.per_s, r.p50, r.p99, r.max, r.cpu_per_1k, static_cast<unsigned long long>(r.passes), r.last_pass_ms,
+      static_cast<unsigned long long>(r.errors),
+      WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "  (daemon did not stop cleanly)");
+  std::printf("         p99 by quarter of the run (queue %llu -> %llu jobs): %s ms\n",
+              static_cast<unsigned long long>(warmup), static_cast<unsigned long long>(warmup + count),
+              quarters.c_str());
   std::fflush(stdout);
   if (a.Get("keep", "").empty()) std::filesystem::remove_all(dir);
   return r;
@@ -337,10 +344,12 @@ int SubmitMain(const Args& a) {
   else syncs = {sync};
   const int runs = static_cast<int>(a.Num("runs", 3));
   for (const std::string& s : syncs) {
-    std::printf("Durable submissions through phalanxd (synchronous=%s): %ld in flight over %ld connections, %ld counted per run "
-                "(after %ld warm-up), log level %s\n",
-                s.c_str(), a.Num("inflight", 64), a.Num("channels", 4), a.Num("count", 20000), a.Num("warmup", 1000),
-                a.Get("log-level", "info").c_str());
+    std::printf(
+        "Durable submissions through phalanxd (synchronous=%s): %ld in flight over %ld connections, %ld counted per "
+        "run "
+        "(after %ld warm-up), log level %s\n",
+        s.c_str(), a.Num("inflight", 64), a.Num("channels", 4), a.Num("count", 20000), a.Num("warmup", 1000),
+        a.Get("log-level", "info").c_str());
     std::vector<double> rate, p50, p99, max, cpu;
     for (int r = 1; r <= runs; ++r) {
       const SubmitRun x = OneSubmitRun(a, s, r);
@@ -350,15 +359,16 @@ int SubmitMain(const Args& a) {
       max.push_back(x.max);
       cpu.push_back(x.cpu_per_1k);
     }
-    std::printf("  median of %d: %8.0f subs/s  p50 %6.2f ms  p99 %6.2f ms  max %7.2f ms  daemon CPU %.3f s/1k subs\n\n", runs,
-                Median(rate), Median(p50), Median(p99), Median(max), Median(cpu));
+    std::printf("  median of %d: %8.0f subs/s  p50 %6.2f ms  p99 %6.2f ms  max %7.2f ms  daemon CPU %.3f s/1k subs\n\n",
+                runs, Median(rate), Median(p50), Median(p99), Median(max), Median(cpu));
   }
   return 0;
 }
 
 // ---- restart -----------------------------------------------------------------------------
 
-void FillStore(const std::string& path, const std::string& topology_name, size_t n, const Topology& topo, uint32_t running_percent) {
+void FillStore(const std::string& path, const std::string& topology_name, size_t n, const Topology& topo,
+               uint32_t running_percent) {
   auto opened = store::Store::Open(path);
   if (!opened) Die(opened.error().ToString());
   store::Store& st = **opened;
@@ -444,8 +454,8 @@ void FillStore(const std::string& path, const std::string& topology_name, size_t
   b.SetMeta("next_launch_id", std::to_string(launch));
   if (auto r = st.Apply(b); !r) Die(r.error().ToString());
   if (auto c = st.CheckpointWal(); !c) Die(c.error().ToString());
-  std::printf("store: %zu jobs (%zu finished, %zu pending, %zu running on %u of %u GPUs of %s), %.1f MiB\n", n, finished, pending,
-              running, cursor, gpus_total, topology_name.c_str(),
+  std::printf("store: %zu jobs (%zu finished, %zu pending, %zu running on %u of %u GPUs of %s), %.1f MiB\n", n,
+              finished, pending, running, cursor, gpus_total, topology_name.c_str(),
               static_cast<double>(std::filesystem::file_size(path)) / (1 << 20));
 }
 
@@ -472,11 +482,13 @@ int RestartMain(const Args& a) {
   std::map<std::string, std::vector<double>> ready, sock;
   for (const char* how : {"SIGTERM", "kill -9"}) {
     for (int r = 0; r <= runs; ++r) {  // run 0 warms the page cache and the binary; not counted
-      struct stat before{};
+      struct stat before {};
       const int64_t stale = stat(socket.c_str(), &before) == 0 ? ChangeNs(before) : 0;
       const auto t0 = Clock::now();
       Clock::time_point seen;
-      const pid_t pid = Spawn({bin, "--socket", socket, "--db", db, "--topology", topology, "--log-level", a.Get("log-level", "info")}, log);
+      const pid_t pid = Spawn(
+          {bin, "--socket", socket, "--db", db, "--topology", topology, "--log-level", a.Get("log-level", "info")},
+          log);
       const auto t1 = WaitServing(socket, pid, log, std::chrono::seconds(120), &seen, stale);
       // Let the first pass finish before stopping, so that every run starts from the same store.
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -484,7 +496,8 @@ int RestartMain(const Args& a) {
       if (r == 0) continue;
       ready[how].push_back(Ms(t1 - t0));
       sock[how].push_back(Ms(seen - t0));
-      std::printf("  after %-7s run %d: socket after %7.1f ms, first RPC answered after %7.1f ms\n", how, r, Ms(seen - t0), Ms(t1 - t0));
+      std::printf("  after %-7s run %d: socket after %7.1f ms, first RPC answered after %7.1f ms\n", how, r,
+                  Ms(seen - t0), Ms(t1 - t0));
       std::fflush(stdout);
     }
   }
@@ -497,7 +510,8 @@ int RestartMain(const Args& a) {
 
 int Main(int argc, char** argv) {
   Args a;
-  if (argc < 2) Die("usage: daemon_bench submit|restart --phalanxd PATH [options] (see the header of bench/daemon_bench.cc)");
+  if (argc < 2)
+    Die("usage: daemon_bench submit|restart --phalanxd PATH [options] (see the header of bench/daemon_bench.cc)");
   a.mode = argv[1];
   for (int i = 2; i < argc; ++i) {
     std::string f = argv[i];

@@ -47,7 +47,8 @@ Row Measure(BusyCluster& cluster, Fabric fabric, Occupancy occupancy, uint32_t g
     }
   }
   Row row;
-  row.name = std::to_string(gang) + " GPUs, " + std::string(FabricName(fabric)) + ", 50% " + std::string(OccupancyName(occupancy));
+  row.name = std::to_string(gang) + " GPUs, " + std::string(FabricName(fabric)) + ", 50% " +
+             std::string(OccupancyName(occupancy));
   row.p50 = Percentile(us, 0.50);
   row.p99 = Percentile(us, 0.99);
   row.max = *std::max_element(us.begin(), us.end());
@@ -82,8 +83,8 @@ int Main(int argc, char** argv) {
     BusyCluster cluster(s.fabric, s.occupancy, 0.5, seed);
     const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "%s/%s: %zu GPUs, %.1f%% used, built in %.2f s\n", std::string(FabricName(s.fabric)).c_str(),
-                 std::string(OccupancyName(s.occupancy)).c_str(), cluster.topology().gpu_count(), 100 * cluster.used_fraction(),
-                 build_s);
+                 std::string(OccupancyName(s.occupancy)).c_str(), cluster.topology().gpu_count(),
+                 100 * cluster.used_fraction(), build_s);
     for (uint32_t gang : {8u, 64u, 256u, 1024u}) {
       rows.push_back(Measure(cluster, s.fabric, s.occupancy, gang, calls));
       std::fprintf(stderr, "  %s done\n", rows.back().name.c_str());
@@ -93,7 +94,8 @@ int Main(int argc, char** argv) {
   std::printf("| case | p50 us | p99 us | max us | mean busbw GB/s | placed %% |\n");
   std::printf("|---|---:|---:|---:|---:|---:|\n");
   for (const Row& r : rows) {
-    std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.0f |\n", r.name.c_str(), r.p50, r.p99, r.max, r.mean_busbw, r.placed);
+    std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.0f |\n", r.name.c_str(), r.p50, r.p99, r.max, r.mean_busbw,
+                r.placed);
   }
   return 0;
 }

@@ -147,8 +147,8 @@ int Main(int argc, char** argv) {
     for (int r = 0; r < reps; ++r) ms.push_back(MeasureOnce(n, seed));
     std::sort(ms.begin(), ms.end(), [](const Measurement& a, const Measurement& b) { return a.ms < b.ms; });
     const Measurement& med = ms[ms.size() / 2];
-    std::printf("| %zu | %.1f | %.1f | %.1f | %zu | %zu | %.1f%% |\n", n, med.ms, ms.front().ms, ms.back().ms, med.starts,
-                med.reservations, 100.0 * med.occupancy);
+    std::printf("| %zu | %.1f | %.1f | %.1f | %zu | %zu | %.1f%% |\n", n, med.ms, ms.front().ms, ms.back().ms,
+                med.starts, med.reservations, 100.0 * med.occupancy);
     std::fflush(stdout);
   }
   return 0;

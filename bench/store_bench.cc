@@ -208,7 +208,8 @@ void Restart(const std::string& path, size_t n) {
   const auto t7 = Clock::now();
   if (!verified) Die(verified.error().ToString());
 
-  std::printf("\nRestart with %zu jobs in the store (%.1f MiB, %zu pending, warm page cache)\n", jobs.size(), mib, pending);
+  std::printf("\nRestart with %zu jobs in the store (%.1f MiB, %zu pending, warm page cache)\n", jobs.size(), mib,
+              pending);
   std::printf("  %-44s %9s\n", "step", "ms");
   std::printf("  %-44s %9.1f\n", "Store::Open (migrate check, prepare)", Ms(t1 - t0));
   std::printf("  %-44s %9.1f\n", "LoadAll (read + decode every job)", Ms(t2 - t1));

@@ -39,7 +39,7 @@ Fn Real(const char* name) {
 
 }  // namespace
 
-#define PHX_ABSL(ret, name, mangled, ...) \
+#define PHX_ABSL(ret, name, mangled, ...)            \
   extern "C" ret name(__VA_ARGS__) __asm__(mangled); \
   extern "C" ret name(__VA_ARGS__)
 
@@ -97,8 +97,8 @@ PHX_ABSL(bool, PhxAbslCondVarWaitWithTimeout, "_ZN4absl7debian37CondVar15WaitWit
 // bool absl::CondVar::WaitWithDeadline(absl::Mutex*, absl::Time)
 PHX_ABSL(bool, PhxAbslCondVarWaitWithDeadline, "_ZN4absl7debian37CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE",
          void* cv, void* mu, AbslDuration deadline) {
-  static auto real = Real<bool (*)(void*, void*, AbslDuration)>(
-      "_ZN4absl7debian37CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE");
+  static auto real =
+      Real<bool (*)(void*, void*, AbslDuration)>("_ZN4absl7debian37CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE");
   __tsan_release(mu);
   const bool timed_out = real(cv, mu, deadline);
   __tsan_acquire(mu);

@@ -149,7 +149,8 @@ int RunDemo(std::span<const std::string> raw) {
         continue;
       }
       std::printf("step %2d  job %-3llu ends             free: %u/%zu GPUs | largest free block: %s\n", step,
-                  static_cast<unsigned long long>(id), topo.free_gpus(topo.root()), topo.gpu_count(), FreeBlocksLine(topo).c_str());
+                  static_cast<unsigned long long>(id), topo.free_gpus(topo.root()), topo.gpu_count(),
+                  FreeBlocksLine(topo).c_str());
     }
   };
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -157,8 +158,12 @@ int RunDemo(std::span<const std::string> raw) {
     release_until(step);
     const DemoJob& job = jobs[i];
     const PlaceOutcome outcome = placer.Place(job.request);
-    std::string line = "step " + std::string(step < 10 ? " " : "") + std::to_string(step) + "  job " + std::to_string(job.id) +
-                       std::string(job.id < 10 ? "  " : job.id < 100 ? " " : "") + " " + RequestText(job.request);
+    std::string line = "step " + std::string(step < 10 ? " " : "") + std::to_string(step) + "  job " +
+                       std::to_string(job.id) +
+                       std::string(job.id < 10    ? "  "
+                                   : job.id < 100 ? " "
+                                                  : "") +
+                       " " + RequestText(job.request);
     line.resize(std::max<size_t>(line.size() + 1, 34), ' ');
     if (outcome.status == PlaceStatus::kPlaced) {
       const Placement& p = outcome.placement;
@@ -179,12 +184,13 @@ int RunDemo(std::span<const std::string> raw) {
       line += std::string(PlaceStatusName(outcome.status)) + ": " + outcome.reason;
     }
     std::printf("%s\n", line.c_str());
-    std::printf("         free: %u/%zu GPUs, %u whole node%s | largest free block: %s\n", topo.free_gpus(topo.root()), topo.gpu_count(),
-                topo.free_nodes(topo.root()), topo.free_nodes(topo.root()) == 1 ? "" : "s", FreeBlocksLine(topo).c_str());
+    std::printf("         free: %u/%zu GPUs, %u whole node%s | largest free block: %s\n", topo.free_gpus(topo.root()),
+                topo.gpu_count(), topo.free_nodes(topo.root()), topo.free_nodes(topo.root()) == 1 ? "" : "s",
+                FreeBlocksLine(topo).c_str());
   }
   if (!ends.empty()) release_until(ends.rbegin()->first);
-  std::printf("\n%d placed, %d busy, %d unsatisfiable; all jobs ended, %u/%zu GPUs free\n", placed, busy, never, topo.free_gpus(topo.root()),
-              topo.gpu_count());
+  std::printf("\n%d placed, %d busy, %d unsatisfiable; all jobs ended, %u/%zu GPUs free\n", placed, busy, never,
+              topo.free_gpus(topo.root()), topo.gpu_count());
   if (const std::string bad = topo.CheckInvariants(); !bad.empty()) {
     PrintError("internal error: topology counters inconsistent: " + bad);
     return 1;

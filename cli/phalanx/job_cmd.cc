@@ -75,8 +75,8 @@ std::string ShowJob(const v1::Job& job, int64_t now) {
          " Held=" + (job.held() ? "yes" : "no") + "\n";
   out += "   SubmitTime=" + field('V') + " StartTime=" + field('S') + " EndTime=" + field('e') + "\n";
   out += "   RunTime=" + field('M') + " TimeLimit=" + field('l') + " TimeLeft=" + field('L') + "\n";
-  out += "   NumGPUs=" + field('G') + " NumNodes=" + field('D') + " NodeList=" + (job.nodelist().empty() ? "(null)" : job.nodelist()) +
-         " BusBW=" + field('b') + "\n";
+  out += "   NumGPUs=" + field('G') + " NumNodes=" + field('D') +
+         " NodeList=" + (job.nodelist().empty() ? "(null)" : job.nodelist()) + " BusBW=" + field('b') + "\n";
   out += "   GPUs=" + field('P') + "\n";
   out += "   Preemptions=" + std::to_string(job.preemptions()) + " Resizes=" + std::to_string(job.resizes()) +
          " CheckpointEpoch=" + std::to_string(job.checkpoint_epoch()) + " Dependency=" + field('E') + "\n";
@@ -119,7 +119,8 @@ int RunJob(std::span<const std::string> args) {
     return kExitOk;
   }
   if (action != "hold" && action != "release" && action != "update" && action != "show") {
-    PrintError(kProgram, "job: unknown action '" + action + "' (hold, release, update or show; see phalanx job --help)");
+    PrintError(kProgram,
+               "job: unknown action '" + action + "' (hold, release, update or show; see phalanx job --help)");
     return kExitUsage;
   }
   std::vector<uint64_t> ids;

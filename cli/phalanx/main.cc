@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
   if (command == "job") return phalanx::cli::RunJob(rest);
 #else
   if (command == "job") {
-    phalanx::cli::PrintError("'job' talks to phalanxd; this phalanx was built without the client (PHALANX_BUILD_SERVICE=OFF)");
+    phalanx::cli::PrintError(
+        "'job' talks to phalanxd; this phalanx was built without the client (PHALANX_BUILD_SERVICE=OFF)");
     return 2;
   }
 #endif

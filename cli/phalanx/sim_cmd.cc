@@ -26,7 +26,10 @@ namespace {
 constexpr FlagSpec kFlags[] = {
     {"topology", "FILE", "cluster: topology file or gen:NAME (required)"},
     {"trace", "FILE", "job trace: CSV (job_id,submit_s,gpus,duration_s,...) or sacct --parsable2 (required)"},
-    {"policy", "P", "phalanx, slurm-like or fifo-firstfit, or PRESET:KEY=V,... (e.g. phalanx:backfill=conservative); repeat for side by side (default: all three)", true},
+    {"policy", "P",
+     "phalanx, slurm-like or fifo-firstfit, or PRESET:KEY=V,... (e.g. phalanx:backfill=conservative); repeat for side "
+     "by side (default: all three)",
+     true},
     {"walltime", "MODE", "exact (default), factor:F, random:F (uniform in [1,F]) or trace (sacct Timelimit)"},
     {"class-rule", "RULE", "map jobs to classes, e.g. gpus>=64:class=high (repeatable; see docs/simulator.md)", true},
     {"seed", "S", "seed of every random choice (default 1)"},
@@ -34,7 +37,9 @@ constexpr FlagSpec kFlags[] = {
     {"load-scale", "F", "divide submit times by F (F x the offered load; applied after --window)"},
     {"checkpoint-delay", "S", "seconds a job takes to answer a checkpoint request (default 30)"},
     {"restart-overhead", "S", "seconds added at every resume or resize (default 0)"},
-    {"comm-share", "C", "runtime model: share of a multi-GPU job's step spent in all-reduce at its best placement, slowed by best/actual bandwidth elsewhere (default 0.15; 0: off)"},
+    {"comm-share", "C",
+     "runtime model: share of a multi-GPU job's step spent in all-reduce at its best placement, slowed by best/actual "
+     "bandwidth elsewhere (default 0.15; 0: off)"},
     {"sample-interval", "S", "time-series step in seconds (default: makespan/1000)"},
     {"node-mtbf", "S", "random node failures: mean seconds between failures per node (default off)"},
     {"node-repair", "S", "seconds a failed node stays down (default 3600)"},
@@ -98,7 +103,8 @@ Result<WalltimeModel> ParseWalltime(const std::string& v) {
     m.mode = WalltimeModel::Mode::kTrace;
     return m;
   }
-  for (auto [prefix, mode] : {std::pair{"factor:", WalltimeModel::Mode::kFactor}, {"random:", WalltimeModel::Mode::kRandom}}) {
+  for (auto [prefix, mode] :
+       {std::pair{"factor:", WalltimeModel::Mode::kFactor}, {"random:", WalltimeModel::Mode::kRandom}}) {
     if (v.starts_with(prefix)) {
       auto f = factor(std::string_view(v).substr(std::string_view(prefix).size()));
       if (!f) return std::unexpected(f.error());
@@ -117,8 +123,8 @@ class ProgressBar {
     if (!on_ || static_cast<int>(f * 100) == last_) return;
     last_ = static_cast<int>(f * 100);
     const int width = 30, fill = static_cast<int>(f * width + 0.5);
-    std::fprintf(stderr, "\r%-22s [%s%s] %3d%%", label_.c_str(), std::string(fill, '#').c_str(), std::string(width - fill, ' ').c_str(),
-                 static_cast<int>(f * 100 + 0.5));
+    std::fprintf(stderr, "\r%-22s [%s%s] %3d%%", label_.c_str(), std::string(fill, '#').c_str(),
+                 std::string(width - fill, ' ').c_str(), static_cast<int>(f * 100 + 0.5));
     std::fflush(stderr);
   }
   void Done(double seconds) {
@@ -159,7 +165,8 @@ int RunSim(std::span<const std::string> raw) {
   for (const std::string& p : policies) {
     auto c = PolicyFromSpec(p);
     if (!c) {
-      PrintError("option '--policy': " + (c.error().where.starts_with("policy ") ? c.error().ToString() : c.error().message));
+      PrintError("option '--policy': " +
+                 (c.error().where.starts_with("policy ") ? c.error().ToString() : c.error().message));
       return 2;
     }
     configs.push_back(*c);
@@ -228,7 +235,8 @@ int RunSim(std::span<const std::string> raw) {
     const std::string w = args->Get("window");
     const size_t colon = w.find(':');
     const auto a = ParseNumber<int64_t>(std::string_view(w).substr(0, colon));
-    const auto b = colon == std::string::npos ? std::nullopt : ParseNumber<int64_t>(std::string_view(w).substr(colon + 1));
+    const auto b =
+        colon == std::string::npos ? std::nullopt : ParseNumber<int64_t>(std::string_view(w).substr(colon + 1));
     if (!a || !b || *a < 0 || *b <= *a) {
       PrintError("option '--window': '" + w + "' is not A:B with 0 <= A < B");
       return 2;

@@ -1,7 +1,7 @@
 // phalanx topology check|show FILE: load a topology in any supported format, build it, and print
 // its summary (check) or its tree with free capacity (show), as text or JSON.
-#include <map>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -66,16 +66,19 @@ std::string JsonSummary(const Topology& topo, TopologyFormat format) {
   }
   first = true;
   for (const auto& [name, m] : models) {
-    out += std::string(first ? "" : ",") + JsonQuote(name) + ":{\"nodes\":" + std::to_string(m.first) + ",\"gpus_per_node\":" + std::to_string(m.second) + "}";
+    out += std::string(first ? "" : ",") + JsonQuote(name) + ":{\"nodes\":" + std::to_string(m.first) +
+           ",\"gpus_per_node\":" + std::to_string(m.second) + "}";
     first = false;
   }
-  out += "},\"free_gpus\":" + std::to_string(topo.free_gpus(topo.root())) + ",\"free_nodes\":" + std::to_string(topo.free_nodes(topo.root()));
+  out += "},\"free_gpus\":" + std::to_string(topo.free_gpus(topo.root())) +
+         ",\"free_nodes\":" + std::to_string(topo.free_nodes(topo.root()));
   out += ",\"largest_free_block\":{";
   const auto best = LargestFreeBlocks(topo);
   first = true;
   for (int l = kLevelCount - 1; l >= static_cast<int>(Level::kGroup); --l) {
     if (topo.count_at_level(static_cast<Level>(l)) == 0) continue;
-    out += std::string(first ? "" : ",") + JsonQuote(LevelName(static_cast<Level>(l))) + ":" + std::to_string(best[static_cast<size_t>(l)]);
+    out += std::string(first ? "" : ",") + JsonQuote(LevelName(static_cast<Level>(l))) + ":" +
+           std::to_string(best[static_cast<size_t>(l)]);
     first = false;
   }
   return out + "}}";
@@ -84,11 +87,13 @@ std::string JsonSummary(const Topology& topo, TopologyFormat format) {
 // Domains down to `depth` levels below `id` (GPUs left out), uncollapsed.
 std::string JsonTree(const Topology& topo, DomainId id, int depth) {
   const Domain& d = topo.domain(id);
-  std::string out = "{\"name\":" + JsonQuote(d.name) + ",\"level\":" + JsonQuote(LevelName(d.level)) + ",\"kind\":" + JsonQuote(d.kind) +
-                    ",\"gpus\":" + std::to_string(d.gpu_count) + ",\"free_gpus\":" + std::to_string(topo.free_gpus(id)) +
-                    ",\"nodes\":" + std::to_string(d.node_count) + ",\"free_nodes\":" + std::to_string(topo.free_nodes(id)) +
-                    ",\"uplink_gbs\":" + JsonNumber(d.uplink.gbs) + ",\"oversubscription\":" + JsonNumber(d.oversubscription) +
-                    ",\"rail_optimized\":" + (d.rail_optimized ? "true" : "false");
+  std::string out =
+      "{\"name\":" + JsonQuote(d.name) + ",\"level\":" + JsonQuote(LevelName(d.level)) +
+      ",\"kind\":" + JsonQuote(d.kind) + ",\"gpus\":" + std::to_string(d.gpu_count) +
+      ",\"free_gpus\":" + std::to_string(topo.free_gpus(id)) + ",\"nodes\":" + std::to_string(d.node_count) +
+      ",\"free_nodes\":" + std::to_string(topo.free_nodes(id)) + ",\"uplink_gbs\":" + JsonNumber(d.uplink.gbs) +
+      ",\"oversubscription\":" + JsonNumber(d.oversubscription) +
+      ",\"rail_optimized\":" + (d.rail_optimized ? "true" : "false");
   if (depth > 0 && d.level > Level::kNode) {
     out += ",\"children\":[";
     bool first = true;
@@ -105,7 +110,8 @@ Status ParseOversubscription(const std::string& text, LoadOptions* options) {
   for (const std::string_view field : Split(text, ',')) {
     const std::string item(field);
     const size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) return Fail("", "option '--oversubscription': '" + item + "' is not LEVEL=RATIO");
+    if (eq == std::string::npos || eq == 0)
+      return Fail("", "option '--oversubscription': '" + item + "' is not LEVEL=RATIO");
     const auto ratio = ParseNumber<double>(field.substr(eq + 1));
     if (!ratio) return Fail("", "option '--oversubscription': '" + item + "' has no numeric ratio");
     options->oversubscription_by_level.emplace_back(item.substr(0, eq), *ratio);
@@ -134,16 +140,19 @@ int RunTopology(std::span<const std::string> raw) {
   const bool show = args->positional()[0] == "show";
   const std::string& path = args->positional()[1];
   LoadOptions options;
-  if (!ParseTopologyFormat(args->Get("format", "auto"), &options.format) || options.format == TopologyFormat::kGenerator) {
-    PrintError("option '--format': unknown format '" + args->Get("format") + "' (use auto, yaml, slurm, nvsmi or hwloc)");
+  if (!ParseTopologyFormat(args->Get("format", "auto"), &options.format) ||
+      options.format == TopologyFormat::kGenerator) {
+    PrintError("option '--format': unknown format '" + args->Get("format") +
+               "' (use auto, yaml, slurm, nvsmi or hwloc)");
     return 2;
   }
   auto gpus = IntFlag(*args, "gpus-per-node", 0, 1, 1024);
   auto depth = IntFlag(*args, "depth", 3, 0, 64);
   auto collapse = IntFlag(*args, "collapse", 4, 2, 1 << 20);
-  Status over = args->Has("oversubscription") ? ParseOversubscription(args->Get("oversubscription"), &options) : Status{};
-  for (const Error* e : {gpus ? nullptr : &gpus.error(), depth ? nullptr : &depth.error(), collapse ? nullptr : &collapse.error(),
-                         over ? nullptr : &over.error()}) {
+  Status over =
+      args->Has("oversubscription") ? ParseOversubscription(args->Get("oversubscription"), &options) : Status{};
+  for (const Error* e : {gpus ? nullptr : &gpus.error(), depth ? nullptr : &depth.error(),
+                         collapse ? nullptr : &collapse.error(), over ? nullptr : &over.error()}) {
     if (e != nullptr) {
       PrintError(e->ToString());
       return 2;
@@ -171,7 +180,8 @@ int RunTopology(std::span<const std::string> raw) {
   const bool json = args->Has("json");
   std::string out;
   if (json) {
-    out = show ? "{\"summary\":" + JsonSummary(*topo, loaded->format) + ",\"tree\":" + JsonTree(*topo, topo->root(), *depth) + "}\n"
+    out = show ? "{\"summary\":" + JsonSummary(*topo, loaded->format) +
+                     ",\"tree\":" + JsonTree(*topo, topo->root(), *depth) + "}\n"
                : JsonSummary(*topo, loaded->format) + "\n";
   } else if (show) {
     TreeOptions tree;
@@ -179,7 +189,8 @@ int RunTopology(std::span<const std::string> raw) {
     tree.collapse_runs = *collapse;
     out = TopologyTree(*topo, tree) + "largest free block per level: " + FreeBlocksLine(*topo) + "\n";
   } else {
-    out = TopologySummary(*topo) + "  format:           " + std::string(TopologyFormatName(loaded->format)) + "\nOK: " + path + "\n";
+    out = TopologySummary(*topo) + "  format:           " + std::string(TopologyFormatName(loaded->format)) +
+          "\nOK: " + path + "\n";
   }
   std::fputs(out.c_str(), stdout);
   return 0;

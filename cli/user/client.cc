@@ -58,7 +58,8 @@ std::string Connection::Describe(const grpc::Status& status) const {
 
 std::string Connection::DescribeJob(uint64_t job_id, const grpc::Status& status) const {
   std::string message = Describe(status);
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE || status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     return message;  // about the daemon, not the job
   }
   const std::string prefix = "job " + std::to_string(job_id);
@@ -140,8 +141,8 @@ std::string CurrentDir() {
 }
 
 void PrintError(std::string_view program, std::string_view message) {
-  std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(program.size()), program.data(), static_cast<int>(message.size()),
-               message.data());
+  std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(program.size()), program.data(),
+               static_cast<int>(message.size()), message.data());
 }
 
 }  // namespace phalanx::cli

@@ -8,8 +8,8 @@
 #include "client.h"
 #include "job_table.h"
 #include "options.h"
-#include "util/json.h"
 #include "signal_names.h"
+#include "util/json.h"
 
 namespace phalanx::cli {
 namespace {

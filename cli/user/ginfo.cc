@@ -89,7 +89,8 @@ int Run(const std::vector<std::string>& args) {
   {
     grpc::ClientContext context;
     conn.Prepare(context);
-    const grpc::Status status = conn.cluster().GetFragmentation(&context, v1::GetFragmentationRequest(), &fragmentation);
+    const grpc::Status status =
+        conn.cluster().GetFragmentation(&context, v1::GetFragmentationRequest(), &fragmentation);
     if (!status.ok()) {
       PrintError(kProgram, conn.Describe(status));
       return kExitServer;

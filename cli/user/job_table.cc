@@ -17,11 +17,29 @@ struct Field {
 };
 
 constexpr Field kFields[] = {
-    {'i', "JOBID"},     {'j', "NAME"},      {'u', "USER"},     {'a', "ACCOUNT"},         {'q', "CLASS"},
-    {'Q', "PRIORITY"},  {'T', "STATE"},     {'t', "ST"},       {'G', "GPUS"},            {'D', "NODES"},
-    {'M', "TIME"},      {'L', "TIME_LEFT"}, {'l', "TIME_LIMIT"}, {'S', "START"},         {'V', "SUBMIT"},
-    {'e', "END"},       {'N', "NODELIST"},  {'r', "REASON"},   {'R', "NODELIST(REASON)"}, {'b', "BUSBW"},
-    {'P', "PLACEMENT"}, {'Z', "WORK_DIR"},  {'E', "DEPENDENCY"},
+    {'i', "JOBID"},
+    {'j', "NAME"},
+    {'u', "USER"},
+    {'a', "ACCOUNT"},
+    {'q', "CLASS"},
+    {'Q', "PRIORITY"},
+    {'T', "STATE"},
+    {'t', "ST"},
+    {'G', "GPUS"},
+    {'D', "NODES"},
+    {'M', "TIME"},
+    {'L', "TIME_LEFT"},
+    {'l', "TIME_LIMIT"},
+    {'S', "START"},
+    {'V', "SUBMIT"},
+    {'e', "END"},
+    {'N', "NODELIST"},
+    {'r', "REASON"},
+    {'R', "NODELIST(REASON)"},
+    {'b', "BUSBW"},
+    {'P', "PLACEMENT"},
+    {'Z', "WORK_DIR"},
+    {'E', "DEPENDENCY"},
 };
 
 std::string_view Header(char letter) {
@@ -100,7 +118,8 @@ Result<std::vector<JobField>> ParseJobFormat(std::string_view format) {
       if (!w) return Fail("", "'" + std::string(format.substr(start, i + 1 - start)) + "': width " + w.error().message);
       f.width = *w;
     }
-    if (i + 1 >= format.size()) return Fail("", "'" + std::string(format.substr(start)) + "' at the end names no field");
+    if (i + 1 >= format.size())
+      return Fail("", "'" + std::string(format.substr(start)) + "' at the end names no field");
     f.letter = format[++i];
     if (Header(f.letter).empty()) {
       return Fail("", "'" + std::string(format.substr(start, i + 1 - start)) + "' is not a field (see gq --help)");

@@ -29,9 +29,9 @@ inline constexpr std::string_view kDefaultJobFormat = "%.i  %j  %u  %T  %.G  %.D
 inline constexpr std::string_view kLongJobFormat = "%.i  %j  %u  %a  %q  %.Q  %T  %.G  %.D  %.M  %.L  %S  %.b  %R  %P";
 
 struct JobField {
-  std::string literal;     // text before the field (or the whole item when letter == 0)
+  std::string literal;  // text before the field (or the whole item when letter == 0)
   char letter = 0;
-  size_t width = 0;        // 0: as wide as needed
+  size_t width = 0;  // 0: as wide as needed
   bool right = false;
 };
 

@@ -73,7 +73,8 @@ std::string FormatNodeSummary(const v1::ListNodesResponse& nodes) {
   }
   std::vector<std::pair<std::string, Group*>> order;
   for (auto& [state, g] : groups) order.emplace_back(state, &g);
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return StateRank(a.first) < StateRank(b.first); });
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return StateRank(a.first) < StateRank(b.first); });
   std::vector<std::vector<std::string>> rows{{"STATE", "NODES", "GPUS", "FREE", "NODELIST"}};
   for (const auto& [state, g] : order) {
     rows.push_back({state, std::to_string(g->nodes), std::to_string(g->gpus), std::to_string(g->free),

@@ -66,7 +66,8 @@ Result<ParsedOptions> ParseOptions(std::span<const std::string> args, std::span<
         continue;
       }
       if (!inline_value) {
-        if (i + 1 >= args.size()) return Fail(w, "option '--" + name + "' needs a value (" + std::string(spec->value) + ")");
+        if (i + 1 >= args.size())
+          return Fail(w, "option '--" + name + "' needs a value (" + std::string(spec->value) + ")");
         value = args[++i];
       }
       Store(out, *spec, std::move(value), "--" + name, where);
@@ -84,7 +85,8 @@ Result<ParsedOptions> ParseOptions(std::span<const std::string> args, std::span<
       }
       std::string value = a.substr(j + 1);
       if (value.empty()) {
-        if (i + 1 >= args.size()) return Fail(w, "option '" + flag + "' needs a value (" + std::string(spec->value) + ")");
+        if (i + 1 >= args.size())
+          return Fail(w, "option '" + flag + "' needs a value (" + std::string(spec->value) + ")");
         value = args[++i];
       }
       Store(out, *spec, std::move(value), flag, where);

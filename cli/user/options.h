@@ -7,8 +7,8 @@
 // Thread-safety: pure functions.
 #pragma once
 
-#include <map>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,18 +19,18 @@
 namespace phalanx::cli {
 
 struct OptionSpec {
-  std::string_view name;       // long name without dashes: "gpus"
-  char short_name = 0;         // 'G'; 0: none
-  std::string_view value;      // placeholder in help ("N"); empty: a switch
+  std::string_view name;   // long name without dashes: "gpus"
+  char short_name = 0;     // 'G'; 0: none
+  std::string_view value;  // placeholder in help ("N"); empty: a switch
   std::string_view help;
-  std::string_view key = {};   // where the value is stored; empty: `name` (--no-x stores into x)
-  std::string_view set = {};   // a switch stores this; empty: "true"
+  std::string_view key = {};  // where the value is stored; empty: `name` (--no-x stores into x)
+  std::string_view set = {};  // a switch stores this; empty: "true"
 };
 
 struct OptionValue {
   std::string value;
-  std::string flag;            // as written: "-G", "--gpus"
-  std::string where;           // empty: the command line; "job.sh:3": a directive
+  std::string flag;   // as written: "-G", "--gpus"
+  std::string where;  // empty: the command line; "job.sh:3": a directive
 
   // "job.sh:3: -G: message" / "-G: message"
   Error Bad(std::string message) const { return Error{where, flag + ": " + std::move(message)}; }
@@ -38,7 +38,7 @@ struct OptionValue {
 
 struct ParsedOptions {
   std::vector<std::string> positional;
-  bool dashdash = false;       // "--" was given (before the first positional in kStopAtFirst)
+  bool dashdash = false;  // "--" was given (before the first positional in kStopAtFirst)
   std::map<std::string, OptionValue, std::less<>> values;
 
   bool Has(std::string_view key) const { return values.find(key) != values.end(); }

@@ -15,10 +15,9 @@ struct Named {
 };
 
 constexpr Named kSignals[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ABRT", SIGABRT}, {"KILL", SIGKILL},
-    {"USR1", SIGUSR1}, {"SEGV", SIGSEGV}, {"USR2", SIGUSR2}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},
-    {"TERM", SIGTERM}, {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"URG", SIGURG},
-    {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ}, {"WINCH", SIGWINCH},
+    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ABRT", SIGABRT}, {"KILL", SIGKILL}, {"USR1", SIGUSR1},
+    {"SEGV", SIGSEGV}, {"USR2", SIGUSR2}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"CONT", SIGCONT},
+    {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"URG", SIGURG},   {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ}, {"WINCH", SIGWINCH},
 };
 
 constexpr int kMaxSignal = 64;
@@ -28,7 +27,8 @@ constexpr int kMaxSignal = 64;
 Result<int> ParseSignal(std::string_view text) {
   if (!text.empty() && text[0] >= '0' && text[0] <= '9') {
     auto n = ParseCount(text, 1, kMaxSignal);
-    if (!n) return Fail("", "'" + std::string(text) + "' is not a signal number (1.." + std::to_string(kMaxSignal) + ")");
+    if (!n)
+      return Fail("", "'" + std::string(text) + "' is not a signal number (1.." + std::to_string(kMaxSignal) + ")");
     return static_cast<int>(*n);
   }
   std::string upper;

@@ -103,13 +103,13 @@ Status ApplyShape(const ParsedOptions& o, v1::JobSpec& spec) {
   }
   if (elastic && (n != nullptr || gpn != nullptr)) {
     const OptionValue* which = n != nullptr ? n : gpn;
-    return std::unexpected(which->Bad("an elastic job (" + g->flag + " " + g->value +
-                                      ") cannot also ask for a node shape"));
+    return std::unexpected(
+        which->Bad("an elastic job (" + g->flag + " " + g->value + ") cannot also ask for a node shape"));
   }
   if (n != nullptr && gpn != nullptr) {
     if (g != nullptr && static_cast<uint64_t>(nodes) * per_node != gpus.max) {
-      return std::unexpected(g->Bad(Quote(g->value) + " is not " + n->flag + " " + n->value + " x " + gpn->flag +
-                                    " " + gpn->value + " = " + std::to_string(uint64_t{nodes} * per_node)));
+      return std::unexpected(g->Bad(Quote(g->value) + " is not " + n->flag + " " + n->value + " x " + gpn->flag + " " +
+                                    gpn->value + " = " + std::to_string(uint64_t{nodes} * per_node)));
     }
     if (uint64_t{nodes} * per_node > kMaxGpus) return std::unexpected(n->Bad("too many GPUs in all"));
     gpus.max = nodes * per_node;
@@ -196,8 +196,8 @@ Result<std::pair<v1::TopologyLevel, bool>> ParseTopology(const OptionValue& v) {
     level = level.substr(0, colon);
   }
   static constexpr std::pair<std::string_view, v1::TopologyLevel> kLevels[] = {
-      {"any", v1::TOPOLOGY_LEVEL_ANY},       {"node", v1::TOPOLOGY_LEVEL_NODE}, {"nvlink", v1::TOPOLOGY_LEVEL_NVLINK},
-      {"nvl", v1::TOPOLOGY_LEVEL_NVLINK},    {"leaf", v1::TOPOLOGY_LEVEL_LEAF}, {"spine", v1::TOPOLOGY_LEVEL_SPINE},
+      {"any", v1::TOPOLOGY_LEVEL_ANY},    {"node", v1::TOPOLOGY_LEVEL_NODE}, {"nvlink", v1::TOPOLOGY_LEVEL_NVLINK},
+      {"nvl", v1::TOPOLOGY_LEVEL_NVLINK}, {"leaf", v1::TOPOLOGY_LEVEL_LEAF}, {"spine", v1::TOPOLOGY_LEVEL_SPINE},
   };
   for (const auto& [name, value] : kLevels) {
     if (name == level) return std::pair{value, prefer};
@@ -219,7 +219,8 @@ Result<std::pair<int, int64_t>> ParseCheckpointSignal(const OptionValue& v) {
       seconds = *s;
     } else {
       auto s = ParseCount(when, 1, 86400);
-      if (!s) return std::unexpected(v.Bad(Quote(v.value) + ": " + Quote(when) + " is not a number of seconds (1..86400)"));
+      if (!s)
+        return std::unexpected(v.Bad(Quote(v.value) + ": " + Quote(when) + " is not a number of seconds (1..86400)"));
       seconds = static_cast<int64_t>(*s);
     }
   }
@@ -306,7 +307,8 @@ Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ct
     spec.set_walltime_s(*d);
   }
   if (const OptionValue* v = o.Find("priority")) {
-    if (!IsClassName(v->value)) return std::unexpected(v->Bad(Quote(v->value) + " is not a class name (low, normal, high, urgent)"));
+    if (!IsClassName(v->value))
+      return std::unexpected(v->Bad(Quote(v->value) + " is not a class name (low, normal, high, urgent)"));
     spec.set_priority_class(v->value);
   }
   if (const OptionValue* v = o.Find("topology")) {
@@ -372,7 +374,8 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
     script = std::move(*text);
     if (script.empty()) return Fail(script_name, "the script is empty");
     if (script.find('\0') != std::string::npos) {
-      return Fail(script_name, "is a binary file, not a script (to run a program: gsub [options] -- PROGRAM [ARGS...])");
+      return Fail(script_name,
+                  "is a binary file, not a script (to run a program: gsub [options] -- PROGRAM [ARGS...])");
     }
     if (script.size() > kMaxScriptBytes) {
       return Fail(script_name, "the script has " + std::to_string(script.size()) + " bytes; at most " +

@@ -31,8 +31,8 @@ namespace phalanx::cli {
 
 // What a submission sees of its process besides the arguments.
 struct SubmitContext {
-  std::string cwd;                                   // absolute
-  std::map<std::string, std::string> environment;    // the submitter's environment
+  std::string cwd;                                 // absolute
+  std::map<std::string, std::string> environment;  // the submitter's environment
   // Reads a script; fails with a message naming the path.
   std::function<Result<std::string>(const std::string& path)> read_file;
 };
@@ -66,7 +66,7 @@ struct GpuCount {
   uint32_t min = 0;  // < max: elastic; 0 (or == max): a fixed size
   uint32_t max = 0;
 };
-Result<GpuCount> ParseGpus(const OptionValue& v);  // N | MIN:MAX
+Result<GpuCount> ParseGpus(const OptionValue& v);                                // N | MIN:MAX
 Result<std::pair<v1::TopologyLevel, bool>> ParseTopology(const OptionValue& v);  // level, prefer
 Result<std::pair<int, int64_t>> ParseCheckpointSignal(const OptionValue& v);     // signal, seconds
 Result<std::vector<uint64_t>> ParseDependency(const OptionValue& v);

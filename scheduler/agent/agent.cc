@@ -59,17 +59,17 @@ Agent::Agent(AgentOptions options, PartStateDir state, GpuInventory gpus)
   PartSupervisor::Callbacks callbacks{
       .on_end =
           [this](const PartEnd& end) {
-            v1::AgentReport report;
-            *report.mutable_exited() = PartEndToProto(end);
-            Report(std::move(report), end.launch_id);
-          },
+    v1::AgentReport report;
+    *report.mutable_exited() = PartEndToProto(end);
+    Report(std::move(report), end.launch_id);
+      },
       .on_checkpoint =
           [this](const CheckpointSeen& seen) {
-            v1::AgentReport report;
-            *report.mutable_checkpoint() = CheckpointToProto(seen);
-            Report(std::move(report), 0);
-          },
-  };
+    v1::AgentReport report;
+    *report.mutable_checkpoint() = CheckpointToProto(seen);
+    Report(std::move(report), 0);
+      },
+      };
   supervisor_ = std::make_unique<PartSupervisor>(io_, std::move(launcher), std::move(state), options_.supervisor,
                                                  std::move(callbacks));
 }
@@ -111,7 +111,8 @@ v1::RegisterRequest Agent::Hello() {
   hello.set_node(options_.node);
   for (const GpuDevice& gpu : gpus_.gpus) *hello.add_gpus() = GpuToProto(gpu);
   hello.set_gpu_source(gpus_.source);
-  for (const PartInfo& part : supervisor_->Running(/*include_unreported=*/true)) *hello.add_running() = RunningToProto(part);
+  for (const PartInfo& part : supervisor_->Running(/*include_unreported=*/true))
+    *hello.add_running() = RunningToProto(part);
   hello.set_version(options_.version);
   hello.set_address(options_.address);
   return hello;
@@ -135,9 +136,7 @@ void Agent::OnConnected(uint64_t generation) {
 
 void Agent::OnCommand(const v1::DaemonCommand& command) {
   switch (command.command_case()) {
-    case v1::DaemonCommand::kLaunch:
-      OnLaunch(command.launch());
-      break;
+    case v1::DaemonCommand::kLaunch: OnLaunch(command.launch()); break;
     case v1::DaemonCommand::kSignal: {
       const v1::SignalCommand& s = command.signal();
       if (auto st = supervisor_->Signal(s.job_id(), s.launch_id(), s.signal(), s.checkpoint()); !st) {
@@ -147,19 +146,16 @@ void Agent::OnCommand(const v1::DaemonCommand& command) {
     }
     case v1::DaemonCommand::kKill: {
       const v1::KillCommand& k = command.kill();
-      const size_t n =
-          supervisor_->Stop(k.job_id(), k.launch_id(), milliseconds(std::max<int64_t>(k.grace_s(), 0) * 1000), "killed");
+      const size_t n = supervisor_->Stop(k.job_id(), k.launch_id(),
+                                         milliseconds(std::max<int64_t>(k.grace_s(), 0) * 1000), "killed");
       Log(n > 0 ? LogLevel::kInfo : LogLevel::kWarn,
-          "kill job " + std::to_string(k.job_id()) + (k.launch_id() != 0 ? " launch " + std::to_string(k.launch_id()) : "") +
-              " (" + k.reason() + "): " + std::to_string(n) + " part(s) here");
+          "kill job " + std::to_string(k.job_id()) +
+              (k.launch_id() != 0 ? " launch " + std::to_string(k.launch_id()) : "") + " (" + k.reason() +
+              "): " + std::to_string(n) + " part(s) here");
       break;
     }
-    case v1::DaemonCommand::kWelcome:
-      ApplyWelcome(command.welcome());
-      break;
-    case v1::DaemonCommand::COMMAND_NOT_SET:
-      Log(LogLevel::kWarn, "empty command from the daemon");
-      break;
+    case v1::DaemonCommand::kWelcome: ApplyWelcome(command.welcome()); break;
+    case v1::DaemonCommand::COMMAND_NOT_SET: Log(LogLevel::kWarn, "empty command from the daemon"); break;
   }
 }
 
@@ -230,7 +226,8 @@ void Agent::OnDelivered(uint64_t token) {
 void Agent::Heartbeat() {
   v1::AgentReport report;
   v1::Heartbeat* hb = report.mutable_heartbeat();
-  hb->set_time(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  hb->set_time(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   for (const PartInfo& part : supervisor_->Running()) *hb->add_running() = RunningToProto(part);
   link_->Send(std::move(report), 0);
 }

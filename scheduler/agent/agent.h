@@ -90,13 +90,13 @@ class Agent {
   std::unique_ptr<PartSupervisor> supervisor_;  // io thread; null once stopping
   std::unique_ptr<DaemonLink> link_;
   std::thread io_thread_;
-  bool started_ = false;                        // guarded by being set/cleared by Start/Stop only
+  bool started_ = false;  // guarded by being set/cleared by Start/Stop only
 
   // io thread only:
   struct Pending {
     v1::AgentReport report;
-    LaunchId forget = 0;       // a PartExited: Forget this launch once written
-    uint64_t generation = 0;   // the stream it was last handed to (0: none)
+    LaunchId forget = 0;      // a PartExited: Forget this launch once written
+    uint64_t generation = 0;  // the stream it was last handed to (0: none)
   };
   std::map<uint64_t, Pending> pending_;  // by token, in creation order
   uint64_t next_token_ = 1;

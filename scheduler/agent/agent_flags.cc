@@ -41,7 +41,8 @@ Result<int64_t> Number(std::string_view flag, std::string_view value, int64_t lo
   auto n = ParseWholeNumber<int64_t>(flag, value);
   PHX_RETURN_IF_ERROR(n);
   if (*n < lo || *n > hi) {
-    return Fail(std::string(flag), std::to_string(*n) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return Fail(std::string(flag),
+                std::to_string(*n) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
   return *n;
 }
@@ -75,7 +76,8 @@ Result<std::vector<uint32_t>> ParseGpuList(const std::string& text) {
   for (std::string_view item : Split(text, ',')) {
     auto n = Number("--gpus", item, 0, 1023);
     PHX_RETURN_IF_ERROR(n);
-    if (std::find(out.begin(), out.end(), *n) != out.end()) return Fail("--gpus", "GPU " + std::to_string(*n) + " is listed twice");
+    if (std::find(out.begin(), out.end(), *n) != out.end())
+      return Fail("--gpus", "GPU " + std::to_string(*n) + " is listed twice");
     out.push_back(static_cast<uint32_t>(*n));
   }
   return out;
@@ -83,10 +85,10 @@ Result<std::vector<uint32_t>> ParseGpuList(const std::string& text) {
 
 Result<AgentFlags> ParseAgentFlags(std::span<const std::string> args) {
   static constexpr FlagSpec kFlags[] = {
-      {"daemon", "HOST:PORT", ""}, {"node", "NAME", ""},         {"token-file", "FILE", ""},  {"tls-ca", "FILE", ""},
-      {"tls-cert", "FILE", ""},    {"tls-key", "FILE", ""},      {"gpus", "N|LIST", ""},      {"state-dir", "DIR", ""},
-      {"heartbeat", "S", ""},      {"kill-grace", "S", ""},      {"allow-root-jobs", "", ""}, {"nvml-library", "PATH", ""},
-      {"log-level", "L", ""},      {"help", "", ""},             {"address", "ADDR", ""},     {"keepalive", "S", ""}};
+      {"daemon", "HOST:PORT", ""}, {"node", "NAME", ""},    {"token-file", "FILE", ""},  {"tls-ca", "FILE", ""},
+      {"tls-cert", "FILE", ""},    {"tls-key", "FILE", ""}, {"gpus", "N|LIST", ""},      {"state-dir", "DIR", ""},
+      {"heartbeat", "S", ""},      {"kill-grace", "S", ""}, {"allow-root-jobs", "", ""}, {"nvml-library", "PATH", ""},
+      {"log-level", "L", ""},      {"help", "", ""},        {"address", "ADDR", ""},     {"keepalive", "S", ""}};
   auto parsed = ParseFlags(args, kFlags, /*allow_positional=*/false);
   PHX_RETURN_IF_ERROR(parsed);
   const ParsedFlags& given = *parsed;
@@ -100,23 +102,27 @@ Result<AgentFlags> ParseAgentFlags(std::span<const std::string> args) {
   if (o.link.target.empty()) return Fail("--daemon", "required (HOST:PORT of phalanxd's agent endpoint)");
   if (auto s = CheckTarget(o.link.target); !s) return std::unexpected(s.error());
   o.node = given.Has("node") ? given.Get("node") : ShortHostname();
-  if (o.node.empty() || o.node.find('/') != std::string::npos) return Fail("--node", "'" + o.node + "' is not a node name");
+  if (o.node.empty() || o.node.find('/') != std::string::npos)
+    return Fail("--node", "'" + o.node + "' is not a node name");
   o.address = given.Get("address");
   if (given.Has("address") && o.address.empty()) return Fail("--address", "must not be empty");
   o.link.token_file = given.Get("token-file");
   o.link.tls_ca = given.Get("tls-ca");
   o.link.tls_cert = given.Get("tls-cert");
   o.link.tls_key = given.Get("tls-key");
-  if (o.link.tls_cert.empty() != o.link.tls_key.empty()) return Fail("--tls-cert", "--tls-cert and --tls-key go together");
+  if (o.link.tls_cert.empty() != o.link.tls_key.empty())
+    return Fail("--tls-cert", "--tls-cert and --tls-key go together");
   if (!o.link.tls_cert.empty() && o.link.tls_ca.empty()) return Fail("--tls-cert", "needs --tls-ca");
-  if (o.link.token_file.empty() && o.link.tls_ca.empty()) return Fail("--token-file", "the daemon needs credentials: give --token-file or --tls-ca");
+  if (o.link.token_file.empty() && o.link.tls_ca.empty())
+    return Fail("--token-file", "the daemon needs credentials: give --token-file or --tls-ca");
   if (given.Has("gpus")) {
     auto gpus = ParseGpuList(given.Get("gpus"));
     if (!gpus) return std::unexpected(gpus.error());
     o.gpus.declared = *gpus;
   }
   o.state_dir = given.Has("state-dir") ? given.Get("state-dir") : "/var/lib/phalanx-agent/" + o.node;
-  if (o.state_dir.empty() || o.state_dir[0] != '/') return Fail("--state-dir", "'" + o.state_dir + "' is not an absolute path");
+  if (o.state_dir.empty() || o.state_dir[0] != '/')
+    return Fail("--state-dir", "'" + o.state_dir + "' is not an absolute path");
   if (given.Has("heartbeat")) {
     auto s = Number("--heartbeat", given.Get("heartbeat"), 1, 3600);
     if (!s) return std::unexpected(s.error());
@@ -133,7 +139,8 @@ Result<AgentFlags> ParseAgentFlags(std::span<const std::string> args) {
     o.link.keepalive = std::chrono::seconds(*s);
   }
   o.identity.allow_root_jobs = given.Has("allow-root-jobs");
-  if (given.Has("nvml-library")) o.gpus.nvml_library = given.Get("nvml-library") == "none" ? "" : given.Get("nvml-library");
+  if (given.Has("nvml-library"))
+    o.gpus.nvml_library = given.Get("nvml-library") == "none" ? "" : given.Get("nvml-library");
   if (given.Has("log-level")) {
     const auto level = ParseLogLevel(given.Get("log-level"));
     if (!level) return Fail("--log-level", "'" + given.Get("log-level") + "' is not one of debug, info, warn, error");

@@ -18,7 +18,8 @@ Result<CheckpointMark> ParseCheckpointContent(std::string_view text) {
   if (line.empty()) return mark;
   const size_t sp = line.find_first_of(" \t");
   const std::string_view epoch = line.substr(0, sp);
-  if (!ParseNumber(epoch, &mark.epoch)) return Fail("checkpoint file", "epoch '" + std::string(epoch) + "' is not a whole number");
+  if (!ParseNumber(epoch, &mark.epoch))
+    return Fail("checkpoint file", "epoch '" + std::string(epoch) + "' is not a whole number");
   if (sp != std::string_view::npos) mark.path = std::string(Trim(line.substr(sp)));
   return mark;
 }

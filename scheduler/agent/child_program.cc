@@ -122,7 +122,8 @@ int WaitJob(pid_t job) {
     if (errno != EINTR) return -1;
   }
   for (int i = 0; i < 400; ++i) {  // up to 2 s for the killed members to die and be reaped
-    while (waitpid(-1, nullptr, WNOHANG) > 0) {}
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
     if (kill(-job, 0) < 0 && errno == ESRCH) break;
     const timespec ts{0, 5'000'000};
     nanosleep(&ts, nullptr);

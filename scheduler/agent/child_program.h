@@ -24,17 +24,27 @@
 namespace phalanx::agent {
 
 enum class ChildStep : uint8_t {
-  kSetsid, kForkJob, kSetpgid, kSetgroups, kSetgid, kSetuid, kChdir, kStdin, kStdout, kStderr, kExec,
+  kSetsid,
+  kForkJob,
+  kSetpgid,
+  kSetgroups,
+  kSetgid,
+  kSetuid,
+  kChdir,
+  kStdin,
+  kStdout,
+  kStderr,
+  kExec,
 };
 
 struct ChildProgram {
   std::vector<std::string> exec_candidates;  // execve each until one works (the PATH search)
   std::string exec_name;                     // for messages: argv[0] as the user wrote it
   std::vector<std::string> argv;
-  std::vector<std::string> envp;             // "KEY=VALUE"
+  std::vector<std::string> envp;  // "KEY=VALUE"
   std::string working_dir;
   std::string stdout_path;
-  std::string stderr_path;                   // empty: stdout's file
+  std::string stderr_path;  // empty: stdout's file
   bool switch_user = false;
   uid_t uid = 0;
   gid_t gid = 0;
@@ -52,7 +62,7 @@ struct ChildProgram {
 
   std::vector<char*> argv_ptrs;
   std::vector<char*> envp_ptrs;
-  long max_fd = 1024;                        // fallback when close_range is unavailable
+  long max_fd = 1024;  // fallback when close_range is unavailable
 };
 
 // Runs in the child of fork(): becomes the keeper. Never returns.

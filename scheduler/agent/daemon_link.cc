@@ -18,10 +18,11 @@ Result<std::string> ReadWhole(const std::string& path, const std::string& flag) 
 }
 
 std::string StatusText(const grpc::Status& s) {
-  static constexpr const char* kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-                                           "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-                                           "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-                                           "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  static constexpr const char* kNames[] = {
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
   const int code = s.error_code();
   std::string out = code >= 0 && code <= 16 ? kNames[code] : "code " + std::to_string(code);
   if (!s.error_message().empty()) out += ": " + s.error_message();
@@ -113,7 +114,8 @@ void DaemonLink::Run() {
     if (welcomed) backoff = options_.backoff_initial;
     const auto wait = std::chrono::milliseconds(
         static_cast<int64_t>(static_cast<double>(backoff.count()) * std::uniform_real_distribution(0.8, 1.2)(rng)));
-    Log(LogLevel::kWarn, "daemon " + options_.target + ": " + ended + "; retrying in " + std::to_string(wait.count()) + " ms");
+    Log(LogLevel::kWarn,
+        "daemon " + options_.target + ": " + ended + "; retrying in " + std::to_string(wait.count()) + " ms");
     cv_.wait_for(lock, wait, [this] { return stopping_; });
     if (stopping_) return;
     backoff = std::min(backoff * 2, options_.backoff_max);

@@ -35,8 +35,8 @@
 namespace phalanx::agent {
 
 struct LinkOptions {
-  std::string target;                  // "host:port"
-  std::string token_file;              // "" : no token
+  std::string target;      // "host:port"
+  std::string token_file;  // "" : no token
   std::string tls_ca, tls_cert, tls_key;
   std::chrono::milliseconds backoff_initial{500};
   std::chrono::milliseconds backoff_max{30'000};

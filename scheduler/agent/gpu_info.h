@@ -15,9 +15,9 @@ struct PciAddress {
 };
 
 struct GpuDevice {
-  uint32_t index = 0;                  // local index = NVML index = CUDA index under PCI_BUS_ID order
-  std::string uuid;                    // "GPU-..." (empty for declared GPUs)
-  std::string name;                    // "NVIDIA H100 80GB HBM3" (empty for declared GPUs)
+  uint32_t index = 0;  // local index = NVML index = CUDA index under PCI_BUS_ID order
+  std::string uuid;    // "GPU-..." (empty for declared GPUs)
+  std::string name;    // "NVIDIA H100 80GB HBM3" (empty for declared GPUs)
   uint64_t memory_bytes = 0;
   bool has_pci = false;
   PciAddress pci;
@@ -27,8 +27,8 @@ struct GpuDevice {
 
 struct GpuInventory {
   std::vector<GpuDevice> gpus;
-  std::string source;                  // "nvml" or "config"
-  std::vector<std::string> notes;      // why NVML was not used, mismatches: for the log
+  std::string source;              // "nvml" or "config"
+  std::vector<std::string> notes;  // why NVML was not used, mismatches: for the log
 };
 
 }  // namespace phalanx::agent

@@ -24,8 +24,8 @@
 namespace phalanx::agent {
 
 struct JobEnvContext {
-  std::string node;             // this node's name
-  std::string user;             // passwd name
+  std::string node;  // this node's name
+  std::string user;  // passwd name
   std::string home;
   std::string shell;
   std::string checkpoint_file;  // PHALANX_CHECKPOINT_FILE

@@ -22,11 +22,11 @@ using LaunchId = uint64_t;
 struct LaunchSpec {
   JobId job_id = kNoJob;
   LaunchId launch_id = 0;
-  std::string job_name;                    // %x
+  std::string job_name;  // %x
 
   // Who runs it. When the agent runs as root the part runs as uid/gid with the user's
   // supplementary groups; otherwise uid must be the agent's own uid.
-  std::string user;                        // %u; empty: the passwd name of uid
+  std::string user;  // %u; empty: the passwd name of uid
   uid_t uid = 0;
   gid_t gid = 0;
 
@@ -40,8 +40,8 @@ struct LaunchSpec {
   std::string stderr_pattern;              // empty: the stdout file
 
   // Placement (torchrun-style); see job_env.h for the variables they become.
-  std::vector<uint32_t> gpu_indices;       // local indices -> CUDA_VISIBLE_DEVICES
-  std::string nodelist;                    // PHALANX_NODELIST (Slurm hostlist)
+  std::vector<uint32_t> gpu_indices;  // local indices -> CUDA_VISIBLE_DEVICES
+  std::string nodelist;               // PHALANX_NODELIST (Slurm hostlist)
   std::string master_addr;
   uint32_t master_port = 0;
   uint32_t world_size = 0;
@@ -51,7 +51,7 @@ struct LaunchSpec {
   // Lifetime. walltime 0: none. checkpoint_signal 0: SIGUSR1.
   std::chrono::milliseconds walltime{0};
   int checkpoint_signal = 0;
-  uint64_t resume_epoch = 0;               // > 0: PHALANX_CHECKPOINT_EPOCH/PATH are set
+  uint64_t resume_epoch = 0;  // > 0: PHALANX_CHECKPOINT_EPOCH/PATH are set
   std::string resume_path;
 };
 

@@ -109,7 +109,8 @@ Result<LaunchedPart> Launcher::Launch(const LaunchSpec& spec, const LaunchFiles&
   p.exec_name = p.argv[0];
   p.envp = EnvironmentStrings(env);
   const PatternFields fields{spec.job_id, spec.job_name, id->name, options_.node, spec.node_rank};
-  p.stdout_path = ExpandOutputPattern(spec.stdout_pattern.empty() ? kDefaultOutputPattern : spec.stdout_pattern, fields);
+  p.stdout_path =
+      ExpandOutputPattern(spec.stdout_pattern.empty() ? kDefaultOutputPattern : spec.stdout_pattern, fields);
   if (!spec.stderr_pattern.empty()) p.stderr_path = ExpandOutputPattern(spec.stderr_pattern, fields);
   if (p.stderr_path == p.stdout_path) p.stderr_path.clear();
   p.working_dir = cwd;
@@ -174,7 +175,8 @@ Result<LaunchedPart> Launcher::Launch(const LaunchSpec& spec, const LaunchFiles&
   }
 
   int status = 0;
-  while (waitpid(keeper, &status, 0) < 0 && errno == EINTR) {}
+  while (waitpid(keeper, &status, 0) < 0 && errno == EINTR) {
+  }
   unlink(files.exit_file.c_str());
   unlink(files.exit_tmp.c_str());
   (void)RemoveFlatDir(files.job_dir);

@@ -29,21 +29,21 @@
 namespace phalanx::agent {
 
 struct LauncherOptions {
-  std::string node;           // this node's name (%N, PHALANX_NODE)
+  std::string node;  // this node's name (%N, PHALANX_NODE)
   IdentityPolicy identity;
-  mode_t umask = 022;         // the job's umask
+  mode_t umask = 022;  // the job's umask
 };
 
 struct LaunchedPart {
-  pid_t pid = 0;              // the job's leader = its process group id
-  uint64_t pid_start = 0;     // ProcStartTicks(pid); 0 when the job ended at once
+  pid_t pid = 0;           // the job's leader = its process group id
+  uint64_t pid_start = 0;  // ProcStartTicks(pid); 0 when the job ended at once
   pid_t keeper_pid = 0;
   uint64_t keeper_start = 0;  // ProcStartTicks(keeper_pid)
   int64_t start_time_ms = 0;  // Unix ms
   uid_t uid = 0;
   std::string checkpoint_file;
-  std::string stdout_path;    // as expanded (relative to the working dir when relative)
-  std::string stderr_path;    // empty: same as stdout
+  std::string stdout_path;  // as expanded (relative to the working dir when relative)
+  std::string stderr_path;  // empty: same as stdout
 };
 
 class Launcher {

@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   // fds 0-2 must exist: otherwise pipes and files could land there and be clobbered by the
   // dup2 onto a job's stdio.
   int fd = -1;
-  while ((fd = open("/dev/null", O_RDWR)) >= 0 && fd <= 2) {}
+  while ((fd = open("/dev/null", O_RDWR)) >= 0 && fd <= 2) {
+  }
   if (fd > 2) close(fd);
   flags->options.version = std::string("phalanx-agent ") + PHALANX_VERSION;
 

@@ -36,9 +36,9 @@ struct Api {
   nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned);
   nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned);
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*);
-  nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*);                            // optional
-  nvmlReturn_t (*link_state)(nvmlDevice_t, unsigned, int*);                     // optional
-  nvmlReturn_t (*link_remote_pci)(nvmlDevice_t, unsigned, nvmlPciInfo_t*);     // optional
+  nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*);                        // optional
+  nvmlReturn_t (*link_state)(nvmlDevice_t, unsigned, int*);                 // optional
+  nvmlReturn_t (*link_remote_pci)(nvmlDevice_t, unsigned, nvmlPciInfo_t*);  // optional
 };
 
 template <typename F>
@@ -102,14 +102,14 @@ Result<std::vector<GpuDevice>> ReadNvmlGpus(const std::string& library) {
     return Fail("", err != nullptr ? err : library + ": dlopen failed");  // dlerror names the file
   }
   Api api{};
-  for (auto [symbol, ok] : {
-           std::pair{"nvmlInit_v2", Bind(lib.handle, "nvmlInit_v2", &api.init)},
-           {"nvmlShutdown", Bind(lib.handle, "nvmlShutdown", &api.shutdown)},
-           {"nvmlDeviceGetCount_v2", Bind(lib.handle, "nvmlDeviceGetCount_v2", &api.count)},
-           {"nvmlDeviceGetHandleByIndex_v2", Bind(lib.handle, "nvmlDeviceGetHandleByIndex_v2", &api.handle)},
-           {"nvmlDeviceGetUUID", Bind(lib.handle, "nvmlDeviceGetUUID", &api.uuid)},
-           {"nvmlDeviceGetName", Bind(lib.handle, "nvmlDeviceGetName", &api.name)},
-           {"nvmlDeviceGetMemoryInfo", Bind(lib.handle, "nvmlDeviceGetMemoryInfo", &api.memory)}}) {
+  for (auto [symbol, ok] :
+       {std::pair{"nvmlInit_v2", Bind(lib.handle, "nvmlInit_v2", &api.init)},
+        {"nvmlShutdown", Bind(lib.handle, "nvmlShutdown", &api.shutdown)},
+        {"nvmlDeviceGetCount_v2", Bind(lib.handle, "nvmlDeviceGetCount_v2", &api.count)},
+        {"nvmlDeviceGetHandleByIndex_v2", Bind(lib.handle, "nvmlDeviceGetHandleByIndex_v2", &api.handle)},
+        {"nvmlDeviceGetUUID", Bind(lib.handle, "nvmlDeviceGetUUID", &api.uuid)},
+        {"nvmlDeviceGetName", Bind(lib.handle, "nvmlDeviceGetName", &api.name)},
+        {"nvmlDeviceGetMemoryInfo", Bind(lib.handle, "nvmlDeviceGetMemoryInfo", &api.memory)}}) {
     if (!ok) return Fail(library, std::string("missing symbol ") + symbol);
   }
   Bind(lib.handle, "nvmlErrorString", &api.error_string);

@@ -19,9 +19,7 @@ std::string ExpandOutputPattern(std::string_view pattern, const PatternFields& f
       case 'N': out += fields.node; break;
       case 'n': out += std::to_string(fields.node_rank); break;
       case '%': out += '%'; break;
-      default:
-        out += '%';
-        out += k;
+      default: out += '%'; out += k;
     }
   }
   return out;

@@ -51,7 +51,8 @@ Result<PartRecord> ParsePartRecord(std::string_view text, std::string_view where
       if (required && ok) ok = false, bad = std::string(key) + ": missing";
       return;
     }
-    if (!ParseNumber(it->second, out) && ok) ok = false, bad = std::string(key) + ": '" + it->second + "' is not a number";
+    if (!ParseNumber(it->second, out) && ok)
+      ok = false, bad = std::string(key) + ": '" + it->second + "' is not a number";
   };
   auto str = [&](const char* key, std::string* out) {
     if (auto it = kv.find(key); it != kv.end()) *out = it->second;

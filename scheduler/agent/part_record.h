@@ -22,20 +22,20 @@ namespace phalanx::agent {
 struct PartRecord {
   JobId job_id = kNoJob;
   LaunchId launch_id = 0;
-  pid_t pid = 0;                   // the job's leader; its process group id is the same
-  uint64_t pid_start = 0;          // ProcStartTicks(pid) at launch (0: it had already ended)
+  pid_t pid = 0;           // the job's leader; its process group id is the same
+  uint64_t pid_start = 0;  // ProcStartTicks(pid) at launch (0: it had already ended)
   pid_t keeper_pid = 0;
-  uint64_t keeper_start = 0;       // ProcStartTicks(keeper_pid) at launch
-  std::string boot_id;             // a record from an earlier boot names dead processes
-  int64_t start_time_ms = 0;       // Unix ms
-  int64_t walltime_ms = 0;         // 0: none; the deadline is start_time_ms + walltime_ms
-  int checkpoint_signal = 0;       // 0: SIGUSR1
+  uint64_t keeper_start = 0;  // ProcStartTicks(keeper_pid) at launch
+  std::string boot_id;        // a record from an earlier boot names dead processes
+  int64_t start_time_ms = 0;  // Unix ms
+  int64_t walltime_ms = 0;    // 0: none; the deadline is start_time_ms + walltime_ms
+  int checkpoint_signal = 0;  // 0: SIGUSR1
   uid_t uid = 0;
   std::string checkpoint_file;
-  std::string stop_reason;         // set when the agent began stopping it ("walltime", "killed")
-  std::string checkpoint_seen;     // signature of the last reported checkpoint file state
-  std::vector<uint32_t> gpus;      // the part's local GPU indices ("gpus 0,3"; a record written
-                                   // before this key existed holds none: it blocks no launch)
+  std::string stop_reason;      // set when the agent began stopping it ("walltime", "killed")
+  std::string checkpoint_seen;  // signature of the last reported checkpoint file state
+  std::vector<uint32_t> gpus;   // the part's local GPU indices ("gpus 0,3"; a record written
+                                // before this key existed holds none: it blocks no launch)
 };
 
 std::string FormatPartRecord(const PartRecord& record);

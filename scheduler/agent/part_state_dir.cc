@@ -17,7 +17,8 @@ namespace phalanx::agent {
 namespace {
 
 Status MakeDir(const std::string& path, mode_t mode) {
-  if (mkdir(path.c_str(), mode) < 0 && errno != EEXIST) return Fail(path, std::string("mkdir: ") + std::strerror(errno));
+  if (mkdir(path.c_str(), mode) < 0 && errno != EEXIST)
+    return Fail(path, std::string("mkdir: ") + std::strerror(errno));
   struct stat st {};
   if (stat(path.c_str(), &st) < 0 || !S_ISDIR(st.st_mode)) return Fail(path, "not a directory");
   if ((st.st_mode & 07777) != mode && chmod(path.c_str(), mode) < 0) {
@@ -29,7 +30,8 @@ Status MakeDir(const std::string& path, mode_t mode) {
 Status MakeParents(const std::string& path) {
   for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
     const std::string parent = path.substr(0, slash);
-    if (mkdir(parent.c_str(), 0755) < 0 && errno != EEXIST) return Fail(parent, std::string("mkdir: ") + std::strerror(errno));
+    if (mkdir(parent.c_str(), 0755) < 0 && errno != EEXIST)
+      return Fail(parent, std::string("mkdir: ") + std::strerror(errno));
   }
   return {};
 }
@@ -60,15 +62,17 @@ LaunchFiles PartStateDir::FilesFor(LaunchId launch) const {
   return {root_ + "/jobs/" + id, root_ + "/parts/" + id + ".exit", root_ + "/parts/." + id + ".exit.tmp"};
 }
 
-std::string PartStateDir::RecordPath(LaunchId launch) const { return root_ + "/parts/" + std::to_string(launch) + ".part"; }
+std::string PartStateDir::RecordPath(LaunchId launch) const {
+  return root_ + "/parts/" + std::to_string(launch) + ".part";
+}
 
 std::string PartStateDir::PendingPath(LaunchId launch) const {
   return root_ + "/parts/" + std::to_string(launch) + ".launch";
 }
 
 Status PartStateDir::Save(const PartRecord& record) const {
-  return WriteAtomically(RecordPath(record.launch_id), root_ + "/parts/." + std::to_string(record.launch_id) + ".part.tmp",
-                         FormatPartRecord(record));
+  return WriteAtomically(RecordPath(record.launch_id),
+                         root_ + "/parts/." + std::to_string(record.launch_id) + ".part.tmp", FormatPartRecord(record));
 }
 
 Status PartStateDir::SavePending(LaunchId launch, std::string_view blob) const {

@@ -22,10 +22,10 @@ using std::chrono::milliseconds;
 struct PartSupervisor::Part {
   explicit Part(asio::io_context& io) : walltime(io), kill(io) {}
   PartRecord rec;
-  uint64_t seq = 0;                 // arrival order (0: adopted)
-  bool waiting = false;             // queued behind an earlier part holding one of its GPUs
-  std::unique_ptr<LaunchSpec> spec; // while waiting
-  bool own_child = false;  // the keeper is our child: reap it
+  uint64_t seq = 0;                  // arrival order (0: adopted)
+  bool waiting = false;              // queued behind an earlier part holding one of its GPUs
+  std::unique_ptr<LaunchSpec> spec;  // while waiting
+  bool own_child = false;            // the keeper is our child: reap it
   bool ended = false;
   std::unique_ptr<asio::posix::stream_descriptor> pidfd;  // null: poll in Tick
   asio::steady_timer walltime;
@@ -62,8 +62,8 @@ std::string GpuList(const std::vector<uint32_t>& gpus) {
 
 template <typename F>
 auto PartSupervisor::Guard(const std::shared_ptr<Part>& part, F f) {
-  return [alive = std::weak_ptr<int>(alive_), weak = std::weak_ptr<Part>(part), f = std::move(f)](
-             const boost::system::error_code& ec) {
+  return [alive = std::weak_ptr<int>(alive_), weak = std::weak_ptr<Part>(part),
+          f = std::move(f)](const boost::system::error_code& ec) {
     if (ec == asio::error::operation_aborted || alive.expired()) return;
     if (auto p = weak.lock(); p && !p->ended) f(p);
   };
@@ -110,7 +110,8 @@ void PartSupervisor::Adopt() {
 }
 
 Result<PartInfo> PartSupervisor::Launch(const LaunchSpec& spec, std::string_view pending_blob) {
-  if (parts_.count(spec.launch_id) > 0) return Fail("launch", "launch id " + std::to_string(spec.launch_id) + " is already known here");
+  if (parts_.count(spec.launch_id) > 0)
+    return Fail("launch", "launch id " + std::to_string(spec.launch_id) + " is already known here");
   auto part = std::make_shared<Part>(io_);
   part->seq = next_seq_++;
   part->rec.job_id = spec.job_id;
@@ -121,8 +122,8 @@ Result<PartInfo> PartSupervisor::Launch(const LaunchSpec& spec, std::string_view
     part->spec = std::make_unique<LaunchSpec>(spec);
     if (!pending_blob.empty()) {
       if (auto s = state_.SavePending(spec.launch_id, pending_blob); !s) {
-        Log(LogLevel::kWarn, "cannot record waiting " + Describe(part->rec) + " (an agent restart before it starts loses it): " +
-                                 s.error().ToString());
+        Log(LogLevel::kWarn, "cannot record waiting " + Describe(part->rec) +
+                                 " (an agent restart before it starts loses it): " + s.error().ToString());
       }
     }
     std::string holders;
@@ -130,7 +131,8 @@ Result<PartInfo> PartSupervisor::Launch(const LaunchSpec& spec, std::string_view
       holders += (holders.empty() ? "" : ", ") + Describe(b->rec) + (b->waiting ? " (waiting)" : "") +
                  (!b->waiting && b->rec.stop_reason.empty() ? " (not being stopped)" : "");
     }
-    Log(LogLevel::kInfo, Describe(part->rec) + " waits for GPU(s) " + GpuList(spec.gpu_indices) + ", held by " + holders);
+    Log(LogLevel::kInfo,
+        Describe(part->rec) + " waits for GPU(s) " + GpuList(spec.gpu_indices) + ", held by " + holders);
     parts_[spec.launch_id] = part;
     return PartInfo{spec.job_id, spec.launch_id, 0};
   }
@@ -347,7 +349,8 @@ void PartSupervisor::Tick() {
     ProbeCheckpoint(*part);
     if (part->pidfd) continue;
     const char state = ProcState(part->rec.keeper_pid);
-    if (state == 0 || state == 'Z' || ProcStartTicks(part->rec.keeper_pid) != part->rec.keeper_start) exited.push_back(part);
+    if (state == 0 || state == 'Z' || ProcStartTicks(part->rec.keeper_pid) != part->rec.keeper_start)
+      exited.push_back(part);
   }
   for (auto& part : exited) OnKeeperExit(part);
   tick_->expires_after(options_.poll_interval);
@@ -359,7 +362,8 @@ void PartSupervisor::Tick() {
 std::vector<PartInfo> PartSupervisor::Running(bool include_unreported) const {
   std::vector<PartInfo> out;
   for (const auto& [id, part] : parts_) {
-    if (!part->ended || include_unreported) out.push_back(PartInfo{part->rec.job_id, part->rec.launch_id, part->waiting ? 0 : part->rec.pid});
+    if (!part->ended || include_unreported)
+      out.push_back(PartInfo{part->rec.job_id, part->rec.launch_id, part->waiting ? 0 : part->rec.pid});
   }
   return out;
 }
@@ -373,8 +377,8 @@ void PartSupervisor::Forget(LaunchId launch) {
 
 void PartSupervisor::Save(const Part& part) {
   if (auto s = state_.Save(part.rec); !s) {
-    Log(LogLevel::kError, "cannot record " + Describe(part.rec) + " (it will not be re-adopted after a restart): " +
-                              s.error().ToString());
+    Log(LogLevel::kError, "cannot record " + Describe(part.rec) +
+                              " (it will not be re-adopted after a restart): " + s.error().ToString());
   }
 }
 

@@ -48,22 +48,22 @@ namespace phalanx::agent {
 struct PartEnd {
   JobId job_id = kNoJob;
   LaunchId launch_id = 0;
-  int exit_code = 0;        // -1 when killed by a signal (or lost)
+  int exit_code = 0;  // -1 when killed by a signal (or lost)
   int term_signal = 0;
-  std::string reason;       // "exited", "walltime", "killed", "lost: ..."
+  std::string reason;  // "exited", "walltime", "killed", "lost: ..."
 };
 
 struct CheckpointSeen {
   JobId job_id = kNoJob;
   LaunchId launch_id = 0;
-  uint64_t epoch = 0;       // 0: the next one
+  uint64_t epoch = 0;  // 0: the next one
   std::string path;
 };
 
 struct PartInfo {
   JobId job_id = kNoJob;
   LaunchId launch_id = 0;
-  pid_t pid = 0;            // 0: waits for its GPUs (see above)
+  pid_t pid = 0;  // 0: waits for its GPUs (see above)
 };
 
 struct SupervisorOptions {

@@ -15,8 +15,8 @@ namespace phalanx::agent {
 struct PciDevice {
   PciAddress address;
   uint16_t vendor_id = 0;
-  uint16_t class_id = 0;   // 0x0300 VGA, 0x0302 3D controller, ...
-  int numa_node = -1;      // -1: unknown or more than one
+  uint16_t class_id = 0;  // 0x0300 VGA, 0x0302 3D controller, ...
+  int numa_node = -1;     // -1: unknown or more than one
 
   bool IsNvidiaGpu() const { return vendor_id == 0x10de && (class_id == 0x0300 || class_id == 0x0302); }
 };

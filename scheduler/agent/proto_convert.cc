@@ -5,7 +5,8 @@ namespace phalanx::agent {
 Result<LaunchSpec> LaunchSpecFromProto(const v1::LaunchCommand& cmd) {
   if (cmd.job_id() == 0) return Fail("launch.job_id", "must be set");
   if (cmd.launch_id() == 0) return Fail("launch.launch_id", "must be set");
-  if (cmd.master_port() > 65535) return Fail("launch.master_port", std::to_string(cmd.master_port()) + " is not a port");
+  if (cmd.master_port() > 65535)
+    return Fail("launch.master_port", std::to_string(cmd.master_port()) + " is not a port");
   const v1::JobSpec& js = cmd.spec();
   LaunchSpec s;
   s.job_id = cmd.job_id();

@@ -22,11 +22,11 @@ namespace phalanx::agent {
 struct JobIdentity {
   uid_t uid = 0;
   gid_t gid = 0;
-  std::string name;            // passwd name (falls back to the requested name, then the uid)
-  std::string home;            // passwd home ("/" when unknown)
-  std::string shell;           // passwd shell ("/bin/sh" when unknown)
-  std::vector<gid_t> groups;   // supplementary groups (when switching)
-  bool switch_user = false;    // the child must setgroups/setgid/setuid
+  std::string name;           // passwd name (falls back to the requested name, then the uid)
+  std::string home;           // passwd home ("/" when unknown)
+  std::string shell;          // passwd shell ("/bin/sh" when unknown)
+  std::vector<gid_t> groups;  // supplementary groups (when switching)
+  bool switch_user = false;   // the child must setgroups/setgid/setuid
 };
 
 struct IdentityPolicy {

@@ -11,16 +11,19 @@ namespace {
 
 std::map<std::string, uint32_t> NodeGpus(const Topology& topo) {
   std::map<std::string, uint32_t> out;
-  for (uint32_t n = 0; n < topo.node_count(); ++n) out[topo.domain(topo.node_domain(NodeId(n))).name] = topo.node_gpu_count(NodeId(n));
+  for (uint32_t n = 0; n < topo.node_count(); ++n)
+    out[topo.domain(topo.node_domain(NodeId(n))).name] = topo.node_gpu_count(NodeId(n));
   return out;
 }
 
-bool Active(const JobRecord* j) { return j != nullptr && (j->state == JobState::kRunning || j->state == JobState::kCheckpointing); }
+bool Active(const JobRecord* j) {
+  return j != nullptr && (j->state == JobState::kRunning || j->state == JobState::kCheckpointing);
+}
 
 }  // namespace
 
-AgentExecutor::AgentExecutor(boost::asio::io_context& io, const Topology& topology, const std::set<std::string>& unconfirmed,
-                             Options options)
+AgentExecutor::AgentExecutor(boost::asio::io_context& io, const Topology& topology,
+                             const std::set<std::string>& unconfirmed, Options options)
     : options_(std::move(options)), sessions_(io, NodeGpus(topology), unconfirmed, options_.sessions, this) {}
 
 AgentExecutor::~AgentExecutor() = default;
@@ -48,7 +51,9 @@ void AgentExecutor::AdoptJob(JobId job, const std::vector<GpuId>& gpus) {
   parts_.Adopt(job, nodes);
 }
 
-void AgentExecutor::StartJob(JobId job, const std::vector<GpuId>& gpus, uint64_t launch_id) { LaunchParts(job, gpus, launch_id); }
+void AgentExecutor::StartJob(JobId job, const std::vector<GpuId>& gpus, uint64_t launch_id) {
+  LaunchParts(job, gpus, launch_id);
+}
 
 void AgentExecutor::RestartJob(JobId job, const std::vector<GpuId>& gpus, uint64_t launch_id) {
   // Stop every part, then launch anew once all have exited (docs/daemon.md).
@@ -82,15 +87,17 @@ void AgentExecutor::LaunchParts(JobId job, const std::vector<GpuId>& gpus, uint6
     PHX_LOG(kError) << "job " << job << " has no launch info; it cannot be launched";
     return;
   }
-  std::vector<LaunchPart> plan = PlanLaunch(job, gpus, host_->core().topology(), launch_id,
-                                            [this](const std::string& n) { return sessions_.AddressOf(n); }, options_.ports);
+  std::vector<LaunchPart> plan = PlanLaunch(
+      job, gpus, host_->core().topology(), launch_id, [this](const std::string& n) { return sessions_.AddressOf(n); },
+      options_.ports);
   RunningParts::Launch l;
   l.launch_id = launch_id;
   for (const LaunchPart& p : plan) {
     v1::DaemonCommand c;
     *c.mutable_launch() = MakeLaunchCommand(p, *rec, *info);
     const bool delivered = sessions_.Send(p.node, std::move(c));
-    l.parts.push_back(RunningParts::Part{p.node, delivered ? RunningParts::PartState::kSent : RunningParts::PartState::kQueued, 0});
+    l.parts.push_back(
+        RunningParts::Part{p.node, delivered ? RunningParts::PartState::kSent : RunningParts::PartState::kQueued, 0});
   }
   PHX_LOG(kInfo) << "launch job=" << job << " launch=" << launch_id << " on " << (plan.empty() ? "" : plan[0].nodelist)
                  << " world_size=" << gpus.size() << " master=" << (plan.empty() ? "" : plan[0].master_addr) << ":"
@@ -125,7 +132,8 @@ std::vector<JobId> AgentExecutor::Reconcile(const std::string& node, const std::
   RunningParts::Reconciled r = parts_.Reconcile(node, running);
   for (const PartRef& old : r.stale) {
     // An older launch of a job that runs here under a newer one: stop that launch only.
-    PHX_LOG(kWarn) << "node " << node << " still runs launch " << old.launch_id << " of job " << old.job << ": killing that launch";
+    PHX_LOG(kWarn) << "node " << node << " still runs launch " << old.launch_id << " of job " << old.job
+                   << ": killing that launch";
     KillLaunch(node, old.job, old.launch_id, "an old launch of the job");
   }
   for (JobId id : r.unknown) {
@@ -138,7 +146,9 @@ std::vector<JobId> AgentExecutor::Reconcile(const std::string& node, const std::
   return r.unknown;
 }
 
-void AgentExecutor::AgentBack(const std::string& node, const std::string& why) { host_->NodeAvailabilityChanged(node, why); }
+void AgentExecutor::AgentBack(const std::string& node, const std::string& why) {
+  host_->NodeAvailabilityChanged(node, why);
+}
 
 void AgentExecutor::AgentLost(const std::string& node, const std::string& why) {
   // Its parts will never report: they count as gone (the core requeues or shrinks the jobs).
@@ -161,13 +171,15 @@ void AgentExecutor::Heartbeat(const std::string& node, const AgentHeartbeat& hea
 
 void AgentExecutor::PartExited(const std::string& node, const PartExit& e) {
   if (!parts_.Tracks(e.part)) {
-    PHX_LOG(kDebug) << "node " << node << ": exit of job " << e.part.job << " launch " << e.part.launch_id << " (no longer tracked)";
+    PHX_LOG(kDebug) << "node " << node << ": exit of job " << e.part.job << " launch " << e.part.launch_id
+                    << " (no longer tracked)";
     return;
   }
   const int32_t code = e.exit_code == 0 && e.term_signal == 0 ? 0 : (e.exit_code != 0 ? e.exit_code : -1);
   PHX_LOG(kInfo) << "job " << e.part.job << " part on " << node << " exited: code " << e.exit_code
                  << (e.term_signal ? " signal " + std::to_string(e.term_signal) : "") << " (" << e.reason << ")";
-  PartGone(e.part.job, node, code, e.reason.empty() ? "exit " + std::to_string(code) + " on " + node : e.reason + " on " + node);
+  PartGone(e.part.job, node, code,
+           e.reason.empty() ? "exit " + std::to_string(code) + " on " + node : e.reason + " on " + node);
 }
 
 void AgentExecutor::CheckpointReported(const std::string& node, const AgentCheckpoint& c) {
@@ -176,7 +188,8 @@ void AgentExecutor::CheckpointReported(const std::string& node, const AgentCheck
 
 void AgentExecutor::PartGone(JobId job, const std::string& node, int32_t code, const std::string& reason) {
   if (parts_.Find(job) == nullptr) return;
-  if (parts_.PartExited(job, node, code, reason)) StopParts(job, "another part of the job failed (" + reason + ")", false);
+  if (parts_.PartExited(job, node, code, reason))
+    StopParts(job, "another part of the job failed (" + reason + ")", false);
   MaybeFinish(job);
 }
 

@@ -31,7 +31,8 @@ class AgentExecutor final : public Executor, private AgentSessions::Events {
   };
   // `topology`: the cluster's nodes (read here only); `unconfirmed`: nodes with jobs after a restart, whose
   // agents are waited for (AgentSessions).
-  AgentExecutor(boost::asio::io_context& io, const Topology& topology, const std::set<std::string>& unconfirmed, Options options);
+  AgentExecutor(boost::asio::io_context& io, const Topology& topology, const std::set<std::string>& unconfirmed,
+                Options options);
   ~AgentExecutor() override;
 
   AgentSessions& sessions() { return sessions_; }

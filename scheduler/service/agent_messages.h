@@ -17,8 +17,8 @@ namespace phalanx::service {
 // A registration (Register, or a hello on the Connect stream).
 struct AgentHello {
   std::string node;
-  uint32_t gpus = 0;             // GPUs the agent found; 0: it did not say
-  std::string address;           // MASTER_ADDR for jobs whose first node it is; empty: the peer's
+  uint32_t gpus = 0;    // GPUs the agent found; 0: it did not say
+  std::string address;  // MASTER_ADDR for jobs whose first node it is; empty: the peer's
   std::string version;
   std::vector<PartRef> running;  // parts that survived an agent or daemon restart
 };
@@ -38,7 +38,7 @@ struct PartExit {
   PartRef part;
   int32_t exit_code = 0;  // -1 when killed by a signal
   int32_t term_signal = 0;
-  std::string reason;     // "exited", "walltime", "killed", "launch failed: ...", ...
+  std::string reason;  // "exited", "walltime", "killed", "launch failed: ...", ...
 };
 
 struct AgentCheckpoint {

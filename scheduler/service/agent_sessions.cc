@@ -80,7 +80,8 @@ std::string AgentSessions::AddressOf(const std::string& node) const {
 CallResult<AgentWelcome> AgentSessions::Register(const AgentHello& hello, const std::string& peer) {
   if (auto s = events_->Serving(); !s) return std::unexpected(s.error());
   auto it = nodes_.find(hello.node);
-  if (it == nodes_.end()) return std::unexpected(Error{"", "node " + hello.node + " is not in the topology", ErrorCode::kNotFound});
+  if (it == nodes_.end())
+    return std::unexpected(Error{"", "node " + hello.node + " is not in the topology", ErrorCode::kNotFound});
   const std::string& name = it->first;
   Session& s = it->second;
   if (hello.gpus > 0 && hello.gpus != s.gpus)
@@ -110,7 +111,8 @@ void AgentSessions::Welcome(const std::shared_ptr<AgentLink>& link, const AgentW
   link->Send(MakeWelcomeCommand(welcome));
 }
 
-void AgentSessions::Attach(const std::shared_ptr<AgentLink>& link, const std::string& peer, const AgentMessage& report) {
+void AgentSessions::Attach(const std::shared_ptr<AgentLink>& link, const std::string& peer,
+                           const AgentMessage& report) {
   // To the registration whose session the report carries (the agent called Register; its hello,
   // if any, repeats that request), or a hello registers now.
   const AgentHello* hello = std::get_if<AgentHello>(&report.body);
@@ -132,7 +134,8 @@ void AgentSessions::Attach(const std::shared_ptr<AgentLink>& link, const std::st
     welcome = std::move(*registered);
     name = hello->node;
   } else {
-    link->Close(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "unknown session: register first (Register, or a hello)"));
+    link->Close(
+        grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "unknown session: register first (Register, or a hello)"));
     return;
   }
   Session& s = nodes_.at(name);
@@ -157,7 +160,8 @@ void AgentSessions::Attach(const std::shared_ptr<AgentLink>& link, const std::st
   if (hello == nullptr) Report(link, peer, report);  // a first report with content
 }
 
-void AgentSessions::Report(const std::shared_ptr<AgentLink>& link, const std::string& peer, const AgentMessage& report) {
+void AgentSessions::Report(const std::shared_ptr<AgentLink>& link, const std::string& peer,
+                           const AgentMessage& report) {
   if (!events_->Serving()) return;
   // Which node is this stream? Attached streams are found by pointer.
   auto it = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n.second.link == link; });
@@ -211,7 +215,8 @@ bool AgentSessions::Send(const std::string& node, v1::DaemonCommand cmd) {
 }
 
 void AgentSessions::TakeBackLaunches(const std::string& node, JobId job) {
-  std::erase_if(nodes_.at(node).outbox, [job](const v1::DaemonCommand& c) { return c.has_launch() && c.launch().job_id() == job; });
+  std::erase_if(nodes_.at(node).outbox,
+                [job](const v1::DaemonCommand& c) { return c.has_launch() && c.launch().job_id() == job; });
 }
 
 // ---- grace periods and heartbeats --------------------------------------------------------
@@ -251,7 +256,8 @@ void AgentSessions::CheckHeartbeats() {
   for (auto& [name, s] : nodes_) {
     if (!s.agent_ok || now - s.last_seen <= limit) continue;
     if (s.link) {
-      PHX_LOG(kWarn) << "node " << name << ": no report for " << options_.heartbeat_timeout_s << " s; closing its stream";
+      PHX_LOG(kWarn) << "node " << name << ": no report for " << options_.heartbeat_timeout_s
+                     << " s; closing its stream";
       s.link->Close(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "no heartbeat"));
       s.link.reset();
       ArmGrace(name, options_.agent_grace_s, "no heartbeat from its agent");

@@ -12,9 +12,9 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentReport, v1::Da
       : io_(io),
         sessions_(sessions),
         peer_(std::move(peer)),
-        link_(std::make_shared<AgentLink>(
-            AgentLink::Ops{[this](const v1::DaemonCommand* m) { StartWrite(m); }, [this](grpc::Status s) { Finish(std::move(s)); }},
-            1000000)) {
+        link_(std::make_shared<AgentLink>(AgentLink::Ops{[this](const v1::DaemonCommand* m) { StartWrite(m); },
+                                                         [this](grpc::Status s) { Finish(std::move(s)); }},
+                                          1000000)) {
     StartRead(&in_);
   }
 

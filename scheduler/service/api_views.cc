@@ -93,7 +93,8 @@ grpc::Status GetTopology(const Controller& c, v1::GetTopologyResponse* out) {
 
 grpc::Status ListNodes(const Controller& c, v1::ListNodesResponse* out) {
   const Topology& topo = c.core().topology();
-  for (uint32_t n = 0; n < topo.node_count(); ++n) FillNode(c, topo.domain(topo.node_domain(NodeId(n))).name, out->add_nodes());
+  for (uint32_t n = 0; n < topo.node_count(); ++n)
+    FillNode(c, topo.domain(topo.node_domain(NodeId(n))).name, out->add_nodes());
   return grpc::Status::OK;
 }
 
@@ -152,13 +153,15 @@ grpc::Status GetFragmentation(const Controller& c, v1::GetFragmentationResponse*
   return grpc::Status::OK;
 }
 
-grpc::Status ExplainPending(const Controller& c, const v1::ExplainPendingRequest& req, v1::ExplainPendingResponse* out) {
+grpc::Status ExplainPending(const Controller& c, const v1::ExplainPendingRequest& req,
+                            v1::ExplainPendingResponse* out) {
   auto found = c.FindJob(req.job_id());
   if (!found) return ToGrpcStatus(found.error());
   const JobRecord& job = **found;
   if (job.state != JobState::kPending)
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "job " + std::to_string(req.job_id()) + " is " + std::string(JobStateName(job.state)) + ", not pending");
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        "job " + std::to_string(req.job_id()) + " is " + std::string(JobStateName(job.state)) + ", not pending");
   out->set_reason(std::string(WaitKindName(job.wait.kind)));
   out->set_detail(job.wait.detail);
   if (job.wait.predicted_start < kForever) out->set_predicted_start(job.wait.predicted_start);

@@ -18,8 +18,8 @@ struct Caller {
   uint32_t uid = 0;
   uint32_t gid = 0;
   int32_t pid = 0;
-  std::string user;   // from the password database; "uid:N" when the uid has no entry
-  bool admin = false; // root or a configured admin
+  std::string user;    // from the password database; "uid:N" when the uid has no entry
+  bool admin = false;  // root or a configured admin
 };
 
 // May `who` act on (cancel, hold, release, update, read env of) a job owned by `owner`?

@@ -22,7 +22,8 @@ class Clock {
 class SystemClock final : public Clock {
  public:
   Time Now() const override {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
   }
 };
 

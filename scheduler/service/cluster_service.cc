@@ -5,14 +5,15 @@
 
 namespace phalanx::service {
 
-#define PHX_CALLER(ctx)                                                      \
-  Caller who;                                                                \
+#define PHX_CALLER(ctx) \
+  Caller who;           \
   if (auto st = identity_->User(*(ctx), &who); !st.ok()) return FinishNow(ctx, st)
 
 grpc::ServerUnaryReactor* ClusterService::GetTopology(grpc::CallbackServerContext* ctx, const v1::GetTopologyRequest*,
                                                       v1::GetTopologyResponse* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::GetTopology(*controller_, resp)); });
+  return OnIo(ctx, io_,
+              [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::GetTopology(*controller_, resp)); });
 }
 
 grpc::ServerUnaryReactor* ClusterService::ListNodes(grpc::CallbackServerContext* ctx, const v1::ListNodesRequest*,
@@ -21,8 +22,8 @@ grpc::ServerUnaryReactor* ClusterService::ListNodes(grpc::CallbackServerContext*
   return OnIo(ctx, io_, [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::ListNodes(*controller_, resp)); });
 }
 
-grpc::ServerUnaryReactor* ClusterService::SetNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req, v1::Node* resp,
-                                                  NodeState state) {
+grpc::ServerUnaryReactor* ClusterService::SetNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req,
+                                                  v1::Node* resp, NodeState state) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp, state](grpc::ServerUnaryReactor* r) {
     controller_->SetNodeAdmin(who, req->node(), state, req->reason(), [this, r, req, resp](CallStatus st) {
@@ -32,11 +33,13 @@ grpc::ServerUnaryReactor* ClusterService::SetNode(grpc::CallbackServerContext* c
   });
 }
 
-grpc::ServerUnaryReactor* ClusterService::DrainNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req, v1::Node* resp) {
+grpc::ServerUnaryReactor* ClusterService::DrainNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req,
+                                                    v1::Node* resp) {
   return SetNode(ctx, req, resp, NodeState::kDrain);
 }
 
-grpc::ServerUnaryReactor* ClusterService::ResumeNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req, v1::Node* resp) {
+grpc::ServerUnaryReactor* ClusterService::ResumeNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req,
+                                                     v1::Node* resp) {
   return SetNode(ctx, req, resp, NodeState::kUp);
 }
 
@@ -46,16 +49,21 @@ grpc::ServerUnaryReactor* ClusterService::GetStats(grpc::CallbackServerContext* 
   return OnIo(ctx, io_, [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::GetStats(*controller_, resp)); });
 }
 
-grpc::ServerUnaryReactor* ClusterService::GetFragmentation(grpc::CallbackServerContext* ctx, const v1::GetFragmentationRequest*,
+grpc::ServerUnaryReactor* ClusterService::GetFragmentation(grpc::CallbackServerContext* ctx,
+                                                           const v1::GetFragmentationRequest*,
                                                            v1::GetFragmentationResponse* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::GetFragmentation(*controller_, resp)); });
+  return OnIo(ctx, io_,
+              [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::GetFragmentation(*controller_, resp)); });
 }
 
-grpc::ServerUnaryReactor* ClusterService::ExplainPending(grpc::CallbackServerContext* ctx, const v1::ExplainPendingRequest* req,
+grpc::ServerUnaryReactor* ClusterService::ExplainPending(grpc::CallbackServerContext* ctx,
+                                                         const v1::ExplainPendingRequest* req,
                                                          v1::ExplainPendingResponse* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, req, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::ExplainPending(*controller_, *req, resp)); });
+  return OnIo(ctx, io_, [this, req, resp](grpc::ServerUnaryReactor* r) {
+    r->Finish(views::ExplainPending(*controller_, *req, resp));
+  });
 }
 
 }  // namespace phalanx::service

@@ -21,8 +21,10 @@ class ClusterService final : public v1::Cluster::CallbackService {
                                         v1::GetTopologyResponse* resp) override;
   grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx, const v1::ListNodesRequest* req,
                                       v1::ListNodesResponse* resp) override;
-  grpc::ServerUnaryReactor* DrainNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req, v1::Node* resp) override;
-  grpc::ServerUnaryReactor* ResumeNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req, v1::Node* resp) override;
+  grpc::ServerUnaryReactor* DrainNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req,
+                                      v1::Node* resp) override;
+  grpc::ServerUnaryReactor* ResumeNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req,
+                                       v1::Node* resp) override;
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* ctx, const v1::GetStatsRequest* req,
                                      v1::GetStatsResponse* resp) override;
   grpc::ServerUnaryReactor* GetFragmentation(grpc::CallbackServerContext* ctx, const v1::GetFragmentationRequest* req,
@@ -31,7 +33,8 @@ class ClusterService final : public v1::Cluster::CallbackService {
                                            v1::ExplainPendingResponse* resp) override;
 
  private:
-  grpc::ServerUnaryReactor* SetNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req, v1::Node* resp, NodeState state);
+  grpc::ServerUnaryReactor* SetNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req, v1::Node* resp,
+                                    NodeState state);
 
   boost::asio::io_context& io_;
   Controller* const controller_;

@@ -33,14 +33,18 @@ bool SamePersistent(const JobRecord& a, const JobRecord& b) {
 
 // Whether a pass may change the job's record without a decision naming it or a job it is linked
 // to (Scheduler::Schedule's contract): running or checkpointing, or waiting with a claim or victims.
-bool PassMayChange(const JobRecord& j) { return j.state != JobState::kPending || !j.claim.empty() || !j.victims.empty(); }
+bool PassMayChange(const JobRecord& j) {
+  return j.state != JobState::kPending || !j.claim.empty() || !j.victims.empty();
+}
 
-bool Active(const JobRecord* j) { return j != nullptr && (j->state == JobState::kRunning || j->state == JobState::kCheckpointing); }
+bool Active(const JobRecord* j) {
+  return j != nullptr && (j->state == JobState::kRunning || j->state == JobState::kCheckpointing);
+}
 
 }  // namespace
 
-Controller::Controller(boost::asio::io_context& io, Recovered recovered, store::GroupCommitter* committer, store::Store* reader,
-                       const Clock* clock, ControllerOptions options, Executor* executor,
+Controller::Controller(boost::asio::io_context& io, Recovered recovered, store::GroupCommitter* committer,
+                       store::Store* reader, const Clock* clock, ControllerOptions options, Executor* executor,
                        std::function<void(const std::string&)> on_fatal)
     : io_(io),
       core_(std::move(recovered.core)),
@@ -97,7 +101,8 @@ Time Controller::Now() {
 
 CallStatus Controller::Serving() const {
   if (!stopped_ && !failed_) return {};
-  return std::unexpected(CallError::Unavailable(failed_ ? "the store failed; phalanxd is stopping" : "phalanxd is shutting down"));
+  return std::unexpected(
+      CallError::Unavailable(failed_ ? "the store failed; phalanxd is stopping" : "phalanxd is shutting down"));
 }
 
 void Controller::Fatal(const std::string& what) {
@@ -239,7 +244,8 @@ void Controller::RunPass() {
 
 void Controller::CarryOut(const Action& a) {
   const Decision& d = a.d;
-  PHX_LOG(kInfo) << FormatDecision(d, core_->topology()) << (a.launch_id ? " launch=" + std::to_string(a.launch_id) : "");
+  PHX_LOG(kInfo) << FormatDecision(d, core_->topology())
+                 << (a.launch_id ? " launch=" + std::to_string(a.launch_id) : "");
   if (observer_.decision) observer_.decision(d, core_->job(d.job));
   switch (d.kind) {
     case DecisionKind::kStart:
@@ -300,8 +306,9 @@ void Controller::JobPartsEnded(JobId id, bool success, int32_t exit_code, const 
   launch_.SetOutcome(id, exit_code, reason);  // saved with the final state (SaveChanged below)
   PHX_LOG(kInfo) << "job " << id << (success ? " completed" : " failed: " + reason);
   store::Batch b;
-  b.RecordEvent(now, "end", id, "success=" + std::string(success ? "1" : "0") + " exit=" + std::to_string(exit_code) +
-                                    " reason=" + store::Escape(reason));
+  b.RecordEvent(now, "end", id,
+                "success=" + std::string(success ? "1" : "0") + " exit=" + std::to_string(exit_code) +
+                    " reason=" + store::Escape(reason));
   SaveChanged(b, {id});
   Commit(std::move(b), [this, id](CallStatus st) {
     if (st) Publish("end", id);
@@ -319,7 +326,8 @@ void Controller::CheckpointReported(JobId id, uint64_t epoch, const std::string&
     PHX_LOG(kDebug) << "checkpoint of job " << id << " from " << node << ": " << s.error().ToString();
     return;
   }
-  PHX_LOG(kInfo) << "checkpoint job=" << id << " epoch=" << epoch << " from " << node << (path.empty() ? "" : " path=" + path);
+  PHX_LOG(kInfo) << "checkpoint job=" << id << " epoch=" << epoch << " from " << node
+                 << (path.empty() ? "" : " path=" + path);
   store::Batch b;
   b.RecordCheckpoint(id, epoch, now, path);
   b.RecordEvent(now, "checkpoint_done", id, "epoch=" + std::to_string(epoch) + " node=" + node);

@@ -73,9 +73,9 @@ struct ControllerStats {
 
 // Hooks for metrics (HttpEndpoints); each may be empty. Called on the io thread.
 struct ControllerObserver {
-  std::function<void(double seconds)> pass;                      // after each scheduling pass
+  std::function<void(double seconds)> pass;                         // after each scheduling pass
   std::function<void(const Decision&, const JobRecord*)> decision;  // when carried out
-  std::function<void()> submitted;                               // a submission acknowledged
+  std::function<void()> submitted;                                  // a submission acknowledged
 };
 
 // A user's Watch: which jobs' events it gets.
@@ -108,7 +108,8 @@ class Controller final : public ExecutorHost {
   // `executor` outlives the Controller; the Controller attaches itself to it and gives it the
   // jobs that ran at the restart.
   Controller(boost::asio::io_context& io, Recovered recovered, store::GroupCommitter* committer, store::Store* reader,
-             const Clock* clock, ControllerOptions options, Executor* executor, std::function<void(const std::string&)> on_fatal);
+             const Clock* clock, ControllerOptions options, Executor* executor,
+             std::function<void(const std::string&)> on_fatal);
   ~Controller() override;
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
@@ -127,7 +128,8 @@ class Controller final : public ExecutorHost {
   // Answers the job's state, when there is a job. Fails: NOT_FOUND, PERMISSION_DENIED,
   // INVALID_ARGUMENT (signal out of 0..64), FAILED_PRECONDITION (already final; a signal to a
   // job that is not running), the core's Cancel.
-  void Cancel(const Caller& who, JobId id, int32_t signal, std::function<void(CallStatus, std::optional<JobState>)> done);
+  void Cancel(const Caller& who, JobId id, int32_t signal,
+              std::function<void(CallStatus, std::optional<JobState>)> done);
   // Fail: NOT_FOUND, PERMISSION_DENIED, the core's Hold / Release.
   void Hold(const Caller& who, JobId id, Reply<void> done);
   void Release(const Caller& who, JobId id, Reply<void> done);
@@ -144,7 +146,8 @@ class Controller final : public ExecutorHost {
   // ---- users: nodes (controller_nodes.cc) ------------------------------------------------
   // Drain (with a reason) or resume a node. Fails: PERMISSION_DENIED (not an admin),
   // NOT_FOUND, not serving.
-  void SetNodeAdmin(const Caller& who, const std::string& node, NodeState state, const std::string& reason, Reply<void> done);
+  void SetNodeAdmin(const Caller& who, const std::string& node, NodeState state, const std::string& reason,
+                    Reply<void> done);
 
   // ---- reads (api_views.h) ---------------------------------------------------------------
   // NOT_FOUND "job N: no such job".
@@ -229,13 +232,13 @@ class Controller final : public ExecutorHost {
   ControllerStats stats_;
   ControllerObserver observer_;
 
-  std::map<JobId, JobRecord> saved_;   // unfinished jobs as last written
-  std::set<JobId> pass_watch_;         // those a pass may change without a decision (PassMayChange)
+  std::map<JobId, JobRecord> saved_;  // unfinished jobs as last written
+  std::set<JobId> pass_watch_;        // those a pass may change without a decision (PassMayChange)
   LaunchBook launch_;
   std::map<std::string, Node> nodes_;  // every node of the topology, by name
   std::vector<Watcher> watchers_;
   boost::asio::steady_timer pass_timer_;
-  boost::asio::steady_timer pass_delay_timer_;  // a requested pass waiting for its pace
+  boost::asio::steady_timer pass_delay_timer_;            // a requested pass waiting for its pace
   std::chrono::steady_clock::time_point next_pass_at_{};  // requested passes not before this
 };
 

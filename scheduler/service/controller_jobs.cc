@@ -32,7 +32,8 @@ Result<const JobRecord*> Controller::FindJob(JobId id) const {
 Status Controller::CheckOwner(const Caller& who, const JobRecord& job, std::string_view action) {
   if (MayActOn(who, job.spec.user)) return {};
   return Fail(ErrorCode::kPermissionDenied, "",
-              std::string(action) + " job " + std::to_string(job.spec.id) + ": it belongs to " + job.spec.user + ", not to " + who.user);
+              std::string(action) + " job " + std::to_string(job.spec.id) + ": it belongs to " + job.spec.user +
+                  ", not to " + who.user);
 }
 
 void Controller::Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done) {
@@ -45,7 +46,8 @@ void Controller::Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done) {
   store::Batch b;
   b.SubmitJob(spec, now);
   b.SetLaunchInfo(spec.id, LaunchBook::Encode(launch));
-  Commit(std::move(b), [this, spec = std::move(spec), launch = std::move(launch), done = std::move(done)](CallStatus st) mutable {
+  Commit(std::move(b),
+         [this, spec = std::move(spec), launch = std::move(launch), done = std::move(done)](CallStatus st) mutable {
     if (!st) return done(std::unexpected(st.error()));
     const JobId id = spec.id;
     const Time t = Now();
@@ -75,8 +77,8 @@ void Controller::Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done) {
   });
 }
 
-void Controller::JobEvent(JobId id, const std::string& kind, std::function<Status()> event, std::function<void(CallStatus)> done,
-                          std::function<void()> then) {
+void Controller::JobEvent(JobId id, const std::string& kind, std::function<Status()> event,
+                          std::function<void(CallStatus)> done, std::function<void()> then) {
   if (auto s = Serving(); !s) return done(s);
   const Time now = Now();
   if (auto s = event(); !s) return done(std::unexpected(s.error()));
@@ -92,19 +94,23 @@ void Controller::JobEvent(JobId id, const std::string& kind, std::function<Statu
   });
 }
 
-void Controller::Cancel(const Caller& who, JobId id, int32_t signal, std::function<void(CallStatus, std::optional<JobState>)> done) {
+void Controller::Cancel(const Caller& who, JobId id, int32_t signal,
+                        std::function<void(CallStatus, std::optional<JobState>)> done) {
   auto found = FindJob(id);
   if (!found) return done(std::unexpected(found.error()), std::nullopt);
   const JobRecord& job = **found;
   if (auto st = CheckOwner(who, job, "cancel"); !st) return done(std::unexpected(st.error()), std::nullopt);
   if (signal < 0 || signal > 64)
-    return done(std::unexpected(Error{"", "signal: not a signal number (got " + std::to_string(signal) + ")"}), std::nullopt);
+    return done(std::unexpected(Error{"", "signal: not a signal number (got " + std::to_string(signal) + ")"}),
+                std::nullopt);
   if (IsFinal(job.state))
-    return done(std::unexpected(Precondition("job " + std::to_string(id) + " is already " + std::string(JobStateName(job.state)))),
+    return done(std::unexpected(
+                    Precondition("job " + std::to_string(id) + " is already " + std::string(JobStateName(job.state)))),
                 job.state);
   if (signal != 0) {
     // A signal for the job's processes (scancel --signal): the job is not cancelled.
-    if (!Active(job)) return done(std::unexpected(Precondition("job " + std::to_string(id) + " is not running")), job.state);
+    if (!Active(job))
+      return done(std::unexpected(Precondition("job " + std::to_string(id) + " is not running")), job.state);
     PHX_LOG(kInfo) << "signal " << signal << " to job=" << id << " by " << who.user;
     executor_->SignalJob(id, signal, std::nullopt);
     return done({}, job.state);
@@ -114,17 +120,17 @@ void Controller::Cancel(const Caller& who, JobId id, int32_t signal, std::functi
   JobEvent(
       id, "cancel",
       [this, id, by] {
-        Status s = core_->Cancel(id, Now());
-        if (s) launch_.SetOutcome(id, 0, "cancelled by " + by);  // saved with the cancelled state
-        return s;
+    Status s = core_->Cancel(id, Now());
+    if (s) launch_.SetOutcome(id, 0, "cancelled by " + by);  // saved with the cancelled state
+    return s;
       },
       [this, id, done](CallStatus st) {
-        const JobRecord* j = core_->job(id);
-        done(st, j ? std::optional<JobState>(j->state) : std::nullopt);
-      },
+    const JobRecord* j = core_->job(id);
+    done(st, j ? std::optional<JobState>(j->state) : std::nullopt);
+  },
       [this, id, was_active, by] {
-        PHX_LOG(kInfo) << "cancel job=" << id << " by " << by;
-        if (was_active) executor_->StopJob(id, "cancelled by " + by);
+    PHX_LOG(kInfo) << "cancel job=" << id << " by " << by;
+    if (was_active) executor_->StopJob(id, "cancelled by " + by);
       });
 }
 
@@ -132,14 +138,16 @@ void Controller::Hold(const Caller& who, JobId id, Reply<void> done) {
   auto found = FindJob(id);
   if (!found) return done(std::unexpected(found.error()));
   if (auto st = CheckOwner(who, **found, "hold"); !st) return done(std::unexpected(st.error()));
-  JobEvent(id, "hold", [this, id] { return core_->Hold(id, Now()); }, std::move(done));
+  JobEvent(
+      id, "hold", [this, id] { return core_->Hold(id, Now()); }, std::move(done));
 }
 
 void Controller::Release(const Caller& who, JobId id, Reply<void> done) {
   auto found = FindJob(id);
   if (!found) return done(std::unexpected(found.error()));
   if (auto st = CheckOwner(who, **found, "release"); !st) return done(std::unexpected(st.error()));
-  JobEvent(id, "release", [this, id] { return core_->Release(id, Now()); }, std::move(done));
+  JobEvent(
+      id, "release", [this, id] { return core_->Release(id, Now()); }, std::move(done));
 }
 
 void Controller::Update(const Caller& who, JobId id, const Scheduler::JobUpdate& update, Reply<void> done) {
@@ -151,10 +159,11 @@ void Controller::Update(const Caller& who, JobId id, const Scheduler::JobUpdate&
   // The core checks the walltime's range; raising it is for admins.
   if (update.walltime && *update.walltime > job.walltime && !who.admin)
     return done(std::unexpected(Error{"",
-                                      "walltime_s: users may only lower a walltime (" + std::to_string(job.walltime) + "s -> " +
-                                          std::to_string(*update.walltime) + "s); ask an admin",
+                                      "walltime_s: users may only lower a walltime (" + std::to_string(job.walltime) +
+                                          "s -> " + std::to_string(*update.walltime) + "s); ask an admin",
                                       ErrorCode::kPermissionDenied}));
-  JobEvent(id, "update", [this, id, update] { return core_->Update(id, update, Now()); }, std::move(done));
+  JobEvent(
+      id, "update", [this, id, update] { return core_->Update(id, update, Now()); }, std::move(done));
 }
 
 void Controller::ReportCheckpoint(const Caller& who, JobId id, uint64_t epoch, std::string path, Reply<void> done) {

@@ -16,8 +16,8 @@ void Controller::SetNodeAdmin(const Caller& who, const std::string& name, NodeSt
                               Reply<void> done) {
   const char* verb = state == NodeState::kDrain ? "drain" : "resume";
   if (!who.admin)
-    return done(std::unexpected(
-        Error{"", std::string(verb) + " node: admins only (" + who.user + " is not one)", ErrorCode::kPermissionDenied}));
+    return done(std::unexpected(Error{"", std::string(verb) + " node: admins only (" + who.user + " is not one)",
+                                      ErrorCode::kPermissionDenied}));
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return done(std::unexpected(Error{"node " + name, "no such node", ErrorCode::kNotFound}));
   if (auto s = Serving(); !s) return done(s);
@@ -48,7 +48,8 @@ void Controller::ApplyNodeState(const std::string& name, const std::string& why)
   }
   PHX_LOG(kInfo) << "node " << name << " is " << NodeStateName(want) << " (" << why << ")";
   store::Batch b;
-  b.RecordEvent(now, "node", kNoJob, "node=" + name + " state=" + std::string(NodeStateName(want)) + " reason=" + store::Escape(why));
+  b.RecordEvent(now, "node", kNoJob,
+                "node=" + name + " state=" + std::string(NodeStateName(want)) + " reason=" + store::Escape(why));
   SaveChanged(b);  // a node going down requeues or shrinks its jobs
   Commit(std::move(b), [](CallStatus) {});
   RequestPass();

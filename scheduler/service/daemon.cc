@@ -5,13 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 #include <grpcpp/server_posix.h>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -62,7 +62,8 @@ Status MakeParentDirs(const std::string& file) {
   for (size_t pos = 1; pos <= dir.size(); ++pos) {
     if (pos != dir.size() && dir[pos] != '/') continue;
     const std::string part = dir.substr(0, pos);
-    if (mkdir(part.c_str(), 0750) != 0 && errno != EEXIST) return Fail(part, std::string("cannot create: ") + std::strerror(errno));
+    if (mkdir(part.c_str(), 0750) != 0 && errno != EEXIST)
+      return Fail(part, std::string("cannot create: ") + std::strerror(errno));
   }
   return {};
 }
@@ -191,8 +192,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   co.pass_interval_s = config.pass_interval_s;
   co.topology_fingerprint = fingerprint;
   Daemon* self = d.get();
-  p.controller = std::make_unique<Controller>(p.io, std::move(*recovered), p.committer.get(), p.reader.get(), p.clock, co,
-                                              p.executor.get(), [self](const std::string& why) { self->RequestStop(why); });
+  p.controller =
+      std::make_unique<Controller>(p.io, std::move(*recovered), p.committer.get(), p.reader.get(), p.clock, co,
+                                   p.executor.get(), [self](const std::string& why) { self->RequestStop(why); });
   if (options.handle_signals) {
     p.signals = std::make_unique<boost::asio::signal_set>(p.io, SIGINT, SIGTERM);
     p.signals->async_wait([self](const boost::system::error_code& ec, int sig) {
@@ -255,11 +257,15 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
     }
     d->agent_port_ = port;
     PHX_LOG(kInfo) << "agents: listening on " << config.agents.listen << " (port " << port << ", "
-                   << (config.agents.tls_cert.empty() ? "token" : config.agents.tls_client_ca.empty() ? "TLS + token" : "mutual TLS")
+                   << (config.agents.tls_cert.empty()        ? "token"
+                       : config.agents.tls_client_ca.empty() ? "TLS + token"
+                                                             : "mutual TLS")
                    << ")";
   }
   p.listener = std::make_unique<UnixListener>(config.socket_path, &p.peers);
-  if (auto st = p.listener->Start([server = p.user_server.get()](int fd) { grpc::AddInsecureChannelFromFd(server, fd); }); !st) {
+  if (auto st =
+          p.listener->Start([server = p.user_server.get()](int fd) { grpc::AddInsecureChannelFromFd(server, fd); });
+      !st) {
     d->Stop();
     return std::unexpected(st.error());
   }

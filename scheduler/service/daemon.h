@@ -11,9 +11,9 @@
 // RunOnIo from any thread except the io thread.
 #pragma once
 
+#include <grpcpp/server.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <grpcpp/server.h>
 
 #include <functional>
 #include <memory>
@@ -34,7 +34,6 @@ class UnixListener;
 class JobsService;
 class ClusterService;
 class AgentsService;
-
 
 class Daemon {
  public:

@@ -18,7 +18,8 @@ namespace {
 // "file:line: section.key".
 class Section {
  public:
-  Section(const YAML::Node& node, std::string file, std::string prefix) : node_(node), file_(std::move(file)), prefix_(std::move(prefix)) {}
+  Section(const YAML::Node& node, std::string file, std::string prefix)
+      : node_(node), file_(std::move(file)), prefix_(std::move(prefix)) {}
 
   using Handler = std::function<Status(const YAML::Node& value, const std::string& key)>;
   void On(std::string key, Handler h) { handlers_.emplace(std::move(key), std::move(h)); }
@@ -73,7 +74,8 @@ struct Conv {
   }
   Status WholeSeconds(const YAML::Node& v, const std::string& key, Duration* out) const {
     int64_t x = 0;
-    if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x) || x < 0) return Bad(v, key, "a whole number of seconds >= 0");
+    if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x) || x < 0)
+      return Bad(v, key, "a whole number of seconds >= 0");
     *out = x;
     return {};
   }
@@ -95,7 +97,8 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
   if (node.IsMap() && node["policy"]) {
     const YAML::Node p = node["policy"];
     auto preset = PolicyPreset(Scalar(p));
-    if (!preset) return Fail(file + ":" + std::to_string(p.Mark().line + 1), "scheduler.policy: " + preset.error().message);
+    if (!preset)
+      return Fail(file + ":" + std::to_string(p.Mark().line + 1), "scheduler.policy: " + preset.error().message);
     c.policy = Scalar(p);
     c.scheduler = *preset;
   }
@@ -104,8 +107,8 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
   SchedulerConfig& k = c.scheduler;
   s.On("policy", [](const YAML::Node&, const std::string&) -> Status { return {}; });
   // Knobs of the core's SchedulerConfig, parsed by the core itself (SetConfigOption).
-  for (const char* name : {"order", "backfill", "reserve_depth", "reserve_large_gpus", "placement", "preemption", "elastic",
-                           "best_fit", "whole_node_reservations", "node_fit_tolerance"}) {
+  for (const char* name : {"order", "backfill", "reserve_depth", "reserve_large_gpus", "placement", "preemption",
+                           "elastic", "best_fit", "whole_node_reservations", "node_fit_tolerance"}) {
     s.On(name, [&k, &s, name](const YAML::Node& v, const std::string& key) -> Status {
       std::string x = Scalar(v);
       if (x == "yes") x = "on";
@@ -114,11 +117,16 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
       return {};
     });
   }
-  s.On("reserve_after_wait", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.reserve_after_wait); });
-  s.On("charge_period", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.charge_period); });
-  s.On("checkpoint_grace", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.checkpoint_grace); });
-  s.On("periodic_checkpoint", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.periodic_checkpoint); });
-  s.On("grow_after_idle", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.grow_after_idle); });
+  s.On("reserve_after_wait",
+       [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.reserve_after_wait); });
+  s.On("charge_period",
+       [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.charge_period); });
+  s.On("checkpoint_grace",
+       [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.checkpoint_grace); });
+  s.On("periodic_checkpoint",
+       [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.periodic_checkpoint); });
+  s.On("grow_after_idle",
+       [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.grow_after_idle); });
   // One value for every priority class's minimum runtime before a checkpoint preemption.
   s.On("min_runtime_before_preemption", [&](const YAML::Node& v, const std::string& key) -> Status {
     Duration d = 0;
@@ -126,17 +134,28 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
     for (auto& cls : k.classes.classes) cls.min_runtime_before_preemption = d;
     return {};
   });
-  s.On("default_walltime", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.default_walltime); });
-  s.On("max_walltime", [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.max_walltime); });
-  s.On("pass_interval", [&](const YAML::Node& v, const std::string& key) { return cv.Seconds(v, key, &c.pass_interval_s); });
+  s.On("default_walltime",
+       [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.default_walltime); });
+  s.On("max_walltime",
+       [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.max_walltime); });
+  s.On("pass_interval",
+       [&](const YAML::Node& v, const std::string& key) { return cv.Seconds(v, key, &c.pass_interval_s); });
   s.On("limits", [&](const YAML::Node& v, const std::string&) -> Status {
     Section l(v, file, "scheduler.limits.");
     Conv lc{l};
     LimitsConfig& lim = k.limits;
-    l.On("user_max_running_gpus", [&](const YAML::Node& x, const std::string& key) { return lc.U32(x, key, &lim.default_user.max_running_gpus); });
-    l.On("user_max_pending_jobs", [&](const YAML::Node& x, const std::string& key) { return lc.U32(x, key, &lim.default_user.max_pending_jobs); });
-    l.On("account_max_running_gpus", [&](const YAML::Node& x, const std::string& key) { return lc.U32(x, key, &lim.default_account.max_running_gpus); });
-    l.On("account_max_pending_jobs", [&](const YAML::Node& x, const std::string& key) { return lc.U32(x, key, &lim.default_account.max_pending_jobs); });
+    l.On("user_max_running_gpus", [&](const YAML::Node& x, const std::string& key) {
+      return lc.U32(x, key, &lim.default_user.max_running_gpus);
+    });
+    l.On("user_max_pending_jobs", [&](const YAML::Node& x, const std::string& key) {
+      return lc.U32(x, key, &lim.default_user.max_pending_jobs);
+    });
+    l.On("account_max_running_gpus", [&](const YAML::Node& x, const std::string& key) {
+      return lc.U32(x, key, &lim.default_account.max_running_gpus);
+    });
+    l.On("account_max_pending_jobs", [&](const YAML::Node& x, const std::string& key) {
+      return lc.U32(x, key, &lim.default_account.max_pending_jobs);
+    });
     return l.Run();
   });
   return s.Run();
@@ -190,14 +209,21 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     t.On("token_file", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.token_file); });
     t.On("tls_cert", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.tls_cert); });
     t.On("tls_key", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.tls_key); });
-    t.On("tls_client_ca", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.tls_client_ca); });
-    t.On("heartbeat_interval", [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.heartbeat_interval_s); });
-    t.On("heartbeat_timeout", [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.heartbeat_timeout_s); });
+    t.On("tls_client_ca",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.tls_client_ca); });
+    t.On("heartbeat_interval",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.heartbeat_interval_s); });
+    t.On("heartbeat_timeout",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.heartbeat_timeout_s); });
     t.On("grace", [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.agent_grace_s); });
-    t.On("startup_grace", [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.startup_grace_s); });
-    t.On("kill_grace", [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.kill_grace_s); });
-    t.On("master_port_min", [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &c.master_port_min, 65535); });
-    t.On("master_port_max", [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &c.master_port_max, 65535); });
+    t.On("startup_grace",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.startup_grace_s); });
+    t.On("kill_grace",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.kill_grace_s); });
+    t.On("master_port_min",
+         [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &c.master_port_min, 65535); });
+    t.On("master_port_max",
+         [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &c.master_port_max, 65535); });
     return t.Run();
   });
   s.On("scheduler", [&](const YAML::Node& v, const std::string&) { return ParseScheduler(v, file, c); });
@@ -272,12 +298,14 @@ std::string DaemonUsage() {
 
 Result<DaemonConfig> ConfigFromArgs(int argc, const char* const* argv, bool* help) {
   static constexpr FlagSpec kFlags[] = {
-      {"config", "FILE", ""},          {"socket", "PATH", ""},          {"db", "PATH", ""},
-      {"topology", "SRC", ""},         {"topology-format", "F", ""},    {"policy", "NAME", ""},
-      {"admin", "USER", "", true},     {"agent-listen", "H:P", ""},     {"token-file", "PATH", ""},
-      {"tls-cert", "PATH", ""},        {"tls-key", "PATH", ""},         {"tls-client-ca", "PATH", ""},
-      {"http-listen", "H:P", ""},      {"log-level", "L", ""},          {"force-topology", "", ""},
-      {"help", "", ""},
+      {"config", "FILE", ""},       {"socket", "PATH", ""},
+      {"db", "PATH", ""},           {"topology", "SRC", ""},
+      {"topology-format", "F", ""}, {"policy", "NAME", ""},
+      {"admin", "USER", "", true},  {"agent-listen", "H:P", ""},
+      {"token-file", "PATH", ""},   {"tls-cert", "PATH", ""},
+      {"tls-key", "PATH", ""},      {"tls-client-ca", "PATH", ""},
+      {"http-listen", "H:P", ""},   {"log-level", "L", ""},
+      {"force-topology", "", ""},   {"help", "", ""},
   };
   *help = false;
   const std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
@@ -294,10 +322,15 @@ Result<DaemonConfig> ConfigFromArgs(int argc, const char* const* argv, bool* hel
   }
   // --config first, so that the other flags override the file whatever their order.
   if (flags->Has("config")) PHX_RETURN_IF_ERROR(ReadFileInto(flags->Get("config"), c));
-  for (auto [flag, target] : {std::pair{"socket", &c.socket_path}, {"db", &c.db_path}, {"topology", &c.topology},
-                              {"topology-format", &c.topology_format}, {"agent-listen", &c.agents.listen},
-                              {"token-file", &c.agents.token_file}, {"tls-cert", &c.agents.tls_cert},
-                              {"tls-key", &c.agents.tls_key}, {"tls-client-ca", &c.agents.tls_client_ca},
+  for (auto [flag, target] : {std::pair{"socket", &c.socket_path},
+                              {"db", &c.db_path},
+                              {"topology", &c.topology},
+                              {"topology-format", &c.topology_format},
+                              {"agent-listen", &c.agents.listen},
+                              {"token-file", &c.agents.token_file},
+                              {"tls-cert", &c.agents.tls_cert},
+                              {"tls-key", &c.agents.tls_key},
+                              {"tls-client-ca", &c.agents.tls_client_ca},
                               {"http-listen", &c.http_listen}}) {
     if (flags->Has(flag)) *target = flags->Get(flag);
   }
@@ -325,8 +358,8 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (c.socket_path.empty()) return Fail(where, "socket: must not be empty");
   if (c.db_path.empty()) return Fail(where, "store.path: must not be empty");
   if (c.master_port_min == 0 || c.master_port_min > c.master_port_max)
-    return Fail(where, "agents.master_port_min/max: need 0 < min <= max (got " + std::to_string(c.master_port_min) + ".." +
-                           std::to_string(c.master_port_max) + ")");
+    return Fail(where, "agents.master_port_min/max: need 0 < min <= max (got " + std::to_string(c.master_port_min) +
+                           ".." + std::to_string(c.master_port_max) + ")");
   if (c.heartbeat_interval_s <= 0) return Fail(where, "agents.heartbeat_interval: must be > 0");
   if (c.heartbeat_timeout_s < c.heartbeat_interval_s)
     return Fail(where, "agents.heartbeat_timeout: must be at least heartbeat_interval");
@@ -335,9 +368,11 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     return Fail(where, "scheduler: need 0 < default_walltime <= max_walltime");
   const AgentListenerConfig& a = c.agents;
   if (a.tls_cert.empty() != a.tls_key.empty()) return Fail(where, "agents.tls_cert and agents.tls_key go together");
-  if (!a.tls_client_ca.empty() && a.tls_cert.empty()) return Fail(where, "agents.tls_client_ca needs tls_cert and tls_key");
+  if (!a.tls_client_ca.empty() && a.tls_cert.empty())
+    return Fail(where, "agents.tls_client_ca needs tls_cert and tls_key");
   if (!a.listen.empty() && a.token_file.empty() && a.tls_client_ca.empty())
-    return Fail(where, "agents.listen: an agent listener needs a token_file or TLS client certificates (tls_client_ca)");
+    return Fail(where,
+                "agents.listen: an agent listener needs a token_file or TLS client certificates (tls_client_ca)");
   return {};
 }
 

@@ -20,44 +20,44 @@
 namespace phalanx::service {
 
 struct AgentListenerConfig {
-  std::string listen;          // "host:port"; empty: no TCP listener for agents
-  std::string token_file;      // shared secret ("authorization: Bearer <token>")
+  std::string listen;             // "host:port"; empty: no TCP listener for agents
+  std::string token_file;         // shared secret ("authorization: Bearer <token>")
   std::string tls_cert, tls_key;  // server certificate and key (PEM): TLS when both are set
-  std::string tls_client_ca;   // CA of agent certificates: mutual TLS (agents must present one)
+  std::string tls_client_ca;      // CA of agent certificates: mutual TLS (agents must present one)
 };
 
 struct DaemonConfig {
-  std::string config_path;     // the file read, if any (for messages)
+  std::string config_path;  // the file read, if any (for messages)
 
   // Users' side.
   std::string socket_path = "/run/phalanx/phalanxd.sock";  // mode 0666, in a directory we create
-  std::vector<std::string> admins;  // user names that may act on every job (root always may)
+  std::vector<std::string> admins;                         // user names that may act on every job (root always may)
 
   // State.
   std::string db_path = "/var/lib/phalanx/phalanxd.db";
   store::SyncMode sync = store::SyncMode::kNormal;
-  std::string topology = "gen:demo";   // a file (any format topology_loader reads) or gen:NAME
+  std::string topology = "gen:demo";  // a file (any format topology_loader reads) or gen:NAME
   std::string topology_format = "auto";
-  bool force_topology = false;         // start even if the topology changed under running jobs
+  bool force_topology = false;  // start even if the topology changed under running jobs
 
   // Agents.
   AgentListenerConfig agents;
-  double heartbeat_interval_s = 10;    // told to agents at registration
-  double heartbeat_timeout_s = 30;     // no report for this long: the stream is considered broken
-  double agent_grace_s = 60;           // a node whose agent is gone this long goes down
-  double startup_grace_s = 120;        // after a (re)start: time for agents to come back
-  uint32_t master_port_min = 29500;    // MASTER_PORT = min + job id mod (max - min + 1)
+  double heartbeat_interval_s = 10;  // told to agents at registration
+  double heartbeat_timeout_s = 30;   // no report for this long: the stream is considered broken
+  double agent_grace_s = 60;         // a node whose agent is gone this long goes down
+  double startup_grace_s = 120;      // after a (re)start: time for agents to come back
+  uint32_t master_port_min = 29500;  // MASTER_PORT = min + job id mod (max - min + 1)
   uint32_t master_port_max = 29999;
-  double kill_grace_s = 30;            // SIGTERM .. SIGKILL for kills, preemptions, cancels
+  double kill_grace_s = 30;  // SIGTERM .. SIGKILL for kills, preemptions, cancels
 
   // Scheduling.
-  std::string policy = "phalanx";      // preset (core/sched/config.h), then the knobs below
+  std::string policy = "phalanx";  // preset (core/sched/config.h), then the knobs below
   SchedulerConfig scheduler;
-  double pass_interval_s = 1;          // periodic pass (walltimes, deadlines, checkpoints)
+  double pass_interval_s = 1;  // periodic pass (walltimes, deadlines, checkpoints)
 
   // Operations.
   LogLevel log_level = LogLevel::kInfo;
-  std::string http_listen;             // "host:port" for /metrics, /healthz, /api/v1; empty: off
+  std::string http_listen;  // "host:port" for /metrics, /healthz, /api/v1; empty: off
 };
 
 // Reads `path` over the defaults (a missing key keeps its default; unknown keys are errors).

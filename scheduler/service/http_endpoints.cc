@@ -39,7 +39,8 @@ Result<v1::ListJobsRequest> ListRequest(const h::Request& r) {
     std::string name = ToUpper(s);
     if (!name.starts_with("JOB_STATE_")) name = "JOB_STATE_" + name;
     v1::JobState st;
-    if (!v1::JobState_Parse(name, &st) || st == v1::JOB_STATE_UNSPECIFIED) return Fail("state", "'" + s + "' is not a job state");
+    if (!v1::JobState_Parse(name, &st) || st == v1::JOB_STATE_UNSPECIFIED)
+      return Fail("state", "'" + s + "' is not a job state");
     req.add_states(st);
   }
   if (auto u = r.QueryValue("user")) req.set_user(*u);
@@ -82,13 +83,33 @@ Status HttpEndpoints::RegisterMetrics() {
   };
   Status st;
   if (st = check(metrics_.AddGauge("phalanx_jobs", "Jobs not finished, by state.", {"state"}), &jobs_); !st) return st;
-  if (st = check(metrics_.AddGauge("phalanx_gpus", "GPUs by state (allocated, free, unavailable: on drained or down nodes).", {"state"}), &gpus_); !st) return st;
-  if (st = check(metrics_.AddGauge("phalanx_free_block_gpus", "Largest block of free GPUs inside one domain of the level.", {"level"}), &free_block_); !st) return st;
-  if (st = check(metrics_.AddGauge("phalanx_whole_free_domains", "Domains of the level with every GPU free.", {"level"}), &whole_free_); !st) return st;
-  if (st = check(metrics_.AddGauge("phalanx_fragmentation_fgd", "Shape-aware fragmentation: fragmented share of the idle GPUs (0..1)."), &fgd_); !st) return st;
-  if (st = check(metrics_.AddGauge("phalanx_agents_connected", "Node agents with an open Connect stream."), &agents_); !st) return st;
-  if (st = check(metrics_.AddHistogram("phalanx_schedule_pass_seconds", "Wall time of one scheduling pass.", {},
-                                       {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}),
+  if (st =
+          check(metrics_.AddGauge("phalanx_gpus",
+                                  "GPUs by state (allocated, free, unavailable: on drained or down nodes).", {"state"}),
+                &gpus_);
+      !st)
+    return st;
+  if (st = check(metrics_.AddGauge("phalanx_free_block_gpus",
+                                   "Largest block of free GPUs inside one domain of the level.", {"level"}),
+                 &free_block_);
+      !st)
+    return st;
+  if (st =
+          check(metrics_.AddGauge("phalanx_whole_free_domains", "Domains of the level with every GPU free.", {"level"}),
+                &whole_free_);
+      !st)
+    return st;
+  if (st = check(metrics_.AddGauge("phalanx_fragmentation_fgd",
+                                   "Shape-aware fragmentation: fragmented share of the idle GPUs (0..1)."),
+                 &fgd_);
+      !st)
+    return st;
+  if (st = check(metrics_.AddGauge("phalanx_agents_connected", "Node agents with an open Connect stream."), &agents_);
+      !st)
+    return st;
+  if (st = check(metrics_.AddHistogram(
+                     "phalanx_schedule_pass_seconds", "Wall time of one scheduling pass.", {},
+                     {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}),
                  &pass_);
       !st)
     return st;
@@ -97,7 +118,8 @@ Status HttpEndpoints::RegisterMetrics() {
                  &wait_);
       !st)
     return st;
-  if (st = check(metrics_.AddCounter("phalanx_decisions", "Decisions carried out.", {"kind"}), &decisions_); !st) return st;
+  if (st = check(metrics_.AddCounter("phalanx_decisions", "Decisions carried out.", {"kind"}), &decisions_); !st)
+    return st;
   if (st = check(metrics_.AddCounter("phalanx_submissions", "Jobs accepted by Submit."), &submissions_); !st) return st;
   if (st = check(metrics_.AddCounter("phalanx_http_requests", "HTTP requests served."), &requests_); !st) return st;
   metrics_.AddCollector([this] {
@@ -127,7 +149,8 @@ Status HttpEndpoints::RegisterMetrics() {
   return {};
 }
 
-Result<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(boost::asio::io_context& io, const std::string& listen, Controller* controller) {
+Result<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(boost::asio::io_context& io, const std::string& listen,
+                                                            Controller* controller) {
   auto where = SplitListen(listen);
   if (!where) return std::unexpected(where.error());
   std::unique_ptr<HttpEndpoints> e(new HttpEndpoints());
@@ -151,11 +174,13 @@ Result<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(boost::asio::io_cont
     if (self->controller_->failed()) return h::ErrorResponse(503, "the store failed; phalanxd is stopping");
     return h::TextResponse(200, "ok\n");
   }));
-  added.push_back(router.Get("/metrics", [self](const h::Request&, const h::PathParams&) { return h::MetricsResponse(self->metrics_); }));
+  added.push_back(router.Get(
+      "/metrics", [self](const h::Request&, const h::PathParams&) { return h::MetricsResponse(self->metrics_); }));
   added.push_back(router.Get("/api/v1/jobs", [self](const h::Request& r, const h::PathParams&) {
     auto req = ListRequest(r);
     if (!req) return h::ErrorResponse(400, req.error().ToString());
-    return Answer<v1::ListJobsResponse>([&](v1::ListJobsResponse* out) { return views::ListJobs(*self->controller_, *req, out); });
+    return Answer<v1::ListJobsResponse>(
+        [&](v1::ListJobsResponse* out) { return views::ListJobs(*self->controller_, *req, out); });
   }));
   added.push_back(router.Get("/api/v1/jobs/{id}", [self](const h::Request&, const h::PathParams& p) {
     auto id = ParseNumber<uint64_t>(p.at("id"));
@@ -165,16 +190,20 @@ Result<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(boost::asio::io_cont
     return Answer<v1::Job>([&](v1::Job* out) { return views::GetJob(*self->controller_, kAnonymous, req, out); });
   }));
   added.push_back(router.Get("/api/v1/nodes", [self](const h::Request&, const h::PathParams&) {
-    return Answer<v1::ListNodesResponse>([&](v1::ListNodesResponse* out) { return views::ListNodes(*self->controller_, out); });
+    return Answer<v1::ListNodesResponse>(
+        [&](v1::ListNodesResponse* out) { return views::ListNodes(*self->controller_, out); });
   }));
   added.push_back(router.Get("/api/v1/stats", [self](const h::Request&, const h::PathParams&) {
-    return Answer<v1::GetStatsResponse>([&](v1::GetStatsResponse* out) { return views::GetStats(*self->controller_, out); });
+    return Answer<v1::GetStatsResponse>(
+        [&](v1::GetStatsResponse* out) { return views::GetStats(*self->controller_, out); });
   }));
   added.push_back(router.Get("/api/v1/fragmentation", [self](const h::Request&, const h::PathParams&) {
-    return Answer<v1::GetFragmentationResponse>([&](v1::GetFragmentationResponse* out) { return views::GetFragmentation(*self->controller_, out); });
+    return Answer<v1::GetFragmentationResponse>(
+        [&](v1::GetFragmentationResponse* out) { return views::GetFragmentation(*self->controller_, out); });
   }));
   added.push_back(router.Get("/api/v1/topology", [self](const h::Request&, const h::PathParams&) {
-    return Answer<v1::GetTopologyResponse>([&](v1::GetTopologyResponse* out) { return views::GetTopology(*self->controller_, out); });
+    return Answer<v1::GetTopologyResponse>(
+        [&](v1::GetTopologyResponse* out) { return views::GetTopology(*self->controller_, out); });
   }));
   for (const Status& st : added) {
     if (!st) return Fail("http routes", st.error().ToString());

@@ -23,7 +23,8 @@ class HttpEndpoints {
  public:
   // `listen` is "host:port" ("127.0.0.1:9464", "[::1]:0"). Registers the metrics, installs the
   // Controller's observer, starts the server. Errors name the address.
-  static Result<std::unique_ptr<HttpEndpoints>> Start(boost::asio::io_context& io, const std::string& listen, Controller* controller);
+  static Result<std::unique_ptr<HttpEndpoints>> Start(boost::asio::io_context& io, const std::string& listen,
+                                                      Controller* controller);
   ~HttpEndpoints();
   void Stop();
   uint16_t port() const { return server_ ? server_->port() : 0; }

@@ -50,8 +50,9 @@ std::string Identity::UserName(uint32_t uid) const {
 grpc::Status Identity::User(const grpc::CallbackServerContext& ctx, Caller* out) const {
   auto cred = peers_ ? peers_->Lookup(ctx.peer()) : std::nullopt;
   if (!cred)
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "the Jobs and Cluster services answer only on phalanxd's Unix socket (peer " + ctx.peer() + ")");
+    return grpc::Status(
+        grpc::StatusCode::UNAUTHENTICATED,
+        "the Jobs and Cluster services answer only on phalanxd's Unix socket (peer " + ctx.peer() + ")");
   out->uid = cred->uid;
   out->gid = cred->gid;
   out->pid = cred->pid;

@@ -17,7 +17,8 @@ using WatchLink = OutStream<v1::JobEvent>;
 // A Watch's events as the API's JobEvents, through the stream's OutStream.
 class WatchSink final : public JobEventSink {
  public:
-  WatchSink(Controller* controller, std::shared_ptr<WatchLink> link) : controller_(controller), link_(std::move(link)) {}
+  WatchSink(Controller* controller, std::shared_ptr<WatchLink> link)
+      : controller_(controller), link_(std::move(link)) {}
   bool Send(Time time, std::string_view kind, const JobRecord& job) override {
     v1::JobEvent ev;
     ev.set_time(time);
@@ -38,9 +39,9 @@ class WatchSink final : public JobEventSink {
 class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
  public:
   WatchReactor(boost::asio::io_context& io, Controller* controller, const v1::WatchRequest& req)
-      : link_(std::make_shared<WatchLink>(
-            WatchLink::Ops{[this](const v1::JobEvent* m) { StartWrite(m); }, [this](grpc::Status s) { Finish(std::move(s)); }},
-            100000)) {
+      : link_(std::make_shared<WatchLink>(WatchLink::Ops{[this](const v1::JobEvent* m) { StartWrite(m); },
+                                                         [this](grpc::Status s) { Finish(std::move(s)); }},
+                                          100000)) {
     WatchFilter filter{req.job_id(), req.user(), req.send_initial()};
     boost::asio::post(io, [controller, filter = std::move(filter), link = link_] {
       controller->Watch(filter, std::make_shared<WatchSink>(controller, link));
@@ -73,11 +74,12 @@ Reply<void> AnswerJob(Controller* c, JobId id, grpc::ServerUnaryReactor* r, v1::
 
 }  // namespace
 
-#define PHX_CALLER(ctx)                                                      \
-  Caller who;                                                                \
+#define PHX_CALLER(ctx) \
+  Caller who;           \
   if (auto st = identity_->User(*(ctx), &who); !st.ok()) return FinishNow(ctx, st)
 
-grpc::ServerUnaryReactor* JobsService::Submit(grpc::CallbackServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitResponse* resp) {
+grpc::ServerUnaryReactor* JobsService::Submit(grpc::CallbackServerContext* ctx, const v1::SubmitRequest* req,
+                                              v1::SubmitResponse* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
     if (auto s = controller_->Serving(); !s) return r->Finish(ToGrpcStatus(s));
@@ -91,7 +93,8 @@ grpc::ServerUnaryReactor* JobsService::Submit(grpc::CallbackServerContext* ctx, 
   });
 }
 
-grpc::ServerUnaryReactor* JobsService::Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req, v1::CancelResponse* resp) {
+grpc::ServerUnaryReactor* JobsService::Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req,
+                                              v1::CancelResponse* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
     controller_->Cancel(who, req->job_id(), req->signal(), [r, resp](CallStatus st, std::optional<JobState> state) {
@@ -101,17 +104,23 @@ grpc::ServerUnaryReactor* JobsService::Cancel(grpc::CallbackServerContext* ctx, 
   });
 }
 
-grpc::ServerUnaryReactor* JobsService::Get(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req, v1::Job* resp) {
+grpc::ServerUnaryReactor* JobsService::Get(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
+                                           v1::Job* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::GetJob(*controller_, who, *req, resp)); });
+  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
+    r->Finish(views::GetJob(*controller_, who, *req, resp));
+  });
 }
 
-grpc::ServerUnaryReactor* JobsService::List(grpc::CallbackServerContext* ctx, const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) {
+grpc::ServerUnaryReactor* JobsService::List(grpc::CallbackServerContext* ctx, const v1::ListJobsRequest* req,
+                                            v1::ListJobsResponse* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, req, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::ListJobs(*controller_, *req, resp)); });
+  return OnIo(ctx, io_,
+              [this, req, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::ListJobs(*controller_, *req, resp)); });
 }
 
-grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerContext* ctx, const v1::WatchRequest* req) {
+grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerContext* ctx,
+                                                           const v1::WatchRequest* req) {
   Caller who;
   if (auto st = identity_->User(*ctx, &who); !st.ok()) return new RejectedWatch(st);
   return new WatchReactor(io_, controller_, *req);
@@ -131,18 +140,20 @@ grpc::ServerUnaryReactor* JobsService::Release(grpc::CallbackServerContext* ctx,
   });
 }
 
-grpc::ServerUnaryReactor* JobsService::Update(grpc::CallbackServerContext* ctx, const v1::UpdateJobRequest* req, v1::Job* resp) {
+grpc::ServerUnaryReactor* JobsService::Update(grpc::CallbackServerContext* ctx, const v1::UpdateJobRequest* req,
+                                              v1::Job* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
     controller_->Update(who, req->job_id(), JobUpdateFromProto(*req), AnswerJob(controller_, req->job_id(), r, resp));
   });
 }
 
-grpc::ServerUnaryReactor* JobsService::ReportCheckpoint(grpc::CallbackServerContext* ctx, const v1::ReportCheckpointRequest* req,
-                                                        v1::Job* resp) {
+grpc::ServerUnaryReactor* JobsService::ReportCheckpoint(grpc::CallbackServerContext* ctx,
+                                                        const v1::ReportCheckpointRequest* req, v1::Job* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    controller_->ReportCheckpoint(who, req->job_id(), req->epoch(), req->path(), AnswerJob(controller_, req->job_id(), r, resp));
+    controller_->ReportCheckpoint(who, req->job_id(), req->epoch(), req->path(),
+                                  AnswerJob(controller_, req->job_id(), r, resp));
   });
 }
 

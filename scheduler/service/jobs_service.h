@@ -20,14 +20,18 @@ class JobsService final : public v1::Jobs::CallbackService {
   JobsService(boost::asio::io_context& io, Controller* controller, const Identity* identity)
       : io_(io), controller_(controller), identity_(identity) {}
 
-  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitResponse* resp) override;
-  grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req, v1::CancelResponse* resp) override;
+  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx, const v1::SubmitRequest* req,
+                                   v1::SubmitResponse* resp) override;
+  grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req,
+                                   v1::CancelResponse* resp) override;
   grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req, v1::Job* resp) override;
-  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) override;
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListJobsRequest* req,
+                                 v1::ListJobsResponse* resp) override;
   grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx, const v1::WatchRequest* req) override;
   grpc::ServerUnaryReactor* Hold(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) override;
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) override;
-  grpc::ServerUnaryReactor* Update(grpc::CallbackServerContext* ctx, const v1::UpdateJobRequest* req, v1::Job* resp) override;
+  grpc::ServerUnaryReactor* Update(grpc::CallbackServerContext* ctx, const v1::UpdateJobRequest* req,
+                                   v1::Job* resp) override;
   grpc::ServerUnaryReactor* ReportCheckpoint(grpc::CallbackServerContext* ctx, const v1::ReportCheckpointRequest* req,
                                              v1::Job* resp) override;
 

@@ -51,7 +51,8 @@ void LaunchBook::SetOutcome(JobId job, int32_t exit_code, const std::string& rea
   it->second.set_reason(reason);
 }
 
-void LaunchBook::SaveOutcome(store::Batch& b, const std::vector<GpuId>& last_gpus, const JobRecord& job, const Topology& topo) {
+void LaunchBook::SaveOutcome(store::Batch& b, const std::vector<GpuId>& last_gpus, const JobRecord& job,
+                             const Topology& topo) {
   const JobId id = job.spec.id;
   auto it = unfinished_.find(id);
   if (it == unfinished_.end()) return;

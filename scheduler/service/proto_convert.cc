@@ -45,7 +45,8 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
   if (p.nodes() == 0 && p.gpus_per_node() != 0)
     return std::unexpected(Bad("gpus_per_node", std::to_string(p.gpus_per_node()) + " given without nodes").error());
   if (p.nodes() > 0 && p.gpus_per_node() == 0)
-    return std::unexpected(Bad("gpus_per_node", "must be at least 1 when nodes is " + std::to_string(p.nodes())).error());
+    return std::unexpected(
+        Bad("gpus_per_node", "must be at least 1 when nodes is " + std::to_string(p.nodes())).error());
   s.shape.gpus = p.gpus();
   s.shape.nodes = p.nodes();
   s.shape.gpus_per_node = p.gpus_per_node();
@@ -58,23 +59,32 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
   switch (p.elastic_step_kind()) {
     case v1::ELASTIC_STEP_ANY: s.step_kind = ElasticStep::kAny; break;
     case v1::ELASTIC_STEP_MULTIPLE:
-      if (p.elastic_step() == 0) return std::unexpected(Bad("elastic_step", "must be at least 1 for multiples (got 0)").error());
+      if (p.elastic_step() == 0)
+        return std::unexpected(Bad("elastic_step", "must be at least 1 for multiples (got 0)").error());
       s.step_kind = ElasticStep::kMultiple;
       s.step = p.elastic_step();
       break;
     case v1::ELASTIC_STEP_POWER_OF_TWO: s.step_kind = ElasticStep::kPowerOfTwo; break;
     default:
-      return std::unexpected(Bad("elastic_step_kind", "unknown step kind " + std::to_string(p.elastic_step_kind())).error());
+      return std::unexpected(
+          Bad("elastic_step_kind", "unknown step kind " + std::to_string(p.elastic_step_kind())).error());
   }
-  if (p.walltime_s() < 0) return std::unexpected(Bad("walltime_s", "must not be negative (got " + std::to_string(p.walltime_s()) + ")").error());
+  if (p.walltime_s() < 0)
+    return std::unexpected(
+        Bad("walltime_s", "must not be negative (got " + std::to_string(p.walltime_s()) + ")").error());
   s.walltime = p.walltime_s();
   if (p.has_preemptible()) s.preemptible = p.preemptible();
   if (p.checkpoint_signal() < 0 || p.checkpoint_signal() > 64)
-    return std::unexpected(Bad("checkpoint_signal", "not a signal number (got " + std::to_string(p.checkpoint_signal()) + ")").error());
+    return std::unexpected(
+        Bad("checkpoint_signal", "not a signal number (got " + std::to_string(p.checkpoint_signal()) + ")").error());
   if (p.checkpoint_warning_s() < 0)
-    return std::unexpected(Bad("checkpoint_warning_s", "must not be negative (got " + std::to_string(p.checkpoint_warning_s()) + ")").error());
+    return std::unexpected(
+        Bad("checkpoint_warning_s", "must not be negative (got " + std::to_string(p.checkpoint_warning_s()) + ")")
+            .error());
   if (p.checkpoint_interval_s() < 0)
-    return std::unexpected(Bad("checkpoint_interval_s", "must not be negative (got " + std::to_string(p.checkpoint_interval_s()) + ")").error());
+    return std::unexpected(
+        Bad("checkpoint_interval_s", "must not be negative (got " + std::to_string(p.checkpoint_interval_s()) + ")")
+            .error());
   s.checkpoint_interval = p.checkpoint_interval_s();
   s.checkpoint_grace = p.checkpoint_warning_s();  // the checkpoint deadline comes this long after the signal
   s.held = p.hold();
@@ -85,7 +95,8 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
   // How to run it: a command, or a script whose arguments are `command` (gsub script.sh ARGS).
   if (p.command_size() == 0 && p.script().empty())
     return std::unexpected(Bad("command", "empty: give a command or a script").error());
-  if (p.script().empty() && p.command(0).empty()) return std::unexpected(Bad("command", "the program name is empty").error());
+  if (p.script().empty() && p.command(0).empty())
+    return std::unexpected(Bad("command", "the program name is empty").error());
   for (int i = 0; i < p.command_size(); ++i) {
     if (p.command(i).find('\0') != std::string::npos)
       return std::unexpected(Bad("command", "argument " + std::to_string(i) + " contains a NUL byte").error());
@@ -151,7 +162,8 @@ v1::NodeState ToProto(NodeState state) {
   return v1::NODE_STATE_UNSPECIFIED;
 }
 
-void FillGpuRefs(const std::vector<GpuId>& gpus, const Topology& topo, google::protobuf::RepeatedPtrField<v1::GpuRef>* out) {
+void FillGpuRefs(const std::vector<GpuId>& gpus, const Topology& topo,
+                 google::protobuf::RepeatedPtrField<v1::GpuRef>* out) {
   for (GpuId g : gpus) {
     if (g.value >= topo.gpu_count()) continue;
     v1::GpuRef* r = out->Add();
@@ -204,7 +216,8 @@ void FillJob(const JobRecord& job, const JobExtras& extras, const Topology& topo
   }
   const v1::Job* outcome = IsFinal(job.state) ? extras.launch : nullptr;
   if (IsFinal(job.state)) {
-    out->set_reason(outcome == nullptr || outcome->reason().empty() ? std::string(JobStateName(job.state)) : outcome->reason());
+    out->set_reason(outcome == nullptr || outcome->reason().empty() ? std::string(JobStateName(job.state))
+                                                                    : outcome->reason());
   }
   out->set_submit_time(s.submit);
   out->set_start_time(job.start);
@@ -276,7 +289,8 @@ v1::DaemonCommand MakeWelcomeCommand(const AgentWelcome& welcome) {
   return c;
 }
 
-v1::DaemonCommand MakeSignalCommand(JobId job, uint64_t launch_id, int32_t signal, std::optional<Time> checkpoint_deadline) {
+v1::DaemonCommand MakeSignalCommand(JobId job, uint64_t launch_id, int32_t signal,
+                                    std::optional<Time> checkpoint_deadline) {
   v1::DaemonCommand c;
   v1::SignalCommand* s = c.mutable_signal();
   s->set_job_id(job);

@@ -73,7 +73,8 @@ v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job
 v1::DaemonCommand MakeWelcomeCommand(const AgentWelcome& welcome);
 // `signal` to the job's parts of `launch_id` (0: all of them); with a deadline, the checkpoint
 // signal.
-v1::DaemonCommand MakeSignalCommand(JobId job, uint64_t launch_id, int32_t signal, std::optional<Time> checkpoint_deadline);
+v1::DaemonCommand MakeSignalCommand(JobId job, uint64_t launch_id, int32_t signal,
+                                    std::optional<Time> checkpoint_deadline);
 // Stop the job's parts of `launch_id` (0: all of them): SIGTERM, SIGKILL after `grace_s`.
 v1::DaemonCommand MakeKillCommand(JobId job, uint64_t launch_id, int64_t grace_s, const std::string& reason);
 

@@ -54,7 +54,8 @@ std::string TopologyFingerprint(const Topology& topo) {
   return buf;
 }
 
-Result<Recovered> Recover(store::Store& store, Topology topology, SchedulerConfig config, const RecoveryOptions& options) {
+Result<Recovered> Recover(store::Store& store, Topology topology, SchedulerConfig config,
+                          const RecoveryOptions& options) {
   auto loaded = store.LoadAll();
   if (!loaded) return std::unexpected(loaded.error());
   store::RecoveredState& state = *loaded;
@@ -74,8 +75,8 @@ Result<Recovered> Recover(store::Store& store, Topology topology, SchedulerConfi
                                   " jobs hold GPUs by index; start with the old topology, or with --force-topology to "
                                   "requeue those jobs (what still runs is killed when the agents reconnect)");
   if (changed) {
-    r.notes.push_back("topology changed (fingerprint " + **stored + " -> " + fingerprint + "): " + std::to_string(holders) +
-                      " running jobs requeued, claims dropped");
+    r.notes.push_back("topology changed (fingerprint " + **stored + " -> " + fingerprint +
+                      "): " + std::to_string(holders) + " running jobs requeued, claims dropped");
     for (JobRecord& j : state.jobs) {
       if (HoldsGpus(j)) RequeueForNewTopology(j);
       j.claim.clear();

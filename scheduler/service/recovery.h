@@ -40,13 +40,13 @@ struct NodeAdmin {
 
 struct Recovered {
   std::unique_ptr<Scheduler> core;
-  std::map<JobId, v1::Job> launch;            // unfinished jobs' launch info
-  std::map<std::string, NodeAdmin> admin;     // stored admin node states (drain), by name
-  std::set<std::string> unconfirmed;          // nodes with running jobs, waiting for their agent
+  std::map<JobId, v1::Job> launch;         // unfinished jobs' launch info
+  std::map<std::string, NodeAdmin> admin;  // stored admin node states (drain), by name
+  std::set<std::string> unconfirmed;       // nodes with running jobs, waiting for their agent
   JobId next_job_id = 1;
   uint64_t next_launch_id = 1;
-  std::vector<std::string> notes;             // for the log: what recovery changed
-  store::Batch batch;                         // to apply before serving
+  std::vector<std::string> notes;  // for the log: what recovery changed
+  store::Batch batch;              // to apply before serving
   size_t jobs = 0, unfinished = 0, running = 0;
 };
 
@@ -57,6 +57,7 @@ struct RecoveryOptions {
 
 // Fails on a store that cannot be read, a changed topology under running jobs (without
 // force), a job the core refuses to restore (naming it), or launch info that does not decode.
-Result<Recovered> Recover(store::Store& store, Topology topology, SchedulerConfig config, const RecoveryOptions& options);
+Result<Recovered> Recover(store::Store& store, Topology topology, SchedulerConfig config,
+                          const RecoveryOptions& options);
 
 }  // namespace phalanx::service

@@ -4,11 +4,11 @@
 // Thread-safety: ToGrpcStatus is pure; OnIo is safe from any thread, `work` runs on the io thread.
 #pragma once
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/server_callback.h>
 #include <grpcpp/support/status.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include <utility>
 

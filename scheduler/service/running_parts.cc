@@ -107,7 +107,8 @@ void RunningParts::NodeLost(const std::string& node) {
 bool RunningParts::AllExited(JobId job) const {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return false;
-  return std::all_of(it->second.parts.begin(), it->second.parts.end(), [](const Part& p) { return p.state == PartState::kExited; });
+  return std::all_of(it->second.parts.begin(), it->second.parts.end(),
+                     [](const Part& p) { return p.state == PartState::kExited; });
 }
 
 }  // namespace phalanx::service

@@ -32,8 +32,8 @@ class RunningParts {
   struct Launch {
     uint64_t launch_id = 0;  // 0: adopted after a restart, not known until a node reports it
     std::vector<Part> parts;
-    bool failed = false;     // a part failed: the others were told to stop
-    int32_t exit_code = 0;   // the first failure's
+    bool failed = false;    // a part failed: the others were told to stop
+    int32_t exit_code = 0;  // the first failure's
     std::string fail_reason;
     // Resize: the parts are stopping; when all have exited, launch `relaunch_id` on the GPUs
     // the job has then.
@@ -52,9 +52,9 @@ class RunningParts {
 
   // What a node that registers again lists, against what is tracked there.
   struct Reconciled {
-    std::vector<PartRef> stale;       // an older launch of a job that runs there: stop that launch
-    std::vector<JobId> unknown;       // jobs not run there: the node kills them (in listed order)
-    std::vector<JobId> lost;          // tracked as sent or running there, not listed: lost
+    std::vector<PartRef> stale;  // an older launch of a job that runs there: stop that launch
+    std::vector<JobId> unknown;  // jobs not run there: the node kills them (in listed order)
+    std::vector<JobId> lost;     // tracked as sent or running there, not listed: lost
   };
   // Parts of the current launch (or of an adopted one, which learns its id) become running.
   Reconciled Reconcile(const std::string& node, const std::vector<PartRef>& listed);

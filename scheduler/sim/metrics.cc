@@ -15,7 +15,8 @@ std::array<uint32_t, kLevelCount> LargestFreeByLevel(const Topology& topo) {
   return out;
 }
 
-std::vector<double> OfferedLoad(const std::vector<JobOutcome>& jobs, const std::vector<Sample>& series, uint32_t cluster_gpus) {
+std::vector<double> OfferedLoad(const std::vector<JobOutcome>& jobs, const std::vector<Sample>& series,
+                                uint32_t cluster_gpus) {
   // Sweep: +gpus at submit, -gpus at submit + duration.
   std::vector<std::pair<Time, int64_t>> deltas;
   deltas.reserve(jobs.size() * 2);
@@ -36,7 +37,7 @@ std::vector<double> OfferedLoad(const std::vector<JobOutcome>& jobs, const std::
 }
 
 std::vector<SizeBucket> DefaultSizeBuckets() {
-  return {{"1", 1, 1},     {"2-4", 2, 4},     {"5-8", 5, 8},          {"9-16", 9, 16},
+  return {{"1", 1, 1},       {"2-4", 2, 4},     {"5-8", 5, 8},          {"9-16", 9, 16},
           {"17-32", 17, 32}, {"33-64", 33, 64}, {">64", 65, UINT32_MAX}};
 }
 
@@ -94,7 +95,8 @@ Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs
     ++s.finished;
     last_end = std::max(last_end, j.end);
     jct.push_back(static_cast<double>(j.jct()));
-    bsld.push_back(std::max(1.0, static_cast<double>(j.jct()) / std::max<double>(static_cast<double>(j.duration), 10.0)));
+    bsld.push_back(
+        std::max(1.0, static_cast<double>(j.jct()) / std::max<double>(static_cast<double>(j.duration), 10.0)));
   }
   for (SizeBucket& b : s.wait_by_size) b.avg_wait = b.jobs ? b.avg_wait / static_cast<double>(b.jobs) : 0;
   s.avg_jct = Mean(jct);

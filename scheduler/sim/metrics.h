@@ -19,17 +19,17 @@ namespace phalanx {
 
 struct JobOutcome {
   std::string id;
-  uint32_t gpus = 0;           // as in the trace (the maximum for elastic jobs)
+  uint32_t gpus = 0;  // as in the trace (the maximum for elastic jobs)
   Time submit = 0;
-  Duration duration = 0;       // from the trace
-  Time first_start = -1;       // -1: never started
-  Time end = -1;               // -1: not finished when the simulation ended
+  Duration duration = 0;  // from the trace
+  Time first_start = -1;  // -1: never started
+  Time end = -1;          // -1: not finished when the simulation ended
   JobState state = JobState::kPending;
-  bool rejected = false;       // the core refused the submit
+  bool rejected = false;  // the core refused the submit
   bool elastic = false, preemptible = false;
   std::string priority_class;
   uint32_t preemptions = 0, resizes = 0;
-  double lost_gpu_s = 0;       // work lost by preemptions/failures (GPU-seconds, the core's count)
+  double lost_gpu_s = 0;  // work lost by preemptions/failures (GPU-seconds, the core's count)
 
   bool finished() const { return end >= 0; }
   Duration wait() const { return first_start >= 0 ? first_start - submit : -1; }
@@ -38,22 +38,22 @@ struct JobOutcome {
 
 struct Sample {
   Time t = 0;
-  uint32_t busy_gpus = 0;       // held by jobs (running or checkpointing)
-  uint32_t free_gpus = 0;       // free and on Up nodes
+  uint32_t busy_gpus = 0;  // held by jobs (running or checkpointing)
+  uint32_t free_gpus = 0;  // free and on Up nodes
   uint32_t running_jobs = 0;
   uint32_t pending_jobs = 0;
   uint64_t pending_gpus = 0;
-  double frag_gpus = 0;         // FGD-style: expected idle GPUs the job mix cannot use
+  double frag_gpus = 0;                              // FGD-style: expected idle GPUs the job mix cannot use
   std::array<uint32_t, kLevelCount> largest_free{};  // per level; 0 where the level is absent
 };
 
 struct RunCounters {
-  uint64_t passes = 0;          // Schedule() calls
-  uint64_t events = 0;          // events delivered to the core
+  uint64_t passes = 0;  // Schedule() calls
+  uint64_t events = 0;  // events delivered to the core
   uint64_t starts = 0, preemptions = 0, resizes = 0, kills = 0, checkpoints_requested = 0;
   uint64_t node_events = 0;
-  double busy_gpu_s = 0;        // integral of GPUs held over time
-  double work_gpu_s = 0;        // sum of gpus x duration over the trace (the offered work)
+  double busy_gpu_s = 0;  // integral of GPUs held over time
+  double work_gpu_s = 0;  // sum of gpus x duration over the trace (the offered work)
   // Placement efficiency: sum over placements of weight x busbw/best, weight = GPU-seconds held
   // in that placement. Jobs of 1 GPU are left out (no all-reduce).
   double placement_weight = 0, placement_score = 0, placement_score_static = 0;
@@ -61,7 +61,7 @@ struct RunCounters {
   // the best placement, and walltimes extended for it.
   double slow_gpu_s = 0;
   uint64_t walltime_extensions = 0;
-  Time end = 0;                 // last event time
+  Time end = 0;  // last event time
 };
 
 // Per level, the most free GPUs inside one domain of that level (0 where the level is absent).
@@ -69,10 +69,11 @@ std::array<uint32_t, kLevelCount> LargestFreeByLevel(const Topology& topo);
 
 // Fraction of the cluster that the trace asks for at each sample time if every job ran from its
 // submit time for its duration (not capped at 1): the offered load, an upper bound on use.
-std::vector<double> OfferedLoad(const std::vector<JobOutcome>& jobs, const std::vector<Sample>& series, uint32_t cluster_gpus);
+std::vector<double> OfferedLoad(const std::vector<JobOutcome>& jobs, const std::vector<Sample>& series,
+                                uint32_t cluster_gpus);
 
 struct SizeBucket {
-  std::string label;            // "1", "2-4", "5-8", "9-16", "17-32", "33-64", ">64"
+  std::string label;  // "1", "2-4", "5-8", "9-16", "17-32", "33-64", ">64"
   uint32_t lo = 0, hi = 0;
   size_t jobs = 0;
   double avg_wait = 0, max_wait = 0;
@@ -84,19 +85,19 @@ struct Summary {
   size_t jobs = 0, finished = 0, unfinished = 0, never_started = 0, rejected = 0, killed = 0;
   double avg_jct = 0, p50_jct = 0, p99_jct = 0;
   double avg_wait = 0, p50_wait = 0, p99_wait = 0;
-  double avg_bounded_slowdown = 0;   // max(1, jct / max(duration, 10 s)), finished jobs
-  double makespan = 0;               // last job end (all submit times start at 0)
-  size_t large_jobs = 0;             // >= 64 GPUs
-  double max_wait_large = 0;         // started large jobs, or the time waited so far
-  double utilization = 0;            // GPU-seconds held / (GPUs x makespan)
-  double offered_load = 0;           // work GPU-seconds / (GPUs x makespan)
-  double avg_frag_rate = 0;          // mean over samples of frag_gpus / free GPUs (idle > 0)
+  double avg_bounded_slowdown = 0;  // max(1, jct / max(duration, 10 s)), finished jobs
+  double makespan = 0;              // last job end (all submit times start at 0)
+  size_t large_jobs = 0;            // >= 64 GPUs
+  double max_wait_large = 0;        // started large jobs, or the time waited so far
+  double utilization = 0;           // GPU-seconds held / (GPUs x makespan)
+  double offered_load = 0;          // work GPU-seconds / (GPUs x makespan)
+  double avg_frag_rate = 0;         // mean over samples of frag_gpus / free GPUs (idle > 0)
   double avg_frag_gpus = 0;
   std::array<double, kLevelCount> avg_largest_free{};
   double placement_eff = 0, placement_eff_static = 0;  // 1 when nothing multi-GPU ran
   uint64_t preemptions = 0, resizes = 0, passes = 0;
   double ckpt_lost_gpu_h = 0;
-  double placement_lost_gpu_h = 0;   // runtime model: GPU-hours lost to slower placements
+  double placement_lost_gpu_h = 0;  // runtime model: GPU-hours lost to slower placements
   std::vector<SizeBucket> wait_by_size;
 };
 

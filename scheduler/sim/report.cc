@@ -85,7 +85,8 @@ std::string FormatTable(const ReportInfo& info, const std::vector<PolicyRun>& ru
   add("offered load (bound)", [](S s, P) { return F(s.offered_load, 3); });
   add("FGD frag (idle share)", [](S s, P) { return F(s.avg_frag_rate, 3); });
   for (int l : LevelsOf(runs)) {
-    add("avg largest free " + std::string(LevelName(static_cast<Level>(l))), [l](S s, P) { return F(s.avg_largest_free[l], 1); });
+    add("avg largest free " + std::string(LevelName(static_cast<Level>(l))),
+        [l](S s, P) { return F(s.avg_largest_free[l], 1); });
   }
   add("placement efficiency", [](S s, P) { return F(s.placement_eff, 3); });
   add("  static (no traffic)", [](S s, P) { return F(s.placement_eff_static, 3); });
@@ -93,7 +94,8 @@ std::string FormatTable(const ReportInfo& info, const std::vector<PolicyRun>& ru
   add("ckpt-lost GPU-hours", [](S s, P) { return F(s.ckpt_lost_gpu_h, 1); });
   add("placement-lost GPU-h", [](S s, P) { return F(s.placement_lost_gpu_h, 1); });
   add("resizes", [](S s, P) { return std::to_string(s.resizes); });
-  add("killed / never started", [](S s, P) { return std::to_string(s.killed) + " / " + std::to_string(s.never_started); });
+  add("killed / never started",
+      [](S s, P) { return std::to_string(s.killed) + " / " + std::to_string(s.never_started); });
   add("scheduling passes", [](S s, P) { return std::to_string(s.passes); });
   bool timed = false;
   for (const PolicyRun& p : runs) timed = timed || p.wall_s >= 0;
@@ -107,7 +109,8 @@ std::string FormatTable(const ReportInfo& info, const std::vector<PolicyRun>& ru
     for (const Row& r : rows) w[c] = std::max(w[c], r.cells[c].size());
   }
   std::ostringstream out;
-  out << "trace " << info.trace << " (" << info.jobs << " jobs) on " << info.topology << " (" << info.gpus << " GPUs)\n";
+  out << "trace " << info.trace << " (" << info.jobs << " jobs) on " << info.topology << " (" << info.gpus
+      << " GPUs)\n";
   if (!info.settings.empty()) out << info.settings << "\n";
   auto line = [&](const std::string& name, auto cell) {
     out << name << std::string(w0 - name.size() + 2, ' ');
@@ -128,13 +131,15 @@ std::string FormatTable(const ReportInfo& info, const std::vector<PolicyRun>& ru
 std::string FormatJson(const ReportInfo& info, const std::vector<PolicyRun>& runs) {
   std::ostringstream o;
   o << "{\n  \"trace\": " << JsonQuote(info.trace) << ",\n  \"topology\": " << JsonQuote(info.topology)
-    << ",\n  \"settings\": " << JsonQuote(info.settings) << ",\n  \"jobs\": " << info.jobs << ",\n  \"gpus\": " << info.gpus
-    << ",\n  \"policies\": [";
+    << ",\n  \"settings\": " << JsonQuote(info.settings) << ",\n  \"jobs\": " << info.jobs
+    << ",\n  \"gpus\": " << info.gpus << ",\n  \"policies\": [";
   for (size_t k = 0; k < runs.size(); ++k) {
     const Summary& s = runs[k].summary;
     const RunCounters& c = runs[k].result.counters;
     o << (k ? "," : "") << "\n    {\n";
-    auto kv = [&](const char* key, const std::string& v, bool last = false) { o << "      \"" << key << "\": " << v << (last ? "\n" : ",\n"); };
+    auto kv = [&](const char* key, const std::string& v, bool last = false) {
+      o << "      \"" << key << "\": " << v << (last ? "\n" : ",\n");
+    };
     kv("policy", JsonQuote(s.policy));
     kv("jobs", std::to_string(s.jobs));
     kv("finished", std::to_string(s.finished));
@@ -160,7 +165,8 @@ std::string FormatJson(const ReportInfo& info, const std::vector<PolicyRun>& run
     bool first = true;
     for (int l = kLevelCount - 1; l >= 0; --l) {
       if (s.avg_largest_free[l] <= 0) continue;
-      lf += std::string(first ? "" : ", ") + JsonQuote(LevelName(static_cast<Level>(l))) + ": " + F(s.avg_largest_free[l], 2);
+      lf += std::string(first ? "" : ", ") + JsonQuote(LevelName(static_cast<Level>(l))) + ": " +
+            F(s.avg_largest_free[l], 2);
       first = false;
     }
     kv("avg_largest_free", lf + "}");
@@ -189,15 +195,17 @@ std::string FormatJson(const ReportInfo& info, const std::vector<PolicyRun>& run
 std::string FormatCsv(const std::vector<PolicyRun>& runs) {
   std::ostringstream o;
   o << "policy,t,busy_gpus,utilization,offered_load,running_jobs,pending_jobs,pending_gpus,free_gpus,frag_gpus";
-  for (int l = kLevelCount - 1; l >= static_cast<int>(Level::kGroup); --l) o << ",largest_free_" << LevelName(static_cast<Level>(l));
+  for (int l = kLevelCount - 1; l >= static_cast<int>(Level::kGroup); --l)
+    o << ",largest_free_" << LevelName(static_cast<Level>(l));
   o << "\n";
   for (const PolicyRun& r : runs) {
     const double g = r.result.cluster_gpus ? r.result.cluster_gpus : 1;
     const std::vector<double> offered = OfferedLoad(r.result.jobs, r.result.series, r.result.cluster_gpus);
     for (size_t i = 0; i < r.result.series.size(); ++i) {
       const Sample& s = r.result.series[i];
-      o << r.result.policy << "," << s.t << "," << s.busy_gpus << "," << F(s.busy_gpus / g, 4) << "," << F(offered[i], 4) << ","
-        << s.running_jobs << "," << s.pending_jobs << "," << s.pending_gpus << "," << s.free_gpus << "," << F(s.frag_gpus, 2);
+      o << r.result.policy << "," << s.t << "," << s.busy_gpus << "," << F(s.busy_gpus / g, 4) << ","
+        << F(offered[i], 4) << "," << s.running_jobs << "," << s.pending_jobs << "," << s.pending_gpus << ","
+        << s.free_gpus << "," << F(s.frag_gpus, 2);
       for (int l = kLevelCount - 1; l >= static_cast<int>(Level::kGroup); --l) o << "," << s.largest_free[l];
       o << "\n";
     }
@@ -207,13 +215,14 @@ std::string FormatCsv(const std::vector<PolicyRun>& runs) {
 
 std::string FormatJobsCsv(const std::vector<PolicyRun>& runs) {
   std::ostringstream o;
-  o << "policy,job_id,gpus,submit_s,duration_s,start_s,end_s,wait_s,jct_s,state,class,elastic,preemptions,resizes,lost_gpu_s\n";
+  o << "policy,job_id,gpus,submit_s,duration_s,start_s,end_s,wait_s,jct_s,state,class,elastic,preemptions,resizes,lost_"
+       "gpu_s\n";
   for (const PolicyRun& r : runs) {
     for (const JobOutcome& j : r.result.jobs) {
-      o << r.result.policy << "," << j.id << "," << j.gpus << "," << j.submit << "," << j.duration << "," << j.first_start << ","
-        << j.end << "," << j.wait() << "," << j.jct() << "," << (j.rejected ? "rejected" : JobStateName(j.state)) << ","
-        << j.priority_class << "," << (j.elastic ? 1 : 0) << "," << j.preemptions << "," << j.resizes << "," << F(j.lost_gpu_s, 0)
-        << "\n";
+      o << r.result.policy << "," << j.id << "," << j.gpus << "," << j.submit << "," << j.duration << ","
+        << j.first_start << "," << j.end << "," << j.wait() << "," << j.jct() << ","
+        << (j.rejected ? "rejected" : JobStateName(j.state)) << "," << j.priority_class << "," << (j.elastic ? 1 : 0)
+        << "," << j.preemptions << "," << j.resizes << "," << F(j.lost_gpu_s, 0) << "\n";
     }
   }
   return o.str();
@@ -258,8 +267,8 @@ std::vector<std::pair<double, double>> Thin(const std::vector<std::pair<double, 
   return out;
 }
 
-std::string LineChart(const std::string& title, const std::string& xlabel, const std::string& ylabel, const std::vector<Series>& series,
-                      bool logx = false, double ymax_cap = 0) {
+std::string LineChart(const std::string& title, const std::string& xlabel, const std::string& ylabel,
+                      const std::vector<Series>& series, bool logx = false, double ymax_cap = 0) {
   const double W = 640, H = 300, L = 60, R = 150, T = 30, B = 45;
   double x0 = 1e300, x1 = -1e300, y1 = 0;
   for (const Series& s : series) {
@@ -279,43 +288,54 @@ std::string LineChart(const std::string& title, const std::string& xlabel, const
   auto X = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
   auto Y = [&](double y) { return T + (1 - std::min(y, y1) / y1) * (H - T - B); };
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " " << H
-    << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
-  o << "<text x=\"" << W / 2 - R / 2 << "\" y=\"18\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">" << Html(title) << "</text>\n";
-  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B << "\" fill=\"none\" stroke=\"#999\"/>\n";
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W
+    << " " << H << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  o << "<text x=\"" << W / 2 - R / 2 << "\" y=\"18\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">"
+    << Html(title) << "</text>\n";
+  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
+    << "\" fill=\"none\" stroke=\"#999\"/>\n";
   for (double y = 0; y <= y1 + 1e-9; y += ystep) {
-    o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << F(Y(y), 1) << "\" y2=\"" << F(Y(y), 1) << "\" stroke=\"#eee\"/>";
+    o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << F(Y(y), 1) << "\" y2=\"" << F(Y(y), 1)
+      << "\" stroke=\"#eee\"/>";
     o << "<text x=\"" << L - 4 << "\" y=\"" << F(Y(y) + 4, 1) << "\" text-anchor=\"end\">" << Tick(y) << "</text>\n";
   }
   if (logx) {
     for (double e = std::floor(x0); e <= x1 + 1e-9; e += 1) {
       if (e < x0) continue;
-      o << "<text x=\"" << F(X(e), 1) << "\" y=\"" << H - B + 15 << "\" text-anchor=\"middle\">" << HumanSeconds(std::pow(10, e)) << "</text>";
-      o << "<line x1=\"" << F(X(e), 1) << "\" x2=\"" << F(X(e), 1) << "\" y1=\"" << T << "\" y2=\"" << H - B << "\" stroke=\"#eee\"/>\n";
+      o << "<text x=\"" << F(X(e), 1) << "\" y=\"" << H - B + 15 << "\" text-anchor=\"middle\">"
+        << HumanSeconds(std::pow(10, e)) << "</text>";
+      o << "<line x1=\"" << F(X(e), 1) << "\" x2=\"" << F(X(e), 1) << "\" y1=\"" << T << "\" y2=\"" << H - B
+        << "\" stroke=\"#eee\"/>\n";
     }
   } else {
     const double xstep = NiceStep(x1 - x0, 6);
     for (double x = std::ceil(x0 / xstep) * xstep; x <= x1 + 1e-9; x += xstep) {
-      o << "<text x=\"" << F(X(x), 1) << "\" y=\"" << H - B + 15 << "\" text-anchor=\"middle\">" << Tick(x) << "</text>\n";
+      o << "<text x=\"" << F(X(x), 1) << "\" y=\"" << H - B + 15 << "\" text-anchor=\"middle\">" << Tick(x)
+        << "</text>\n";
     }
   }
-  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\">" << Html(xlabel) << "</text>\n";
-  o << "<text transform=\"translate(14," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << Html(ylabel) << "</text>\n";
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\">" << Html(xlabel)
+    << "</text>\n";
+  o << "<text transform=\"translate(14," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << Html(ylabel)
+    << "</text>\n";
   for (size_t k = 0; k < series.size(); ++k) {
     const Series& s = series[k];
-    o << "<polyline fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"1.5\"" << (s.dashed ? " stroke-dasharray=\"5,3\"" : "") << " points=\"";
-    for (auto [x, y] : Thin(s.points, 800)) o << F(X(logx ? std::log10(std::max(x, 1.0)) : x), 1) << "," << F(Y(y), 1) << " ";
+    o << "<polyline fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"1.5\""
+      << (s.dashed ? " stroke-dasharray=\"5,3\"" : "") << " points=\"";
+    for (auto [x, y] : Thin(s.points, 800))
+      o << F(X(logx ? std::log10(std::max(x, 1.0)) : x), 1) << "," << F(Y(y), 1) << " ";
     o << "\"/>\n";
     const double ly = T + 10 + 16 * static_cast<double>(k);
-    o << "<line x1=\"" << W - R + 10 << "\" x2=\"" << W - R + 30 << "\" y1=\"" << ly << "\" y2=\"" << ly << "\" stroke=\"" << s.color
-      << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"5,3\"" : "") << "/>";
+    o << "<line x1=\"" << W - R + 10 << "\" x2=\"" << W - R + 30 << "\" y1=\"" << ly << "\" y2=\"" << ly
+      << "\" stroke=\"" << s.color << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"5,3\"" : "") << "/>";
     o << "<text x=\"" << W - R + 34 << "\" y=\"" << ly + 4 << "\">" << Html(s.name) << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();
 }
 
-std::string BarChart(const std::string& title, const std::vector<std::string>& groups, const std::vector<Series>& series) {
+std::string BarChart(const std::string& title, const std::vector<std::string>& groups,
+                     const std::vector<Series>& series) {
   const double W = 640, H = 300, L = 60, R = 150, T = 30, B = 45;
   double y1 = 0;
   for (const Series& s : series) {
@@ -328,26 +348,32 @@ std::string BarChart(const std::string& title, const std::vector<std::string>& g
   const double gw = (W - L - R) / std::max<size_t>(groups.size(), 1);
   const double bw = gw * 0.8 / std::max<size_t>(series.size(), 1);
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
-  o << "<text x=\"" << W / 2 - R / 2 << "\" y=\"18\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">" << Html(title) << "</text>\n";
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  o << "<text x=\"" << W / 2 - R / 2 << "\" y=\"18\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">"
+    << Html(title) << "</text>\n";
   for (double y = 0; y <= y1 + 1e-9; y += ystep) {
-    o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << F(Y(y), 1) << "\" y2=\"" << F(Y(y), 1) << "\" stroke=\"#eee\"/>";
-    o << "<text x=\"" << L - 4 << "\" y=\"" << F(Y(y) + 4, 1) << "\" text-anchor=\"end\">" << HumanSeconds(y) << "</text>\n";
+    o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << F(Y(y), 1) << "\" y2=\"" << F(Y(y), 1)
+      << "\" stroke=\"#eee\"/>";
+    o << "<text x=\"" << L - 4 << "\" y=\"" << F(Y(y) + 4, 1) << "\" text-anchor=\"end\">" << HumanSeconds(y)
+      << "</text>\n";
   }
   for (size_t g = 0; g < groups.size(); ++g) {
-    o << "<text x=\"" << F(L + gw * (static_cast<double>(g) + 0.5), 1) << "\" y=\"" << H - B + 15 << "\" text-anchor=\"middle\">" << Html(groups[g]) << "</text>\n";
+    o << "<text x=\"" << F(L + gw * (static_cast<double>(g) + 0.5), 1) << "\" y=\"" << H - B + 15
+      << "\" text-anchor=\"middle\">" << Html(groups[g]) << "</text>\n";
     for (size_t k = 0; k < series.size(); ++k) {
       const double y = g < series[k].points.size() ? series[k].points[g].second : 0;
       const double x = L + gw * static_cast<double>(g) + gw * 0.1 + bw * static_cast<double>(k);
-      o << "<rect x=\"" << F(x, 1) << "\" y=\"" << F(Y(y), 1) << "\" width=\"" << F(bw, 1) << "\" height=\"" << F(H - B - Y(y), 1)
-        << "\" fill=\"" << series[k].color << "\"><title>" << Html(series[k].name) << " " << Html(groups[g]) << ": " << HumanSeconds(y)
-        << "</title></rect>\n";
+      o << "<rect x=\"" << F(x, 1) << "\" y=\"" << F(Y(y), 1) << "\" width=\"" << F(bw, 1) << "\" height=\""
+        << F(H - B - Y(y), 1) << "\" fill=\"" << series[k].color << "\"><title>" << Html(series[k].name) << " "
+        << Html(groups[g]) << ": " << HumanSeconds(y) << "</title></rect>\n";
     }
   }
   o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\">job size (GPUs)</text>\n";
   for (size_t k = 0; k < series.size(); ++k) {
     const double ly = T + 10 + 16 * static_cast<double>(k);
-    o << "<rect x=\"" << W - R + 10 << "\" y=\"" << ly - 5 << "\" width=\"20\" height=\"10\" fill=\"" << series[k].color << "\"/>";
+    o << "<rect x=\"" << W - R + 10 << "\" y=\"" << ly - 5 << "\" width=\"20\" height=\"10\" fill=\"" << series[k].color
+      << "\"/>";
     o << "<text x=\"" << W - R + 34 << "\" y=\"" << ly + 4 << "\">" << Html(series[k].name) << "</text>\n";
   }
   o << "</svg>\n";
@@ -363,7 +389,8 @@ std::vector<std::pair<std::string, std::string>> FormatPlots(const std::vector<P
     const SimResult& r = runs[k].result;
     const std::string color = kColors[k % std::size(kColors)];
     const double g = r.cluster_gpus ? r.cluster_gpus : 1;
-    Series u{r.policy, color, false, {}}, q{r.policy, color, false, {}}, f{r.policy, color, false, {}}, b{r.policy, color, false, {}};
+    Series u{r.policy, color, false, {}}, q{r.policy, color, false, {}}, f{r.policy, color, false, {}},
+        b{r.policy, color, false, {}};
     // The largest free block one level above the node (leaf or rack), the level jobs spread over.
     int level = static_cast<int>(Level::kNode);
     for (int l = static_cast<int>(Level::kNvlDomain); l < kLevelCount - 1 && !r.series.empty(); ++l) {
@@ -402,7 +429,8 @@ std::vector<std::pair<std::string, std::string>> FormatPlots(const std::vector<P
     }
     cdf.push_back(std::move(c));
     Series w{r.policy, color, false, {}};
-    for (size_t i = 0; i < runs[k].summary.wait_by_size.size(); ++i) w.points.push_back({static_cast<double>(i), runs[k].summary.wait_by_size[i].avg_wait});
+    for (size_t i = 0; i < runs[k].summary.wait_by_size.size(); ++i)
+      w.points.push_back({static_cast<double>(i), runs[k].summary.wait_by_size[i].avg_wait});
     wait.push_back(std::move(w));
   }
   std::vector<std::string> groups;
@@ -411,7 +439,8 @@ std::vector<std::pair<std::string, std::string>> FormatPlots(const std::vector<P
   return {
       {"utilization", LineChart("GPU utilization vs offered load", "days", "fraction of GPUs", util, false, 1.5)},
       {"queue", LineChart("Queue length", "days", "pending jobs", queue)},
-      {"fragmentation", LineChart("Fragmentation (FGD-style)", "days", "unusable share of idle GPUs", frag, false, 1.0)},
+      {"fragmentation",
+       LineChart("Fragmentation (FGD-style)", "days", "unusable share of idle GPUs", frag, false, 1.0)},
       {"largest_free", LineChart("Largest free block", "days", "GPUs", block)},
       {"jct_cdf", LineChart("JCT CDF", "job completion time (log)", "fraction of jobs", cdf, true)},
       {"wait_by_size", BarChart("Average wait by job size", groups, wait)},
@@ -421,12 +450,14 @@ std::vector<std::pair<std::string, std::string>> FormatPlots(const std::vector<P
 std::string FormatHtml(const ReportInfo& info, const std::vector<PolicyRun>& runs) {
   const auto plots = FormatPlots(runs);
   std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Phalanx simulation: " << Html(info.trace) << "</title>\n"
+  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Phalanx simulation: " << Html(info.trace)
+    << "</title>\n"
     << "<style>body{font-family:sans-serif;max-width:1340px;margin:20px auto;color:#222}"
        "pre{background:#f6f6f6;padding:10px;font-size:12px}figure{display:inline-block;margin:6px}"
-       "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}</style></head><body>\n";
-  o << "<h1>Phalanx trace simulation</h1>\n<p>Trace <b>" << Html(info.trace) << "</b> (" << info.jobs << " jobs) on <b>" << Html(info.topology) << "</b> ("
-    << info.gpus << " GPUs). " << Html(info.settings) << "</p>\n";
+       "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px "
+       "8px;text-align:right}</style></head><body>\n";
+  o << "<h1>Phalanx trace simulation</h1>\n<p>Trace <b>" << Html(info.trace) << "</b> (" << info.jobs << " jobs) on <b>"
+    << Html(info.topology) << "</b> (" << info.gpus << " GPUs). " << Html(info.settings) << "</p>\n";
   o << "<h2>Summary</h2>\n<pre>" << Html(FormatTable(info, runs)) << "</pre>\n";
   o << "<h2>Over time</h2>\n";
   for (size_t i = 0; i < plots.size(); ++i) {

@@ -21,9 +21,9 @@ struct PolicyRun {
 };
 
 struct ReportInfo {
-  std::string trace;        // file name
-  std::string topology;     // file name or gen:NAME
-  std::string settings;     // one line: walltime model, rules, seed...
+  std::string trace;     // file name
+  std::string topology;  // file name or gen:NAME
+  std::string settings;  // one line: walltime model, rules, seed...
   size_t jobs = 0;
   uint32_t gpus = 0;
 };

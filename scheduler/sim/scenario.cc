@@ -132,7 +132,8 @@ class Runner {
       config_.fairshare.half_life = *v;
       return {};
     }
-    if (key != "account" || value.empty() || w.size() != 3) return Err("usage: shares account=NAME N | shares half_life=S");
+    if (key != "account" || value.empty() || w.size() != 3)
+      return Err("usage: shares account=NAME N | shares half_life=S");
     auto n = Int("shares", w[2]);
     if (!n) return std::unexpected(n.error());
     config_.fairshare.accounts.push_back({std::string(value), static_cast<double>(*n), {}});
@@ -171,7 +172,9 @@ class Runner {
       st = sched_->Submit(std::move(*spec), now);
     } else if (ev == "node") {
       if (flags.size() != 2) return Err("usage: at T node NAME up|drain|down");
-      const NodeState s = flags[1] == "up" ? NodeState::kUp : flags[1] == "drain" ? NodeState::kDrain : NodeState::kDown;
+      const NodeState s = flags[1] == "up"      ? NodeState::kUp
+                          : flags[1] == "drain" ? NodeState::kDrain
+                                                : NodeState::kDown;
       if (flags[1] != "up" && flags[1] != "drain" && flags[1] != "down") return Err("node state: up, drain or down");
       st = sched_->SetNodeState(flags[0], s, now);
     } else {
@@ -187,7 +190,8 @@ class Runner {
         Scheduler::JobUpdate u;
         u.walltime = static_cast<Duration>(*t);
         st = sched_->Update(job, u, now);
-      } else if (ev == "end") st = sched_->JobEnded(job, now, std::find(flags.begin(), flags.end(), "fail") == flags.end());
+      } else if (ev == "end")
+        st = sched_->JobEnded(job, now, std::find(flags.begin(), flags.end(), "fail") == flags.end());
       else if (ev == "checkpoint") {
         auto epoch = Int("epoch", kv["epoch"]);
         if (!epoch) return std::unexpected(epoch.error());
@@ -272,8 +276,9 @@ class Runner {
           return Err("'" + std::string(what) + "' is a decision, checked over the whole run: write 'expect " +
                      std::string(what) + " id=N at=T' without 'at T'");
         }
-        return Err("unknown expectation 'at T expect " + std::string(what) +
-                   "' (a job state: pending, running, checkpointing, completed, failed, cancelled, killed; or refused)");
+        return Err(
+            "unknown expectation 'at T expect " + std::string(what) +
+            "' (a job state: pending, running, checkpointing, completed, failed, cancelled, killed; or refused)");
       }
       e.state = *state;
     } else {
@@ -287,8 +292,9 @@ class Runner {
           return Err("'" + std::string(w[first]) + "' is a job state, checked at a time: write 'at T expect " +
                      std::string(w[first]) + " id=N'");
         }
-        return Err("unknown expectation 'expect " + std::string(w[first]) +
-                   "' (a decision: start, checkpoint, preempt, resize, kill, or no-KIND; job states take 'at T expect')");
+        return Err(
+            "unknown expectation 'expect " + std::string(w[first]) +
+            "' (a decision: start, checkpoint, preempt, resize, kill, or no-KIND; job states take 'at T expect')");
       }
       e.kind = *kind;
     }
@@ -302,7 +308,9 @@ class Runner {
       if (w[i].find('=') == std::string_view::npos) return Err("expect: '" + std::string(w[i]) + "' is not KEY=VALUE");
       if (seen[key]) return Err("expect: '" + std::string(key) + "=' given twice");
       seen[key] = true;
-      auto unfit = [&] { return Err("expect: '" + std::string(key) + "=' does not apply to '" + std::string(w[first]) + "'"); };
+      auto unfit = [&] {
+        return Err("expect: '" + std::string(key) + "=' does not apply to '" + std::string(w[first]) + "'");
+      };
       if (key == "on") {
         if (!placed) return unfit();
         e.on = topo->find(value);
@@ -312,11 +320,14 @@ class Runner {
       if (key == "wait") {
         if (!at_time || e.state != JobState::kPending) return unfit();
         e.wait = ByName(WaitKindName, WaitKind::kPreempting, value);
-        if (!e.wait) return Err("expect: wait=" + std::string(value) + ": not a wait reason (Priority, Resources, TopologyBlock, "
-                                "ReservedFor, UserLimit, AccountLimit, Held, Dependency, Unsatisfiable, Preempting)");
+        if (!e.wait)
+          return Err("expect: wait=" + std::string(value) +
+                     ": not a wait reason (Priority, Resources, TopologyBlock, "
+                     "ReservedFor, UserLimit, AccountLimit, Held, Dependency, Unsatisfiable, Preempting)");
         continue;
       }
-      static constexpr std::string_view kIntKeys[] = {"id", "gpus", "start", "at", "at<", "at>", "before", "for", "times"};
+      static constexpr std::string_view kIntKeys[] = {"id",  "gpus",   "start", "at",   "at<",
+                                                      "at>", "before", "for",   "times"};
       if (std::find(std::begin(kIntKeys), std::end(kIntKeys), key) == std::end(kIntKeys)) {
         return Err("expect: unknown field '" + std::string(key) + "'");
       }
@@ -355,16 +366,19 @@ class Runner {
 
   // at T expect ...: checked now, against the state the lines above left.
   Status AtExpect(const std::vector<std::string_view>& w, Time t) {
-    if (!sched_) return Err("'at T expect' needs an event before it (for the whole run, write 'expect' without 'at T')");
+    if (!sched_)
+      return Err("'at T expect' needs an event before it (for the whole run, write 'expect' without 'at T')");
     if (t != last_event_time_) {
       return Err("at " + std::to_string(t) + " expect: the last event was at " + std::to_string(last_event_time_) +
-                 "; the check sees the state those lines left, so write 'at " + std::to_string(last_event_time_) + " expect'");
+                 "; the check sees the state those lines left, so write 'at " + std::to_string(last_event_time_) +
+                 " expect'");
     }
     auto e = ParseExpect(w, 3, true);
     if (!e) return std::unexpected(e.error());
     if (e->refused) {
       if (last_event_refused_) return {};
-      return Fail(e->where, "expectation failed: '" + e->text + "'; saw: the event at " + last_event_where_ + " was accepted");
+      return Fail(e->where,
+                  "expectation failed: '" + e->text + "'; saw: the event at " + last_event_where_ + " was accepted");
     }
     const JobRecord* job = sched_->job(e->job);
     std::string why;
@@ -374,7 +388,8 @@ class Runner {
       why = "its state";
     } else if (e->gpus && job->gpus.size() != *e->gpus) {
       why = "its GPU count";
-    } else if (e->on.valid() && !std::all_of(job->gpus.begin(), job->gpus.end(), [&](GpuId g) { return sched_->topology().contains(e->on, g); })) {
+    } else if (e->on.valid() && !std::all_of(job->gpus.begin(), job->gpus.end(),
+                                             [&](GpuId g) { return sched_->topology().contains(e->on, g); })) {
       why = "where it runs";
     } else if (e->wait && job->wait.kind != *e->wait) {
       why = "its wait reason";
@@ -418,7 +433,8 @@ class Runner {
       same_kind.push_back(&d);
       if (d.at < e.from || d.at > e.to) continue;
       if (e.gpus && d.gpus.size() != *e.gpus) continue;
-      if (e.on.valid() && !std::all_of(d.gpus.begin(), d.gpus.end(), [&](GpuId g) { return topo.contains(e.on, g); })) continue;
+      if (e.on.valid() && !std::all_of(d.gpus.begin(), d.gpus.end(), [&](GpuId g) { return topo.contains(e.on, g); }))
+        continue;
       if (e.for_job && !ForJob(d.reason, *e.for_job)) continue;
       matching.push_back(&d);
     }
@@ -443,7 +459,8 @@ class Runner {
     return Fail(e.where, "expectation failed: '" + e.text + "'; saw: " + saw);
   }
 
-  Result<JobSpec> Spec(std::map<std::string_view, std::string_view>& kv, const std::vector<std::string_view>& flags, Time now) {
+  Result<JobSpec> Spec(std::map<std::string_view, std::string_view>& kv, const std::vector<std::string_view>& flags,
+                       Time now) {
     JobSpec s;
     s.submit = now;
     s.user = "user";
@@ -534,7 +551,7 @@ class Runner {
   std::unique_ptr<Scheduler> sched_;
   std::ostringstream log_;
   std::map<JobId, std::string> last_wait_;
-  std::vector<Decision> decisions_;  // every decision but waits, for the expectations
+  std::vector<Decision> decisions_;   // every decision but waits, for the expectations
   std::vector<Expectation> expects_;  // whole-run ones, checked after the last line
   Time last_event_time_ = 0;
   std::string last_event_where_;

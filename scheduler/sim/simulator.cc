@@ -18,20 +18,20 @@ namespace phalanx {
 namespace {
 
 enum class Ev : uint8_t {
-  kEnd = 0,          // the job's work is done
-  kAnswer = 1,       // the job answers a Checkpoint decision
+  kEnd = 0,     // the job's work is done
+  kAnswer = 1,  // the job answers a Checkpoint decision
   kSelfCheckpoint = 2,
   kNode = 3,
-  kWakeDeadline = 4, // a checkpoint deadline (pass if the job is still checkpointing)
-  kWakeWalltime = 5, // a walltime end (pass if the same run is still going)
-  kWake = 6,         // a reservation start or an elastic growth check
+  kWakeDeadline = 4,  // a checkpoint deadline (pass if the job is still checkpointing)
+  kWakeWalltime = 5,  // a walltime end (pass if the same run is still going)
+  kWake = 6,          // a reservation start or an elastic growth check
 };
 
 struct Event {
   Time t;
   Ev kind;
   uint64_t seq;
-  size_t job;      // trace index, or node event index
+  size_t job;  // trace index, or node event index
   uint64_t gen;
   bool operator>(const Event& o) const {
     if (t != o.t) return t > o.t;
@@ -45,15 +45,15 @@ struct SimJob {
   double work_done = 0;   // at seg_start
   double work_saved = 0;  // at the last checkpoint
   Time seg_start = 0;
-  uint32_t rate = 0;      // GPUs computing (0 when not running)
-  uint32_t held = 0;      // GPUs held (incl. exclusive spares)
-  uint64_t gen = 0;       // bumps on every start/resize/stop: invalidates End events
-  uint64_t run = 0;       // bumps on every start/stop: invalidates checkpoint events
+  uint32_t rate = 0;  // GPUs computing (0 when not running)
+  uint32_t held = 0;  // GPUs held (incl. exclusive spares)
+  uint64_t gen = 0;   // bumps on every start/resize/stop: invalidates End events
+  uint64_t run = 0;   // bumps on every start/stop: invalidates checkpoint events
   double busbw = 0, busbw_static = 0;
-  double speed = 1;       // work per GPU-second in this segment (runtime model, <= 1)
-  Duration walltime0 = 0; // the walltime asked at submission
+  double speed = 1;        // work per GPU-second in this segment (runtime model, <= 1)
+  Duration walltime0 = 0;  // the walltime asked at submission
   Duration ckpt_interval = 0;
-  bool failure = false;   // the trace says it failed: reported as a failed end
+  bool failure = false;  // the trace says it failed: reported as a failed end
 };
 
 class Sim {
@@ -234,7 +234,8 @@ class Sim {
   }
 
   double WorkAt(const SimJob& j, Time t) const {
-    return std::min(j.work_total, j.work_done + static_cast<double>(j.rate) * j.speed * static_cast<double>(t - j.seg_start));
+    return std::min(j.work_total,
+                    j.work_done + static_cast<double>(j.rate) * j.speed * static_cast<double>(t - j.seg_start));
   }
 
   double Best(uint32_t g) {
@@ -251,7 +252,8 @@ class Sim {
   // Closes the current placement segment at `t` (placement efficiency, work done).
   void CloseSegment(size_t i, Time t) {
     SimJob& j = jobs_[i];
-    if (j.rate > 1 && t > j.seg_start) res_.counters.slow_gpu_s += static_cast<double>(j.rate) * static_cast<double>(t - j.seg_start) * (1 - j.speed);
+    if (j.rate > 1 && t > j.seg_start)
+      res_.counters.slow_gpu_s += static_cast<double>(j.rate) * static_cast<double>(t - j.seg_start) * (1 - j.speed);
     if (j.rate > 1) {
       const double w = static_cast<double>(j.rate) * static_cast<double>(t - j.seg_start);
       const double best = Best(j.rate);
@@ -375,7 +377,11 @@ class Sim {
       ++res_.counters.events;
       ++res_.counters.node_events;
       if (opt_.record_decisions) {
-        script_ << "at " << now << " node " << ne.node << " " << (ne.state == NodeState::kUp ? "up" : ne.state == NodeState::kDown ? "down" : "drain") << "\n";
+        script_ << "at " << now << " node " << ne.node << " "
+                << (ne.state == NodeState::kUp     ? "up"
+                    : ne.state == NodeState::kDown ? "down"
+                                                   : "drain")
+                << "\n";
       }
       if (auto s = sched_->SetNodeState(ne.node, ne.state, now); !s) Refused("node", now, s.error());
       pass = true;
@@ -417,7 +423,8 @@ class Sim {
         } else {
           j.work_saved = WorkAt(j, now);
         }
-        if (e.kind == Ev::kSelfCheckpoint && j.ckpt_interval > 0) Push(now + j.ckpt_interval, Ev::kSelfCheckpoint, i, j.run);
+        if (e.kind == Ev::kSelfCheckpoint && j.ckpt_interval > 0)
+          Push(now + j.ckpt_interval, Ev::kSelfCheckpoint, i, j.run);
         return {};
       }
       case Ev::kWakeDeadline:
@@ -426,8 +433,7 @@ class Sim {
       case Ev::kWakeWalltime:
         if (e.gen == j.run && active && r->expected_end() <= now) pass = true;
         return {};
-      default:
-        return {};
+      default: return {};
     }
   }
 
@@ -482,7 +488,8 @@ class Sim {
           break;
         }
         case DecisionKind::kWait:
-          if (d.wait.kind != WaitKind::kHeld && d.wait.kind != WaitKind::kDependency && d.wait.kind != WaitKind::kUnsatisfiable) {
+          if (d.wait.kind != WaitKind::kHeld && d.wait.kind != WaitKind::kDependency &&
+              d.wait.kind != WaitKind::kUnsatisfiable) {
             waiting_for_gpus = true;
           }
           break;
@@ -499,7 +506,8 @@ class Sim {
       if (elastic_below_max()) Wake(now + std::max<Duration>(c.grow_after_idle, 1));
     }
     if (opt_.check_invariants) {
-      if (std::string bad = sched_->CheckInvariants(); !bad.empty()) return Fail("t=" + std::to_string(now), "core invariant broken:\n" + bad);
+      if (std::string bad = sched_->CheckInvariants(); !bad.empty())
+        return Fail("t=" + std::to_string(now), "core invariant broken:\n" + bad);
     }
     return {};
   }
@@ -553,7 +561,8 @@ JobSpec MakeJobSpec(const TraceJob& job, size_t index, const SimOptions& options
   return MapTraceJob(job, index, options.seed, options.walltime, options.rules).spec;
 }
 
-Result<SimResult> Simulate(const Trace& trace, const TopologySpec& topology, const SchedulerConfig& config, const SimOptions& options) {
+Result<SimResult> Simulate(const Trace& trace, const TopologySpec& topology, const SchedulerConfig& config,
+                           const SimOptions& options) {
   return Sim(trace, options).Run(topology, config);
 }
 

@@ -45,8 +45,8 @@ struct SimOptions {
   uint64_t seed = 1;
   WalltimeModel walltime;
   std::vector<ClassRule> rules;
-  Duration checkpoint_delay = 30;     // a Checkpoint decision is answered this much later
-  Duration restart_overhead = 0;      // seconds added to the remaining run at every resume/resize
+  Duration checkpoint_delay = 30;  // a Checkpoint decision is answered this much later
+  Duration restart_overhead = 0;   // seconds added to the remaining run at every resume/resize
   // Placement-dependent run time (docs/simulator.md#runtime-model). A trace duration is the
   // job's run time at the best placement of its size on this topology; a multi-GPU job spends
   // `comm_share` of each step in all-reduce, which slows down by best/actual predicted bus
@@ -73,11 +73,11 @@ struct SimResult {
   std::string policy;
   std::string topology;
   uint32_t cluster_gpus = 0;
-  std::vector<JobOutcome> jobs;       // in trace order
+  std::vector<JobOutcome> jobs;  // in trace order
   std::vector<Sample> series;
   RunCounters counters;
-  std::string decision_log;           // when record_decisions
-  std::string event_script;           // when record_decisions: a .scn body ("at T ..." lines)
+  std::string decision_log;  // when record_decisions
+  std::string event_script;  // when record_decisions: a .scn body ("at T ..." lines)
 };
 
 // Replays `trace` on `topology` with `config` (a policy preset, possibly adjusted). Fails on an

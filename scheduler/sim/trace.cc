@@ -52,7 +52,8 @@ class Columns {
 };
 
 void SortAndRebase(Trace& t) {
-  std::stable_sort(t.jobs.begin(), t.jobs.end(), [](const TraceJob& a, const TraceJob& b) { return a.submit < b.submit; });
+  std::stable_sort(t.jobs.begin(), t.jobs.end(),
+                   [](const TraceJob& a, const TraceJob& b) { return a.submit < b.submit; });
   if (t.jobs.empty()) return;
   const Time t0 = t.jobs.front().submit;
   for (TraceJob& j : t.jobs) j.submit -= t0;
@@ -91,7 +92,8 @@ Result<uint32_t> GpusFromTres(std::string_view tres) {
 
 bool StatusIsFailure(std::string_view status) {
   const std::string s = ToUpper(status);
-  for (const char* f : {"FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "KILLED", "PREEMPTED", "BOOT_FAIL", "DEADLINE"}) {
+  for (const char* f : {"FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "KILLED", "PREEMPTED",
+                        "BOOT_FAIL", "DEADLINE"}) {
     if (s.starts_with(f)) return true;
   }
   return false;
@@ -100,7 +102,8 @@ bool StatusIsFailure(std::string_view status) {
 Result<int64_t> ParseIsoTime(std::string_view text) {
   const std::string_view s = Trim(text);
   auto bad = [&] { return Fail("", "'" + std::string(s) + "' is not a time YYYY-MM-DDTHH:MM:SS"); };
-  if (s.size() != 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != ' ') || s[13] != ':' || s[16] != ':') return bad();
+  if (s.size() != 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != ' ') || s[13] != ':' || s[16] != ':')
+    return bad();
   int64_t y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
   if (!ParseNumber(s.substr(0, 4), &y) || !ParseNumber(s.substr(5, 2), &mo) || !ParseNumber(s.substr(8, 2), &d) ||
       !ParseNumber(s.substr(11, 2), &h) || !ParseNumber(s.substr(14, 2), &mi) || !ParseNumber(s.substr(17, 2), &se)) {
@@ -135,10 +138,13 @@ Result<Trace> ReadTraceCsv(std::string_view text, std::string_view filename) {
   if (lines.empty()) return Fail(std::string(filename), "empty trace (no header line)");
   const auto header = Split(lines[0].text, ',');
   const Columns cols(header);
-  const int c_id = cols.Find("job_id"), c_submit = cols.Find("submit_s"), c_gpus = cols.Find("gpus"), c_dur = cols.Find("duration_s");
+  const int c_id = cols.Find("job_id"), c_submit = cols.Find("submit_s"), c_gpus = cols.Find("gpus"),
+            c_dur = cols.Find("duration_s");
   const int c_user = cols.Find("user"), c_status = cols.Find("status");
   for (auto [c, name] : {std::pair{c_id, "job_id"}, {c_submit, "submit_s"}, {c_gpus, "gpus"}, {c_dur, "duration_s"}}) {
-    if (c < 0) return Fail(Where(filename, lines[0].number), std::string("header has no '") + name + "' column (need job_id,submit_s,gpus,duration_s)");
+    if (c < 0)
+      return Fail(Where(filename, lines[0].number),
+                  std::string("header has no '") + name + "' column (need job_id,submit_s,gpus,duration_s)");
   }
   std::set<std::string> seen;
   for (size_t i = 1; i < lines.size(); ++i) {
@@ -151,9 +157,12 @@ Result<Trace> ReadTraceCsv(std::string_view text, std::string_view filename) {
     j.line = lines[i].number;
     j.id = std::string(Trim(f[c_id]));
     if (j.id.empty()) return Fail(where, "empty job_id");
-    if (!ParseNumber(Trim(f[c_submit]), &j.submit) || j.submit < 0) return Fail(where, "submit_s: '" + std::string(f[c_submit]) + "' is not a whole number >= 0");
-    if (!ParseNumber(Trim(f[c_gpus]), &j.gpus)) return Fail(where, "gpus: '" + std::string(f[c_gpus]) + "' is not a whole number");
-    if (!ParseNumber(Trim(f[c_dur]), &j.duration)) return Fail(where, "duration_s: '" + std::string(f[c_dur]) + "' is not a whole number");
+    if (!ParseNumber(Trim(f[c_submit]), &j.submit) || j.submit < 0)
+      return Fail(where, "submit_s: '" + std::string(f[c_submit]) + "' is not a whole number >= 0");
+    if (!ParseNumber(Trim(f[c_gpus]), &j.gpus))
+      return Fail(where, "gpus: '" + std::string(f[c_gpus]) + "' is not a whole number");
+    if (!ParseNumber(Trim(f[c_dur]), &j.duration))
+      return Fail(where, "duration_s: '" + std::string(f[c_dur]) + "' is not a whole number");
     j.user = c_user >= 0 ? std::string(Trim(f[c_user])) : "NA";
     j.status = c_status >= 0 ? ToUpper(Trim(f[c_status])) : "NA";
     if (j.user.empty()) j.user = "NA";
@@ -172,12 +181,15 @@ Result<Trace> ReadSacct(std::string_view text, std::string_view filename) {
   if (lines.empty()) return Fail(std::string(filename), "empty sacct output (no header line)");
   const auto header = Split(lines[0].text, '|');
   const Columns cols(header);
-  const int c_id = cols.Find("JobID"), c_submit = cols.Find("Submit"), c_start = cols.Find("Start"), c_end = cols.Find("End");
-  const int c_elapsed = cols.Find("Elapsed"), c_user = cols.Find("User"), c_state = cols.Find("State"), c_limit = cols.Find("Timelimit");
+  const int c_id = cols.Find("JobID"), c_submit = cols.Find("Submit"), c_start = cols.Find("Start"),
+            c_end = cols.Find("End");
+  const int c_elapsed = cols.Find("Elapsed"), c_user = cols.Find("User"), c_state = cols.Find("State"),
+            c_limit = cols.Find("Timelimit");
   int c_tres = cols.Find("AllocTRES");
   const int c_req = cols.Find("ReqTRES");
   const std::string hwhere = Where(filename, lines[0].number);
-  if (c_id < 0 || c_submit < 0 || c_start < 0) return Fail(hwhere, "sacct header needs JobID, Submit and Start columns");
+  if (c_id < 0 || c_submit < 0 || c_start < 0)
+    return Fail(hwhere, "sacct header needs JobID, Submit and Start columns");
   if (c_end < 0 && c_elapsed < 0) return Fail(hwhere, "sacct header needs End or Elapsed");
   if (c_tres < 0 && c_req < 0) return Fail(hwhere, "sacct header needs AllocTRES or ReqTRES (for gres/gpu=N)");
   std::set<std::string> seen;

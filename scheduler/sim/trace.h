@@ -27,22 +27,22 @@
 namespace phalanx {
 
 struct TraceJob {
-  std::string id;            // as in the trace
-  Time submit = 0;           // seconds since the trace's first submit
+  std::string id;   // as in the trace
+  Time submit = 0;  // seconds since the trace's first submit
   uint32_t gpus = 0;
-  Duration duration = 0;     // run time it needs on `gpus` GPUs (replayed whatever its status)
-  std::string user;          // "NA" when unknown
-  std::string status;        // "NA", "COMPLETED", "FAILED", ... (upper case)
-  Duration timelimit = 0;    // the walltime the user asked for (sacct Timelimit); 0: unknown
-  int line = 0;              // 1-based line in the source
+  Duration duration = 0;   // run time it needs on `gpus` GPUs (replayed whatever its status)
+  std::string user;        // "NA" when unknown
+  std::string status;      // "NA", "COMPLETED", "FAILED", ... (upper case)
+  Duration timelimit = 0;  // the walltime the user asked for (sacct Timelimit); 0: unknown
+  int line = 0;            // 1-based line in the source
 };
 
 struct Trace {
-  std::string source;        // file name given to the reader
+  std::string source;  // file name given to the reader
   std::vector<TraceJob> jobs;
-  size_t skipped_steps = 0;        // sacct: job steps (123.batch)
-  size_t skipped_no_gpu = 0;       // sacct: jobs without a GPU request
-  size_t skipped_not_run = 0;      // sacct: jobs that never started or have not ended
+  size_t skipped_steps = 0;    // sacct: job steps (123.batch)
+  size_t skipped_no_gpu = 0;   // sacct: jobs without a GPU request
+  size_t skipped_not_run = 0;  // sacct: jobs that never started or have not ended
 };
 
 Result<Trace> ReadTraceCsv(std::string_view text, std::string_view filename);
@@ -60,7 +60,7 @@ Trace ScaleArrivals(Trace trace, double factor);
 bool StatusIsFailure(std::string_view status);
 
 // Parsing helpers, exposed for tests. Fail with a message naming the text.
-Result<int64_t> ParseIsoTime(std::string_view text);      // YYYY-MM-DDTHH:MM:SS -> Unix seconds
+Result<int64_t> ParseIsoTime(std::string_view text);  // YYYY-MM-DDTHH:MM:SS -> Unix seconds
 // sacct's Elapsed/Timelimit: a Slurm duration (ParseSlurmDuration, util/duration.h), around
 // spaces; a fraction of a second dropped; UNLIMITED, Partition_Limit, INVALID or empty -> 0.
 Result<Duration> ParseSacctDuration(std::string_view text);

@@ -57,7 +57,8 @@ int FreeTcpPort() {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = 0;
   socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     close(fd);
     return 0;
   }
@@ -188,9 +189,9 @@ CrashRig::~CrashRig() {
 }
 
 void CrashRig::StartDaemon() {
-  daemon = Spawn({PHALANXD, "--config", dir + "/phalanxd.yaml", "--socket", socket, "--db", db, "--topology", "gen:demo",
-                  "--agent-listen", "127.0.0.1:" + std::to_string(port), "--token-file", dir + "/token", "--log-level", "warn",
-                  "--admin", user},  // drain/resume need an admin (root always is one)
+  daemon = Spawn({PHALANXD, "--config", dir + "/phalanxd.yaml", "--socket", socket, "--db", db, "--topology",
+                  "gen:demo", "--agent-listen", "127.0.0.1:" + std::to_string(port), "--token-file", dir + "/token",
+                  "--log-level", "warn", "--admin", user},  // drain/resume need an admin (root always is one)
                  dir + "/phalanxd.log");
   ASSERT_GT(daemon, 0);
   std::ofstream(dir + "/phalanxd.log", std::ios::app) << "==== test: started phalanxd pid " << daemon << "\n";
@@ -209,9 +210,26 @@ void CrashRig::KillDaemon() {
 
 void CrashRig::StartAgent(int n) {
   const std::string node = "node" + std::to_string(n);
-  agents[n] = Spawn({AGENT, "--daemon", "127.0.0.1:" + std::to_string(port), "--node", node, "--gpus", std::to_string(kGpusPerNode),
-                     "--token-file", dir + "/token", "--state-dir", dir + "/agent-" + node, "--allow-root-jobs", "--nvml-library",
-                     "none", "--heartbeat", "1", "--kill-grace", "1", "--log-level", "warn"},
+  agents[n] = Spawn({AGENT,
+                     "--daemon",
+                     "127.0.0.1:" + std::to_string(port),
+                     "--node",
+                     node,
+                     "--gpus",
+                     std::to_string(kGpusPerNode),
+                     "--token-file",
+                     dir + "/token",
+                     "--state-dir",
+                     dir + "/agent-" + node,
+                     "--allow-root-jobs",
+                     "--nvml-library",
+                     "none",
+                     "--heartbeat",
+                     "1",
+                     "--kill-grace",
+                     "1",
+                     "--log-level",
+                     "warn"},
                     dir + "/agent-" + node + ".log");
   ASSERT_GT(agents[n], 0);
 }
@@ -232,7 +250,8 @@ std::shared_ptr<grpc::Channel> CrashRig::Channel() const {
   return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
 }
 
-v1::JobSpec MakeSpec(const std::string& name, uint64_t slot, const std::string& tag, const std::string& dir, std::mt19937_64& rng) {
+v1::JobSpec MakeSpec(const std::string& name, uint64_t slot, const std::string& tag, const std::string& dir,
+                     std::mt19937_64& rng) {
   v1::JobSpec s;
   s.set_name(name);
   s.set_account("crash");

@@ -32,7 +32,9 @@ std::string Val(const std::map<std::string, std::string>& env, const std::string
   return it == env.end() ? "<unset " + name + ">" : it->second;
 }
 
-bool Contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
 
 // All lines of every file in `dir` whose name starts with `prefix`.
 std::string ReadAll(const std::string& dir, const std::string& prefix) {
@@ -65,10 +67,10 @@ TEST(Integration, GangJobGetsOnePartPerNodeWithItsEnvironment) {
   ASSERT_NO_FATAL_FAILURE(c.Start());
   const std::string work = c.MakeDir("work");
   // The job holds its GPUs until the test has looked at it (a file named go; at most 30 s).
-  const uint64_t id = c.Gsub({"-G", "16", "--topology", "leaf", "-J", "gang", "-o", "env-%j-%n.out", "-e", "err-%x-%N.err",
-                              "--wrap",
-                              "env | sort; echo to-stderr >&2; i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"},
-                             work);
+  const uint64_t id = c.Gsub(
+      {"-G", "16", "--topology", "leaf", "-J", "gang", "-o", "env-%j-%n.out", "-e", "err-%x-%N.err", "--wrap",
+       "env | sort; echo to-stderr >&2; i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"},
+      work);
   ASSERT_NE(id, 0u);
   ASSERT_TRUE(c.WaitState(id, v1::JOB_STATE_RUNNING));
   const v1::Job running = GqJob(c, id);
@@ -150,9 +152,10 @@ TEST(Integration, CancelStopsEveryProcessOfTheJob) {
   ProcessCluster c;
   ASSERT_NO_FATAL_FAILURE(c.Start());
   const std::string work = c.MakeDir("work");
-  const uint64_t id = c.Gsub({"-G", "8", "-o", "cancel.out", "--wrap",
-                              "sleep 50 & echo $! > bg.pid; echo $$ > main.pid; i=0; while [ $i -lt 500 ]; do sleep 0.1; i=$((i+1)); done"},
-                             work);
+  const uint64_t id = c.Gsub(
+      {"-G", "8", "-o", "cancel.out", "--wrap",
+       "sleep 50 & echo $! > bg.pid; echo $$ > main.pid; i=0; while [ $i -lt 500 ]; do sleep 0.1; i=$((i+1)); done"},
+      work);
   ASSERT_NE(id, 0u);
   std::optional<pid_t> main_pid, bg_pid;
   ASSERT_TRUE(WaitFor([&] {
@@ -212,9 +215,10 @@ TEST(Integration, AfterOkDependencyStartsOnlyAfterTheFirstJobCompleted) {
   ASSERT_NO_FATAL_FAILURE(c.Start());
   const std::string work = c.MakeDir("work");
   // A waits for a file the test writes, so B is seen pending while A runs.
-  const uint64_t a = c.Gsub({"-G", "8", "-J", "first", "--wrap",
-                             "i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; date +%s%N > a.end"},
-                            work);
+  const uint64_t a =
+      c.Gsub({"-G", "8", "-J", "first", "--wrap",
+              "i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; date +%s%N > a.end"},
+             work);
   const uint64_t b = c.Gsub({"-G", "8", "-J", "second", "-d", "afterok:" + std::to_string(a), "--wrap",
                              "date +%s%N > b.start; test -e a.end"},
                             work);
@@ -225,7 +229,8 @@ TEST(Integration, AfterOkDependencyStartsOnlyAfterTheFirstJobCompleted) {
   EXPECT_EQ(pending.state(), v1::JOB_STATE_PENDING);
   EXPECT_EQ(pending.reason(), "Dependency") << pending.ShortDebugString();
   const RunResult gq = c.Cli("gq", {"-o", "%i:%R", "--noheader"});
-  EXPECT_TRUE(Contains(gq.out, std::to_string(b) + ":(Dependency: afterok:" + std::to_string(a) + ")")) << gq.Describe();
+  EXPECT_TRUE(Contains(gq.out, std::to_string(b) + ":(Dependency: afterok:" + std::to_string(a) + ")"))
+      << gq.Describe();
   EXPECT_FALSE(Exists(work + "/b.start"));
   WriteFile(work + "/go", "");
   ASSERT_TRUE(c.WaitState(a, v1::JOB_STATE_COMPLETED));
@@ -268,7 +273,8 @@ TEST(Integration, CheckpointPreemptionIsSeenByTheJobAndItResumes) {
   (*low.mutable_env())["AGENT"] = Bins().agent;
   low.set_script(
       "#!/bin/sh\n"
-      "echo \"start launch=$PHALANX_LAUNCH_ID epoch=${PHALANX_CHECKPOINT_EPOCH:-none} path=${PHALANX_CHECKPOINT_PATH:-none} "
+      "echo \"start launch=$PHALANX_LAUNCH_ID epoch=${PHALANX_CHECKPOINT_EPOCH:-none} "
+      "path=${PHALANX_CHECKPOINT_PATH:-none} "
       "signal=$PHALANX_CHECKPOINT_SIGNAL\"\n"
       "trap 'echo \"checkpoint signal launch=$PHALANX_LAUNCH_ID\"; touch marker-$PHALANX_LAUNCH_ID;"
       " echo reporting; \"$AGENT\" checkpoint-done --epoch 1 --path /ckpt/low-1 && echo reported' USR1\n"
@@ -304,7 +310,8 @@ TEST(Integration, CheckpointPreemptionIsSeenByTheJobAndItResumes) {
     if (!Contains(l, "User defined signal")) lines.push_back(l);
   }
   ASSERT_GE(lines.size(), 4u) << ReadFile(out);
-  EXPECT_TRUE(lines[0].starts_with("start launch=") && Contains(lines[0], "epoch=none path=none signal=10")) << lines[0];
+  EXPECT_TRUE(lines[0].starts_with("start launch=") && Contains(lines[0], "epoch=none path=none signal=10"))
+      << lines[0];
   EXPECT_TRUE(lines[1].starts_with("checkpoint signal launch=")) << lines[1];
   EXPECT_EQ(lines[2], "reporting");
   EXPECT_TRUE(Contains(lines.back(), "epoch=1 path=/ckpt/low-1 signal=10")) << lines.back();
@@ -313,7 +320,8 @@ TEST(Integration, CheckpointPreemptionIsSeenByTheJobAndItResumes) {
   // Exactly one marker: the signal came once, to the first launch.
   int markers = 0;
   std::error_code ec;
-  for (const auto& f : std::filesystem::directory_iterator(work, ec)) markers += f.path().filename().string().starts_with("marker-");
+  for (const auto& f : std::filesystem::directory_iterator(work, ec))
+    markers += f.path().filename().string().starts_with("marker-");
   EXPECT_EQ(markers, 1);
   // GPU handoff: the urgent job started on those GPUs only after the preempted part had exited.
   const std::string first_launch = lines[0].substr(13, lines[0].find(' ', 13) - 13);
@@ -329,24 +337,28 @@ TEST(Integration, ElasticJobShrinksForAHigherClassAndGrowsBack) {
   ProcessCluster c;
   ASSERT_NO_FATAL_FAILURE(c.Start());
   const std::string work = c.MakeDir("work");
-  const uint64_t el = c.Gsub({"-G", "8:32", "--elastic-step", "8", "-p", "low", "-J", "elastic", "-o", "el-%j-%N.out", "--wrap",
-                              "echo \"launch=$PHALANX_LAUNCH_ID world=$WORLD_SIZE nnodes=$NNODES epoch=${PHALANX_CHECKPOINT_EPOCH:-none}\"\n"
-                              "trap 'echo \"$((${PHALANX_CHECKPOINT_EPOCH:-0} + 1)) /ckpt/el\" > \"$PHALANX_CHECKPOINT_FILE\"' USR1\n"
-                              "i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done"},
-                             work);
+  const uint64_t el = c.Gsub(
+      {"-G", "8:32", "--elastic-step", "8", "-p", "low", "-J", "elastic", "-o", "el-%j-%N.out", "--wrap",
+       "echo \"launch=$PHALANX_LAUNCH_ID world=$WORLD_SIZE nnodes=$NNODES epoch=${PHALANX_CHECKPOINT_EPOCH:-none}\"\n"
+       "trap 'echo \"$((${PHALANX_CHECKPOINT_EPOCH:-0} + 1)) /ckpt/el\" > \"$PHALANX_CHECKPOINT_FILE\"' USR1\n"
+       "i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done"},
+      work);
   ASSERT_NE(el, 0u);
   ASSERT_TRUE(c.WaitState(el, v1::JOB_STATE_RUNNING));
   EXPECT_EQ(c.Get(el).gpus_size(), 32) << "an elastic job starts at the largest legal size on an idle cluster";
   ASSERT_TRUE(WaitFor([&] { return ReadAll(work, "el-").find("world=32") != std::string::npos; }));
 
-  const uint64_t hi = c.Gsub({"-G", "16", "-p", "high", "-J", "hi", "-o", "hi.out", "--wrap", "echo hi $WORLD_SIZE; sleep 2"}, work);
+  const uint64_t hi =
+      c.Gsub({"-G", "16", "-p", "high", "-J", "hi", "-o", "hi.out", "--wrap", "echo hi $WORLD_SIZE; sleep 2"}, work);
   ASSERT_NE(hi, 0u);
   ASSERT_TRUE(c.WaitState(hi, v1::JOB_STATE_RUNNING));
   // Shrunk to 16 (two nodes), restarted from its checkpoint.
   ASSERT_TRUE(WaitFor([&] {
     const std::string all = ReadAll(work, "el-");
     size_t n = 0;
-    for (size_t p = all.find("world=16 nnodes=2 epoch=1"); p != std::string::npos; p = all.find("world=16 nnodes=2 epoch=1", p + 1)) ++n;
+    for (size_t p = all.find("world=16 nnodes=2 epoch=1"); p != std::string::npos;
+         p = all.find("world=16 nnodes=2 epoch=1", p + 1))
+      ++n;
     return n == 2;
   })) << ReadAll(work, "el-");
   v1::Job shrunk = c.Get(el);
@@ -363,7 +375,9 @@ TEST(Integration, ElasticJobShrinksForAHigherClassAndGrowsBack) {
   ASSERT_TRUE(WaitFor([&] {
     const std::string all = ReadAll(work, "el-");
     size_t n = 0;
-    for (size_t p = all.find("world=32 nnodes=4 epoch=1"); p != std::string::npos; p = all.find("world=32 nnodes=4 epoch=1", p + 1)) ++n;
+    for (size_t p = all.find("world=32 nnodes=4 epoch=1"); p != std::string::npos;
+         p = all.find("world=32 nnodes=4 epoch=1", p + 1))
+      ++n;
     return n == 4;
   })) << ReadAll(work, "el-");
   const v1::Job grown = c.Get(el);
@@ -447,8 +461,8 @@ TEST(Integration, JobSubmittedByNobodyRunsAsNobody) {
   as_nobody.uid = kNobody;
   as_nobody.gid = kNogroup;
   as_nobody.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "USER=nobody", "LOGNAME=nobody"};
-  const uint64_t id = c.Gsub({"-G", "2", "-J", "whoami", "-o", "who-%u-%j.out", "--wrap", "id -u; id -g; echo $USER; pwd"}, work,
-                             as_nobody);
+  const uint64_t id = c.Gsub(
+      {"-G", "2", "-J", "whoami", "-o", "who-%u-%j.out", "--wrap", "id -u; id -g; echo $USER; pwd"}, work, as_nobody);
   ASSERT_NE(id, 0u);
   ASSERT_TRUE(c.WaitState(id, v1::JOB_STATE_COMPLETED));
   const v1::Job job = c.Get(id);

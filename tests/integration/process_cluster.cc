@@ -1,8 +1,8 @@
 #include "process_cluster.h"
 
 #include <dirent.h>
-#include <google/protobuf/struct.pb.h>
 #include <fcntl.h>
+#include <google/protobuf/struct.pb.h>
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
@@ -174,7 +174,8 @@ RunResult Run(const std::vector<std::string>& argv, const RunOptions& o) {
   int open_fds = 2;
   bool killed = false;
   while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0 && !killed) {
       kill(pid, SIGKILL);
       killed = true;
@@ -282,9 +283,10 @@ void ProcessCluster::StartDaemon() {
   const int fd = open(daemon_.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   ASSERT_GE(fd, 0) << daemon_.log;
   SpawnSpec s;
-  s.argv = {Bins().phalanxd, "--config", config_path_, "--socket", socket_, "--db", File("state/phalanxd.db"),
-            "--topology", "gen:demo", "--agent-listen", "127.0.0.1:0", "--token-file", token_,
-            "--http-listen", "127.0.0.1:0"};
+  s.argv = {
+      Bins().phalanxd, "--config", config_path_,     "--socket",    socket_,        "--db", File("state/phalanxd.db"),
+      "--topology",    "gen:demo", "--agent-listen", "127.0.0.1:0", "--token-file", token_, "--http-listen",
+      "127.0.0.1:0"};
   s.stdout_fd = s.stderr_fd = fd;
   s.die_with_parent = true;
   daemon_.pid = Spawn(s);
@@ -300,7 +302,8 @@ void ProcessCluster::StartDaemon() {
       return true;
     }
     return ReadFile(daemon_.log).find("phalanxd ready") != std::string::npos;
-  })) << "phalanxd not ready after 30 s:\n" << ReadFile(daemon_.log);
+  })) << "phalanxd not ready after 30 s:\n"
+      << ReadFile(daemon_.log);
   ASSERT_FALSE(exited) << "phalanxd exited:\n" << ReadFile(daemon_.log);
   const std::string log = ReadFile(daemon_.log);
   std::smatch m;
@@ -319,9 +322,24 @@ void ProcessCluster::StartAgent(int i) {
   const int fd = open(a.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   ASSERT_GE(fd, 0) << a.log;
   SpawnSpec s;
-  s.argv = {Bins().agent, "--daemon", "127.0.0.1:" + std::to_string(agent_port_), "--node", NodeName(i),
-            "--gpus", std::to_string(options_.gpus), "--token-file", token_, "--state-dir", File("agent-" + NodeName(i)),
-            "--allow-root-jobs", "--nvml-library", "none", "--heartbeat", "1", "--kill-grace", "2"};
+  s.argv = {Bins().agent,
+            "--daemon",
+            "127.0.0.1:" + std::to_string(agent_port_),
+            "--node",
+            NodeName(i),
+            "--gpus",
+            std::to_string(options_.gpus),
+            "--token-file",
+            token_,
+            "--state-dir",
+            File("agent-" + NodeName(i)),
+            "--allow-root-jobs",
+            "--nvml-library",
+            "none",
+            "--heartbeat",
+            "1",
+            "--kill-grace",
+            "2"};
   s.stdout_fd = s.stderr_fd = fd;
   s.die_with_parent = true;
   a.pid = Spawn(s);
@@ -338,7 +356,8 @@ void ProcessCluster::Start() {
     int up = 0;
     for (const auto& n : nodes) up += n.state() == v1::NODE_STATE_UP && n.agent_connected();
     return up == options_.nodes;
-  })) << "not every node came up:\n" << Logs();
+  })) << "not every node came up:\n"
+      << Logs();
 }
 
 void ProcessCluster::KillAgent(int i, int sig) {
@@ -394,12 +413,15 @@ void ProcessCluster::KillLeftoverJobs() {
   }
   closedir(proc);
   for (pid_t pid : found) kill(pid, SIGKILL);
-  if (!found.empty()) WaitFor([&] {
-    for (pid_t pid : found) {
-      if (!ProcessGone(pid)) return false;
-    }
-    return true;
-  }, 5s);
+  if (!found.empty())
+    WaitFor(
+        [&] {
+      for (pid_t pid : found) {
+        if (!ProcessGone(pid)) return false;
+      }
+      return true;
+        },
+        5s);
 }
 
 void ProcessCluster::Stop() {
@@ -414,7 +436,8 @@ void ProcessCluster::Stop() {
       for (const auto& j : resp.jobs()) (void)Cancel(j.id());
     }
     // Parts stopped: the agents remove a part's record once its exit was reported.
-    WaitFor([&] {
+    WaitFor(
+        [&] {
       for (int i = 0; i < static_cast<int>(agents_.size()); ++i) {
         if (agents_[i].pid <= 0) continue;
         std::error_code ec;
@@ -423,7 +446,8 @@ void ProcessCluster::Stop() {
         }
       }
       return true;
-    }, 10s);
+        },
+        10s);
   }
   std::vector<Proc*> agents;
   for (auto& a : agents_) agents.push_back(&a);
@@ -465,10 +489,11 @@ v1::Job ProcessCluster::Get(uint64_t id) {
   return job;
 }
 
-::testing::AssertionResult ProcessCluster::WaitState(uint64_t id, v1::JobState state, std::chrono::milliseconds timeout) {
+::testing::AssertionResult ProcessCluster::WaitState(uint64_t id, v1::JobState state,
+                                                     std::chrono::milliseconds timeout) {
   if (WaitFor([&] { return State(id) == state; }, timeout)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "job " << id << " not " << v1::JobState_Name(state) << " after " << timeout.count()
-                                       << " ms: " << Get(id).ShortDebugString();
+  return ::testing::AssertionFailure() << "job " << id << " not " << v1::JobState_Name(state) << " after "
+                                       << timeout.count() << " ms: " << Get(id).ShortDebugString();
 }
 
 std::vector<v1::Node> ProcessCluster::Nodes() {
@@ -500,7 +525,11 @@ grpc::Status ProcessCluster::Cancel(uint64_t id) {
 
 RunResult ProcessCluster::Cli(const std::string& tool, const std::vector<std::string>& args, RunOptions options) {
   const Binaries& b = Bins();
-  const std::string bin = tool == "gsub" ? b.gsub : tool == "gq" ? b.gq : tool == "gcancel" ? b.gcancel : tool == "ginfo" ? b.ginfo : "";
+  const std::string bin = tool == "gsub"      ? b.gsub
+                          : tool == "gq"      ? b.gq
+                          : tool == "gcancel" ? b.gcancel
+                          : tool == "ginfo"   ? b.ginfo
+                                              : "";
   if (bin.empty()) {
     ADD_FAILURE() << "no CLI " << tool;
     return {};

@@ -11,9 +11,9 @@
 // Thread-safety: one test thread.
 #pragma once
 
-#include <gtest/gtest.h>
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -51,16 +51,16 @@ std::optional<pid_t> ReadPid(const std::string& path);
 bool ProcessGone(pid_t pid);
 
 struct RunOptions {
-  std::string cwd;                     // empty: the test's working directory
-  std::optional<uid_t> uid;            // run as this user (setgroups(0) + setgid + setuid)
+  std::string cwd;           // empty: the test's working directory
+  std::optional<uid_t> uid;  // run as this user (setgroups(0) + setgid + setuid)
   std::optional<gid_t> gid;
   std::vector<std::string> env;        // the whole environment; empty: the test's own
   std::chrono::seconds timeout = 60s;  // killed after this
 };
 struct RunResult {
-  int exit_code = -1;                  // -1: killed by a signal or not started
+  int exit_code = -1;  // -1: killed by a signal or not started
   std::string out, err;
-  std::string Describe() const;        // for failure messages
+  std::string Describe() const;  // for failure messages
 };
 // Runs argv[0] (an absolute path) with argv, stdin from /dev/null, capturing stdout and stderr.
 RunResult Run(const std::vector<std::string>& argv, const RunOptions& options = {});
@@ -79,9 +79,9 @@ v1::ListNodesResponse NodesFromGinfoJson(const std::string& json);
 class ProcessCluster {
  public:
   struct Options {
-    int nodes = 4;          // node0..node{n-1} of gen:demo
-    int gpus = 8;           // --gpus of every agent
-    std::string config;     // YAML appended to the defaults below (a top-level section)
+    int nodes = 4;       // node0..node{n-1} of gen:demo
+    int gpus = 8;        // --gpus of every agent
+    std::string config;  // YAML appended to the defaults below (a top-level section)
   };
   ProcessCluster();
   explicit ProcessCluster(Options options);
@@ -98,7 +98,8 @@ class ProcessCluster {
   const std::string& dir() const { return dir_; }
   std::string File(const std::string& name) const { return dir_ + "/" + name; }
   // A new directory inside the cluster's (mode 0755, or owned by uid/gid when given).
-  std::string MakeDir(const std::string& name, std::optional<uid_t> uid = std::nullopt, std::optional<gid_t> gid = std::nullopt) const;
+  std::string MakeDir(const std::string& name, std::optional<uid_t> uid = std::nullopt,
+                      std::optional<gid_t> gid = std::nullopt) const;
   const std::string& socket() const { return socket_; }
   int agent_port() const { return agent_port_; }
   int http_port() const { return http_port_; }

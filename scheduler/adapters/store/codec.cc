@@ -23,10 +23,9 @@ int HexDigit(char c) {
 }
 
 // The spec's fields, in their one encoding order.
-constexpr std::string_view kSpecKeys[] = {"v",   "name", "user",    "account", "class",   "gpus",
-                                          "nodes", "gpn", "level",   "fit",     "excl",    "rail",
-                                          "min", "step", "wall",    "preempt", "ckpt",    "restart",
-                                          "held", "after", "submit"};
+constexpr std::string_view kSpecKeys[] = {"v",    "name",    "user", "account", "class", "gpus",  "nodes",
+                                          "gpn",  "level",   "fit",  "excl",    "rail",  "min",   "step",
+                                          "wall", "preempt", "ckpt", "restart", "held",  "after", "submit"};
 constexpr size_t kSpecFields = std::size(kSpecKeys);
 
 }  // namespace
@@ -88,7 +87,8 @@ Result<std::vector<GpuId>> DecodeGpus(std::string_view text) {
     const std::string_view item = text.substr(0, comma);
     const size_t dash = item.find('-');
     uint32_t lo = 0, hi = 0;
-    if (!ParseNumber(item.substr(0, dash), &lo) || (dash != std::string_view::npos && !ParseNumber(item.substr(dash + 1), &hi)))
+    if (!ParseNumber(item.substr(0, dash), &lo) ||
+        (dash != std::string_view::npos && !ParseNumber(item.substr(dash + 1), &hi)))
       return Fail("", "bad GPU list item '" + std::string(item) + "'");
     if (dash == std::string_view::npos) hi = lo;
     // A run is only ever written for consecutive ascending indices, at least two of them.
@@ -120,7 +120,8 @@ Result<std::vector<JobId>> DecodeJobIds(std::string_view text) {
   while (!text.empty()) {
     const size_t comma = text.find(',');
     JobId id = 0;
-    if (!ParseNumber(text.substr(0, comma), &id)) return Fail("", "bad job id '" + std::string(text.substr(0, comma)) + "'");
+    if (!ParseNumber(text.substr(0, comma), &id))
+      return Fail("", "bad job id '" + std::string(text.substr(0, comma)) + "'");
     out.push_back(id);
     if (comma == std::string_view::npos) break;
     text.remove_prefix(comma + 1);
@@ -198,7 +199,8 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
     return {};
   };
   const auto flag = [&](size_t i, bool* out) -> Status {
-    if (values[i] != "0" && values[i] != "1") return Fail(where(i), "expected 0 or 1, found '" + Escape(values[i]) + "'");
+    if (values[i] != "0" && values[i] != "1")
+      return Fail(where(i), "expected 0 or 1, found '" + Escape(values[i]) + "'");
     *out = values[i] == "1";
     return {};
   };
@@ -249,25 +251,16 @@ std::string EncodeDecisionPayload(const Decision& d) {
     out += value;
   };
   switch (d.kind) {
-    case DecisionKind::kStart:
-      add("gpus", EncodeGpus(d.gpus));
-      break;
-    case DecisionKind::kCheckpoint:
-      add("deadline", std::to_string(d.deadline));
-      break;
-    case DecisionKind::kPreempt:
-      add("requeue", d.requeue ? "1" : "0");
-      break;
+    case DecisionKind::kStart: add("gpus", EncodeGpus(d.gpus)); break;
+    case DecisionKind::kCheckpoint: add("deadline", std::to_string(d.deadline)); break;
+    case DecisionKind::kPreempt: add("requeue", d.requeue ? "1" : "0"); break;
     case DecisionKind::kResize:
       add("gpus", EncodeGpus(d.gpus));
       add("added", EncodeGpus(d.added));
       add("removed", EncodeGpus(d.removed));
       break;
-    case DecisionKind::kKill:
-      break;
-    case DecisionKind::kWait:
-      add("wait", Escape(d.wait.ToString()));
-      break;
+    case DecisionKind::kKill: break;
+    case DecisionKind::kWait: add("wait", Escape(d.wait.ToString())); break;
   }
   if (!d.reason.empty()) add("reason", Escape(d.reason));
   return out;
@@ -290,9 +283,8 @@ std::string_view NameOf(const std::pair<std::string_view, E> (&table)[N], E valu
 }
 
 constexpr std::pair<std::string_view, JobState> kJobStates[] = {
-    {"pending", JobState::kPending},     {"running", JobState::kRunning},
-    {"checkpointing", JobState::kCheckpointing}, {"completed", JobState::kCompleted},
-    {"failed", JobState::kFailed},       {"cancelled", JobState::kCancelled},
+    {"pending", JobState::kPending},     {"running", JobState::kRunning}, {"checkpointing", JobState::kCheckpointing},
+    {"completed", JobState::kCompleted}, {"failed", JobState::kFailed},   {"cancelled", JobState::kCancelled},
     {"killed", JobState::kKilled},
 };
 constexpr std::pair<std::string_view, NodeState> kNodeStates[] = {
@@ -301,9 +293,9 @@ constexpr std::pair<std::string_view, FitMode> kFits[] = {
     {"any", FitMode::kAny}, {"prefer", FitMode::kPrefer}, {"require", FitMode::kRequire}};
 constexpr std::pair<std::string_view, ElasticStep> kSteps[] = {
     {"any", ElasticStep::kAny}, {"multiple", ElasticStep::kMultiple}, {"pow2", ElasticStep::kPowerOfTwo}};
-constexpr std::pair<std::string_view, JobRecord::After> kAfters[] = {
-    {"nothing", JobRecord::After::kNothing}, {"preempt", JobRecord::After::kPreempt},
-    {"shrink", JobRecord::After::kShrink}};
+constexpr std::pair<std::string_view, JobRecord::After> kAfters[] = {{"nothing", JobRecord::After::kNothing},
+                                                                     {"preempt", JobRecord::After::kPreempt},
+                                                                     {"shrink", JobRecord::After::kShrink}};
 
 }  // namespace
 

@@ -34,8 +34,8 @@ class GroupCommitter {
   };
 
   struct Stats {
-    uint64_t groups = 0;      // transactions
-    uint64_t batches = 0;     // batches committed or failed
+    uint64_t groups = 0;   // transactions
+    uint64_t batches = 0;  // batches committed or failed
     size_t largest_group = 0;
   };
 

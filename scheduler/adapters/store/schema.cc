@@ -125,7 +125,8 @@ Result<MigrationResult> Migrate(SqliteDb& db, std::span<const Migration> migrati
     if (*tables != 0)
       return fail("not a Phalanx store: it has " + std::to_string(*tables) + " tables but no schema_version table");
     if (auto st = db.Exec("CREATE TABLE schema_version(version INTEGER PRIMARY KEY, description TEXT NOT NULL);"
-                          "PRAGMA application_id = " + std::to_string(kApplicationId));
+                          "PRAGMA application_id = " +
+                          std::to_string(kApplicationId));
         !st)
       return fail("creating the schema: " + st.error().message);
   } else {

@@ -49,7 +49,8 @@ Statement& Statement::Bind(int index, double value) {
 
 Statement& Statement::Bind(int index, std::string_view text) {
   // An empty view may have a null data(), which SQLite would bind as NULL.
-  sqlite3_bind_text64(stmt_, index, text.data() != nullptr ? text.data() : "", text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  sqlite3_bind_text64(stmt_, index, text.data() != nullptr ? text.data() : "", text.size(), SQLITE_TRANSIENT,
+                      SQLITE_UTF8);
   return *this;
 }
 
@@ -170,8 +171,8 @@ int SqliteDb::last_error() const { return conn_->last_error; }
 
 bool SqliteDb::IsFatal(int rc) {
   const int primary = rc & 0xff;
-  return primary == SQLITE_IOERR || primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB || primary == SQLITE_CANTOPEN ||
-         primary == SQLITE_FULL;
+  return primary == SQLITE_IOERR || primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB ||
+         primary == SQLITE_CANTOPEN || primary == SQLITE_FULL;
 }
 
 }  // namespace phalanx::store

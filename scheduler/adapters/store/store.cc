@@ -169,7 +169,9 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
     if (auto st = Run(s.insert_job); !st) return st;
     if (db_.Changes() == 0) return Fail(path(), JobWhere(spec.id) + ": already exists");
     if (spec.id >= next_id_) next_id_ = spec.id + 1;
-    s.insert_event.Bind(1, submit->now).Bind(2, std::string_view("submit")).Bind(3, static_cast<int64_t>(spec.id))
+    s.insert_event.Bind(1, submit->now)
+        .Bind(2, std::string_view("submit"))
+        .Bind(3, static_cast<int64_t>(spec.id))
         .Bind(4, std::string_view());
     if (auto st = Run(s.insert_event); !st) return st;
     result->submitted.push_back(spec.id);
@@ -206,7 +208,10 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
     return {};
   }
   if (const auto* event = std::get_if<Batch::Event>(&op)) {
-    s.insert_event.Bind(1, event->time).Bind(2, event->kind).Bind(3, static_cast<int64_t>(event->job)).Bind(4, event->payload);
+    s.insert_event.Bind(1, event->time)
+        .Bind(2, event->kind)
+        .Bind(3, static_cast<int64_t>(event->job))
+        .Bind(4, event->payload);
     return Run(s.insert_event);
   }
   if (const auto* ckpt = std::get_if<Batch::Checkpoint>(&op)) {

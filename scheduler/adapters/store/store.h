@@ -79,13 +79,38 @@ class Batch {
 
  private:
   friend class Store;
-  struct Submit { JobSpec spec; Time now; };
-  struct Save { JobRecord job; };
-  struct Event { Time time; std::string kind; JobId job; std::string payload; };
-  struct Checkpoint { JobId job; uint64_t epoch; Time time; std::string path; };
-  struct Node { std::string name; NodeState state; Time now; std::string reason; };
-  struct Meta { std::string key, value; };
-  struct Launch { JobId job; std::string info; };
+  struct Submit {
+    JobSpec spec;
+    Time now;
+  };
+  struct Save {
+    JobRecord job;
+  };
+  struct Event {
+    Time time;
+    std::string kind;
+    JobId job;
+    std::string payload;
+  };
+  struct Checkpoint {
+    JobId job;
+    uint64_t epoch;
+    Time time;
+    std::string path;
+  };
+  struct Node {
+    std::string name;
+    NodeState state;
+    Time now;
+    std::string reason;
+  };
+  struct Meta {
+    std::string key, value;
+  };
+  struct Launch {
+    JobId job;
+    std::string info;
+  };
   using Op = std::variant<Submit, Save, Event, Checkpoint, Node, Meta, Launch>;
   std::vector<Op> ops_;
 };
@@ -118,7 +143,7 @@ struct RecoveredState {
   std::vector<JobRecord> jobs;
   std::vector<StoredNode> nodes;  // by name
   JobId next_job_id = 1;
-  uint64_t last_event_seq = 0;    // 0: empty log
+  uint64_t last_event_seq = 0;  // 0: empty log
   // Launch info (Batch::SetLaunchInfo) of the jobs that are not final, by id; final jobs'
   // are read on demand with LoadLaunchInfo.
   std::map<JobId, std::string> launch;

@@ -58,7 +58,8 @@ Result<double> ParseBandwidth(std::string_view text, std::string_view where, std
     if (auto rate = InfinibandRate(name)) {
       const auto count = ParseNumber<int>(count_text);
       if (!count || *count < 1 || *count > 1024) {
-        return Fail(w, "bad lane multiplier " + Quote(count_text) + " in bandwidth " + Quote(t) + " (expected e.g. 2xNDR)");
+        return Fail(
+            w, "bad lane multiplier " + Quote(count_text) + " in bandwidth " + Quote(t) + " (expected e.g. 2xNDR)");
       }
       return *count * *rate;
     }
@@ -73,7 +74,8 @@ Result<double> ParseBandwidth(std::string_view text, std::string_view where, std
   const std::string_view unit = Trim(std::string_view(end, static_cast<size_t>(t.data() + t.size() - end)));
   if (unit.empty()) {
     if (default_unit.empty()) {
-      return Fail(w, "bandwidth " + Quote(t) + " has no unit (write e.g. " + std::string(t) + "Gb/s or " + std::string(t) + "GB/s)");
+      return Fail(w, "bandwidth " + Quote(t) + " has no unit (write e.g. " + std::string(t) + "Gb/s or " +
+                         std::string(t) + "GB/s)");
     }
     const auto factor = UnitFactor(default_unit);
     if (!factor) return Fail(w, "bad default bandwidth unit " + Quote(default_unit) + " (expected Gb/s or GB/s)");

@@ -72,7 +72,8 @@ bool ParseTopologyFormat(std::string_view name, TopologyFormat* format) {
 
 Result<TopologyFormat> SniffTopologyFormat(std::string_view path, std::string_view text) {
   const std::string_view head = TrimLeft(text);
-  if (head.starts_with("<?xml") || head.starts_with("<topology") || head.substr(0, 4096).find("<topology") != std::string_view::npos) {
+  if (head.starts_with("<?xml") || head.starts_with("<topology") ||
+      head.substr(0, 4096).find("<topology") != std::string_view::npos) {
     return TopologyFormat::kHwloc;
   }
   bool yaml_key = false;
@@ -106,7 +107,8 @@ Result<TopologyFormat> SniffTopologyFormat(std::string_view path, std::string_vi
 Result<LoadedTopology> LoadTopology(const std::string& path, const LoadOptions& options) {
   LoadedTopology out;
   if (path.starts_with(kGenPrefix) || options.format == TopologyFormat::kGenerator) {
-    const std::string_view name = path.starts_with(kGenPrefix) ? std::string_view(path).substr(kGenPrefix.size()) : std::string_view(path);
+    const std::string_view name =
+        path.starts_with(kGenPrefix) ? std::string_view(path).substr(kGenPrefix.size()) : std::string_view(path);
     auto spec = GenerateByName(name);
     if (!spec) return Fail(path, spec.error().message);
     out.spec = std::move(*spec);
@@ -162,8 +164,7 @@ Result<LoadedTopology> LoadTopology(const std::string& path, const LoadOptions& 
       return out;
     }
     case TopologyFormat::kAuto:
-    case TopologyFormat::kGenerator:
-      break;
+    case TopologyFormat::kGenerator: break;
   }
   return Fail(path, "unsupported format");
 }

@@ -31,11 +31,11 @@ bool ParseTopologyFormat(std::string_view name, TopologyFormat* format);
 
 struct LoadOptions {
   TopologyFormat format = TopologyFormat::kAuto;
-  int gpus_per_node = 0;        // slurm: GPUs of nodes without gres (see SlurmReadOptions)
-  std::string node_model;       // slurm: built-in model of every node (default dgx-h100);
-                                // nvsmi/hwloc: the name given to the model read
-  std::string gres_path;        // slurm: gres.conf or slurm.conf with Gres= (optional)
-  std::string node_name;        // nvsmi/hwloc: the one node's name (default: the file stem)
+  int gpus_per_node = 0;   // slurm: GPUs of nodes without gres (see SlurmReadOptions)
+  std::string node_model;  // slurm: built-in model of every node (default dgx-h100);
+                           // nvsmi/hwloc: the name given to the model read
+  std::string gres_path;   // slurm: gres.conf or slurm.conf with Gres= (optional)
+  std::string node_name;   // nvsmi/hwloc: the one node's name (default: the file stem)
   std::vector<std::pair<std::string, double>> oversubscription_by_level;  // slurm
 };
 

@@ -23,11 +23,13 @@ using TopologyPtr = std::unique_ptr<hwloc_topology, TopologyDeleter>;
 
 struct FoundGpu {
   std::tuple<unsigned, unsigned, unsigned, unsigned> busid;  // domain, bus, dev, func
-  uint64_t root_port = 0;   // gp_index of the bridge right below the host bridge
+  uint64_t root_port = 0;                                    // gp_index of the bridge right below the host bridge
   int numa = -1;
 };
 
-bool Contains(const std::vector<unsigned>& ids, unsigned id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
+bool Contains(const std::vector<unsigned>& ids, unsigned id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
 
 bool HasOsdev(hwloc_obj_t pci, hwloc_obj_osdev_type_t a, hwloc_obj_osdev_type_t b) {
   for (hwloc_obj_t c = pci->io_first_child; c != nullptr; c = c->next_sibling) {
@@ -87,14 +89,15 @@ bool IsHexBitmap(std::string_view v) {
 }
 
 bool IsCpuSideType(std::string_view type) {
-  static constexpr std::string_view kTypes[] = {"Machine", "Package", "Die", "Core", "PU", "Group", "NUMANode", "MemCache",
-                                                "L1Cache", "L2Cache", "L3Cache", "L4Cache", "L5Cache", "L1iCache", "L2iCache",
-                                                "L3iCache", "Socket", "Cache", "System", "Node"};
+  static constexpr std::string_view kTypes[] = {
+      "Machine", "Package", "Die",     "Core",     "PU",       "Group",    "NUMANode", "MemCache", "L1Cache", "L2Cache",
+      "L3Cache", "L4Cache", "L5Cache", "L1iCache", "L2iCache", "L3iCache", "Socket",   "Cache",    "System",  "Node"};
   return std::find(std::begin(kTypes), std::end(kTypes), type) != std::end(kTypes);
 }
 
 // Parses the attributes of `tag` (the text between the name and the closing ">" or "/>").
-bool ParseAttributes(std::string_view body, std::vector<std::pair<std::string_view, std::string_view>>* out, std::string* what) {
+bool ParseAttributes(std::string_view body, std::vector<std::pair<std::string_view, std::string_view>>* out,
+                     std::string* what) {
   size_t i = 0;
   auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
   while (true) {
@@ -103,14 +106,17 @@ bool ParseAttributes(std::string_view body, std::vector<std::pair<std::string_vi
     const size_t name_start = i;
     while (i < body.size() && !space(body[i]) && body[i] != '=' && body[i] != '>' && body[i] != '/') ++i;
     const std::string_view name = body.substr(name_start, i - name_start);
-    if (name.empty() || i == body.size() || body[i] != '=' || i + 1 >= body.size() || (body[i + 1] != '"' && body[i + 1] != '\'')) {
-      *what = "malformed attribute '" + std::string(body.substr(name_start, std::min<size_t>(40, body.size() - name_start))) + "'";
+    if (name.empty() || i == body.size() || body[i] != '=' || i + 1 >= body.size() ||
+        (body[i + 1] != '"' && body[i + 1] != '\'')) {
+      *what = "malformed attribute '" +
+              std::string(body.substr(name_start, std::min<size_t>(40, body.size() - name_start))) + "'";
       return false;
     }
     const char quote = body[i + 1];
     const size_t value_start = i + 2;
     const size_t value_end = body.find(quote, value_start);
-    if (value_end == std::string_view::npos) return *what = "unterminated attribute value of '" + std::string(name) + "'", false;
+    if (value_end == std::string_view::npos)
+      return *what = "unterminated attribute value of '" + std::string(name) + "'", false;
     out->emplace_back(name, body.substr(value_start, value_end - value_start));
     i = value_end + 1;
   }
@@ -128,7 +134,8 @@ int PrecheckXml(std::string_view text, std::string* what) {
     const int tag_line = line;
     const std::string_view end = text.substr(i, 4) == "<!--" ? "-->" : ">";
     const size_t pos = text.find(end, i + 1);
-    if (pos == std::string_view::npos) return *what = end == ">" ? "unterminated tag" : "unterminated comment", tag_line;
+    if (pos == std::string_view::npos)
+      return *what = end == ">" ? "unterminated tag" : "unterminated comment", tag_line;
     i = pos + end.size() - 1;
     const std::string_view tag = text.substr(start, i + 1 - start);
     line += static_cast<int>(std::count(tag.begin(), tag.end(), '\n'));
@@ -142,7 +149,9 @@ int PrecheckXml(std::string_view text, std::string* what) {
     if (closing) {
       if (open.empty() || open.back().first != name) {
         *what = "closing tag </" + std::string(name) + "> does not match " +
-                (open.empty() ? std::string("any open tag") : "<" + std::string(open.back().first) + "> opened at line " + std::to_string(open.back().second));
+                (open.empty()
+                     ? std::string("any open tag")
+                     : "<" + std::string(open.back().first) + "> opened at line " + std::to_string(open.back().second));
         return tag_line;
       }
       open.pop_back();
@@ -154,13 +163,17 @@ int PrecheckXml(std::string_view text, std::string* what) {
     if (name == "topology") saw_topology = true;
     if (name == "object") {
       std::string_view type;
-      for (const auto& [k, v] : attrs) if (k == "type") type = v;
+      for (const auto& [k, v] : attrs)
+        if (k == "type") type = v;
       if (type.empty()) return *what = "<object> without a type", tag_line;
       if (IsCpuSideType(type)) {
         for (std::string_view set : {"cpuset", "complete_cpuset", "nodeset", "complete_nodeset"}) {
           auto it = std::find_if(attrs.begin(), attrs.end(), [&](const auto& a) { return a.first == set; });
           if (it == attrs.end()) return *what = std::string(type) + " object without " + std::string(set), tag_line;
-          if (!IsHexBitmap(it->second)) return *what = std::string(type) + " object: bad " + std::string(set) + " '" + std::string(it->second) + "'", tag_line;
+          if (!IsHexBitmap(it->second))
+            return *what =
+                       std::string(type) + " object: bad " + std::string(set) + " '" + std::string(it->second) + "'",
+                   tag_line;
         }
       }
     }
@@ -172,11 +185,15 @@ int PrecheckXml(std::string_view text, std::string* what) {
 }
 
 Status CheckOptions(const HwlocOptions& o) {
-  const std::pair<const char*, double> values[] = {{"gpu_link_gbs", o.gpu_link_gbs}, {"pcie_uplink_gbs", o.pcie_uplink_gbs},
-                                                   {"numa_uplink_gbs", o.numa_uplink_gbs}, {"nvswitch_gbs", o.nvswitch_gbs},
+  const std::pair<const char*, double> values[] = {{"gpu_link_gbs", o.gpu_link_gbs},
+                                                   {"pcie_uplink_gbs", o.pcie_uplink_gbs},
+                                                   {"numa_uplink_gbs", o.numa_uplink_gbs},
+                                                   {"nvswitch_gbs", o.nvswitch_gbs},
                                                    {"nic_gbs", o.nic_gbs}};
   for (const auto& [name, value] : values) {
-    if (!std::isfinite(value) || value <= 0) return Fail(std::string("hwloc options.") + name, "must be a positive bandwidth (got " + std::to_string(value) + ")");
+    if (!std::isfinite(value) || value <= 0)
+      return Fail(std::string("hwloc options.") + name,
+                  "must be a positive bandwidth (got " + std::to_string(value) + ")");
   }
   return {};
 }
@@ -194,9 +211,11 @@ Result<NodeModel> ReadHwlocXml(std::string_view xml_text, std::string_view filen
   TopologyPtr topo(raw);
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
   std::string what;
-  if (const int line = PrecheckXml(xml_text, &what); line > 0) return Fail(file + ":" + std::to_string(line), "malformed hwloc XML: " + what);
+  if (const int line = PrecheckXml(xml_text, &what); line > 0)
+    return Fail(file + ":" + std::to_string(line), "malformed hwloc XML: " + what);
   const std::string buffer(xml_text);  // hwloc wants the terminating NUL counted in the size
-  if (hwloc_topology_set_xmlbuffer(raw, buffer.c_str(), static_cast<int>(buffer.size() + 1)) != 0 || hwloc_topology_load(raw) != 0) {
+  if (hwloc_topology_set_xmlbuffer(raw, buffer.c_str(), static_cast<int>(buffer.size() + 1)) != 0 ||
+      hwloc_topology_load(raw) != 0) {
     return Fail(file, std::string("hwloc cannot load this XML (") + std::strerror(errno) +
                           "); expected the output of `lstopo --of xml` from hwloc 2.x");
   }
@@ -218,13 +237,15 @@ Result<NodeModel> ReadHwlocXml(std::string_view xml_text, std::string_view filen
         gpus.push_back(g);
       }
     }
-    if (base_class == 0x02 && (Contains(options.nic_vendor_ids, a.vendor_id) || HasOsdev(pci, HWLOC_OBJ_OSDEV_OPENFABRICS, HWLOC_OBJ_OSDEV_OPENFABRICS))) {
+    if (base_class == 0x02 && (Contains(options.nic_vendor_ids, a.vendor_id) ||
+                               HasOsdev(pci, HWLOC_OBJ_OSDEV_OPENFABRICS, HWLOC_OBJ_OSDEV_OPENFABRICS))) {
       ++nics;
     }
   }
   if (gpus.empty()) {
-    return Fail(file, "no GPUs found (no PCI device of the GPU vendors with a display class or a cuda/nvml/opencl device; "
-                      "was lstopo run with I/O discovery, i.e. without --no-io?)");
+    return Fail(file,
+                "no GPUs found (no PCI device of the GPU vendors with a display class or a cuda/nvml/opencl device; "
+                "was lstopo run with I/O discovery, i.e. without --no-io?)");
   }
   if (gpus.size() > 1024) return Fail(file, "too many GPUs (" + std::to_string(gpus.size()) + ")");
   std::sort(gpus.begin(), gpus.end(), [](const FoundGpu& x, const FoundGpu& y) { return x.busid < y.busid; });

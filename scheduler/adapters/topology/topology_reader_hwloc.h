@@ -25,16 +25,16 @@
 namespace phalanx {
 
 struct HwlocOptions {
-  std::string model_name;          // empty: "hwloc-<file stem>"
+  std::string model_name;  // empty: "hwloc-<file stem>"
   std::vector<unsigned> gpu_vendor_ids = {0x10de};
   std::vector<unsigned> nic_vendor_ids = {0x15b3};
   // GB/s per direction; defaults match scheduler/core/topology/node_models.cc.
-  double gpu_link_gbs = 32;        // PCIe Gen4 x16, GPU to its switch
-  double pcie_uplink_gbs = 32;     // root port / switch uplink
-  double numa_uplink_gbs = 40;     // socket-to-socket (UPI/xGMI)
-  double nvswitch_gbs = 450;       // per GPU, when NVSwitches are present
-  double nic_gbs = 50;             // per NIC (NDR 400 Gb/s)
-  int nics = -1;                   // >= 0: override the NIC count found in the XML
+  double gpu_link_gbs = 32;     // PCIe Gen4 x16, GPU to its switch
+  double pcie_uplink_gbs = 32;  // root port / switch uplink
+  double numa_uplink_gbs = 40;  // socket-to-socket (UPI/xGMI)
+  double nvswitch_gbs = 450;    // per GPU, when NVSwitches are present
+  double nic_gbs = 50;          // per NIC (NDR 400 Gb/s)
+  int nics = -1;                // >= 0: override the NIC count found in the XML
 };
 
 // Fails on: XML that hwloc cannot load (the message names `filename`), a topology without GPUs,

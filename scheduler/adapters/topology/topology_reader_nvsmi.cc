@@ -17,8 +17,8 @@ enum Pcie : int { kPix = 1, kPxb = 2, kPhb = 3, kNode = 4, kSys = 5 };
 
 struct Cell {
   bool self = false;
-  int nv = 0;    // NVLink count for NV#
-  int pcie = 0;  // Pcie rank otherwise
+  int nv = 0;        // NVLink count for NV#
+  int pcie = 0;      // Pcie rank otherwise
   std::string text;  // normalized token, for symmetry checks and messages
 };
 
@@ -29,8 +29,8 @@ std::optional<Cell> ParseCell(std::string_view t) {
     if (!n || *n < 1 || *n > 1000) return std::nullopt;
     return Cell{false, *n, 0, "NV" + std::to_string(*n)};
   }
-  static constexpr std::pair<std::string_view, int> kTable[] = {
-      {"PIX", kPix}, {"PXB", kPxb}, {"PHB", kPhb}, {"NODE", kNode}, {"SYS", kSys}, {"SOC", kSys}};
+  static constexpr std::pair<std::string_view, int> kTable[] = {{"PIX", kPix},   {"PXB", kPxb}, {"PHB", kPhb},
+                                                                {"NODE", kNode}, {"SYS", kSys}, {"SOC", kSys}};
   for (const auto& [name, rank] : kTable) {
     if (t == name) return Cell{false, 0, rank, std::string(rank == kSys ? "SYS" : name)};
   }
@@ -114,7 +114,9 @@ class NvsmiReader {
     if (options_.model_name.empty()) return Fail("options.model_name", "model name is empty");
     for (auto [name, value] : {std::pair{"link_gbs", options_.link_gbs}, std::pair{"pcie_gbs", options_.pcie_gbs},
                                std::pair{"smp_gbs", options_.smp_gbs}, std::pair{"nic_gbs", options_.nic_gbs}}) {
-      if (!std::isfinite(value) || value <= 0) return Fail(std::string("options.") + name, "must be a positive bandwidth (GB/s), got " + std::to_string(value));
+      if (!std::isfinite(value) || value <= 0)
+        return Fail(std::string("options.") + name,
+                    "must be a positive bandwidth (GB/s), got " + std::to_string(value));
     }
     if (options_.max_gpu_nvlinks < 1) return Fail("options.max_gpu_nvlinks", "must be >= 1");
     return {};
@@ -149,7 +151,8 @@ class NvsmiReader {
         if (!devices_.empty() && devices_.size() != static_cast<size_t>(gpus_)) {
           return Fail(where, "GPU column " + Quote(t) + " after NIC column " + Quote(devices_.back()));
         }
-        if (*gpu != gpus_) return Fail(where, "GPU column " + Quote(t) + " out of order (expected GPU" + std::to_string(gpus_) + ")");
+        if (*gpu != gpus_)
+          return Fail(where, "GPU column " + Quote(t) + " out of order (expected GPU" + std::to_string(gpus_) + ")");
         ++gpus_;
         devices_.push_back(std::string(t));
       } else {
@@ -170,27 +173,31 @@ class NvsmiReader {
       const Line& line = lines_[eof ? lines_.size() - 1 : next];
       const std::string where = At(line.number);
       if (eof || line.tokens.empty() || line.tokens[0].starts_with("Legend")) {
-        return Fail(where, "matrix ends after " + std::to_string(row) + " of " + std::to_string(d) + " device rows (missing row " +
-                               Quote(devices_[row]) + "): truncated file?");
+        return Fail(where, "matrix ends after " + std::to_string(row) + " of " + std::to_string(d) +
+                               " device rows (missing row " + Quote(devices_[row]) + "): truncated file?");
       }
       if (line.tokens[0] != devices_[row]) {
-        return Fail(where, "row/column mismatch: row " + std::to_string(row + 1) + " is " + Quote(line.tokens[0]) + " but column " +
-                               std::to_string(row + 1) + " is " + Quote(devices_[row]) + " (header has " + std::to_string(gpus_) +
-                               " GPU and " + std::to_string(d - static_cast<size_t>(gpus_)) + " NIC columns)");
+        return Fail(where, "row/column mismatch: row " + std::to_string(row + 1) + " is " + Quote(line.tokens[0]) +
+                               " but column " + std::to_string(row + 1) + " is " + Quote(devices_[row]) +
+                               " (header has " + std::to_string(gpus_) + " GPU and " +
+                               std::to_string(d - static_cast<size_t>(gpus_)) + " NIC columns)");
       }
       const size_t cells = line.tokens.size() - 1;
       const bool is_gpu = row < static_cast<size_t>(gpus_);
       if (cells < d || cells > d + info_columns_.size()) {
-        return Fail(where, "row " + Quote(devices_[row]) + " has " + std::to_string(cells) + " cells, expected " + std::to_string(d) +
-                               " matrix cells" + (info_columns_.empty() ? "" : " plus up to " + std::to_string(info_columns_.size()) + " informational ones") +
+        return Fail(where, "row " + Quote(devices_[row]) + " has " + std::to_string(cells) + " cells, expected " +
+                               std::to_string(d) + " matrix cells" +
+                               (info_columns_.empty()
+                                    ? ""
+                                    : " plus up to " + std::to_string(info_columns_.size()) + " informational ones") +
                                " (non-square matrix or truncated line)");
       }
       for (size_t col = 0; col < d; ++col) {
         const std::string_view token = line.tokens[col + 1];
         auto cell = ParseCell(token);
         if (!cell) {
-          return Fail(where, "unknown cell " + Quote(token) + " in row " + Quote(devices_[row]) + ", column " + Quote(devices_[col]) +
-                                 " (expected X, NV#, PIX, PXB, PHB, NODE or SYS)");
+          return Fail(where, "unknown cell " + Quote(token) + " in row " + Quote(devices_[row]) + ", column " +
+                                 Quote(devices_[col]) + " (expected X, NV#, PIX, PXB, PHB, NODE or SYS)");
         }
         cells_[row][col] = std::move(*cell);
       }
@@ -203,9 +210,12 @@ class NvsmiReader {
     for (; next < lines_.size(); ++next) {
       const Line& line = lines_[next];
       if (line.tokens.empty()) continue;
-      if (line.tokens[0].starts_with("Legend") || (line.tokens[0] == "NIC" && line.tokens.size() > 1 && line.tokens[1].starts_with("Legend"))) break;
+      if (line.tokens[0].starts_with("Legend") ||
+          (line.tokens[0] == "NIC" && line.tokens.size() > 1 && line.tokens[1].starts_with("Legend")))
+        break;
       return Fail(At(line.number), "unexpected " + Quote(line.tokens[0]) + " after the " + std::to_string(d) +
-                                       " device rows (non-square matrix? the header has " + std::to_string(d) + " device columns)");
+                                       " device rows (non-square matrix? the header has " + std::to_string(d) +
+                                       " device columns)");
     }
     return {};
   }
@@ -217,15 +227,18 @@ class NvsmiReader {
       for (size_t j = 0; j < d; ++j) {
         const Cell& c = cells_[i][j];
         if ((i == j) != c.self) {
-          return Fail(where, i == j ? "diagonal cell of " + Quote(devices_[i]) + " is " + Quote(c.text) + ", expected X"
-                                    : "cell " + Quote(devices_[i]) + "/" + Quote(devices_[j]) + " is X off the diagonal");
+          return Fail(where, i == j
+                                 ? "diagonal cell of " + Quote(devices_[i]) + " is " + Quote(c.text) + ", expected X"
+                                 : "cell " + Quote(devices_[i]) + "/" + Quote(devices_[j]) + " is X off the diagonal");
         }
         const bool both_gpus = i < static_cast<size_t>(gpus_) && j < static_cast<size_t>(gpus_);
-        if (c.nv > 0 && !both_gpus) return Fail(where, "NVLink cell " + Quote(c.text) + " between " + Quote(devices_[i]) + " and " + Quote(devices_[j]) + " (NV# is only between GPUs)");
+        if (c.nv > 0 && !both_gpus)
+          return Fail(where, "NVLink cell " + Quote(c.text) + " between " + Quote(devices_[i]) + " and " +
+                                 Quote(devices_[j]) + " (NV# is only between GPUs)");
         if (j < i && c.text != cells_[j][i].text) {
-          return Fail(where, "asymmetric matrix: " + Quote(devices_[j]) + "->" + Quote(devices_[i]) + " is " + Quote(cells_[j][i].text) +
-                                 " (line " + std::to_string(row_lines_[j]) + ") but " + Quote(devices_[i]) + "->" + Quote(devices_[j]) +
-                                 " is " + Quote(c.text));
+          return Fail(where, "asymmetric matrix: " + Quote(devices_[j]) + "->" + Quote(devices_[i]) + " is " +
+                                 Quote(cells_[j][i].text) + " (line " + std::to_string(row_lines_[j]) + ") but " +
+                                 Quote(devices_[i]) + "->" + Quote(devices_[j]) + " is " + Quote(c.text));
         }
       }
     }
@@ -269,7 +282,8 @@ class NvsmiReader {
         }
         min_total = min_total < 0 ? total : std::min(min_total, total);
       }
-      const bool nvswitch = uniform && n >= 3 && static_cast<int64_t>(k) * static_cast<int64_t>(n - 1) > options_.max_gpu_nvlinks;
+      const bool nvswitch =
+          uniform && n >= 3 && static_cast<int64_t>(k) * static_cast<int64_t>(n - 1) > options_.max_gpu_nvlinks;
       GroupSpec group;
       group.kind = nvswitch ? "nvswitch" : "nvlink";
       group.gpus = u.gpus;
@@ -284,7 +298,8 @@ class NvsmiReader {
   int UnitDistance(const Unit& a, const Unit& b) const {
     int best = kSys;
     for (int x : a.gpus) {
-      for (int y : b.gpus) best = std::min(best, std::max(1, cells_[static_cast<size_t>(x)][static_cast<size_t>(y)].pcie));
+      for (int y : b.gpus)
+        best = std::min(best, std::max(1, cells_[static_cast<size_t>(x)][static_cast<size_t>(y)].pcie));
     }
     return best;
   }
@@ -315,7 +330,8 @@ class NvsmiReader {
     g.kind = level == kNode ? "numa" : "pcie";
     g.gpu_link_gbs = options_.pcie_gbs;
     g.gpu_link_type = LinkType::kPcie;
-    g.uplink = level == kNode ? LinkSpec{options_.smp_gbs, 0, 0, LinkType::kSmp} : LinkSpec{options_.pcie_gbs, 0, 0, LinkType::kPcie};
+    g.uplink = level == kNode ? LinkSpec{options_.smp_gbs, 0, 0, LinkType::kSmp}
+                              : LinkSpec{options_.pcie_gbs, 0, 0, LinkType::kPcie};
     return g;
   }
 
@@ -377,7 +393,8 @@ class NvsmiReader {
     for (size_t nic = static_cast<size_t>(gpus_); nic < d; ++nic) {
       ++all;
       bool near = false;
-      for (size_t g = 0; g < static_cast<size_t>(gpus_); ++g) near = near || (cells_[g][nic].pcie > 0 && cells_[g][nic].pcie <= kPxb);
+      for (size_t g = 0; g < static_cast<size_t>(gpus_); ++g)
+        near = near || (cells_[g][nic].pcie > 0 && cells_[g][nic].pcie <= kPxb);
       rails += near ? 1 : 0;
     }
     return rails > 0 ? rails : all;

@@ -47,11 +47,11 @@ struct NvsmiOptions {
   // GB/s per direction of one NVLink: 25 for NVLink 3 (A100) and NVLink 4 (H100); NVLink
   // bridges of PCIe cards (A40, A6000, L40 has none) run about 14.
   double link_gbs = 25;
-  double pcie_gbs = 32;       // PCIe Gen4 x16 per direction (node_models.cc: kPcie4)
-  double smp_gbs = 40;        // socket interconnect usable by GPU peer traffic (kSmp)
-  int nics = -1;              // < 0: count rail NICs from the matrix (see above)
-  double nic_gbs = 50;        // per NIC: NDR 400 Gb/s
-  int max_gpu_nvlinks = 18;   // most NVLinks one GPU has (H100: 18); drives NVSwitch detection
+  double pcie_gbs = 32;      // PCIe Gen4 x16 per direction (node_models.cc: kPcie4)
+  double smp_gbs = 40;       // socket interconnect usable by GPU peer traffic (kSmp)
+  int nics = -1;             // < 0: count rail NICs from the matrix (see above)
+  double nic_gbs = 50;       // per NIC: NDR 400 Gb/s
+  int max_gpu_nvlinks = 18;  // most NVLinks one GPU has (H100: 18); drives NVSwitch detection
 };
 
 Result<NodeModel> ReadNvidiaSmiTopo(std::string_view text, std::string_view filename, const NvsmiOptions& options);

@@ -25,7 +25,7 @@ struct Word {
   std::string lower;  // key in lower case
   std::string value;  // text after the first '=' (the whole word when there is no '=')
   bool has_eq = false;
-  int line = 0;       // physical line of the word
+  int line = 0;  // physical line of the word
 };
 
 struct LogicalLine {
@@ -95,7 +95,8 @@ constexpr int64_t kMaxGresGpus = 1 << 20;
 
 Result<int64_t> ParseCount(std::string_view text, const std::string& where, std::string_view what) {
   const auto v = ParseNumber<int64_t>(text);
-  if (!v || *v < 0 || *v > kMaxGresGpus) return Fail(where, "bad GPU count " + Quote(text) + " in " + std::string(what));
+  if (!v || *v < 0 || *v > kMaxGresGpus)
+    return Fail(where, "bad GPU count " + Quote(text) + " in " + std::string(what));
   return *v;
 }
 
@@ -118,7 +119,9 @@ Result<int64_t> SlurmConfGpus(std::string_view value, const std::string& where) 
       continue;
     }
     const std::string_view last = entry.substr(entry.rfind(':') + 1);
-    const bool numeric = !last.empty() && std::all_of(last.begin(), last.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    const bool numeric = !last.empty() && std::all_of(last.begin(), last.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c));
+    });
     if (!numeric && entry.find(':') != entry.rfind(':')) {
       return Fail(where, "bad GPU count " + Quote(last) + " in Gres=" + std::string(value));
     }
@@ -274,17 +277,21 @@ class SlurmReader {
     if (!model) return Fail("options.node_model", model.error().message);
     base_model_ = std::move(*model);
     if (options_.gpus_per_node < 0 || options_.gpus_per_node > base_model_.gpus) {
-      return Fail("options.gpus_per_node", "gpus_per_node " + std::to_string(options_.gpus_per_node) + " is outside 0.." +
-                                               std::to_string(base_model_.gpus) + " (the GPUs of model " + Quote(base_model_.name) + ")");
+      return Fail("options.gpus_per_node", "gpus_per_node " + std::to_string(options_.gpus_per_node) +
+                                               " is outside 0.." + std::to_string(base_model_.gpus) +
+                                               " (the GPUs of model " + Quote(base_model_.name) + ")");
     }
-    if (auto unit = ParseBandwidth("1", "options.link_speed_unit", options_.link_speed_unit); !unit) return std::unexpected(unit.error());
+    if (auto unit = ParseBandwidth("1", "options.link_speed_unit", options_.link_speed_unit); !unit)
+      return std::unexpected(unit.error());
     for (const auto& [name, ratio] : options_.oversubscription_by_level) {
       const auto level = ParseLevel(ToLower(name));
       if (!level || *level < Level::kLeaf) {
-        return Fail("options.oversubscription_by_level", "unknown switch level " + Quote(name) + " (expected leaf, spine or core)");
+        return Fail("options.oversubscription_by_level",
+                    "unknown switch level " + Quote(name) + " (expected leaf, spine or core)");
       }
       if (!std::isfinite(ratio) || ratio < 1) {
-        return Fail("options.oversubscription_by_level", "oversubscription of " + Quote(name) + " must be >= 1, got " + std::to_string(ratio));
+        return Fail("options.oversubscription_by_level",
+                    "oversubscription of " + Quote(name) + " must be >= 1, got " + std::to_string(ratio));
       }
       oversubscription_[static_cast<size_t>(*level)] = ratio;
     }
@@ -301,26 +308,32 @@ class SlurmReader {
         const std::string where = At(file_, w.line);
         if (!w.has_eq) return Fail(where, "expected Key=Value, got " + Quote(w.value));
         if (w.key.empty()) return Fail(where, "missing key before '=' in " + Quote("=" + w.value));
-        if (auto [it, fresh] = seen.emplace(w.lower, &w); !fresh) return Fail(where, "key " + w.key + "= given twice on one line");
+        if (auto [it, fresh] = seen.emplace(w.lower, &w); !fresh)
+          return Fail(where, "key " + w.key + "= given twice on one line");
         if (w.lower == "blockname" || w.lower == "blocksizes") {
-          return Fail(where, "key " + w.key + "= belongs to topology/block, which is not supported (expected topology/tree lines)");
+          return Fail(where, "key " + w.key +
+                                 "= belongs to topology/block, which is not supported (expected topology/tree lines)");
         }
-        const Word** slot = w.lower == "switchname" ? &name
+        const Word** slot = w.lower == "switchname"  ? &name
                             : w.lower == "nodes"     ? &sw.nodes
                             : w.lower == "switches"  ? &sw.switches
                             : w.lower == "linkspeed" ? &sw.link_speed
                                                      : nullptr;
-        if (slot == nullptr) return Fail(where, "unknown key " + Quote(w.key) + " (known: SwitchName, Switches, Nodes, LinkSpeed)");
+        if (slot == nullptr)
+          return Fail(where, "unknown key " + Quote(w.key) + " (known: SwitchName, Switches, Nodes, LinkSpeed)");
         if (w.value.empty()) return Fail(where, "empty value for " + w.key + "=");
         *slot = &w;
       }
       const std::string where = At(file_, line.line);
       if (name == nullptr) return Fail(where, "line has no SwitchName= (every topology.conf line defines one switch)");
       sw.name = name->value;
-      if (sw.nodes && sw.switches) return Fail(where, "switch " + Quote(sw.name) + " has both Nodes= and Switches= (Slurm allows one of them)");
-      if (!sw.nodes && !sw.switches) return Fail(where, "switch " + Quote(sw.name) + " has neither Nodes= nor Switches=");
+      if (sw.nodes && sw.switches)
+        return Fail(where, "switch " + Quote(sw.name) + " has both Nodes= and Switches= (Slurm allows one of them)");
+      if (!sw.nodes && !sw.switches)
+        return Fail(where, "switch " + Quote(sw.name) + " has neither Nodes= nor Switches=");
       if (auto [it, fresh] = index_.emplace(sw.name, switches_.size()); !fresh) {
-        return Fail(where, "duplicate switch " + Quote(sw.name) + " (first defined at " + At(file_, switches_[it->second].line) + ")");
+        return Fail(where, "duplicate switch " + Quote(sw.name) + " (first defined at " +
+                               At(file_, switches_[it->second].line) + ")");
       }
       SwitchSpec spec;
       spec.name = sw.name;
@@ -347,12 +360,14 @@ class SlurmReader {
       if (!children) return Fail(where, "bad Switches= list: " + children.error().message);
       for (const std::string& child : *children) {
         const auto it = index_.find(child);
-        if (it == index_.end()) return Fail(where, "unknown switch " + Quote(child) + " in Switches= of " + Quote(sw.name));
+        if (it == index_.end())
+          return Fail(where, "unknown switch " + Quote(child) + " in Switches= of " + Quote(sw.name));
         if (it->second == i) return Fail(where, "switch " + Quote(sw.name) + " lists itself in Switches=");
         SwitchLine& c = switches_[it->second];
         if (c.parent >= 0) {
-          return Fail(where, "switch " + Quote(child) + " has two parents: " + Quote(switches_[static_cast<size_t>(c.parent)].name) +
-                                 " (" + c.parent_where + ") and " + Quote(sw.name) + " (" + where + ")");
+          return Fail(where, "switch " + Quote(child) +
+                                 " has two parents: " + Quote(switches_[static_cast<size_t>(c.parent)].name) + " (" +
+                                 c.parent_where + ") and " + Quote(sw.name) + " (" + where + ")");
         }
         c.parent = static_cast<int>(i);
         c.parent_where = where;
@@ -378,14 +393,18 @@ class SlurmReader {
       sw.height = 0;
       for (size_t c : sw.child_switches) sw.height = std::max(sw.height, switches_[c].height + 1);
       if (sw.height >= 3) {
-        return Fail(At(file_, sw.line), "switch " + Quote(sw.name) + " is a 4th switch level above the nodes; Phalanx models at most 3 (leaf, spine, core)");
+        return Fail(At(file_, sw.line),
+                    "switch " + Quote(sw.name) +
+                        " is a 4th switch level above the nodes; Phalanx models at most 3 (leaf, spine, core)");
       }
-      if (sw.parent >= 0 && --pending[static_cast<size_t>(sw.parent)] == 0) ready.push_back(static_cast<size_t>(sw.parent));
+      if (sw.parent >= 0 && --pending[static_cast<size_t>(sw.parent)] == 0)
+        ready.push_back(static_cast<size_t>(sw.parent));
     }
     for (size_t i = 0; i < switches_.size(); ++i) {
       if (switches_[i].height >= 0) continue;
       std::string cycle = switches_[i].name;
-      for (int s = switches_[i].parent; s >= 0 && static_cast<size_t>(s) != i; s = switches_[static_cast<size_t>(s)].parent) {
+      for (int s = switches_[i].parent; s >= 0 && static_cast<size_t>(s) != i;
+           s = switches_[static_cast<size_t>(s)].parent) {
         cycle += " -> " + switches_[static_cast<size_t>(s)].name;
         if (cycle.size() > 400) break;
       }
@@ -413,8 +432,10 @@ class SlurmReader {
       }
       for (std::string& node : *nodes) {
         if (auto [it, fresh] = seen.try_emplace(node, i, where); !fresh) {
-          if (it->second.first == i) return Fail(where, "node " + Quote(node) + " is listed twice in Nodes= of " + Quote(sw.name));
-          return Fail(where, "node " + Quote(node) + " is under two switches: " + Quote(switches_[it->second.first].name) + " (" +
+          if (it->second.first == i)
+            return Fail(where, "node " + Quote(node) + " is listed twice in Nodes= of " + Quote(sw.name));
+          return Fail(where, "node " + Quote(node) +
+                                 " is under two switches: " + Quote(switches_[it->second.first].name) + " (" +
                                  it->second.second + ") and " + Quote(sw.name) + " (" + where + ")");
         }
         spec_.nodes.push_back(NodeSpec{std::move(node), sw.name, 0, where});
@@ -454,9 +475,9 @@ class SlurmReader {
       }
       if (b != gres.slurm_conf.end()) {
         if (from_gres && from_gres->gpus != b->second.gpus) {
-          return Fail(node.where, "GPU count mismatch for node " + Quote(node.name) + ": " + from_gres->where + " gives " +
-                                      std::to_string(from_gres->gpus) + " GPUs but Gres= at " + b->second.where + " gives " +
-                                      std::to_string(b->second.gpus));
+          return Fail(node.where, "GPU count mismatch for node " + Quote(node.name) + ": " + from_gres->where +
+                                      " gives " + std::to_string(from_gres->gpus) + " GPUs but Gres= at " +
+                                      b->second.where + " gives " + std::to_string(b->second.gpus));
         }
         from_gres = b->second;
       }
@@ -464,9 +485,10 @@ class SlurmReader {
       const std::string source = from_gres ? " (from " + from_gres->where + ")" : "";
       if (gpus <= 0) return Fail(node.where, "node " + Quote(node.name) + " has no GPUs" + source);
       if (gpus > base_model_.gpus || (!partial_ok && gpus != base_model_.gpus)) {
-        return Fail(node.where, "GPU count mismatch for node " + Quote(node.name) + ": gres gives " + std::to_string(gpus) + source +
-                                    " but model " + Quote(base_model_.name) + " has " + std::to_string(base_model_.gpus) +
-                                    (gpus < base_model_.gpus ? " (set gpus_per_node to accept nodes with fewer GPUs)" : ""));
+        return Fail(node.where,
+                    "GPU count mismatch for node " + Quote(node.name) + ": gres gives " + std::to_string(gpus) +
+                        source + " but model " + Quote(base_model_.name) + " has " + std::to_string(base_model_.gpus) +
+                        (gpus < base_model_.gpus ? " (set gpus_per_node to accept nodes with fewer GPUs)" : ""));
       }
       node.model = ModelFor(static_cast<int>(gpus));
     }
@@ -487,7 +509,8 @@ class SlurmReader {
 
 }  // namespace
 
-Result<TopologySpec> ReadSlurmTopology(std::string_view text, std::string_view filename, const SlurmReadOptions& options) {
+Result<TopologySpec> ReadSlurmTopology(std::string_view text, std::string_view filename,
+                                       const SlurmReadOptions& options) {
   return SlurmReader(text, filename, options).Read();
 }
 

@@ -57,15 +57,16 @@
 namespace phalanx {
 
 struct SlurmReadOptions {
-  int gpus_per_node = 0;                 // > 0: GPUs of nodes without gres; allows partial nodes
-  std::string node_model = "dgx-h100";   // built-in model of every node
-  std::string gres_text;                 // gres.conf and/or slurm.conf NodeName lines (optional)
+  int gpus_per_node = 0;                    // > 0: GPUs of nodes without gres; allows partial nodes
+  std::string node_model = "dgx-h100";      // built-in model of every node
+  std::string gres_text;                    // gres.conf and/or slurm.conf NodeName lines (optional)
   std::string gres_filename = "gres.conf";  // how errors in gres_text name their file
   // Downlink:uplink per switch level, e.g. {{"leaf", 2.0}} for 2:1 leaves. Names as ParseLevel.
   std::vector<std::pair<std::string, double>> oversubscription_by_level;
   std::string link_speed_unit = "Gb/s";  // unit of a bare LinkSpeed number
 };
 
-Result<TopologySpec> ReadSlurmTopology(std::string_view text, std::string_view filename, const SlurmReadOptions& options);
+Result<TopologySpec> ReadSlurmTopology(std::string_view text, std::string_view filename,
+                                       const SlurmReadOptions& options);
 
 }  // namespace phalanx

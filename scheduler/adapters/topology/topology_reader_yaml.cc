@@ -24,7 +24,6 @@ constexpr int kMaxGroupDepth = 16;
 constexpr int kMaxSwitchDepth = 32;
 constexpr size_t kMaxNodes = 1'000'000;
 
-
 class YamlReader {
  public:
   explicit YamlReader(std::string_view filename) : file_(filename) {}
@@ -69,7 +68,8 @@ class YamlReader {
   }
 
   // Checks that `map` only has `allowed` keys, each once.
-  Status CheckKeys(const YAML::Node& map, const std::string& path, std::initializer_list<std::string_view> allowed) const {
+  Status CheckKeys(const YAML::Node& map, const std::string& path,
+                   std::initializer_list<std::string_view> allowed) const {
     if (auto s = ExpectMap(map, path); !s) return s;
     std::set<std::string> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
@@ -87,7 +87,8 @@ class YamlReader {
   }
 
   Result<std::string> Str(const YAML::Node& node, const std::string& path) const {
-    if (!node.IsScalar() || node.Scalar().empty()) return Err(node, path, "expected a non-empty text value, got " + Describe(node));
+    if (!node.IsScalar() || node.Scalar().empty())
+      return Err(node, path, "expected a non-empty text value, got " + Describe(node));
     return node.Scalar();
   }
 
@@ -104,7 +105,8 @@ class YamlReader {
     const std::string& s = node.Scalar();
     const auto v = ParseNumber<long long>(s);
     if (!v) return Err(node, path, Quote(s) + " is not a whole number");
-    if (*v < lo || *v > hi) return Err(node, path, s + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+    if (*v < lo || *v > hi)
+      return Err(node, path, s + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
     return static_cast<int>(*v);
   }
 
@@ -118,7 +120,8 @@ class YamlReader {
   }
 
   Result<double> Bandwidth(const YAML::Node& node, const std::string& path) const {
-    if (!node.IsScalar()) return Err(node, path, "expected a bandwidth like \"400Gb/s\" or \"50GB/s\", got " + Describe(node));
+    if (!node.IsScalar())
+      return Err(node, path, "expected a bandwidth like \"400Gb/s\" or \"50GB/s\", got " + Describe(node));
     auto v = ParseBandwidth(node.Scalar(), At(node));
     if (!v) return Fail(At(node), path + ": " + v.error().message);
     if (*v <= 0) return Err(node, path, "bandwidth must be positive, got " + Quote(node.Scalar()));
@@ -129,7 +132,8 @@ class YamlReader {
     auto s = Str(node, path);
     if (!s) return std::unexpected(s.error());
     auto t = ParseLinkType(*s);
-    if (!t || *t == LinkType::kNone) return Err(node, path, "unknown link type " + Quote(*s) + " (use nvlink, pcie, smp, infiniband, ethernet)");
+    if (!t || *t == LinkType::kNone)
+      return Err(node, path, "unknown link type " + Quote(*s) + " (use nvlink, pcie, smp, infiniband, ethernet)");
     return *t;
   }
 
@@ -152,8 +156,10 @@ class YamlReader {
 
   // ---- the document --------------------------------------------------------------------------
   Result<TopologySpec> ReadRoot(const YAML::Node& root) {
-    if (!root.IsDefined() || root.IsNull()) return Fail(file_, "empty file: expected 'cluster:' and 'fabric:' or 'generate:'");
-    if (auto s = CheckKeys(root, "top level", {"version", "cluster", "models", "fabric", "generate"}); !s) return std::unexpected(s.error());
+    if (!root.IsDefined() || root.IsNull())
+      return Fail(file_, "empty file: expected 'cluster:' and 'fabric:' or 'generate:'");
+    if (auto s = CheckKeys(root, "top level", {"version", "cluster", "models", "fabric", "generate"}); !s)
+      return std::unexpected(s.error());
     if (const YAML::Node v = root["version"]) {
       auto n = Int(v, "version", 1, 1);
       if (!n) return std::unexpected(n.error());
@@ -165,7 +171,9 @@ class YamlReader {
     }
     if (const YAML::Node gen = root["generate"]) {
       for (const char* other : {"models", "fabric"}) {
-        if (root[other]) return Err(root[other], other, "cannot be combined with 'generate:' (the generator builds the whole cluster)");
+        if (root[other])
+          return Err(root[other], other,
+                     "cannot be combined with 'generate:' (the generator builds the whole cluster)");
       }
       auto what = Str(gen, "generate");
       if (!what) return std::unexpected(what.error());
@@ -185,7 +193,8 @@ class YamlReader {
     if (fabric.IsSequence()) {
       if (fabric.size() == 0) return Err(fabric, "fabric", "is empty");
       for (size_t i = 0; i < fabric.size(); ++i) {
-        if (auto s = ReadSwitch(fabric[i], "", "fabric[" + std::to_string(i) + "]", 0); !s) return std::unexpected(s.error());
+        if (auto s = ReadSwitch(fabric[i], "", "fabric[" + std::to_string(i) + "]", 0); !s)
+          return std::unexpected(s.error());
       }
     } else if (auto s = ReadSwitch(fabric, "", "fabric", 0); !s) {
       return std::unexpected(s.error());
@@ -218,13 +227,18 @@ class YamlReader {
   }
 
   Result<NodeModel> ReadModel(const std::string& name, const YAML::Node& node, const std::string& path) {
-    if (auto s = CheckKeys(node, path, {"builtin", "gpus", "gpu_link", "gpu_link_type", "groups", "nics", "nic_speed", "nic_type", "nvl_speed"}); !s) {
+    if (auto s = CheckKeys(
+            node, path,
+            {"builtin", "gpus", "gpu_link", "gpu_link_type", "groups", "nics", "nic_speed", "nic_type", "nvl_speed"});
+        !s) {
       return std::unexpected(s.error());
     }
     NodeModel m;
     if (const YAML::Node b = node["builtin"]) {
       for (const char* k : {"gpus", "gpu_link", "gpu_link_type", "groups"}) {
-        if (node[k]) return Err(node[k], path + "." + k, "cannot be combined with 'builtin:' (only nics, nic_speed, nic_type, nvl_speed)");
+        if (node[k])
+          return Err(node[k], path + "." + k,
+                     "cannot be combined with 'builtin:' (only nics, nic_speed, nic_type, nvl_speed)");
       }
       auto builtin_name = Str(b, path + ".builtin");
       if (!builtin_name) return std::unexpected(builtin_name.error());
@@ -279,7 +293,8 @@ class YamlReader {
   }
 
   Result<std::vector<GroupSpec>> ReadGroups(const YAML::Node& list, const std::string& path, int depth) const {
-    if (!list.IsSequence()) return Err(list, path, "expected a list of groups (lines starting with '-'), got " + Describe(list));
+    if (!list.IsSequence())
+      return Err(list, path, "expected a list of groups (lines starting with '-'), got " + Describe(list));
     if (depth > kMaxGroupDepth) return Err(list, path, "groups nested deeper than " + std::to_string(kMaxGroupDepth));
     std::vector<GroupSpec> out;
     for (size_t i = 0; i < list.size(); ++i) {
@@ -291,7 +306,9 @@ class YamlReader {
   }
 
   Result<GroupSpec> ReadGroup(const YAML::Node& node, const std::string& path, int depth) const {
-    if (auto s = CheckKeys(node, path, {"kind", "gpus", "gpu_link", "gpu_link_type", "uplink", "uplink_type", "children", "numa"}); !s) {
+    if (auto s = CheckKeys(node, path,
+                           {"kind", "gpus", "gpu_link", "gpu_link_type", "uplink", "uplink_type", "children", "numa"});
+        !s) {
       return std::unexpected(s.error());
     }
     GroupSpec g;
@@ -304,13 +321,15 @@ class YamlReader {
     g.gpu_link_type = (g.kind == "nvswitch" || g.kind == "nvlink") ? LinkType::kNvlink : LinkType::kPcie;
     g.uplink.type = g.kind == "numa" ? LinkType::kSmp : LinkType::kPcie;
     if (const YAML::Node gpus = node["gpus"]) {
-      if (!gpus.IsSequence()) return Err(gpus, path + ".gpus", "expected a list of GPU indices like [0, 1], got " + Describe(gpus));
+      if (!gpus.IsSequence())
+        return Err(gpus, path + ".gpus", "expected a list of GPU indices like [0, 1], got " + Describe(gpus));
       for (size_t i = 0; i < gpus.size(); ++i) {
         auto n = Int(gpus[i], path + ".gpus[" + std::to_string(i) + "]", 0, 1023);
         if (!n) return std::unexpected(n.error());
         g.gpus.push_back(*n);
       }
-      if (!g.gpus.empty() && !node["gpu_link"]) return Err(node, path, "has gpus but no 'gpu_link:' bandwidth (e.g. 450GB/s)");
+      if (!g.gpus.empty() && !node["gpu_link"])
+        return Err(node, path, "has gpus but no 'gpu_link:' bandwidth (e.g. 450GB/s)");
     }
     if (const YAML::Node v = node["gpu_link"]) {
       auto bw = Bandwidth(v, path + ".gpu_link");
@@ -355,8 +374,9 @@ class YamlReader {
     if (!builtin) {
       std::string defined;
       for (const auto& [n, i] : model_index_) defined += (defined.empty() ? "" : ", ") + n;
-      return Err(node, path, "unknown model " + Quote(*name) + " (defined under models: " + (defined.empty() ? "none" : defined) +
-                                 "; built-in: " + BuiltinList() + ")");
+      return Err(node, path,
+                 "unknown model " + Quote(*name) + " (defined under models: " + (defined.empty() ? "none" : defined) +
+                     "; built-in: " + BuiltinList() + ")");
     }
     model_index_[*name] = static_cast<int>(spec_.models.size());
     model_where_[*name] = At(node);
@@ -371,11 +391,14 @@ class YamlReader {
   }
 
   Status ReadSwitch(const YAML::Node& node, const std::string& parent, const std::string& path, int depth) {
-    if (auto s = CheckKeys(node, path, {"name", "level", "oversubscription", "uplink", "uplink_type", "rail_optimized", "children", "nodes", "model"});
+    if (auto s = CheckKeys(node, path,
+                           {"name", "level", "oversubscription", "uplink", "uplink_type", "rail_optimized", "children",
+                            "nodes", "model"});
         !s) {
       return s;
     }
-    if (depth > kMaxSwitchDepth) return Err(node, path, "switches nested deeper than " + std::to_string(kMaxSwitchDepth));
+    if (depth > kMaxSwitchDepth)
+      return Err(node, path, "switches nested deeper than " + std::to_string(kMaxSwitchDepth));
     SwitchSpec sw;
     const YAML::Node name = node["name"];
     if (!name) return Err(node, path, "needs 'name:'");
@@ -390,7 +413,9 @@ class YamlReader {
     auto level_name = Str(level, here + ".level");
     if (!level_name) return std::unexpected(level_name.error());
     auto l = ParseLevel(*level_name);
-    if (!l || *l < Level::kNvlDomain) return Err(level, here + ".level", "unknown switch level " + Quote(*level_name) + " (use nvl, leaf, spine or core)");
+    if (!l || *l < Level::kNvlDomain)
+      return Err(level, here + ".level",
+                 "unknown switch level " + Quote(*level_name) + " (use nvl, leaf, spine or core)");
     sw.level = *l;
     if (const YAML::Node v = node["oversubscription"]) {
       auto o = Oversubscription(v, here + ".oversubscription");
@@ -413,26 +438,32 @@ class YamlReader {
       sw.rail_optimized = *b;
     }
     const YAML::Node children = node["children"], nodes = node["nodes"], model = node["model"];
-    if (!children && !nodes) return Err(node, here, "needs 'children:' (switches below it) or 'nodes:' (a hostlist like dgx[001-032])");
+    if (!children && !nodes)
+      return Err(node, here, "needs 'children:' (switches below it) or 'nodes:' (a hostlist like dgx[001-032])");
     if (model && !nodes) return Err(model, here + ".model", "only makes sense together with 'nodes:'");
     spec_.switches.push_back(sw);
     if (nodes) {
       if (auto s = ReadNodes(nodes, model, sw.name, here); !s) return s;
     }
     if (children) {
-      if (!children.IsSequence()) return Err(children, here + ".children", "expected a list of switches (lines starting with '-'), got " + Describe(children));
+      if (!children.IsSequence())
+        return Err(children, here + ".children",
+                   "expected a list of switches (lines starting with '-'), got " + Describe(children));
       for (size_t i = 0; i < children.size(); ++i) {
-        if (auto s = ReadSwitch(children[i], sw.name, path + ".children[" + std::to_string(i) + "]", depth + 1); !s) return s;
+        if (auto s = ReadSwitch(children[i], sw.name, path + ".children[" + std::to_string(i) + "]", depth + 1); !s)
+          return s;
       }
     }
     return {};
   }
 
   // nodes: "dgx[001-032]"  |  ["a[1-4]", "b[1-4]"]  |  [{hosts: "a[1-4]", model: x}, ...]
-  Status ReadNodes(const YAML::Node& nodes, const YAML::Node& model, const std::string& parent, const std::string& path) {
+  Status ReadNodes(const YAML::Node& nodes, const YAML::Node& model, const std::string& parent,
+                   const std::string& path) {
     auto add = [&](const YAML::Node& hosts, const YAML::Node& model_node, const std::string& p) -> Status {
       if (!model_node && defined_models_ != 1) {
-        return Err(hosts, p, "needs 'model:' (which node model these hosts are; the default is the only model under models:)");
+        return Err(hosts, p,
+                   "needs 'model:' (which node model these hosts are; the default is the only model under models:)");
       }
       int index = 0;  // the only defined model
       if (model_node) {
@@ -444,12 +475,15 @@ class YamlReader {
       if (!h) return std::unexpected(h.error());
       auto names = ExpandHostlist(*h, At(hosts));
       if (!names) return Fail(At(hosts), p + ": " + names.error().message);
-      if (spec_.nodes.size() + names->size() > kMaxNodes) return Err(hosts, p, "more than " + std::to_string(kMaxNodes) + " nodes in the cluster");
+      if (spec_.nodes.size() + names->size() > kMaxNodes)
+        return Err(hosts, p, "more than " + std::to_string(kMaxNodes) + " nodes in the cluster");
       for (std::string& name : *names) spec_.nodes.push_back(NodeSpec{std::move(name), parent, index, At(hosts)});
       return {};
     };
     if (nodes.IsScalar()) return add(nodes, model, path + ".nodes");
-    if (!nodes.IsSequence()) return Err(nodes, path + ".nodes", "expected a hostlist like \"dgx[001-032]\" or a list of them, got " + Describe(nodes));
+    if (!nodes.IsSequence())
+      return Err(nodes, path + ".nodes",
+                 "expected a hostlist like \"dgx[001-032]\" or a list of them, got " + Describe(nodes));
     for (size_t i = 0; i < nodes.size(); ++i) {
       const std::string p = path + ".nodes[" + std::to_string(i) + "]";
       const YAML::Node item = nodes[i];
@@ -472,7 +506,8 @@ class YamlReader {
     const std::string prefix = "node model '";
     if (e.where.rfind(prefix, 0) == 0 && e.where.size() > prefix.size() + 1) {
       const std::string model = e.where.substr(prefix.size(), e.where.size() - prefix.size() - 1);
-      if (auto it = model_where_.find(model); it != model_where_.end()) return Fail(it->second, "models." + model + ": " + e.message);
+      if (auto it = model_where_.find(model); it != model_where_.end())
+        return Fail(it->second, "models." + model + ": " + e.message);
     }
     if (e.where.empty() || e.where == spec.name) e.where = file_;
     return std::unexpected(std::move(e));

@@ -16,9 +16,7 @@ std::string Fixed(double v, int digits) {
 }
 
 // 1.0 -> "1:1", 2.0 -> "2:1", 1.5 -> "1.5:1".
-std::string Ratio(double v) {
-  return (std::fabs(v - std::round(v)) < 1e-9 ? Fixed(v, 0) : Fixed(v, 2)) + ":1";
-}
+std::string Ratio(double v) { return (std::fabs(v - std::round(v)) < 1e-9 ? Fixed(v, 0) : Fixed(v, 2)) + ":1"; }
 
 std::string Bandwidth(double gbs) {
   if (gbs >= 1000) return Fixed(gbs / 1000, gbs >= 10000 ? 1 : 2) + " TB/s";
@@ -70,7 +68,8 @@ std::string FreeText(const Topology& topo, DomainId id) {
     if (topo.free_gpus(id) != 0 && topo.free_gpus(id) != d.gpu_count) out += " (free: " + FreeLocalGpus(topo, n) + ")";
     return out;
   }
-  if (d.level > Level::kNode) out += ", " + std::to_string(topo.free_nodes(id)) + "/" + std::to_string(d.node_count) + " nodes free";
+  if (d.level > Level::kNode)
+    out += ", " + std::to_string(topo.free_nodes(id)) + "/" + std::to_string(d.node_count) + " nodes free";
   return out;
 }
 
@@ -110,8 +109,8 @@ class TreePrinter {
       const std::string next_indent = indent + (last ? "   " : "|  ");
       if (run >= static_cast<size_t>(std::max(2, options_.collapse_runs))) {
         const Domain& first = topo_.domain(kids[i]);
-        out_ += branch + first.name + ".." + topo_.domain(kids[j]).name + " (" + std::to_string(run) + " x " + Describe(topo_, kids[i]) +
-                "), each: " + FreeText(topo_, kids[i]) + "\n";
+        out_ += branch + first.name + ".." + topo_.domain(kids[j]).name + " (" + std::to_string(run) + " x " +
+                Describe(topo_, kids[i]) + "), each: " + FreeText(topo_, kids[i]) + "\n";
         // Show what one of them looks like inside, marked as such.
         if (depth < options_.max_depth && !topo_.children(kids[i]).empty() && first.level > Level::kNode) {
           out_ += next_indent + "(each like " + first.name + ":)\n";
@@ -121,7 +120,8 @@ class TreePrinter {
         for (size_t k = i; k <= j; ++k) {
           const bool last_k = k + 1 == kids.size();
           const std::string b = indent + (last_k ? "`- " : "|- ");
-          out_ += b + topo_.domain(kids[k]).name + " [" + Describe(topo_, kids[k]) + "]: " + FreeText(topo_, kids[k]) + "\n";
+          out_ += b + topo_.domain(kids[k]).name + " [" + Describe(topo_, kids[k]) + "]: " + FreeText(topo_, kids[k]) +
+                  "\n";
           Children(kids[k], indent + (last_k ? "   " : "|  "), depth + 1);
         }
       }
@@ -151,14 +151,16 @@ std::string FreeBlocksLine(const Topology& topo) {
   std::string out;
   for (int l = kLevelCount - 1; l >= static_cast<int>(Level::kGroup); --l) {
     if (topo.count_at_level(static_cast<Level>(l)) == 0) continue;
-    out += (out.empty() ? "" : ", ") + std::string(LevelName(static_cast<Level>(l))) + " " + std::to_string(best[static_cast<size_t>(l)]);
+    out += (out.empty() ? "" : ", ") + std::string(LevelName(static_cast<Level>(l))) + " " +
+           std::to_string(best[static_cast<size_t>(l)]);
   }
   return out;
 }
 
 std::string TopologySummary(const Topology& topo) {
   const DomainId root = topo.root();
-  std::string out = "cluster " + topo.name() + ": " + Plural(topo.node_count(), "node") + ", " + Plural(topo.gpu_count(), "GPU") + "\n";
+  std::string out = "cluster " + topo.name() + ": " + Plural(topo.node_count(), "node") + ", " +
+                    Plural(topo.gpu_count(), "GPU") + "\n";
   // Per switch level: count, oversubscription range, rail-optimized count.
   struct LevelStats {
     int count = 0, rail = 0;
@@ -189,28 +191,34 @@ std::string TopologySummary(const Topology& topo) {
     const std::string name(LevelName(static_cast<Level>(l)));
     switches += (switches.empty() ? "" : ", ") + std::to_string(s.count) + " " + name;
     if (s.max_over > 0 && l != static_cast<int>(Level::kNvlDomain)) {
-      const std::string range = s.max_over - s.min_over < 1e-9 ? Ratio(s.max_over) : Ratio(s.min_over) + " to " + Ratio(s.max_over);
+      const std::string range =
+          s.max_over - s.min_over < 1e-9 ? Ratio(s.max_over) : Ratio(s.min_over) + " to " + Ratio(s.max_over);
       over += (over.empty() ? "" : ", ") + name + " " + range;
     }
-    if (s.rail > 0) rails += (rails.empty() ? "" : ", ") + std::to_string(s.rail) + " of " + std::to_string(s.count) + " " + name;
+    if (s.rail > 0)
+      rails += (rails.empty() ? "" : ", ") + std::to_string(s.rail) + " of " + std::to_string(s.count) + " " + name;
   }
   out += "  switches:         " + (switches.empty() ? std::string("none") : switches) + "\n";
   out += "  NVLink domains:   " + std::to_string(stats[static_cast<size_t>(Level::kNvlDomain)].count) + " multi-node\n";
   std::string model_text;
   for (const auto& [name, m] : models) {
-    model_text += (model_text.empty() ? "" : ", ") + name + " x" + std::to_string(m.first) + " (" + std::to_string(m.second) + " GPUs)";
+    model_text += (model_text.empty() ? "" : ", ") + name + " x" + std::to_string(m.first) + " (" +
+                  std::to_string(m.second) + " GPUs)";
   }
   out += "  node models:      " + model_text + "\n";
   out += "  oversubscription: " + (over.empty() ? std::string("none (single node)") : over) + "\n";
   out += "  rail-optimized:   " + (rails.empty() ? std::string("none") : rails) + "\n";
-  if (topo.domain(root).kind == "disconnected") out += "  note:             several top-level trees with no links between them\n";
-  out += "  free:             " + std::to_string(topo.free_gpus(root)) + "/" + std::to_string(topo.gpu_count()) + " GPUs, " +
-         std::to_string(topo.free_nodes(root)) + "/" + std::to_string(topo.node_count()) + " whole nodes\n";
+  if (topo.domain(root).kind == "disconnected")
+    out += "  note:             several top-level trees with no links between them\n";
+  out += "  free:             " + std::to_string(topo.free_gpus(root)) + "/" + std::to_string(topo.gpu_count()) +
+         " GPUs, " + std::to_string(topo.free_nodes(root)) + "/" + std::to_string(topo.node_count()) + " whole nodes\n";
   out += "  largest free block per level: " + FreeBlocksLine(topo) + "\n";
   return out;
 }
 
-std::string TopologyTree(const Topology& topo, const TreeOptions& options) { return TreePrinter(topo, options).Print(); }
+std::string TopologyTree(const Topology& topo, const TreeOptions& options) {
+  return TreePrinter(topo, options).Print();
+}
 
 std::string TopologyTree(const Topology& topo, int max_depth) {
   TreeOptions o;

@@ -26,8 +26,8 @@ std::string FreeBlocksLine(const Topology& topo);
 std::string TopologySummary(const Topology& topo);
 
 struct TreeOptions {
-  int max_depth = 3;        // levels of the tree below the root to print (0: the root only)
-  int collapse_runs = 4;    // runs of at least this many alike siblings print as one line
+  int max_depth = 3;      // levels of the tree below the root to print (0: the root only)
+  int collapse_runs = 4;  // runs of at least this many alike siblings print as one line
 };
 
 // The tree, one domain per line with free GPUs and whole free nodes, GPU-level domains left out

@@ -70,9 +70,9 @@ using Status = Result<void>;
 //   PHX_RETURN_IF_ERROR(store.Apply(batch));
 //   auto spec = ReadSpec(text);
 //   PHX_RETURN_IF_ERROR(spec);
-#define PHX_RETURN_IF_ERROR(expr)                                                 \
-  do {                                                                            \
-    if (auto&& phx_result_ = (expr); !phx_result_) {                              \
-      return std::unexpected<::phalanx::Error>(std::move(phx_result_).error());   \
-    }                                                                             \
+#define PHX_RETURN_IF_ERROR(expr)                                               \
+  do {                                                                          \
+    if (auto&& phx_result_ = (expr); !phx_result_) {                            \
+      return std::unexpected<::phalanx::Error>(std::move(phx_result_).error()); \
+    }                                                                           \
   } while (false)

@@ -36,9 +36,9 @@ struct ModelParams {
 
 struct Prediction {
   double busbw_gbs = 0;
-  DomainId bottleneck;      // the domain whose uplink limits the ring (invalid for 1 GPU)
-  DomainId lca;             // lowest domain holding all GPUs
-  bool rail_aligned = true; // every rail-optimized domain sees one local-index set
+  DomainId bottleneck;       // the domain whose uplink limits the ring (invalid for 1 GPU)
+  DomainId lca;              // lowest domain holding all GPUs
+  bool rail_aligned = true;  // every rail-optimized domain sees one local-index set
 };
 
 class BandwidthModel {
@@ -64,9 +64,9 @@ class BandwidthModel {
  private:
   const Topology& topo_;
   ModelParams params_;
-  mutable std::vector<uint32_t> count_;     // per domain, scratch
-  mutable std::vector<uint64_t> mask_;      // per domain, scratch (rail check)
-  mutable std::vector<uint8_t> misaligned_; // per domain, scratch
+  mutable std::vector<uint32_t> count_;      // per domain, scratch
+  mutable std::vector<uint64_t> mask_;       // per domain, scratch (rail check)
+  mutable std::vector<uint8_t> misaligned_;  // per domain, scratch
   mutable std::vector<DomainId> touched_;
 };
 

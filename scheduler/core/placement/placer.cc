@@ -64,26 +64,32 @@ std::string Placer::Unsatisfiable(const PlacementRequest& r) const {
   if (r.nodes > 0) {
     if (r.gpus_per_node == 0) return "nodes given without gpus_per_node";
     if (r.gpus != 0 && r.gpus != r.nodes * r.gpus_per_node) {
-      return "gpus " + std::to_string(r.gpus) + " != nodes " + std::to_string(r.nodes) + " x gpus_per_node " + std::to_string(r.gpus_per_node);
+      return "gpus " + std::to_string(r.gpus) + " != nodes " + std::to_string(r.nodes) + " x gpus_per_node " +
+             std::to_string(r.gpus_per_node);
     }
     if (r.gpus_per_node > topo_.max_gpus_per_node()) {
-      return std::to_string(r.gpus_per_node) + " GPUs per node requested; the largest node has " + std::to_string(topo_.max_gpus_per_node());
+      return std::to_string(r.gpus_per_node) + " GPUs per node requested; the largest node has " +
+             std::to_string(topo_.max_gpus_per_node());
     }
     uint32_t fitting = 0;
     for (uint32_t i = 0; i < topo_.node_count(); ++i) fitting += topo_.node_gpu_count(NodeId(i)) >= r.gpus_per_node;
     if (fitting < r.nodes) {
-      return std::to_string(r.nodes) + " nodes with " + std::to_string(r.gpus_per_node) + " GPUs requested; the cluster has " + std::to_string(fitting);
+      return std::to_string(r.nodes) + " nodes with " + std::to_string(r.gpus_per_node) +
+             " GPUs requested; the cluster has " + std::to_string(fitting);
     }
   }
   if (n == 0) return "zero GPUs requested";
-  if (n > topo_.gpu_count()) return std::to_string(n) + " GPUs requested; the cluster has " + std::to_string(topo_.gpu_count());
+  if (n > topo_.gpu_count())
+    return std::to_string(n) + " GPUs requested; the cluster has " + std::to_string(topo_.gpu_count());
   if (n > ConnectedMax(topo_)) {
-    return std::to_string(n) + " GPUs requested; the largest connected part of the cluster has " + std::to_string(ConnectedMax(topo_));
+    return std::to_string(n) + " GPUs requested; the largest connected part of the cluster has " +
+           std::to_string(ConnectedMax(topo_));
   }
   if (r.fit == FitMode::kRequire) {
     const uint32_t max = level_max_gpus_[static_cast<size_t>(r.level)];
     if (n > max) {
-      return std::to_string(n) + " GPUs requested within one " + std::string(LevelName(r.level)) + "; the largest has " + std::to_string(max);
+      return std::to_string(n) + " GPUs requested within one " + std::string(LevelName(r.level)) +
+             "; the largest has " + std::to_string(max);
     }
     if (r.nodes > 1 && r.level < Level::kNvlDomain) {
       return std::to_string(r.nodes) + " nodes cannot fit within one " + std::string(LevelName(r.level));
@@ -119,7 +125,8 @@ class Placer::Search {
     }
     if (t_.free_gpus(t_.root()) < n_) {
       out.status = PlaceStatus::kBusy;
-      out.reason = "Resources: " + std::to_string(n_) + " GPUs requested, " + std::to_string(t_.free_gpus(t_.root())) + " free";
+      out.reason =
+          "Resources: " + std::to_string(n_) + " GPUs requested, " + std::to_string(t_.free_gpus(t_.root())) + " free";
       return out;
     }
     bool found = false;
@@ -139,11 +146,13 @@ class Placer::Search {
       for (GpuId g : best_gpus_) {
         const Domain& node = t_.domain(t_.node_domain(t_.node_of(g)));
         for (uint32_t i = node.first_gpu; i < node.first_gpu + node.gpu_count; ++i) {
-          if (!std::binary_search(best_gpus_.begin(), best_gpus_.end(), GpuId(i))) out.placement.held.push_back(GpuId(i));
+          if (!std::binary_search(best_gpus_.begin(), best_gpus_.end(), GpuId(i)))
+            out.placement.held.push_back(GpuId(i));
         }
       }
       std::sort(out.placement.held.begin(), out.placement.held.end());
-      out.placement.held.erase(std::unique(out.placement.held.begin(), out.placement.held.end()), out.placement.held.end());
+      out.placement.held.erase(std::unique(out.placement.held.begin(), out.placement.held.end()),
+                               out.placement.held.end());
     }
     return out;
   }
@@ -164,7 +173,8 @@ class Placer::Search {
     // reaches the best GPU link of the whole cluster, nothing can beat it.
     if (one_node) {
       const DomainId node = FullestNodeFitting();
-      if (node.valid() && EvaluateAll(node, max_level) && best_.busbw_gbs >= p_.max_gpu_cap_[t_.root().value]) return true;
+      if (node.valid() && EvaluateAll(node, max_level) && best_.busbw_gbs >= p_.max_gpu_cap_[t_.root().value])
+        return true;
     }
     if (!EvaluateAll(t_.root(), max_level) && best_gpus_.empty()) return false;
     if (one_node && p_.best_fit_ && p_.node_fit_tolerance_ < 1.0) NodeFitTiers(max_level);
@@ -246,7 +256,8 @@ class Placer::Search {
         if (t_.domain(c).level < Level::kNode) continue;
         const uint32_t f = min_free(c);
         // Best fit: the fewest free GPUs in the node; then the fullest switch (worst fit: emptiest).
-        const bool fuller = pick.valid() && (p_.best_fit_ ? t_.free_gpus(c) < t_.free_gpus(pick) : t_.free_gpus(c) > t_.free_gpus(pick));
+        const bool fuller = pick.valid() && (p_.best_fit_ ? t_.free_gpus(c) < t_.free_gpus(pick)
+                                                          : t_.free_gpus(c) > t_.free_gpus(pick));
         if (f < pick_free || (f == pick_free && f != UINT32_MAX && fuller)) {
           pick_free = f;
           pick = c;
@@ -643,7 +654,7 @@ class Placer::Search {
 
   DomainId region_;
   double B_ = 0, next_ = 0;
-  uint32_t only_free_ = 0;  // > 0: Collect only nodes with exactly this many free GPUs
+  uint32_t only_free_ = 0;      // > 0: Collect only nodes with exactly this many free GPUs
   std::vector<int32_t>& slot_;  // per domain: index into pool_, -1 when not computed
   std::vector<DomainId> memo_touched_;
   std::deque<Bits>& pool_;  // shared across calls (keeps capacity); deque: stable references

@@ -29,18 +29,18 @@ enum class FitMode : uint8_t {
 };
 
 struct PlacementRequest {
-  uint32_t gpus = 0;            // total GPUs (nodes * gpus_per_node when node-shaped)
-  uint32_t nodes = 0;           // > 0: exactly `nodes` nodes with `gpus_per_node` each
+  uint32_t gpus = 0;   // total GPUs (nodes * gpus_per_node when node-shaped)
+  uint32_t nodes = 0;  // > 0: exactly `nodes` nodes with `gpus_per_node` each
   uint32_t gpus_per_node = 0;
   Level level = Level::kCore;
   FitMode fit = FitMode::kAny;
-  bool exclusive = false;       // only entirely free nodes; the job holds them whole
-  bool rail_aligned = false;    // require the same local GPU indices on every node
+  bool exclusive = false;     // only entirely free nodes; the job holds them whole
+  bool rail_aligned = false;  // require the same local GPU indices on every node
 };
 
 struct Placement {
-  std::vector<GpuId> gpus;      // the GPUs the job runs on, sorted
-  std::vector<GpuId> held;      // GPUs held but unused (exclusive nodes), sorted
+  std::vector<GpuId> gpus;  // the GPUs the job runs on, sorted
+  std::vector<GpuId> held;  // GPUs held but unused (exclusive nodes), sorted
   Prediction prediction;
 };
 
@@ -49,8 +49,8 @@ std::string_view PlaceStatusName(PlaceStatus status);
 
 struct PlaceOutcome {
   PlaceStatus status = PlaceStatus::kBusy;
-  Placement placement;          // when placed
-  std::string reason;           // when busy or unsatisfiable
+  Placement placement;  // when placed
+  std::string reason;   // when busy or unsatisfiable
 };
 
 class Placer {
@@ -79,11 +79,11 @@ class Placer {
   class Search;
   const Topology& topo_;
   BandwidthModel model_;
-  std::vector<double> max_gpu_cap_;   // per domain: best GPU link below it
-  std::vector<uint32_t> max_lanes_;   // per domain: most NIC/NVLink lanes of a node below it
-  std::vector<double> max_lane_cap_;  // per domain: best single-lane capacity of a node below it
-  std::vector<uint32_t> level_max_gpus_;  // per level: GPUs of the largest domain at or below it
-  mutable std::vector<int32_t> memo_slot_;  // search scratch, all -1 between calls
+  std::vector<double> max_gpu_cap_;                      // per domain: best GPU link below it
+  std::vector<uint32_t> max_lanes_;                      // per domain: most NIC/NVLink lanes of a node below it
+  std::vector<double> max_lane_cap_;                     // per domain: best single-lane capacity of a node below it
+  std::vector<uint32_t> level_max_gpus_;                 // per level: GPUs of the largest domain at or below it
+  mutable std::vector<int32_t> memo_slot_;               // search scratch, all -1 between calls
   mutable std::deque<std::vector<uint64_t>> memo_pool_;  // search scratch: reachable-count sets
   bool best_fit_ = true;
   double node_fit_tolerance_ = 1.0;

@@ -37,7 +37,8 @@ void TakeFromNode(const Topology& t, NodeId n, uint32_t want, std::vector<GpuId>
 
 // Fills `out` from the nodes of domain `d` (whole free nodes first for gang jobs when
 // `whole_first`), honouring node-shaped and exclusive requests. False if it cannot.
-bool FillFromNodes(const Topology& t, DomainId d, const PlacementRequest& r, bool whole_first, std::vector<GpuId>& out) {
+bool FillFromNodes(const Topology& t, DomainId d, const PlacementRequest& r, bool whole_first,
+                   std::vector<GpuId>& out) {
   const Domain& dom = t.domain(d);
   std::vector<NodeId> nodes;
   for (uint32_t i = dom.first_node; i < dom.first_node + dom.node_count; ++i) nodes.push_back(NodeId(i));
@@ -75,13 +76,16 @@ std::optional<PlaceOutcome> Precheck(const Topology& t, const Placer& placer, co
     return out;
   }
   const uint32_t n = Total(r);
-  if (t.free_gpus(t.root()) < n) return Busy("Resources: " + std::to_string(n) + " GPUs requested, " + std::to_string(t.free_gpus(t.root())) + " free");
+  if (t.free_gpus(t.root()) < n)
+    return Busy("Resources: " + std::to_string(n) + " GPUs requested, " + std::to_string(t.free_gpus(t.root())) +
+                " free");
   return std::nullopt;
 }
 
 }  // namespace
 
-PlaceOutcome PlaceFirstFit(const Topology& t, const BandwidthModel& model, const Placer& placer, const PlacementRequest& r) {
+PlaceOutcome PlaceFirstFit(const Topology& t, const BandwidthModel& model, const Placer& placer,
+                           const PlacementRequest& r) {
   if (auto early = Precheck(t, placer, r)) return *early;
   std::vector<GpuId> gpus;
   if (!FillFromNodes(t, t.root(), r, false, gpus)) return Busy("Resources: no nodes fit the request");
@@ -89,7 +93,8 @@ PlaceOutcome PlaceFirstFit(const Topology& t, const BandwidthModel& model, const
   return Placed(model, std::move(gpus));
 }
 
-PlaceOutcome PlaceNodeBestFit(const Topology& t, const BandwidthModel& model, const Placer& placer, const PlacementRequest& r) {
+PlaceOutcome PlaceNodeBestFit(const Topology& t, const BandwidthModel& model, const Placer& placer,
+                              const PlacementRequest& r) {
   if (auto early = Precheck(t, placer, r)) return *early;
   const uint32_t n = Total(r);
   // Candidate domains: nodes and switches (not GPUs/groups) with enough free GPUs; lowest

@@ -141,8 +141,8 @@ std::optional<BlockCandidate> DomainPlanner::NextBlock(Level max_level, uint32_t
   if (gpus == 0 || duration < 1) return std::nullopt;
   const Time earliest = std::max(at, origin_);
   const Time t0 = std::max(after.first, -kForever);
-  const auto after_key = after.second.value < gpu_total_.size() ? OrderKey(after.second)
-                                                                : std::pair<uint32_t, uint32_t>{0, 0};
+  const auto after_key =
+      after.second.value < gpu_total_.size() ? OrderKey(after.second) : std::pair<uint32_t, uint32_t>{0, 0};
   std::optional<std::pair<Time, uint32_t>> best;
   auto it = std::lower_bound(order_.begin(), order_.end(), gpus,
                              [&](uint32_t p, uint32_t n) { return gpu_total_[planned_[p].value] < n; });

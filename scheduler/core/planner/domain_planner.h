@@ -107,15 +107,15 @@ class DomainPlanner {
   bool Eligible(uint32_t p, Level min_level, Level max_level) const;
 
   Time origin_;
-  std::vector<DomainId> parent_;        // per domain
-  std::vector<uint32_t> gpu_total_;     // per domain
-  std::vector<Level> level_;            // per domain
-  std::vector<std::string> name_;       // per domain, for errors
-  std::vector<DomainId> gpu_domain_;    // per GPU: its GPU-level domain
-  std::vector<int32_t> slot_;           // per domain: index into planners_, -1 if not planned
+  std::vector<DomainId> parent_;      // per domain
+  std::vector<uint32_t> gpu_total_;   // per domain
+  std::vector<Level> level_;          // per domain
+  std::vector<std::string> name_;     // per domain, for errors
+  std::vector<DomainId> gpu_domain_;  // per GPU: its GPU-level domain
+  std::vector<int32_t> slot_;         // per domain: index into planners_, -1 if not planned
   std::vector<Planner> planners_;
-  std::vector<DomainId> planned_;       // per planner: its domain
-  std::vector<uint32_t> order_;         // planner indices by (GPU count, domain id)
+  std::vector<DomainId> planned_;  // per planner: its domain
+  std::vector<uint32_t> order_;    // planner indices by (GPU count, domain id)
   uint64_t next_allocation_ = 1;
   std::map<uint64_t, Allocation> allocations_;
   std::set<std::pair<Time, uint64_t>> by_end_;  // (end, id), for AdvanceTo

@@ -21,8 +21,8 @@ uint64_t PriorityOf(Time time) {
 // a + b, saturated to int64 (times and durations come from callers unchecked).
 int64_t AddSat(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? std::numeric_limits<int64_t>::max()
-                                                     : std::numeric_limits<int64_t>::min();
+  if (__builtin_add_overflow(a, b, &r))
+    return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
   return r;
 }
 

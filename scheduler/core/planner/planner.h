@@ -85,15 +85,13 @@ class Planner {
   // The earliest t >= at (t >= origin()) with `count` units free during all of
   // [t, t + duration), t + duration <= kForever and t <= latest. It is `at` or a point.
   // nullopt when there is none: also when count < 0, count > total() or duration < 1.
-  std::optional<Time> AvailTimeFirst(Time at, Duration duration, int64_t count,
-                                     Time latest = kForever) const;
+  std::optional<Time> AvailTimeFirst(Time at, Duration duration, int64_t count, Time latest = kForever) const;
 
   // The earliest point t > after with the same property: the candidates after a rejected one.
   // AvailTimeFirst(at, ...), then AvailTimeNext(previous, ...) repeatedly, lists every start time
   // worth trying in increasing order: availability (and which spans hold the units) changes
   // only at points. nullopt when none is left (same argument rules as AvailTimeFirst).
-  std::optional<Time> AvailTimeNext(Time after, Duration duration, int64_t count,
-                                    Time latest = kForever) const;
+  std::optional<Time> AvailTimeNext(Time after, Duration duration, int64_t count, Time latest = kForever) const;
 
   // Moves the origin to `now` (a no-op when now <= origin()): spans that end at or before `now`
   // are dropped (their ids become unknown), spans running across `now` keep their ids and
@@ -130,8 +128,8 @@ class Planner {
   int32_t Merge(int32_t a, int32_t b);
   void AddPoint(Time time, int64_t delta, int64_t refs);
 
-  int64_t Used(Time t) const;                            // sum of deltas at points <= t
-  int64_t MaxUsed(Time lo, Time hi) const;               // max used over [lo, hi), hi > lo
+  int64_t Used(Time t) const;               // sum of deltas at points <= t
+  int64_t MaxUsed(Time lo, Time hi) const;  // max used over [lo, hi), hi > lo
   std::optional<Time> FirstPointAfter(Time after) const;
   template <bool kAbove>  // first point > after with used > limit (kAbove) or <= limit
   std::optional<Time> FirstPrefix(Time after, int64_t limit) const;

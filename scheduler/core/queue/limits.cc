@@ -9,7 +9,9 @@ std::string Str(uint64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-std::string LimitHit::ToString() const { return (scope == LimitScope::kUser ? "UserLimit: " : "AccountLimit: ") + reason; }
+std::string LimitHit::ToString() const {
+  return (scope == LimitScope::kUser ? "UserLimit: " : "AccountLimit: ") + reason;
+}
 
 LimitTracker::LimitTracker(LimitsConfig config) : config_(std::move(config)) {}
 
@@ -84,13 +86,14 @@ std::optional<LimitHit> LimitTracker::CheckSubmit(std::string_view user, std::st
   const uint32_t user_max = UserLimits(user).max_pending_jobs;
   const uint64_t user_pending = Get(users_, user).pending_jobs;
   if (user_max > 0 && user_pending >= user_max) {
-    return LimitHit{LimitScope::kUser, "user " + std::string(user) + " has " + Str(user_pending) + " pending jobs (max " + Str(user_max) + ")"};
+    return LimitHit{LimitScope::kUser, "user " + std::string(user) + " has " + Str(user_pending) +
+                                           " pending jobs (max " + Str(user_max) + ")"};
   }
   const uint32_t account_max = AccountLimits(account).max_pending_jobs;
   const uint64_t account_pending = Get(accounts_, account).pending_jobs;
   if (account_max > 0 && account_pending >= account_max) {
-    return LimitHit{LimitScope::kAccount,
-                    "account " + std::string(account) + " has " + Str(account_pending) + " pending jobs (max " + Str(account_max) + ")"};
+    return LimitHit{LimitScope::kAccount, "account " + std::string(account) + " has " + Str(account_pending) +
+                                              " pending jobs (max " + Str(account_max) + ")"};
   }
   return std::nullopt;
 }
@@ -99,27 +102,30 @@ std::optional<LimitHit> LimitTracker::CheckStart(std::string_view user, std::str
   const uint32_t user_max = UserLimits(user).max_running_gpus;
   const uint64_t user_running = Get(users_, user).running_gpus;
   if (user_max > 0 && user_running + gpus > user_max) {
-    return LimitHit{LimitScope::kUser, "user " + std::string(user) + " has " + Str(user_running) + " running GPUs, " + Str(gpus) +
-                                           " more would exceed max " + Str(user_max)};
+    return LimitHit{LimitScope::kUser, "user " + std::string(user) + " has " + Str(user_running) + " running GPUs, " +
+                                           Str(gpus) + " more would exceed max " + Str(user_max)};
   }
   const uint32_t account_max = AccountLimits(account).max_running_gpus;
   const uint64_t account_running = Get(accounts_, account).running_gpus;
   if (account_max > 0 && account_running + gpus > account_max) {
-    return LimitHit{LimitScope::kAccount, "account " + std::string(account) + " has " + Str(account_running) + " running GPUs, " +
-                                              Str(gpus) + " more would exceed max " + Str(account_max)};
+    return LimitHit{LimitScope::kAccount, "account " + std::string(account) + " has " + Str(account_running) +
+                                              " running GPUs, " + Str(gpus) + " more would exceed max " +
+                                              Str(account_max)};
   }
   return std::nullopt;
 }
 
-std::optional<LimitHit> LimitTracker::CheckRequest(std::string_view user, std::string_view account, uint32_t gpus) const {
+std::optional<LimitHit> LimitTracker::CheckRequest(std::string_view user, std::string_view account,
+                                                   uint32_t gpus) const {
   const uint32_t user_max = UserLimits(user).max_running_gpus;
   if (user_max > 0 && gpus > user_max) {
-    return LimitHit{LimitScope::kUser, "job requests " + Str(gpus) + " GPUs, user " + std::string(user) + " may run at most " + Str(user_max)};
+    return LimitHit{LimitScope::kUser, "job requests " + Str(gpus) + " GPUs, user " + std::string(user) +
+                                           " may run at most " + Str(user_max)};
   }
   const uint32_t account_max = AccountLimits(account).max_running_gpus;
   if (account_max > 0 && gpus > account_max) {
-    return LimitHit{LimitScope::kAccount,
-                    "job requests " + Str(gpus) + " GPUs, account " + std::string(account) + " may run at most " + Str(account_max)};
+    return LimitHit{LimitScope::kAccount, "job requests " + Str(gpus) + " GPUs, account " + std::string(account) +
+                                              " may run at most " + Str(account_max)};
   }
   return std::nullopt;
 }

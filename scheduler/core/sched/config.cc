@@ -87,7 +87,10 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   if (key == "preemption" || key == "elastic" || key == "best_fit" || key == "whole_node_reservations") {
     auto v = OnOff(key, value);
     PHX_RETURN_IF_ERROR(v);
-    (key == "preemption" ? c.preemption : key == "elastic" ? c.elastic : key == "best_fit" ? c.best_fit : c.whole_node_reservations) = *v;
+    (key == "preemption" ? c.preemption
+     : key == "elastic"  ? c.elastic
+     : key == "best_fit" ? c.best_fit
+                         : c.whole_node_reservations) = *v;
     return {};
   }
   auto v = Number(key, value);
@@ -121,7 +124,8 @@ Result<SchedulerConfig> PolicyFromSpec(std::string_view spec) {
     const std::string_view kv = rest.substr(0, comma);
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     const size_t eq = kv.find('=');
-    if (eq == std::string_view::npos) return Fail("policy " + std::string(spec), "expected KEY=VALUE, got '" + std::string(kv) + "'");
+    if (eq == std::string_view::npos)
+      return Fail("policy " + std::string(spec), "expected KEY=VALUE, got '" + std::string(kv) + "'");
     if (auto s = SetConfigOption(*c, kv.substr(0, eq), kv.substr(eq + 1)); !s) {
       return Fail("policy " + std::string(spec), s.error().where + ": " + s.error().message);
     }

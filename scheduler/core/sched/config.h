@@ -29,24 +29,25 @@ enum class QueueOrder : uint8_t {
 
 // How placement treats the topology.
 enum class PlacementMode : uint8_t {
-  kTopology,   // the Placer: bandwidth-optimal block, best fit, rails
-  kNodeBestFit,// Slurm cons_tres + topology/tree: fewest leaves, whole nodes first, no bandwidth model
-  kFirstFit,   // the first free GPUs in id order, no topology
+  kTopology,     // the Placer: bandwidth-optimal block, best fit, rails
+  kNodeBestFit,  // Slurm cons_tres + topology/tree: fewest leaves, whole nodes first, no bandwidth model
+  kFirstFit,     // the first free GPUs in id order, no topology
 };
 
 struct SchedulerConfig {
   std::string name = "phalanx";
   QueueOrder order = QueueOrder::kPriority;
   PlacementMode placement = PlacementMode::kTopology;
-  bool best_fit = true;                // placer tie-breaking (false: worst fit, for measurements)
-  double node_fit_tolerance = 0.95;    // one-node jobs: fullest node first if within this of the best busbw (1: bandwidth first)
+  bool best_fit = true;  // placer tie-breaking (false: worst fit, for measurements)
+  double node_fit_tolerance =
+      0.95;  // one-node jobs: fullest node first if within this of the best busbw (1: bandwidth first)
   BackfillMode backfill = BackfillMode::kConservative;
-  uint32_t reserve_depth = 100;        // conservative: reserve for this many jobs; 0 = all
+  uint32_t reserve_depth = 100;  // conservative: reserve for this many jobs; 0 = all
   // Starvation guard, mostly for EASY: jobs of at least this many GPUs, or that waited this long,
   // also get a reservation (up to reserve_depth reservations in all). 0: off.
   uint32_t reserve_large_gpus = 0;
   Duration reserve_after_wait = 0;
-  bool whole_node_reservations = false;// slurm-like: a reservation is whole nodes, not a block
+  bool whole_node_reservations = false;  // slurm-like: a reservation is whole nodes, not a block
   Duration default_walltime = 3600;
   Duration max_walltime = 7 * 24 * 3600;
 
@@ -55,14 +56,14 @@ struct SchedulerConfig {
   PriorityWeights weights = {.priority_class = 30000, .age = 1000, .fairshare = 5000, .job_size = 1000};
   PriorityClassConfig classes = DefaultPriorityClasses();
   FairshareConfig fairshare;
-  Duration charge_period = 300;        // running jobs' fairshare usage is charged this often (ends: exactly)
+  Duration charge_period = 300;  // running jobs' fairshare usage is charged this often (ends: exactly)
   LimitsConfig limits;
 
   bool preemption = true;
-  Duration checkpoint_grace = 300;     // deadline after the checkpoint signal
-  Duration periodic_checkpoint = 0;    // default checkpoint interval for jobs (0: none)
-  bool elastic = true;                 // start elastic jobs at the largest legal size, shrink, grow
-  Duration grow_after_idle = 300;      // GPUs idle this long may grow elastic jobs
+  Duration checkpoint_grace = 300;   // deadline after the checkpoint signal
+  Duration periodic_checkpoint = 0;  // default checkpoint interval for jobs (0: none)
+  bool elastic = true;               // start elastic jobs at the largest legal size, shrink, grow
+  Duration grow_after_idle = 300;    // GPUs idle this long may grow elastic jobs
 
   // Not a policy: whether Schedule returns a Wait decision for every pending job (the simulator
   // and scenario scripts log them). Off, the reasons are only in the records (JobRecord::wait):

@@ -83,27 +83,19 @@ std::string FormatGpus(const std::vector<GpuId>& gpus, const Topology& t) {
 }
 
 std::string FormatDecision(const Decision& d, const Topology& t) {
-  std::string out = "t=" + std::to_string(d.at) + " " + std::string(DecisionKindName(d.kind)) + " job=" + std::to_string(d.job);
+  std::string out =
+      "t=" + std::to_string(d.at) + " " + std::string(DecisionKindName(d.kind)) + " job=" + std::to_string(d.job);
   switch (d.kind) {
-    case DecisionKind::kStart:
-      out += " gpus=" + FormatGpus(d.gpus, t);
-      break;
-    case DecisionKind::kCheckpoint:
-      out += " deadline=" + std::to_string(d.deadline);
-      break;
-    case DecisionKind::kPreempt:
-      out += d.requeue ? " requeue" : " no-requeue";
-      break;
+    case DecisionKind::kStart: out += " gpus=" + FormatGpus(d.gpus, t); break;
+    case DecisionKind::kCheckpoint: out += " deadline=" + std::to_string(d.deadline); break;
+    case DecisionKind::kPreempt: out += d.requeue ? " requeue" : " no-requeue"; break;
     case DecisionKind::kResize:
       out += " gpus=" + FormatGpus(d.gpus, t);
       if (!d.added.empty()) out += " added=" + FormatGpus(d.added, t);
       if (!d.removed.empty()) out += " removed=" + FormatGpus(d.removed, t);
       break;
-    case DecisionKind::kKill:
-      break;
-    case DecisionKind::kWait:
-      out += " " + d.wait.ToString();
-      break;
+    case DecisionKind::kKill: break;
+    case DecisionKind::kWait: out += " " + d.wait.ToString(); break;
   }
   if (!d.reason.empty()) out += " (" + d.reason + ")";
   return out;

@@ -27,32 +27,32 @@ struct JobSpec {
   std::string name;
   std::string user;
   std::string account;
-  std::string priority_class;       // empty: the configured default
-  PlacementRequest shape;           // gpus (the maximum for elastic jobs), nodes x gpn, level...
-  uint32_t min_gpus = 0;            // elastic when 0 < min_gpus < shape.gpus
+  std::string priority_class;  // empty: the configured default
+  PlacementRequest shape;      // gpus (the maximum for elastic jobs), nodes x gpn, level...
+  uint32_t min_gpus = 0;       // elastic when 0 < min_gpus < shape.gpus
   ElasticStep step_kind = ElasticStep::kAny;
-  uint32_t step = 0;                // for kMultiple
-  Duration walltime = 0;            // 0: the configured default
-  std::optional<bool> preemptible;  // unset: the class default
-  Duration checkpoint_interval = 0; // ask for a checkpoint this often (0: the configured default)
-  Duration checkpoint_grace = 0;    // deadline after the checkpoint signal (0: the configured
-                                    // checkpoint_grace); gsub --checkpoint-signal SIG@SECS
-  Duration restart_cost = 120;      // seconds of GPU time lost by any restart
+  uint32_t step = 0;                 // for kMultiple
+  Duration walltime = 0;             // 0: the configured default
+  std::optional<bool> preemptible;   // unset: the class default
+  Duration checkpoint_interval = 0;  // ask for a checkpoint this often (0: the configured default)
+  Duration checkpoint_grace = 0;     // deadline after the checkpoint signal (0: the configured
+                                     // checkpoint_grace); gsub --checkpoint-signal SIG@SECS
+  Duration restart_cost = 120;       // seconds of GPU time lost by any restart
   bool held = false;
-  std::vector<JobId> after_ok;      // start only after these completed successfully
+  std::vector<JobId> after_ok;  // start only after these completed successfully
   Time submit = 0;
 
   bool elastic() const { return min_gpus > 0 && min_gpus < shape.gpus && shape.nodes == 0; }
 };
 
 enum class JobState : uint8_t {
-  kPending,        // waiting (again, when preempted: resumable from its checkpoint)
+  kPending,  // waiting (again, when preempted: resumable from its checkpoint)
   kRunning,
   kCheckpointing,  // told to checkpoint before a preemption or a shrink; still holds its GPUs
   kCompleted,
   kFailed,
   kCancelled,
-  kKilled,         // walltime exceeded, or a dependency failed
+  kKilled,  // walltime exceeded, or a dependency failed
 };
 std::string_view JobStateName(JobState state);
 inline bool IsFinal(JobState s) { return s >= JobState::kCompleted; }
@@ -60,22 +60,22 @@ inline bool IsFinal(JobState s) { return s >= JobState::kCompleted; }
 // Why a pending job is not running, as Slurm users know it.
 enum class WaitKind : uint8_t {
   kNone,
-  kPriority,        // higher-priority jobs come first
-  kResources,       // not enough free GPUs now
-  kTopologyBlock,   // enough GPUs, but no block of the required shape
-  kReservedFor,     // the GPUs it could use are reserved for another job
+  kPriority,       // higher-priority jobs come first
+  kResources,      // not enough free GPUs now
+  kTopologyBlock,  // enough GPUs, but no block of the required shape
+  kReservedFor,    // the GPUs it could use are reserved for another job
   kUserLimit,
   kAccountLimit,
   kHeld,
   kDependency,
-  kUnsatisfiable,   // can never run on this cluster
-  kPreempting,      // waiting for the jobs it preempts to checkpoint
+  kUnsatisfiable,  // can never run on this cluster
+  kPreempting,     // waiting for the jobs it preempts to checkpoint
 };
 std::string_view WaitKindName(WaitKind kind);
 
 struct WaitReason {
   WaitKind kind = WaitKind::kNone;
-  std::string detail;      // e.g. the level for TopologyBlock, the job for ReservedFor
+  std::string detail;  // e.g. the level for TopologyBlock, the job for ReservedFor
   Time predicted_start = kForever;
 
   std::string ToString() const;
@@ -85,33 +85,33 @@ struct WaitReason {
 struct JobRecord {
   JobSpec spec;
   JobState state = JobState::kPending;
-  std::vector<GpuId> gpus;            // held while running / checkpointing
-  Time start = 0;                     // of the current run
-  Time end = 0;                       // when final
-  Duration walltime = 0;              // effective (after defaults and the maximum)
+  std::vector<GpuId> gpus;  // held while running / checkpointing
+  Time start = 0;           // of the current run
+  Time end = 0;             // when final
+  Duration walltime = 0;    // effective (after defaults and the maximum)
   double priority = 0;
   int class_rank = 0;
   bool preemptible = false;
   // Checkpoints: the last one the job reported, and the protocol in progress.
   uint64_t checkpoint_epoch = 0;
   std::string checkpoint_path;
-  Time last_checkpoint = 0;           // time of the last reported checkpoint (or the start)
-  Duration progress = 0;              // work saved by checkpoints (seconds of run time)
+  Time last_checkpoint = 0;  // time of the last reported checkpoint (or the start)
+  Duration progress = 0;     // work saved by checkpoints (seconds of run time)
   Time last_checkpoint_request = 0;
-  Time checkpoint_deadline = 0;       // while checkpointing
+  Time checkpoint_deadline = 0;  // while checkpointing
   enum class After : uint8_t { kNothing, kPreempt, kShrink } after_checkpoint = After::kNothing;
-  std::vector<GpuId> shrink_to;       // the GPUs kept when the checkpoint is for a shrink
-  JobId preempted_for = kNoJob;       // victims: who they make room for
-  std::vector<JobId> victims;         // preemptors: whom they wait for
-  std::vector<GpuId> claim;           // preemptors: GPUs their victims freed, kept for them
+  std::vector<GpuId> shrink_to;  // the GPUs kept when the checkpoint is for a shrink
+  JobId preempted_for = kNoJob;  // victims: who they make room for
+  std::vector<JobId> victims;    // preemptors: whom they wait for
+  std::vector<GpuId> claim;      // preemptors: GPUs their victims freed, kept for them
   uint32_t preemptions = 0;
   uint32_t resizes = 0;
-  double gpu_seconds_lost = 0;        // work lost by preemptions/failures (GPU-seconds)
+  double gpu_seconds_lost = 0;  // work lost by preemptions/failures (GPU-seconds)
   WaitReason wait;
-  Time idle_since = 0;                // elastic growth bookkeeping
+  Time idle_since = 0;  // elastic growth bookkeeping
 
-  Duration run_walltime = 0;          // limit of the current run: walltime - progress at start
-  double busbw_gbs = 0;               // predicted ring bandwidth of the current placement
+  Duration run_walltime = 0;  // limit of the current run: walltime - progress at start
+  double busbw_gbs = 0;       // predicted ring bandwidth of the current placement
 
   Time expected_end() const { return start + run_walltime; }
 };

@@ -47,7 +47,8 @@ class PendingJobs {
   }
   // The job's record, or nullptr if it is not in the set. O(log n).
   JobRecord* Find(JobId id) const {
-    auto it = std::lower_bound(entries_.begin(), entries_.end(), id, [](const Entry& e, JobId x) { return e.first < x; });
+    auto it =
+        std::lower_bound(entries_.begin(), entries_.end(), id, [](const Entry& e, JobId x) { return e.first < x; });
     return it != entries_.end() && it->first == id ? it->second : nullptr;
   }
   bool Contains(JobId id) const { return Find(id) != nullptr; }

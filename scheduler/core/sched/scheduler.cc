@@ -22,8 +22,11 @@ Result<JobRecord*> FindJob(SchedulerState& s, JobId id, std::string_view event) 
 
 // An event at `now`: no restore in progress, time does not go back.
 Status Advance(SchedulerState& s, Time now) {
-  if (s.restoring) return Fail(ErrorCode::kFailedPrecondition, "restore", "restore in progress: call FinishRestore first");
-  if (now < s.now) return Fail("time", "events must not go back in time (" + std::to_string(now) + " < " + std::to_string(s.now) + ")");
+  if (s.restoring)
+    return Fail(ErrorCode::kFailedPrecondition, "restore", "restore in progress: call FinishRestore first");
+  if (now < s.now)
+    return Fail("time",
+                "events must not go back in time (" + std::to_string(now) + " < " + std::to_string(s.now) + ")");
   s.now = now;
   return {};
 }
@@ -39,11 +42,14 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(Topology topology, Schedule
   if (config.default_walltime <= 0 || config.max_walltime < config.default_walltime) {
     return Fail("config", "walltimes: need 0 < default_walltime <= max_walltime");
   }
-  if (config.checkpoint_grace < 0 || config.periodic_checkpoint < 0 || config.grow_after_idle < 0 || config.charge_period < 0) {
+  if (config.checkpoint_grace < 0 || config.periodic_checkpoint < 0 || config.grow_after_idle < 0 ||
+      config.charge_period < 0) {
     return Fail("config", "durations must not be negative");
   }
-  auto state = std::make_unique<SchedulerState>(std::move(topology), std::move(config), std::move(*classes), std::move(*fairshare));
-  if (!state->policies.queue || !state->policies.backfill) return Fail("config", "no policy for this queue order or backfill mode");
+  auto state = std::make_unique<SchedulerState>(std::move(topology), std::move(config), std::move(*classes),
+                                                std::move(*fairshare));
+  if (!state->policies.queue || !state->policies.backfill)
+    return Fail("config", "no policy for this queue order or backfill mode");
   return std::unique_ptr<Scheduler>(new Scheduler(std::move(state)));
 }
 
@@ -80,9 +86,10 @@ Status Scheduler::ValidateSpec(const JobSpec& spec) const {
   const bool elastic = s.config.elastic && probe.spec.elastic();
   const uint32_t n = s.MinLegalSize(probe);
   if (elastic && n > s.topo->gpu_count()) {
-    return Fail(JobWhere(spec.id), "shape: can never fit this cluster: no size between min_gpus=" + std::to_string(spec.min_gpus) +
-                                       " and gpus=" + std::to_string(probe.spec.shape.gpus) + " that it may run at is within the cluster's " +
-                                       std::to_string(s.topo->gpu_count()) + " GPUs");
+    return Fail(JobWhere(spec.id),
+                "shape: can never fit this cluster: no size between min_gpus=" + std::to_string(spec.min_gpus) +
+                    " and gpus=" + std::to_string(probe.spec.shape.gpus) +
+                    " that it may run at is within the cluster's " + std::to_string(s.topo->gpu_count()) + " GPUs");
   }
   if (std::string why = s.placer->Unsatisfiable(SchedulerState::ShapeFor(probe, n)); !why.empty()) {
     const std::string size = elastic ? " (at its smallest legal size, " + std::to_string(n) + " GPUs)" : "";
@@ -118,7 +125,9 @@ Status Scheduler::Cancel(JobId id, Time now) {
   auto j = FindJob(s, id, "cancel");
   PHX_RETURN_IF_ERROR(j);
   JobRecord& job = **j;
-  if (IsFinal(job.state)) return Fail(ErrorCode::kFailedPrecondition, JobWhere(id), "cancel: already " + std::string(JobStateName(job.state)));
+  if (IsFinal(job.state))
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
+                "cancel: already " + std::string(JobStateName(job.state)));
   PHX_RETURN_IF_ERROR(Advance(s, now));
   if (job.state == JobState::kPending) {
     (void)s.limits.RemovePending(job.spec.user, job.spec.account);
@@ -145,7 +154,8 @@ Status Scheduler::Hold(JobId id, Time now) {
   SchedulerState& s = *s_;
   auto j = FindJob(s, id, "hold");
   PHX_RETURN_IF_ERROR(j);
-  if ((*j)->state != JobState::kPending) return Fail(ErrorCode::kFailedPrecondition, JobWhere(id), "hold: only pending jobs can be held");
+  if ((*j)->state != JobState::kPending)
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id), "hold: only pending jobs can be held");
   PHX_RETURN_IF_ERROR(Advance(s, now));
   (*j)->spec.held = true;
   return {};
@@ -155,7 +165,8 @@ Status Scheduler::Release(JobId id, Time now) {
   SchedulerState& s = *s_;
   auto j = FindJob(s, id, "release");
   PHX_RETURN_IF_ERROR(j);
-  if ((*j)->state != JobState::kPending || !(*j)->spec.held) return Fail(ErrorCode::kFailedPrecondition, JobWhere(id), "release: job is not held");
+  if ((*j)->state != JobState::kPending || !(*j)->spec.held)
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id), "release: job is not held");
   PHX_RETURN_IF_ERROR(Advance(s, now));
   (*j)->spec.held = false;
   return {};
@@ -167,9 +178,11 @@ Status Scheduler::Update(JobId id, const JobUpdate& u, Time now) {
   PHX_RETURN_IF_ERROR(j);
   JobRecord& job = **j;
   const std::string where = JobWhere(id);
-  if (IsFinal(job.state)) return Fail(ErrorCode::kFailedPrecondition, where, "update: already " + std::string(JobStateName(job.state)));
+  if (IsFinal(job.state))
+    return Fail(ErrorCode::kFailedPrecondition, where, "update: already " + std::string(JobStateName(job.state)));
   if (u.walltime && (*u.walltime <= 0 || *u.walltime > s.config.max_walltime)) {
-    return Fail(where, "walltime: " + std::to_string(*u.walltime) + "s is outside 1.." + std::to_string(s.config.max_walltime) + "s");
+    return Fail(where, "walltime: " + std::to_string(*u.walltime) + "s is outside 1.." +
+                           std::to_string(s.config.max_walltime) + "s");
   }
   std::optional<PriorityClassId> cls;
   if (u.priority_class) {
@@ -202,7 +215,8 @@ Status Scheduler::JobEnded(JobId id, Time now, bool success) {
   PHX_RETURN_IF_ERROR(j);
   JobRecord& job = **j;
   if (job.state != JobState::kRunning && job.state != JobState::kCheckpointing) {
-    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id), "job ended: job is " + std::string(JobStateName(job.state)));
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
+                "job ended: job is " + std::string(JobStateName(job.state)));
   }
   PHX_RETURN_IF_ERROR(Advance(s, now));
   s.StopJob(job, now);
@@ -217,11 +231,13 @@ Status Scheduler::CheckpointDone(JobId id, Time now, uint64_t epoch, std::string
   PHX_RETURN_IF_ERROR(j);
   JobRecord& job = **j;
   if (job.state != JobState::kRunning && job.state != JobState::kCheckpointing) {
-    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id), "checkpoint done: job is " + std::string(JobStateName(job.state)));
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
+                "checkpoint done: job is " + std::string(JobStateName(job.state)));
   }
   if (epoch <= job.checkpoint_epoch && job.checkpoint_epoch != 0) {
-    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
-                "checkpoint epoch " + std::to_string(epoch) + " is not newer than " + std::to_string(job.checkpoint_epoch));
+    return Fail(
+        ErrorCode::kFailedPrecondition, JobWhere(id),
+        "checkpoint epoch " + std::to_string(epoch) + " is not newer than " + std::to_string(job.checkpoint_epoch));
   }
   PHX_RETURN_IF_ERROR(Advance(s, now));
   job.progress += now - job.last_checkpoint;
@@ -291,15 +307,19 @@ std::string Scheduler::CheckInvariants() const {
     const bool active = job.state == JobState::kRunning || job.state == JobState::kCheckpointing;
     if (active != s.active.contains(id)) out << "job " << id << ": active set disagrees with state\n";
     if ((job.state == JobState::kPending) != s.pending.Contains(id)) out << "job " << id << ": pending set disagrees\n";
-    if (const JobRecord* p = s.pending.Find(id); p != nullptr && p != &job) out << "job " << id << ": pending set points elsewhere\n";
-    if (active == job.gpus.empty()) out << "job " << id << ": " << JobStateName(job.state) << " with " << job.gpus.size() << " GPUs\n";
+    if (const JobRecord* p = s.pending.Find(id); p != nullptr && p != &job)
+      out << "job " << id << ": pending set points elsewhere\n";
+    if (active == job.gpus.empty())
+      out << "job " << id << ": " << JobStateName(job.state) << " with " << job.gpus.size() << " GPUs\n";
     const auto owned = topo.job_gpus(id);
-    if (!std::equal(owned.begin(), owned.end(), job.gpus.begin(), job.gpus.end())) out << "job " << id << ": GPUs differ from the topology's\n";
+    if (!std::equal(owned.begin(), owned.end(), job.gpus.begin(), job.gpus.end()))
+      out << "job " << id << ": GPUs differ from the topology's\n";
     for (GpuId g : job.gpus) {
       if (topo.owner(g) != id) out << "job " << id << ": GPU " << g.value << " owned by " << topo.owner(g) << "\n";
     }
     held += job.gpus.size();
-    if (active && !job.spec.shape.exclusive && job.gpus.size() > job.spec.shape.gpus) out << "job " << id << ": more GPUs than asked\n";
+    if (active && !job.spec.shape.exclusive && job.gpus.size() > job.spec.shape.gpus)
+      out << "job " << id << ": more GPUs than asked\n";
     // Links refer to known jobs (jobs are never forgotten); FinishRestore drops the others.
     if (!s.restoring) {
       for (JobId dep : job.spec.after_ok) {

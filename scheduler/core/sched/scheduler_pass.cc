@@ -61,13 +61,16 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     if (d.state != JobState::kCompleted) return wait(WaitKind::kDependency, "afterok:" + std::to_string(dep));
   }
   const uint32_t n = s.MinLegalSize(job);
-  if (std::string why = s.placer->Unsatisfiable(SchedulerState::ShapeFor(job, n)); !why.empty()) return wait(WaitKind::kUnsatisfiable, why);
+  if (std::string why = s.placer->Unsatisfiable(SchedulerState::ShapeFor(job, n)); !why.empty())
+    return wait(WaitKind::kUnsatisfiable, why);
   if (auto hit = s.limits.CheckStart(job.spec.user, job.spec.account, n)) {
-    return wait(hit->scope == LimitScope::kAccount ? WaitKind::kAccountLimit : WaitKind::kUserLimit, std::move(hit->reason));
+    return wait(hit->scope == LimitScope::kAccount ? WaitKind::kAccountLimit : WaitKind::kUserLimit,
+                std::move(hit->reason));
   }
   // A preemptor's own claim is a reservation of its own: it is not blocked by it, so neither the
   // strict order nor another job's failure says anything about it.
-  const bool own = std::any_of(s.reservations.begin(), s.reservations.end(), [&](const Reservation& r) { return r.job == id; });
+  const bool own =
+      std::any_of(s.reservations.begin(), s.reservations.end(), [&](const Reservation& r) { return r.job == id; });
   if (!s.policies.backfill->Backfills() && pass.blocked && !own) {
     return wait(WaitKind::kPriority, "behind job " + std::to_string(pass.first_blocked));
   }
@@ -92,13 +95,16 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   if (!pass.blocked) pass.first_blocked = id;
   pass.blocked = true;
 
-  if (!job.victims.empty()) return wait(WaitKind::kPreempting, std::to_string(job.victims.size()) + " jobs checkpointing");
-  if (TryPreempt(s, pass, job, out)) return wait(WaitKind::kPreempting, std::to_string(job.victims.size()) + " jobs checkpointing");
+  if (!job.victims.empty())
+    return wait(WaitKind::kPreempting, std::to_string(job.victims.size()) + " jobs checkpointing");
+  if (TryPreempt(s, pass, job, out))
+    return wait(WaitKind::kPreempting, std::to_string(job.victims.size()) + " jobs checkpointing");
 
   size_t made = 0;
   for (const Reservation& r : s.reservations) made += !r.for_preemption;
   const Topology& topo = *s.topo;
-  WaitKind kind = topo.free_gpus(topo.root()) + pass.start_blocks.blocked_gpus() < n ? WaitKind::kResources : WaitKind::kTopologyBlock;
+  WaitKind kind = topo.free_gpus(topo.root()) + pass.start_blocks.blocked_gpus() < n ? WaitKind::kResources
+                                                                                     : WaitKind::kTopologyBlock;
   std::string detail;
   if (kind == WaitKind::kTopologyBlock) {
     detail = job.spec.shape.fit == FitMode::kRequire ? std::string(LevelName(job.spec.shape.level))
@@ -143,7 +149,8 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   for (Decision& d : s.outbox) {
     const JobRecord* j = job(d.job);
     if (!j) continue;
-    if (d.kind == DecisionKind::kResize && j->state != JobState::kRunning && j->state != JobState::kCheckpointing) continue;
+    if (d.kind == DecisionKind::kResize && j->state != JobState::kRunning && j->state != JobState::kCheckpointing)
+      continue;
     if (d.kind == DecisionKind::kPreempt && IsFinal(j->state)) continue;
     out.push_back(std::move(d));
   }

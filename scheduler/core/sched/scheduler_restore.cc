@@ -17,7 +17,9 @@ namespace {
 bool IsActive(JobState s) { return s == JobState::kRunning || s == JobState::kCheckpointing; }
 
 // "GPU 17 (n2:1)": the index the store saved and where it is.
-std::string DescribeGpu(const Topology& t, GpuId g) { return "GPU " + std::to_string(g.value) + " (" + FormatGpus({g}, t) + ")"; }
+std::string DescribeGpu(const Topology& t, GpuId g) {
+  return "GPU " + std::to_string(g.value) + " (" + FormatGpus({g}, t) + ")";
+}
 
 }  // namespace
 
@@ -29,8 +31,11 @@ Status Scheduler::Restore(JobRecord record, Time now) {
   PHX_RETURN_IF_ERROR(CheckNewId(s, spec.id));
   auto cls = CheckShape(s, spec);
   PHX_RETURN_IF_ERROR(cls);
-  if (now < s.now) return Fail("time", "restore must not go back in time (" + std::to_string(now) + " < " + std::to_string(s.now) + ")");
-  if (record.state > JobState::kKilled) return Fail(where, "state: unknown value " + std::to_string(static_cast<int>(record.state)));
+  if (now < s.now)
+    return Fail("time",
+                "restore must not go back in time (" + std::to_string(now) + " < " + std::to_string(s.now) + ")");
+  if (record.state > JobState::kKilled)
+    return Fail(where, "state: unknown value " + std::to_string(static_cast<int>(record.state)));
 
   // Resources: checked in full before anything changes.
   const bool active = IsActive(record.state);
@@ -41,7 +46,8 @@ Status Scheduler::Restore(JobRecord record, Time now) {
   for (size_t i = 0; i < gpus.size(); ++i) {
     const GpuId g = gpus[i];
     if (g.value >= cluster) {
-      return Fail(where, "gpus: unknown GPU " + std::to_string(g.value) + " (the cluster has " + std::to_string(cluster) + ")");
+      return Fail(
+          where, "gpus: unknown GPU " + std::to_string(g.value) + " (the cluster has " + std::to_string(cluster) + ")");
     }
     if (i > 0 && gpus[i - 1] == g) return Fail(where, "gpus: " + DescribeGpu(topo, g) + " listed twice");
   }
@@ -55,7 +61,8 @@ Status Scheduler::Restore(JobRecord record, Time now) {
     }
     const NodeId node = topo.node_of(g);
     if (topo.node_state(node) == NodeState::kDown) {
-      return Fail(where, "gpus: " + DescribeGpu(topo, g) + " is on node " + topo.domain(topo.node_domain(node)).name + ", which is down");
+      return Fail(where, "gpus: " + DescribeGpu(topo, g) + " is on node " + topo.domain(topo.node_domain(node)).name +
+                             ", which is down");
     }
   }
   for (GpuId g : record.shrink_to) {
@@ -65,17 +72,20 @@ Status Scheduler::Restore(JobRecord record, Time now) {
   }
   for (GpuId g : record.claim) {
     if (g.value >= cluster) {
-      return Fail(where, "claim: unknown GPU " + std::to_string(g.value) + " (the cluster has " + std::to_string(cluster) + ")");
+      return Fail(where, "claim: unknown GPU " + std::to_string(g.value) + " (the cluster has " +
+                             std::to_string(cluster) + ")");
     }
   }
   if (record.after_checkpoint != JobRecord::After::kNothing && record.state != JobState::kCheckpointing) {
-    return Fail(where, "after_checkpoint: set on a " + state + " job (only a checkpointing job has a checkpoint protocol in progress)");
+    return Fail(where, "after_checkpoint: set on a " + state +
+                           " job (only a checkpointing job has a checkpoint protocol in progress)");
   }
   double ring = 0;
   if (active) {
     // Provisional: FinishRestore recomputes every restored job's traffic in start order.
     ring = s.placer->model().Predict(gpus).busbw_gbs;
-    if (auto restored = s.topo->Restore(spec.id, gpus, ring); !restored) return Fail(where, "gpus: " + restored.error().ToString());
+    if (auto restored = s.topo->Restore(spec.id, gpus, ring); !restored)
+      return Fail(where, "gpus: " + restored.error().ToString());
   }
 
   // Nothing fails from here on.
@@ -107,7 +117,9 @@ Status Scheduler::Restore(JobRecord record, Time now) {
 Result<std::vector<std::string>> Scheduler::FinishRestore(Time now) {
   SchedulerState& s = *s_;
   if (!s.restoring) return Fail(ErrorCode::kFailedPrecondition, "restore", "no restore in progress");
-  if (now < s.now) return Fail("time", "restore must not go back in time (" + std::to_string(now) + " < " + std::to_string(s.now) + ")");
+  if (now < s.now)
+    return Fail("time",
+                "restore must not go back in time (" + std::to_string(now) + " < " + std::to_string(s.now) + ")");
   std::sort(s.restored.begin(), s.restored.end());
 
   // Links to jobs that never came back are dropped; links between known jobs stay as saved.

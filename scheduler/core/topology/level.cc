@@ -13,10 +13,9 @@ std::string_view LevelName(Level level) {
 
 std::optional<Level> ParseLevel(std::string_view name) {
   static constexpr std::pair<std::string_view, Level> kTable[] = {
-      {"gpu", Level::kGpu},         {"group", Level::kGroup},     {"nvlink", Level::kGroup},
-      {"nvswitch", Level::kGroup},  {"node", Level::kNode},       {"nvl", Level::kNvlDomain},
-      {"nvldomain", Level::kNvlDomain}, {"rack", Level::kNvlDomain}, {"leaf", Level::kLeaf},
-      {"su", Level::kLeaf},         {"spine", Level::kSpine},     {"core", Level::kCore},
+      {"gpu", Level::kGpu},   {"group", Level::kGroup},   {"nvlink", Level::kGroup},        {"nvswitch", Level::kGroup},
+      {"node", Level::kNode}, {"nvl", Level::kNvlDomain}, {"nvldomain", Level::kNvlDomain}, {"rack", Level::kNvlDomain},
+      {"leaf", Level::kLeaf}, {"su", Level::kLeaf},       {"spine", Level::kSpine},         {"core", Level::kCore},
       {"any", Level::kCore},
   };
   for (const auto& [text, level] : kTable) {
@@ -38,8 +37,8 @@ std::string_view LinkTypeName(LinkType type) {
 }
 
 std::optional<LinkType> ParseLinkType(std::string_view name) {
-  for (LinkType t : {LinkType::kNone, LinkType::kNvlink, LinkType::kPcie, LinkType::kSmp,
-                     LinkType::kInfiniband, LinkType::kEthernet}) {
+  for (LinkType t : {LinkType::kNone, LinkType::kNvlink, LinkType::kPcie, LinkType::kSmp, LinkType::kInfiniband,
+                     LinkType::kEthernet}) {
     if (LinkTypeName(t) == name) return t;
   }
   if (name == "infiniband") return LinkType::kInfiniband;

@@ -13,7 +13,7 @@ namespace phalanx {
 
 enum class Level : uint8_t {
   kGpu = 0,
-  kGroup = 1,      // NVLink pair/quad, PCIe switch, NUMA socket, or a full NVSwitch
+  kGroup = 1,  // NVLink pair/quad, PCIe switch, NUMA socket, or a full NVSwitch
   kNode = 2,
   kNvlDomain = 3,  // multi-node NVLink domain, e.g. a GB200 NVL72 rack
   kLeaf = 4,       // IB leaf switch, or a rail-optimized scalable unit

@@ -160,7 +160,8 @@ Result<TopologySpec> GenerateNvl72(const Nvl72Options& o) {
   spec.models.push_back(*BuiltinNodeModel("gb200-nvl"));
   spec.switches.push_back(Switch("spine", Level::kSpine, ""));
   const int leaves = (o.racks + o.racks_per_leaf - 1) / o.racks_per_leaf;
-  for (int l = 0; l < leaves; ++l) spec.switches.push_back(Switch("leaf" + Pad(l, 2), Level::kLeaf, "spine", o.oversubscription));
+  for (int l = 0; l < leaves; ++l)
+    spec.switches.push_back(Switch("leaf" + Pad(l, 2), Level::kLeaf, "spine", o.oversubscription));
   for (int r = 0; r < o.racks; ++r) {
     const std::string rack = "rack" + Pad(r, 3);
     spec.switches.push_back(Switch(rack, Level::kNvlDomain, "leaf" + Pad(r / o.racks_per_leaf, 2)));
@@ -263,8 +264,10 @@ Result<TopologySpec> GenerateByName(std::string_view what) {
     o.racks_per_leaf = *per;
     return GenerateNvl72(o);
   }
-  return Fail("generator", "unknown fabric '" + std::string(what) +
-                               "' (use demo, mixed, superpod:SU[:NODES], leafspine:NODES[:PER_LEAF[:OVERSUB]], nvl72:RACKS[:PER_LEAF])");
+  return Fail(
+      "generator",
+      "unknown fabric '" + std::string(what) +
+          "' (use demo, mixed, superpod:SU[:NODES], leafspine:NODES[:PER_LEAF[:OVERSUB]], nvl72:RACKS[:PER_LEAF])");
 }
 
 }  // namespace phalanx

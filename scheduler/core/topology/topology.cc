@@ -54,7 +54,8 @@ NodeId Topology::find_node(std::string_view name) const {
 }
 
 int Topology::count_at_level(Level level) const {
-  return static_cast<int>(std::count_if(domains_.begin(), domains_.end(), [&](const Domain& d) { return d.level == level; }));
+  return static_cast<int>(
+      std::count_if(domains_.begin(), domains_.end(), [&](const Domain& d) { return d.level == level; }));
 }
 
 void Topology::ChangeNodeFree(NodeId n, uint32_t before, uint32_t after, uint32_t total) {
@@ -103,7 +104,8 @@ Status Topology::Hold(std::span<const GpuId> gpus) {
 
 Status Topology::Unhold(std::span<const GpuId> gpus) {
   for (GpuId g : gpus) {
-    if (g.value >= gpu_count() || owner_[g.value] != kHeld) return Fail("unhold", "GPU " + std::to_string(g.value) + " is not held");
+    if (g.value >= gpu_count() || owner_[g.value] != kHeld)
+      return Fail("unhold", "GPU " + std::to_string(g.value) + " is not held");
   }
   for (GpuId g : gpus) {
     owner_[g.value] = kNoJob;
@@ -128,7 +130,8 @@ Status Topology::Resume(JobId job) {
   auto it = jobs_.find(job);
   if (it == jobs_.end() || !it->second.suspended) return Fail("job " + std::to_string(job), "is not suspended");
   for (GpuId g : it->second.gpus) {
-    if (owner_[g.value] != kNoJob) return Fail("job " + std::to_string(job), "GPU " + std::to_string(g.value) + " was taken while suspended");
+    if (owner_[g.value] != kNoJob)
+      return Fail("job " + std::to_string(job), "GPU " + std::to_string(g.value) + " was taken while suspended");
   }
   for (GpuId g : it->second.gpus) {
     owner_[g.value] = job;
@@ -162,13 +165,16 @@ Status Topology::DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_
   for (size_t i = 0; i < sorted.size(); ++i) {
     const GpuId g = sorted[i];
     if (g.value >= gpu_count()) return Fail(where, "GPU id " + std::to_string(g.value) + " out of range");
-    if (i > 0 && sorted[i - 1] == g) return Fail(where, "GPU " + domains_[gpu_domain_[g.value].value].name + " listed twice");
+    if (i > 0 && sorted[i - 1] == g)
+      return Fail(where, "GPU " + domains_[gpu_domain_[g.value].value].name + " listed twice");
     if (any_node_state ? owner_[g.value] != kNoJob : !is_free(g)) {
       return Fail(where, "GPU " + domains_[gpu_domain_[g.value].value].name +
-                             (owner_[g.value] != kNoJob ? " is held by job " + std::to_string(owner_[g.value]) : " is on an unavailable node"));
+                             (owner_[g.value] != kNoJob ? " is held by job " + std::to_string(owner_[g.value])
+                                                        : " is on an unavailable node"));
     }
   }
-  if (!std::isfinite(ring_gbs) || ring_gbs < 0 || ring_gbs > 1e9) return Fail(where, "bad ring bandwidth " + std::to_string(ring_gbs));
+  if (!std::isfinite(ring_gbs) || ring_gbs < 0 || ring_gbs > 1e9)
+    return Fail(where, "bad ring bandwidth " + std::to_string(ring_gbs));
   JobAlloc alloc;
   alloc.ring_mbs = std::llround(ring_gbs * 1000.0);
   // Uplinks the job's ring crosses: domains holding some but not all of its GPUs (GPU links are
@@ -265,14 +271,16 @@ std::string Topology::CheckInvariants() const {
     if (alloc.suspended) continue;
     owned += alloc.gpus.size();
     for (GpuId g : alloc.gpus) {
-      if (owner_[g.value] != job) out << "job " << job << " lists GPU " << g.value << " owned by " << owner_[g.value] << "\n";
+      if (owner_[g.value] != job)
+        out << "job " << job << " lists GPU " << g.value << " owned by " << owner_[g.value] << "\n";
     }
     for (DomainId d : alloc.crossed) {
       jobs[d.value]++;
       mbs[d.value] += alloc.ring_mbs;
     }
   }
-  const size_t owners = static_cast<size_t>(std::count_if(owner_.begin(), owner_.end(), [](JobId j) { return j != kNoJob && j != kHeld; }));
+  const size_t owners = static_cast<size_t>(
+      std::count_if(owner_.begin(), owner_.end(), [](JobId j) { return j != kNoJob && j != kHeld; }));
   if (owners != owned) out << owners << " owned GPUs but jobs list " << owned << "\n";
   for (uint32_t i = 0; i < node_count(); ++i) {
     if (node_state_[i] != NodeState::kUp) continue;
@@ -284,10 +292,14 @@ std::string Topology::CheckInvariants() const {
     }
   }
   for (size_t i = 0; i < n; ++i) {
-    if (free[i] != free_[i]) out << "domain " << domains_[i].name << ": free " << free_[i] << " != recomputed " << free[i] << "\n";
-    if (free_nodes[i] != free_nodes_[i]) out << "domain " << domains_[i].name << ": free_nodes " << free_nodes_[i] << " != " << free_nodes[i] << "\n";
-    if (jobs[i] != load_jobs_[i]) out << "domain " << domains_[i].name << ": crossing jobs " << load_jobs_[i] << " != " << jobs[i] << "\n";
-    if (mbs[i] != load_mbs_[i]) out << "domain " << domains_[i].name << ": crossing MB/s " << load_mbs_[i] << " != " << mbs[i] << "\n";
+    if (free[i] != free_[i])
+      out << "domain " << domains_[i].name << ": free " << free_[i] << " != recomputed " << free[i] << "\n";
+    if (free_nodes[i] != free_nodes_[i])
+      out << "domain " << domains_[i].name << ": free_nodes " << free_nodes_[i] << " != " << free_nodes[i] << "\n";
+    if (jobs[i] != load_jobs_[i])
+      out << "domain " << domains_[i].name << ": crossing jobs " << load_jobs_[i] << " != " << jobs[i] << "\n";
+    if (mbs[i] != load_mbs_[i])
+      out << "domain " << domains_[i].name << ": crossing MB/s " << load_mbs_[i] << " != " << mbs[i] << "\n";
   }
   if (hist != hist_) out << "node free-count histograms differ\n";
   return out.str();

@@ -26,8 +26,8 @@
 namespace phalanx {
 
 struct Link {
-  double gbs = 0;        // per direction; 0 for the root (nothing above it)
-  uint32_t lanes = 0;    // 0: not lane-limited
+  double gbs = 0;      // per direction; 0 for the root (nothing above it)
+  uint32_t lanes = 0;  // 0: not lane-limited
   double lane_gbs = 0;
   LinkType type = LinkType::kNone;
 };
@@ -35,14 +35,14 @@ struct Link {
 struct Domain {
   Level level = Level::kGpu;
   std::string name;
-  DomainId parent;             // invalid for the root
-  uint32_t depth = 0;          // root = 0
+  DomainId parent;     // invalid for the root
+  uint32_t depth = 0;  // root = 0
   uint32_t first_gpu = 0, gpu_count = 0;
   uint32_t first_node = 0, node_count = 0;
   Link uplink;
   double oversubscription = 1.0;
   bool rail_optimized = false;
-  std::string kind;            // groups: "nvswitch", "pcie", ...; nodes: model name
+  std::string kind;  // groups: "nvswitch", "pcie", ...; nodes: model name
 };
 
 enum class NodeState : uint8_t { kUp, kDrain, kDown };
@@ -91,7 +91,9 @@ class Topology {
   // ---- state -----------------------------------------------------------------------------
   JobId owner(GpuId g) const { return owner_[g.value]; }
   NodeState node_state(NodeId n) const { return node_state_[n.value]; }
-  bool is_free(GpuId g) const { return owner_[g.value] == kNoJob && node_state_[gpu_node_[g.value].value] == NodeState::kUp; }
+  bool is_free(GpuId g) const {
+    return owner_[g.value] == kNoJob && node_state_[gpu_node_[g.value].value] == NodeState::kUp;
+  }
   uint32_t free_gpus(DomainId d) const { return free_[d.value]; }
   uint32_t free_nodes(DomainId d) const { return free_nodes_[d.value]; }
   // Number of Up nodes below `d` with exactly `f` free GPUs (f <= max_gpus_per_node()).
@@ -148,7 +150,7 @@ class Topology {
 
   std::string name_;
   std::vector<Domain> domains_;
-  std::vector<uint32_t> child_begin_;   // size domains+1, into children_
+  std::vector<uint32_t> child_begin_;  // size domains+1, into children_
   std::vector<DomainId> children_;
   std::vector<DomainId> gpu_domain_;
   std::vector<NodeId> gpu_node_;

@@ -37,9 +37,11 @@ Status ValidateModel(const NodeModel& model) {
     if (g.gpus.empty() && g.children.empty()) return Fail(ModelWhere(model), "group '" + g.kind + "' is empty");
     for (int gpu : g.gpus) {
       if (gpu < 0 || gpu >= model.gpus) {
-        return Fail(ModelWhere(model), "GPU index " + std::to_string(gpu) + " out of range 0.." + std::to_string(model.gpus - 1));
+        return Fail(ModelWhere(model),
+                    "GPU index " + std::to_string(gpu) + " out of range 0.." + std::to_string(model.gpus - 1));
       }
-      if (seen[static_cast<size_t>(gpu)]++) return Fail(ModelWhere(model), "GPU " + std::to_string(gpu) + " is in two groups");
+      if (seen[static_cast<size_t>(gpu)]++)
+        return Fail(ModelWhere(model), "GPU " + std::to_string(gpu) + " is in two groups");
     }
     const bool siblings = g.children.size() + g.gpus.size() > 1;
     for (const GroupSpec& c : g.children) {
@@ -87,7 +89,8 @@ class TopologyBuilder {
     for (size_t i = 0; i < spec_.nodes.size(); ++i) {
       if (spec_.nodes[i].parent.empty()) tops.push_back({false, i});
     }
-    if (tops.empty()) return Fail(spec_.switches.front().where, "every switch has a parent: the switch graph has a cycle");
+    if (tops.empty())
+      return Fail(spec_.switches.front().where, "every switch has a parent: the switch graph has a cycle");
     if (tops.size() == 1) {
       PHX_RETURN_IF_ERROR(Emit(tops[0], DomainId(), 0));
     } else {
@@ -105,7 +108,8 @@ class TopologyBuilder {
     }
     if (emitted_switches_ != spec_.switches.size()) {
       for (size_t i = 0; i < spec_.switches.size(); ++i) {
-        if (!visited_[i]) return Fail(spec_.switches[i].where, "switch '" + spec_.switches[i].name + "' is part of a parent cycle");
+        if (!visited_[i])
+          return Fail(spec_.switches[i].where, "switch '" + spec_.switches[i].name + "' is part of a parent cycle");
       }
     }
     FinishState();
@@ -129,7 +133,8 @@ class TopologyBuilder {
       switch_index_[s.name] = i;
       if (BadBandwidth(s.uplink.gbs)) return Fail(s.where, "switch '" + s.name + "': bad uplink bandwidth");
       if (!std::isfinite(s.oversubscription) || s.oversubscription < 1.0) {
-        return Fail(s.where, "switch '" + s.name + "': oversubscription must be >= 1 (got " + std::to_string(s.oversubscription) + ")");
+        return Fail(s.where, "switch '" + s.name + "': oversubscription must be >= 1 (got " +
+                                 std::to_string(s.oversubscription) + ")");
       }
     }
     for (size_t i = 0; i < spec_.nodes.size(); ++i) {
@@ -147,7 +152,8 @@ class TopologyBuilder {
       const SwitchSpec& s = spec_.switches[i];
       if (s.parent.empty()) continue;
       auto it = switch_index_.find(s.parent);
-      if (it == switch_index_.end()) return Fail(s.where, "switch '" + s.name + "' has unknown parent switch '" + s.parent + "'");
+      if (it == switch_index_.end())
+        return Fail(s.where, "switch '" + s.name + "' has unknown parent switch '" + s.parent + "'");
       if (it->second == i) return Fail(s.where, "switch '" + s.name + "' is its own parent");
       children_of_[it->second].push_back({true, i});
     }
@@ -155,7 +161,8 @@ class TopologyBuilder {
       const NodeSpec& n = spec_.nodes[i];
       if (n.parent.empty()) continue;
       auto it = switch_index_.find(n.parent);
-      if (it == switch_index_.end()) return Fail(n.where, "node '" + n.name + "' is under unknown switch '" + n.parent + "'");
+      if (it == switch_index_.end())
+        return Fail(n.where, "node '" + n.name + "' is under unknown switch '" + n.parent + "'");
       children_of_[it->second].push_back({false, i});
     }
     visited_.assign(spec_.switches.size(), false);
@@ -182,7 +189,8 @@ class TopologyBuilder {
   }
 
   Status Emit(const Item& item, DomainId parent, uint32_t depth) {
-    if (depth > 64) return Fail(item.is_switch ? spec_.switches[item.index].where : "", "topology deeper than 64 levels");
+    if (depth > 64)
+      return Fail(item.is_switch ? spec_.switches[item.index].where : "", "topology deeper than 64 levels");
     return item.is_switch ? EmitSwitch(item.index, parent, depth) : EmitNode(item.index, parent, depth);
   }
 
@@ -203,11 +211,14 @@ class TopologyBuilder {
     uint32_t nic_lanes = 0;
     LinkType nic_type = LinkType::kInfiniband;
     for (const Item& c : children_of_[index]) {
-      if (c.is_switch && visited_[c.index]) return Fail(spec_.switches[c.index].where, "switch '" + spec_.switches[c.index].name + "' is part of a parent cycle");
+      if (c.is_switch && visited_[c.index])
+        return Fail(spec_.switches[c.index].where,
+                    "switch '" + spec_.switches[c.index].name + "' is part of a parent cycle");
       if (c.is_switch && spec_.switches[c.index].level >= s.level) {
         return Fail(spec_.switches[c.index].where, "switch '" + spec_.switches[c.index].name + "' (level " +
-                                                       std::string(LevelName(spec_.switches[c.index].level)) + ") is under '" + s.name +
-                                                       "' (level " + std::string(LevelName(s.level)) + "): levels must grow upwards");
+                                                       std::string(LevelName(spec_.switches[c.index].level)) +
+                                                       ") is under '" + s.name + "' (level " +
+                                                       std::string(LevelName(s.level)) + "): levels must grow upwards");
       }
       PHX_RETURN_IF_ERROR(Emit(c, id, depth + 1));
       const Domain& child = topo_.domains_[kids_[id.value].back().value];
@@ -232,7 +243,8 @@ class TopologyBuilder {
       }
       me.uplink.gbs = s.uplink.gbs > 0 ? s.uplink.gbs : down_gbs / s.oversubscription;
       if (s.uplink.gbs > 0 && me.uplink.gbs > 0) me.oversubscription = std::max(1.0, down_gbs / me.uplink.gbs);
-      if (me.uplink.gbs <= 0) return Fail(s.where, "switch '" + s.name + "' has no uplink bandwidth (give LinkSpeed or NIC speeds)");
+      if (me.uplink.gbs <= 0)
+        return Fail(s.where, "switch '" + s.name + "' has no uplink bandwidth (give LinkSpeed or NIC speeds)");
     }
     return {};
   }
@@ -247,10 +259,13 @@ class TopologyBuilder {
     const bool in_nvl = parent.valid() && topo_.domains_[parent.value].level == Level::kNvlDomain;
     if (parent.valid()) {
       if (in_nvl) {
-        if (m.nvl_gbs_per_gpu <= 0) return Fail(n.where, "node '" + n.name + "' is in an NVLink domain but its model has no nvl_gbs_per_gpu");
-        d.uplink = Link{m.gpus * m.nvl_gbs_per_gpu, static_cast<uint32_t>(m.gpus), m.nvl_gbs_per_gpu, LinkType::kNvlink};
+        if (m.nvl_gbs_per_gpu <= 0)
+          return Fail(n.where, "node '" + n.name + "' is in an NVLink domain but its model has no nvl_gbs_per_gpu");
+        d.uplink =
+            Link{m.gpus * m.nvl_gbs_per_gpu, static_cast<uint32_t>(m.gpus), m.nvl_gbs_per_gpu, LinkType::kNvlink};
       } else {
-        if (m.nics <= 0 || m.nic_gbs <= 0) return Fail(n.where, "node '" + n.name + "' is under a switch but its model '" + m.name + "' has no NIC");
+        if (m.nics <= 0 || m.nic_gbs <= 0)
+          return Fail(n.where, "node '" + n.name + "' is under a switch but its model '" + m.name + "' has no NIC");
         d.uplink = Link{m.nics * m.nic_gbs, static_cast<uint32_t>(m.nics), m.nic_gbs, m.nic_type};
       }
     }
@@ -268,7 +283,8 @@ class TopologyBuilder {
       for (const GroupSpec& g : m.groups) EmitGroup(g, node, id, depth + 1, single);
     }
     Finish(id, parent);
-    topo_.max_gpus_per_node_ = std::max(topo_.max_gpus_per_node_, static_cast<uint32_t>(topo_.gpu_domain_.size()) - base);
+    topo_.max_gpus_per_node_ =
+        std::max(topo_.max_gpus_per_node_, static_cast<uint32_t>(topo_.gpu_domain_.size()) - base);
     return {};
   }
 
@@ -276,9 +292,11 @@ class TopologyBuilder {
     Domain d;
     d.level = Level::kGroup;
     d.kind = g.kind;
-    d.name = topo_.domains_[topo_.node_domain_[node.value].value].name + "/" + g.kind + std::to_string(group_counter_++);
-    d.uplink = whole_node ? Link{} : Link{g.uplink.gbs, g.uplink.lanes, g.uplink.lane_gbs,
-                                          g.uplink.type == LinkType::kNone ? LinkType::kPcie : g.uplink.type};
+    d.name =
+        topo_.domains_[topo_.node_domain_[node.value].value].name + "/" + g.kind + std::to_string(group_counter_++);
+    d.uplink = whole_node ? Link{}
+                          : Link{g.uplink.gbs, g.uplink.lanes, g.uplink.lane_gbs,
+                                 g.uplink.type == LinkType::kNone ? LinkType::kPcie : g.uplink.type};
     const DomainId id = Push(std::move(d), parent, depth);
     for (int gpu : g.gpus) EmitGpu(node, id, depth + 1, gpu, Link{g.gpu_link_gbs, 0, 0, g.gpu_link_type});
     const bool single = whole_node && g.gpus.empty() && g.children.size() == 1;
@@ -321,7 +339,8 @@ class TopologyBuilder {
     }
     for (const DomainId nd : topo_.node_domain_) {
       const uint32_t g = topo_.domains_[nd.value].gpu_count;
-      for (DomainId a = nd; a.valid(); a = topo_.domains_[a.value].parent) topo_.hist_[a.value * topo_.hist_stride_ + g]++;
+      for (DomainId a = nd; a.valid(); a = topo_.domains_[a.value].parent)
+        topo_.hist_[a.value * topo_.hist_stride_ + g]++;
     }
   }
 

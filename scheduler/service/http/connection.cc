@@ -32,10 +32,8 @@ bool HasLineBreakOrNul(std::string_view s) {
 
 // A malformed request (answered with 400), as opposed to the peer closing or a socket error.
 bool IsParseError(boost::system::error_code ec) {
-  static const boost::system::error_category& http_errors =
-      bhttp::make_error_code(bhttp::error::bad_target).category();
-  return ec && ec.category() == http_errors && ec != bhttp::error::end_of_stream &&
-         ec != bhttp::error::partial_message;
+  static const boost::system::error_category& http_errors = bhttp::make_error_code(bhttp::error::bad_target).category();
+  return ec && ec.category() == http_errors && ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message;
 }
 
 }  // namespace
@@ -72,8 +70,7 @@ void Connection::Fail(error_code ec, bool count_timeout) {
 void Connection::ReadRequest() {
   if (Done()) return Close();
   parser_.emplace();
-  parser_->header_limit(static_cast<std::uint32_t>(
-      std::min<size_t>(state_->options.max_header_bytes, UINT32_MAX)));
+  parser_->header_limit(static_cast<std::uint32_t>(std::min<size_t>(state_->options.max_header_bytes, UINT32_MAX)));
   // No body limit while the header is read, so that OnHeader can answer an oversized
   // Content-Length with 413 naming it; the limit is set before the body is read. (Not
   // boost::none: Beast 1.74 compares `len > body_limit_` with an optional, and every length
@@ -82,42 +79,35 @@ void Connection::ReadRequest() {
   if (buffer_.size() > 0) return ReadHeader();  // pipelined: the next request is here already
   // Idle: wait for the first byte under idle_timeout; the header's clock starts with it.
   stream_.expires_after(state_->options.idle_timeout);
-  stream_.async_read_some(buffer_.prepare(4096),
-                          [self = shared_from_this()](error_code ec, size_t n) {
-                            if (self->Done()) return self->Close();
-                            if (ec) return self->Fail(ec, /*count_timeout=*/false);
-                            self->buffer_.commit(n);
-                            self->ReadHeader();
-                          });
+  stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](error_code ec, size_t n) {
+    if (self->Done()) return self->Close();
+    if (ec) return self->Fail(ec, /*count_timeout=*/false);
+    self->buffer_.commit(n);
+    self->ReadHeader();
+  });
 }
 
 void Connection::ReadHeader() {
   stream_.expires_after(state_->options.header_timeout);
   bhttp::async_read_header(stream_, buffer_, *parser_,
-                           [self = shared_from_this()](error_code ec, size_t) {
-                             self->OnHeader(ec);
-                           });
+                           [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
 }
 
 void Connection::OnHeader(error_code ec) {
   if (Done()) return Close();
   if (ec == bhttp::error::body_limit) {  // not expected (no limit yet), but it is a 413
-    return ReplyError(413, "request body larger than " +
-                               std::to_string(state_->options.max_body_bytes) + " bytes");
+    return ReplyError(413, "request body larger than " + std::to_string(state_->options.max_body_bytes) + " bytes");
   }
   if (ec == bhttp::error::header_limit || ec == bhttp::error::buffer_overflow) {
-    return ReplyError(431, "request header larger than " +
-                               std::to_string(state_->options.max_header_bytes) + " bytes");
+    return ReplyError(431, "request header larger than " + std::to_string(state_->options.max_header_bytes) + " bytes");
   }
   if (IsParseError(ec)) return ReplyError(400, "malformed request: " + ec.message());
   // Closed by the peer, too slow (slowloris), or a socket error: nothing to answer.
   if (ec) return Fail(ec, /*count_timeout=*/true);
   const auto& header = parser_->get();
   version_ = header.version();
-  if (auto length = parser_->content_length();
-      length && *length > state_->options.max_body_bytes) {
-    return ReplyError(413, "request body of " + std::to_string(*length) +
-                               " bytes is larger than " +
+  if (auto length = parser_->content_length(); length && *length > state_->options.max_body_bytes) {
+    return ReplyError(413, "request body of " + std::to_string(*length) + " bytes is larger than " +
                                std::to_string(state_->options.max_body_bytes));
   }
   parser_->body_limit(state_->options.max_body_bytes);  // also bounds chunked bodies
@@ -127,12 +117,11 @@ void Connection::OnHeader(error_code ec) {
     continue_.version(11);
     continue_.result(bhttp::status::continue_);
     stream_.expires_after(state_->options.write_timeout);
-    return bhttp::async_write(stream_, continue_,
-                              [self = shared_from_this()](error_code ec, size_t) {
-                                if (self->Done()) return self->Close();
-                                if (ec) return self->Fail(ec, true);
-                                self->ReadBody();
-                              });
+    return bhttp::async_write(stream_, continue_, [self = shared_from_this()](error_code ec, size_t) {
+      if (self->Done()) return self->Close();
+      if (ec) return self->Fail(ec, true);
+      self->ReadBody();
+    });
   }
   ReadBody();
 }
@@ -146,8 +135,7 @@ void Connection::ReadBody() {
 void Connection::OnBody(error_code ec) {
   if (Done()) return Close();
   if (ec == bhttp::error::body_limit) {
-    return ReplyError(413, "request body larger than " +
-                               std::to_string(state_->options.max_body_bytes) + " bytes");
+    return ReplyError(413, "request body larger than " + std::to_string(state_->options.max_body_bytes) + " bytes");
   }
   if (IsParseError(ec)) return ReplyError(400, "malformed request: " + ec.message());
   if (ec) return Fail(ec, /*count_timeout=*/true);
@@ -222,14 +210,13 @@ void Connection::Reply(Response response, bool keep_alive, bool head) {
   }
   if (!no_body) response_.body() = std::move(response.body);
   response_.keep_alive(keep_alive);
-  response_.prepare_payload();  // Content-Length (none for 204 and 304)
+  response_.prepare_payload();         // Content-Length (none for 204 and 304)
   if (head) response_.body().clear();  // HEAD: the length of the body it would have had
 
   stream_.expires_after(state_->options.write_timeout);
-  bhttp::async_write(stream_, response_,
-                     [self = shared_from_this(), close = !keep_alive](error_code ec, size_t) {
-                       self->OnWrite(ec, close);
-                     });
+  bhttp::async_write(stream_, response_, [self = shared_from_this(), close = !keep_alive](error_code ec, size_t) {
+    self->OnWrite(ec, close);
+  });
 }
 
 void Connection::OnWrite(error_code ec, bool close) {
@@ -250,11 +237,10 @@ void Connection::Linger() {
 }
 
 void Connection::Drain() {
-  stream_.async_read_some(boost::asio::buffer(drain_),
-                          [self = shared_from_this()](error_code ec, size_t) {
-                            if (ec || self->Done()) return self->Close();
-                            self->Drain();
-                          });
+  stream_.async_read_some(boost::asio::buffer(drain_), [self = shared_from_this()](error_code ec, size_t) {
+    if (ec || self->Done()) return self->Close();
+    self->Drain();
+  });
 }
 
 }  // namespace phalanx::http

@@ -45,8 +45,7 @@ std::string FormatFloat(double value) {
   std::string_view text(buf, sci.ptr - buf);
   int exponent = 0;
   size_t e = text.find('e');
-  std::from_chars(text.data() + e + (text[e + 1] == '+' ? 2 : 1), text.data() + text.size(),
-                  exponent);
+  std::from_chars(text.data() + e + (text[e + 1] == '+' ? 2 : 1), text.data() + text.size(), exponent);
   if (exponent < -4 || exponent >= 6) return std::string(text);  // Go: eprec 6 when shortest
   auto fixed = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed);
   return std::string(buf, fixed.ptr);

@@ -26,7 +26,7 @@ Status ValidateSnakeCase(std::string_view name, std::string_view what) {
     bool ok = (c >= 'a' && c <= 'z') || c == '_' || (i > 0 && c >= '0' && c <= '9');
     if (!ok) {
       return Fail(where, std::string(what) + " must match [a-z_][a-z0-9_]* (snake_case" +
-                              (c == ':' ? "; ':' is for recording rules)" : ")"));
+                             (c == ':' ? "; ':' is for recording rules)" : ")"));
     }
   }
   if (name.starts_with("__")) {
@@ -44,9 +44,7 @@ std::string_view TypeName(MetricType type) {
   return "untyped";
 }
 
-void AtomicAdd(std::atomic<double>& value, double amount) {
-  value.fetch_add(amount, std::memory_order_relaxed);
-}
+void AtomicAdd(std::atomic<double>& value, double amount) { value.fetch_add(amount, std::memory_order_relaxed); }
 
 }  // namespace
 
@@ -65,8 +63,7 @@ void Counter::SetTotal(double total) {
 
 void Gauge::Inc(double amount) { AtomicAdd(value_, amount); }
 
-Histogram::Histogram(std::vector<double> bounds)
-    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
 
 void Histogram::Observe(double value) {
   if (std::isnan(value)) return;
@@ -92,12 +89,8 @@ Histogram::Snapshot Histogram::Read() const {
 // ---------------------------------------------------------------------------------------------
 // Families
 
-MetricFamily::MetricFamily(std::string name, std::string help, MetricType type,
-                           std::vector<std::string> label_names)
-    : name_(std::move(name)),
-      help_(std::move(help)),
-      type_(type),
-      label_names_(std::move(label_names)) {}
+MetricFamily::MetricFamily(std::string name, std::string help, MetricType type, std::vector<std::string> label_names)
+    : name_(std::move(name)), help_(std::move(help)), type_(type), label_names_(std::move(label_names)) {}
 
 std::string MetricFamily::LabelPrefix(const std::vector<std::string>& values) const {
   std::string out;
@@ -117,8 +110,8 @@ void MetricFamily::RenderHeader(std::string& out) const {
 }
 
 template <typename M>
-Family<M>::Family(std::string name, std::string help, MetricType type,
-                  std::vector<std::string> label_names, std::vector<double> bounds)
+Family<M>::Family(std::string name, std::string help, MetricType type, std::vector<std::string> label_names,
+                  std::vector<double> bounds)
     : MetricFamily(std::move(name), std::move(help), type, std::move(label_names)),
       bounds_(std::move(bounds)),
       sink_(MakeChild()) {
@@ -186,16 +179,14 @@ void Family<M>::Render(std::string& out) const {
       // name_bucket{labels,le="bound"}: the prefix gets le as its last label.
       std::string bucket = name() + "_bucket" + (labels.empty() ? "{" : labels + ",") + "le=\"";
       for (size_t i = 0; i < bounds_.size(); ++i) {
-        out += bucket + FormatFloat(bounds_[i]) + "\"} " + std::to_string(snap.cumulative[i]) +
-               "\n";
+        out += bucket + FormatFloat(bounds_[i]) + "\"} " + std::to_string(snap.cumulative[i]) + "\n";
       }
       out += bucket + "+Inf\"} " + std::to_string(snap.count) + "\n";
       std::string closed = labels.empty() ? "" : labels + "}";
       out += name() + "_sum" + closed + " " + FormatValue(snap.sum) + "\n";
       out += name() + "_count" + closed + " " + std::to_string(snap.count) + "\n";
     } else {
-      out += name() + (labels.empty() ? "" : labels + "}") + " " + FormatValue(child->Value()) +
-             "\n";
+      out += name() + (labels.empty() ? "" : labels + "}") + " " + FormatValue(child->Value()) + "\n";
     }
   }
 }
@@ -207,9 +198,7 @@ template class Family<Histogram>;
 // ---------------------------------------------------------------------------------------------
 // Buckets
 
-std::vector<double> DefaultBuckets() {
-  return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-}
+std::vector<double> DefaultBuckets() { return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}; }
 
 std::vector<double> ExponentialBuckets(double start, double factor, int count) {
   std::vector<double> out;
@@ -231,8 +220,7 @@ Status ValidateMetricName(std::string_view name) { return ValidateSnakeCase(name
 Status ValidateLabelName(std::string_view name) {
   if (Status s = ValidateSnakeCase(name, "label name"); !s) return s;
   if (name == "le" || name == "quantile") {
-    return Fail(std::string(name),
-                "label name is reserved (histogram buckets and summary quantiles)");
+    return Fail(std::string(name), "label name is reserved (histogram buckets and summary quantiles)");
   }
   return {};
 }
@@ -247,8 +235,8 @@ Status MetricsRegistry::CheckNames(std::string_view base, MetricType type, std::
   if (type != MetricType::kCounter) {
     for (std::string_view suffix : {"_total", "_bucket", "_sum", "_count"}) {
       if (EndsWith(base, suffix)) {
-        return Fail(where, std::string(TypeName(type)) + " name may not end in " +
-                                std::string(suffix) + " (counters and histograms add it)");
+        return Fail(where, std::string(TypeName(type)) + " name may not end in " + std::string(suffix) +
+                               " (counters and histograms add it)");
       }
     }
   }
@@ -265,9 +253,8 @@ Status MetricsRegistry::CheckNames(std::string_view base, MetricType type, std::
 }
 
 template <typename M>
-Result<Family<M>*> MetricsRegistry::Add(std::string_view name, std::string_view help,
-                                        MetricType type, std::vector<std::string> label_names,
-                                        std::vector<double> bounds) {
+Result<Family<M>*> MetricsRegistry::Add(std::string_view name, std::string_view help, MetricType type,
+                                        std::vector<std::string> label_names, std::vector<double> bounds) {
   std::string base(name);
   if (type == MetricType::kCounter && EndsWith(base, "_total")) {
     base.resize(base.size() - 6);
@@ -278,8 +265,8 @@ Result<Family<M>*> MetricsRegistry::Add(std::string_view name, std::string_view 
   }
   std::string rendered = type == MetricType::kCounter ? base + "_total" : base;
   if (families_.contains(rendered)) return Fail(rendered, "metric name is already registered");
-  auto family = std::make_unique<Family<M>>(rendered, std::string(help), type,
-                                            std::move(label_names), std::move(bounds));
+  auto family =
+      std::make_unique<Family<M>>(rendered, std::string(help), type, std::move(label_names), std::move(bounds));
   Family<M>* out = family.get();
   families_.emplace(std::move(rendered), std::move(family));
   bases_.emplace(std::move(base), type);
@@ -296,8 +283,7 @@ Result<GaugeFamily*> MetricsRegistry::AddGauge(std::string_view name, std::strin
   return Add<Gauge>(name, help, MetricType::kGauge, std::move(label_names), {});
 }
 
-Result<HistogramFamily*> MetricsRegistry::AddHistogram(std::string_view name,
-                                                       std::string_view help,
+Result<HistogramFamily*> MetricsRegistry::AddHistogram(std::string_view name, std::string_view help,
                                                        std::vector<std::string> label_names,
                                                        std::vector<double> bounds) {
   std::string where = SanitizeUtf8(name);
@@ -310,12 +296,11 @@ Result<HistogramFamily*> MetricsRegistry::AddHistogram(std::string_view name,
       return Fail(where, "bucket bound " + FormatValue(bounds[i]) + " is not finite");
     }
     if (i > 0 && !(bounds[i] > bounds[i - 1])) {
-      return Fail(where, "bucket bounds must increase: " + FormatValue(bounds[i]) + " after " +
-                              FormatValue(bounds[i - 1]));
+      return Fail(where,
+                  "bucket bounds must increase: " + FormatValue(bounds[i]) + " after " + FormatValue(bounds[i - 1]));
     }
   }
-  return Add<Histogram>(name, help, MetricType::kHistogram, std::move(label_names),
-                        std::move(bounds));
+  return Add<Histogram>(name, help, MetricType::kHistogram, std::move(label_names), std::move(bounds));
 }
 
 void MetricsRegistry::AddCollector(Collector collector) {

@@ -41,8 +41,7 @@
 
 namespace phalanx::http {
 
-inline constexpr std::string_view kPrometheusContentType =
-    "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 enum class MetricType { kCounter, kGauge, kHistogram };
 
@@ -102,8 +101,7 @@ class MetricFamily {
   virtual void Render(std::string& out) const = 0;
 
  protected:
-  MetricFamily(std::string name, std::string help, MetricType type,
-               std::vector<std::string> label_names);
+  MetricFamily(std::string name, std::string help, MetricType type, std::vector<std::string> label_names);
   // `{a="x",b="y"` (no closing brace; "" when no labels) for these values.
   std::string LabelPrefix(const std::vector<std::string>& values) const;
   void RenderHeader(std::string& out) const;
@@ -118,8 +116,8 @@ class MetricFamily {
 template <typename M>
 class Family final : public MetricFamily {
  public:
-  Family(std::string name, std::string help, MetricType type,
-         std::vector<std::string> label_names, std::vector<double> bounds);
+  Family(std::string name, std::string help, MetricType type, std::vector<std::string> label_names,
+         std::vector<double> bounds);
 
   // The child for these label values (one per label name, in order), created at 0 on first
   // use. Fails, naming the family, when the number of values is wrong.
@@ -141,7 +139,7 @@ class Family final : public MetricFamily {
   const std::vector<double> bounds_;  // histograms only
   mutable std::mutex mu_;
   std::map<std::vector<std::string>, std::unique_ptr<M>> children_;  // guarded by mu_
-  const std::unique_ptr<M> sink_;  // WithLabels with a wrong label count
+  const std::unique_ptr<M> sink_;                                    // WithLabels with a wrong label count
 };
 
 using CounterFamily = Family<Counter>;
@@ -190,7 +188,7 @@ class MetricsRegistry {
   std::mutex scrape_mu_;  // serializes Render()
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<MetricFamily>, std::less<>> families_;  // rendered name
-  std::map<std::string, MetricType, std::less<>> bases_;  // names without _total: unique
+  std::map<std::string, MetricType, std::less<>> bases_;                        // names without _total: unique
   std::vector<Collector> collectors_;
 };
 

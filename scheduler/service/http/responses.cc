@@ -16,8 +16,7 @@ Response JsonResponse(const google::protobuf::Message& message, int status) {
   Response out;
   auto printed = google::protobuf::util::MessageToJsonString(message, &out.body, options);
   if (!printed.ok()) {
-    return ErrorResponse(500, "cannot print " + message.GetTypeName() + " as JSON: " +
-                                  std::string(printed.message()));
+    return ErrorResponse(500, "cannot print " + message.GetTypeName() + " as JSON: " + std::string(printed.message()));
   }
   out.status = status;
   out.content_type = "application/json";

@@ -17,8 +17,7 @@ std::vector<std::string_view> SplitPath(std::string_view path) { return ::phalan
 bool IsParamName(std::string_view name) {
   if (name.empty()) return false;
   for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!ok) return false;
   }
   return true;
@@ -52,8 +51,7 @@ Status Router::Add(std::string_view method, std::string_view pattern, RouteHandl
       }
       route.segments.push_back({Kind::kParam, std::string(name)});
     } else if (part.find_first_of("{}*") != std::string_view::npos) {
-      return Fail(where, "segment '" + std::string(part) +
-                             "' mixes text with '{', '}' or '*' (use a whole segment)");
+      return Fail(where, "segment '" + std::string(part) + "' mixes text with '{', '}' or '*' (use a whole segment)");
     } else {
       route.segments.push_back({Kind::kLiteral, std::string(part)});
     }
@@ -77,10 +75,8 @@ Status Router::Add(std::string_view method, std::string_view pattern, RouteHandl
   return {};
 }
 
-bool Router::Match(const Route& route, std::string_view path,
-                   const std::vector<std::string_view>& segments,
-                   std::vector<std::pair<std::string, std::string_view>>* params,
-                   std::vector<int>* rank) {
+bool Router::Match(const Route& route, std::string_view path, const std::vector<std::string_view>& segments,
+                   std::vector<std::pair<std::string, std::string_view>>* params, std::vector<int>* rank) {
   params->clear();
   rank->clear();
   size_t i = 0;
@@ -130,8 +126,8 @@ Response Router::Handle(const Request& request) const {
     if (allowed.contains("GET")) allowed.insert("HEAD");
     std::string allow;
     for (const std::string& m : allowed) allow += (allow.empty() ? "" : ", ") + m;
-    Response out = ErrorResponse(405, "method " + request.method + " not allowed for " +
-                                          request.path + " (allowed: " + allow + ")");
+    Response out = ErrorResponse(
+        405, "method " + request.method + " not allowed for " + request.path + " (allowed: " + allow + ")");
     out.headers.emplace_back("Allow", allow);
     return out;
   }

@@ -32,12 +32,8 @@ class Router {
   // starting with '/', an empty or repeated {name}, a '*' that is not the whole last segment,
   // or a (method, pattern) already added.
   Status Add(std::string_view method, std::string_view pattern, RouteHandler handler);
-  Status Get(std::string_view pattern, RouteHandler handler) {
-    return Add("GET", pattern, std::move(handler));
-  }
-  Status Post(std::string_view pattern, RouteHandler handler) {
-    return Add("POST", pattern, std::move(handler));
-  }
+  Status Get(std::string_view pattern, RouteHandler handler) { return Add("GET", pattern, std::move(handler)); }
+  Status Post(std::string_view pattern, RouteHandler handler) { return Add("POST", pattern, std::move(handler)); }
 
   Response Handle(const Request& request) const;
 
@@ -58,10 +54,8 @@ class Router {
   };
   // Whether `route` matches `path` (split into `segments`, views into it); fills `params`
   // (undecoded) and `rank` (one Kind per pattern segment: lower is more specific).
-  static bool Match(const Route& route, std::string_view path,
-                    const std::vector<std::string_view>& segments,
-                    std::vector<std::pair<std::string, std::string_view>>* params,
-                    std::vector<int>* rank);
+  static bool Match(const Route& route, std::string_view path, const std::vector<std::string_view>& segments,
+                    std::vector<std::pair<std::string, std::string_view>>* params, std::vector<int>* rank);
 
   std::vector<Route> routes_;
 };

@@ -46,8 +46,7 @@ std::string FormatEndpoint(const tcp::endpoint& ep) {
 
 Status CheckOptions(const ServerOptions& o, const std::string& where) {
   using std::chrono::milliseconds;
-  for (milliseconds t : {o.idle_timeout, o.header_timeout, o.body_timeout, o.write_timeout,
-                         o.linger_timeout}) {
+  for (milliseconds t : {o.idle_timeout, o.header_timeout, o.body_timeout, o.write_timeout, o.linger_timeout}) {
     if (t <= milliseconds::zero()) return Fail(where, "HTTP server timeouts must be positive");
   }
   if (o.max_connections == 0) return Fail(where, "HTTP server max_connections must be positive");
@@ -57,9 +56,8 @@ Status CheckOptions(const ServerOptions& o, const std::string& where) {
 
 }  // namespace
 
-Result<std::unique_ptr<Server>> Server::Start(boost::asio::io_context& io, std::string address,
-                                              uint16_t port, Handler handler,
-                                              ServerOptions options) {
+Result<std::unique_ptr<Server>> Server::Start(boost::asio::io_context& io, std::string address, uint16_t port,
+                                              Handler handler, ServerOptions options) {
   std::string where = address + ":" + std::to_string(port);
   if (!handler) return Fail(where, "HTTP server needs a handler");
   if (Status s = CheckOptions(options, where); !s) return std::unexpected(s.error());
@@ -70,8 +68,9 @@ Result<std::unique_ptr<Server>> Server::Start(boost::asio::io_context& io, std::
   error_code ec;
   boost::asio::ip::address ip = boost::asio::ip::make_address(host, ec);
   if (ec) {
-    return Fail(where, "HTTP listen address is not an IP address (use e.g. 127.0.0.1, ::1, "
-                       "0.0.0.0 or localhost)");
+    return Fail(where,
+                "HTTP listen address is not an IP address (use e.g. 127.0.0.1, ::1, "
+                "0.0.0.0 or localhost)");
   }
   auto state = std::make_shared<State>(io, std::move(handler), std::move(options));
   tcp::endpoint endpoint(ip, port);

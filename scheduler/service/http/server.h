@@ -56,20 +56,19 @@ struct ServerOptions {
 class Server {
  public:
   struct Stats {
-    uint64_t accepted = 0;       // connections accepted (and served)
-    uint64_t rejected = 0;       // connections closed at once: max_connections reached
-    uint64_t active = 0;         // open connections now
-    uint64_t requests = 0;       // requests passed to the handler
-    uint64_t bad_requests = 0;   // answered by the server itself: 400, 413, 431
-    uint64_t timeouts = 0;       // connections closed by a read or write timeout
+    uint64_t accepted = 0;      // connections accepted (and served)
+    uint64_t rejected = 0;      // connections closed at once: max_connections reached
+    uint64_t active = 0;        // open connections now
+    uint64_t requests = 0;      // requests passed to the handler
+    uint64_t bad_requests = 0;  // answered by the server itself: 400, 413, 431
+    uint64_t timeouts = 0;      // connections closed by a read or write timeout
   };
 
   // Listens on `address` (an IP literal such as "127.0.0.1", "::1", "0.0.0.0", or
   // "localhost" for 127.0.0.1) and `port` (0: a free port; see port()). Fails, naming
   // "address:port", when the address does not parse or the socket cannot be bound.
-  static Result<std::unique_ptr<Server>> Start(boost::asio::io_context& io, std::string address,
-                                               uint16_t port, Handler handler,
-                                               ServerOptions options = {});
+  static Result<std::unique_ptr<Server>> Start(boost::asio::io_context& io, std::string address, uint16_t port,
+                                               Handler handler, ServerOptions options = {});
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

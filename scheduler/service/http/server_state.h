@@ -17,8 +17,7 @@ class Connection;
 
 struct Server::State {
   State(boost::asio::io_context& io_context, Handler h, ServerOptions o)
-      : io(io_context), acceptor(io_context), accept_retry(io_context), handler(std::move(h)),
-        options(std::move(o)) {}
+      : io(io_context), acceptor(io_context), accept_retry(io_context), handler(std::move(h)), options(std::move(o)) {}
 
   boost::asio::io_context& io;
   boost::asio::ip::tcp::acceptor acceptor;

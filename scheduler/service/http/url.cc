@@ -27,8 +27,7 @@ Result<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
       int hi = i + 1 < text.size() ? HexValue(text[i + 1]) : -1;
       int lo = i + 2 < text.size() ? HexValue(text[i + 2]) : -1;
       if (hi < 0 || lo < 0) {
-        return Fail("", "bad percent-escape '" + std::string(text.substr(i, 3)) + "' in '" +
-                            std::string(text) + "'");
+        return Fail("", "bad percent-escape '" + std::string(text.substr(i, 3)) + "' in '" + std::string(text) + "'");
       }
       if (hi == 0 && lo == 0) {
         return Fail("", "%00 (a NUL byte) is not allowed in '" + std::string(text) + "'");

@@ -20,16 +20,16 @@ TEST_P(BandwidthParse, ConvertsToGigabytesPerSecondPerDirection) {
   EXPECT_DOUBLE_EQ(*gbs, c.gbs) << c.text;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    BandwidthUnits, BandwidthParse,
-    ::testing::Values(Case{"400Gb/s", "", 50}, Case{"400Gbps", "", 50}, Case{"400 Gbit/s", "", 50},
-                      Case{"400gb/s", "", 50}, Case{"50GB/s", "", 50}, Case{"50GBps", "", 50},
-                      Case{"100Mb/s", "", 0.0125}, Case{"1.6Tb/s", "", 200}, Case{"900GB/s", "", 900},
-                      Case{"1.5TB/s", "", 1500}, Case{"800MB/s", "", 0.8}, Case{"  200Gb/s  ", "", 25},
-                      Case{"EDR", "", 12.5}, Case{"HDR", "", 25}, Case{"NDR", "", 50}, Case{"XDR", "", 100},
-                      Case{"ndr", "", 50}, Case{"2xNDR", "", 100}, Case{"4 x HDR", "", 100},
-                      Case{"400", "Gb/s", 50}, Case{"50", "GB/s", 50}, Case{"12.5", "GB/s", 12.5},
-                      Case{"400Gb/s", "GB/s", 50}));  // an explicit unit wins over the default
+INSTANTIATE_TEST_SUITE_P(BandwidthUnits, BandwidthParse,
+                         ::testing::Values(Case{"400Gb/s", "", 50}, Case{"400Gbps", "", 50}, Case{"400 Gbit/s", "", 50},
+                                           Case{"400gb/s", "", 50}, Case{"50GB/s", "", 50}, Case{"50GBps", "", 50},
+                                           Case{"100Mb/s", "", 0.0125}, Case{"1.6Tb/s", "", 200},
+                                           Case{"900GB/s", "", 900}, Case{"1.5TB/s", "", 1500},
+                                           Case{"800MB/s", "", 0.8}, Case{"  200Gb/s  ", "", 25}, Case{"EDR", "", 12.5},
+                                           Case{"HDR", "", 25}, Case{"NDR", "", 50}, Case{"XDR", "", 100},
+                                           Case{"ndr", "", 50}, Case{"2xNDR", "", 100}, Case{"4 x HDR", "", 100},
+                                           Case{"400", "Gb/s", 50}, Case{"50", "GB/s", 50}, Case{"12.5", "GB/s", 12.5},
+                                           Case{"400Gb/s", "GB/s", 50}));  // an explicit unit wins over the default
 
 struct BadCase {
   const char* text;
@@ -49,14 +49,15 @@ TEST_P(BandwidthReject, FailsWithWhereAndText) {
 
 INSTANTIATE_TEST_SUITE_P(
     BandwidthErrors, BandwidthReject,
-    ::testing::Values(BadCase{"", "", "empty bandwidth"}, BadCase{"   ", "Gb/s", "empty bandwidth"},
-                      BadCase{"400", "", "'400' has no unit"}, BadCase{"400Gb", "", "unknown bandwidth unit 'Gb'"},
-                      BadCase{"400 furlongs", "", "unknown bandwidth unit 'furlongs'"},
-                      BadCase{"fast", "", "bad bandwidth 'fast'"}, BadCase{"-400Gb/s", "", "must be a positive number, got '-400Gb/s'"},
-                      BadCase{"0Gb/s", "", "must be a positive number"}, BadCase{"inf", "Gb/s", "must be a positive number"},
-                      BadCase{"nan Gb/s", "", "must be a positive number"}, BadCase{"0xNDR", "", "bad lane multiplier '0'"},
-                      BadCase{"axNDR", "", "bad lane multiplier 'a'"}, BadCase{"400", "parsecs", "bad default bandwidth unit 'parsecs'"},
-                      BadCase{"1e400Gb/s", "", "bad bandwidth"}));
+    ::testing::Values(
+        BadCase{"", "", "empty bandwidth"}, BadCase{"   ", "Gb/s", "empty bandwidth"},
+        BadCase{"400", "", "'400' has no unit"}, BadCase{"400Gb", "", "unknown bandwidth unit 'Gb'"},
+        BadCase{"400 furlongs", "", "unknown bandwidth unit 'furlongs'"}, BadCase{"fast", "", "bad bandwidth 'fast'"},
+        BadCase{"-400Gb/s", "", "must be a positive number, got '-400Gb/s'"},
+        BadCase{"0Gb/s", "", "must be a positive number"}, BadCase{"inf", "Gb/s", "must be a positive number"},
+        BadCase{"nan Gb/s", "", "must be a positive number"}, BadCase{"0xNDR", "", "bad lane multiplier '0'"},
+        BadCase{"axNDR", "", "bad lane multiplier 'a'"},
+        BadCase{"400", "parsecs", "bad default bandwidth unit 'parsecs'"}, BadCase{"1e400Gb/s", "", "bad bandwidth"}));
 
 }  // namespace
 }  // namespace phalanx

@@ -107,7 +107,8 @@ class Mutator {
 void ExpectBuildsOrFailsCleanly(const TopologySpec& spec, const std::string& input) {
   size_t gpus = 0;
   for (const NodeSpec& n : spec.nodes) {
-    if (n.model >= 0 && static_cast<size_t>(n.model) < spec.models.size()) gpus += static_cast<size_t>(spec.models[static_cast<size_t>(n.model)].gpus);
+    if (n.model >= 0 && static_cast<size_t>(n.model) < spec.models.size())
+      gpus += static_cast<size_t>(spec.models[static_cast<size_t>(n.model)].gpus);
   }
   if (gpus > 200'000) return;  // a mutated range can ask for a million nodes: valid, but too slow here
   auto t = Topology::Build(spec);
@@ -122,10 +123,35 @@ struct Tally {
   int ok = 0, failed = 0;
 };
 
-const std::vector<std::string> kSlurmTokens = {
-    "\n", " ", "\t", "\\\n", "\\", "#", "=", "[", "]", "-", ",", "SwitchName=", "Nodes=", "Switches=", "LinkSpeed=", "switchname=x ",
-    "NODES=dgx[001-004] ", "Switches=ib-leaf01", "LinkSpeed=NDR", "LinkSpeed=400Gb", "999999", "0", "dgx[1-5]", "BlockName=b1 ",
-    "ib-spine01", "ib-leaf[01-04]", "\r", "\xff", "SwitchName=ib-spine01 Switches=ib-spine01\n"};
+const std::vector<std::string> kSlurmTokens = {"\n",
+                                               " ",
+                                               "\t",
+                                               "\\\n",
+                                               "\\",
+                                               "#",
+                                               "=",
+                                               "[",
+                                               "]",
+                                               "-",
+                                               ",",
+                                               "SwitchName=",
+                                               "Nodes=",
+                                               "Switches=",
+                                               "LinkSpeed=",
+                                               "switchname=x ",
+                                               "NODES=dgx[001-004] ",
+                                               "Switches=ib-leaf01",
+                                               "LinkSpeed=NDR",
+                                               "LinkSpeed=400Gb",
+                                               "999999",
+                                               "0",
+                                               "dgx[1-5]",
+                                               "BlockName=b1 ",
+                                               "ib-spine01",
+                                               "ib-leaf[01-04]",
+                                               "\r",
+                                               "\xff",
+                                               "SwitchName=ib-spine01 Switches=ib-spine01\n"};
 
 TEST(ReaderFuzz, SlurmTopologyConf) {
   const std::vector<std::pair<std::string, std::string>> fixtures = {
@@ -143,13 +169,15 @@ TEST(ReaderFuzz, SlurmTopologyConf) {
   Tally tally;
   for (int i = 0; i < 3000; ++i) {
     const auto& [name, text] = fixtures[static_cast<size_t>(i) % fixtures.size()];
-    const SlurmReadOptions& o = options[static_cast<size_t>(i / 3) % 3] ? *options[static_cast<size_t>(i / 3) % 3] : SlurmReadOptions{};
+    const SlurmReadOptions& o =
+        options[static_cast<size_t>(i / 3) % 3] ? *options[static_cast<size_t>(i / 3) % 3] : SlurmReadOptions{};
     const std::string input = mutator.Mutate(text);
     auto spec = ReadSlurmTopology(input, name, o);
     if (!spec) {
       ++tally.failed;
       ASSERT_FALSE(spec.error().message.empty()) << input;
-      ASSERT_NE(spec.error().where.find(name), std::string::npos) << spec.error().ToString() << "\n--- input:\n" << input;
+      ASSERT_NE(spec.error().where.find(name), std::string::npos) << spec.error().ToString() << "\n--- input:\n"
+                                                                  << input;
       continue;
     }
     ++tally.ok;
@@ -163,8 +191,8 @@ TEST(ReaderFuzz, SlurmTopologyConf) {
 TEST(ReaderFuzz, SlurmGresText) {
   const std::string topology = ReadFixture("slurm/dgx_h100_2level.conf");
   const std::vector<std::string> gres = {ReadFixture("slurm/gres.conf"), ReadFixture("slurm/slurm_nodes.conf")};
-  Mutator mutator(7, {"\n", " ", "Name=gpu ", "Count=", "File=/dev/nvidia[0-", "Gres=gpu:h100:", "NodeName=DEFAULT ", "NodeName=dgx001 ",
-                      "(S:0,1)", ",", ":", "4", "99999999", "#", "\\\n"});
+  Mutator mutator(7, {"\n", " ", "Name=gpu ", "Count=", "File=/dev/nvidia[0-", "Gres=gpu:h100:", "NodeName=DEFAULT ",
+                      "NodeName=dgx001 ", "(S:0,1)", ",", ":", "4", "99999999", "#", "\\\n"});
   Tally tally;
   for (int i = 0; i < 1500; ++i) {
     SlurmReadOptions o;
@@ -176,8 +204,10 @@ TEST(ReaderFuzz, SlurmGresText) {
       ++tally.failed;
       ASSERT_FALSE(spec.error().message.empty()) << o.gres_text;
       const std::string& where = spec.error().where;
-      ASSERT_TRUE(where.find("gres-fuzz.conf") != std::string::npos || where.find("dgx_h100_2level.conf") != std::string::npos)
-          << spec.error().ToString() << "\n--- gres:\n" << o.gres_text;
+      ASSERT_TRUE(where.find("gres-fuzz.conf") != std::string::npos ||
+                  where.find("dgx_h100_2level.conf") != std::string::npos)
+          << spec.error().ToString() << "\n--- gres:\n"
+          << o.gres_text;
       continue;
     }
     ++tally.ok;
@@ -191,8 +221,10 @@ TEST(ReaderFuzz, NvidiaSmiTopo) {
   const std::vector<std::string> names = {"dgx_h100.txt", "hgx_a100.txt", "l40s_pcie.txt", "nvlink_bridge_4.txt"};
   std::vector<std::string> texts;
   for (const std::string& n : names) texts.push_back(ReadFixture("nvsmi/" + n));
-  Mutator mutator(4242, {"\n", " ", "\t", " X ", "NV18", "NV4", "NV0", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC", "GPU8", "GPU0", "NIC0",
-                         "mlx5_3", "CPU Affinity", "NUMA Affinity", "N/A", "Legend:", "0-55,112-167", "\r", "\xc3\xa9"});
+  Mutator mutator(4242, {"\n",           " ",    "\t",      " X ",          "NV18",          "NV4", "NV0",
+                         "PIX",          "PXB",  "PHB",     "NODE",         "SYS",           "SOC", "GPU8",
+                         "GPU0",         "NIC0", "mlx5_3",  "CPU Affinity", "NUMA Affinity", "N/A", "Legend:",
+                         "0-55,112-167", "\r",   "\xc3\xa9"});
   Tally tally;
   for (int i = 0; i < 3000; ++i) {
     const size_t f = static_cast<size_t>(i) % names.size();
@@ -201,7 +233,8 @@ TEST(ReaderFuzz, NvidiaSmiTopo) {
     if (!model) {
       ++tally.failed;
       ASSERT_FALSE(model.error().message.empty()) << input;
-      ASSERT_NE(model.error().where.find(names[f]), std::string::npos) << model.error().ToString() << "\n--- input:\n" << input;
+      ASSERT_NE(model.error().where.find(names[f]), std::string::npos) << model.error().ToString() << "\n--- input:\n"
+                                                                       << input;
       continue;
     }
     ++tally.ok;
@@ -218,7 +251,8 @@ TEST(ReaderFuzz, NvidiaSmiTopo) {
 }
 
 TEST(ReaderFuzz, Hostlist) {
-  const std::vector<std::string> seeds = {"dgx[001-032]", "n[1-3,7]", "a[01-02]-ib", "r[1-2]n[1-2]", "a,b[1-2]", "gpu-a[033-040],gpu-x[1-3,7]"};
+  const std::vector<std::string> seeds = {"dgx[001-032]", "n[1-3,7]", "a[01-02]-ib",
+                                          "r[1-2]n[1-2]", "a,b[1-2]", "gpu-a[033-040],gpu-x[1-3,7]"};
   Mutator mutator(99, {"[", "]", "-", ",", "0", "9", "00", "999", "[1-3]", " ", "x"});
   Tally tally;
   for (int i = 0; i < 4000; ++i) {

@@ -22,14 +22,20 @@ TEST(StoreCodec, SpecGolden) {
   s.name = "train x";
   s.user = "alice";
   s.account = "ml";
-  s.shape = {.gpus = 16, .nodes = 2, .gpus_per_node = 8, .level = Level::kNode, .fit = FitMode::kRequire,
-             .exclusive = false, .rail_aligned = true};
+  s.shape = {.gpus = 16,
+             .nodes = 2,
+             .gpus_per_node = 8,
+             .level = Level::kNode,
+             .fit = FitMode::kRequire,
+             .exclusive = false,
+             .rail_aligned = true};
   s.walltime = 3600;
   s.after_ok = {3, 5};
   s.submit = 100;
-  EXPECT_EQ(EncodeJobSpec(s),
-            "v=1 name=train%20x user=alice account=ml class= gpus=16 nodes=2 gpn=8 level=node fit=require excl=0 rail=1 "
-            "min=0 step=any:0 wall=3600 preempt=- ckpt=0 restart=120 held=0 after=3,5 submit=100");
+  EXPECT_EQ(
+      EncodeJobSpec(s),
+      "v=1 name=train%20x user=alice account=ml class= gpus=16 nodes=2 gpn=8 level=node fit=require excl=0 rail=1 "
+      "min=0 step=any:0 wall=3600 preempt=- ckpt=0 restart=120 held=0 after=3,5 submit=100");
 }
 
 TEST(StoreCodec, SpecRoundTripsEveryField) {
@@ -55,12 +61,13 @@ TEST(StoreCodec, SpecDecodeNamesTheBadField) {
     t.replace(t.find(from), from.size(), to);
     return t;
   };
-  for (const Case& c : {Case{with("gpus=0", "gpus=-1"), "spec.gpus"}, Case{with("level=core", "level=rack"), "spec.level"},
-                        Case{with("fit=any", "fit=maybe"), "spec.fit"}, Case{with("held=0", "held=2"), "spec.held"},
-                        Case{with("preempt=-", "preempt=x"), "spec.preempt"}, Case{with("step=any:0", "step=any"), "spec.step"},
-                        Case{with("after=", "after=1,,2"), "spec.after"}, Case{with("name=", "name=%4"), "spec.name"},
-                        Case{with("v=1", "v=2"), "spec.v"}, Case{good + " extra=1", "spec"}, Case{"", "spec"},
-                        Case{with(" submit=0", ""), "spec"}, Case{with("wall=0", "wall=99999999999999999999"), "spec.wall"}}) {
+  for (const Case& c :
+       {Case{with("gpus=0", "gpus=-1"), "spec.gpus"}, Case{with("level=core", "level=rack"), "spec.level"},
+        Case{with("fit=any", "fit=maybe"), "spec.fit"}, Case{with("held=0", "held=2"), "spec.held"},
+        Case{with("preempt=-", "preempt=x"), "spec.preempt"}, Case{with("step=any:0", "step=any"), "spec.step"},
+        Case{with("after=", "after=1,,2"), "spec.after"}, Case{with("name=", "name=%4"), "spec.name"},
+        Case{with("v=1", "v=2"), "spec.v"}, Case{good + " extra=1", "spec"}, Case{"", "spec"},
+        Case{with(" submit=0", ""), "spec"}, Case{with("wall=0", "wall=99999999999999999999"), "spec.wall"}}) {
     auto r = DecodeJobSpec(c.text);
     ASSERT_FALSE(r) << c.text;
     EXPECT_EQ(r.error().where, c.where) << c.text << " -> " << r.error().ToString();
@@ -137,9 +144,11 @@ TEST(StoreCodec, SpecDecoderSurvivesMutations) {
 }
 
 TEST(StoreCodec, GpuListsKeepOrderAndRuns) {
-  const std::vector<std::vector<GpuId>> cases = {
-      {}, {GpuId(0)}, {GpuId(0), GpuId(1), GpuId(2), GpuId(3)}, {GpuId(5), GpuId(3), GpuId(4), GpuId(4)},
-      {GpuId(7), GpuId(8), GpuId(100), GpuId(4294967294u)}};
+  const std::vector<std::vector<GpuId>> cases = {{},
+                                                 {GpuId(0)},
+                                                 {GpuId(0), GpuId(1), GpuId(2), GpuId(3)},
+                                                 {GpuId(5), GpuId(3), GpuId(4), GpuId(4)},
+                                                 {GpuId(7), GpuId(8), GpuId(100), GpuId(4294967294u)}};
   for (const auto& gpus : cases) {
     auto back = DecodeGpus(EncodeGpus(gpus));
     ASSERT_TRUE(back) << EncodeGpus(gpus);

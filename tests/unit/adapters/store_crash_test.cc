@@ -134,7 +134,8 @@ TEST(StoreCrash, KilledWriterLosesNoAcknowledgedSubmission) {
     bool open = true;
     if (!early) {
       // Wait for the first acknowledgement (the child is past opening), then let it run.
-      while (open && acked.size() == before && child_error.empty()) open = Drain(fds[0], 1000, partial, acked, child_error);
+      while (open && acked.size() == before && child_error.empty())
+        open = Drain(fds[0], 1000, partial, acked, child_error);
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms);
     while (open && std::chrono::steady_clock::now() < deadline) open = Drain(fds[0], 1, partial, acked, child_error);

@@ -35,7 +35,9 @@ int Close(sqlite3_file* f) {
   const int rc = Real(f)->pMethods ? Real(f)->pMethods->xClose(Real(f)) : SQLITE_OK;
   return rc;
 }
-int Read(sqlite3_file* f, void* buf, int n, sqlite3_int64 off) { return Real(f)->pMethods->xRead(Real(f), buf, n, off); }
+int Read(sqlite3_file* f, void* buf, int n, sqlite3_int64 off) {
+  return Real(f)->pMethods->xRead(Real(f), buf, n, off);
+}
 int Write(sqlite3_file* f, const void* buf, int n, sqlite3_int64 off) {
   if (!Take(g_write_budget)) return SQLITE_IOERR_WRITE;
   ++g_writes;
@@ -60,16 +62,34 @@ int DeviceCharacteristics(sqlite3_file* f) { return Real(f)->pMethods->xDeviceCh
 int ShmMap(sqlite3_file* f, int region, int size, int extend, void volatile** p) {
   return Real(f)->pMethods->xShmMap(Real(f), region, size, extend, p);
 }
-int ShmLock(sqlite3_file* f, int offset, int n, int flags) { return Real(f)->pMethods->xShmLock(Real(f), offset, n, flags); }
+int ShmLock(sqlite3_file* f, int offset, int n, int flags) {
+  return Real(f)->pMethods->xShmLock(Real(f), offset, n, flags);
+}
 void ShmBarrier(sqlite3_file* f) { Real(f)->pMethods->xShmBarrier(Real(f)); }
 int ShmUnmap(sqlite3_file* f, int del) { return Real(f)->pMethods->xShmUnmap(Real(f), del); }
 int Fetch(sqlite3_file* f, sqlite3_int64 off, int n, void** p) { return Real(f)->pMethods->xFetch(Real(f), off, n, p); }
 int Unfetch(sqlite3_file* f, sqlite3_int64 off, void* p) { return Real(f)->pMethods->xUnfetch(Real(f), off, p); }
 
 const sqlite3_io_methods kMethods = {
-    3,          Close,      Read,        Write,    Truncate,          Sync,        FileSize,   Lock,
-    Unlock,     CheckReservedLock, FileControl, SectorSize, DeviceCharacteristics, ShmMap, ShmLock, ShmBarrier,
-    ShmUnmap,   Fetch,      Unfetch,
+    3,
+    Close,
+    Read,
+    Write,
+    Truncate,
+    Sync,
+    FileSize,
+    Lock,
+    Unlock,
+    CheckReservedLock,
+    FileControl,
+    SectorSize,
+    DeviceCharacteristics,
+    ShmMap,
+    ShmLock,
+    ShmBarrier,
+    ShmUnmap,
+    Fetch,
+    Unfetch,
 };
 
 int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, int* out_flags) {
@@ -83,7 +103,9 @@ int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, int* o
 }
 int Delete(sqlite3_vfs*, const char* name, int sync_dir) { return g_real->xDelete(g_real, name, sync_dir); }
 int Access(sqlite3_vfs*, const char* name, int flags, int* out) { return g_real->xAccess(g_real, name, flags, out); }
-int FullPathname(sqlite3_vfs*, const char* name, int n, char* out) { return g_real->xFullPathname(g_real, name, n, out); }
+int FullPathname(sqlite3_vfs*, const char* name, int n, char* out) {
+  return g_real->xFullPathname(g_real, name, n, out);
+}
 void* DlOpen(sqlite3_vfs*, const char* name) { return g_real->xDlOpen(g_real, name); }
 void DlError(sqlite3_vfs*, int n, char* out) { g_real->xDlError(g_real, n, out); }
 void (*DlSym(sqlite3_vfs*, void* h, const char* sym))(void) { return g_real->xDlSym(g_real, h, sym); }

@@ -123,9 +123,11 @@ TEST(Store, BadFilesGiveClearErrors) {
   const std::vector<Case> cases = {
       {"text.db", "", "this is not a database, just text\n", "not a usable store: "},
       {"zeros.db", "", std::string(8192, '\0'), "not a usable store: "},
-      {"foreign.db", "CREATE TABLE users(name TEXT);", "", "not a Phalanx store: it has 1 tables but no schema_version"},
+      {"foreign.db", "CREATE TABLE users(name TEXT);", "",
+       "not a Phalanx store: it has 1 tables but no schema_version"},
       {"appid.db", "PRAGMA application_id = 1234;", "", "not a Phalanx store: SQLite application_id is 1234"},
-      {"impostor.db", "CREATE TABLE schema_version(version INTEGER);", "", "not a Phalanx store: it has a schema_version"},
+      {"impostor.db", "CREATE TABLE schema_version(version INTEGER);", "",
+       "not a Phalanx store: it has a schema_version"},
   };
   for (const Case& c : cases) {
     const std::string path = dir.File(c.name);

@@ -383,7 +383,8 @@ TEST(StoreFaults, FailedWritesLoseNothingAcknowledged) {
     ASSERT_TRUE(all) << all.error().ToString();
     std::set<JobId> present;
     for (const JobRecord& j : all->jobs) present.insert(j.spec.id);
-    for (JobId id : acked) EXPECT_TRUE(present.count(id)) << "round " << round << ": acknowledged job " << id << " lost";
+    for (JobId id : acked)
+      EXPECT_TRUE(present.count(id)) << "round " << round << ": acknowledged job " << id << " lost";
     EXPECT_GT(all->next_job_id, *present.rbegin());
     ASSERT_TRUE(store->SubmitJob(JobSpec{}, 2000));  // writable again
   }

@@ -38,8 +38,16 @@ class TempDir {
 
 // A spec with every field set from `rng`, including strings that need escaping.
 inline JobSpec RandomSpec(std::mt19937& rng) {
-  static const std::string kStrings[] = {"", "alice", "train run #3", "a=b c", "100%", "naïve", "tab\there",
-                                         "new\nline", "x,y:z/w@v+u-t~s.r_q", std::string("nul\0byte", 8)};
+  static const std::string kStrings[] = {"",
+                                         "alice",
+                                         "train run #3",
+                                         "a=b c",
+                                         "100%",
+                                         "naïve",
+                                         "tab\there",
+                                         "new\nline",
+                                         "x,y:z/w@v+u-t~s.r_q",
+                                         std::string("nul\0byte", 8)};
   const auto pick = [&] { return kStrings[rng() % std::size(kStrings)]; };
   JobSpec s;
   s.name = pick();

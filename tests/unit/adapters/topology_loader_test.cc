@@ -150,7 +150,8 @@ TEST(TopologyText, LargestFreeBlocksFollowAllocations) {
   const std::string tree = TopologyTree(*topo, 2);
   EXPECT_NE(tree.find("node0 [node dgx-h100]: 2/8 GPUs free (free: 6-7)"), std::string::npos) << tree;
   EXPECT_NE(tree.find("node2 [node dgx-h100]: 0/8 GPUs free\n"), std::string::npos) << tree;
-  EXPECT_NE(tree.find("leaf1 [leaf, rail-optimized, up 800 GB/s]: 8/16 GPUs free, 1/2 nodes free"), std::string::npos) << tree;
+  EXPECT_NE(tree.find("leaf1 [leaf, rail-optimized, up 800 GB/s]: 8/16 GPUs free, 1/2 nodes free"), std::string::npos)
+      << tree;
 }
 
 TEST(TopologyTree, CollapsesLargeClustersAndRespectsDepth) {

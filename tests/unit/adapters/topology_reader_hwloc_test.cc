@@ -37,7 +37,8 @@ Result<Topology> OneNode(const NodeModel& model) {
 }
 
 void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) s.replace(pos, from.size(), to);
+  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+    s.replace(pos, from.size(), to);
 }
 
 TEST(HwlocReader, TwoSocketsFourSwitchesEightGpus) {
@@ -104,7 +105,9 @@ TEST(HwlocReader, NvSwitchBaseboardBecomesOneNvSwitchGroup) {
   const std::string sata = "<object type=\"PCIDev\" gp_index=\"";
   const size_t at = xml.find(sata);
   ASSERT_NE(at, std::string::npos);
-  xml.insert(at, "<object type=\"PCIDev\" gp_index=\"9001\" pci_busid=\"0000:00:10.0\" pci_type=\"0680 [10de:22a3] [10de:1796] a1\" pci_link_speed=\"0.000000\"/>\n");
+  xml.insert(at,
+             "<object type=\"PCIDev\" gp_index=\"9001\" pci_busid=\"0000:00:10.0\" pci_type=\"0680 [10de:22a3] "
+             "[10de:1796] a1\" pci_link_speed=\"0.000000\"/>\n");
   auto m = ReadHwlocXml(xml, "hgx.xml", {});
   ASSERT_TRUE(m) << m.error().ToString();
   ASSERT_EQ(m->groups.size(), 1u);
@@ -172,7 +175,9 @@ TEST(HwlocReader, BrokenFixtureNamesFileAndLine) {
 // hwloc 2.9 itself crashes on this (a PU without its nodesets); the reader must refuse it first.
 TEST(HwlocReader, ObjectWithoutSetsIsRejectedBeforeHwlocSeesIt) {
   std::string xml = ReadFixture("2socket-8gpu-4sw.xml");
-  const std::string pu = "<object type=\"PU\" os_index=\"5\" cpuset=\"0x00000020\" complete_cpuset=\"0x00000020\" nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\"";
+  const std::string pu =
+      "<object type=\"PU\" os_index=\"5\" cpuset=\"0x00000020\" complete_cpuset=\"0x00000020\" nodeset=\"0x00000001\" "
+      "complete_nodeset=\"0x00000001\"";
   const size_t at = xml.find(pu);
   ASSERT_NE(at, std::string::npos);
   xml.replace(at, pu.size(), "<object type=\"PU\" os_index=\"5\" cpuset=\"0x00000020\"");
@@ -184,8 +189,8 @@ TEST(HwlocReader, ObjectWithoutSetsIsRejectedBeforeHwlocSeesIt) {
 }
 
 TEST(HwlocReader, NotXmlAtAll) {
-  for (const std::string& text : {std::string(""), std::string("SwitchName=s1 Nodes=a[1-2]\n"), std::string("<topology>\n"),
-                                 std::string("<a>\0</a>", 8)}) {
+  for (const std::string& text : {std::string(""), std::string("SwitchName=s1 Nodes=a[1-2]\n"),
+                                  std::string("<topology>\n"), std::string("<a>\0</a>", 8)}) {
     auto m = ReadHwlocXml(text, "junk.txt", {});
     ASSERT_FALSE(m) << text;
     EXPECT_EQ(m.error().where.rfind("junk.txt", 0), 0u) << m.error().ToString();

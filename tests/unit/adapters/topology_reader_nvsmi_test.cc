@@ -184,7 +184,10 @@ TEST(NvsmiReader, DirectNvlinkMeshIsNotAnNvSwitch) {
   EXPECT_DOUBLE_EQ(m.groups[0].gpu_link_gbs, 12 * 25.0);
   NvsmiOptions small;
   small.max_gpu_nvlinks = 6;  // a GPU with 6 links could not do this directly
-  EXPECT_EQ(ReadOk("\tGPU0\tGPU1\tGPU2\nGPU0\t X \tNV4\tNV4\nGPU1\tNV4\t X \tNV4\nGPU2\tNV4\tNV4\t X \n", small).groups[0].kind, "nvswitch");
+  EXPECT_EQ(ReadOk("\tGPU0\tGPU1\tGPU2\nGPU0\t X \tNV4\tNV4\nGPU1\tNV4\t X \tNV4\nGPU2\tNV4\tNV4\t X \n", small)
+                .groups[0]
+                .kind,
+            "nvswitch");
 }
 
 TEST(NvsmiReader, NicCountOption) {
@@ -222,36 +225,47 @@ const char kHeader[] = "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\n";
 INSTANTIATE_TEST_SUITE_P(
     NvsmiInline, NvsmiReaderErrors,
     ::testing::Values(
-        ErrorCase{"NoHeader", "Failed to initialize NVML: Driver/library version mismatch\n", "topo.txt", "no header row starting with GPU0"},
+        ErrorCase{"NoHeader", "Failed to initialize NVML: Driver/library version mismatch\n", "topo.txt",
+                  "no header row starting with GPU0"},
         ErrorCase{"Empty", "", "topo.txt", "no header row"},
         ErrorCase{"NonSquareRow", std::string(kHeader) + "GPU0\t X \tNV4\n", "topo.txt:2",
-                  "row 'GPU0' has 2 cells, expected 3 matrix cells plus up to 2 informational ones (non-square matrix or truncated line)"},
+                  "row 'GPU0' has 2 cells, expected 3 matrix cells plus up to 2 informational ones (non-square matrix "
+                  "or truncated line)"},
         ErrorCase{"MissingCellShiftsInfoIntoMatrix", std::string(kHeader) + "GPU0\t X \tNV4\t0-7\t0\n", "topo.txt:2",
                   "unknown cell '0-7' in row 'GPU0', column 'NIC0'"},
-        ErrorCase{"TooManyCells", std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\tPIX\n", "topo.txt:2", "row 'GPU0' has 6 cells"},
+        ErrorCase{"TooManyCells", std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\tPIX\n", "topo.txt:2",
+                  "row 'GPU0' has 6 cells"},
         ErrorCase{"UnknownCell", std::string(kHeader) + "GPU0\t X \tNV4\tPCI\t0-7\t0\n", "topo.txt:2",
                   "unknown cell 'PCI' in row 'GPU0', column 'NIC0' (expected X, NV#, PIX, PXB, PHB, NODE or SYS)"},
-        ErrorCase{"BadNvCount", std::string(kHeader) + "GPU0\t X \tNVx\tPIX\t0-7\t0\n", "topo.txt:2", "unknown cell 'NVx'"},
-        ErrorCase{"RowColumnGpuMismatch",
-                  std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\nNIC0\tPIX\tPIX\t X \n", "topo.txt:3",
+        ErrorCase{"BadNvCount", std::string(kHeader) + "GPU0\t X \tNVx\tPIX\t0-7\t0\n", "topo.txt:2",
+                  "unknown cell 'NVx'"},
+        ErrorCase{"RowColumnGpuMismatch", std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\nNIC0\tPIX\tPIX\t X \n",
+                  "topo.txt:3",
                   "row/column mismatch: row 2 is 'NIC0' but column 2 is 'GPU1' (header has 2 GPU and 1 NIC columns)"},
-        ErrorCase{"Asymmetric",
-                  std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\nGPU1\tNV2\t X \tPIX\t0-7\t0\nNIC0\tPIX\tPIX\t X \n", "topo.txt:3",
-                  "asymmetric matrix: 'GPU0'->'GPU1' is 'NV4' (line 2) but 'GPU1'->'GPU0' is 'NV2'"},
+        ErrorCase{
+            "Asymmetric",
+            std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\nGPU1\tNV2\t X \tPIX\t0-7\t0\nNIC0\tPIX\tPIX\t X \n",
+            "topo.txt:3", "asymmetric matrix: 'GPU0'->'GPU1' is 'NV4' (line 2) but 'GPU1'->'GPU0' is 'NV2'"},
         ErrorCase{"TruncatedRows", std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\n", "topo.txt:2",
                   "matrix ends after 1 of 3 device rows (missing row 'GPU1'): truncated file?"},
         ErrorCase{"TruncatedBeforeLegend",
-                  std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\nGPU1\tNV4\t X \tPIX\t0-7\t0\n\nLegend:\n\n  X    = Self\n", "topo.txt:4",
-                  "matrix ends after 2 of 3 device rows (missing row 'NIC0')"},
-        ErrorCase{"TruncatedMidRow", std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\nGPU1\tNV4\t X \tPIX\t0-7\t0\nNIC0\tPIX\tPI", "topo.txt:4",
-                  "row 'NIC0' has 2 cells, expected 3"},
-        ErrorCase{"SelfOffDiagonal", "\tGPU0\tGPU1\nGPU0\t X \t X \nGPU1\t X \t X \n", "topo.txt:2", "cell 'GPU0'/'GPU1' is X off the diagonal"},
-        ErrorCase{"DiagonalNotSelf", "\tGPU0\tGPU1\nGPU0\tPIX\tPIX\nGPU1\tPIX\t X \n", "topo.txt:2", "diagonal cell of 'GPU0' is 'PIX', expected X"},
-        ErrorCase{"GpuColumnsOutOfOrder", "\tGPU0\tGPU2\nGPU0\t X \tPIX\nGPU2\tPIX\t X \n", "topo.txt:1", "GPU column 'GPU2' out of order (expected GPU1)"},
+                  std::string(kHeader) +
+                      "GPU0\t X \tNV4\tPIX\t0-7\t0\nGPU1\tNV4\t X \tPIX\t0-7\t0\n\nLegend:\n\n  X    = Self\n",
+                  "topo.txt:4", "matrix ends after 2 of 3 device rows (missing row 'NIC0')"},
+        ErrorCase{"TruncatedMidRow",
+                  std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\nGPU1\tNV4\t X \tPIX\t0-7\t0\nNIC0\tPIX\tPI",
+                  "topo.txt:4", "row 'NIC0' has 2 cells, expected 3"},
+        ErrorCase{"SelfOffDiagonal", "\tGPU0\tGPU1\nGPU0\t X \t X \nGPU1\t X \t X \n", "topo.txt:2",
+                  "cell 'GPU0'/'GPU1' is X off the diagonal"},
+        ErrorCase{"DiagonalNotSelf", "\tGPU0\tGPU1\nGPU0\tPIX\tPIX\nGPU1\tPIX\t X \n", "topo.txt:2",
+                  "diagonal cell of 'GPU0' is 'PIX', expected X"},
+        ErrorCase{"GpuColumnsOutOfOrder", "\tGPU0\tGPU2\nGPU0\t X \tPIX\nGPU2\tPIX\t X \n", "topo.txt:1",
+                  "GPU column 'GPU2' out of order (expected GPU1)"},
         ErrorCase{"GpuAfterNic", "\tGPU0\tNIC0\tGPU1\n", "topo.txt:1", "GPU column 'GPU1' after NIC column 'NIC0'"},
         ErrorCase{"ExtraRow", "\tGPU0\tGPU1\nGPU0\t X \tNV1\nGPU1\tNV1\t X \nGPU2\tNV1\tNV1\t X \n", "topo.txt:4",
                   "unexpected 'GPU2' after the 2 device rows (non-square matrix?"},
-        ErrorCase{"NvlinkToNic", "\tGPU0\tNIC0\nGPU0\t X \tNV2\nNIC0\tNV2\t X \n", "topo.txt:2", "NVLink cell 'NV2' between 'GPU0' and 'NIC0'"}),
+        ErrorCase{"NvlinkToNic", "\tGPU0\tNIC0\nGPU0\t X \tNV2\nNIC0\tNV2\t X \n", "topo.txt:2",
+                  "NVLink cell 'NV2' between 'GPU0' and 'NIC0'"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 
 TEST(NvsmiReader, RejectsBadOptions) {

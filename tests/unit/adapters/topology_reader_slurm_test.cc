@@ -147,8 +147,9 @@ TEST(SlurmReader, GresCountMismatchNamesNodeAndBothCounts) {
   auto spec = ReadSlurmTopology(ReadFixture("dgx_h100_2level.conf"), "dgx_h100_2level.conf", options);
   ASSERT_FALSE(spec.has_value());
   EXPECT_EQ(spec.error().where, "dgx_h100_2level.conf:11");
-  EXPECT_THAT(spec.error().message, HasSubstr("GPU count mismatch for node 'dgx125': gres gives 4 (from slurm_nodes.conf:7) "
-                                              "but model 'dgx-h100' has 8"));
+  EXPECT_THAT(spec.error().message,
+              HasSubstr("GPU count mismatch for node 'dgx125': gres gives 4 (from slurm_nodes.conf:7) "
+                        "but model 'dgx-h100' has 8"));
   EXPECT_THAT(spec.error().message, HasSubstr("gpus_per_node"));
 }
 
@@ -204,7 +205,8 @@ TEST(SlurmReader, GresCountAboveTheModelIsAlwaysAnError) {
   auto spec = ReadSlurmTopology("SwitchName=s1 Nodes=n[1-2]\n", "t.conf", options);
   ASSERT_FALSE(spec.has_value());
   EXPECT_EQ(spec.error().where, "t.conf:1");
-  EXPECT_THAT(spec.error().message, HasSubstr("node 'n1': gres gives 16 (from gres.conf:1) but model 'dgx-h100' has 8"));
+  EXPECT_THAT(spec.error().message,
+              HasSubstr("node 'n1': gres gives 16 (from gres.conf:1) but model 'dgx-h100' has 8"));
 }
 
 TEST(SlurmReader, GresConfAndSlurmConfMustAgree) {
@@ -250,30 +252,45 @@ TEST_P(SlurmReaderErrors, NamesFileLineAndProblem) {
 INSTANTIATE_TEST_SUITE_P(
     SlurmInline, SlurmReaderErrors,
     ::testing::Values(
-        ErrorCase{"UnknownKey", "SwitchName=s1 Nodes=n1 Speed=400\n", "t.conf:1", "unknown key 'Speed' (known: SwitchName, Switches, Nodes, LinkSpeed)"},
+        ErrorCase{"UnknownKey", "SwitchName=s1 Nodes=n1 Speed=400\n", "t.conf:1",
+                  "unknown key 'Speed' (known: SwitchName, Switches, Nodes, LinkSpeed)"},
         ErrorCase{"MissingSwitchName", "# c\nNodes=n[1-2] LinkSpeed=400\n", "t.conf:2", "line has no SwitchName="},
-        ErrorCase{"DuplicateSwitch", "SwitchName=s1 Nodes=n1\nSwitchName=s1 Nodes=n2\n", "t.conf:2", "duplicate switch 's1' (first defined at t.conf:1)"},
-        ErrorCase{"NodeTwiceInOneSwitch", "SwitchName=s1 Nodes=n[1-2],n2\n", "t.conf:1", "node 'n2' is listed twice in Nodes= of 's1'"},
-        ErrorCase{"UnknownSwitch", "SwitchName=s1 Nodes=n1\nSwitchName=top Switches=s[1-2]\n", "t.conf:2", "unknown switch 's2' in Switches= of 'top'"},
-        ErrorCase{"SelfChild", "SwitchName=s1 Nodes=n1\nSwitchName=top Switches=top,s1\n", "t.conf:2", "switch 'top' lists itself in Switches="},
-        ErrorCase{"BadHostlist", "SwitchName=s1 Nodes=n[3-1]\n", "t.conf:1", "bad Nodes= list: reversed range '3-1' in hostlist 'n[3-1]'"},
-        ErrorCase{"BadSwitchList", "SwitchName=s1 Nodes=n1\nSwitchName=top Switches=s[1-x]\n", "t.conf:2", "bad Switches= list: non-numeric range bound 'x'"},
-        ErrorCase{"BadLinkSpeedWord", "SwitchName=s1 Nodes=n1 LinkSpeed=fast\n", "t.conf:1", "bad LinkSpeed: bad bandwidth 'fast'"},
-        ErrorCase{"BadLinkSpeedUnit", "SwitchName=s1 \\\n  Nodes=n1 \\\n  LinkSpeed=400Gb\n", "t.conf:3", "bad LinkSpeed: unknown bandwidth unit 'Gb'"},
-        ErrorCase{"BothNodesAndSwitches", "SwitchName=s1 Nodes=n1\nSwitchName=s2 Nodes=n2 Switches=s1\n", "t.conf:2", "switch 's2' has both Nodes= and Switches="},
-        ErrorCase{"NeitherNodesNorSwitches", "SwitchName=s1 LinkSpeed=400\n", "t.conf:1", "switch 's1' has neither Nodes= nor Switches="},
+        ErrorCase{"DuplicateSwitch", "SwitchName=s1 Nodes=n1\nSwitchName=s1 Nodes=n2\n", "t.conf:2",
+                  "duplicate switch 's1' (first defined at t.conf:1)"},
+        ErrorCase{"NodeTwiceInOneSwitch", "SwitchName=s1 Nodes=n[1-2],n2\n", "t.conf:1",
+                  "node 'n2' is listed twice in Nodes= of 's1'"},
+        ErrorCase{"UnknownSwitch", "SwitchName=s1 Nodes=n1\nSwitchName=top Switches=s[1-2]\n", "t.conf:2",
+                  "unknown switch 's2' in Switches= of 'top'"},
+        ErrorCase{"SelfChild", "SwitchName=s1 Nodes=n1\nSwitchName=top Switches=top,s1\n", "t.conf:2",
+                  "switch 'top' lists itself in Switches="},
+        ErrorCase{"BadHostlist", "SwitchName=s1 Nodes=n[3-1]\n", "t.conf:1",
+                  "bad Nodes= list: reversed range '3-1' in hostlist 'n[3-1]'"},
+        ErrorCase{"BadSwitchList", "SwitchName=s1 Nodes=n1\nSwitchName=top Switches=s[1-x]\n", "t.conf:2",
+                  "bad Switches= list: non-numeric range bound 'x'"},
+        ErrorCase{"BadLinkSpeedWord", "SwitchName=s1 Nodes=n1 LinkSpeed=fast\n", "t.conf:1",
+                  "bad LinkSpeed: bad bandwidth 'fast'"},
+        ErrorCase{"BadLinkSpeedUnit", "SwitchName=s1 \\\n  Nodes=n1 \\\n  LinkSpeed=400Gb\n", "t.conf:3",
+                  "bad LinkSpeed: unknown bandwidth unit 'Gb'"},
+        ErrorCase{"BothNodesAndSwitches", "SwitchName=s1 Nodes=n1\nSwitchName=s2 Nodes=n2 Switches=s1\n", "t.conf:2",
+                  "switch 's2' has both Nodes= and Switches="},
+        ErrorCase{"NeitherNodesNorSwitches", "SwitchName=s1 LinkSpeed=400\n", "t.conf:1",
+                  "switch 's1' has neither Nodes= nor Switches="},
         ErrorCase{"RepeatedKey", "SwitchName=s1 Nodes=n1 nodes=n2\n", "t.conf:1", "key nodes= given twice on one line"},
         ErrorCase{"NotKeyValue", "SwitchName=s1 Nodes=n1 leaf\n", "t.conf:1", "expected Key=Value, got 'leaf'"},
         ErrorCase{"EmptyValue", "SwitchName=s1 Nodes=\n", "t.conf:1", "empty value for Nodes="},
         ErrorCase{"EmptyKey", "SwitchName=s1 =n1\n", "t.conf:1", "missing key before '='"},
         ErrorCase{"BlockTopology", "BlockName=b1 Nodes=n[1-4]\n", "t.conf:1", "topology/block, which is not supported"},
-        ErrorCase{"FourLevels", "SwitchName=l Nodes=n1\nSwitchName=s Switches=l\nSwitchName=c Switches=s\nSwitchName=x Switches=c\n",
+        ErrorCase{"FourLevels",
+                  "SwitchName=l Nodes=n1\nSwitchName=s Switches=l\nSwitchName=c Switches=s\nSwitchName=x Switches=c\n",
                   "t.conf:4", "switch 'x' is a 4th switch level above the nodes"},
-        ErrorCase{"TooManyNodes", "SwitchName=a Nodes=n[1-600000]\nSwitchName=b Nodes=m[1-600000]\n", "t.conf:2", "more than 1000000 nodes in total"},
+        ErrorCase{"TooManyNodes", "SwitchName=a Nodes=n[1-600000]\nSwitchName=b Nodes=m[1-600000]\n", "t.conf:2",
+                  "more than 1000000 nodes in total"},
         ErrorCase{"EmptyFile", "", "t.conf", "no switches defined"},
         ErrorCase{"OnlyComments", "# nothing here\n\n   # still nothing\n", "t.conf", "no switches defined"},
-        ErrorCase{"TruncatedMidToken", "SwitchName=s1 Nodes=dgx[001-", "t.conf:1", "unterminated '[' in hostlist 'dgx[001-' (truncated?)"},
-        ErrorCase{"DanglingContinuation", "SwitchName=s1 Nodes=n1\nSwitchName=s2 \\", "t.conf:2", "file ends right after a line continuation"}),
+        ErrorCase{"TruncatedMidToken", "SwitchName=s1 Nodes=dgx[001-", "t.conf:1",
+                  "unterminated '[' in hostlist 'dgx[001-' (truncated?)"},
+        ErrorCase{"DanglingContinuation", "SwitchName=s1 Nodes=n1\nSwitchName=s2 \\", "t.conf:2",
+                  "file ends right after a line continuation"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 
 struct FixtureError {
@@ -296,18 +313,22 @@ TEST_P(SlurmReaderFixtureErrors, NamesFileLineAndProblem) {
 
 INSTANTIATE_TEST_SUITE_P(
     SlurmFixtures, SlurmReaderFixtureErrors,
-    ::testing::Values(
-        FixtureError{"broken_truncated.conf", "broken_truncated.conf:5", "bad Nodes= list: unterminated '[' in hostlist 'dgx[065-' (truncated?)"},
-        FixtureError{"broken_continuation.conf", "broken_continuation.conf:4", "file ends right after a line continuation '\\' (truncated file?)"},
-        FixtureError{"broken_cycle.conf", "broken_cycle.conf:4", "switches form a parent cycle: spine1 -> core1 -> spine1"},
-        FixtureError{"broken_duplicate_node.conf", "broken_duplicate_node.conf:3",
-                     "node 'dgx032' is under two switches: 'ib-leaf01' (broken_duplicate_node.conf:2) and 'ib-leaf02' (broken_duplicate_node.conf:3)"},
-        FixtureError{"broken_two_parents.conf", "broken_two_parents.conf:6",
-                     "switch 'leaf2' has two parents: 'spine1' (broken_two_parents.conf:5) and 'spine2' (broken_two_parents.conf:6)"}),
+    ::testing::Values(FixtureError{"broken_truncated.conf", "broken_truncated.conf:5",
+                                   "bad Nodes= list: unterminated '[' in hostlist 'dgx[065-' (truncated?)"},
+                      FixtureError{"broken_continuation.conf", "broken_continuation.conf:4",
+                                   "file ends right after a line continuation '\\' (truncated file?)"},
+                      FixtureError{"broken_cycle.conf", "broken_cycle.conf:4",
+                                   "switches form a parent cycle: spine1 -> core1 -> spine1"},
+                      FixtureError{"broken_duplicate_node.conf", "broken_duplicate_node.conf:3",
+                                   "node 'dgx032' is under two switches: 'ib-leaf01' (broken_duplicate_node.conf:2) "
+                                   "and 'ib-leaf02' (broken_duplicate_node.conf:3)"},
+                      FixtureError{"broken_two_parents.conf", "broken_two_parents.conf:6",
+                                   "switch 'leaf2' has two parents: 'spine1' (broken_two_parents.conf:5) and 'spine2' "
+                                   "(broken_two_parents.conf:6)"}),
     [](const ::testing::TestParamInfo<FixtureError>& info) {
-      std::string name = info.param.file.substr(0, info.param.file.find('.'));
-      for (char& ch : name) ch = ch == '_' ? 'X' : ch;
-      return name;
+  std::string name = info.param.file.substr(0, info.param.file.find('.'));
+  for (char& ch : name) ch = ch == '_' ? 'X' : ch;
+  return name;
     });
 
 struct OptionError {
@@ -338,24 +359,38 @@ SlurmReadOptions With(auto change) {
 INSTANTIATE_TEST_SUITE_P(
     SlurmOptions, SlurmReaderOptionErrors,
     ::testing::Values(
-        OptionError{"UnknownModel", With([](SlurmReadOptions& o) { o.node_model = "dgx-z9"; }), "options.node_model", "unknown model 'dgx-z9'"},
-        OptionError{"TooManyGpus", With([](SlurmReadOptions& o) { o.gpus_per_node = 9; }), "options.gpus_per_node", "gpus_per_node 9 is outside 0..8"},
-        OptionError{"NegativeGpus", With([](SlurmReadOptions& o) { o.gpus_per_node = -1; }), "options.gpus_per_node", "outside 0..8"},
-        OptionError{"UnknownLevel", With([](SlurmReadOptions& o) { o.oversubscription_by_level = {{"rack", 2}}; }),
+        OptionError{"UnknownModel", With([](SlurmReadOptions& o) { o.node_model = "dgx-z9"; }), "options.node_model",
+                    "unknown model 'dgx-z9'"},
+        OptionError{"TooManyGpus", With([](SlurmReadOptions& o) { o.gpus_per_node = 9; }), "options.gpus_per_node",
+                    "gpus_per_node 9 is outside 0..8"},
+        OptionError{"NegativeGpus", With([](SlurmReadOptions& o) { o.gpus_per_node = -1; }), "options.gpus_per_node",
+                    "outside 0..8"},
+        OptionError{"UnknownLevel", With([](SlurmReadOptions& o) {
+                      o.oversubscription_by_level = {{"rack", 2}};
+                    }),
                     "options.oversubscription_by_level", "unknown switch level 'rack'"},
-        OptionError{"RatioBelowOne", With([](SlurmReadOptions& o) { o.oversubscription_by_level = {{"spine", 0.5}}; }),
+        OptionError{"RatioBelowOne", With([](SlurmReadOptions& o) {
+                      o.oversubscription_by_level = {{"spine", 0.5}};
+                    }),
                     "options.oversubscription_by_level", "must be >= 1"},
-        OptionError{"BadLinkSpeedUnit", With([](SlurmReadOptions& o) { o.link_speed_unit = "furlongs"; }), "options.link_speed_unit",
-                    "bad default bandwidth unit 'furlongs'"},
-        OptionError{"BadGresCount", With([](SlurmReadOptions& o) { o.gres_text = "\nNodeName=n1 Name=gpu Count=eight\n"; }), "gres.conf:2",
-                    "bad GPU count 'eight' in Count="},
-        OptionError{"BadGresFiles", With([](SlurmReadOptions& o) { o.gres_text = "NodeName=n1 Name=gpu File=/dev/nvidia[0-\n"; }),
+        OptionError{"BadLinkSpeedUnit", With([](SlurmReadOptions& o) { o.link_speed_unit = "furlongs"; }),
+                    "options.link_speed_unit", "bad default bandwidth unit 'furlongs'"},
+        OptionError{"BadGresCount",
+                    With([](SlurmReadOptions& o) { o.gres_text = "\nNodeName=n1 Name=gpu Count=eight\n"; }),
+                    "gres.conf:2", "bad GPU count 'eight' in Count="},
+        OptionError{"BadGresFiles",
+                    With([](SlurmReadOptions& o) { o.gres_text = "NodeName=n1 Name=gpu File=/dev/nvidia[0-\n"; }),
                     "gres.conf:1", "bad File= list: unterminated '['"},
-        OptionError{"BadGresEntry", With([](SlurmReadOptions& o) { o.gres_text = "NodeName=n1 Gres=gpu:h100:x8\n"; }), "gres.conf:1",
-                    "bad GPU count 'x8' in Gres=gpu:h100:x8"},
-        OptionError{"NodeDefinedTwice", With([](SlurmReadOptions& o) { o.gres_text = "NodeName=n1 Gres=gpu:8\nNodeName=n[1-2] Gres=gpu:8\n"; }),
+        OptionError{"BadGresEntry", With([](SlurmReadOptions& o) { o.gres_text = "NodeName=n1 Gres=gpu:h100:x8\n"; }),
+                    "gres.conf:1", "bad GPU count 'x8' in Gres=gpu:h100:x8"},
+        OptionError{"NodeDefinedTwice", With([](SlurmReadOptions& o) {
+                      o.gres_text = "NodeName=n1 Gres=gpu:8\nNodeName=n[1-2] Gres=gpu:8\n";
+                    }),
                     "gres.conf:2", "node 'n1' is defined twice (first at gres.conf:1)"},
-        OptionError{"NoGpus", With([](SlurmReadOptions& o) { o.gres_text = "NodeName=n1 Gres=mps:100 CPUs=64\n"; o.gpus_per_node = 8; }),
+        OptionError{"NoGpus", With([](SlurmReadOptions& o) {
+                      o.gres_text = "NodeName=n1 Gres=mps:100 CPUs=64\n";
+                      o.gpus_per_node = 8;
+                    }),
                     "t.conf:1", "node 'n1' has no GPUs (from gres.conf:1)"}),
     [](const ::testing::TestParamInfo<OptionError>& info) { return info.param.name; });
 

@@ -27,7 +27,8 @@ void ExpectError(const std::string& text, int line, const std::string& needle) {
   auto spec = ReadTopologyYaml(text, "t.yaml");
   ASSERT_FALSE(spec) << "accepted:\n" << text;
   EXPECT_EQ(spec.error().where, "t.yaml:" + std::to_string(line)) << spec.error().ToString();
-  EXPECT_NE(spec.error().message.find(needle), std::string::npos) << spec.error().ToString() << "\n(wanted: " << needle << ")";
+  EXPECT_NE(spec.error().message.find(needle), std::string::npos)
+      << spec.error().ToString() << "\n(wanted: " << needle << ")";
 }
 
 struct Example {
@@ -36,8 +37,9 @@ struct Example {
 };
 
 TEST(YamlReader, EveryExampleLoadsAndBuilds) {
-  for (const Example& e : {Example{"demo.yaml", 4, 32}, Example{"superpod-4su.yaml", 128, 1024}, Example{"leafspine-2to1.yaml", 32, 256},
-                           Example{"nvl72-8racks.yaml", 144, 576}, Example{"mixed.yaml", 40, 320}}) {
+  for (const Example& e :
+       {Example{"demo.yaml", 4, 32}, Example{"superpod-4su.yaml", 128, 1024}, Example{"leafspine-2to1.yaml", 32, 256},
+        Example{"nvl72-8racks.yaml", 144, 576}, Example{"mixed.yaml", 40, 320}}) {
     auto spec = ReadTopologyYaml(ReadExample(e.file), e.file);
     ASSERT_TRUE(spec) << spec.error().ToString();
     auto topo = Topology::Build(*spec);
@@ -108,24 +110,36 @@ fabric:
 constexpr const char* kHead = "cluster: c\nmodels:\n  m: {builtin: dgx-h100}\nfabric:\n";  // 4 lines
 
 TEST(YamlReader, ErrorsNameLineFieldAndValue) {
-  ExpectError(std::string(kHead) + "  name: s\n  level: spine\n  colour: red\n  nodes: a[1-2]\n", 7, "unknown key 'colour'");
-  ExpectError(std::string(kHead) + "  name: s\n  level: lef\n  nodes: a[1-2]\n", 6, "fabric (s).level: unknown switch level 'lef'");
+  ExpectError(std::string(kHead) + "  name: s\n  level: spine\n  colour: red\n  nodes: a[1-2]\n", 7,
+              "unknown key 'colour'");
+  ExpectError(std::string(kHead) + "  name: s\n  level: lef\n  nodes: a[1-2]\n", 6,
+              "fabric (s).level: unknown switch level 'lef'");
   ExpectError(std::string(kHead) + "  name: s\n  level: gpu\n  nodes: a[1-2]\n", 6, "unknown switch level 'gpu'");
-  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  uplink: 400Gbit/sec\n  nodes: a[1-2]\n", 7, "fabric (s).uplink:");
+  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  uplink: 400Gbit/sec\n  nodes: a[1-2]\n", 7,
+              "fabric (s).uplink:");
   ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  uplink: fast\n  nodes: a[1-2]\n", 7, "fast");
-  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  nodes: a[1-2]\n  model: dgx-h200\n", 8, "unknown model 'dgx-h200'");
-  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  rail_optimized: maybe\n  nodes: a[1-2]\n", 7, "expected true or false, got 'maybe'");
-  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  oversubscription: 0.5\n  nodes: a[1-2]\n", 7, "at least 1");
-  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  oversubscription: 1:2\n  nodes: a[1-2]\n", 7, "'1:2' is not a ratio");
+  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  nodes: a[1-2]\n  model: dgx-h200\n", 8,
+              "unknown model 'dgx-h200'");
+  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  rail_optimized: maybe\n  nodes: a[1-2]\n", 7,
+              "expected true or false, got 'maybe'");
+  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  oversubscription: 0.5\n  nodes: a[1-2]\n", 7,
+              "at least 1");
+  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  oversubscription: 1:2\n  nodes: a[1-2]\n", 7,
+              "'1:2' is not a ratio");
   ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  nodes: a[1-2\n", 7, "fabric (s).nodes:");
   ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  nodes: {a: 1}\n", 7, "got a mapping");
-  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  level: spine\n  nodes: a1\n", 7, "duplicate key 'level'");
+  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  level: spine\n  nodes: a1\n", 7,
+              "duplicate key 'level'");
   ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n", 5, "needs 'children:'");
-  ExpectError(std::string(kHead) + "  - name: s\n    level: leaf\n    nodes: a1\n  - name: s\n    level: leaf\n    nodes: a2\n", 8,
-              "duplicate switch 's' (first at t.yaml:5)");
-  ExpectError(std::string(kHead) + "  name: s\n  level: spine\n  children:\n    - {name: l0, level: leaf, nodes: \"a[1-2]\"}\n"
-              "    - {name: l1, level: leaf, nodes: \"a[2-3]\"}\n", 9, "duplicate node 'a2' (first at t.yaml:8)");
-  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  children:\n    - {name: t, level: spine, nodes: a1}\n", 8, "levels must grow upwards");
+  ExpectError(
+      std::string(kHead) + "  - name: s\n    level: leaf\n    nodes: a1\n  - name: s\n    level: leaf\n    nodes: a2\n",
+      8, "duplicate switch 's' (first at t.yaml:5)");
+  ExpectError(std::string(kHead) +
+                  "  name: s\n  level: spine\n  children:\n    - {name: l0, level: leaf, nodes: \"a[1-2]\"}\n"
+                  "    - {name: l1, level: leaf, nodes: \"a[2-3]\"}\n",
+              9, "duplicate node 'a2' (first at t.yaml:8)");
+  ExpectError(std::string(kHead) + "  name: s\n  level: leaf\n  children:\n    - {name: t, level: spine, nodes: a1}\n",
+              8, "levels must grow upwards");
   ExpectError("cluster: [c\n", 2, "YAML syntax error");
   ExpectError("cluster: c\nfabric:\n  name: s\n   level: leaf\n", 4, "YAML syntax error");
   ExpectError("cluster: c\ngenerate: superpod:x\n", 2, "generate: ");
@@ -134,23 +148,32 @@ TEST(YamlReader, ErrorsNameLineFieldAndValue) {
   ExpectError("cluster: c\n", 1, "missing 'fabric:'");
   ExpectError("- a\n- b\n", 1, "top level: expected a mapping");
   // Two models defined: each hostlist must say which.
-  ExpectError("models:\n  a: {builtin: dgx-h100}\n  b: {builtin: hgx-a100}\nfabric: {name: s, level: leaf, nodes: x1}\n", 4, "needs 'model:'");
+  ExpectError(
+      "models:\n  a: {builtin: dgx-h100}\n  b: {builtin: hgx-a100}\nfabric: {name: s, level: leaf, nodes: x1}\n", 4,
+      "needs 'model:'");
 }
 
 TEST(YamlReader, ModelErrorsPointAtTheModel) {
-  ExpectError("models:\n  box:\n    gpus: 2\n    nics: 1\n    nic_speed: 100Gb/s\n    groups:\n      - {kind: pcie, gpus: [0, 0], gpu_link: 32GB/s}\n"
-              "fabric: {name: s, level: leaf, nodes: x1}\n",
-              2, "models.box: GPU 0 is in two groups");
-  ExpectError("models:\n  box:\n    gpus: 2\n    groups:\n      - {kind: pcie, gpus: [0, 1]}\nfabric: {name: s, level: leaf, nodes: x1}\n", 5,
-              "has gpus but no 'gpu_link:'");
+  ExpectError(
+      "models:\n  box:\n    gpus: 2\n    nics: 1\n    nic_speed: 100Gb/s\n    groups:\n      - {kind: pcie, gpus: [0, "
+      "0], gpu_link: 32GB/s}\n"
+      "fabric: {name: s, level: leaf, nodes: x1}\n",
+      2, "models.box: GPU 0 is in two groups");
+  ExpectError(
+      "models:\n  box:\n    gpus: 2\n    groups:\n      - {kind: pcie, gpus: [0, 1]}\nfabric: {name: s, level: leaf, "
+      "nodes: x1}\n",
+      5, "has gpus but no 'gpu_link:'");
   ExpectError("models:\n  box:\n    gpus: two\n", 3, "models.box.gpus: 'two' is not a whole number");
   ExpectError("models:\n  box:\n    builtin: dgx-h100\n    gpus: 4\n", 4, "cannot be combined with 'builtin:'");
   ExpectError("models:\n  box:\n    builtin: dgx-h900\n", 3, "unknown model 'dgx-h900'");
   ExpectError("models:\n  box:\n    gpus: 1\n    nics: 1\n", 3, "has nics but no 'nic_speed:'");
-  ExpectError("models:\n  box:\n    gpus: 1\n    groups:\n      - {kind: pcie, gpus: [0], gpu_link: 1GB/s, gpu_link_type: warp}\n", 5,
-              "unknown link type 'warp'");
+  ExpectError(
+      "models:\n  box:\n    gpus: 1\n    groups:\n      - {kind: pcie, gpus: [0], gpu_link: 1GB/s, gpu_link_type: "
+      "warp}\n",
+      5, "unknown link type 'warp'");
   // A node under a switch needs NICs: Topology::Build's error keeps the node's line.
-  ExpectError("models:\n  box: {gpus: 1, gpu_link: 10GB/s}\nfabric: {name: s, level: leaf, nodes: x1}\n", 3, "has no NIC");
+  ExpectError("models:\n  box: {gpus: 1, gpu_link: 10GB/s}\nfabric: {name: s, level: leaf, nodes: x1}\n", 3,
+              "has no NIC");
 }
 
 TEST(YamlReader, GenerateKeepsClusterName) {
@@ -169,7 +192,8 @@ TEST(YamlReader, SurvivesRandomMutations) {
   const int per_file = env != nullptr ? std::atoi(env) : 80;
   const std::string alphabet = " -:[]{},\"'\n#&*!|>0a";
   int ok = 0, failed = 0;
-  for (const char* file : {"demo.yaml", "leafspine-2to1.yaml", "nvl72-8racks.yaml", "mixed.yaml", "superpod-4su.yaml"}) {
+  for (const char* file :
+       {"demo.yaml", "leafspine-2to1.yaml", "nvl72-8racks.yaml", "mixed.yaml", "superpod-4su.yaml"}) {
     const std::string good = ReadExample(file);
     for (int iter = 0; iter < per_file; ++iter) {
       std::string s = good;

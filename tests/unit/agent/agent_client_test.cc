@@ -152,7 +152,8 @@ TEST_F(AgentClientTest, RegistersLaunchesAndReportsTheExit) {
   for (const auto& r : daemon.reports()) EXPECT_EQ(r.session(), "session-1");
   // Delivered: the part's files go.
   EXPECT_TRUE(WaitFor([&] {
-    return !std::filesystem::exists(tmp_ / "state/jobs/4201") && !std::filesystem::exists(tmp_ / "state/parts/4201.part");
+    return !std::filesystem::exists(tmp_ / "state/jobs/4201") &&
+           !std::filesystem::exists(tmp_ / "state/parts/4201.part");
   }));
 }
 
@@ -177,7 +178,8 @@ TEST_F(AgentClientTest, CheckpointSignalAndKill) {
   auto agent = StartAgent(daemon);
   ASSERT_TRUE(WaitFor([&] { return daemon.streams() == 1; }));
   ASSERT_TRUE(daemon.Send(Launch(
-      4204, "trap 'echo \"9 /ckpt/9\" > \"$PHALANX_CHECKPOINT_FILE\"' USR1; touch ready; while :; do sleep 0.02; done")));
+      4204,
+      "trap 'echo \"9 /ckpt/9\" > \"$PHALANX_CHECKPOINT_FILE\"' USR1; touch ready; while :; do sleep 0.02; done")));
   ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(tmp_ / "ready"); }));
   v1::DaemonCommand signal;
   signal.mutable_signal()->set_job_id(kJob);
@@ -244,10 +246,13 @@ TEST_F(AgentClientTest, KillByLaunchIdStopsOnlyThatLaunch) {
   FakeDaemon daemon("s3cret");
   auto agent = StartAgent(daemon);
   ASSERT_TRUE(WaitFor([&] { return daemon.streams() == 1; }));
-  ASSERT_TRUE(daemon.Send(Launch(4210, "trap 'sleep 0.2; exit 0' TERM; touch old.ready; while :; do sleep 0.02; done", "", 0)));
+  ASSERT_TRUE(
+      daemon.Send(Launch(4210, "trap 'sleep 0.2; exit 0' TERM; touch old.ready; while :; do sleep 0.02; done", "", 0)));
   ASSERT_TRUE(daemon.Send(Launch(
-      4211, "trap 'echo new >> usr1.txt' USR1; trap 'exit 0' TERM; touch new.ready; while :; do sleep 0.02; done", "", 1)));
-  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(tmp_ / "old.ready") && std::filesystem::exists(tmp_ / "new.ready"); }));
+      4211, "trap 'echo new >> usr1.txt' USR1; trap 'exit 0' TERM; touch new.ready; while :; do sleep 0.02; done", "",
+      1)));
+  ASSERT_TRUE(WaitFor(
+      [&] { return std::filesystem::exists(tmp_ / "old.ready") && std::filesystem::exists(tmp_ / "new.ready"); }));
 
   ASSERT_TRUE(daemon.Send(Kill(5, 4210)));
   v1::DaemonCommand signal;
@@ -280,8 +285,9 @@ TEST_F(AgentClientTest, LaunchWaitsForTheGpusOfADyingPart) {
   FakeDaemon daemon("s3cret");
   auto agent = StartAgent(daemon);
   ASSERT_TRUE(WaitFor([&] { return daemon.streams() == 1; }));
-  ASSERT_TRUE(daemon.Send(Launch(4212, "trap 'sleep 0.3; echo first >> order.txt; exit 0' TERM; touch ready; "
-                                       "while :; do sleep 0.02; done")));
+  ASSERT_TRUE(daemon.Send(Launch(4212,
+                                 "trap 'sleep 0.3; echo first >> order.txt; exit 0' TERM; touch ready; "
+                                 "while :; do sleep 0.02; done")));
   ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(tmp_ / "ready"); }));
   ASSERT_TRUE(daemon.Send(Kill(5, 4212)));
   ASSERT_TRUE(daemon.Send(Launch(4213, "echo second >> order.txt", "", 1, kJob + 1)));  // the same GPU 1
@@ -327,9 +333,11 @@ TEST_F(AgentClientTest, WaitingLaunchIsQueuedAgainAfterAnAgentRestart) {
 
 // Self-signed EC certificates for 127.0.0.1 made with openssl: <name>.pem and <name>.key.
 bool MakeCert(const TempDir& dir, const std::string& name) {
-  const std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
-                          "-subj /CN=" + name + " -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
-                          (dir / name) + ".key -out " + (dir / name) + ".pem >/dev/null 2>&1";
+  const std::string cmd =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+      "-subj /CN=" +
+      name + " -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " + (dir / name) + ".key -out " +
+      (dir / name) + ".pem >/dev/null 2>&1";
   return std::system(cmd.c_str()) == 0;
 }
 

@@ -96,7 +96,7 @@ TEST(CheckpointFile, ProbeAcceptsOnlyTheOwnersRegularFile) {
   EXPECT_EQ(after->content, "7 /p\n");
   EXPECT_FALSE(ProbeCheckpointFile(file, getuid() + 1));  // someone else's file
   ASSERT_EQ(symlink("/etc/passwd", (tmp / "link").c_str()), 0);
-  EXPECT_FALSE(ProbeCheckpointFile(tmp / "link", 0));     // never follow a link
+  EXPECT_FALSE(ProbeCheckpointFile(tmp / "link", 0));  // never follow a link
   EXPECT_FALSE(ProbeCheckpointFile(tmp / "missing", getuid()));
 }
 
@@ -126,9 +126,30 @@ TEST(AgentFlags, Defaults) {
   EXPECT_FALSE(f->options.identity.allow_root_jobs);
   EXPECT_EQ(f->options.link.keepalive, std::chrono::seconds(300));
   EXPECT_EQ(f->options.address, "");
-  f = Flags({"--daemon=[::1]:7443", "--address", "10.0.0.7", "--keepalive", "0", "--tls-ca", "ca.pem", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--gpus", "0,2",
-             "--heartbeat", "3", "--kill-grace", "5", "--allow-root-jobs", "--nvml-library", "none", "--log-level", "debug",
-             "--state-dir", "/run/pa"});
+  f = Flags({"--daemon=[::1]:7443",
+             "--address",
+             "10.0.0.7",
+             "--keepalive",
+             "0",
+             "--tls-ca",
+             "ca.pem",
+             "--tls-cert",
+             "c.pem",
+             "--tls-key",
+             "k.pem",
+             "--gpus",
+             "0,2",
+             "--heartbeat",
+             "3",
+             "--kill-grace",
+             "5",
+             "--allow-root-jobs",
+             "--nvml-library",
+             "none",
+             "--log-level",
+             "debug",
+             "--state-dir",
+             "/run/pa"});
   ASSERT_TRUE(f) << f.error().ToString();
   EXPECT_EQ(f->options.gpus.declared, (std::vector<uint32_t>{0, 2}));
   EXPECT_EQ(f->options.address, "10.0.0.7");
@@ -152,7 +173,8 @@ TEST(AgentFlags, ClearErrors) {
   EXPECT_EQ(err({d, "h:1", t, "f", "--heartbeat", "0"}), "--heartbeat: 0 is out of range [1, 3600]");
   EXPECT_EQ(err({d, "h:1", t, "f", "--heartbeat"}), "--heartbeat: needs a value");
   EXPECT_EQ(err({d, "h:1", t, "f", "--state-dir", "rel"}), "--state-dir: 'rel' is not an absolute path");
-  EXPECT_EQ(err({d, "h:1", t, "f", "--log-level", "loud"}), "--log-level: 'loud' is not one of debug, info, warn, error");
+  EXPECT_EQ(err({d, "h:1", t, "f", "--log-level", "loud"}),
+            "--log-level: 'loud' is not one of debug, info, warn, error");
   EXPECT_EQ(err({d, "h:1", t, "f", "--frobnicate"}), "--frobnicate: unknown option");
   EXPECT_EQ(err({d, "h:1", d, "h:2"}), "--daemon: given twice");
   EXPECT_EQ(err({d, "h:1", "--allow-root-jobs=yes"}), "--allow-root-jobs: takes no value");

@@ -7,7 +7,8 @@ namespace phalanx::agent::testing {
 FakeDaemon::FakeDaemon(std::string token, int port, std::shared_ptr<grpc::ServerCredentials> creds)
     : token_(std::move(token)) {
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:" + std::to_string(port), creds ? creds : grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(port), creds ? creds : grpc::InsecureServerCredentials(),
+                           &port_);
   builder.RegisterService(this);
   server_ = builder.BuildAndStart();
 }

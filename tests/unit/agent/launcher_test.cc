@@ -90,8 +90,8 @@ TEST_F(LauncherTest, FreshStartHasNoResumeVariables) {
   ASSERT_EQ(Run(spec), 0);
   auto env = ParseEnv(ReadFile(tmp_ / "env.txt"));
   EXPECT_EQ(env.count("PHALANX_CHECKPOINT_EPOCH"), 0u);
-  EXPECT_EQ(env["MASTER_ADDR"], "node07");     // no nodelist: this node
-  EXPECT_EQ(env["MASTER_PORT"], "29507");      // DefaultMasterPort(7)
+  EXPECT_EQ(env["MASTER_ADDR"], "node07");  // no nodelist: this node
+  EXPECT_EQ(env["MASTER_PORT"], "29507");   // DefaultMasterPort(7)
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
 }
 

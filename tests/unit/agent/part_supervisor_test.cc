@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <boost/asio/io_context.hpp>
 #include <algorithm>
+#include <boost/asio/io_context.hpp>
 #include <filesystem>
 
 #include "agent/proc_util.h"
@@ -48,7 +48,9 @@ class PartSupervisorTest : public ::testing::Test {
     return true;
   }
 
-  LaunchSpec Job(const std::string& command, LaunchId launch = 70) const { return ShellJob(command, tmp_.path(), 7, launch); }
+  LaunchSpec Job(const std::string& command, LaunchId launch = 70) const {
+    return ShellJob(command, tmp_.path(), 7, launch);
+  }
   bool Exists(const std::string& name) const { return std::filesystem::exists(tmp_ / name); }
 
   TempDir tmp_;
@@ -121,8 +123,9 @@ TEST_F(PartSupervisorTest, WalltimeTermsThenKills) {
 
 TEST_F(PartSupervisorTest, CheckpointSignalReachesTheJobAndTheFileIsReported) {
   auto sup = Make();
-  LaunchSpec spec = Job("trap 'echo got >> got.txt; touch \"$PHALANX_CHECKPOINT_FILE\"' USR2; touch ready; "
-                        "while :; do sleep 0.02; done");
+  LaunchSpec spec =
+      Job("trap 'echo got >> got.txt; touch \"$PHALANX_CHECKPOINT_FILE\"' USR2; touch ready; "
+          "while :; do sleep 0.02; done");
   spec.checkpoint_signal = SIGUSR2;
   ASSERT_TRUE(sup->Launch(spec));
   ASSERT_TRUE(RunUntil([&] { return Exists("ready"); }));
@@ -159,7 +162,10 @@ TEST_F(PartSupervisorTest, LostKeeperEndsThePart) {
   ASSERT_TRUE(RunUntil([&] { return !ends_.empty(); }));
   EXPECT_EQ(ends_[0].exit_code, -1);
   EXPECT_EQ(ends_[0].reason.rfind("lost:", 0), 0u) << ends_[0].reason;
-  EXPECT_TRUE(testing::WaitFor([&] { char s = ProcState(part->pid); return s == 0 || s == 'Z'; }));
+  EXPECT_TRUE(testing::WaitFor([&] {
+    char s = ProcState(part->pid);
+    return s == 0 || s == 'Z';
+  }));
 }
 
 TEST_F(PartSupervisorTest, SecondSupervisorReadoptsRunningAndReportsEndedParts) {
@@ -190,8 +196,10 @@ TEST_F(PartSupervisorTest, SecondSupervisorReadoptsRunningAndReportsEndedParts) 
 
 // Ignores SIGTERM for 0.3 s (then exits 0), appending to order.txt; USR1 appends "<tag> usr1".
 std::string SlowToDie(const std::string& tag) {
-  return "trap 'sleep 0.3; echo " + tag + " exited >> order.txt; exit 0' TERM; "
-         "trap 'echo " + tag + " usr1 >> usr1.txt' USR1; touch " + tag + ".ready; while :; do sleep 0.02; done";
+  return "trap 'sleep 0.3; echo " + tag +
+         " exited >> order.txt; exit 0' TERM; "
+         "trap 'echo " +
+         tag + " usr1 >> usr1.txt' USR1; touch " + tag + ".ready; while :; do sleep 0.02; done";
 }
 
 TEST_F(PartSupervisorTest, LaunchOnBusyGpusWaitsUntilTheEarlierPartExited) {
@@ -203,7 +211,8 @@ TEST_F(PartSupervisorTest, LaunchOnBusyGpusWaitsUntilTheEarlierPartExited) {
   EXPECT_EQ(sup->Stop(7, 80, milliseconds(5000), "killed"), 1u);  // preempted: TERM, grace 5 s
 
   // The next job is launched on GPU 2 at once (the core freed it): it must wait.
-  LaunchSpec second = ShellJob("echo second started >> order.txt; echo $CUDA_VISIBLE_DEVICES > second.gpus", tmp_.path(), 8, 81);
+  LaunchSpec second =
+      ShellJob("echo second started >> order.txt; echo $CUDA_VISIBLE_DEVICES > second.gpus", tmp_.path(), 8, 81);
   second.gpu_indices = {2, 3};
   auto waiting = sup->Launch(second);
   ASSERT_TRUE(waiting) << waiting.error().ToString();
@@ -251,7 +260,8 @@ TEST_F(PartSupervisorTest, WaitingPartsAreDroppedByStopAndStartInArrivalOrder) {
   ASSERT_EQ(sup->Launch(b)->pid, 0);
   ASSERT_EQ(sup->Launch(c)->pid, 0);
 
-  EXPECT_EQ(sup->Signal(8, 0, SIGUSR1, false).error().ToString(), "job 8: its part here has not started yet (it waits for its GPUs)");
+  EXPECT_EQ(sup->Signal(8, 0, SIGUSR1, false).error().ToString(),
+            "job 8: its part here has not started yet (it waits for its GPUs)");
   EXPECT_EQ(sup->Stop(8, 81, milliseconds(1000), "killed"), 1u);  // dropped before it started
   ASSERT_EQ(ends_.size(), 1u);
   EXPECT_EQ(ends_[0].launch_id, 81u);
@@ -307,7 +317,8 @@ TEST_F(PartSupervisorTest, SignalsAndStopsByLaunch) {
 // its record, and the launch (its saved blob) is queued again and starts once that part ends.
 TEST_F(PartSupervisorTest, WaitingLaunchSurvivesARestart) {
   auto first = Make();
-  LaunchSpec holder = Job("trap '' TERM; touch holder.ready; while [ ! -e go ]; do sleep 0.02; done; echo holder >> order.txt", 80);
+  LaunchSpec holder =
+      Job("trap '' TERM; touch holder.ready; while [ ! -e go ]; do sleep 0.02; done; echo holder >> order.txt", 80);
   holder.gpu_indices = {3};
   ASSERT_TRUE(first->Launch(holder));
   ASSERT_TRUE(RunUntil([&] { return Exists("holder.ready"); }));

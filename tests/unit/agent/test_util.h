@@ -126,7 +126,8 @@ inline LaunchSpec ShellJob(const std::string& command, const std::string& dir, J
 // Waits (blocking) for a keeper we forked and returns the job's wait status from exit_file.
 inline int WaitKeeper(pid_t keeper, const std::string& exit_file) {
   int status = 0;
-  while (waitpid(keeper, &status, 0) < 0 && errno == EINTR) {}
+  while (waitpid(keeper, &status, 0) < 0 && errno == EINTR) {
+  }
   return std::atoi(ReadFile(exit_file).c_str());
 }
 

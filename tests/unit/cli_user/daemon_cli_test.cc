@@ -123,7 +123,8 @@ TEST(PhalanxJob, ErrorsNameTheJobAndTheCause) {
   EXPECT_TRUE(h.Get(id).held()) << "the known job was held";
   o = Phalanx(h, {"release", "4242", "--json"});
   EXPECT_EQ(o.rc, 1);
-  EXPECT_NE(o.out.find("\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"job 4242: no such job\"}"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"job 4242: no such job\"}"), std::string::npos)
+      << o.out;
   o = Phalanx(h, {"show", "4242"});
   EXPECT_EQ(o.rc, 1);
   EXPECT_EQ(o.err, "phalanx: job 4242: no such job\n");

@@ -34,20 +34,39 @@ using ::testing::UnorderedElementsAre;
 
 constexpr const char* kJobs = R"pb(
   jobs {
-    id: 41 user: "ada" state: JOB_STATE_RUNNING nodelist: "dgx[01-02]"
-    spec { name: "llama" gpus: 16 } walltime_s: 7200
-    gpus { node: "dgx01" index: 0 } gpus { node: "dgx02" index: 0 }
+    id: 41
+    user: "ada"
+    state: JOB_STATE_RUNNING
+    nodelist: "dgx[01-02]"
+    spec { name: "llama" gpus: 16 }
+    walltime_s: 7200
+    gpus { node: "dgx01" index: 0 }
+    gpus { node: "dgx02" index: 0 }
   }
   jobs {
-    id: 43 user: "ada" state: JOB_STATE_PENDING reason: "TopologyBlock" reason_detail: "leaf"
-    spec { name: "moe" gpus: 32 nodes: 4 gpus_per_node: 8 } walltime_s: 3600
+    id: 43
+    user: "ada"
+    state: JOB_STATE_PENDING
+    reason: "TopologyBlock"
+    reason_detail: "leaf"
+    spec { name: "moe" gpus: 32 nodes: 4 gpus_per_node: 8 }
+    walltime_s: 3600
   }
   jobs {
-    id: 44 user: "bob" state: JOB_STATE_PENDING reason: "Priority"
-    spec { name: "bert" gpus: 8 } walltime_s: 600
+    id: 44
+    user: "bob"
+    state: JOB_STATE_PENDING
+    reason: "Priority"
+    spec { name: "bert" gpus: 8 }
+    walltime_s: 600
   }
   jobs {
-    id: 7 user: "ada" state: JOB_STATE_COMPLETED nodelist: "dgx03" start_time: 1 end_time: 61
+    id: 7
+    user: "ada"
+    state: JOB_STATE_COMPLETED
+    nodelist: "dgx03"
+    start_time: 1
+    end_time: 61
     spec { name: "done" gpus: 1 }
   }
 )pb";
@@ -260,7 +279,7 @@ TEST_F(EndToEnd, GsubScriptWithDirectives) {
 
 TEST_F(EndToEnd, GsubCommandExportsTheEnvironment) {
   const Outcome r = Exec(GSUB_PATH, {"--parsable", "-N", "2", "--gpus-per-node", "4", "-D", "/scratch", "--", "python3",
-                                 "-c", "print(1)"});
+                                     "-c", "print(1)"});
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out, "42\n");
   ASSERT_EQ(daemon_.submits.size(), 1u);
@@ -295,13 +314,16 @@ TEST_F(EndToEnd, GsubUsageErrorsSendNothing) {
   Write("bad.sh", "#!/bin/sh\n#PHX -G 8\n#PHX --checkpoint-signal USR9\necho\n");
   Outcome r = Exec(GSUB_PATH, {"bad.sh"});
   EXPECT_EQ(r.rc, 2);
-  EXPECT_EQ(r.err, "gsub: bad.sh:3: --checkpoint-signal: 'USR9': 'USR9' is not a signal (USR1, SIGUSR1, TERM, ... or a number)\n");
+  EXPECT_EQ(
+      r.err,
+      "gsub: bad.sh:3: --checkpoint-signal: 'USR9': 'USR9' is not a signal (USR1, SIGUSR1, TERM, ... or a number)\n");
   r = Exec(GSUB_PATH, {"-G", "8", "-N", "3", "--", "true"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_EQ(r.err, "gsub: -N: 8 GPUs (-G 8) do not divide over 3 nodes; give --gpus-per-node\n");
   r = Exec(GSUB_PATH, {"missing.sh"});
   EXPECT_EQ(r.rc, 2);
-  EXPECT_EQ(r.err, "gsub: missing.sh: cannot open the script (to run a command: gsub [options] -- COMMAND [ARGS...])\n");
+  EXPECT_EQ(r.err,
+            "gsub: missing.sh: cannot open the script (to run a command: gsub [options] -- COMMAND [ARGS...])\n");
   EXPECT_TRUE(daemon_.submits.empty());
 }
 

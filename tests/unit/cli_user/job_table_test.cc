@@ -17,36 +17,76 @@ constexpr int64_t kNow = 1700000000;  // 2023-11-14T22:13:20Z
 // A fixed queue: one running job, pending jobs with every kind of reason, a finished one.
 constexpr const char* kJobs = R"pb(
   jobs {
-    id: 41 user: "ada" state: JOB_STATE_RUNNING nodelist: "dgx[01-02]"
+    id: 41
+    user: "ada"
+    state: JOB_STATE_RUNNING
+    nodelist: "dgx[01-02]"
     spec { name: "llama-70b" account: "ml" priority_class: "high" gpus: 8 walltime_s: 7200 }
-    start_time: 1699996277 walltime_s: 7200 busbw_gbs: 360.46 priority: 12345.6
-    gpus { node: "dgx01" index: 0 } gpus { node: "dgx01" index: 1 } gpus { node: "dgx01" index: 2 }
-    gpus { node: "dgx01" index: 3 } gpus { node: "dgx02" index: 4 } gpus { node: "dgx02" index: 5 }
-    gpus { node: "dgx02" index: 6 } gpus { node: "dgx02" index: 7 }
+    start_time: 1699996277
+    walltime_s: 7200
+    busbw_gbs: 360.46
+    priority: 12345.6
+    gpus { node: "dgx01" index: 0 }
+    gpus { node: "dgx01" index: 1 }
+    gpus { node: "dgx01" index: 2 }
+    gpus { node: "dgx01" index: 3 }
+    gpus { node: "dgx02" index: 4 }
+    gpus { node: "dgx02" index: 5 }
+    gpus { node: "dgx02" index: 6 }
+    gpus { node: "dgx02" index: 7 }
   }
   jobs {
-    id: 42 user: "bob" state: JOB_STATE_PENDING reason: "Resources" predicted_start: 1700001800
-    spec { name: "bert" gpus: 8 walltime_s: 3600 } walltime_s: 3600 priority: 900
+    id: 42
+    user: "bob"
+    state: JOB_STATE_PENDING
+    reason: "Resources"
+    predicted_start: 1700001800
+    spec { name: "bert" gpus: 8 walltime_s: 3600 }
+    walltime_s: 3600
+    priority: 900
   }
   jobs {
-    id: 43 user: "cy" state: JOB_STATE_PENDING reason: "TopologyBlock" reason_detail: "leaf"
+    id: 43
+    user: "cy"
+    state: JOB_STATE_PENDING
+    reason: "TopologyBlock"
+    reason_detail: "leaf"
     spec { name: "moe" gpus: 32 nodes: 4 gpus_per_node: 8 topology: TOPOLOGY_LEVEL_LEAF }
   }
   jobs {
-    id: 44 user: "ada" state: JOB_STATE_PENDING reason: "ReservedFor" reason_detail: "job 41"
-    spec { name: "elastic" gpus: 64 min_gpus: 8 walltime_s: 86400 after_ok: 41 } walltime_s: 86400
+    id: 44
+    user: "ada"
+    state: JOB_STATE_PENDING
+    reason: "ReservedFor"
+    reason_detail: "job 41"
+    spec { name: "elastic" gpus: 64 min_gpus: 8 walltime_s: 86400 after_ok: 41 }
+    walltime_s: 86400
   }
   jobs {
-    id: 45 user: "bob" state: JOB_STATE_PENDING held: true
-    spec { name: "held" gpus: 2 walltime_s: 600 } walltime_s: 600
+    id: 45
+    user: "bob"
+    state: JOB_STATE_PENDING
+    held: true
+    spec { name: "held" gpus: 2 walltime_s: 600 }
+    walltime_s: 600
   }
   jobs {
-    id: 46 user: "cy" state: JOB_STATE_PENDING reason: "Priority"
-    spec { name: "small" gpus: 1 walltime_s: 90 } walltime_s: 90
+    id: 46
+    user: "cy"
+    state: JOB_STATE_PENDING
+    reason: "Priority"
+    spec { name: "small" gpus: 1 walltime_s: 90 }
+    walltime_s: 90
   }
   jobs {
-    id: 7 user: "ada" state: JOB_STATE_COMPLETED nodelist: "dgx03"
-    spec { name: "done" gpus: 8 } start_time: 1699990000 end_time: 1699993600 walltime_s: 7200
+    id: 7
+    user: "ada"
+    state: JOB_STATE_COMPLETED
+    nodelist: "dgx03"
+    spec { name: "done" gpus: 8 }
+    start_time: 1699990000
+    end_time: 1699993600
+    walltime_s: 7200
     gpus { node: "dgx03" index: 0 }
   }
 )pb";
@@ -79,15 +119,17 @@ class JobTable : public ::testing::Test {
 };
 
 TEST_F(JobTable, DefaultTableExactText) {
-  EXPECT_EQ(Table(kDefaultJobFormat),
-            "JOBID  NAME       USER  STATE      GPUS  NODES     TIME   TIME_LEFT  START                NODELIST(REASON)\n"
-            "   41  llama-70b  ada   RUNNING       8      2  1:02:03       57:57  2023-11-14T21:11:17  dgx[01-02]\n"
-            "   42  bert       bob   PENDING       8      -     0:00     1:00:00  2023-11-14T22:43:20  (Resources)\n"
-            "   43  moe        cy    PENDING      32      4     0:00         N/A  N/A                  (TopologyBlock: leaf)\n"
-            "   44  elastic    ada   PENDING    8:64      -     0:00  1-00:00:00  N/A                  (ReservedFor job 41)\n"
-            "   45  held       bob   PENDING       2      -     0:00       10:00  N/A                  (Held)\n"
-            "   46  small      cy    PENDING       1      -     0:00        1:30  N/A                  (Priority)\n"
-            "    7  done       ada   COMPLETED     1      1  1:00:00           -  2023-11-14T19:26:40  dgx03\n");
+  EXPECT_EQ(
+      Table(kDefaultJobFormat),
+      "JOBID  NAME       USER  STATE      GPUS  NODES     TIME   TIME_LEFT  START                NODELIST(REASON)\n"
+      "   41  llama-70b  ada   RUNNING       8      2  1:02:03       57:57  2023-11-14T21:11:17  dgx[01-02]\n"
+      "   42  bert       bob   PENDING       8      -     0:00     1:00:00  2023-11-14T22:43:20  (Resources)\n"
+      "   43  moe        cy    PENDING      32      4     0:00         N/A  N/A                  (TopologyBlock: "
+      "leaf)\n"
+      "   44  elastic    ada   PENDING    8:64      -     0:00  1-00:00:00  N/A                  (ReservedFor job 41)\n"
+      "   45  held       bob   PENDING       2      -     0:00       10:00  N/A                  (Held)\n"
+      "   46  small      cy    PENDING       1      -     0:00        1:30  N/A                  (Priority)\n"
+      "    7  done       ada   COMPLETED     1      1  1:00:00           -  2023-11-14T19:26:40  dgx03\n");
 }
 
 TEST_F(JobTable, LongTableHasPlacementBandwidthAndPriority) {

@@ -13,12 +13,49 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr const char* kNodes = R"pb(
-  nodes { name: "dgx01" state: NODE_STATE_UP gpus: 8 gpus_free: 0 model: "dgx-h100" leaf: "su0" agent_connected: true jobs: 41 }
-  nodes { name: "dgx02" state: NODE_STATE_UP gpus: 8 gpus_free: 0 model: "dgx-h100" leaf: "su0" agent_connected: true jobs: 41 }
-  nodes { name: "dgx03" state: NODE_STATE_UP gpus: 8 gpus_free: 5 model: "dgx-h100" leaf: "su0" agent_connected: true jobs: 50 jobs: 51 }
+  nodes {
+    name: "dgx01"
+    state: NODE_STATE_UP
+    gpus: 8
+    gpus_free: 0
+    model: "dgx-h100"
+    leaf: "su0"
+    agent_connected: true
+    jobs: 41
+  }
+  nodes {
+    name: "dgx02"
+    state: NODE_STATE_UP
+    gpus: 8
+    gpus_free: 0
+    model: "dgx-h100"
+    leaf: "su0"
+    agent_connected: true
+    jobs: 41
+  }
+  nodes {
+    name: "dgx03"
+    state: NODE_STATE_UP
+    gpus: 8
+    gpus_free: 5
+    model: "dgx-h100"
+    leaf: "su0"
+    agent_connected: true
+    jobs: 50
+    jobs: 51
+  }
   nodes { name: "dgx04" state: NODE_STATE_UP gpus: 8 gpus_free: 8 model: "dgx-h100" leaf: "su1" agent_connected: true }
   nodes { name: "dgx05" state: NODE_STATE_UP gpus: 8 gpus_free: 8 model: "dgx-h100" leaf: "su1" agent_connected: true }
-  nodes { name: "dgx06" state: NODE_STATE_DRAIN gpus: 8 gpus_free: 8 model: "dgx-h100" leaf: "su1" reason: "bad fan" agent_connected: true }
+  nodes {
+    name: "dgx06"
+    state: NODE_STATE_DRAIN
+    gpus: 8
+    gpus_free: 8
+    model: "dgx-h100"
+    leaf: "su1"
+    reason: "bad fan"
+    agent_connected: true
+  }
   nodes { name: "dgx07" state: NODE_STATE_DOWN gpus: 8 model: "dgx-h100" leaf: "su1" reason: "no heartbeat" }
   nodes { name: "dgx08" state: NODE_STATE_UP gpus: 8 gpus_free: 8 model: "dgx-h100" leaf: "su1" }
 )pb";
@@ -62,12 +99,14 @@ TEST(NodeTable, DrainingWhileJobsRun) {
 
 TEST(NodeTable, Fragmentation) {
   v1::GetFragmentationResponse f;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-    levels { level: "spine" domains: 1 whole_free: 0 largest_free_block: 29 domain_gpus: 64 }
-    levels { level: "leaf" domains: 2 whole_free: 0 largest_free_block: 24 domain_gpus: 32 }
-    levels { level: "node" domains: 8 whole_free: 3 largest_free_block: 8 domain_gpus: 8 }
-    fgd: 0.1875
-  )pb", &f));
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        levels { level: "spine" domains: 1 whole_free: 0 largest_free_block: 29 domain_gpus: 64 }
+        levels { level: "leaf" domains: 2 whole_free: 0 largest_free_block: 24 domain_gpus: 32 }
+        levels { level: "node" domains: 8 whole_free: 3 largest_free_block: 8 domain_gpus: 8 }
+        fgd: 0.1875
+      )pb",
+      &f));
   EXPECT_EQ(FormatFragmentation(f),
             "LEVEL  DOMAINS  WHOLE_FREE  LARGEST_FREE  DOMAIN_GPUS\n"
             "spine        1           0            29           64\n"
@@ -81,10 +120,15 @@ TEST(NodeTable, ExplainPending) {
   tzset();
   v1::ExplainPendingResponse why;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-    reason: "TopologyBlock" detail: "leaf" predicted_start: 1700003600 queue_position: 3
-    reserved_gpus { node: "dgx04" index: 0 } reserved_gpus { node: "dgx04" index: 1 }
-    reserved_gpus { node: "dgx05" index: 0 }
-  )pb", &why));
+                                                              reason: "TopologyBlock"
+                                                              detail: "leaf"
+                                                              predicted_start: 1700003600
+                                                              queue_position: 3
+                                                              reserved_gpus { node: "dgx04" index: 0 }
+                                                              reserved_gpus { node: "dgx04" index: 1 }
+                                                              reserved_gpus { node: "dgx05" index: 0 }
+                                                            )pb",
+                                                            &why));
   EXPECT_EQ(FormatExplain(43, why, 1700000000),
             "job 43: pending (TopologyBlock: leaf)\n"
             "  queue position:  3\n"

@@ -23,8 +23,8 @@ Result<ParsedOptions> Parse(std::vector<std::string> args, Positionals mode = Po
 }
 
 TEST(ParseOptions, LongAndShortSpellings) {
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"--gpus", "8"}, {"--gpus=8"}, {"-G", "8"}, {"-G8"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--gpus", "8"}, {"--gpus=8"}, {"-G", "8"}, {"-G8"}}) {
     auto o = Parse(args);
     ASSERT_TRUE(o.has_value()) << o.error().ToString();
     EXPECT_EQ(o->Get("gpus"), "8");
@@ -82,7 +82,8 @@ TEST(ParseOptions, StopAtFirstKeepsTheScriptsArguments) {
 }
 
 TEST(ParseOptions, OverrideWithKeepsOrigin) {
-  auto directives = ParseOptions(std::vector<std::string>{"-G", "4", "-l"}, kSpecs, Positionals::kInterleaved, "a.sh:2");
+  auto directives =
+      ParseOptions(std::vector<std::string>{"-G", "4", "-l"}, kSpecs, Positionals::kInterleaved, "a.sh:2");
   auto cli = Parse({"--gpus", "8"});
   directives->OverrideWith(*cli);
   EXPECT_EQ(directives->Get("gpus"), "8");

@@ -58,7 +58,8 @@ TEST(SubmitGpus, Forms) {
   EXPECT_THAT(ParseGpus(Value("eight", "-G")).error().ToString(),
               HasSubstr("-G: 'eight' is not a whole number (N, or MIN:MAX for an elastic job)"));
   EXPECT_THAT(ParseGpus(Value("0", "-G")).error().ToString(), HasSubstr("-G: '0' is out of range"));
-  EXPECT_THAT(ParseGpus(Value("16:4", "-G")).error().ToString(), HasSubstr("-G: '16:4': the minimum is above the maximum"));
+  EXPECT_THAT(ParseGpus(Value("16:4", "-G")).error().ToString(),
+              HasSubstr("-G: '16:4': the minimum is above the maximum"));
   EXPECT_THAT(ParseGpus(Value("4:", "-G")).error().ToString(), HasSubstr("'4:' is not a GPU count"));
   EXPECT_THAT(ParseGpus(Value("a:b", "-G")).error().ToString(), HasSubstr("'a:b' is not a GPU count"));
 }
@@ -83,11 +84,15 @@ TEST(SubmitGpus, Elastic) {
   EXPECT_EQ(p->elastic_step_kind(), v1::ELASTIC_STEP_POWER_OF_TWO);
   EXPECT_EQ(Spec({"-G", "2:4"})->elastic_step_kind(), v1::ELASTIC_STEP_ANY);
 
-  EXPECT_THAT(SpecError({"-G", "8", "--elastic-step", "8"}), HasSubstr("--elastic-step: needs an elastic job (-G MIN:MAX)"));
-  EXPECT_THAT(SpecError({"-G", "3:7", "--elastic-step", "8"}), HasSubstr("--elastic-step: no multiple of 8 between 3 and 7 GPUs"));
+  EXPECT_THAT(SpecError({"-G", "8", "--elastic-step", "8"}),
+              HasSubstr("--elastic-step: needs an elastic job (-G MIN:MAX)"));
+  EXPECT_THAT(SpecError({"-G", "3:7", "--elastic-step", "8"}),
+              HasSubstr("--elastic-step: no multiple of 8 between 3 and 7 GPUs"));
   EXPECT_THAT(SpecError({"-G", "5:7", "--elastic-step", "pow2"}), HasSubstr("no power of two between 5 and 7 GPUs"));
-  EXPECT_THAT(SpecError({"-G", "2:8", "--elastic-step", "two"}), HasSubstr("--elastic-step: 'two' is not a whole number (a step N, or pow2)"));
-  EXPECT_THAT(SpecError({"-G", "8:16", "-N", "2"}), HasSubstr("-N: an elastic job (-G 8:16) cannot also ask for a node shape"));
+  EXPECT_THAT(SpecError({"-G", "2:8", "--elastic-step", "two"}),
+              HasSubstr("--elastic-step: 'two' is not a whole number (a step N, or pow2)"));
+  EXPECT_THAT(SpecError({"-G", "8:16", "-N", "2"}),
+              HasSubstr("-N: an elastic job (-G 8:16) cannot also ask for a node shape"));
 }
 
 TEST(SubmitGpus, NodeShapes) {
@@ -115,11 +120,12 @@ TEST(SubmitGpus, NodeShapes) {
 }
 
 TEST(SubmitGpus, NodeShapeErrorsNameTheFlagsAndValues) {
-  EXPECT_EQ(SpecError({"-G", "8", "-N", "3"}),
-            "-N: 8 GPUs (-G 8) do not divide over 3 nodes; give --gpus-per-node");
+  EXPECT_EQ(SpecError({"-G", "8", "-N", "3"}), "-N: 8 GPUs (-G 8) do not divide over 3 nodes; give --gpus-per-node");
   EXPECT_EQ(SpecError({"-N", "3"}), "-N: needs -G/--gpus or --gpus-per-node");
-  EXPECT_EQ(SpecError({"--gpus=10", "--gpus-per-node", "4"}), "--gpus-per-node: 10 GPUs (--gpus 10) are not a multiple of 4");
-  EXPECT_EQ(SpecError({"-G", "12", "-N", "2", "--gpus-per-node", "8"}), "-G: '12' is not -N 2 x --gpus-per-node 8 = 16");
+  EXPECT_EQ(SpecError({"--gpus=10", "--gpus-per-node", "4"}),
+            "--gpus-per-node: 10 GPUs (--gpus 10) are not a multiple of 4");
+  EXPECT_EQ(SpecError({"-G", "12", "-N", "2", "--gpus-per-node", "8"}),
+            "-G: '12' is not -N 2 x --gpus-per-node 8 = 16");
   EXPECT_THAT(SpecError({"-N", "zero"}), HasSubstr("-N: 'zero' is not a whole number (nodes)"));
   EXPECT_THAT(SpecError({"-N", "0", "-G", "8"}), HasSubstr("-N: '0' is out of range"));
 }
@@ -273,9 +279,11 @@ TEST(Directives, ReadUntilTheFirstCommand) {
 TEST(Directives, ErrorsNameScriptAndLine) {
   EXPECT_EQ(ParseDirectives("#!/bin/sh\n#PHX -G 8\n#PHX --gpus\n", "a.sh").error().ToString(),
             "a.sh:3: option '--gpus' needs a value (N|MIN:MAX)");
-  EXPECT_EQ(ParseDirectives("#PHX --bogus\n", "a.sh").error().ToString(), "a.sh:1: unknown option '--bogus' (see --help)");
+  EXPECT_EQ(ParseDirectives("#PHX --bogus\n", "a.sh").error().ToString(),
+            "a.sh:1: unknown option '--bogus' (see --help)");
   EXPECT_EQ(ParseDirectives("\n\n#PHX -J 'x\n", "a.sh").error().ToString(), "a.sh:3: #PHX: unterminated ' quote");
-  EXPECT_EQ(ParseDirectives("#PHX -G 8 train.py\n", "a.sh").error().ToString(), "a.sh:1: #PHX takes options only, not 'train.py'");
+  EXPECT_EQ(ParseDirectives("#PHX -G 8 train.py\n", "a.sh").error().ToString(),
+            "a.sh:1: #PHX takes options only, not 'train.py'");
   EXPECT_EQ(ParseDirectives("#PHX -- x\n", "a.sh").error().ToString(), "a.sh:1: #PHX takes options only, not '--'");
   // A bad value is reported where it was written.
   EXPECT_EQ(PlanError({"a.sh"}, {{"a.sh", "#!/bin/sh\n\n#PHX -t soon\nrun\n"}}),
@@ -294,11 +302,12 @@ TEST(Directives, CrLfLinesAndLaterDirectivesWin) {
 // ---- the whole submission --------------------------------------------------------------------
 
 TEST(PlanSubmit, ScriptTextArgsAndPrecedence) {
-  const std::string script = "#!/bin/bash\n#PHX -G 16 -t 1:00:00 -J from-script --topology leaf\nsrun python train.py \"$@\"\n";
+  const std::string script =
+      "#!/bin/bash\n#PHX -G 16 -t 1:00:00 -J from-script --topology leaf\nsrun python train.py \"$@\"\n";
   auto p = Plan({"-G", "8", "--json", "train.sh", "--lr", "3e-4"}, {{"train.sh", script}});
   ASSERT_TRUE(p.has_value()) << p.error().ToString();
-  EXPECT_EQ(p->spec.gpus(), 8u);             // the command line wins
-  EXPECT_EQ(p->spec.walltime_s(), 3600);     // the directive stays
+  EXPECT_EQ(p->spec.gpus(), 8u);          // the command line wins
+  EXPECT_EQ(p->spec.walltime_s(), 3600);  // the directive stays
   EXPECT_EQ(p->spec.name(), "from-script");
   EXPECT_EQ(p->spec.topology(), v1::TOPOLOGY_LEVEL_LEAF);
   EXPECT_EQ(p->spec.script(), script);
@@ -341,7 +350,9 @@ TEST(PlanSubmit, Errors) {
   EXPECT_EQ(PlanError({"--wrap", "x", "a.sh"}, {{"a.sh", "x\n"}}), "give --wrap or a script, not both");
   EXPECT_EQ(PlanError({"missing.sh"}), "missing.sh: cannot open the script");
   EXPECT_EQ(PlanError({"empty.sh"}, {{"empty.sh", ""}}), "empty.sh: the script is empty");
-  EXPECT_EQ(PlanError({"a.out"}, {{"a.out", std::string("\x7f" "ELF\0\0", 6)}}),
+  EXPECT_EQ(PlanError({"a.out"}, {{"a.out", std::string("\x7f"
+                                                        "ELF\0\0",
+                                                        6)}}),
             "a.out: is a binary file, not a script (to run a program: gsub [options] -- PROGRAM [ARGS...])");
   EXPECT_EQ(PlanError({"big.sh"}, {{"big.sh", std::string(2 << 20, '#')}}),
             "big.sh: the script has 2097152 bytes; at most 1048576 are accepted");

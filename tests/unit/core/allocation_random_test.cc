@@ -70,8 +70,12 @@ struct Snapshot {
 
 class Ledger {
  public:
-  Ledger(Topology& t, uint64_t seed) : t_(t), placer_(t), rng_(static_cast<uint32_t>(seed)), owner_(t.gpu_count(), kNoJob),
-                                       state_(t.node_count(), NodeState::kUp) {}
+  Ledger(Topology& t, uint64_t seed)
+      : t_(t),
+        placer_(t),
+        rng_(static_cast<uint32_t>(seed)),
+        owner_(t.gpu_count(), kNoJob),
+        state_(t.node_count(), NodeState::kUp) {}
 
   void Step(int step) {
     step_ = step;
@@ -105,7 +109,8 @@ class Ledger {
 
   uint32_t CountFree() const {
     uint32_t n = 0;
-    for (uint32_t g = 0; g < t_.gpu_count(); ++g) n += owner_[g] == kNoJob && state_[t_.node_of(GpuId(g)).value] == NodeState::kUp;
+    for (uint32_t g = 0; g < t_.gpu_count(); ++g)
+      n += owner_[g] == kNoJob && state_[t_.node_of(GpuId(g)).value] == NodeState::kUp;
     return n;
   }
 
@@ -137,7 +142,8 @@ class Ledger {
   void PlaceAndCommit() {
     const PlacementRequest r = RandomRequest();
     const PlaceOutcome out = placer_.Place(r);
-    EXPECT_EQ(out.status == PlaceStatus::kUnsatisfiable, !placer_.Unsatisfiable(r).empty()) << Where() << ": " << out.reason;
+    EXPECT_EQ(out.status == PlaceStatus::kUnsatisfiable, !placer_.Unsatisfiable(r).empty())
+        << Where() << ": " << out.reason;
     if (out.status != PlaceStatus::kPlaced) {
       ++not_placed_;
       EXPECT_FALSE(out.reason.empty()) << Where();
@@ -152,7 +158,8 @@ class Ledger {
     for (GpuId g : all) {
       ASSERT_LT(g.value, t_.gpu_count()) << Where();
       ASSERT_EQ(owner_[g.value], kNoJob) << Where() << ": placer chose a GPU of job " << owner_[g.value];
-      ASSERT_EQ(state_[t_.node_of(g).value], NodeState::kUp) << Where() << ": placer chose a GPU on an unavailable node";
+      ASSERT_EQ(state_[t_.node_of(g).value], NodeState::kUp)
+          << Where() << ": placer chose a GPU on an unavailable node";
     }
     const JobId job = next_job_++;
     const double ring = p.prediction.busbw_gbs;
@@ -231,7 +238,8 @@ class Ledger {
         ExpectFails([&] { return t_.Allocate(fresh, gpus, 10); }, "allocation of a repeated GPU");
         return;
       case 4:  // out-of-range ids
-        gpus.push_back(Uniform(rng_, 0, 1) ? GpuId() : GpuId(static_cast<uint32_t>(t_.gpu_count()) + Uniform(rng_, 0, 5)));
+        gpus.push_back(Uniform(rng_, 0, 1) ? GpuId()
+                                           : GpuId(static_cast<uint32_t>(t_.gpu_count()) + Uniform(rng_, 0, 5)));
         std::shuffle(gpus.begin(), gpus.end(), rng_);
         ExpectFails([&] { return t_.Allocate(fresh, gpus, 10); }, "allocation of an out-of-range GPU");
         return;
@@ -253,12 +261,14 @@ class Ledger {
         }
         return;
       case 7:  // unknown node
-        ExpectFails([&] { return t_.SetNodeState(NodeId(static_cast<uint32_t>(t_.node_count()) + Uniform(rng_, 0, 3)), NodeState::kDrain); },
-                    "state change of an unknown node");
+        ExpectFails(
+            [&] {
+          return t_.SetNodeState(NodeId(static_cast<uint32_t>(t_.node_count()) + Uniform(rng_, 0, 3)),
+                                 NodeState::kDrain);
+            },
+            "state change of an unknown node");
         return;
-      default:
-        ExpectFails([&] { return t_.Release(fresh); }, "release of an unknown job");
-        return;
+      default: ExpectFails([&] { return t_.Release(fresh); }, "release of an unknown job"); return;
     }
     ExpectFails([&] { return t_.Release(fresh); }, "release of an unknown job");
   }
@@ -318,10 +328,13 @@ class Ledger {
     for (uint32_t i = 0; i < nd; ++i) {
       const DomainId d(i);
       const Domain& dom = t_.domain(d);
-      ASSERT_EQ(t_.free_gpus(d), gpu_free[dom.first_gpu + dom.gpu_count] - gpu_free[dom.first_gpu]) << Where() << ": " << dom.name;
-      ASSERT_EQ(t_.free_nodes(d), whole[dom.first_node + dom.node_count] - whole[dom.first_node]) << Where() << ": " << dom.name;
+      ASSERT_EQ(t_.free_gpus(d), gpu_free[dom.first_gpu + dom.gpu_count] - gpu_free[dom.first_gpu])
+          << Where() << ": " << dom.name;
+      ASSERT_EQ(t_.free_nodes(d), whole[dom.first_node + dom.node_count] - whole[dom.first_node])
+          << Where() << ": " << dom.name;
       for (uint32_t f = 0; f <= t_.max_gpus_per_node(); ++f) {
-        ASSERT_EQ(t_.nodes_with_free(d, f), hist[i * (t_.max_gpus_per_node() + 1) + f]) << Where() << ": " << dom.name << " f=" << f;
+        ASSERT_EQ(t_.nodes_with_free(d, f), hist[i * (t_.max_gpus_per_node() + 1) + f])
+            << Where() << ": " << dom.name << " f=" << f;
       }
       ASSERT_EQ(t_.crossing_jobs(d), cross_jobs[i]) << Where() << ": " << dom.name;
       // Loads are kept in integer MB/s, so the recount must match exactly.
@@ -335,7 +348,7 @@ class Ledger {
   std::vector<JobId> owner_;
   std::vector<NodeState> state_;
   std::map<JobId, std::vector<GpuId>> jobs_;  // sorted GPUs
-  std::map<JobId, int64_t> ring_;  // MB/s
+  std::map<JobId, int64_t> ring_;             // MB/s
   JobId next_job_ = 1;
   int step_ = 0;
   int placed_ = 0;
@@ -358,19 +371,23 @@ void RunSequence(const Result<TopologySpec>& spec, uint64_t seed, int steps) {
       return;
     }
   }
-  std::cout << "[allocation-random] " << t.name() << " seed=" << seed << " steps=" << n << " placed=" << ledger.placed() << " not_placed=" << ledger.not_placed()
-            << " peak_used=" << ledger.peak_used()
+  std::cout << "[allocation-random] " << t.name() << " seed=" << seed << " steps=" << n << " placed=" << ledger.placed()
+            << " not_placed=" << ledger.not_placed() << " peak_used=" << ledger.peak_used()
             << " failed_calls_checked=" << ledger.failed_calls() << " jobs_left=" << t.job_count() << std::endl;
 }
 
-TEST(AllocationRandomTest, SuperPodSmall) { RunSequence(GenerateSuperPod({.scalable_units = 2, .nodes_per_su = 8}), 11, 20'000); }
+TEST(AllocationRandomTest, SuperPodSmall) {
+  RunSequence(GenerateSuperPod({.scalable_units = 2, .nodes_per_su = 8}), 11, 20'000);
+}
 
 TEST(AllocationRandomTest, LeafSpineOversubscribed) {
-  RunSequence(GenerateLeafSpine({.nodes = 24, .nodes_per_leaf = 8, .oversubscription = 2.0, .model = "hgx-a100"}), 22, 20'000);
+  RunSequence(GenerateLeafSpine({.nodes = 24, .nodes_per_leaf = 8, .oversubscription = 2.0, .model = "hgx-a100"}), 22,
+              20'000);
 }
 
 TEST(AllocationRandomTest, LeafSpinePcieNodes) {
-  RunSequence(GenerateLeafSpine({.nodes = 12, .nodes_per_leaf = 4, .oversubscription = 2.0, .model = "l40s-pcie"}), 33, 15'000);
+  RunSequence(GenerateLeafSpine({.nodes = 12, .nodes_per_leaf = 4, .oversubscription = 2.0, .model = "l40s-pcie"}), 33,
+              15'000);
 }
 
 TEST(AllocationRandomTest, Nvl72TwoRacks) { RunSequence(GenerateNvl72({.racks = 2, .racks_per_leaf = 1}), 44, 20'000); }

@@ -34,7 +34,8 @@ TEST(BandwidthModel, FewGpusPerNodeUseFewRailNics) {
   EXPECT_DOUBLE_EQ(p.busbw_gbs, 2 * 25 * 0.92);
   EXPECT_EQ(t.domain(p.bottleneck).level, Level::kNode);
   // The node with the fewest GPUs sets the pace: 7 + 1.
-  const auto q = m.Predict(std::vector<GpuId>{GpuId(0), GpuId(1), GpuId(2), GpuId(3), GpuId(4), GpuId(5), GpuId(6), GpuId(8)});
+  const auto q =
+      m.Predict(std::vector<GpuId>{GpuId(0), GpuId(1), GpuId(2), GpuId(3), GpuId(4), GpuId(5), GpuId(6), GpuId(8)});
   EXPECT_DOUBLE_EQ(q.busbw_gbs, 1 * 25 * 0.92);
 }
 
@@ -91,7 +92,8 @@ TEST(BandwidthModel, MisalignedRailsCrossTheSpineWhenItIsContended) {
   BandwidthModel m(t);
   // 4 GPUs per node: the nodes' 4 NICs (184 GB/s) are not the bottleneck.
   const std::vector<GpuId> aligned{GpuId(0), GpuId(1), GpuId(2), GpuId(3), GpuId(8), GpuId(9), GpuId(10), GpuId(11)};
-  const std::vector<GpuId> misaligned{GpuId(0), GpuId(1), GpuId(2), GpuId(3), GpuId(12), GpuId(13), GpuId(14), GpuId(15)};
+  const std::vector<GpuId> misaligned{GpuId(0),  GpuId(1),  GpuId(2),  GpuId(3),
+                                      GpuId(12), GpuId(13), GpuId(14), GpuId(15)};
   EXPECT_TRUE(m.Predict(aligned).rail_aligned);
   EXPECT_FALSE(m.Predict(misaligned).rail_aligned);
   // Unloaded, the spine has room: same bandwidth.

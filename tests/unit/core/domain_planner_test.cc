@@ -82,8 +82,7 @@ TEST_F(DomainPlannerSmall, WhenDoesAWholeLeafFreeUp) {
             C(0, "leaf0-n1"));
   EXPECT_EQ(dp_.NextBlock(Level::kSpine, 8, 10, 0, {50, DomainId()}), C(50, "leaf1-n0"));
   EXPECT_EQ(dp_.NextBlock(Level::kSpine, 8, 10, 0, {49, D("spine")}), C(50, "leaf1-n0"));
-  EXPECT_EQ(dp_.NextBlock(Level::kSpine, 8, 10, 0, {std::numeric_limits<int64_t>::max(), DomainId()}),
-            std::nullopt);
+  EXPECT_EQ(dp_.NextBlock(Level::kSpine, 8, 10, 0, {std::numeric_limits<int64_t>::max(), DomainId()}), std::nullopt);
   EXPECT_EQ(eight, (std::vector<BlockCandidate>{C(0, "leaf0-n1"), C(0, "leaf1-n1"), C(0, "leaf0"), C(0, "leaf1"),
                                                 C(0, "spine"), C(50, "leaf1-n0"), C(50, "leaf1"), C(50, "spine"),
                                                 C(100, "leaf0-n0"), C(100, "leaf0"), C(100, "spine")}));
@@ -133,8 +132,8 @@ TEST_F(DomainPlannerSmall, DownNodeIsAnAllocationUntilForever) {
   EXPECT_EQ(dp_.EarliestBlock(Level::kLeaf, 16, 10, 0), C(0, "leaf0"));
   EXPECT_EQ(dp_.EarliestBlock(Level::kLeaf, 16, 10, 0, Level::kLeaf), C(0, "leaf0"));
   ASSERT_TRUE(dp_.AddAllocation(FirstGpus(topo_, "leaf0-n0", 1), 0, 50));
-  EXPECT_EQ(dp_.EarliestBlock(Level::kLeaf, 16, 10, 0), C(0, "leaf1"));    // until 20 it is whole
-  EXPECT_EQ(dp_.EarliestBlock(Level::kLeaf, 16, 30, 0), C(50, "leaf0"));   // leaf1 never again
+  EXPECT_EQ(dp_.EarliestBlock(Level::kLeaf, 16, 10, 0), C(0, "leaf1"));   // until 20 it is whole
+  EXPECT_EQ(dp_.EarliestBlock(Level::kLeaf, 16, 30, 0), C(50, "leaf0"));  // leaf1 never again
   EXPECT_EQ(dp_.EarliestBlock(Level::kSpine, 32, 1, 20), std::nullopt);
 }
 

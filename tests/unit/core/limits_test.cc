@@ -76,8 +76,10 @@ TEST(Limits, RequestsAboveALimitCanNeverStart) {
 }
 
 TEST(Limits, AHitNamesItsLimitAsSlurmDoes) {
-  EXPECT_EQ(User("user alice has 3 pending jobs (max 3)").ToString(), "UserLimit: user alice has 3 pending jobs (max 3)");
-  EXPECT_EQ(Account("account lab has 4 pending jobs (max 4)").ToString(), "AccountLimit: account lab has 4 pending jobs (max 4)");
+  EXPECT_EQ(User("user alice has 3 pending jobs (max 3)").ToString(),
+            "UserLimit: user alice has 3 pending jobs (max 3)");
+  EXPECT_EQ(Account("account lab has 4 pending jobs (max 4)").ToString(),
+            "AccountLimit: account lab has 4 pending jobs (max 4)");
 }
 
 TEST(Limits, RemovingWhatWasNotAddedFailsAndChangesNothing) {

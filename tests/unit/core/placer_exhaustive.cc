@@ -52,11 +52,13 @@ TopologySpec NvlRacks(std::string name, int racks, int nodes_per_rack, int leave
   spec.name = std::move(name);
   spec.models.push_back(*BuiltinNodeModel("gb200-nvl"));
   spec.switches.push_back(Switch("spine", Level::kSpine, ""));
-  for (int l = 0; l < leaves; ++l) spec.switches.push_back(Switch("leaf" + std::to_string(l), Level::kLeaf, "spine", oversub));
+  for (int l = 0; l < leaves; ++l)
+    spec.switches.push_back(Switch("leaf" + std::to_string(l), Level::kLeaf, "spine", oversub));
   for (int r = 0; r < racks; ++r) {
     const std::string rack = "rack" + std::to_string(r);
     spec.switches.push_back(Switch(rack, Level::kNvlDomain, "leaf" + std::to_string(r % leaves)));
-    for (int n = 0; n < nodes_per_rack; ++n) spec.nodes.push_back(NodeSpec{rack + "-n" + std::to_string(n), rack, 0, "test"});
+    for (int n = 0; n < nodes_per_rack; ++n)
+      spec.nodes.push_back(NodeSpec{rack + "-n" + std::to_string(n), rack, 0, "test"});
   }
   return spec;
 }
@@ -134,8 +136,8 @@ double CountSubsets(const Topology& t, const PlacementRequest& r, const std::vec
   return e[r.nodes];
 }
 
-void ForEachNodeShaped(const std::vector<std::vector<GpuId>>& nodes, const PlacementRequest& r, size_t node, size_t taken,
-                       std::vector<GpuId>& cur, const std::function<void()>& fn) {
+void ForEachNodeShaped(const std::vector<std::vector<GpuId>>& nodes, const PlacementRequest& r, size_t node,
+                       size_t taken, std::vector<GpuId>& cur, const std::function<void()>& fn) {
   if (taken == r.nodes) return fn();
   if (nodes.size() - node < r.nodes - taken) return;
   // Either skip this node or take gpus_per_node of its GPUs.
@@ -212,8 +214,11 @@ std::string GpuList(const Topology& t, std::span<const GpuId> gpus) {
 
 std::string RequestText(const PlacementRequest& r) {
   std::ostringstream o;
-  o << "{gpus=" << r.gpus << " nodes=" << r.nodes << " gpus_per_node=" << r.gpus_per_node << " level=" << LevelName(r.level)
-    << " fit=" << (r.fit == FitMode::kAny ? "any" : r.fit == FitMode::kPrefer ? "prefer" : "require")
+  o << "{gpus=" << r.gpus << " nodes=" << r.nodes << " gpus_per_node=" << r.gpus_per_node
+    << " level=" << LevelName(r.level) << " fit="
+    << (r.fit == FitMode::kAny      ? "any"
+        : r.fit == FitMode::kPrefer ? "prefer"
+                                    : "require")
     << " exclusive=" << r.exclusive << " rail_aligned=" << r.rail_aligned << "}";
   return o.str();
 }
@@ -228,7 +233,8 @@ void ForEachCombination(const std::vector<GpuId>& pool, size_t k, std::vector<Gp
   }
 }
 
-Best Exhaustive(const Topology& t, const BandwidthModel& model, const PlacementRequest& r, std::optional<Level> require) {
+Best Exhaustive(const Topology& t, const BandwidthModel& model, const PlacementRequest& r,
+                std::optional<Level> require) {
   Best best;
   const auto scopes = Scopes(t, r, require);
   for (const auto& pool : scopes) best.subsets += CountSubsets(t, r, pool);
@@ -259,7 +265,8 @@ Best Exhaustive(const Topology& t, const BandwidthModel& model, const PlacementR
 }
 
 // Empty when `p` satisfies `r` on `t` (which the placer has not changed).
-std::string CheckPlacement(const Topology& t, const BandwidthModel& model, const PlacementRequest& r, const Placement& p) {
+std::string CheckPlacement(const Topology& t, const BandwidthModel& model, const PlacementRequest& r,
+                           const Placement& p) {
   std::ostringstream err;
   if (p.gpus.size() != r.gpus) err << "has " << p.gpus.size() << " GPUs, wants " << r.gpus << "; ";
   for (size_t i = 0; i < p.gpus.size(); ++i) {
@@ -273,7 +280,8 @@ std::string CheckPlacement(const Topology& t, const BandwidthModel& model, const
   if (!err.str().empty()) return err.str();
   std::vector<uint32_t> per_node(t.node_count(), 0);
   for (GpuId g : p.gpus) per_node[t.node_of(g).value]++;
-  const auto used = static_cast<uint32_t>(std::count_if(per_node.begin(), per_node.end(), [](uint32_t c) { return c > 0; }));
+  const auto used =
+      static_cast<uint32_t>(std::count_if(per_node.begin(), per_node.end(), [](uint32_t c) { return c > 0; }));
   if (r.nodes > 0) {
     if (used != r.nodes) err << "uses " << used << " nodes, wants " << r.nodes << "; ";
     for (uint32_t c : per_node) {
@@ -283,14 +291,16 @@ std::string CheckPlacement(const Topology& t, const BandwidthModel& model, const
   if (r.fit == FitMode::kRequire && !p.gpus.empty()) {
     DomainId lca = t.gpu_domain(p.gpus[0]);
     for (GpuId g : p.gpus) lca = t.lowest_common_ancestor(lca, t.gpu_domain(g));
-    if (t.domain(lca).level > r.level) err << "LCA " << t.domain(lca).name << " is above level " << LevelName(r.level) << "; ";
+    if (t.domain(lca).level > r.level)
+      err << "LCA " << t.domain(lca).name << " is above level " << LevelName(r.level) << "; ";
   }
   if (r.rail_aligned && !RailAligned(t, p.gpus)) err << "not rail-aligned; ";
   std::vector<GpuId> expect_held;
   if (r.exclusive) {
     for (uint32_t n = 0; n < t.node_count(); ++n) {
       if (per_node[n] == 0) continue;
-      if (!NodeEntirelyFree(t, NodeId(n))) err << "node " << t.domain(t.node_domain(NodeId(n))).name << " is not entirely free; ";
+      if (!NodeEntirelyFree(t, NodeId(n)))
+        err << "node " << t.domain(t.node_domain(NodeId(n))).name << " is not entirely free; ";
       for (GpuId g : NodeGpus(t, NodeId(n))) {
         if (!std::binary_search(p.gpus.begin(), p.gpus.end(), g)) expect_held.push_back(g);
       }
@@ -316,7 +326,8 @@ std::optional<World> MakeWorld(const Shape& shape, Mode mode, std::mt19937& rng)
   auto set_state = [&] {
     const NodeId n(Uniform(rng, 0, static_cast<uint32_t>(t.node_count()) - 1));
     const NodeState s = rng() % 2 ? NodeState::kDrain : NodeState::kDown;
-    if (t.SetNodeState(n, s)) log << "  SetNodeState(" << t.domain(t.node_domain(n)).name << ", " << NodeStateName(s) << ")\n";
+    if (t.SetNodeState(n, s))
+      log << "  SetNodeState(" << t.domain(t.node_domain(n)).name << ", " << NodeStateName(s) << ")\n";
   };
   JobId next = 1;
   auto allocate = [&](const std::vector<GpuId>& gpus) {
@@ -369,14 +380,12 @@ PlacementRequest MakeRequest(const Shape& shape, const Topology& t, Mode mode, s
     return l[rng() % l.size()];
   };
   // Mostly feasible sizes, sometimes one or two too many.
-  auto size_upto = [&](uint32_t avail) { return rng() % 10 == 0 ? avail + Uniform(rng, 1, 2) : Uniform(rng, 2, avail); };
+  auto size_upto = [&](uint32_t avail) {
+    return rng() % 10 == 0 ? avail + Uniform(rng, 1, 2) : Uniform(rng, 2, avail);
+  };
   switch (mode) {
-    case Mode::kAny:
-      r.gpus = size_upto(free);
-      break;
-    case Mode::kNodeShaped:
-      MakeNodeShaped(t, rng, r);
-      break;
+    case Mode::kAny: r.gpus = size_upto(free); break;
+    case Mode::kNodeShaped: MakeNodeShaped(t, rng, r); break;
     case Mode::kRequire:
     case Mode::kPrefer:
       r.fit = mode == Mode::kRequire ? FitMode::kRequire : FitMode::kPrefer;

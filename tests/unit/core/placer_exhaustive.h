@@ -87,7 +87,7 @@ PlacementRequest MakeRequest(const Shape& shape, const Topology& t, Mode mode, s
 struct Stats {
   int cases = 0, placed = 0, not_placed = 0, skipped = 0, mismatches = 0;
   double subsets = 0;
-  std::string smallest;       // reproducer of the smallest mismatch
+  std::string smallest;  // reproducer of the smallest mismatch
   double smallest_key = 1e18;
 };
 

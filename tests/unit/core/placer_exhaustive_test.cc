@@ -68,21 +68,24 @@ void RunCase(Mode mode, size_t shape_index, uint64_t seed, Stats& stats) {
     } else {
       problem = CheckPlacement(t, model, r, out.placement);
       if (problem.empty() && !SameScore(out.placement.prediction.busbw_gbs, best.busbw)) {
-        problem = "busbw " + std::to_string(out.placement.prediction.busbw_gbs) + " != exhaustive best " + std::to_string(best.busbw);
+        problem = "busbw " + std::to_string(out.placement.prediction.busbw_gbs) + " != exhaustive best " +
+                  std::to_string(best.busbw);
       }
     }
   } else {
     ++stats.not_placed;
-    if (best.any) problem = std::string(PlaceStatusName(out.status)) + " (" + out.reason + ") although a valid subset exists";
+    if (best.any)
+      problem = std::string(PlaceStatusName(out.status)) + " (" + out.reason + ") although a valid subset exists";
   }
   if (problem.empty()) return;
 
   ++stats.mismatches;
   std::ostringstream repro;
   repro << "mode=" << kModeNames[static_cast<int>(mode)] << " shape=" << shape.spec.name << " seed=" << seed << "\n"
-        << world->log << "  free: " << GpuList(t, FreeGpus(t)) << "\n  request: " << RequestText(r) << "\n  problem: " << problem
-        << "\n  placer: " << PlaceStatusName(out.status) << " " << GpuList(t, out.placement.gpus) << " busbw "
-        << out.placement.prediction.busbw_gbs << "\n  best:   " << GpuList(t, best.gpus) << " busbw " << best.busbw << "\n";
+        << world->log << "  free: " << GpuList(t, FreeGpus(t)) << "\n  request: " << RequestText(r)
+        << "\n  problem: " << problem << "\n  placer: " << PlaceStatusName(out.status) << " "
+        << GpuList(t, out.placement.gpus) << " busbw " << out.placement.prediction.busbw_gbs
+        << "\n  best:   " << GpuList(t, best.gpus) << " busbw " << best.busbw << "\n";
   const double key = static_cast<double>(FreeGpus(t).size()) * 1000 + r.gpus;
   if (key < stats.smallest_key) {
     stats.smallest_key = key;
@@ -139,8 +142,10 @@ TEST(PlacerExhaustiveTest, CombinedConstraintsMatchBestSubset) { RunMode(Mode::k
 
 // Places `request` on shape `shape_name` after committing `jobs` (GPU ids) and compares with the
 // exhaustive best, like RunCase.
-void ExpectBest(std::string_view shape_name, const std::vector<std::vector<uint32_t>>& jobs, const PlacementRequest& r) {
-  const auto it = std::find_if(Shapes().begin(), Shapes().end(), [&](const Shape& s) { return s.spec.name == shape_name; });
+void ExpectBest(std::string_view shape_name, const std::vector<std::vector<uint32_t>>& jobs,
+                const PlacementRequest& r) {
+  const auto it =
+      std::find_if(Shapes().begin(), Shapes().end(), [&](const Shape& s) { return s.spec.name == shape_name; });
   ASSERT_NE(it, Shapes().end()) << shape_name;
   auto built = Topology::Build(it->spec);
   ASSERT_TRUE(built.has_value());
@@ -155,7 +160,8 @@ void ExpectBest(std::string_view shape_name, const std::vector<std::vector<uint3
   const Best best = Exhaustive(t, model, r, r.fit == FitMode::kRequire ? std::optional<Level>(r.level) : std::nullopt);
   ASSERT_TRUE(best.any && !best.skipped);
   const PlaceOutcome out = Placer(t).Place(r);
-  ASSERT_EQ(PlaceStatusName(out.status), "placed") << out.reason << "; best " << GpuList(t, best.gpus) << " busbw " << best.busbw;
+  ASSERT_EQ(PlaceStatusName(out.status), "placed")
+      << out.reason << "; best " << GpuList(t, best.gpus) << " busbw " << best.busbw;
   EXPECT_EQ(CheckPlacement(t, model, r, out.placement), "");
   EXPECT_NEAR(out.placement.prediction.busbw_gbs, best.busbw, kRelTol * best.busbw)
       << "placer " << GpuList(t, out.placement.gpus) << ", best " << GpuList(t, best.gpus);

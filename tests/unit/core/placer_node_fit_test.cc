@@ -75,7 +75,9 @@ void RunNodeFitCase(Mode mode, size_t shape_index, uint64_t seed, double toleran
     const bool one_node = std::all_of(out.placement.gpus.begin(), out.placement.gpus.end(),
                                       [&](GpuId g) { return t.node_of(g) == t.node_of(out.placement.gpus.front()); });
     if (problem.empty() && r.gpus == 1) {
-      if (!one_node || placed_free != min_free) problem = "one GPU not on a fullest node (free " + std::to_string(placed_free) + ", min " + std::to_string(min_free) + ")";
+      if (!one_node || placed_free != min_free)
+        problem = "one GPU not on a fullest node (free " + std::to_string(placed_free) + ", min " +
+                  std::to_string(min_free) + ")";
     } else if (problem.empty()) {
       const double target = tolerance * global.busbw;
       std::optional<std::pair<uint32_t, double>> expect;
@@ -93,13 +95,16 @@ void RunNodeFitCase(Mode mode, size_t shape_index, uint64_t seed, double toleran
         return;
       }
       if (expect) {
-        if (!one_node || placed_free != expect->first || !SameScore(out.placement.prediction.busbw_gbs, expect->second)) {
-          problem = "expected a node with " + std::to_string(expect->first) + " free at busbw " + std::to_string(expect->second) +
-                    ", got free " + std::to_string(placed_free) + (one_node ? "" : " (several nodes)") + " busbw " +
+        if (!one_node || placed_free != expect->first ||
+            !SameScore(out.placement.prediction.busbw_gbs, expect->second)) {
+          problem = "expected a node with " + std::to_string(expect->first) + " free at busbw " +
+                    std::to_string(expect->second) + ", got free " + std::to_string(placed_free) +
+                    (one_node ? "" : " (several nodes)") + " busbw " +
                     std::to_string(out.placement.prediction.busbw_gbs);
         }
       } else if (!SameScore(out.placement.prediction.busbw_gbs, global.busbw)) {
-        problem = "no node tier qualifies: busbw " + std::to_string(out.placement.prediction.busbw_gbs) + " != best " + std::to_string(global.busbw);
+        problem = "no node tier qualifies: busbw " + std::to_string(out.placement.prediction.busbw_gbs) + " != best " +
+                  std::to_string(global.busbw);
       }
     }
   }
@@ -107,9 +112,9 @@ void RunNodeFitCase(Mode mode, size_t shape_index, uint64_t seed, double toleran
   ++stats.mismatches;
   if (stats.mismatches <= 5) {
     ADD_FAILURE() << "mode=" << kModeNames[static_cast<int>(mode)] << " shape=" << shape.spec.name << " seed=" << seed
-                  << " tolerance=" << tolerance << "\n" << world->log << "  free: " << GpuList(t, FreeGpus(t))
-                  << "\n  request: " << RequestText(r) << "\n  problem: " << problem << "\n  placer: "
-                  << GpuList(t, out.placement.gpus) << "\n";
+                  << " tolerance=" << tolerance << "\n"
+                  << world->log << "  free: " << GpuList(t, FreeGpus(t)) << "\n  request: " << RequestText(r)
+                  << "\n  problem: " << problem << "\n  placer: " << GpuList(t, out.placement.gpus) << "\n";
   }
 }
 
@@ -130,8 +135,8 @@ void RunNodeFitMode(Mode mode, int cases_per_shape, int min_compared) {
     EXPECT_EQ(stats.mismatches, 0);
     const int generated = n * static_cast<int>(Shapes().size());
     EXPECT_GE(stats.cases, CompareFloor(min_compared, cases_per_shape * static_cast<int>(Shapes().size()), generated))
-        << kModeNames[static_cast<int>(mode)] << " tolerance " << tolerance << ": only " << stats.cases << " of " << generated
-        << " cases compared (" << stats.skipped << " skipped as too large or ambiguous)";
+        << kModeNames[static_cast<int>(mode)] << " tolerance " << tolerance << ": only " << stats.cases << " of "
+        << generated << " cases compared (" << stats.skipped << " skipped as too large or ambiguous)";
   }
 }
 

@@ -42,10 +42,10 @@ TEST(Planner, OneSpanIsHalfOpen) {
   EXPECT_EQ(p.AvailAt(10), 6);
   EXPECT_EQ(p.AvailAt(19), 6);
   EXPECT_EQ(p.AvailAt(20), 10);
-  EXPECT_EQ(p.AvailDuring(5, 5), 10);   // [5, 10)
-  EXPECT_EQ(p.AvailDuring(5, 6), 6);    // [5, 11)
+  EXPECT_EQ(p.AvailDuring(5, 5), 10);  // [5, 10)
+  EXPECT_EQ(p.AvailDuring(5, 6), 6);   // [5, 11)
   EXPECT_EQ(p.AvailDuring(20, 100), 10);
-  EXPECT_EQ(p.AvailTimeFirst(0, 10, 8), 0);   // [0, 10) ends as the span starts
+  EXPECT_EQ(p.AvailTimeFirst(0, 10, 8), 0);  // [0, 10) ends as the span starts
   EXPECT_EQ(p.AvailTimeFirst(0, 11, 8), 20);
   EXPECT_EQ(p.AvailTimeFirst(5, 5, 8), 5);
   EXPECT_EQ(p.AvailTimeFirst(6, 5, 8), 20);
@@ -67,7 +67,7 @@ TEST(Planner, OverlappingSpansAndSearch) {
   EXPECT_EQ(p.AvailTimeFirst(8, 10, 4, /*latest=*/20), 20);
   // Successive candidates: only points, increasing.
   EXPECT_EQ(p.AvailTimeNext(0, 1, 4), 10);
-  EXPECT_EQ(p.AvailTimeNext(10, 1, 4), 20);   // 15 has nothing free
+  EXPECT_EQ(p.AvailTimeNext(10, 1, 4), 20);  // 15 has nothing free
   EXPECT_EQ(p.AvailTimeNext(20, 10, 4), 25);
   EXPECT_EQ(p.AvailTimeNext(25, 10, 4), std::nullopt);
   EXPECT_EQ(p.point_count(), 4u);
@@ -78,7 +78,7 @@ TEST(Planner, SpansTouchEndToEnd) {
   ASSERT_TRUE(p.AddSpan(0, 10, 10));
   ASSERT_TRUE(p.AddSpan(10, 10, 10));
   EXPECT_EQ(p.AvailTimeFirst(0, 1, 1), 20);
-  EXPECT_EQ(p.point_count(), 3u);  // 10 is the end of one and the start of the other
+  EXPECT_EQ(p.point_count(), 3u);           // 10 is the end of one and the start of the other
   EXPECT_EQ(p.AvailTimeNext(0, 1, 0), 10);  // a point where nothing nets out is still a candidate
 }
 
@@ -126,7 +126,7 @@ TEST(Planner, CapacityLossLastsUntilRemoved) {
   EXPECT_EQ(p.AvailAt(49), 10);
   EXPECT_EQ(p.AvailAt(kForever - 1), 6);
   EXPECT_EQ(p.AvailTimeFirst(0, 50, 7), 0);
-  EXPECT_EQ(p.AvailTimeFirst(0, 51, 7), std::nullopt);   // never again
+  EXPECT_EQ(p.AvailTimeFirst(0, 51, 7), std::nullopt);  // never again
   EXPECT_EQ(p.AvailTimeFirst(45, 10, 7), std::nullopt);
   EXPECT_EQ(p.AvailTimeFirst(45, 10, 6), 45);
   ASSERT_TRUE(p.RemoveSpan(*loss));
@@ -138,8 +138,8 @@ TEST(Planner, CapacityLossMustFitAroundRunningWork) {
   ASSERT_TRUE(p.AddSpan(40, 20, 8));
   EXPECT_FALSE(p.AddCapacityLoss(50, 4));  // only 2 free until 60
   EXPECT_FALSE(p.AddCapacityLoss(kForever, 1));
-  ASSERT_TRUE(p.AddCapacityLoss(50, 2));   // the free ones now...
-  ASSERT_TRUE(p.AddCapacityLoss(60, 2));   // ...the busy ones when the job ends
+  ASSERT_TRUE(p.AddCapacityLoss(50, 2));  // the free ones now...
+  ASSERT_TRUE(p.AddCapacityLoss(60, 2));  // ...the busy ones when the job ends
   EXPECT_EQ(p.AvailAt(70), 6);
 }
 

@@ -93,7 +93,8 @@ TEST(SchedulerProperty, LargeGangIsNotStarvedByAStreamOfSmallJobs) {
     StarvationRun r = RunStarvation(mode);
     ASSERT_TRUE(r.error.empty()) << ModeName(mode) << ": " << r.error;
     std::cout << "backfill=" << ModeName(mode) << ": 112-GPU job submitted t=600, first promise t="
-              << (r.big_promise == kForever ? std::string("-") : std::to_string(r.big_promise)) << ", started t=" << r.big_start
+              << (r.big_promise == kForever ? std::string("-") : std::to_string(r.big_promise))
+              << ", started t=" << r.big_start
               << "; small jobs started while it waited: " << r.small_started_while_waiting
               << ", idle GPU-hours while it waited: " << r.idle_gpu_seconds_while_waiting / 3600.0 << "\n";
     ASSERT_GE(r.big_start, 600) << ModeName(mode) << ": the large job never started";
@@ -105,7 +106,8 @@ TEST(SchedulerProperty, LargeGangIsNotStarvedByAStreamOfSmallJobs) {
     EXPECT_NE(r.big_promise, kForever) << ModeName(mode) << ": the head job got no reservation";
     EXPECT_LE(r.big_start, r.big_promise) << ModeName(mode) << ": started after its promise";
     EXPECT_GT(r.small_started_while_waiting, 0u) << ModeName(mode) << ": backfill ran nothing";
-    EXPECT_LT(r.idle_gpu_seconds_while_waiting, runs[BackfillMode::kNone].idle_gpu_seconds_while_waiting) << ModeName(mode);
+    EXPECT_LT(r.idle_gpu_seconds_while_waiting, runs[BackfillMode::kNone].idle_gpu_seconds_while_waiting)
+        << ModeName(mode);
   }
   EXPECT_EQ(runs[BackfillMode::kNone].small_started_while_waiting, 0u) << "strict order let a small job pass";
 }
@@ -170,7 +172,8 @@ TEST(SchedulerProperty, BestFitTieBreakingKeepsLargerFreeBlocks) {
           << fabric << " " << LevelName(level) << ": best-fit tie-breaking should keep larger free blocks";
     }
     // The bandwidth objective itself is what separates topology placement from first fit.
-    EXPECT_GT(best.busbw_weighted / best.multi_node_gpus, sums[variants[2].first].busbw_weighted / sums[variants[2].first].multi_node_gpus);
+    EXPECT_GT(best.busbw_weighted / best.multi_node_gpus,
+              sums[variants[2].first].busbw_weighted / sums[variants[2].first].multi_node_gpus);
   }
 }
 

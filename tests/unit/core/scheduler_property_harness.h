@@ -36,11 +36,11 @@ struct SimOptions {
   bool exact_walltime = false;      // walltime = runtime (else over-estimates, some too short)
   bool failures = false;            // node down/drain/up events
   bool cancels = false;
-  bool checkpoints = false;         // some jobs ask for periodic checkpoints
-  bool one_user = false;            // one user and account: queue order never changes
-  bool shapes = true;               // node-shaped, level=leaf and elastic jobs
+  bool checkpoints = false;  // some jobs ask for periodic checkpoints
+  bool one_user = false;     // one user and account: queue order never changes
+  bool shapes = true;        // node-shaped, level=leaf and elastic jobs
   uint32_t max_gpus = 64;
-  Duration tick = 60;               // a pass at least this often while jobs run
+  Duration tick = 60;  // a pass at least this often while jobs run
   // When the scripted events run out with jobs still pending (nothing runs, so nothing else
   // would happen), keep passing every `tick` for up to this long, so a job that is never
   // started shows up as not done instead of the run just stopping.
@@ -50,7 +50,9 @@ struct SimOptions {
 class Rng {
  public:
   explicit Rng(uint32_t seed) : g_(seed) {}
-  int64_t Uniform(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(g_() % static_cast<uint64_t>(hi - lo + 1)); }
+  int64_t Uniform(int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(g_() % static_cast<uint64_t>(hi - lo + 1));
+  }
   bool Chance(double p) { return static_cast<double>(g_()) < p * 4294967296.0; }
   // Exponential with the given mean, in whole seconds (>= 1).
   int64_t Exp(double mean) {
@@ -70,13 +72,13 @@ struct SimJob {
   bool preempt_asked = false;  // told to checkpoint for a preemption
   uint64_t gen = 0;            // run generation: events of an older run are dropped
   uint64_t epoch = 0;
-  Duration saved = 0;          // work saved by checkpoints
+  Duration saved = 0;  // work saved by checkpoints
   Time run_start = 0, last_ckpt = 0;
   Time first_start = -1;
-  double busbw = 0;            // predicted ring bandwidth of the first start
-  Time ckpt_request = -1;      // last checkpoint request for a shrink
-  Time started_at = 0;         // the Start decision of the current run
-  Duration saved_at_start = 0; // `saved` then: the core's walltime budget is walltime - this
+  double busbw = 0;             // predicted ring bandwidth of the first start
+  Time ckpt_request = -1;       // last checkpoint request for a shrink
+  Time started_at = 0;          // the Start decision of the current run
+  Duration saved_at_start = 0;  // `saved` then: the core's walltime budget is walltime - this
   Time min_promise = kForever;  // earliest predicted start of a reservation it held
   Time first_promise = kForever;
 };

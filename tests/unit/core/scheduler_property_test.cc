@@ -30,8 +30,9 @@ std::string BrokenPromises(const SimResult& r) {
   for (const auto& [id, j] : r.jobs) {
     if (j.min_promise == kForever) continue;
     if (j.first_start < 0 || j.first_start > j.min_promise) {
-      broken += "  job " + std::to_string(id) + " promised t=" + std::to_string(j.min_promise) + " (first promise t=" +
-                std::to_string(j.first_promise) + "), started t=" + std::to_string(j.first_start) + "\n";
+      broken += "  job " + std::to_string(id) + " promised t=" + std::to_string(j.min_promise) +
+                " (first promise t=" + std::to_string(j.first_promise) +
+                "), started t=" + std::to_string(j.first_start) + "\n";
     }
   }
   return broken;
@@ -102,20 +103,23 @@ TEST_P(RandomRuns, EveryPassKeepsTheLedgerAndTheCoreInAgreement) {
         not_done += " " + std::to_string(id) + "(done without ever starting)";
       }
     }
-    EXPECT_EQ(not_done, "") << "seed " << o.seed << " " << fabric << " " << ModeName(mode) << ": jobs not done at t=" << r.end
-                            << ":" << not_done << "\n" << Dump(r, "random_" + o.fabric + "_" + std::to_string(o.seed));
+    EXPECT_EQ(not_done, "") << "seed " << o.seed << " " << fabric << " " << ModeName(mode)
+                            << ": jobs not done at t=" << r.end << ":" << not_done << "\n"
+                            << Dump(r, "random_" + o.fabric + "_" + std::to_string(o.seed));
     if (std::getenv("PHALANX_SIM_TRACE")) std::cout << r.log;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fabrics, RandomRuns,
                          ::testing::Combine(::testing::ValuesIn(kFabrics),
-                                            ::testing::Values(BackfillMode::kNone, BackfillMode::kEasy, BackfillMode::kConservative)),
+                                            ::testing::Values(BackfillMode::kNone, BackfillMode::kEasy,
+                                                              BackfillMode::kConservative)),
                          [](const auto& info) {
-                           std::string n = std::string(std::get<0>(info.param)) + "_" + ModeName(std::get<1>(info.param));
-                           for (char& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+  std::string n = std::string(std::get<0>(info.param)) + "_" + ModeName(std::get<1>(info.param));
+  for (char& c : n)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+});
 
 TEST(SchedulerProperty, SameSeedSameDecisionsByteForByte) {
   for (BackfillMode mode : {BackfillMode::kEasy, BackfillMode::kConservative}) {
@@ -171,18 +175,21 @@ TEST_P(Promises, NoJobStartsLaterThanItsReservation) {
     const SimResult small = ShrinkPromiseFailure(o, r);
     ADD_FAILURE() << "seed " << o.seed << " " << fabric << " " << ModeName(mode) << ": reservations broken\n"
                   << broken << "smallest reproducer (" << small.jobs.size() << " jobs):\n"
-                  << BrokenPromises(small) << small.scenario << "\n" << small.log;
+                  << BrokenPromises(small) << small.scenario << "\n"
+                  << small.log;
   }
   EXPECT_GT(promised, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fabrics, Promises,
-                         ::testing::Combine(::testing::ValuesIn(kFabrics), ::testing::Values(BackfillMode::kEasy, BackfillMode::kConservative)),
+                         ::testing::Combine(::testing::ValuesIn(kFabrics),
+                                            ::testing::Values(BackfillMode::kEasy, BackfillMode::kConservative)),
                          [](const auto& info) {
-                           std::string n = std::string(std::get<0>(info.param)) + "_" + ModeName(std::get<1>(info.param));
-                           for (char& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+  std::string n = std::string(std::get<0>(info.param)) + "_" + ModeName(std::get<1>(info.param));
+  for (char& c : n)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+});
 
 }  // namespace
 }  // namespace phalanx::scheduler_property

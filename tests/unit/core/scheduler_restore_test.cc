@@ -74,12 +74,15 @@ std::string Ids(const std::vector<JobId>& jobs) {
 // Every field of a record the store keeps, plus those the core derives from the spec.
 std::string Persistent(const JobRecord& j) {
   std::ostringstream o;
-  o << JobStateName(j.state) << " gpus=" << Ids(j.gpus) << " start=" << j.start << " end=" << j.end << " walltime=" << j.walltime << "/"
-    << j.run_walltime << " progress=" << j.progress << " ckpt=" << j.checkpoint_epoch << ":" << j.checkpoint_path << "@" << j.last_checkpoint
-    << " req=" << j.last_checkpoint_request << " deadline=" << j.checkpoint_deadline << " after=" << static_cast<int>(j.after_checkpoint)
-    << " shrink_to=" << Ids(j.shrink_to) << " for=" << j.preempted_for << " victims=" << Ids(j.victims) << " claim=" << Ids(j.claim)
-    << " preemptions=" << j.preemptions << " resizes=" << j.resizes << " lost=" << j.gpu_seconds_lost << " idle=" << j.idle_since
-    << " held=" << j.spec.held << " after_ok=" << Ids(j.spec.after_ok) << " class=" << j.class_rank << " preemptible=" << j.preemptible;
+  o << JobStateName(j.state) << " gpus=" << Ids(j.gpus) << " start=" << j.start << " end=" << j.end
+    << " walltime=" << j.walltime << "/" << j.run_walltime << " progress=" << j.progress
+    << " ckpt=" << j.checkpoint_epoch << ":" << j.checkpoint_path << "@" << j.last_checkpoint
+    << " req=" << j.last_checkpoint_request << " deadline=" << j.checkpoint_deadline
+    << " after=" << static_cast<int>(j.after_checkpoint) << " shrink_to=" << Ids(j.shrink_to)
+    << " for=" << j.preempted_for << " victims=" << Ids(j.victims) << " claim=" << Ids(j.claim)
+    << " preemptions=" << j.preemptions << " resizes=" << j.resizes << " lost=" << j.gpu_seconds_lost
+    << " idle=" << j.idle_since << " held=" << j.spec.held << " after_ok=" << Ids(j.spec.after_ok)
+    << " class=" << j.class_rank << " preemptible=" << j.preemptible;
   return o.str();
 }
 
@@ -93,11 +96,13 @@ std::string StateDiff(const Scheduler& a, const Scheduler& b) {
       out << "job " << id << " missing\n";
       continue;
     }
-    if (Persistent(ja) != Persistent(*jb)) out << "job " << id << ":\n  " << Persistent(ja) << "\n  " << Persistent(*jb) << "\n";
+    if (Persistent(ja) != Persistent(*jb))
+      out << "job " << id << ":\n  " << Persistent(ja) << "\n  " << Persistent(*jb) << "\n";
   }
   const Topology &ta = a.topology(), &tb = b.topology();
   for (uint32_t g = 0; g < ta.gpu_count(); ++g) {
-    if (ta.owner(GpuId(g)) != tb.owner(GpuId(g))) out << "GPU " << g << " owner " << ta.owner(GpuId(g)) << " vs " << tb.owner(GpuId(g)) << "\n";
+    if (ta.owner(GpuId(g)) != tb.owner(GpuId(g)))
+      out << "GPU " << g << " owner " << ta.owner(GpuId(g)) << " vs " << tb.owner(GpuId(g)) << "\n";
   }
   for (uint32_t n = 0; n < ta.node_count(); ++n) {
     if (ta.node_state(NodeId(n)) != tb.node_state(NodeId(n))) out << "node " << n << " state differs\n";
@@ -123,14 +128,16 @@ std::vector<JobRecord> Records(const Scheduler& s) {
 enum class Order { kById, kReversed, kShuffled };
 
 // The daemon's restart: node states first, then every record in `order`, then FinishRestore.
-std::unique_ptr<Scheduler> RestoreFrom(const TopologySpec& spec, const Scheduler& from, Order order, uint32_t seed = 1) {
+std::unique_ptr<Scheduler> RestoreFrom(const TopologySpec& spec, const Scheduler& from, Order order,
+                                       uint32_t seed = 1) {
   auto s = Make(spec, from.config());
   const Time now = from.now();
   const Topology& t = from.topology();
   for (uint32_t n = 0; n < t.node_count(); ++n) {
     const NodeState st = t.node_state(NodeId(n));
     if (st == NodeState::kUp) continue;
-    if (auto r = s->SetNodeState(t.domain(t.node_domain(NodeId(n))).name, st, now); !r) ADD_FAILURE() << r.error().ToString();
+    if (auto r = s->SetNodeState(t.domain(t.node_domain(NodeId(n))).name, st, now); !r)
+      ADD_FAILURE() << r.error().ToString();
   }
   std::vector<JobRecord> records = Records(from);
   if (order == Order::kReversed) std::reverse(records.begin(), records.end());
@@ -167,8 +174,9 @@ bool QuietPoint(const Scheduler& original, const std::vector<Decision>& ds) {
   if (c.elastic && c.grow_after_idle > 0 && t.free_gpus(t.root()) > 0) {
     for (const Decision& d : ds) {
       const WaitKind k = d.wait.kind;
-      if (d.kind == DecisionKind::kWait && (k == WaitKind::kPriority || k == WaitKind::kResources || k == WaitKind::kTopologyBlock ||
-                                            k == WaitKind::kReservedFor || k == WaitKind::kPreempting)) {
+      if (d.kind == DecisionKind::kWait &&
+          (k == WaitKind::kPriority || k == WaitKind::kResources || k == WaitKind::kTopologyBlock ||
+           k == WaitKind::kReservedFor || k == WaitKind::kPreempting)) {
         return true;  // blocked
       }
     }
@@ -222,11 +230,13 @@ Ev NodeEv(std::string node, NodeState state) {
 
 class Driver {
  public:
-  Driver(TopologySpec spec, SchedulerConfig config, uint32_t seed) : spec_(std::move(spec)), a_(Make(spec_, config)), rng_(seed) {
+  Driver(TopologySpec spec, SchedulerConfig config, uint32_t seed)
+      : spec_(std::move(spec)), a_(Make(spec_, config)), rng_(seed) {
     // Without oversubscribed links a ring's prediction never depends on other jobs' traffic, so
     // the recomputed traffic must equal the original's; with them it depends on the history.
     const Topology& t = a_->topology();
-    for (uint32_t d = 0; d < t.domain_count(); ++d) exact_traffic_ = exact_traffic_ && t.domain(DomainId(d)).oversubscription <= 1.0;
+    for (uint32_t d = 0; d < t.domain_count(); ++d)
+      exact_traffic_ = exact_traffic_ && t.domain(DomainId(d)).oversubscription <= 1.0;
   }
 
   Scheduler& original() { return *a_; }
@@ -242,15 +252,18 @@ class Driver {
   bool Fork(Order order, bool compare = true, int passes = 400) {
     auto b = RestoreFrom(spec_, *a_, order, static_cast<uint32_t>(rng_()));
     ++restores_;
-    if (std::string d = StateDiff(*a_, *b); !d.empty()) ADD_FAILURE() << "t=" << a_->now() << ": restored state differs\n" << d;
-    if (std::string bad = b->CheckInvariants(); !bad.empty()) ADD_FAILURE() << "t=" << a_->now() << ": restored invariants\n" << bad;
+    if (std::string d = StateDiff(*a_, *b); !d.empty())
+      ADD_FAILURE() << "t=" << a_->now() << ": restored state differs\n" << d;
+    if (std::string bad = b->CheckInvariants(); !bad.empty())
+      ADD_FAILURE() << "t=" << a_->now() << ": restored invariants\n" << bad;
     const bool same_traffic = SameTraffic(*a_, *b);
     if (exact_traffic_ && !same_traffic) {
       ADD_FAILURE() << "t=" << a_->now() << ": recomputed traffic differs on a fabric without oversubscription";
     }
     if (!compare || !QuietPoint(*a_, last_) || !same_traffic) {
       b->Schedule(a_->now());
-      if (std::string bad = b->CheckInvariants(); !bad.empty()) ADD_FAILURE() << "t=" << a_->now() << ": after a pass\n" << bad;
+      if (std::string bad = b->CheckInvariants(); !bad.empty())
+        ADD_FAILURE() << "t=" << a_->now() << ": after a pass\n" << bad;
       return false;
     }
     forks_.push_back({std::move(b), a_->now(), passes});
@@ -277,7 +290,8 @@ class Driver {
   std::vector<Decision> Pass(Time now) {
     std::vector<Decision> ds = a_->Schedule(now);
     ++passes_;
-    if (std::string bad = a_->CheckInvariants(); !bad.empty()) ADD_FAILURE() << "t=" << now << ": original invariants\n" << bad;
+    if (std::string bad = a_->CheckInvariants(); !bad.empty())
+      ADD_FAILURE() << "t=" << now << ": original invariants\n" << bad;
     last_ = ds;
     const std::string text = Format(ds, a_->topology());
     for (auto it = forks_.begin(); it != forks_.end();) {
@@ -320,7 +334,8 @@ class Driver {
     switch (e.kind) {
       case Ev::Kind::kTick: return;
       case Ev::Kind::kSubmit:  // may hit the pending-job limit
-        return All(now, "submit", [&](Scheduler& s) { return s.Submit(e.spec, now); }, true);
+        return All(
+            now, "submit", [&](Scheduler& s) { return s.Submit(e.spec, now); }, true);
       case Ev::Kind::kEnd:
         if (!active || gen_[e.job] != e.gen) return;
         gen_[e.job]++;
@@ -328,7 +343,8 @@ class Driver {
       case Ev::Kind::kCheckpointDone: {
         if (!active || (e.gen != kCurrentRun && gen_[e.job] != e.gen)) return;
         const uint64_t epoch = j->checkpoint_epoch + 1;
-        return All(now, "checkpoint", [&](Scheduler& s) { return s.CheckpointDone(e.job, now, epoch, "ckpt-" + std::to_string(epoch)); });
+        return All(now, "checkpoint",
+                   [&](Scheduler& s) { return s.CheckpointDone(e.job, now, epoch, "ckpt-" + std::to_string(epoch)); });
       }
       case Ev::Kind::kCancel:
         if (!j || IsFinal(j->state)) return;
@@ -337,8 +353,7 @@ class Driver {
       case Ev::Kind::kRelease:
         if (!j || j->state != JobState::kPending || !j->spec.held) return;
         return All(now, "release", [&](Scheduler& s) { return s.Release(e.job, now); });
-      case Ev::Kind::kNode:
-        return All(now, "node", [&](Scheduler& s) { return s.SetNodeState(e.node, e.state, now); });
+      case Ev::Kind::kNode: return All(now, "node", [&](Scheduler& s) { return s.SetNodeState(e.node, e.state, now); });
     }
   }
 
@@ -506,10 +521,13 @@ RandomStats RandomRun(const RandomOptions& o) {
   c.backfill = o.backfill;
   c.grow_after_idle = o.grow_after_idle;
   // Limits make the restored pending and running counters matter.
-  c.limits.default_user = {.max_running_gpus = static_cast<uint32_t>(Topology::Build(*spec)->gpu_count() / 2), .max_pending_jobs = 12};
+  c.limits.default_user = {.max_running_gpus = static_cast<uint32_t>(Topology::Build(*spec)->gpu_count() / 2),
+                           .max_pending_jobs = 12};
   Driver drv(*spec, c, o.seed);
   std::mt19937 rng(o.seed * 2654435761u);
-  auto uniform = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+  };
   auto chance = [&](double p) { return static_cast<double>(rng() % 10000) < p * 10000; };
   const Topology probe = Topology::Build(*spec).value();
   const uint32_t cluster = static_cast<uint32_t>(probe.gpu_count()), gpn = probe.max_gpus_per_node();
@@ -607,7 +625,8 @@ TEST_P(RandomRestore, RestoredCopiesDecideLikeTheOriginal) {
   }
   std::cout << fabric << ": " << total.passes << " passes, " << total.restores << " restores, " << total.exact_forks
             << " compared pass for pass over " << total.compared_passes << " passes (" << total.busy_forks
-            << " made while jobs ran and others waited, " << total.checkpointing_forks << " while a job checkpointed)\n";
+            << " made while jobs ran and others waited, " << total.checkpointing_forks
+            << " while a job checkpointed)\n";
   EXPECT_GE(total.restores, 10);
   EXPECT_GE(total.exact_forks, 2);
   EXPECT_GE(total.compared_passes, 100);
@@ -617,15 +636,17 @@ const char* const kFabrics[] = {"demo", "superpod:2:8", "mixed", "leafspine:16:4
 
 INSTANTIATE_TEST_SUITE_P(Fabrics, RandomRestore,
                          ::testing::Combine(::testing::ValuesIn(kFabrics),
-                                            ::testing::Values(BackfillMode::kNone, BackfillMode::kEasy, BackfillMode::kConservative)),
+                                            ::testing::Values(BackfillMode::kNone, BackfillMode::kEasy,
+                                                              BackfillMode::kConservative)),
                          [](const auto& info) {
-                           std::string n = std::string(std::get<0>(info.param)) + "_" +
-                                           (std::get<1>(info.param) == BackfillMode::kNone   ? "none"
-                                            : std::get<1>(info.param) == BackfillMode::kEasy ? "easy"
-                                                                                             : "conservative");
-                           for (char& ch : n) if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+  std::string n = std::string(std::get<0>(info.param)) + "_" +
+                  (std::get<1>(info.param) == BackfillMode::kNone   ? "none"
+                   : std::get<1>(info.param) == BackfillMode::kEasy ? "easy"
+                                                                    : "conservative");
+  for (char& ch : n)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+});
 
 // ---- 3. traffic and the idle clock ---------------------------------------------------------------
 
@@ -690,7 +711,8 @@ std::string Dump(const Scheduler& s) {
   for (const auto& [id, j] : s.jobs()) out << id << ": " << Persistent(j) << "\n";
   const Topology& t = s.topology();
   for (uint32_t g = 0; g < t.gpu_count(); ++g) out << t.owner(GpuId(g)) << (g + 1 == t.gpu_count() ? "\n" : " ");
-  for (uint32_t d = 0; d < t.domain_count(); ++d) out << t.free_gpus(DomainId(d)) << "/" << t.crossing_gbs(DomainId(d)) << " ";
+  for (uint32_t d = 0; d < t.domain_count(); ++d)
+    out << t.free_gpus(DomainId(d)) << "/" << t.crossing_gbs(DomainId(d)) << " ";
   return out.str();
 }
 
@@ -735,10 +757,12 @@ TEST(SchedulerRestore, BadRecordsFailNamingTheJobAndChangeNothing) {
   cases.push_back({"down node", Running(3, {8, 24}), "job 3", "GPU 24 (node3:0) is on node node3, which is down"});
   JobRecord pending_with_gpus = Pending(3, 2);
   pending_with_gpus.gpus = {GpuId(8), GpuId(9)};
-  cases.push_back({"pending with GPUs", pending_with_gpus, "job 3", "gpus: a pending job holds no GPUs, the record lists node1:0-1"});
+  cases.push_back({"pending with GPUs", pending_with_gpus, "job 3",
+                   "gpus: a pending job holds no GPUs, the record lists node1:0-1"});
   JobRecord running_without = Running(3, {});
   running_without.spec.shape.gpus = 2;
-  cases.push_back({"running without GPUs", running_without, "job 3", "gpus: a running job holds GPUs, the record lists none"});
+  cases.push_back(
+      {"running without GPUs", running_without, "job 3", "gpus: a running job holds GPUs, the record lists none"});
   JobRecord shrink = Running(3, {8, 9, 10, 11});
   shrink.state = JobState::kCheckpointing;
   shrink.after_checkpoint = JobRecord::After::kShrink;
@@ -847,8 +871,9 @@ TEST(SchedulerRestore, DanglingLinksAreDroppedWithANote) {
   for (const JobRecord& r : {victim, preemptor, dependent, shrinking}) ASSERT_TRUE(s->Restore(r, 1000));
   auto notes = s->FinishRestore(1000);
   ASSERT_TRUE(notes);
-  const std::vector<std::string> expected = {"job 1: preempted for unknown job 50: keeps running", "job 2: unknown victim 51 dropped",
-                                             "job 4: dependency on unknown job 52 lifted", "job 4: dependency on itself dropped"};
+  const std::vector<std::string> expected = {
+      "job 1: preempted for unknown job 50: keeps running", "job 2: unknown victim 51 dropped",
+      "job 4: dependency on unknown job 52 lifted", "job 4: dependency on itself dropped"};
   EXPECT_EQ(*notes, expected);
   EXPECT_EQ(s->job(1)->state, JobState::kCheckpointing);
   EXPECT_EQ(s->job(1)->preempted_for, kNoJob);
@@ -865,7 +890,8 @@ TEST(SchedulerRestore, DanglingLinksAreDroppedWithANote) {
   for (Time t : {1100, 1200}) {
     for (const Decision& d : s->Schedule(t)) log += FormatDecision(d, s->topology()) + "\n";
   }
-  EXPECT_NE(log.find("t=1100 resize job=3 gpus=node1:0-3 removed=node1:4-7 (shrunk for job 2)"), std::string::npos) << log;
+  EXPECT_NE(log.find("t=1100 resize job=3 gpus=node1:0-3 removed=node1:4-7 (shrunk for job 2)"), std::string::npos)
+      << log;
   EXPECT_EQ(log.find("preempt job=1"), std::string::npos) << log;
   EXPECT_EQ(s->job(1)->state, JobState::kRunning);
   EXPECT_EQ(s->CheckInvariants(), "");
@@ -884,7 +910,7 @@ TEST(SchedulerValidateSpec, EachBadFieldIsNamedAndSubmitAgrees) {
   struct Case {
     std::string name;
     JobSpec spec;
-    std::string message;  // a part of the message
+    std::string message;          // a part of the message
     bool submit_accepts = false;  // "can never fit" is ValidateSpec's alone
   };
   std::vector<Case> cases;
@@ -893,39 +919,100 @@ TEST(SchedulerValidateSpec, EachBadFieldIsNamedAndSubmitAgrees) {
     change(spec);
     cases.push_back({std::move(name), std::move(spec), std::move(message), submit_accepts});
   };
-  add("id 0", [](JobSpec& j) { j.id = 0; }, "id 0: job ids must be in 1..2^62-1");
-  add("id too big", [](JobSpec& j) { j.id = uint64_t{1} << 62; }, "id 4611686018427387904: job ids must be in 1..2^62-1");
-  add("duplicate", [](JobSpec& j) { j.id = 1; }, "id 1: duplicate job id");
-  add("class", [](JobSpec& j) { j.priority_class = "vip"; }, "priority_class: unknown class 'vip' (known: low, normal, high, urgent)");
-  add("nodes without gpn", [](JobSpec& j) { j.shape.nodes = 2; }, "shape: nodes=2 given without gpus_per_node");
-  add("nodes x gpn", [](JobSpec& j) { j.shape = {.gpus = 12, .nodes = 2, .gpus_per_node = 8}; }, "shape: gpus=12 != nodes=2 x gpus_per_node=8");
-  add("nodes x gpn overflow", [](JobSpec& j) { j.shape = {.gpus = 0, .nodes = 1u << 20, .gpus_per_node = 1u << 20}; }, "is too many GPUs");
-  add("node-shaped elastic", [](JobSpec& j) { j.shape = {.gpus = 0, .nodes = 2, .gpus_per_node = 8}; j.min_gpus = 8; },
-      "min_gpus=8: node-shaped jobs cannot be elastic");
-  add("no GPUs", [](JobSpec& j) { j.shape.gpus = 0; }, "shape: gpus=0: a job needs at least one GPU");
-  add("elastic min > max", [](JobSpec& j) { j.min_gpus = 5; }, "min_gpus: elastic min 5 > max 4");
-  add("step 0", [](JobSpec& j) { j.min_gpus = 2; j.step_kind = ElasticStep::kMultiple; }, "step: elastic step multiple of 0");
-  add("negative walltime", [](JobSpec& j) { j.walltime = -5; }, "walltime: negative (-5s)");
-  add("walltime too long", [](JobSpec& j) { j.walltime = 100000; }, "walltime 100000s exceeds the maximum 86400s");
-  add("negative restart cost", [](JobSpec& j) { j.restart_cost = -1; }, "restart_cost: negative (-1s)");
-  add("negative checkpoint interval", [](JobSpec& j) { j.checkpoint_interval = -60; }, "checkpoint_interval: negative (-60s)");
-  add("self dependency", [](JobSpec& j) { j.after_ok = {1, 9}; }, "after_ok: a job cannot depend on itself");
-  add("unknown dependency", [](JobSpec& j) { j.after_ok = {1, 77}; }, "after_ok: dependency on unknown job 77");
-  add("pending limit", [](JobSpec& j) { j.user = "bob"; }, "UserLimit: user bob has 1 pending jobs (max 1)");
-  add("too big", [](JobSpec& j) { j.shape.gpus = 40; }, "shape: can never fit this cluster", true);
-  add("too many nodes", [](JobSpec& j) { j.shape = {.gpus = 0, .nodes = 5, .gpus_per_node = 8}; }, "shape: can never fit this cluster", true);
-  add("level", [](JobSpec& j) { j.shape.gpus = 24; j.shape.level = Level::kLeaf; j.shape.fit = FitMode::kRequire; },
-      "shape: can never fit this cluster", true);
-  add("elastic minimum too big", [](JobSpec& j) { j.shape.gpus = 64; j.min_gpus = 40; },
-      "shape: can never fit this cluster: no size between min_gpus=40 and gpus=64 that it may run at is within the cluster's 32 GPUs",
-      true);
-  add("leaf-sized elastic minimum",
+  add(
+      "id 0", [](JobSpec& j) { j.id = 0; }, "id 0: job ids must be in 1..2^62-1");
+  add(
+      "id too big", [](JobSpec& j) { j.id = uint64_t{1} << 62; },
+      "id 4611686018427387904: job ids must be in 1..2^62-1");
+  add(
+      "duplicate", [](JobSpec& j) { j.id = 1; }, "id 1: duplicate job id");
+  add(
+      "class", [](JobSpec& j) { j.priority_class = "vip"; },
+      "priority_class: unknown class 'vip' (known: low, normal, high, urgent)");
+  add(
+      "nodes without gpn", [](JobSpec& j) { j.shape.nodes = 2; }, "shape: nodes=2 given without gpus_per_node");
+  add(
+      "nodes x gpn", [](JobSpec& j) { j.shape = {.gpus = 12, .nodes = 2, .gpus_per_node = 8}; },
+      "shape: gpus=12 != nodes=2 x gpus_per_node=8");
+  add(
+      "nodes x gpn overflow", [](JobSpec& j) { j.shape = {.gpus = 0, .nodes = 1u << 20, .gpus_per_node = 1u << 20}; },
+      "is too many GPUs");
+  add(
+      "node-shaped elastic",
       [](JobSpec& j) {
-        j.shape = {.gpus = 32, .level = Level::kLeaf, .fit = FitMode::kRequire};
-        j.min_gpus = 24;
+    j.shape = {.gpus = 0, .nodes = 2, .gpus_per_node = 8};
+    j.min_gpus = 8;
+      },
+      "min_gpus=8: node-shaped jobs cannot be elastic");
+  add(
+      "no GPUs", [](JobSpec& j) { j.shape.gpus = 0; }, "shape: gpus=0: a job needs at least one GPU");
+  add(
+      "elastic min > max", [](JobSpec& j) { j.min_gpus = 5; }, "min_gpus: elastic min 5 > max 4");
+  add(
+      "step 0",
+      [](JobSpec& j) {
+    j.min_gpus = 2;
+    j.step_kind = ElasticStep::kMultiple;
+      },
+      "step: elastic step multiple of 0");
+  add(
+      "negative walltime", [](JobSpec& j) { j.walltime = -5; }, "walltime: negative (-5s)");
+  add(
+      "walltime too long", [](JobSpec& j) { j.walltime = 100000; }, "walltime 100000s exceeds the maximum 86400s");
+  add(
+      "negative restart cost", [](JobSpec& j) { j.restart_cost = -1; }, "restart_cost: negative (-1s)");
+  add(
+      "negative checkpoint interval", [](JobSpec& j) { j.checkpoint_interval = -60; },
+      "checkpoint_interval: negative (-60s)");
+  add(
+      "self dependency",
+      [](JobSpec& j) {
+    j.after_ok = {1, 9};
+      },
+      "after_ok: a job cannot depend on itself");
+  add(
+      "unknown dependency",
+      [](JobSpec& j) {
+    j.after_ok = {1, 77};
+      },
+      "after_ok: dependency on unknown job 77");
+  add(
+      "pending limit", [](JobSpec& j) { j.user = "bob"; }, "UserLimit: user bob has 1 pending jobs (max 1)");
+  add(
+      "too big", [](JobSpec& j) { j.shape.gpus = 40; }, "shape: can never fit this cluster", true);
+  add(
+      "too many nodes", [](JobSpec& j) { j.shape = {.gpus = 0, .nodes = 5, .gpus_per_node = 8}; },
+      "shape: can never fit this cluster", true);
+  add(
+      "level",
+      [](JobSpec& j) {
+    j.shape.gpus = 24;
+    j.shape.level = Level::kLeaf;
+    j.shape.fit = FitMode::kRequire;
+      },
+      "shape: can never fit this cluster", true);
+  add(
+      "elastic minimum too big",
+      [](JobSpec& j) {
+    j.shape.gpus = 64;
+    j.min_gpus = 40;
+      },
+      "shape: can never fit this cluster: no size between min_gpus=40 and gpus=64 that it may run at is within the "
+      "cluster's 32 GPUs",
+      true);
+  add(
+      "leaf-sized elastic minimum",
+      [](JobSpec& j) {
+    j.shape = {.gpus = 32, .level = Level::kLeaf, .fit = FitMode::kRequire};
+    j.min_gpus = 24;
       },
       "shape: can never fit this cluster (at its smallest legal size, 24 GPUs)", true);
-  add("billions of GPUs", [](JobSpec& j) { j.shape.gpus = 4000000000u; j.min_gpus = 3000000000u; },  // answered without listing sizes
+  add(
+      "billions of GPUs",
+      [](JobSpec& j) {
+    j.shape.gpus = 4000000000u;
+    j.min_gpus = 3000000000u;
+      },  // answered without listing sizes
       "no size between min_gpus=3000000000 and gpus=4000000000", true);
 
   for (const Case& k : cases) {

@@ -11,16 +11,16 @@ namespace {
 constexpr const char* kFffd = "\xEF\xBF\xBD";
 
 TEST(PrometheusEscapeTest, LabelValues) {
-  EXPECT_EQ(EscapeLabelValue(R"(a\b"c)" "\nd"), R"(a\\b\"c\nd)");
+  EXPECT_EQ(EscapeLabelValue(R"(a\b"c)"
+                             "\nd"),
+            R"(a\\b\"c\nd)");
   EXPECT_EQ(EscapeLabelValue("tab\tand\rcr stay"), "tab\tand\rcr stay");
   EXPECT_EQ(EscapeLabelValue("{x=\"y\",z}"), R"({x=\"y\",z})");
   EXPECT_EQ(EscapeLabelValue("bad\xfe"), std::string("bad") + kFffd);
   EXPECT_EQ(EscapeLabelValue(""), "");
 }
 
-TEST(PrometheusEscapeTest, HelpKeepsQuotes) {
-  EXPECT_EQ(EscapeHelp("say \"hi\"\\n\nnext"), R"(say "hi"\\n\nnext)");
-}
+TEST(PrometheusEscapeTest, HelpKeepsQuotes) { EXPECT_EQ(EscapeHelp("say \"hi\"\\n\nnext"), R"(say "hi"\\n\nnext)"); }
 
 TEST(FormatValueTest, IntegersInFullOthersAsGo) {
   EXPECT_EQ(FormatValue(0), "0");

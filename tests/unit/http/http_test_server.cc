@@ -40,36 +40,29 @@ T* Check(Result<T*> r) {
 }
 
 void FillRegistry(MetricsRegistry& registry) {
-  Check(registry.AddCounter("phalanx_submissions_total", "Jobs submitted since start."))
-      ->WithLabels({})
-      .Inc(12);
-  auto* decisions = Check(registry.AddCounter("phalanx_decisions_total",
-                                              "Scheduling decisions by kind.", {"kind"}));
+  Check(registry.AddCounter("phalanx_submissions_total", "Jobs submitted since start."))->WithLabels({}).Inc(12);
+  auto* decisions = Check(registry.AddCounter("phalanx_decisions_total", "Scheduling decisions by kind.", {"kind"}));
   decisions->WithLabels({"start"}).Inc(9);
   decisions->WithLabels({"preempt"}).Inc(2);
   auto* jobs = Check(registry.AddGauge("phalanx_jobs", "Jobs by state.", {"state"}));
   auto* gpus = Check(registry.AddGauge("phalanx_gpus", "GPUs by state.", {"state"}));
-  auto* blocks = Check(registry.AddGauge(
-      "phalanx_free_block_gpus", "Largest free GPU block inside one domain, by level.",
-      {"level"}));
+  auto* blocks = Check(
+      registry.AddGauge("phalanx_free_block_gpus", "Largest free GPU block inside one domain, by level.", {"level"}));
   Check(registry.AddGauge("phalanx_fragmentation_fgd",
                           "Shape-aware fragmentation (\"FGD\"), 0..1;\nsee docs\\simulator.md."))
       ->WithLabels({})
       .Set(0.1875);
-  auto* odd = Check(registry.AddGauge("phalanx_test_label_escaping",
-                                      "Label values that need escaping.", {"value"}));
+  auto* odd = Check(registry.AddGauge("phalanx_test_label_escaping", "Label values that need escaping.", {"value"}));
   odd->WithLabels({"back\\slash"}).Set(1);
   odd->WithLabels({"double\"quote"}).Set(2);
   odd->WithLabels({"new\nline"}).Set(3);
   odd->WithLabels({"not utf-8: \xff\xfe"}).Set(4);
   odd->WithLabels({"utf-8: \xc3\xa9\xe2\x82\xac"}).Set(5);
   odd->WithLabels({""}).Set(-1.5e-9);
-  auto* pass = Check(registry.AddHistogram("phalanx_schedule_pass_seconds",
-                                           "Duration of one scheduling pass.", {},
+  auto* pass = Check(registry.AddHistogram("phalanx_schedule_pass_seconds", "Duration of one scheduling pass.", {},
                                            ExponentialBuckets(0.0001, 10, 5)));
   for (double v : {0.00005, 0.002, 0.002, 0.3, 12.0}) pass->WithLabels({}).Observe(v);
-  auto* wait = Check(registry.AddHistogram("phalanx_job_wait_seconds",
-                                           "Seconds from submission to start.", {"class"},
+  auto* wait = Check(registry.AddHistogram("phalanx_job_wait_seconds", "Seconds from submission to start.", {"class"},
                                            {1, 60, 600, 3600}));
   wait->WithLabels({"normal"}).Observe(30);
   wait->WithLabels({"high"}).Observe(0.5);
@@ -99,12 +92,8 @@ int Serve(const std::string& port_file) {
     deadline.cancel();
   };
   Router router;
-  Check(router.Get("/healthz", [](const Request&, const PathParams&) {
-    return TextResponse(200, "ok\n");
-  }));
-  Check(router.Get("/metrics", [&registry](const Request&, const PathParams&) {
-    return MetricsResponse(registry);
-  }));
+  Check(router.Get("/healthz", [](const Request&, const PathParams&) { return TextResponse(200, "ok\n"); }));
+  Check(router.Get("/metrics", [&registry](const Request&, const PathParams&) { return MetricsResponse(registry); }));
   Check(router.Get("/echo", [](const Request& r, const PathParams&) {
     std::string out = r.method + " " + r.path;
     for (const auto& [k, v] : r.query) out += " " + k + "=" + v;
@@ -128,8 +117,12 @@ int Serve(const std::string& port_file) {
   if (!started) Check(Status(std::unexpected(started.error())));
   server = std::move(*started);
 
-  signals.async_wait([&](boost::system::error_code ec, int) { if (!ec) stop(); });
-  deadline.async_wait([&](boost::system::error_code ec) { if (!ec) stop(); });
+  signals.async_wait([&](boost::system::error_code ec, int) {
+    if (!ec) stop();
+  });
+  deadline.async_wait([&](boost::system::error_code ec) {
+    if (!ec) stop();
+  });
   {
     std::string tmp = port_file + ".tmp";
     std::ofstream(tmp) << server->port() << "\n";

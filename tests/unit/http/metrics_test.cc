@@ -25,15 +25,12 @@ T* Must(Result<T*> result) {
 TEST(MetricsRegistryTest, RendersCountersGaugesHistogramsExactly) {
   MetricsRegistry registry;
   auto* submissions = Must(registry.AddCounter("phalanx_submissions_total", "Jobs submitted."));
-  auto* decisions =
-      Must(registry.AddCounter("phalanx_decisions", "Scheduling decisions by kind.", {"kind"}));
+  auto* decisions = Must(registry.AddCounter("phalanx_decisions", "Scheduling decisions by kind.", {"kind"}));
   auto* jobs = Must(registry.AddGauge("phalanx_jobs", "Jobs by state.", {"state"}));
   auto* fgd = Must(registry.AddGauge("phalanx_fragmentation_fgd", "Shape-aware fragmentation."));
-  auto* wait = Must(registry.AddHistogram("phalanx_job_wait_seconds",
-                                          "Seconds from submission to start.", {"class"},
-                                          {1, 60, 3600}));
-  auto* pass = Must(registry.AddHistogram("phalanx_schedule_pass_seconds",
-                                          "Duration of one scheduling pass.", {},
+  auto* wait = Must(
+      registry.AddHistogram("phalanx_job_wait_seconds", "Seconds from submission to start.", {"class"}, {1, 60, 3600}));
+  auto* pass = Must(registry.AddHistogram("phalanx_schedule_pass_seconds", "Duration of one scheduling pass.", {},
                                           {0.001, 0.01, 0.1}));
   ASSERT_TRUE(submissions && decisions && jobs && fgd && wait && pass);
 
@@ -46,7 +43,7 @@ TEST(MetricsRegistryTest, RendersCountersGaugesHistogramsExactly) {
   wait->WithLabels({"normal"}).Observe(0.5);
   wait->WithLabels({"normal"}).Observe(30);
   wait->WithLabels({"normal"}).Observe(7200);
-  wait->WithLabels({"high"}).Observe(1);  // le is inclusive
+  wait->WithLabels({"high"}).Observe(1);     // le is inclusive
   pass->WithLabels({}).Observe(0.00390625);  // 2^-8 and 2^-11: an exact sum
   pass->WithLabels({}).Observe(0.00048828125);
 
@@ -105,8 +102,10 @@ TEST(MetricsRegistryTest, UnlabeledFamiliesStartAtZeroLabeledOnesAreLeftOutUntil
 
 TEST(MetricsRegistryTest, EscapesLabelValuesAndHelp) {
   MetricsRegistry registry;
-  auto* g = Must(registry.AddGauge("phalanx_escape_test", "Help with \\ backslash,\n"
-                                   "newline and \"quotes\".", {"path", "user"}));
+  auto* g = Must(registry.AddGauge("phalanx_escape_test",
+                                   "Help with \\ backslash,\n"
+                                   "newline and \"quotes\".",
+                                   {"path", "user"}));
   ASSERT_TRUE(g);
   g->WithLabels({"C:\\dir\\\"q\"\nnext", "bad\xff utf8 é"}).Set(-2.5);
   g->WithLabels({"", "}{,="}).Set(std::numeric_limits<double>::infinity());
@@ -122,9 +121,7 @@ TEST(MetricsRegistryTest, EscapesLabelValuesAndHelp) {
 
 TEST(MetricsRegistryTest, NamesAreCheckedAndTheErrorNamesThem) {
   MetricsRegistry registry;
-  auto error = [](auto result) {
-    return result ? std::string("(accepted)") : result.error().ToString();
-  };
+  auto error = [](auto result) { return result ? std::string("(accepted)") : result.error().ToString(); };
   EXPECT_EQ(error(registry.AddGauge("phalanx-jobs", "h")),
             "phalanx-jobs: metric name must match [a-z_][a-z0-9_]* (snake_case)");
   EXPECT_EQ(error(registry.AddGauge("phalanx:jobs", "h")),
@@ -132,11 +129,9 @@ TEST(MetricsRegistryTest, NamesAreCheckedAndTheErrorNamesThem) {
             "recording rules)");
   EXPECT_EQ(error(registry.AddGauge("phalanxJobs", "h")),
             "phalanxJobs: metric name must match [a-z_][a-z0-9_]* (snake_case)");
-  EXPECT_EQ(error(registry.AddGauge("9lives", "h")),
-            "9lives: metric name must match [a-z_][a-z0-9_]* (snake_case)");
+  EXPECT_EQ(error(registry.AddGauge("9lives", "h")), "9lives: metric name must match [a-z_][a-z0-9_]* (snake_case)");
   EXPECT_EQ(error(registry.AddGauge("", "h")), "metric name is empty");
-  EXPECT_EQ(error(registry.AddGauge("__x", "h")),
-            "__x: metric name may not start with \"__\" (reserved)");
+  EXPECT_EQ(error(registry.AddGauge("__x", "h")), "__x: metric name may not start with \"__\" (reserved)");
   EXPECT_EQ(error(registry.AddGauge("x_total", "h")),
             "x_total: gauge name may not end in _total (counters and histograms add it)");
   EXPECT_EQ(error(registry.AddHistogram("x_count", "h", {}, {1})),
@@ -157,13 +152,10 @@ TEST(MetricsRegistryTest, NamesAreCheckedAndTheErrorNamesThem) {
             "h_seconds: bucket bound NaN is not finite");
 
   ASSERT_TRUE(registry.AddCounter("jobs_done", "h"));
-  EXPECT_EQ(error(registry.AddCounter("jobs_done_total", "h")),
-            "jobs_done: metric name is already registered");
-  EXPECT_EQ(error(registry.AddGauge("jobs_done", "h")),
-            "jobs_done: metric name is already registered");
+  EXPECT_EQ(error(registry.AddCounter("jobs_done_total", "h")), "jobs_done: metric name is already registered");
+  EXPECT_EQ(error(registry.AddGauge("jobs_done", "h")), "jobs_done: metric name is already registered");
   // A trailing +Inf bound is the implicit bucket: accepted and dropped.
-  auto* h = Must(registry.AddHistogram("h_seconds", "h", {},
-                                       {1, std::numeric_limits<double>::infinity()}));
+  auto* h = Must(registry.AddHistogram("h_seconds", "h", {}, {1, std::numeric_limits<double>::infinity()}));
   ASSERT_TRUE(h);
   EXPECT_NE(registry.Render().find("h_seconds_bucket{le=\"1\"} 0\n"
                                    "h_seconds_bucket{le=\"+Inf\"} 0\n"),
@@ -208,8 +200,7 @@ TEST(MetricsRegistryTest, FamiliesGetRemoveClearAndWrongArity) {
   EXPECT_EQ(total->WithLabels({}).Value(), 40);
   EXPECT_FALSE(total->Remove({}));  // the unlabeled child stays
   total->Clear();
-  EXPECT_EQ(registry.Render(),
-            "# HELP things_total h\n# TYPE things_total counter\nthings_total 0\n");
+  EXPECT_EQ(registry.Render(), "# HELP things_total h\n# TYPE things_total counter\nthings_total 0\n");
 }
 
 TEST(MetricsRegistryTest, CollectorsRunAtEveryRenderInOrder) {

@@ -17,9 +17,8 @@ TEST(JsonResponseTest, ProtoFieldNamesAndDefaultsPrinted) {
   Response r = JsonResponse(level);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.content_type, "application/json");
-  EXPECT_EQ(r.body,
-            R"({"level":"leaf","domains":4,"whole_free":1,"largest_free_block":8,)"
-            R"("domain_gpus":0})");
+  EXPECT_EQ(r.body, R"({"level":"leaf","domains":4,"whole_free":1,"largest_free_block":8,)"
+                    R"("domain_gpus":0})");
 }
 
 TEST(JsonResponseTest, SixtyFourBitIntegersAreStringsEnumsAreNames) {
@@ -35,11 +34,10 @@ TEST(JsonResponseTest, SixtyFourBitIntegersAreStringsEnumsAreNames) {
   gpu->set_index(3);
   Response r = JsonResponse(job, 201);
   EXPECT_EQ(r.status, 201);
-  for (const char* want : {R"("id":"42")", R"("state":"JOB_STATE_RUNNING")",
-                           R"("submit_time":"1700000000")", R"("busbw_gbs":370.5)",
-                           R"("gpus":16)", R"("topology":"TOPOLOGY_LEVEL_LEAF")",
-                           R"("gpus":[{"node":"dgx01","index":3}])", R"("held":false)",
-                           R"("reason":"")", R"("after_ok":[])"}) {
+  for (const char* want :
+       {R"("id":"42")", R"("state":"JOB_STATE_RUNNING")", R"("submit_time":"1700000000")", R"("busbw_gbs":370.5)",
+        R"("gpus":16)", R"("topology":"TOPOLOGY_LEVEL_LEAF")", R"("gpus":[{"node":"dgx01","index":3}])",
+        R"("held":false)", R"("reason":"")", R"("after_ok":[])"}) {
     EXPECT_NE(r.body.find(want), std::string::npos) << want << " not in " << r.body;
   }
   EXPECT_EQ(r.body.find("submitTime"), std::string::npos);

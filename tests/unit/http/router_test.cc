@@ -64,8 +64,9 @@ TEST_F(RouterTest, NotFound) {
   EXPECT_EQ(Body("GET", "/api/v1/jobs/"), "404 {\"error\":\"no such endpoint: /api/v1/jobs/\"}");
   EXPECT_EQ(Body("GET", "/api/v1/job"), "404 {\"error\":\"no such endpoint: /api/v1/job\"}");
   EXPECT_EQ(Body("GET", "/metrics/x"), "404 {\"error\":\"no such endpoint: /metrics/x\"}");
-  EXPECT_EQ(Body("GET", "/api/v1/nodes/a/gpus"), "404 {\"error\":\"no such endpoint: "
-                                                 "/api/v1/nodes/a/gpus\"}");
+  EXPECT_EQ(Body("GET", "/api/v1/nodes/a/gpus"),
+            "404 {\"error\":\"no such endpoint: "
+            "/api/v1/nodes/a/gpus\"}");
 }
 
 TEST_F(RouterTest, WrongMethodIs405WithAllow) {
@@ -81,8 +82,7 @@ TEST_F(RouterTest, WrongMethodIs405WithAllow) {
 }
 
 TEST_F(RouterTest, BadEscapeInParamIs400) {
-  EXPECT_EQ(Body("GET", "/api/v1/jobs/%zz"),
-            "400 {\"error\":\"bad path: bad percent-escape '%zz' in '%zz'\"}");
+  EXPECT_EQ(Body("GET", "/api/v1/jobs/%zz"), "400 {\"error\":\"bad path: bad percent-escape '%zz' in '%zz'\"}");
 }
 
 TEST(RouterAddTest, RejectsBadPatterns) {

@@ -17,8 +17,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
+#include <boost/asio/post.hpp>
 
 #include "service/http/responses.h"
 #include "service/http/router.h"
@@ -67,9 +67,7 @@ class ServerTest : public ::testing::Test {
 
   Router EchoRouter() {
     Router router;
-    EXPECT_TRUE(router.Get("/healthz", [](const Request&, const PathParams&) {
-      return TextResponse(200, "ok\n");
-    }));
+    EXPECT_TRUE(router.Get("/healthz", [](const Request&, const PathParams&) { return TextResponse(200, "ok\n"); }));
     EXPECT_TRUE(router.Add("GET", "/echo", [](const Request& r, const PathParams&) {
       std::string out = r.method + " " + r.path;
       for (const auto& [k, v] : r.query) out += " " + k + "=" + v;
@@ -77,15 +75,13 @@ class ServerTest : public ::testing::Test {
       return TextResponse(200, out);
     }));
     EXPECT_TRUE(router.Post("/echo", [](const Request& r, const PathParams&) {
-      return TextResponse(200, "got " + std::to_string(r.body.size()) + " bytes: " +
-                                   r.body.substr(0, 16));
+      return TextResponse(200, "got " + std::to_string(r.body.size()) + " bytes: " + r.body.substr(0, 16));
     }));
     EXPECT_TRUE(router.Get("/api/v1/jobs/{id}", [](const Request& r, const PathParams& p) {
       return TextResponse(200, "job " + p.at("id") + " from " + r.remote.substr(0, 10));
     }));
-    EXPECT_TRUE(router.Get("/throw", [](const Request&, const PathParams&) -> Response {
-      throw std::runtime_error("boom");
-    }));
+    EXPECT_TRUE(
+        router.Get("/throw", [](const Request&, const PathParams&) -> Response { throw std::runtime_error("boom"); }));
     return router;
   }
 
@@ -128,9 +124,10 @@ TEST_F(ServerTest, KeepAliveServesTwoRequestsOnOneConnection) {
 TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
   StartServer(EchoRouter().ToHandler());
   TestClient client = Connect();
-  ASSERT_TRUE(client.Write("GET /echo?n=1 HTTP/1.1\r\nHost: x\r\n\r\n"
-                           "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
-                           "GET /echo?n=3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(
+      client.Write("GET /echo?n=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                   "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+                   "GET /echo?n=3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
   auto a = client.Read();
   auto b = client.Read();
   auto c = client.Read();
@@ -187,7 +184,8 @@ TEST_F(ServerTest, ChunkedBodyOverTheLimitIs413) {
   std::string chunk(800, 'z');
   std::string request =
       "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-      "320\r\n" + chunk + "\r\n320\r\n" + chunk + "\r\n0\r\n\r\n";
+      "320\r\n" +
+      chunk + "\r\n320\r\n" + chunk + "\r\n0\r\n\r\n";
   ASSERT_TRUE(client.Write(request));
   auto r = client.Read();
   ASSERT_TRUE(r) << r.error().ToString();
@@ -197,15 +195,17 @@ TEST_F(ServerTest, ChunkedBodyOverTheLimitIs413) {
 TEST_F(ServerTest, ExpectContinueTooLargeIsRefusedBeforeTheBody) {
   StartServer(EchoRouter().ToHandler());
   TestClient client = Connect();
-  ASSERT_TRUE(client.Write("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n"
-                           "Expect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(
+      client.Write("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n"
+                   "Expect: 100-continue\r\n\r\n"));
   auto r = client.Read();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->result_int(), 413);
   // Within the limit the server says 100 Continue, then answers.
   TestClient ok = Connect();
-  ASSERT_TRUE(ok.Write("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
-                       "Expect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(
+      ok.Write("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+               "Expect: 100-continue\r\n\r\n"));
   r = ok.Read();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->result_int(), 100);
@@ -359,7 +359,7 @@ TEST_F(ServerTest, ExtraHeadersAndBadStatus) {
   StartServer([](const Request& r) {
     Response out = TextResponse(r.path == "/bad" ? 42 : 201, "made");
     out.headers = {{"Cache-Control", "no-store"},
-                   {"Content-Length", "999"},          // ignored: the server's
+                   {"Content-Length", "999"},            // ignored: the server's
                    {"X-Evil", "a\r\nSet-Cookie: x=y"}};  // ignored: would break framing
     return out;
   });
@@ -414,8 +414,7 @@ TEST(ServerStartTest, BindErrorNamesTheAddress) {
   auto second = Server::Start(io, "127.0.0.1", port, ok);
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().where, "127.0.0.1:" + std::to_string(port));
-  EXPECT_NE(second.error().message.find("HTTP bind: "), std::string::npos)
-      << second.error().message;
+  EXPECT_NE(second.error().message.find("HTTP bind: "), std::string::npos) << second.error().message;
 
   auto bad = Server::Start(io, "phalanx.example", 8080, ok);
   ASSERT_FALSE(bad);

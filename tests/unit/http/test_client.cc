@@ -25,8 +25,7 @@ void TestClient::Run() {
   io_->run();
 }
 
-Status TestClient::Connect(std::string_view host, uint16_t port,
-                           std::chrono::milliseconds timeout) {
+Status TestClient::Connect(std::string_view host, uint16_t port, std::chrono::milliseconds timeout) {
   error_code ec;
   auto address = boost::asio::ip::make_address(std::string(host), ec);
   if (ec) return Fail(std::string(host), ec.message());
@@ -79,9 +78,8 @@ Result<ClientResponse> TestClient::Read(bool head, std::chrono::milliseconds tim
   return parser.release();
 }
 
-Result<ClientResponse> TestClient::Fetch(
-    std::string_view method, std::string_view target, std::string_view body,
-    const std::vector<std::pair<std::string, std::string>>& headers) {
+Result<ClientResponse> TestClient::Fetch(std::string_view method, std::string_view target, std::string_view body,
+                                         const std::vector<std::pair<std::string, std::string>>& headers) {
   if (Status s = Send(method, target, body, headers); !s) return std::unexpected(s.error());
   return Read(method == "HEAD");
 }

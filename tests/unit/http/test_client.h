@@ -28,20 +28,17 @@ class TestClient {
  public:
   TestClient() : io_(std::make_unique<boost::asio::io_context>()), stream_(*io_) {}
   // Connects to host:port (an IP literal).
-  Status Connect(std::string_view host, uint16_t port,
-                 std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  Status Connect(std::string_view host, uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(5));
   // Writes raw bytes.
   Status Write(std::string_view bytes, std::chrono::milliseconds timeout = std::chrono::seconds(5));
   // Writes a request built from the arguments (Host and Content-Length added; HTTP/1.1).
   Status Send(std::string_view method, std::string_view target, std::string_view body = {},
               const std::vector<std::pair<std::string, std::string>>& headers = {});
   // Reads one response; `head`: it answers a HEAD request (no body follows).
-  Result<ClientResponse> Read(bool head = false,
-                              std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  Result<ClientResponse> Read(bool head = false, std::chrono::milliseconds timeout = std::chrono::seconds(5));
   // Send + Read.
-  Result<ClientResponse> Fetch(
-      std::string_view method, std::string_view target, std::string_view body = {},
-      const std::vector<std::pair<std::string, std::string>>& headers = {});
+  Result<ClientResponse> Fetch(std::string_view method, std::string_view target, std::string_view body = {},
+                               const std::vector<std::pair<std::string, std::string>>& headers = {});
   // Reads and drops until the server closes the connection. Ok when it closed (end of stream
   // or reset) within `timeout`; the error says what happened otherwise.
   Status WaitClosed(std::chrono::milliseconds timeout);

@@ -16,8 +16,7 @@ TEST(PercentDecodeTest, RejectsBadEscapesAndNul) {
   for (const char* bad : {"%", "%2", "a%zz", "%g0", "x%2"}) {
     auto r = PercentDecode(bad, true);
     ASSERT_FALSE(r) << bad;
-    EXPECT_NE(r.error().message.find(std::string("'") + bad + "'"), std::string::npos)
-        << r.error().message;
+    EXPECT_NE(r.error().message.find(std::string("'") + bad + "'"), std::string::npos) << r.error().message;
   }
   auto nul = PercentDecode("a%00b", false);
   ASSERT_FALSE(nul);
@@ -27,8 +26,7 @@ TEST(PercentDecodeTest, RejectsBadEscapesAndNul) {
 TEST(ParseQueryTest, KeysRepeatAndEmptyPiecesAreSkipped) {
   auto q = ParseQuery("state=pending&&state=running&user=al%69ce&flag&x=a%3Db&=v");
   ASSERT_TRUE(q) << q.error().ToString();
-  Query want{{"state", "pending"}, {"state", "running"}, {"user", "alice"},
-             {"flag", ""},         {"x", "a=b"},         {"", "v"}};
+  Query want{{"state", "pending"}, {"state", "running"}, {"user", "alice"}, {"flag", ""}, {"x", "a=b"}, {"", "v"}};
   EXPECT_EQ(*q, want);
   auto [first, last] = q->equal_range("state");
   ASSERT_EQ(std::distance(first, last), 2);

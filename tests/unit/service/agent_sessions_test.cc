@@ -22,13 +22,21 @@ class RecordingEvents final : public AgentSessions::Events {
     log.push_back("reconcile " + node + " " + std::to_string(running.size()));
     return kill;
   }
-  void AgentBack(const std::string& node, const std::string& why) override { log.push_back("back " + node + ": " + why); }
-  void AgentLost(const std::string& node, const std::string& why) override { log.push_back("lost " + node + ": " + why); }
-  void LaunchDelivered(const std::string& node, JobId job) override { log.push_back("delivered " + node + " " + std::to_string(job)); }
+  void AgentBack(const std::string& node, const std::string& why) override {
+    log.push_back("back " + node + ": " + why);
+  }
+  void AgentLost(const std::string& node, const std::string& why) override {
+    log.push_back("lost " + node + ": " + why);
+  }
+  void LaunchDelivered(const std::string& node, JobId job) override {
+    log.push_back("delivered " + node + " " + std::to_string(job));
+  }
   void Heartbeat(const std::string& node, const AgentHeartbeat& h) override {
     log.push_back("heartbeat " + node + " " + std::to_string(h.running.size()));
   }
-  void PartExited(const std::string& node, const PartExit& e) override { log.push_back("exit " + node + " " + std::to_string(e.part.job)); }
+  void PartExited(const std::string& node, const PartExit& e) override {
+    log.push_back("exit " + node + " " + std::to_string(e.part.job));
+  }
   void CheckpointReported(const std::string& node, const AgentCheckpoint& c) override {
     log.push_back("checkpoint " + node + " " + std::to_string(c.job));
   }
@@ -42,8 +50,8 @@ class RecordingEvents final : public AgentSessions::Events {
 struct FakeStream {
   FakeStream() {
     link = std::make_shared<AgentLink>(AgentLink::Ops{[this](const v1::DaemonCommand* m) {
-                                                        got.push_back(*m);
-                                                        link->OnWriteDone(true);
+      got.push_back(*m);
+      link->OnWriteDone(true);
                                                       },
                                                       [this](grpc::Status s) { finished = s; }},
                                        100);

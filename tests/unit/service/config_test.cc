@@ -48,27 +48,32 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
       {"scheduler:\n  policy: sjf\n", "d.yaml:2: scheduler.policy: unknown policy 'sjf'"},
       {"scheduler:\n  backfill: maybe\n", "d.yaml:2: scheduler.backfill: easy, conservative or none, not 'maybe'"},
       {"scheduler:\n  node_fit_tolerance: 2\n", "d.yaml:2: scheduler.node_fit_tolerance: must be in [0, 1], got '2'"},
-      {"scheduler:\n  placement: random\n", "d.yaml:2: scheduler.placement: topology, node-best-fit or first-fit, not 'random'"},
+      {"scheduler:\n  placement: random\n",
+       "d.yaml:2: scheduler.placement: topology, node-best-fit or first-fit, not 'random'"},
       {"store:\n  sync: sometimes\n", "d.yaml:2: store.sync: expected normal or full"},
       {"log_level: loud\n", "d.yaml:1: log_level: expected debug, info, warn or error"},
       {"agents:\n  master_port_max: 70000\n", "d.yaml:2: agents.master_port_max: expected a whole number in 0..65535"},
       {"admins: alice\n", "d.yaml:1: admins: expected a list of user names"},
       {"scheduler:\n  limits:\n    user_max_gpus: 3\n", "d.yaml:3: unknown key 'scheduler.limits.user_max_gpus'"},
       {"socket: [unclosed\n", "d.yaml:2: not valid YAML"},
-      {"agents:\n  listen: 0.0.0.0:7070\n", "agents.listen: an agent listener needs a token_file or TLS client certificates"},
+      {"agents:\n  listen: 0.0.0.0:7070\n",
+       "agents.listen: an agent listener needs a token_file or TLS client certificates"},
   };
   for (const Case& c : cases) {
     auto r = ParseDaemonConfig(c.text, "d.yaml");
     ASSERT_FALSE(r) << c.text;
-    EXPECT_NE(r.error().ToString().find(c.expect), std::string::npos) << r.error().ToString() << "\nwanted: " << c.expect;
+    EXPECT_NE(r.error().ToString().find(c.expect), std::string::npos)
+        << r.error().ToString() << "\nwanted: " << c.expect;
   }
 }
 
 TEST(DaemonConfig, FlagsOverrideTheFile) {
   testing::TempDir dir;
   const std::string path = dir.File("d.yaml");
-  std::ofstream(path) << "socket: /tmp/file.sock\nadmins: [alice]\nscheduler:\n  policy: slurm-like\n  reserve_depth: 7\n";
-  const char* argv[] = {"phalanxd", "--socket", "/tmp/flag.sock", "--config", path.c_str(), "--admin", "bob", "--force-topology"};
+  std::ofstream(path)
+      << "socket: /tmp/file.sock\nadmins: [alice]\nscheduler:\n  policy: slurm-like\n  reserve_depth: 7\n";
+  const char* argv[] = {"phalanxd", "--socket", "/tmp/flag.sock",  "--config", path.c_str(),
+                        "--admin",  "bob",      "--force-topology"};
   bool help = false;
   auto c = ConfigFromArgs(static_cast<int>(std::size(argv)), argv, &help);
   ASSERT_TRUE(c) << c.error().ToString();

@@ -92,15 +92,14 @@ TEST(DaemonAgents, MutualTlsAuthenticatesAgents) {
   if (std::system("command -v openssl >/dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl to make certificates";
   Harness h;
   const auto f = [&](const char* name) { return h.dir.File(name); };
-  {
-    std::ofstream(f("san.ext")) << "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
-  }
+  { std::ofstream(f("san.ext")) << "subjectAltName=DNS:localhost,IP:127.0.0.1\n"; }
   const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
   const std::string script =
-      "cd " + h.dir.File("") + " && " +
-      "openssl req -x509 " + ec + " -keyout ca.key -out ca.crt -days 1 -subj /CN=test-ca && " +
-      "openssl req " + ec + " -keyout server.key -out server.csr -subj /CN=localhost && " +
-      "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 1 -extfile san.ext && " +
+      "cd " + h.dir.File("") + " && " + "openssl req -x509 " + ec +
+      " -keyout ca.key -out ca.crt -days 1 -subj /CN=test-ca && " + "openssl req " + ec +
+      " -keyout server.key -out server.csr -subj /CN=localhost && " +
+      "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 1 -extfile "
+      "san.ext && " +
       "openssl req " + ec + " -keyout client.key -out client.csr -subj /CN=node0 && " +
       "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 1";
   ASSERT_EQ(std::system((script + " >/dev/null 2>&1").c_str()), 0) << script;
@@ -131,7 +130,8 @@ TEST(DaemonAgents, GangJobLaunchesOnePartPerNodeAndCompletes) {
   const uint64_t id = c.h.SubmitOk(spec);
   auto launches = c.Launches(id, 2);
   ASSERT_EQ(launches.size(), 2u);
-  std::sort(launches.begin(), launches.end(), [](const auto& a, const auto& b) { return a.second.node_rank() < b.second.node_rank(); });
+  std::sort(launches.begin(), launches.end(),
+            [](const auto& a, const auto& b) { return a.second.node_rank() < b.second.node_rank(); });
   const v1::LaunchCommand& first = launches[0].second;
   const std::string master = "10.0.0." + launches[0].first->node().substr(4);
   for (uint32_t r = 0; r < 2; ++r) {
@@ -152,7 +152,8 @@ TEST(DaemonAgents, GangJobLaunchesOnePartPerNodeAndCompletes) {
   }
   EXPECT_GE(first.master_port(), 29500u);
   EXPECT_LE(first.master_port(), 29999u);
-  EXPECT_EQ(first.nodelist(), "node[" + launches[0].first->node().substr(4) + "-" + launches[1].first->node().substr(4) + "]");
+  EXPECT_EQ(first.nodelist(),
+            "node[" + launches[0].first->node().substr(4) + "-" + launches[1].first->node().substr(4) + "]");
   v1::Job job = c.h.Get(id);
   EXPECT_EQ(job.state(), v1::JOB_STATE_RUNNING);
   EXPECT_EQ(job.gpus_size(), 16);
@@ -208,9 +209,9 @@ TEST(DaemonAgents, CheckpointPreemptionThroughTheAgents) {
   for (auto& [agent, l] : parts) {
     ASSERT_TRUE(WaitFor([&, a = agent] {
       return a->Count([&](const v1::DaemonCommand& cmd) {
-               return cmd.has_signal() && cmd.signal().job_id() == low_id && cmd.signal().checkpoint() &&
-                      cmd.signal().signal() == 12 && cmd.signal().deadline() > kT0;
-             }) == 1;
+        return cmd.has_signal() && cmd.signal().job_id() == low_id && cmd.signal().checkpoint() &&
+               cmd.signal().signal() == 12 && cmd.signal().deadline() > kT0;
+      }) == 1;
     })) << agent->node();
   }
   EXPECT_EQ(c.h.State(low_id), v1::JOB_STATE_CHECKPOINTING);
@@ -265,7 +266,8 @@ TEST(DaemonAgents, BrokenStreamTakesTheNodeDownAfterTheGraceAndRequeues) {
   bool relaunched = WaitFor([&] {
     for (auto& a : c.agents) {
       if (a.get() == agent) continue;
-      if (a->Count([&](const v1::DaemonCommand& cmd) { return cmd.has_launch() && cmd.launch().job_id() == id; }) > 0) return true;
+      if (a->Count([&](const v1::DaemonCommand& cmd) { return cmd.has_launch() && cmd.launch().job_id() == id; }) > 0)
+        return true;
     }
     return false;
   });
@@ -387,7 +389,8 @@ TEST(DaemonAgents, ResizeRestartsTheJobOnItsNewGpus) {
   lost->Disconnect();
   ASSERT_TRUE(kept->WaitKill(id)) << "the surviving part is stopped before the restart";
   ASSERT_TRUE(kept->Barrier()) << "whatever the daemon sends after the kill is here";
-  EXPECT_EQ(kept->Count([&](const v1::DaemonCommand& cmd) { return cmd.has_launch() && cmd.launch().job_id() == id; }), 1u)
+  EXPECT_EQ(kept->Count([&](const v1::DaemonCommand& cmd) { return cmd.has_launch() && cmd.launch().job_id() == id; }),
+            1u)
       << "no new launch while an old part runs";
   ASSERT_TRUE(kept->Exit(id, first_launch, -1));
   auto again = kept->WaitLaunch(id, 1);

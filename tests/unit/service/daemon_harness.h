@@ -7,15 +7,15 @@
 // fills its command list (mutex-protected).
 #pragma once
 
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -69,9 +69,7 @@ class Harness {
  public:
   explicit Harness(Time start = kT0) : clock(start) {
     SetLogLevel(LogLevel::kWarn);
-    {
-      std::ofstream(dir.File("token")) << kToken << "\n";
-    }
+    { std::ofstream(dir.File("token")) << kToken << "\n"; }
     config.socket_path = dir.File("run/phalanxd.sock");
     config.db_path = dir.File("state/phalanxd.db");
     config.topology = "gen:demo";
@@ -285,7 +283,9 @@ class FakeAgent {
     return out;
   }
   bool WaitKill(uint64_t job) {
-    return WaitFor([&] { return Count([&](const v1::DaemonCommand& c) { return c.has_kill() && c.kill().job_id() == job; }) > 0; });
+    return WaitFor([&] {
+      return Count([&](const v1::DaemonCommand& c) { return c.has_kill() && c.kill().job_id() == job; }) > 0;
+    });
   }
   // A barrier on this agent's stream, for "nothing changed" checks: a heartbeat listing a part
   // of kBarrierJob (a job the daemon never ran), which the daemon answers on this stream with a

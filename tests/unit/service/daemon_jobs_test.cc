@@ -1,12 +1,12 @@
 // phalanxd over its real Unix socket: submissions acknowledged once in the store file, reads,
 // cancel/hold/release, INVALID_ARGUMENT and NOT_FOUND messages, another user's permissions
 // (a forked client running as nobody), Watch, gRPC health checking.
+#include <grp.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-#include <grp.h>
-#include <sys/wait.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,8 +15,8 @@
 #include <set>
 
 #include "adapters/store/store.h"
-#include "service/controller.h"
 #include "daemon_harness.h"
+#include "service/controller.h"
 
 namespace phalanx::service::testing {
 namespace {
@@ -115,7 +115,8 @@ TEST(DaemonJobs, ConcurrentSubmissionsAreAllDurableWithDistinctIds) {
   std::set<uint64_t> all;
   for (const auto& v : ids) all.insert(v.begin(), v.end());
   ASSERT_EQ(all.size(), static_cast<size_t>(kThreads * kEach));
-  std::printf("%d submissions from %d clients in %.2f s (%.0f/s)\n", kThreads * kEach, kThreads, secs, kThreads * kEach / secs);
+  std::printf("%d submissions from %d clients in %.2f s (%.0f/s)\n", kThreads * kEach, kThreads, secs,
+              kThreads * kEach / secs);
   auto store = store::Store::Open(h.config.db_path);
   ASSERT_TRUE(store);
   auto state = (*store)->LoadAll();
@@ -292,7 +293,9 @@ TEST(DaemonJobs, WatchFiltersByUser) {
   }
   ASSERT_TRUE(h.Cancel(mine).ok());
   using Event = std::pair<std::string, uint64_t>;
-  const auto has = [](const std::vector<Event>& seen, const Event& e) { return std::find(seen.begin(), seen.end(), e) != seen.end(); };
+  const auto has = [](const std::vector<Event>& seen, const Event& e) {
+    return std::find(seen.begin(), seen.end(), e) != seen.end();
+  };
   ASSERT_TRUE(WaitFor([&] {
     return has(watches[""]->Seen(), {"cancel", mine}) && has(watches["root"]->Seen(), {"cancel", mine}) &&
            has(watches["nobody"]->Seen(), {"cancel", theirs});

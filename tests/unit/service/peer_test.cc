@@ -2,10 +2,10 @@
 // number identifies the caller (unix_listener.h): the peer is "fd:N"; while a call lives, its
 // connection's fd stays open even after the client went away, so a new connection cannot get N
 // and the registry's entry for N is still the caller's.
-#include <gtest/gtest.h>
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/server_posix.h>
-#include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -28,7 +28,8 @@ namespace {
 class EchoPeer final : public v1::Jobs::CallbackService {
  public:
   explicit EchoPeer(const PeerRegistry* peers) : peers_(peers) {}
-  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitResponse* resp) override {
+  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx, const v1::SubmitRequest* req,
+                                   v1::SubmitResponse* resp) override {
     auto* r = ctx->DefaultReactor();
     auto cred = peers_->Lookup(ctx->peer());
     resp->set_job_id(cred ? cred->uid + 1 : 0);

@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
   auto cluster = v1::Cluster::NewStub(channel);
   const uint64_t id = std::stoull(argv[2]);
   std::string out;
-  const auto note = [&](const char* name, const grpc::Status& st) { out += std::string(name) + "=" + std::to_string(st.error_code()) + " "; };
+  const auto note = [&](const char* name, const grpc::Status& st) {
+    out += std::string(name) + "=" + std::to_string(st.error_code()) + " ";
+  };
   {
     grpc::ClientContext ctx;
     v1::CancelRequest req;

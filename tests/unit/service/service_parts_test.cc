@@ -18,7 +18,8 @@ TEST(LaunchPlan, TorchrunFieldsPerNode) {
   // GPUs 4-7 of node1 and 0-3 of node2 (global indices: node k has 8k..8k+7).
   std::vector<GpuId> gpus;
   for (uint32_t g : {16u, 17u, 18u, 19u, 12u, 13u, 14u, 15u}) gpus.push_back(GpuId(g));
-  auto parts = PlanLaunch(42, gpus, topo, 9, [](const std::string& n) { return "addr-" + n; }, PortRange{30000, 30009});
+  auto parts = PlanLaunch(
+      42, gpus, topo, 9, [](const std::string& n) { return "addr-" + n; }, PortRange{30000, 30009});
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(parts[0].node, "node1");
   EXPECT_EQ(parts[0].gpu_indices, (std::vector<uint32_t>{4, 5, 6, 7}));
@@ -44,8 +45,8 @@ TEST(LaunchPlan, MasterPortIsTheJobIdModuloTheInclusiveRange) {
   EXPECT_EQ(MasterPort(49, ten), 30009u);  // the top of the range is used
   EXPECT_EQ(MasterPort(50, ten), 30000u);  // and then it wraps
   EXPECT_EQ(MasterPort(0, ten), 30000u);
-  EXPECT_EQ(MasterPort(42, PortRange{}), 29542u);  // default 29500-29999
-  EXPECT_EQ(MasterPort(1000, PortRange{}), 29500u);  // 1000 mod 500
+  EXPECT_EQ(MasterPort(42, PortRange{}), 29542u);             // default 29500-29999
+  EXPECT_EQ(MasterPort(1000, PortRange{}), 29500u);           // 1000 mod 500
   EXPECT_EQ(MasterPort(7, PortRange{30000, 30000}), 30000u);  // one port
   // The whole 32-bit range: max - min + 1 = 2^32 must not overflow to 0.
   EXPECT_EQ(MasterPort((JobId{1} << 32) + 5, PortRange{0, 0xFFFFFFFFu}), 5u);
@@ -73,7 +74,8 @@ TEST(ProtoConvert, InvalidFieldsAreNamedWithTheirValues) {
       {[](v1::JobSpec& s) { s.add_command(std::string("a\0b", 3)); }, "spec.command: argument 1 contains a NUL byte"},
       {[](v1::JobSpec& s) { s.set_working_dir("rel/dir"); }, "spec.working_dir: 'rel/dir' is not an absolute path"},
       {[](v1::JobSpec& s) { s.set_checkpoint_signal(99); }, "spec.checkpoint_signal: not a signal number (got 99)"},
-      {[](v1::JobSpec& s) { s.set_topology(static_cast<v1::TopologyLevel>(17)); }, "spec.topology: unknown topology level 17"},
+      {[](v1::JobSpec& s) { s.set_topology(static_cast<v1::TopologyLevel>(17)); },
+       "spec.topology: unknown topology level 17"},
       {[](v1::JobSpec& s) { s.add_after_ok(0); }, "spec.after_ok: job id 0 does not exist"},
   };
   for (const Case& c : cases) {
@@ -206,7 +208,8 @@ TEST(Identity, TokensCompareExactlyAndPeersParse) {
 TEST(OutStream, OneWriteInFlightAndFinishAfterIt) {
   std::vector<int> started;
   std::vector<grpc::StatusCode> finished;
-  OutStream<int> s({[&](const int* m) { started.push_back(*m); }, [&](grpc::Status st) { finished.push_back(st.error_code()); }}, 3);
+  OutStream<int> s(
+      {[&](const int* m) { started.push_back(*m); }, [&](grpc::Status st) { finished.push_back(st.error_code()); }}, 3);
   EXPECT_TRUE(s.Send(1));
   EXPECT_TRUE(s.Send(2));
   EXPECT_TRUE(s.Send(3));

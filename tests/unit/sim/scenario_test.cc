@@ -93,10 +93,11 @@ TEST_P(Golden, StatesItsPointInExpectLines) {
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, Golden, ::testing::ValuesIn(Scenarios()),
                          [](const ::testing::TestParamInfo<fs::path>& info) {
-                           std::string name = info.param.stem().string();
-                           std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
-                           return name;
-                         });
+  std::string name = info.param.stem().string();
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+  return name;
+});
 
 TEST(ScenarioErrors, NameFileAndLine) {
   auto r = RunScenario("topology gen:demo\nat 0 submit id=1 gpus=two\n", "x.scn");
@@ -116,20 +117,20 @@ TEST(ScenarioErrors, NameFileAndLine) {
 // runs on leaf0, job 2 (low, preemptible) on leaf1; urgent job 3 preempts job 2 through a
 // checkpoint and starts on leaf1; job 4 does not fit until job 1 ends; job 5's submit is refused.
 constexpr const char* kScript =
-    "topology gen:demo\n"                                        // 1
-    "policy phalanx\n"                                           // 2
+    "topology gen:demo\n"                                          // 1
+    "policy phalanx\n"                                             // 2
     "set checkpoint_grace=100 backfill=easy max_walltime=50000\n"  // 3
-    "at 0 submit id=1 gpus=16 time=10000 preemptible=no\n"       // 4
-    "at 0 submit id=2 gpus=16 time=10000 class=low\n"            // 5
-    "at 0 schedule\n"                                            // 6
-    "at 900 submit id=3 gpus=16 time=600 class=urgent\n"         // 7
-    "at 900 submit id=4 gpus=32 time=100\n"                      // 8
-    "at 900 schedule\n"                                          // 9
-    "at 950 checkpoint id=2 epoch=1\n"                           // 10
-    "at 950 schedule\n"                                          // 11
-    "at 950 submit id=5 gpus=8 time=99999\n"                     // 12
-    "at 1000 end id=1\n"                                         // 13
-    "at 1000 schedule\n";                                        // 14
+    "at 0 submit id=1 gpus=16 time=10000 preemptible=no\n"         // 4
+    "at 0 submit id=2 gpus=16 time=10000 class=low\n"              // 5
+    "at 0 schedule\n"                                              // 6
+    "at 900 submit id=3 gpus=16 time=600 class=urgent\n"           // 7
+    "at 900 submit id=4 gpus=32 time=100\n"                        // 8
+    "at 900 schedule\n"                                            // 9
+    "at 950 checkpoint id=2 epoch=1\n"                             // 10
+    "at 950 schedule\n"                                            // 11
+    "at 950 submit id=5 gpus=8 time=99999\n"                       // 12
+    "at 1000 end id=1\n"                                           // 13
+    "at 1000 schedule\n";                                          // 14
 
 // Runs kScript with `lines` inserted after line `after` (1-based; 14 = at the end).
 Result<std::string> RunWith(int after, const std::string& lines) {
@@ -182,10 +183,12 @@ TEST(ScenarioExpect, HoldingExpectationsPassAndPrintNothing) {
   // `at T expect`: the state right after the lines above.
   for (const auto& [after, lines] : std::vector<std::pair<int, std::string>>{
            {6, "at 0 expect running id=1 on=leaf0 gpus=16\nat 0 expect running id=2 on=leaf1\n"},
-           {9, "at 900 expect checkpointing id=2\nat 900 expect pending id=3 wait=Preempting\n"
-               "at 900 expect pending id=4 wait=Resources\n"},
-           {11, "at 950 expect pending id=2 wait=Priority\nat 950 expect running id=3 on=leaf1\n"
-                "at 950 expect pending id=4 start=10000\n"},
+           {9,
+            "at 900 expect checkpointing id=2\nat 900 expect pending id=3 wait=Preempting\n"
+            "at 900 expect pending id=4 wait=Resources\n"},
+           {11,
+            "at 950 expect pending id=2 wait=Priority\nat 950 expect running id=3 on=leaf1\n"
+            "at 950 expect pending id=4 start=10000\n"},
            {12, "at 950 expect refused\n"},
            {14, "at 1000 expect completed id=1\nat 1000 expect pending id=4 start=1550\n"},
        }) {
@@ -213,16 +216,17 @@ TEST(ScenarioExpect, FailingExpectationsNameLineExpectationAndWhatWasSeen) {
       {14, "expect preempt id=1", "no preempt decision for job 1"},
       {14, "expect resize id=2", "no resize decision for job 2"},
       {14, "expect kill id=1", "no kill decision for job 1"},
-      {14, "expect no-preempt id=2 at=950",
-       "t=950 preempt job=2 requeue (preempted for job 3 after checkpoint)"},
+      {14, "expect no-preempt id=2 at=950", "t=950 preempt job=2 requeue (preempted for job 3 after checkpoint)"},
       {14, "expect no-start id=3 before=1000", "t=950 start job=3 gpus=node2:0-7,node3:0-7 (busbw 360.0 GB/s)"},
       {14, "expect start id=1 times=2", "1 matching; t=0 start job=1 gpus=node0:0-7,node1:0-7 (busbw 360.0 GB/s)"},
       {14, "expect start id=9", "no job 9 (never submitted, or its submit was refused)"},
       {14, "expect no-start id=5", "no job 5 (never submitted, or its submit was refused)"},
       {6, "at 0 expect pending id=1", "job 1 running on node0:0-7,node1:0-7 (16 GPUs) (its state differs)"},
-      {6, "at 0 expect running id=2 on=leaf0", "job 2 running on node2:0-7,node3:0-7 (16 GPUs) (where it runs differs)"},
+      {6, "at 0 expect running id=2 on=leaf0",
+       "job 2 running on node2:0-7,node3:0-7 (16 GPUs) (where it runs differs)"},
       {6, "at 0 expect running id=2 gpus=8", "job 2 running on node2:0-7,node3:0-7 (16 GPUs) (its GPU count differs)"},
-      {9, "at 900 expect pending id=4 wait=TopologyBlock", "job 4 pending, wait Resources start=10000 (its wait reason differs)"},
+      {9, "at 900 expect pending id=4 wait=TopologyBlock",
+       "job 4 pending, wait Resources start=10000 (its wait reason differs)"},
       {11, "at 950 expect pending id=4 start=1000",
        "job 4 pending, wait Resources start=10000 (its predicted start differs)"},
       {11, "at 950 expect running id=7", "no job 7 (never submitted, or its submit was refused)"},
@@ -268,7 +272,8 @@ TEST(ScenarioExpect, BadLinesAreParseErrorsWithFileAndLine) {
       {14, "expect start id=1 times=0", "times= must be at least 1 (write no-start for none)"},
       {14, "expect start id=1 wait=Held", "'wait=' does not apply to 'start'"},
       {14, "expect start id=1 colour=red", "unknown field 'colour'"},
-      {6, "at 0 expect start id=1", "'start' is a decision, checked over the whole run: write 'expect start id=N at=T'"},
+      {6, "at 0 expect start id=1",
+       "'start' is a decision, checked over the whole run: write 'expect start id=N at=T'"},
       {6, "at 0 expect no-kill id=1", "'no-kill' is a decision"},
       {6, "at 0 expect asleep id=1", "unknown expectation 'at T expect asleep'"},
       {6, "at 0 expect running id=1 at=0", "'at=' does not apply to 'running'"},
@@ -276,7 +281,8 @@ TEST(ScenarioExpect, BadLinesAreParseErrorsWithFileAndLine) {
       {6, "at 0 expect pending id=1 wait=Sleepy", "wait=Sleepy: not a wait reason"},
       {6, "at 0 expect running id=1 start=5", "'start=' does not apply to 'running'"},
       {6, "at 0 expect refused id=1", "usage: at T expect refused (nothing after it)"},
-      {6, "at 5 expect running id=1", "the last event was at 0; the check sees the state those lines left, so write 'at 0 expect'"},
+      {6, "at 5 expect running id=1",
+       "the last event was at 0; the check sees the state those lines left, so write 'at 0 expect'"},
       {2, "at 0 expect running id=1", "'at T expect' needs an event before it"},
       {0, "expect start id=1", "'topology' must come before the first 'expect'"},
   };
@@ -324,7 +330,8 @@ class GoldenUpdate : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   void WriteScenario(const std::string& expect_line) {
-    std::ofstream(g_scn) << "topology gen:demo\nat 0 submit id=1 gpus=8 time=100\nat 0 schedule\n" << expect_line << "\n";
+    std::ofstream(g_scn) << "topology gen:demo\nat 0 submit id=1 gpus=8 time=100\nat 0 schedule\n"
+                         << expect_line << "\n";
   }
 
   fs::path dir_, expected_;

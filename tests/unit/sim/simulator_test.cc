@@ -28,7 +28,8 @@ Trace Golden4() {
   return *t;
 }
 
-SimResult SimRun(const Trace& trace, std::string_view policy, const SimOptions& options = {}, std::string_view topo = "demo") {
+SimResult SimRun(const Trace& trace, std::string_view policy, const SimOptions& options = {},
+                 std::string_view topo = "demo") {
   auto spec = GenerateByName(topo);
   EXPECT_TRUE(spec);
   auto config = PolicyPreset(policy);
@@ -139,7 +140,8 @@ TEST(SimGolden, ElasticWorkScalesWithGpus) {
 // walltime (100 s) grows with it, so it completes instead of being killed. Without the model
 // (c = 0) it ends at 100.
 TEST(SimRuntimeModel, ScatteredJobRunsLongerAndKeepsItsWalltime) {
-  auto t = ReadTraceCsv("job_id,submit_s,gpus,duration_s\na,0,7,1000\nb,0,7,1000\nc,0,7,1000\nd,0,7,1000\ne,0,4,100\n", "r.csv");
+  auto t = ReadTraceCsv("job_id,submit_s,gpus,duration_s\na,0,7,1000\nb,0,7,1000\nc,0,7,1000\nd,0,7,1000\ne,0,4,100\n",
+                        "r.csv");
   ASSERT_TRUE(t);
   for (const char* policy : {"phalanx", "slurm-like"}) {
     SimOptions off;
@@ -199,7 +201,8 @@ TEST(SimDeterminism, SameSeedSameBytes) {
       runs.push_back(std::move(run));
     }
     ReportInfo info{"mixed40.csv", "gen:demo", "seed", t->jobs.size(), 32};
-    return FormatJson(info, runs) + FormatCsv(runs) + FormatHtml(info, runs) + FormatTable(info, runs) + FormatJobsCsv(runs);
+    return FormatJson(info, runs) + FormatCsv(runs) + FormatHtml(info, runs) + FormatTable(info, runs) +
+           FormatJobsCsv(runs);
   };
   const std::string a = render(7), b = render(7), c = render(8);
   EXPECT_EQ(a, b);

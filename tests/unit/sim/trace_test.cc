@@ -82,8 +82,10 @@ TEST(Sacct, SkipsStepsAndJobsWithoutGpusOrRun) {
 }
 
 TEST(Sacct, ElapsedInsteadOfEndAndReqTres) {
-  auto t = ReadSacct("JobID|Submit|Start|Elapsed|ReqTRES|State\n5|2024-01-01T00:00:00|2024-01-01T00:00:10|1-00:00:30|gres/gpu=2|COMPLETED\n",
-                     "s.txt");
+  auto t = ReadSacct(
+      "JobID|Submit|Start|Elapsed|ReqTRES|State\n5|2024-01-01T00:00:00|2024-01-01T00:00:10|1-00:00:30|gres/"
+      "gpu=2|COMPLETED\n",
+      "s.txt");
   ASSERT_TRUE(t) << t.error().ToString();
   EXPECT_EQ(t->jobs[0].duration, 86430);
   EXPECT_EQ(t->jobs[0].gpus, 2u);
@@ -91,13 +93,15 @@ TEST(Sacct, ElapsedInsteadOfEndAndReqTres) {
 
 // Regression: D-HH with 0 days ("0-05") is 5 hours, as sbatch reads it, not 5 minutes.
 TEST(Sacct, DayHourDurationsAreHours) {
-  auto t = ReadSacct("JobID|Submit|Start|Elapsed|AllocTRES|Timelimit\n"
-                     "7|2024-01-01T00:00:00|2024-01-01T00:00:00|0-05|gres/gpu=1|0-06:30\n",
-                     "s.txt");
+  auto t = ReadSacct(
+      "JobID|Submit|Start|Elapsed|AllocTRES|Timelimit\n"
+      "7|2024-01-01T00:00:00|2024-01-01T00:00:00|0-05|gres/gpu=1|0-06:30\n",
+      "s.txt");
   ASSERT_TRUE(t) << t.error().ToString();
   EXPECT_EQ(t->jobs[0].duration, 5 * 3600);
   EXPECT_EQ(t->jobs[0].timelimit, 6 * 3600 + 30 * 60);
-  auto bad = ReadSacct("JobID|Submit|Start|Elapsed|AllocTRES\n7|2024-01-01T00:00:00|2024-01-01T00:00:00|1-24|gres/gpu=1\n", "b.txt");
+  auto bad = ReadSacct(
+      "JobID|Submit|Start|Elapsed|AllocTRES\n7|2024-01-01T00:00:00|2024-01-01T00:00:00|1-24|gres/gpu=1\n", "b.txt");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().ToString(),
             "b.txt:2: Elapsed: '1-24' is not a Slurm duration (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
@@ -113,7 +117,9 @@ TEST(Sacct, ErrorsNameFileAndLine) {
   auto f = ReadSacct("JobID|Submit|Start|End|AllocTRES\n1|2024-01-01T00:00:00|x\n", "f.txt");
   ASSERT_FALSE(f);
   EXPECT_EQ(f.error().ToString(), "f.txt:2: 3 fields, the header has 5");
-  auto g = ReadSacct("JobID|Submit|Start|End|AllocTRES\n1|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T00:00:09|gres/gpu=x\n", "g.txt");
+  auto g = ReadSacct(
+      "JobID|Submit|Start|End|AllocTRES\n1|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T00:00:09|gres/gpu=x\n",
+      "g.txt");
   ASSERT_FALSE(g);
   EXPECT_EQ(g.error().ToString(), "g.txt:2: AllocTRES: 'gres/gpu=x': GPU count is not a whole number");
 }

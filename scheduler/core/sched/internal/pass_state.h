@@ -51,7 +51,9 @@ struct ShapeKey {
   uint32_t gpus_per_node;
   bool operator==(const ShapeKey&) const = default;
 
-  static ShapeKey Of(const PlacementRequest& r) { return {r.level, r.fit, r.exclusive, r.rail_aligned, r.gpus_per_node}; }
+  static ShapeKey Of(const PlacementRequest& r) {
+    return {r.level, r.fit, r.exclusive, r.rail_aligned, r.gpus_per_node};
+  }
 };
 
 struct PassState {

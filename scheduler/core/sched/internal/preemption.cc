@@ -172,7 +172,8 @@ void ReserveClaim(SchedulerState& s, PassState& pass, JobRecord& j) {
   for (JobId v : j.victims) {
     const JobRecord& vj = s.jobs.at(v);
     if (vj.after_checkpoint == JobRecord::After::kShrink) {
-      std::set_difference(vj.gpus.begin(), vj.gpus.end(), vj.shrink_to.begin(), vj.shrink_to.end(), std::back_inserter(gpus));
+      std::set_difference(vj.gpus.begin(), vj.gpus.end(), vj.shrink_to.begin(), vj.shrink_to.end(),
+                          std::back_inserter(gpus));
     } else {
       gpus.insert(gpus.end(), vj.gpus.begin(), vj.gpus.end());
     }
@@ -197,7 +198,8 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
     std::vector<JobId> ids;
     for (JobId vid : s.active) {
       const JobRecord& v = s.jobs.at(vid);
-      if (v.state == JobState::kRunning && v.preempted_for == kNoJob && s.policies.preemption->MayPreempt(cls, v)) ids.push_back(vid);
+      if (v.state == JobState::kRunning && v.preempted_for == kNoJob && s.policies.preemption->MayPreempt(cls, v))
+        ids.push_back(vid);
     }
     it = pass.victims_by_class.emplace(job.class_rank, std::move(ids)).first;
   }

@@ -134,8 +134,9 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     // if it is free at t; else a block that avoids those promised to jobs not re-planned yet;
     // else any block.
     std::optional<Placement> p;
-    if (auto own = pass.promised.find(job.spec.id); own != pass.promised.end() && !request.exclusive && own->second.size() == n &&
-                                                    std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) { return topo.is_free(g); })) {
+    if (auto own = pass.promised.find(job.spec.id);
+        own != pass.promised.end() && !request.exclusive && own->second.size() == n &&
+        std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) { return topo.is_free(g); })) {
       p = Placement{own->second, {}, s.placer->model().Predict(own->second)};
     }
     if (!p) {

@@ -34,7 +34,8 @@ std::optional<Placement> SchedulerState::PlaceNow(const PlacementRequest& reques
 
 Time SchedulerState::ReleaseTime(const JobRecord& r) const {
   Time t = policies.runtime->End(r);
-  if (r.state == JobState::kCheckpointing && r.after_checkpoint == JobRecord::After::kPreempt) t = std::min(t, r.checkpoint_deadline);
+  if (r.state == JobState::kCheckpointing && r.after_checkpoint == JobRecord::After::kPreempt)
+    t = std::min(t, r.checkpoint_deadline);
   return std::max(t, now);
 }
 

@@ -45,8 +45,12 @@ struct SchedulerState {
 
   // ---- sizes and placement ----------------------------------------------------------------
   // The job's sizes (elastic_sizes.h) on this cluster under this config.
-  std::vector<uint32_t> LegalSizes(const JobRecord& job) const { return phalanx::LegalSizes(job.spec, config.elastic, topo->gpu_count()); }
-  uint32_t MinLegalSize(const JobRecord& job) const { return phalanx::MinLegalSize(job.spec, config.elastic, topo->gpu_count()); }
+  std::vector<uint32_t> LegalSizes(const JobRecord& job) const {
+    return phalanx::LegalSizes(job.spec, config.elastic, topo->gpu_count());
+  }
+  uint32_t MinLegalSize(const JobRecord& job) const {
+    return phalanx::MinLegalSize(job.spec, config.elastic, topo->gpu_count());
+  }
   uint32_t LegalSizeAtMost(const JobRecord& job, size_t gpus) const {
     return phalanx::LegalSizeAtMost(job.spec, config.elastic, topo->gpu_count(), gpus);
   }
@@ -97,13 +101,13 @@ struct SchedulerState {
   LimitTracker limits;
   Policies policies;  // made from config, classes and fairshare (declared before it)
 
-  std::map<JobId, JobRecord> jobs;      // every job ever known (never erased: records stay put)
-  PendingJobs pending;                  // pending jobs (incl. held), with their records
-  std::set<JobId> active;               // running or checkpointing
-  std::vector<JobId> queue;             // pending jobs in the order of the last pass
+  std::map<JobId, JobRecord> jobs;        // every job ever known (never erased: records stay put)
+  PendingJobs pending;                    // pending jobs (incl. held), with their records
+  std::set<JobId> active;                 // running or checkpointing
+  std::vector<JobId> queue;               // pending jobs in the order of the last pass
   std::vector<Reservation> reservations;  // made by the last pass; the next keeps their blocks
-  std::vector<Decision> outbox;         // decisions made by events, emitted by the next pass
-  std::map<JobId, Time> charged_until;  // active jobs: usage charged to fairshare up to then
+  std::vector<Decision> outbox;           // decisions made by events, emitted by the next pass
+  std::map<JobId, Time> charged_until;    // active jobs: usage charged to fairshare up to then
   Time now = 0;
   Time next_timer = 0;   // no active job has a timer before this (FireTimers skips until then)
   Time last_charge = 0;  // last time running jobs' usage was charged (ChargeUsage)

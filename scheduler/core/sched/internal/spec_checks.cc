@@ -15,8 +15,10 @@ PlacementRequest NormalisedShape(PlacementRequest shape) {
 }
 
 Status CheckNewId(const SchedulerState& s, JobId id) {
-  if (id == kNoJob || id >= (uint64_t{1} << 62)) return Fail(JobWhere(id), "id " + std::to_string(id) + ": job ids must be in 1..2^62-1");
-  if (s.jobs.contains(id)) return Fail(ErrorCode::kAlreadyExists, JobWhere(id), "id " + std::to_string(id) + ": duplicate job id");
+  if (id == kNoJob || id >= (uint64_t{1} << 62))
+    return Fail(JobWhere(id), "id " + std::to_string(id) + ": job ids must be in 1..2^62-1");
+  if (s.jobs.contains(id))
+    return Fail(ErrorCode::kAlreadyExists, JobWhere(id), "id " + std::to_string(id) + ": duplicate job id");
   return {};
 }
 
@@ -33,14 +35,16 @@ Result<PriorityClassId> CheckShape(const SchedulerState& s, const JobSpec& spec)
     if (shape.gpus != 0 && shape.gpus != total) {
       return Fail(where, "shape: gpus=" + std::to_string(shape.gpus) + " != nodes=" + n + " x gpus_per_node=" + gpn);
     }
-    if (spec.min_gpus != 0) return Fail(where, "min_gpus=" + std::to_string(spec.min_gpus) + ": node-shaped jobs cannot be elastic");
+    if (spec.min_gpus != 0)
+      return Fail(where, "min_gpus=" + std::to_string(spec.min_gpus) + ": node-shaped jobs cannot be elastic");
   }
   const uint32_t gpus = NormalisedShape(shape).gpus;
   if (gpus == 0) return Fail(where, "shape: gpus=0: a job needs at least one GPU");
   if (spec.min_gpus > gpus) {
     return Fail(where, "min_gpus: elastic min " + std::to_string(spec.min_gpus) + " > max " + std::to_string(gpus));
   }
-  if (spec.step_kind == ElasticStep::kMultiple && spec.step == 0) return Fail(where, "step: elastic step multiple of 0");
+  if (spec.step_kind == ElasticStep::kMultiple && spec.step == 0)
+    return Fail(where, "step: elastic step multiple of 0");
   if (spec.walltime < 0) return Fail(where, "walltime: negative (" + std::to_string(spec.walltime) + "s)");
   if (spec.restart_cost < 0) return Fail(where, "restart_cost: negative (" + std::to_string(spec.restart_cost) + "s)");
   if (spec.checkpoint_interval < 0) {
@@ -60,13 +64,16 @@ Result<PriorityClassId> CheckSubmit(const SchedulerState& s, const JobSpec& spec
   auto cls = CheckShape(s, spec);
   PHX_RETURN_IF_ERROR(cls);
   if (spec.walltime > s.config.max_walltime) {
-    return Fail(where, "walltime " + std::to_string(spec.walltime) + "s exceeds the maximum " + std::to_string(s.config.max_walltime) + "s");
+    return Fail(where, "walltime " + std::to_string(spec.walltime) + "s exceeds the maximum " +
+                           std::to_string(s.config.max_walltime) + "s");
   }
   for (JobId dep : spec.after_ok) {
     if (dep == spec.id) return Fail(where, "after_ok: a job cannot depend on itself");
-    if (!s.jobs.contains(dep)) return Fail(ErrorCode::kNotFound, where, "after_ok: dependency on unknown job " + std::to_string(dep));
+    if (!s.jobs.contains(dep))
+      return Fail(ErrorCode::kNotFound, where, "after_ok: dependency on unknown job " + std::to_string(dep));
   }
-  if (auto hit = s.limits.CheckSubmit(spec.user, spec.account)) return Fail(ErrorCode::kResourceExhausted, where, hit->ToString());
+  if (auto hit = s.limits.CheckSubmit(spec.user, spec.account))
+    return Fail(ErrorCode::kResourceExhausted, where, hit->ToString());
   return cls;
 }
 

@@ -16,7 +16,8 @@ void StartBlocks::Set(const std::vector<Reservation>& reservations, Time end, Jo
     Clear();
     order_.resize(reservations.size());
     for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
-    std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) { return reservations[a].start < reservations[b].start; });
+    std::stable_sort(order_.begin(), order_.end(),
+                     [&](size_t a, size_t b) { return reservations[a].start < reservations[b].start; });
     order_dirty_ = false;
   }
   if (own) {
@@ -29,7 +30,8 @@ void StartBlocks::Set(const std::vector<Reservation>& reservations, Time end, Jo
     return;
   }
   const size_t want = static_cast<size_t>(
-      std::partition_point(order_.begin(), order_.end(), [&](size_t i) { return reservations[i].start < end; }) - order_.begin());
+      std::partition_point(order_.begin(), order_.end(), [&](size_t i) { return reservations[i].start < end; }) -
+      order_.begin());
   while (applied_ > want) {
     what_if_.PopBlock();
     --applied_;

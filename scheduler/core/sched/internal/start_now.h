@@ -23,6 +23,7 @@ std::optional<Placement> TryStartNow(SchedulerState& s, PassState& pass, const J
 
 // Starts the pending `job` on `placement` now: its GPUs, counters and timers; its preemption
 // claim stops being a reservation. A Start decision into `out`.
-void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placement& placement, std::vector<Decision>& out);
+void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placement& placement,
+              std::vector<Decision>& out);
 
 }  // namespace phalanx

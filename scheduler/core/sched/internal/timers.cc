@@ -20,7 +20,8 @@ Time NextTimer(const SchedulerConfig& config, const JobRecord& job) {
   Time t = job.expected_end();
   if (job.state == JobState::kCheckpointing) t = std::min(t, job.checkpoint_deadline);
   const Duration interval = CheckpointInterval(config, job);
-  if (job.state == JobState::kRunning && interval > 0) t = std::min(t, std::max(job.last_checkpoint, job.last_checkpoint_request) + interval);
+  if (job.state == JobState::kRunning && interval > 0)
+    t = std::min(t, std::max(job.last_checkpoint, job.last_checkpoint_request) + interval);
   return t;
 }
 
@@ -32,7 +33,8 @@ void ChargeUsage(SchedulerState& s, Time now) {
     const JobRecord& j = s.jobs.at(id);
     Time& since = s.charged_until[id];
     if (now > since) {
-      (void)s.fairshare.Charge(j.spec.user, j.spec.account, static_cast<double>(now - since) * static_cast<double>(j.gpus.size()), now);
+      (void)s.fairshare.Charge(j.spec.user, j.spec.account,
+                               static_cast<double>(now - since) * static_cast<double>(j.gpus.size()), now);
       since = now;
     }
   }
@@ -73,7 +75,8 @@ void FireTimers(SchedulerState& s, Time now, std::vector<Decision>& out) {
       continue;
     }
     const Duration interval = CheckpointInterval(s.config, job);
-    if (job.state == JobState::kRunning && interval > 0 && now - std::max(job.last_checkpoint, job.last_checkpoint_request) >= interval) {
+    if (job.state == JobState::kRunning && interval > 0 &&
+        now - std::max(job.last_checkpoint, job.last_checkpoint_request) >= interval) {
       job.last_checkpoint_request = now;
       Decision d;
       d.kind = DecisionKind::kCheckpoint;

@@ -20,6 +20,8 @@ class EasyBackfill final : public BackfillPolicy {
 
 }  // namespace
 
-std::unique_ptr<BackfillPolicy> MakeEasyBackfill(const PolicyInputs& in) { return std::make_unique<EasyBackfill>(in.config); }
+std::unique_ptr<BackfillPolicy> MakeEasyBackfill(const PolicyInputs& in) {
+  return std::make_unique<EasyBackfill>(in.config);
+}
 
 }  // namespace phalanx

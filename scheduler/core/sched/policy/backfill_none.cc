@@ -20,6 +20,8 @@ class NoBackfill final : public BackfillPolicy {
 
 }  // namespace
 
-std::unique_ptr<BackfillPolicy> MakeNoBackfill(const PolicyInputs& in) { return std::make_unique<NoBackfill>(in.config); }
+std::unique_ptr<BackfillPolicy> MakeNoBackfill(const PolicyInputs& in) {
+  return std::make_unique<NoBackfill>(in.config);
+}
 
 }  // namespace phalanx

@@ -39,6 +39,8 @@ class MultifactorQueue final : public QueuePolicy {
 
 }  // namespace
 
-std::unique_ptr<QueuePolicy> MakeMultifactorQueue(const PolicyInputs& in) { return std::make_unique<MultifactorQueue>(in); }
+std::unique_ptr<QueuePolicy> MakeMultifactorQueue(const PolicyInputs& in) {
+  return std::make_unique<MultifactorQueue>(in);
+}
 
 }  // namespace phalanx

@@ -13,6 +13,8 @@ class WalltimeEstimator final : public RuntimeEstimator {
 
 }  // namespace
 
-std::unique_ptr<RuntimeEstimator> MakeWalltimeEstimator(const PolicyInputs&) { return std::make_unique<WalltimeEstimator>(); }
+std::unique_ptr<RuntimeEstimator> MakeWalltimeEstimator(const PolicyInputs&) {
+  return std::make_unique<WalltimeEstimator>();
+}
 
 }  // namespace phalanx
