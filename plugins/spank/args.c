@@ -142,14 +142,14 @@ void phx_args_summary(const struct phx_topology* default_topology, char* buf, si
     if (n < len) n += (size_t)snprintf(buf + n, len - n, __VA_ARGS__); \
   } while (0)
   if (t->level == PHX_LEVEL_UNSET && default_topology != NULL) t = default_topology;
-  if (t->level != PHX_LEVEL_UNSET) PHX_APPEND("topology=%s%s ", phx_level_name(t->level), t->prefer ? ":prefer" : "");
-  if (phx_args.elastic_set) PHX_APPEND("elastic=%u:%u ", phx_args.elastic.min_gpus, phx_args.elastic.max_gpus);
+  if (t->level != PHX_LEVEL_UNSET) PHX_APPEND("topology=%s%s,", phx_level_name(t->level), t->prefer ? ":prefer" : "");
+  if (phx_args.elastic_set) PHX_APPEND("elastic=%u:%u,", phx_args.elastic.min_gpus, phx_args.elastic.max_gpus);
   if (phx_args.checkpoint_set)
-    PHX_APPEND("checkpoint=%d@%lld ", phx_args.checkpoint.signal, phx_args.checkpoint.warning_s);
-  if (phx_args.preemptible != -1) PHX_APPEND("preemptible=%d ", phx_args.preemptible);
-  if (phx_args.class_name[0] != '\0') PHX_APPEND("class=%s ", phx_args.class_name);
+    PHX_APPEND("checkpoint=%d@%lld,", phx_args.checkpoint.signal, phx_args.checkpoint.warning_s);
+  if (phx_args.preemptible != -1) PHX_APPEND("preemptible=%d,", phx_args.preemptible);
+  if (phx_args.class_name[0] != '\0') PHX_APPEND("class=%s,", phx_args.class_name);
 #undef PHX_APPEND
-  if (n > 0 && n <= len) buf[n - 1] = '\0'; /* the last blank */
+  if (n > 0 && n <= len) buf[n - 1] = '\0'; /* the last comma */
 }
 
 int phx_args_forward(spank_t sp, const struct phx_config* config) {

@@ -30,7 +30,7 @@ int phx_args_check_environment(spank_t sp);
 const struct phx_args* phx_args_get(void);
 /* 1 when any --phx-* option (or fallback) was given: the job is Phalanx's to place. */
 int phx_args_managed(void);
-/* "topology=leaf:prefer elastic=8:64 checkpoint=10@120 preemptible=1 class=low" (given fields
+/* "topology=leaf:prefer,elastic=8:64,checkpoint=10@120,preemptible=1,class=low" (given fields
  * only; `default_topology` stands in for an absent --phx-topology when it is set). */
 void phx_args_summary(const struct phx_topology* default_topology, char* buf, size_t len);
 /* sbatch/salloc/srun: a managed job's hints go to slurmctld in the job's control environment

@@ -35,6 +35,13 @@ int slurm_spank_user_init(spank_t sp, int ac, char** av) {
   }
 }
 
+int slurm_spank_task_init(spank_t sp, int ac, char** av) {
+  switch (spank_context()) {
+    case S_CTX_REMOTE: return phx_slurmstepd_task_init(sp, ac, av);
+    default: return 0;
+  }
+}
+
 int slurm_spank_exit(spank_t sp, int ac, char** av) {
   switch (spank_context()) {
     case S_CTX_LOCAL: return phx_srun_exit(sp, ac, av);

@@ -38,28 +38,26 @@ static int set_env(spank_t sp, const char* name, const char* value) {
   return 0;
 }
 
-/* SLURM_RESTART_COUNT as Slurm counts requeues; 0 when absent. */
+/* How often Slurm requeued the job: SLURM_RESTART_COUNT in the task's environment (set from the
+ * first restart on) or the S_SLURM_RESTART_COUNT item, the larger one. Both read 0 in user_init
+ * of a restarted batch step (22.05: slurmstepd fills them in later), hence task_init. */
 static uint32_t restart_count(spank_t sp) {
-  uint32_t n = 0;
+  uint32_t item = 0, env = 0;
   char buf[32];
-  if (spank_get_item(sp, S_SLURM_RESTART_COUNT, &n) == ESPANK_SUCCESS) return n;
   if (spank_getenv(sp, "SLURM_RESTART_COUNT", buf, sizeof(buf)) == ESPANK_SUCCESS)
-    return (uint32_t)strtoul(buf, NULL, 10);
-  return 0;
+    env = (uint32_t)strtoul(buf, NULL, 10);
+  if (spank_get_item(sp, S_SLURM_RESTART_COUNT, &item) != ESPANK_SUCCESS) item = 0;
+  return env > item ? env : item;
 }
 
 static int export_env(spank_t sp) {
   const struct phx_args* a = phx_args_get();
   const struct phx_topology* t = a->topology.level != PHX_LEVEL_UNSET ? &a->topology : &context.config.default_topology;
   char buf[PHX_PATH_MAX + 64];
-  uint32_t restarts = restart_count(sp);
   int signal = a->checkpoint_set ? a->checkpoint.signal : 10; /* SIGUSR1, as phalanx-agent */
 
   snprintf(buf, sizeof(buf), "%u", context.job_id);
   if (set_env(sp, "PHALANX_JOB_ID", buf) < 0) return -1;
-  snprintf(buf, sizeof(buf), "%u", restarts);
-  if (set_env(sp, "PHALANX_RESTART_COUNT", buf) < 0) return -1;
-  if (set_env(sp, "PHALANX_RESUME", restarts > 0 ? "1" : "0") < 0) return -1;
   snprintf(buf, sizeof(buf), "%d", signal);
   if (set_env(sp, "PHALANX_CHECKPOINT_SIGNAL", buf) < 0) return -1;
   snprintf(buf, sizeof(buf), "%lld", a->checkpoint_set ? a->checkpoint.warning_s : 0LL);
@@ -83,13 +81,16 @@ static int export_env(spank_t sp) {
 
 /* One report, bounded by timeout_ms; a failure is one info line and never fails the step. */
 static void report(const char* what) {
-  char why[128];
+  char why[128], step[16];
   if (phx_report_step(context.config.socket, context.config.timeout_ms, why, sizeof(why)) == 0) {
     context.reported = 1;
     return;
   }
-  slurm_info("phalanx: phalanxd not reachable at %s (%s): step %u.%u %s not reported, the job runs",
-             context.config.socket, why, context.job_id, context.step_id, what);
+  if (context.step_id == 0xfffffffb) /* SLURM_BATCH_SCRIPT */
+    snprintf(step, sizeof(step), "batch");
+  else snprintf(step, sizeof(step), "%u", context.step_id);
+  slurm_info("phalanx: phalanxd not reachable at %s (%s): job %u step %s %s not reported, the job runs",
+             context.config.socket, why, context.job_id, step, what);
 }
 
 int phx_slurmstepd_user_init(spank_t sp, int ac, char** av) {
@@ -103,6 +104,16 @@ int phx_slurmstepd_user_init(spank_t sp, int ac, char** av) {
   if (export_env(sp) < 0) return -1;
   if (phx_args_managed() && context.config.report) report("start");
   return 0;
+}
+
+int phx_slurmstepd_task_init(spank_t sp, int ac, char** av) {
+  char buf[16];
+  uint32_t restarts = restart_count(sp);
+  (void)ac;
+  (void)av;
+  snprintf(buf, sizeof(buf), "%u", restarts);
+  if (set_env(sp, "PHALANX_RESTART_COUNT", buf) < 0) return -1;
+  return set_env(sp, "PHALANX_RESUME", restarts > 0 ? "1" : "0");
 }
 
 int phx_slurmstepd_exit(spank_t sp, int ac, char** av) {
