@@ -52,10 +52,11 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 end
 
 -- A delayed job's owner could start it early (scontrol update StartTime=now) and skip Phalanx:
--- only root (phalanxd, SlurmUser) may change the start of a managed job while HOLD is on.
+-- only root (phalanxd, SlurmUser) may change the start of a managed job while HOLD is on. (The
+-- owner's scontrol then says "Unspecified error"; the log_user text does not reach it in 22.05.)
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
-   if HOLD and modify_uid ~= 0 and job_desc.begin_time ~= nil and job_rec.admin_comment ~= nil and
-      string.match(job_rec.admin_comment, "^phalanx:") then
+   if HOLD and modify_uid ~= 0 and job_desc.begin_time ~= nil and job_desc.begin_time ~= 0 and
+      job_rec.admin_comment ~= nil and string.match(job_rec.admin_comment, "^phalanx:") then
       slurm.log_user("phalanx: this job is placed by Phalanx; its start time is not yours to change")
       return slurm.ERROR
    end

@@ -215,9 +215,21 @@ held=$(env -i PATH=/usr/bin:/bin "SLURM_CONF=$lab/client/slurm.conf" sbatch --pa
 reason=$(timeout 5 squeue -h -j "$held" -o %r)
 until_ok 30 finished "$held"
 waited=$((SECONDS - submitted))
-if [[ "$reason" == BeginTime && "$(state "$held")" == COMPLETED && $waited -ge 3 ]]; then
+if [[ "$reason" == BeginTime && "$(state "$held")" == COMPLETED && $waited -ge 2 ]]; then
   ok "HOLD: a managed job waits for phalanxd (Reason=BeginTime), Slurm runs it after fallback_delay_s=3 (${waited} s)"
 else
   bad "HOLD: a managed job falls back to Slurm after fallback_delay_s" "reason '$reason', state $(state "$held"), $waited s"
 fi
+# ... and its owner cannot start it early (scontrol update StartTime=now), which would skip Phalanx.
+owned=$(runuser -u nobody -- env -i PATH=/usr/bin:/bin "SLURM_CONF=$lab/client/slurm.conf" \
+  sbatch --parsable --phx-class=low -o "$out/owned.out" --wrap true 2>&1)
+early=$(runuser -u nobody -- env -i PATH=/usr/bin:/bin "SLURM_CONF=$SLURM_CONF" \
+  timeout 10 scontrol update jobid="$owned" StartTime=now 2>&1)
+rc=$?
+if [[ "$owned" =~ ^[0-9]+$ ]] && ((rc != 0)) && [[ "$(timeout 5 squeue -h -j "$owned" -o %r)" == BeginTime ]]; then
+  ok "HOLD: the owner's StartTime=now is refused"
+else
+  bad "HOLD: the owner's StartTime=now is refused" "job '$owned', exit $rc: $early"
+fi
+timeout 10 scancel "$owned" 2>/dev/null
 sed -i 's/^local HOLD = true$/local HOLD = false/' "$lab/etc/job_submit.lua"
