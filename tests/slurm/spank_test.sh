@@ -26,6 +26,7 @@ t0=$SECONDS
 cleanup() {
   trap - EXIT INT TERM
   [[ -n "${watchdog:-}" ]] && kill "$watchdog" 2>/dev/null
+  [[ -n "${fake:-}" ]] && kill "$fake" 2>/dev/null
   "$src/config/slurm/demo-slurm.sh" stop >/dev/null 2>&1
   if ((fail > 0)); then
     echo "--- the lab's logs (kept in $lab/log)"
@@ -193,6 +194,44 @@ else
   bad "phalanxd down: the job runs; its step log has one line about it" "state $(state "$down"), $lines/$all lines" \
     "$(grep -h "phalanx" "$lab"/log/slurmd-n*.log)"
 fi
+
+# --- phalanxd up: the reports get through (start and end), no log line; phalanxd hung (never
+# accepts): the step waits at most timeout_ms (200), one line, the job runs --------------------------
+# fake_phalanxd MODE: a stand-in on the plugin's socket= ($lab/run/phalanxd.sock).
+fake_phalanxd() {
+  [[ -n "${fake:-}" ]] && kill "$fake" 2>/dev/null && wait "$fake" 2>/dev/null
+  perl "$src/tests/slurm/fake_phalanxd.pl" "$lab/run/phalanxd.sock" "$1" >"$lab/fake-$1.log" 2>&1 &
+  fake=$!
+  until_ok 10 grep -q ready "$lab/fake-$1.log"
+}
+fake_phalanxd accept
+up=$("${clean[@]}" sbatch --parsable --phx-class=normal -o "$out/up.out" --wrap 'echo ran')
+until_ok 30 finished "$up"
+until_ok 5 bash -c '[[ $(grep -c accepted "$1") -ge 2 ]]' _ "$lab/fake-accept.log"
+accepted=$(grep -c accepted "$lab/fake-accept.log")
+if [[ "$(state "$up")" == COMPLETED && $accepted == 2 ]] && ! grep -q "job $up step" "$lab"/log/slurmd-n*.log; then
+  ok "phalanxd up: the step's start and end reach it, no log line"
+else
+  bad "phalanxd up: the step's start and end reach it" "state $(state "$up"), $accepted connections" \
+    "$(grep -h "job $up step" "$lab"/log/slurmd-n*.log)"
+fi
+fake_phalanxd hang
+submitted=$SECONDS
+hung=$("${clean[@]}" sbatch --parsable --phx-class=normal -o "$out/hung.out" --wrap 'echo ran')
+until_ok 30 finished "$hung"
+lines=$(grep -h "phalanx: phalanxd not reachable at $lab/run/phalanxd.sock (timed out after 200 ms (backlog full)): job $hung step batch start not reported, the job runs" \
+  "$lab"/log/slurmd-n*.log | wc -l)
+all=$(grep -h "job $hung step" "$lab"/log/slurmd-n*.log | wc -l)
+if [[ "$(state "$hung")" == COMPLETED && "$(cat "$out/hung.out" 2>/dev/null)" == ran && $lines == 1 && $all == 1 ]]; then
+  ok "phalanxd hung: the job runs ($((SECONDS - submitted)) s); one line (timed out after 200 ms)"
+else
+  bad "phalanxd hung: the job runs; one line about it" "state $(state "$hung"), $lines/$all lines" \
+    "$(grep -h "job $hung step" "$lab"/log/slurmd-n*.log)"
+fi
+kill "$fake" 2>/dev/null
+wait "$fake" 2>/dev/null
+fake=
+rm -f "$lab/run/phalanxd.sock"
 
 # --- a requeued job restarts with PHALANX_RESUME=1 ---------------------------------------------
 until_ok 20 grep -q "restarts=0" "$out/requeue.out"
