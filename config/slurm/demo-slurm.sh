@@ -149,7 +149,7 @@ for g in $(seq 0 $((gpus - 1))); do
   # slurmd accepts only character or block devices as GPU files; major 195 is nvidia's.
   [[ -c "$demo/dev/nvidia$g" ]] || {
     rm -f "$demo/dev/nvidia$g"
-    mknod "$demo/dev/nvidia$g" c 195 "$g"
+    mknod "$demo/dev/nvidia$g" c 195 "$g" || die "cannot make the fake GPU device $demo/dev/nvidia$g (mknod needs CAP_MKNOD)"
   }
 done
 # A copy: rebuilding the plugin does not change what the running daemons loaded.
