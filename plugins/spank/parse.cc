@@ -123,11 +123,7 @@ int phx_parse_elastic(const char* text, phx_elastic* out, char* err, size_t errl
     if (colon == std::string_view::npos) return Fail(err, errlen, what + ": not MIN:MAX (GPUs, e.g. 8:64)");
     auto lo = ParseCount(t.substr(0, colon), 1, kMaxGpus);
     auto hi = ParseCount(t.substr(colon + 1), 1, kMaxGpus);
-    if (!lo || !hi) {
-      return Fail(
-          err, errlen,
-          what + ": " + (lo ? hi : lo).error().message + " (MIN:MAX GPUs, 1.." + std::to_string(kMaxGpus) + ")");
-    }
+    if (!lo || !hi) return Fail(err, errlen, what + ": " + (lo ? hi : lo).error().message + " (MIN:MAX GPUs)");
     if (*lo > *hi) return Fail(err, errlen, what + ": the minimum is above the maximum");
     *out = phx_elastic{static_cast<unsigned>(*lo), static_cast<unsigned>(*hi)};
     return 0;

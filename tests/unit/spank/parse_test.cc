@@ -60,6 +60,8 @@ TEST(SpankElastic, Ranges) {
     EXPECT_EQ(phx_parse_elastic(bad, &r, e.text, sizeof e.text), -1) << bad;
     EXPECT_EQ(std::string(e.text).rfind(std::string("--phx-elastic=") + bad + ": ", 0), 0u) << e.text;
   }
+  EXPECT_EQ(phx_parse_elastic("0:4", &r, e.text, sizeof e.text), -1);
+  EXPECT_STREQ(e.text, "--phx-elastic=0:4: '0' is out of range 1..1048576 (MIN:MAX GPUs)");
   EXPECT_EQ(r.min_gpus, 4u);  // unchanged by the failures
 }
 
