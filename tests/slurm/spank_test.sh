@@ -96,8 +96,8 @@ down=$("${clean[@]}" sbatch --parsable --phx-topology=node -o "$out/down.out" --
 requeue=$("${clean[@]}" sbatch --parsable --phx-checkpoint=USR1@30 --open-mode=append -o "$out/requeue.out" \
   --wrap 'echo "run restarts=$PHALANX_RESTART_COUNT resume=$PHALANX_RESUME slurm=$SLURM_RESTART_COUNT"; sleep 300')
 
-# --- the options are in sbatch's and srun's help ------------------------------------------------
-for cmd in sbatch srun; do
+# --- the options are in sbatch's, srun's and salloc's help ------------------------------------------------
+for cmd in sbatch srun salloc; do
   help=$("${clean[@]}" $cmd --help 2>&1)
   missing=()
   for o in phx-topology=LEVEL phx-elastic=MIN:MAX phx-checkpoint=SIG phx-preemptible phx-no-preemptible phx-class=NAME; do
