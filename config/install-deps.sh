@@ -14,6 +14,10 @@ packages=(
   # compile_commands.json with jq; Debian 12's clang 14 cannot parse std::expected), the
   # .clang-format style, and GCC's ThreadSanitizer runtime for tests/run.sh's TSan build
   clang-16 clang-format-16 jq libtsan2
+  # the SPANK plugin (slurm/spank.h) and the one-machine Slurm lab of its tests (tests/slurm,
+  # config/slurm/demo-slurm.sh). Never slurm-wlm-emulator: a front-end build that takes over the
+  # slurmd alternative (docs/slurm.md)
+  slurm-wlm slurmctld slurmd slurm-client munge libslurm-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,132 @@
+#include "phalanx_slurmstepd.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "config.h"
+#include "report.h"
+
+struct plugin_context {
+  struct phx_config config;
+  uint32_t job_id;
+  uint32_t step_id;
+  int reported; /* 1: phalanxd took the start report, so the end is reported too */
+};
+
+static struct plugin_context context;
+
+int phx_slurmstepd_init(spank_t sp, int ac, char** av) {
+  if (phx_config_load(&context.config, ac, av) < 0) return -1;
+  return phx_args_register(sp);
+}
+
+int phx_slurmstepd_post_opt(spank_t sp, int ac, char** av) {
+  (void)ac;
+  (void)av;
+  return phx_args_check_environment(sp);
+}
+
+static int set_env(spank_t sp, const char* name, const char* value) {
+  spank_err_t rc = spank_setenv(sp, name, value, 1);
+  if (rc != ESPANK_SUCCESS) {
+    slurm_error("phalanx: cannot set %s in job %u: %s", name, context.job_id, spank_strerror(rc));
+    return -1;
+  }
+  return 0;
+}
+
+/* How often Slurm requeued the job: SLURM_RESTART_COUNT in the task's environment (set from the
+ * first restart on) or the S_SLURM_RESTART_COUNT item, the larger one. Both read 0 in user_init
+ * of a restarted batch step (22.05: slurmstepd fills them in later), hence task_init. */
+static uint32_t restart_count(spank_t sp) {
+  uint32_t item = 0, env = 0;
+  char buf[32];
+  if (spank_getenv(sp, "SLURM_RESTART_COUNT", buf, sizeof(buf)) == ESPANK_SUCCESS)
+    env = (uint32_t)strtoul(buf, NULL, 10);
+  if (spank_get_item(sp, S_SLURM_RESTART_COUNT, &item) != ESPANK_SUCCESS) item = 0;
+  return env > item ? env : item;
+}
+
+static int export_env(spank_t sp) {
+  const struct phx_args* a = phx_args_get();
+  const struct phx_topology* t = a->topology.level != PHX_LEVEL_UNSET ? &a->topology : &context.config.default_topology;
+  char buf[PHX_PATH_MAX + 64];
+  int signal = a->checkpoint_set ? a->checkpoint.signal : 10; /* SIGUSR1, as phalanx-agent */
+
+  snprintf(buf, sizeof(buf), "%u", context.job_id);
+  if (set_env(sp, "PHALANX_JOB_ID", buf) < 0) return -1;
+  snprintf(buf, sizeof(buf), "%d", signal);
+  if (set_env(sp, "PHALANX_CHECKPOINT_SIGNAL", buf) < 0) return -1;
+  snprintf(buf, sizeof(buf), "%lld", a->checkpoint_set ? a->checkpoint.warning_s : 0LL);
+  if (set_env(sp, "PHALANX_CHECKPOINT_WARNING_S", buf) < 0) return -1;
+  snprintf(buf, sizeof(buf), "%s/phalanx-checkpoint.%u", context.config.checkpoint_dir, context.job_id);
+  if (set_env(sp, "PHALANX_CHECKPOINT_FILE", buf) < 0) return -1;
+  if (!phx_args_managed()) return 0;
+  /* The job's own options, normalised: an inner srun reads them back (args.h fallbacks). */
+  if (t->level != PHX_LEVEL_UNSET) {
+    snprintf(buf, sizeof(buf), "%s%s", phx_level_name(t->level), t->prefer ? ":prefer" : "");
+    if (set_env(sp, "PHALANX_TOPOLOGY", buf) < 0) return -1;
+  }
+  if (a->elastic_set) {
+    snprintf(buf, sizeof(buf), "%u:%u", a->elastic.min_gpus, a->elastic.max_gpus);
+    if (set_env(sp, "PHALANX_ELASTIC", buf) < 0) return -1;
+  }
+  if (a->preemptible != -1 && set_env(sp, "PHALANX_PREEMPTIBLE", a->preemptible ? "1" : "0") < 0) return -1;
+  if (a->class_name[0] != '\0' && set_env(sp, "PHALANX_CLASS", a->class_name) < 0) return -1;
+  return 0;
+}
+
+/* One report, bounded by timeout_ms; a failure is one info line and never fails the step. */
+static void report(const char* what) {
+  char why[128], step[16];
+  if (phx_report_step(context.config.socket, context.config.timeout_ms, why, sizeof(why)) == 0) {
+    context.reported = 1;
+    return;
+  }
+  if (context.step_id == 0xfffffffb) /* SLURM_BATCH_SCRIPT */
+    snprintf(step, sizeof(step), "batch");
+  else snprintf(step, sizeof(step), "%u", context.step_id);
+  slurm_info("phalanx: phalanxd not reachable at %s (%s): job %u step %s %s not reported, the job runs",
+             context.config.socket, why, context.job_id, step, what);
+}
+
+int phx_slurmstepd_user_init(spank_t sp, int ac, char** av) {
+  (void)ac;
+  (void)av;
+  if (spank_get_item(sp, S_JOB_ID, &context.job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &context.step_id) != ESPANK_SUCCESS) {
+    slurm_error("phalanx: cannot read the job and step ids");
+    return -1;
+  }
+  if (export_env(sp) < 0) return -1;
+  if (phx_args_managed() && context.config.report) report("start");
+  return 0;
+}
+
+int phx_slurmstepd_task_init(spank_t sp, int ac, char** av) {
+  char buf[16];
+  uint32_t restarts = restart_count(sp);
+  (void)ac;
+  (void)av;
+  snprintf(buf, sizeof(buf), "%u", restarts);
+  if (set_env(sp, "PHALANX_RESTART_COUNT", buf) < 0) return -1;
+  return set_env(sp, "PHALANX_RESUME", restarts > 0 ? "1" : "0");
+}
+
+int phx_slurmstepd_exit(spank_t sp, int ac, char** av) {
+  (void)sp;
+  (void)ac;
+  (void)av;
+  /* The end is reported only to a phalanxd that took the start: a down phalanxd costs one
+   * timeout and one log line per step, not two. */
+  if (context.reported) {
+    context.reported = 0;
+    report("end");
+  }
+  phx_args_reset();
+  memset(&context, 0, sizeof(context));
+  return 0;
+}
