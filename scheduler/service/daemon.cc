@@ -311,7 +311,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
     return std::unexpected(st.error());
   }
   PHX_LOG(kInfo) << "phalanxd ready: users on " << config.socket_path << ", store " << config.db_path << ", topology "
-                 << config.topology << " (" << fingerprint << ")";
+                 << (config.mode == "slurm" ? config.slurm.topology : config.topology) << " (" << fingerprint << ")";
   return d;
 }
 

@@ -200,15 +200,17 @@ void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes, const 
     } else if (auto l = load.find(name); l != load.end() && l->second.gpus > 0) {
       want = NodeAvailability::kUnconfirmed;
       why = "Slurm jobs " + Joined(l->second.jobs) + " (not placed by Phalanx) use " + std::to_string(l->second.gpus) +
-            " GPUs" + (l->second.until > 0 ? " until " + std::to_string(l->second.until) : "");
+            " GPUs" + (l->second.until > 0 ? " until t=" + std::to_string(l->second.until) : "");
     }
     report.last_report = now;
     report.connected = want != NodeAvailability::kAway;
-    if (report.availability == want && node_why_[name] == why) continue;
-    const bool changed = report.availability != want;
+    // Also when only the reason changed, and at the first sync (the core's initial node states
+    // are not ours): the host applies a state only when it differs from the core's.
+    auto& last_why = node_why_[name];
+    if (report.availability == want && last_why == why) continue;
     report.availability = want;
-    node_why_[name] = why;
-    if (changed) host_->NodeAvailabilityChanged(name, why);
+    last_why = why;
+    host_->NodeAvailabilityChanged(name, why);
   }
 }
 
@@ -323,7 +325,8 @@ void SlurmExecutor::Release(SlurmJobId sid, JobId job, Tracked& t) {
   const auto nodes = slurm::SlurmNodeList(topo_, rec->gpus);
   const Time now = host_->Now();
   const Time begin = std::max(now, t.not_before);
-  if (auto st = slurm_->StartOn(sid, nodes, begin); !st) {
+  const std::string comment = options_.comments ? "phalanx: placed on " + CompressHostlist(nodes) : "";
+  if (auto st = slurm_->StartOn(sid, nodes, begin, comment); !st) {
     PHX_LOG(kWarn) << "slurm mode: job " << job << " (Slurm " << sid << "): " << st.error().ToString();
     if (st.error().code == ErrorCode::kNotFound || st.error().code == ErrorCode::kFailedPrecondition)
       ReportLater(job, false, -1, "Slurm refused the start: " + st.error().message);
@@ -331,7 +334,7 @@ void SlurmExecutor::Release(SlurmJobId sid, JobId job, Tracked& t) {
   }
   t.released = now;
   t.lease = begin;
-  t.comment.clear();
+  t.comment = comment;
   PHX_LOG(kInfo) << "slurm mode: job " << job << " (Slurm " << sid << ") released on " << CompressHostlist(nodes)
                  << (begin > now ? " from " + std::to_string(begin) + " (requeue delay)" : "");
 }

@@ -41,9 +41,11 @@ class SlurmAdapter {
   virtual Result<std::vector<SlurmPartition>> LoadPartitions() = 0;
   virtual Result<std::vector<SlurmJob>> LoadJobs() = 0;
 
-  // ReqNodeList=nodes (comma-free hostlist or "a,b"), NumNodes=count, StartTime=begin (0:
-  // now), in one update. Fails: no such job, not pending, Slurm refused the update.
-  virtual Status StartOn(SlurmJobId job, const std::vector<std::string>& nodes, Time begin) = 0;
+  // ReqNodeList=nodes, NumNodes=their count, StartTime=begin (Unix seconds; pass now, not 0,
+  // which means "unchanged"), Comment=comment (empty: unchanged), in one update. Fails: no such
+  // job (kNotFound), not pending (kFailedPrecondition), Slurm refused the update.
+  virtual Status StartOn(SlurmJobId job, const std::vector<std::string>& nodes, Time begin,
+                         const std::string& comment) = 0;
   // StartTime=until: keeps a pending job from being scheduled by Slurm itself until then (the
   // fallback lease; also undoes a StartOn whose job did not start).
   virtual Status Defer(SlurmJobId job, Time until, bool clear_nodes) = 0;

@@ -8,6 +8,7 @@
 
 #include <csignal>
 
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -70,9 +71,10 @@ std::vector<std::string> Expand(const char* hostlist) {
 class LibslurmAdapter final : public SlurmAdapter {
  public:
   std::string version() const override {
-    return std::to_string(SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER)) + "." +
-           std::to_string(SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER)) + "." +
-           std::to_string(SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER)) + " (libslurm)";
+    char v[32];
+    std::snprintf(v, sizeof v, "%d.%02d.%d (libslurm)", SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER),
+                  SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER), SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
+    return v;
   }
 
   Result<std::vector<SlurmNode>> LoadNodes() override {
@@ -149,7 +151,8 @@ class LibslurmAdapter final : public SlurmAdapter {
     return out;
   }
 
-  Status StartOn(SlurmJobId id, const std::vector<std::string>& nodes, Time begin) override {
+  Status StartOn(SlurmJobId id, const std::vector<std::string>& nodes, Time begin,
+                 const std::string& comment) override {
     std::string list;
     for (const std::string& n : nodes) list += (list.empty() ? "" : ",") + n;
     job_desc_msg_t d;
@@ -158,6 +161,8 @@ class LibslurmAdapter final : public SlurmAdapter {
     d.req_nodes = list.data();
     d.min_nodes = static_cast<uint32_t>(nodes.size());
     d.begin_time = begin;  // 0 would mean "unchanged": the caller passes now
+    std::string c = comment;
+    if (!c.empty()) d.comment = c.data();
     if (slurm_update_job(&d) != SLURM_SUCCESS)
       return SlurmFail("update job " + std::to_string(id) + " ReqNodeList=" + list);
     return {};
