@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016 # job scripts are single-quoted: their variables expand in the job
 # phalanxd's Slurm mode on real Slurm daemons: one lab (config/slurm/demo-slurm.sh with
 # PHALANX_SLURM_PHALANXD=1: munged, slurmctld, 4 slurmd with fake GPUs, job_submit.lua's HOLD,
 # phalanxd in Slurm mode) started once for every check below, always stopped on exit.
@@ -86,7 +87,7 @@ start_out=$(timeout 120 "$src/config/slurm/demo-slurm.sh" "$build" 2>&1) || {
 echo "lab up in $((SECONDS - t0)) s"
 export SLURM_CONF=$lab/etc/slurm.conf
 out=$lab/out
-cd "$out"
+cd "$out" || exit 1
 if until_ok 10 in_log "node n4 is up (Slurm"; then
   ok "phalanxd in Slurm mode reads the nodes ($(grep -o 'slurm mode: [0-9.]* (libslurm)' "$log"))"
 else
