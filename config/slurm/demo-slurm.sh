@@ -22,7 +22,8 @@
 # (job_submit.lua's HOLD on: managed jobs wait fallback_delay_s, then Slurm runs them),
 # PHALANX_SLURM_PHALANXD=1 (start BUILD_DIR's phalanxd in Slurm mode, with HOLD on; the default
 # when demo jobs are submitted: it places the managed ones; config $PHALANX_SLURM_DEMO_DIR/etc/
-# phalanxd.yaml, log log/phalanxd.log, store state/phalanxd/).
+# phalanxd.yaml, log log/phalanxd.log, store state/phalanxd/), PHALANX_SLURM_MIN_RUNTIME (its
+# scheduler.min_runtime_before_preemption; default the core's 600 s).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -263,6 +264,11 @@ slurm:
   fallback_delay: 30
   start_timeout: 20
 EOF
+# PHALANX_SLURM_MIN_RUNTIME: the seconds a job runs before a higher class may preempt it (the
+# core's default is 600; the tests use 0).
+if [[ -n "${PHALANX_SLURM_MIN_RUNTIME:-}" ]]; then
+  printf 'scheduler:\n  min_runtime_before_preemption: %s\n' "$PHALANX_SLURM_MIN_RUNTIME" >>"$demo/etc/phalanxd.yaml"
+fi
 
 # 5. daemons (they inherit PHALANX_SLURM_LAB, so stop_demo can tell this lab's slurmstepd)
 PHALANX_SLURM_LAB=$demo slurmctld -f "$demo/etc/slurm.conf" -i # -i: no saved state (wiped above)

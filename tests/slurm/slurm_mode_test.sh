@@ -22,6 +22,7 @@ done
 
 lab=$(mktemp -d /tmp/phalanx-slurm-mode-test.XXXXXX)
 export PHALANX_SLURM_DEMO_DIR=$lab PHALANX_SLURM_DEMO_JOBS=0 PHALANX_SLURM_PHALANXD=1 PHALANX_SLURM_CRED_EXPIRE=5
+export PHALANX_SLURM_MIN_RUNTIME=0
 export PHALANX_SLURM_PORT_BASE=${PHALANX_SLURM_MODE_TEST_PORT:-17917} # apart from slurm.spank's 17817
 t0=$SECONDS
 cleanup() {
@@ -169,3 +170,40 @@ else
   bad "kill -9: the held jobs run after the restart" "states $(state "$ja")/$(state "$jb")" "$(tail -n 8 "$log")"
 fi
 if grep -q "recovered [0-9]* jobs .*(2 unfinished" "$log"; then ok "the restarted phalanxd re-adopted them from its store ($(grep -o 'recovered [^(]*([^)]*)' "$log" | tail -n 1))"; else bad "re-adopted from the store" "$(grep recovered "$log")"; fi
+
+# --- 4. checkpoint preemption: a high-class leaf job takes a leaf from a low-class one ------------
+# Both leaves run low-class preemptible jobs (--phx-checkpoint=USR1@5); the high one makes the core
+# signal one victim (USR1 to its batch shell and steps), requeue it after the 5 s deadline (Slurm:
+# SIGTERM, requeue, cred_expire), run the high job in its block, and restart the victim with
+# PHALANX_RESUME=1.
+until_ok 30 is_state "$b1" COMPLETED
+cat >"$out/victim.sh" <<'VICTIM'
+#!/bin/bash
+echo "start restarts=$PHALANX_RESTART_COUNT resume=$PHALANX_RESUME"
+trap 'echo "got USR1"' USR1
+trap 'echo "got TERM"; exit 143' TERM
+for _ in $(seq 1 120); do sleep 0.5; done
+VICTIM
+chmod +x "$out/victim.sh"
+low=()
+for n in a b; do
+  low+=("$(sub -J "low-$n" -N2 --gres=gpu:8 -t 10 --phx-topology=leaf --phx-class=low --phx-preemptible \
+    --phx-checkpoint=USR1@5 --open-mode=append "$out/victim.sh")")
+done
+until_ok 20 is_state "${low[0]}" RUNNING && until_ok 20 is_state "${low[1]}" RUNNING
+high=$(sub -J high -N2 --gres=gpu:8 -t 5 --phx-topology=leaf --phx-class=high --wrap 'echo high ran on $SLURM_JOB_NODELIST')
+resumed() { grep -qs "start restarts=1 resume=1" "$out/low-a-${low[0]}.out" "$out/low-b-${low[1]}.out"; }
+if until_ok 40 is_state "$high" COMPLETED && until_ok 30 resumed; then
+  victim=$(grep -ls "start restarts=1 resume=1" "$out"/low-*.out)
+  seq=$(grep -o "start restarts=0 resume=0\|got USR1\|got TERM\|start restarts=1 resume=1" "$victim" | paste -sd ' ')
+  if [[ "$seq" == "start restarts=0 resume=0 got USR1 got TERM start restarts=1 resume=1" ]] &&
+    [[ "$(nodes_of "$high")" =~ ^n\[(1-2|3-4)\]$ ]] && in_log "requeue Slurm job"; then
+    ok "checkpoint preemption: the victim got USR1, was requeued, the high job ran on $(nodes_of "$high"), the victim restarted with PHALANX_RESUME=1"
+  else
+    bad "checkpoint preemption" "victim $victim: $seq" "high on $(nodes_of "$high")" "$(grep -E "checkpoint|preempt|requeue" "$log")"
+  fi
+else
+  bad "checkpoint preemption: the high job runs and the victim resumes" "high $(state "$high"), low ${low[*]}: $(state "${low[0]}")/$(state "${low[1]}")" \
+    "$(grep -E "checkpoint|preempt|requeue" "$log")"
+fi
+timeout 10 scancel "${low[@]}" 2>/dev/null
