@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <ctime>
 
 #include "util/hostlist.h"
 #include "util/log.h"
@@ -32,6 +33,16 @@ std::string UserName(const SlurmJob& j, uint32_t* gid) {
     return pw.pw_name;
   }
   return j.user.empty() ? "uid:" + std::to_string(j.uid) : j.user;
+}
+
+// "2026-12-01T11:30Z": Unix seconds to the minute, UTC.
+std::string IsoMinute(Time t) {
+  const time_t tt = static_cast<time_t>(t);
+  struct tm tm {};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%MZ", &tm);
+  return buf;
 }
 
 std::string Joined(const std::vector<SlurmJobId>& ids) {
@@ -267,9 +278,18 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
   // Pending in the core too: keep it ours; show why it waits.
   RenewLease(j.id, t, now);
   if (options_.comments) {
-    const std::string c = "phalanx: " + rec->wait.ToString();
-    if (c != t.comment) {
-      if (slurm_->SetComment(j.id, c)) t.comment = c;
+    // The reason, and the predicted start to the minute: rewritten when the reason changes or
+    // the prediction moves by a minute or more (one RPC each, not one per poll).
+    const WaitReason& w = rec->wait;
+    std::string c = "phalanx: " + std::string(WaitKindName(w.kind)) + (w.detail.empty() ? "" : "(" + w.detail + ")");
+    const Time predicted = w.predicted_start == kForever ? 0 : w.predicted_start;
+    const bool moved = predicted / 60 != t.predicted / 60;
+    if (predicted > 0) c += " start~" + IsoMinute(predicted);
+    if (c != t.comment && (moved || c.substr(0, c.find(" start~")) != t.comment.substr(0, t.comment.find(" start~")))) {
+      if (slurm_->SetComment(j.id, c)) {
+        t.comment = c;
+        t.predicted = predicted;
+      }
     }
   }
 }

@@ -103,9 +103,12 @@ slurm_choice=$("${clean[@]}" sbatch --test-only -N2 --gres=gpu:8 --wrap true 2>&
 leaf=$(sub -J leaf16 -N2 --gres=gpu:8 -t 5 --phx-topology=leaf --wrap 'echo ran on $SLURM_JOB_NODELIST')
 plain=$(sub -J plain -N1 --gres=gpu:1 -t 5 --wrap 'echo ran')
 until_ok 10 in_log "Slurm job $leaf is job"
-comment_is() { comment=$(timeout 5 squeue -h -j "$leaf" -o '%r|%k'); [[ "$comment" == "$1" ]]; }
+comment_is() {
+  comment=$(timeout 5 squeue -h -j "$leaf" -o '%r|%k')
+  [[ "$comment" == "$1"* ]]
+}
 until_ok 10 comment_is "BeginTime|phalanx: TopologyBlock(leaf)"
-if [[ "$slurm_choice" == *"nodes n[1,3]"* && "$comment" == "BeginTime|phalanx: TopologyBlock(leaf)" ]]; then
+if [[ "$slurm_choice" == *"nodes n[1,3]"* && "$comment" == "BeginTime|phalanx: TopologyBlock(leaf)"* ]]; then
   ok "with n2 and n4 busy Slurm alone would split it (${slurm_choice##*using }); Phalanx holds it: $comment"
 else
   bad "Slurm's own choice splits, Phalanx waits for a leaf" "sbatch --test-only: $slurm_choice" "squeue %r|%k: $comment"
