@@ -167,7 +167,15 @@ void SlurmExecutor::Poll() {
       // Phalanx's, but not running where Phalanx put it (Slurm started it once the lease ran
       // out, or a preempted job not yet requeued): its GPUs are busy for the core.
       external.push_back(j);
-      if ((rec == nullptr || IsFinal(rec->state)) && it != tracked_.end() && !it->second.submitting) Unlink(j.id);
+      if (it != tracked_.end() && !it->second.submitting) {
+        if (rec != nullptr && !IsFinal(rec->state) && !it->second.requeueing && cancel_) {
+          // Slurm ran it itself (phalanxd was away longer than the lease): not the core's any more.
+          cancel_(it->second.job, "Slurm started it itself on " + CompressHostlist(j.nodes));
+          Unlink(j.id);
+        } else if (rec == nullptr || IsFinal(rec->state)) {
+          Unlink(j.id);
+        }
+      }
       continue;
     }
     managed.emplace_back(&j, **by);
@@ -243,8 +251,10 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
   }
   if (j.state == SlurmJobState::kRunning || j.state == SlurmJobState::kSuspended) {
     t.released = 0;  // started where Phalanx said
+    t.requeueing = false;
     return;
   }
+  t.requeueing = false;  // a requeue we asked for is done once the job is pending
   // Pending. A requeued job waits for Slurm's own begin time (cred_expire): later than our lease.
   if (j.wait == SlurmWait::kBeginTime && j.start > t.lease + 1 && j.restarts > 0) t.not_before = j.start;
   if (t.submitting) return RenewLease(j.id, t, now);
@@ -379,6 +389,7 @@ void SlurmExecutor::RestartJob(JobId job, const std::vector<GpuId>&, uint64_t) {
   if (auto st = slurm_->Requeue(it->second); !st)
     PHX_LOG(kWarn) << "slurm mode: resize of job " << job << ": " << st.error().ToString();
   tracked_[it->second].released = 0;
+  tracked_[it->second].requeueing = true;
 }
 
 void SlurmExecutor::StopJob(JobId job, const std::string& reason) {
@@ -396,6 +407,7 @@ void SlurmExecutor::StopJob(JobId job, const std::string& reason) {
         t.lease = host_->Now() + options_.fallback_delay_s;
     }
     t.released = 0;
+    t.requeueing = true;
     return;
   }
   PHX_LOG(kInfo) << "slurm mode: cancel Slurm job " << sid << " (" << reason << ")";

@@ -86,6 +86,7 @@ class SlurmExecutor final : public Executor {
     Time lease = 0;           // the StartTime we last set
     Time not_before = 0;      // Slurm's own begin time after a requeue (cred_expire)
     std::string comment;      // the Comment we last wrote
+    bool requeueing = false;  // we asked Slurm to requeue it (preemption, resize); not pending yet
     Time predicted = 0;       // the predicted start written into it (0: none)
   };
 

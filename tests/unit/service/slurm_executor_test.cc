@@ -104,13 +104,14 @@ class SlurmExecutorTest : public ::testing::Test {
                          [this](JobId job, const std::string&) { (void)host_.mutable_core().Cancel(job, host_.now); });
     host_.executor = exec_.get();
   }
-  // Phalanx's job: -N2 --gres=gpu:8 --phx-topology=leaf, pending behind job_submit.lua's delay.
+  // Phalanx's job: -N2 --gres=gpu:8 --phx-topology=leaf (spine for more nodes), pending behind
+  // job_submit.lua's delay.
   SlurmJob& Managed(slurm::SlurmJobId id, uint32_t nodes = 2) {
     SlurmJob j;
     j.id = id;
     j.uid = 0;
     j.name = "train";
-    j.admin_comment = "phalanx:topology=leaf";
+    j.admin_comment = nodes <= 2 ? "phalanx:topology=leaf" : "phalanx:topology=spine";  // a leaf has 2 nodes
     j.num_nodes = nodes;
     j.gpus_per_node = 8;
     j.time_limit = 600;
@@ -265,6 +266,23 @@ TEST_F(SlurmExecutorTest, CancelledInSlurmWhilePendingLeavesTheCore) {
   Round();
   EXPECT_EQ(host_.core().job(1)->state, JobState::kCancelled);
   EXPECT_EQ(exec_->slurm_job(1), 0u);
+}
+
+// phalanxd away longer than the lease: Slurm ran a job the core still has pending. The core lets
+// it go (its GPUs count as busy), instead of placing it a second time.
+TEST_F(SlurmExecutorTest, JobSlurmStartedItselfLeavesTheCore) {
+  Managed(3, 4);
+  Unmanaged(1, "n1", 5000);
+  Round();
+  ASSERT_EQ(host_.core().job(1)->state, JobState::kPending);
+  slurm_.job(1)->state = SlurmJobState::kCompleted;
+  slurm_.job(3)->state = SlurmJobState::kRunning;  // the lease ran out while phalanxd was away
+  slurm_.job(3)->nodes = {"n1", "n2", "n3", "n4"};
+  Round();
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kCancelled);
+  EXPECT_EQ(exec_->slurm_job(1), 0u);
+  EXPECT_TRUE(slurm_.Calls("start").empty());
+  EXPECT_EQ(exec_->node("n3").availability, NodeAvailability::kUnconfirmed);
 }
 
 // kill -9 between the commit of a Start and the release: the restarted executor re-links the
