@@ -39,6 +39,9 @@ class RunningParts {
     // the job has then.
     bool restarting = false;
     uint64_t relaunch_id = 0;
+    // The PartExited reports of this launch, by node: each is answered (ExitStored) once the
+    // launch's outcome is stored, or once the launch is no longer tracked (stopped, replaced).
+    std::vector<std::pair<std::string, PartRef>> reported;
   };
 
   // After a restart: the job runs on `nodes` (sent, launch unknown).
