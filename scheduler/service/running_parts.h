@@ -59,7 +59,9 @@ class RunningParts {
     std::vector<JobId> unknown;  // jobs not run there: the node kills them (in listed order)
     std::vector<JobId> lost;     // tracked as sent or running there, not listed: lost
   };
-  // Parts of the current launch (or of an adopted one, which learns its id) become running.
+  // Parts of the current launch (or of an adopted one, which learns its id) become running; a
+  // listed part of the current launch whose exit was already handled is neither (an agent lists
+  // an ended part until its ExitStored).
   Reconciled Reconcile(const std::string& node, const std::vector<PartRef>& listed);
   // A node says it runs `part`: true when it is the job's current launch there (an adopted
   // launch learns its id); false: the node must stop it.
