@@ -3,9 +3,10 @@
 // callbacks are posted onto the io thread).
 //
 // Protocol (proto/phalanx/v1/phalanx.proto, service Agents):
-//   - Register and the stream's hello list this node's GPUs and the parts still running; the
-//     parts in RegisterResponse.kill_jobs (and in the stream's welcome) are stopped with
-//     reason "killed". heartbeat_interval_s > 0 in either replaces the configured interval.
+//   - Register and the stream's hello list this node's GPUs and the parts still running (and
+//     ended ones whose ExitStored has not come, see below); the parts in
+//     RegisterResponse.kill_jobs (and in the stream's welcome) are stopped with reason
+//     "killed". heartbeat_interval_s > 0 in either replaces the configured interval.
 //   - Heartbeat{time, running} every interval, and right after each launch.
 //   - PartExited and CheckpointReport as they happen, re-sent on the next stream until done (so
 //     the daemon may see one twice: it dedupes on launch_id). A CheckpointReport is done once
