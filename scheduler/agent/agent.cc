@@ -119,6 +119,7 @@ v1::RegisterRequest Agent::Hello() {
 }
 
 void Agent::ApplyWelcome(const v1::RegisterResponse& welcome) {
+  daemon_stores_exits_ = welcome.stores_exits();
   if (welcome.heartbeat_interval_s() > 0 && milliseconds(welcome.heartbeat_interval_s() * 1000) != heartbeat_) {
     heartbeat_ = milliseconds(welcome.heartbeat_interval_s() * 1000);
     ArmHeartbeat();
@@ -155,6 +156,7 @@ void Agent::OnCommand(const v1::DaemonCommand& command) {
       break;
     }
     case v1::DaemonCommand::kWelcome: ApplyWelcome(command.welcome()); break;
+    case v1::DaemonCommand::kExitStored: OnExitStored(command.exit_stored()); break;
     case v1::DaemonCommand::COMMAND_NOT_SET: Log(LogLevel::kWarn, "empty command from the daemon"); break;
   }
 }
@@ -208,19 +210,31 @@ void Agent::RequeuePending() {
   }
 }
 
-void Agent::Report(v1::AgentReport report, LaunchId forget_on_delivery) {
+void Agent::Report(v1::AgentReport report, LaunchId forget_when_done) {
   const uint64_t token = next_token_++;
   Pending& p = pending_[token];
   p.report = std::move(report);
-  p.forget = forget_on_delivery;
+  p.forget = forget_when_done;
   p.generation = link_ ? link_->Send(p.report, token) : 0;
 }
 
 void Agent::OnDelivered(uint64_t token) {
   auto it = pending_.find(token);
   if (it == pending_.end()) return;
+  // Written is not stored: a daemon killed before its commit would never learn this exit.
+  if (it->second.report.has_exited() && daemon_stores_exits_) return;  // until ExitStored
   if (it->second.forget != 0) supervisor_->Forget(it->second.forget);
   pending_.erase(it);
+}
+
+void Agent::OnExitStored(const v1::ExitStored& stored) {
+  const LaunchId launch = stored.launch_id();
+  std::erase_if(pending_, [launch](const auto& entry) {
+    return entry.second.report.has_exited() && entry.second.report.exited().launch_id() == launch;
+  });
+  Log(LogLevel::kDebug,
+      "job " + std::to_string(stored.job_id()) + " launch " + std::to_string(launch) + ": the daemon stored its exit");
+  supervisor_->Forget(launch);  // no-op unless it is an ended part
 }
 
 void Agent::Heartbeat() {

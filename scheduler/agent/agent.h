@@ -3,13 +3,18 @@
 // callbacks are posted onto the io thread).
 //
 // Protocol (proto/phalanx/v1/phalanx.proto, service Agents):
-//   - Register and the stream's hello list this node's GPUs and the parts still running; the
-//     parts in RegisterResponse.kill_jobs (and in the stream's welcome) are stopped with
-//     reason "killed". heartbeat_interval_s > 0 in either replaces the configured interval.
+//   - Register and the stream's hello list this node's GPUs and the parts still running (and
+//     ended ones whose ExitStored has not come, see below); the parts in
+//     RegisterResponse.kill_jobs (and in the stream's welcome) are stopped with reason
+//     "killed". heartbeat_interval_s > 0 in either replaces the configured interval.
 //   - Heartbeat{time, running} every interval, and right after each launch.
-//   - PartExited and CheckpointReport as they happen. Both are kept until written to a stream
-//     and re-sent on the next stream otherwise (so the daemon may see one twice: dedupe on
-//     launch_id); a part's files are deleted once its PartExited was written.
+//   - PartExited and CheckpointReport as they happen, re-sent on the next stream until done (so
+//     the daemon may see one twice: it dedupes on launch_id). A CheckpointReport is done once
+//     written to a stream. A PartExited is done once the daemon answers it with ExitStored (it
+//     has stored the outcome): until then the ended part keeps its record and files, and
+//     Register lists it, so that a daemon killed before its commit learns the exit after its
+//     restart; then the part is forgotten. A daemon whose registration answer lacks
+//     stores_exits (an older one) sends no ExitStored: its PartExited is done once written.
 //   - launch -> PartSupervisor::Launch; a failure is reported as PartExited{exit_code 127,
 //     reason "launch failed: <why>"}. A launch_id already known here is ignored. A launch whose
 //     GPUs an earlier part still holds (in its kill grace) waits until that part has exited
@@ -79,7 +84,8 @@ class Agent {
   void OnLaunch(const v1::LaunchCommand& launch);
   void RequeuePending();  // launches that waited for GPUs when the previous agent stopped
   void OnDelivered(uint64_t token);
-  void Report(v1::AgentReport report, LaunchId forget_on_delivery);
+  void OnExitStored(const v1::ExitStored& stored);
+  void Report(v1::AgentReport report, LaunchId forget_when_done);
   void Heartbeat();
   void ArmHeartbeat();
 
@@ -95,10 +101,12 @@ class Agent {
   // io thread only:
   struct Pending {
     v1::AgentReport report;
-    LaunchId forget = 0;      // a PartExited: Forget this launch once written
+    LaunchId forget = 0;      // a PartExited: Forget this launch once done (see above)
     uint64_t generation = 0;  // the stream it was last handed to (0: none)
   };
   std::map<uint64_t, Pending> pending_;  // by token, in creation order
+  // The last registration's answer had stores_exits: PartExited waits for ExitStored.
+  bool daemon_stores_exits_ = false;
   uint64_t next_token_ = 1;
   std::chrono::milliseconds heartbeat_;
   boost::asio::steady_timer heartbeat_timer_;

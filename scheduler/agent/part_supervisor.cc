@@ -159,7 +159,10 @@ Status PartSupervisor::Start(Part& part, const LaunchSpec& spec) {
   r.checkpoint_signal = spec.checkpoint_signal;
   r.uid = launched->uid;
   r.checkpoint_file = launched->checkpoint_file;
-  if (auto probe = ProbeCheckpointFile(r.checkpoint_file, r.uid)) r.checkpoint_seen = probe->signature;
+  // The launcher made the file empty; a job that reported within its first moments has already
+  // written it, and that write must still be seen as a report: only the empty file is "seen".
+  if (auto probe = ProbeCheckpointFile(r.checkpoint_file, r.uid); probe && probe->content.empty())
+    r.checkpoint_seen = probe->signature;
   Save(part);
   Log(LogLevel::kInfo, "started " + Describe(r) + ": pid " + std::to_string(r.pid) +
                            (r.gpus.empty() ? "" : ", GPU(s) " + GpuList(r.gpus)));

@@ -8,7 +8,7 @@
 //   exited normally: exit_code = status, term_signal 0; killed: exit_code -1, term_signal = sig;
 //   reason = the stop reason if the agent was stopping it ("walltime", "killed"), else "exited";
 //   no exit file (the keeper itself was killed): exit_code -1, reason "lost: ...".
-// An ended part keeps its files until Forget (after its report reached the daemon).
+// An ended part keeps its record and files until Forget (once the daemon stored its exit).
 //
 // GPU handoff: the daemon may launch a part on GPUs whose previous part (a preempted, killed or
 // cancelled one) is still in its kill grace here. A launch whose GPU indices overlap those of an
@@ -105,14 +105,15 @@ class PartSupervisor {
   size_t Stop(JobId job, LaunchId launch, std::chrono::milliseconds grace, const std::string& reason);
 
   // Started and waiting parts (the latter with pid 0). With include_unreported, also ended parts
-  // whose exit report is not written yet (until Forget): a registration lists them so that a
-  // restarted daemon keeps tracking them until the re-sent PartExited arrives, instead of
-  // declaring them lost and failing a job that exited 0.
+  // not forgotten yet (their exit is not known to be stored by the daemon): a registration lists
+  // them so that a restarted daemon keeps tracking them until the re-sent PartExited arrives,
+  // instead of declaring them lost and failing a job that exited 0.
   std::vector<PartInfo> Running(bool include_unreported = false) const;
   // True for a launch id it watches, queues or still holds (ended, not forgotten).
   bool Knows(LaunchId launch) const { return parts_.count(launch) > 0; }
 
-  // Drops an ended part and deletes its files (its end reached the daemon). No-op otherwise.
+  // Drops an ended part and deletes its record and files (the daemon stored its end). No-op
+  // otherwise.
   void Forget(LaunchId launch);
 
   // The blobs of launches that were waiting when the previous agent stopped, by launch id. The

@@ -102,6 +102,7 @@ void AgentExecutor::LaunchParts(JobId job, const std::vector<GpuId>& gpus, uint6
   PHX_LOG(kInfo) << "launch job=" << job << " launch=" << launch_id << " on " << (plan.empty() ? "" : plan[0].nodelist)
                  << " world_size=" << gpus.size() << " master=" << (plan.empty() ? "" : plan[0].master_addr) << ":"
                  << (plan.empty() ? 0 : plan[0].master_port);
+  if (const RunningParts::Launch* replaced = parts_.Find(job)) AckReported(*replaced);
   parts_.Launched(job, std::move(l));
 }
 
@@ -123,7 +124,9 @@ void AgentExecutor::StopParts(JobId job, const std::string& reason, bool forget)
     }
     KillLaunch(p.node, job, l->launch_id, reason);
   }
-  if (forget) parts_.Forget(job);
+  if (!forget) return;
+  AckReported(*l);  // the stop was committed before this call: later exits of the launch are stale
+  parts_.Forget(job);
 }
 
 // ---- what the agents report ----------------------------------------------------------------
@@ -171,10 +174,18 @@ void AgentExecutor::Heartbeat(const std::string& node, const AgentHeartbeat& hea
 
 void AgentExecutor::PartExited(const std::string& node, const PartExit& e) {
   if (!parts_.Tracks(e.part)) {
+    // Stale, or a duplicate (re-sent on a new stream, after a restart of phalanxd): the store
+    // already has what it implies, or will once what is being written now has committed.
     PHX_LOG(kDebug) << "node " << node << ": exit of job " << e.part.job << " launch " << e.part.launch_id
                     << " (no longer tracked)";
+    AckExit(node, e.part);
     return;
   }
+  RunningParts::Launch* l = parts_.Find(e.part.job);
+  const std::pair<std::string, PartRef> reported{node, e.part};
+  if (std::none_of(l->reported.begin(), l->reported.end(),
+                   [&](const auto& r) { return r.first == node && r.second.launch_id == e.part.launch_id; }))
+    l->reported.push_back(reported);
   const int32_t code = e.exit_code == 0 && e.term_signal == 0 ? 0 : (e.exit_code != 0 ? e.exit_code : -1);
   PHX_LOG(kInfo) << "job " << e.part.job << " part on " << node << " exited: code " << e.exit_code
                  << (e.term_signal ? " signal " + std::to_string(e.term_signal) : "") << " (" << e.reason << ")";
@@ -184,6 +195,14 @@ void AgentExecutor::PartExited(const std::string& node, const PartExit& e) {
 
 void AgentExecutor::CheckpointReported(const std::string& node, const AgentCheckpoint& c) {
   host_->CheckpointReported(c.job, c.epoch, c.path, node);
+}
+
+void AgentExecutor::AckExit(const std::string& node, const PartRef& part) {
+  host_->AfterStored([this, node, part] { sessions_.Send(node, MakeExitStoredCommand(part)); });
+}
+
+void AgentExecutor::AckReported(const RunningParts::Launch& l) {
+  for (const auto& [node, part] : l.reported) AckExit(node, part);
 }
 
 void AgentExecutor::PartGone(JobId job, const std::string& node, int32_t code, const std::string& reason) {
@@ -200,9 +219,11 @@ void AgentExecutor::MaybeFinish(JobId job) {
   const JobRecord* rec = host_->core().job(job);
   if (l.restarting) {
     if (Active(rec)) LaunchParts(job, rec->gpus, l.relaunch_id);
+    AckReported(l);  // the resize was committed before the restart began
     return;
   }
   host_->JobPartsEnded(job, !l.failed, l.exit_code, l.failed ? l.fail_reason : "exit 0");
+  AckReported(l);  // after the commit JobPartsEnded started: the job's outcome
 }
 
 }  // namespace phalanx::service

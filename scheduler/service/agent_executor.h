@@ -4,6 +4,11 @@
 // killed); what the agents report is reconciled against RunningParts, and a job whose parts
 // have all ended is reported to the host. The connections themselves are AgentSessions'
 // (the Agents gRPC service talks to sessions()).
+// Every PartExited is answered with ExitStored (the agent keeps the ended part until then), only
+// once the host has stored what the exit implies (ExecutorHost::AfterStored): for the launch the
+// job runs, once the job's outcome is committed (or the launch is stopped or replaced, which
+// was committed before); for a launch it no longer tracks (a duplicate re-sent after a restart,
+// a stopped launch), once what is being written now is committed.
 // Thread-safety: as Executor (io thread only).
 #pragma once
 
@@ -68,6 +73,10 @@ class AgentExecutor final : public Executor, private AgentSessions::Events {
   // Stops the parts of one launch of `job` on `node` (launch 0: every part of the job there).
   void KillLaunch(const std::string& node, JobId job, uint64_t launch_id, const std::string& reason);
   void PartGone(JobId job, const std::string& node, int32_t code, const std::string& reason);
+  // ExitStored for the part's PartExited, once what the host wrote so far has committed.
+  void AckExit(const std::string& node, const PartRef& part);
+  // AckExit for every PartExited of the launch (it is no longer tracked, or its outcome is written).
+  void AckReported(const RunningParts::Launch& l);
   // When every part of the job has exited: relaunch (resize) or report the job's end.
   void MaybeFinish(JobId job);
 

@@ -118,17 +118,30 @@ void Controller::Commit(store::Batch batch, std::function<void(CallStatus)> afte
     return;
   }
   ++stats_.commits;
-  committer_->Enqueue(std::move(batch), [this, after = std::move(after)](Result<store::BatchResult> r) mutable {
+  const uint64_t seq = ++commits_written_;
+  committer_->Enqueue(std::move(batch), [this, seq, after = std::move(after)](Result<store::BatchResult> r) mutable {
     // On the writer thread: hand the outcome back to the io thread, in commit order.
-    boost::asio::post(io_, [this, after = std::move(after), r = std::move(r)]() mutable {
+    boost::asio::post(io_, [this, seq, after = std::move(after), r = std::move(r)]() mutable {
       if (!r) {
         Fatal("writing to the store failed: " + r.error().ToString());
         after(Serving());
         return;
       }
       after({});
+      commits_done_ = seq;
+      while (!failed_ && !after_stored_.empty() && after_stored_.front().first <= commits_done_) {
+        std::function<void()> then = std::move(after_stored_.front().second);
+        after_stored_.pop_front();
+        then();
+      }
     });
   });
+}
+
+void Controller::AfterStored(std::function<void()> then) {
+  if (failed_ || stopped_) return;  // what is reported now may not be stored
+  if (commits_done_ == commits_written_) return then();
+  after_stored_.emplace_back(commits_written_, std::move(then));
 }
 
 // ---- passes ----------------------------------------------------------------------------------

@@ -37,6 +37,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -165,6 +166,7 @@ class Controller final : public ExecutorHost {
   const LaunchInfo* launch_info(JobId job) const override { return launch_.FindUnfinished(job); }
   CallStatus Serving() const override;
   Time Now() override;
+  void AfterStored(std::function<void()> then) override;
 
   const ControllerStats& stats() const { return stats_; }
   bool stopped() const { return stopped_; }
@@ -231,6 +233,10 @@ class Controller final : public ExecutorHost {
   bool pass_pending_ = false;
   ControllerStats stats_;
   ControllerObserver observer_;
+  // Commits are numbered as they are written; completions come back in that order.
+  uint64_t commits_written_ = 0;
+  uint64_t commits_done_ = 0;
+  std::deque<std::pair<uint64_t, std::function<void()>>> after_stored_;  // by the commit waited for
 
   std::map<JobId, JobRecord> saved_;  // unfinished jobs as last written
   std::set<JobId> pass_watch_;        // those a pass may change without a decision (PassMayChange)

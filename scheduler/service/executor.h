@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,10 @@ class ExecutorHost {
   virtual CallStatus Serving() const = 0;
   // Unix seconds, never going back.
   virtual Time Now() = 0;
+  // Runs `then` on the io thread once every batch the host has written so far has committed
+  // (what an executor reported before this call is durable); at once when none is in flight.
+  // Never when a commit fails (the daemon stops; a restart recovers from the last commit).
+  virtual void AfterStored(std::function<void()> then) = 0;
 
   // Every part of the job's launch has ended: `success` iff each exited 0; else `exit_code`
   // and `reason` are the first failure's.

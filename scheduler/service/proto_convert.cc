@@ -280,6 +280,7 @@ v1::RegisterResponse ToProto(const AgentWelcome& welcome) {
   r.set_session(welcome.session);
   r.set_heartbeat_interval_s(welcome.heartbeat_interval_s);
   for (JobId id : welcome.kill_jobs) r.add_kill_jobs(id);
+  r.set_stores_exits(true);
   return r;
 }
 
@@ -310,6 +311,13 @@ v1::DaemonCommand MakeKillCommand(JobId job, uint64_t launch_id, int64_t grace_s
   k->set_launch_id(launch_id);
   k->set_grace_s(grace_s);
   k->set_reason(reason);
+  return c;
+}
+
+v1::DaemonCommand MakeExitStoredCommand(const PartRef& part) {
+  v1::DaemonCommand c;
+  c.mutable_exit_stored()->set_job_id(part.job);
+  c.mutable_exit_stored()->set_launch_id(part.launch_id);
   return c;
 }
 

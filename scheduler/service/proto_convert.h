@@ -65,6 +65,7 @@ std::string NodelistOf(const std::vector<GpuId>& gpus, const Topology& topo);
 // ---- the agent protocol ----------------------------------------------------------------
 AgentHello AgentHelloFromProto(const v1::RegisterRequest& req);
 AgentMessage AgentMessageFromProto(const v1::AgentReport& report);
+// With stores_exits set: this daemon answers every PartExited with ExitStored.
 v1::RegisterResponse ToProto(const AgentWelcome& welcome);
 
 // The agent's command for one part of a start.
@@ -77,5 +78,7 @@ v1::DaemonCommand MakeSignalCommand(JobId job, uint64_t launch_id, int32_t signa
                                     std::optional<Time> checkpoint_deadline);
 // Stop the job's parts of `launch_id` (0: all of them): SIGTERM, SIGKILL after `grace_s`.
 v1::DaemonCommand MakeKillCommand(JobId job, uint64_t launch_id, int64_t grace_s, const std::string& reason);
+// The part's PartExited is stored (or not needed): the agent may forget the part.
+v1::DaemonCommand MakeExitStoredCommand(const PartRef& part);
 
 }  // namespace phalanx::service

@@ -30,11 +30,14 @@ RunningParts::Reconciled RunningParts::Reconcile(const std::string& node, const 
   for (const PartRef& ref : listed) {
     Launch* l = Find(ref.job);
     Part* part = nullptr;
+    bool exited_here = false;  // this launch's part here has exited (the agent awaits ExitStored)
     if (l != nullptr) {
       for (Part& p : l->parts) {
         if (p.node == node && p.state != PartState::kExited) part = &p;
+        exited_here = exited_here || (p.node == node && p.state == PartState::kExited);
       }
     }
+    if (part == nullptr && exited_here && l->launch_id == ref.launch_id) continue;  // nothing to kill
     if (part != nullptr && (l->launch_id == 0 || l->launch_id == ref.launch_id)) {
       if (l->launch_id == 0) l->launch_id = ref.launch_id;
       part->state = PartState::kRunning;

@@ -39,6 +39,9 @@ class RunningParts {
     // the job has then.
     bool restarting = false;
     uint64_t relaunch_id = 0;
+    // The PartExited reports of this launch, by node: each is answered (ExitStored) once the
+    // launch's outcome is stored, or once the launch is no longer tracked (stopped, replaced).
+    std::vector<std::pair<std::string, PartRef>> reported;
   };
 
   // After a restart: the job runs on `nodes` (sent, launch unknown).
@@ -56,7 +59,9 @@ class RunningParts {
     std::vector<JobId> unknown;  // jobs not run there: the node kills them (in listed order)
     std::vector<JobId> lost;     // tracked as sent or running there, not listed: lost
   };
-  // Parts of the current launch (or of an adopted one, which learns its id) become running.
+  // Parts of the current launch (or of an adopted one, which learns its id) become running; a
+  // listed part of the current launch whose exit was already handled is neither (an agent lists
+  // an ended part until its ExitStored).
   Reconciled Reconcile(const std::string& node, const std::vector<PartRef>& listed);
   // A node says it runs `part`: true when it is the job's current launch there (an adopted
   // launch learns its id); false: the node must stop it.

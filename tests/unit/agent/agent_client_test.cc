@@ -1,7 +1,8 @@
 // The agent against an in-test Agents server (FakeDaemon) over real sockets: token checks,
-// Register contents, launch -> PartExited, launch failures, checkpoint signals, reconnecting
-// after a daemon restart, re-adopting running parts after an agent restart, kills and signals
-// by launch id, and launches that wait for the GPUs of a dying part (also across a restart).
+// Register contents, launch -> PartExited, an ended part kept until the daemon stored its exit
+// (ExitStored), launch failures, checkpoint signals, reconnecting after a daemon restart,
+// re-adopting running parts after an agent restart, kills and signals by launch id, and
+// launches that wait for the GPUs of a dying part (also across a restart).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -150,11 +151,65 @@ TEST_F(AgentClientTest, RegistersLaunchesAndReportsTheExit) {
   EXPECT_EQ(exited.reason(), "exited");
   EXPECT_EQ(ReadFile(tmp_ / "gpus.txt"), "1\n");
   for (const auto& r : daemon.reports()) EXPECT_EQ(r.session(), "session-1");
-  // Delivered: the part's files go.
+  // A daemon without stores_exits (older than ExitStored): the part's files go once its exit is
+  // written.
   EXPECT_TRUE(WaitFor([&] {
     return !std::filesystem::exists(tmp_ / "state/jobs/4201") &&
            !std::filesystem::exists(tmp_ / "state/parts/4201.part");
   }));
+}
+
+// A daemon killed after the agent wrote a PartExited but before it stored the outcome must learn
+// the exit after its restart: the agent keeps the ended part (record, files), lists it in its
+// registration and re-sends the exit on every new stream until the daemon answers ExitStored;
+// then it forgets the part.
+TEST_F(AgentClientTest, EndedPartIsKeptUntilTheDaemonStoresItsExit) {
+  auto daemon = std::make_unique<FakeDaemon>("s3cret");
+  daemon->SetStoresExits(true);
+  const int port = daemon->port();
+  auto agent = StartAgent(*daemon);
+  ASSERT_TRUE(WaitFor([&] { return daemon->streams() == 1; }));
+  ASSERT_TRUE(daemon->Send(Launch(4220, "exit 0")));
+  ASSERT_TRUE(WaitFor([&] { return daemon->Exited(4220).has_value(); }));
+
+  // The daemon dies without answering; a new one comes up on the same port.
+  daemon->Shutdown();
+  daemon = std::make_unique<FakeDaemon>("s3cret", port);
+  daemon->SetStoresExits(true);
+  ASSERT_TRUE(WaitFor([&] { return daemon->streams() == 1; }));
+  const v1::RegisterRequest reg = daemon->registers().at(0);
+  ASSERT_EQ(reg.running_size(), 1) << "the ended part is listed until its exit is stored";
+  EXPECT_EQ(reg.running(0).job_id(), kJob);
+  EXPECT_EQ(reg.running(0).launch_id(), 4220u);
+  ASSERT_TRUE(WaitFor([&] { return daemon->Exited(4220).has_value(); })) << "the exit is sent again";
+  EXPECT_EQ(daemon->Exited(4220)->exit_code(), 0);
+  EXPECT_EQ(daemon->Exited(4220)->reason(), "exited");
+  EXPECT_TRUE(std::filesystem::exists(tmp_ / "state/parts/4220.part"));
+  EXPECT_TRUE(agent->Running().empty()) << "ended: not running, only not forgotten";
+
+  v1::DaemonCommand stored;
+  stored.mutable_exit_stored()->set_job_id(kJob);
+  stored.mutable_exit_stored()->set_launch_id(4220);
+  ASSERT_TRUE(daemon->Send(stored));
+  EXPECT_TRUE(WaitFor([&] {
+    return !std::filesystem::exists(tmp_ / "state/jobs/4220") &&
+           !std::filesystem::exists(tmp_ / "state/parts/4220.part");
+  }));
+
+  // Forgotten: the next daemon hears of it neither in the registration nor on the stream (the
+  // agent re-sends what is pending before the heartbeat it sends on each new stream).
+  daemon->Shutdown();
+  daemon = std::make_unique<FakeDaemon>("s3cret", port);
+  daemon->SetStoresExits(true);
+  ASSERT_TRUE(WaitFor([&] { return daemon->streams() == 1; }));
+  EXPECT_EQ(daemon->registers().at(0).running_size(), 0);
+  ASSERT_TRUE(WaitFor([&] {
+    for (const v1::AgentReport& r : daemon->reports()) {
+      if (r.has_heartbeat()) return true;
+    }
+    return false;
+  }));
+  EXPECT_FALSE(daemon->Exited(4220).has_value());
 }
 
 TEST_F(AgentClientTest, LaunchFailureIsReportedAsAnExit) {

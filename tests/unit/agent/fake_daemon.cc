@@ -41,6 +41,7 @@ grpc::Status FakeDaemon::Register(grpc::ServerContext* ctx, const v1::RegisterRe
   registers_.push_back(*request);
   response->set_session("session-" + std::to_string(registers_.size()));
   for (uint64_t job : kill_jobs_) response->add_kill_jobs(job);
+  response->set_stores_exits(stores_exits_);
   return grpc::Status::OK;
 }
 
@@ -57,6 +58,7 @@ grpc::Status FakeDaemon::Connect(grpc::ServerContext* ctx,
     reports_.push_back(report);
     welcome.mutable_welcome()->set_session(report.session());
     for (uint64_t job : kill_jobs_) welcome.mutable_welcome()->add_kill_jobs(job);
+    welcome.mutable_welcome()->set_stores_exits(stores_exits_);
   }
   {
     std::lock_guard lock(write_mu_);
@@ -80,6 +82,11 @@ grpc::Status FakeDaemon::Connect(grpc::ServerContext* ctx,
 void FakeDaemon::SetKillJobs(std::vector<uint64_t> jobs) {
   std::lock_guard lock(mu_);
   kill_jobs_ = std::move(jobs);
+}
+
+void FakeDaemon::SetStoresExits(bool stores) {
+  std::lock_guard lock(mu_);
+  stores_exits_ = stores;
 }
 
 bool FakeDaemon::Send(const v1::DaemonCommand& command) {

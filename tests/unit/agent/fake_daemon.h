@@ -1,7 +1,8 @@
 // FakeDaemon: an in-test Agents server (gRPC sync API on 127.0.0.1) standing in for phalanxd.
 // It checks the bearer token (UNAUTHENTICATED otherwise), records every RegisterRequest and
 // every AgentReport of its Connect streams, answers the stream's hello with a welcome, and
-// lets a test push DaemonCommands down the current stream.
+// lets a test push DaemonCommands down the current stream. Like a daemon older than ExitStored
+// unless SetStoresExits(true): then its answers say it acknowledges exits (the test sends them).
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
@@ -29,6 +30,7 @@ class FakeDaemon final : public v1::Agents::Service {
   void Shutdown();  // ends the streams, stops listening
 
   void SetKillJobs(std::vector<uint64_t> jobs);
+  void SetStoresExits(bool stores);             // RegisterResponse.stores_exits, in Register and the welcome
   bool Send(const v1::DaemonCommand& command);  // false without a stream
 
   int unauthenticated() const;
@@ -55,6 +57,7 @@ class FakeDaemon final : public v1::Agents::Service {
 
   mutable std::mutex mu_;
   std::vector<uint64_t> kill_jobs_;
+  bool stores_exits_ = false;
   int unauthenticated_ = 0;
   int streams_ = 0;
   std::vector<v1::RegisterRequest> registers_;

@@ -1,6 +1,8 @@
-// phalanxd with fake agents over TCP: authentication, gang launches (torchrun fields), exits,
-// first-failure kills, checkpoint-based preemption, a broken stream taking its node down,
-// scripts with arguments.
+// phalanxd with fake agents over TCP: authentication, gang launches (torchrun fields), exits
+// and their ExitStored answers (only once the outcome is committed), first-failure kills,
+// checkpoint-based preemption, a broken stream taking its node down, scripts with arguments.
+#include <sqlite3.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -9,6 +11,44 @@
 
 namespace phalanx::service::testing {
 namespace {
+
+// Holds the store file's write lock (another connection's BEGIN IMMEDIATE), so that phalanxd's
+// commits wait (its busy timeout is 5 s) until Release.
+class StoreWriteLock {
+ public:
+  explicit StoreWriteLock(const std::string& db) {
+    EXPECT_EQ(sqlite3_open(db.c_str(), &db_), SQLITE_OK);
+    sqlite3_busy_timeout(db_, 5000);
+    EXPECT_EQ(sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db_);
+  }
+  ~StoreWriteLock() { Release(); }
+  void Release() {
+    if (db_ == nullptr) return;
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(db_);
+    db_ = nullptr;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// The job's state as the store file has it ("" when it has no such job).
+std::string StoredState(const std::string& db, uint64_t id) {
+  sqlite3* h = nullptr;
+  std::string out;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(h, 5000);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(h, "SELECT state FROM jobs WHERE id = ?", -1, &st, nullptr) == SQLITE_OK) {
+      sqlite3_bind_int64(st, 1, static_cast<sqlite3_int64>(id));
+      if (sqlite3_step(st) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return out;
+}
 
 struct Cluster4 {
   std::vector<std::unique_ptr<FakeAgent>> agents;  // destroyed after the daemon
@@ -166,9 +206,53 @@ TEST(DaemonAgents, GangJobLaunchesOnePartPerNodeAndCompletes) {
   EXPECT_EQ(c.h.State(id), v1::JOB_STATE_RUNNING) << "one part still runs";
   const auto killed = [&](const v1::DaemonCommand& cmd) { return cmd.has_kill() && cmd.kill().job_id() == id; };
   EXPECT_EQ(launches[1].first->Count(killed), 0u) << "a part that exits 0 does not stop the others";
+  // Nothing of that exit is stored yet (the job runs): its agent must keep the part.
+  EXPECT_EQ(launches[0].first->ExitsStored(first.launch_id()), 0u);
   ASSERT_TRUE(launches[1].first->Exit(id, first.launch_id(), 0));
   ASSERT_TRUE(c.h.WaitState(id, v1::JOB_STATE_COMPLETED));
   EXPECT_EQ(c.h.Get(id).exit_code(), 0);
+  // The job's outcome is stored: both exits are answered.
+  EXPECT_TRUE(launches[0].first->WaitExitStored(first.launch_id()));
+  EXPECT_TRUE(launches[1].first->WaitExitStored(first.launch_id()));
+}
+
+// An agent forgets an ended part once phalanxd answers its PartExited with ExitStored, so the
+// answer comes only after the commit that stores the job's outcome: a daemon killed between the
+// exit and that commit must hear the exit again after its restart. A duplicate exit changes
+// nothing and is answered again.
+TEST(DaemonAgents, ExitIsAnsweredOnlyOnceItsOutcomeIsCommitted) {
+  Cluster4 c;
+  c.Start();
+  const auto tells = [](const v1::DaemonCommand& cmd) { return cmd.has_welcome() && cmd.welcome().stores_exits(); };
+  EXPECT_EQ(c.agents[0]->Count(tells), 1u) << "agents are told to wait for ExitStored";
+
+  const uint64_t id = c.h.SubmitOk(Harness::Spec(1, "short"));
+  auto parts = c.Launches(id, 1);
+  ASSERT_EQ(parts.size(), 1u);
+  FakeAgent* agent = parts[0].first;
+  const uint64_t launch = parts[0].second.launch_id();
+  ASSERT_TRUE(WaitFor([&] { return StoredState(c.h.config.db_path, id) == "running"; }));
+  {
+    StoreWriteLock lock(c.h.config.db_path);
+    ASSERT_TRUE(agent->Exit(id, launch, 0));
+    ASSERT_TRUE(agent->Barrier());  // the exit is handled; its commit waits for the lock
+    EXPECT_EQ(c.h.State(id), v1::JOB_STATE_COMPLETED) << "the core knows";
+    EXPECT_EQ(agent->ExitsStored(launch), 0u) << "answered before the outcome was committed";
+    lock.Release();
+  }
+  ASSERT_TRUE(agent->WaitExitStored(launch));
+  EXPECT_EQ(StoredState(c.h.config.db_path, id), "completed") << "the answer follows the commit";
+
+  // The same exit again (as an agent re-sends it on a new stream): answered, nothing changes.
+  const v1::Job before = c.h.Get(id);
+  ASSERT_TRUE(agent->Exit(id, launch, 0));
+  ASSERT_TRUE(agent->WaitExitStored(launch, 2));
+  ASSERT_TRUE(agent->Barrier());
+  const v1::Job after = c.h.Get(id);
+  EXPECT_EQ(after.state(), v1::JOB_STATE_COMPLETED);
+  EXPECT_EQ(after.end_time(), before.end_time());
+  EXPECT_EQ(after.reason(), before.reason());
+  EXPECT_EQ(agent->ExitsStored(launch), 2u);
 }
 
 TEST(DaemonAgents, FirstFailingPartKillsTheRestAndTheJobFails) {
@@ -304,6 +388,10 @@ TEST(DaemonAgents, CancelOfARunningJobKillsItsParts) {
   EXPECT_EQ(kill.grace_s(), 5);
   EXPECT_NE(kill.reason().find("cancelled by root"), std::string::npos) << kill.reason();
   EXPECT_EQ(c.h.Get(id).reason(), "cancelled by root");
+  // The killed part's exit concerns a launch the daemon no longer runs: answered all the same.
+  ASSERT_TRUE(parts[0].first->Exit(id, kill.launch_id(), -1));
+  EXPECT_TRUE(parts[0].first->WaitExitStored(kill.launch_id()));
+  EXPECT_EQ(c.h.Get(id).state(), v1::JOB_STATE_CANCELLED);
 }
 
 // gsub script.sh ARGS: the script's text and its arguments (command) are accepted together and

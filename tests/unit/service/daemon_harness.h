@@ -282,6 +282,14 @@ class FakeAgent {
     });
     return out;
   }
+  // ExitStored answers for the launch so far.
+  size_t ExitsStored(uint64_t launch) const {
+    return Count(
+        [&](const v1::DaemonCommand& c) { return c.has_exit_stored() && c.exit_stored().launch_id() == launch; });
+  }
+  bool WaitExitStored(uint64_t launch, size_t n = 1) {
+    return WaitFor([&] { return ExitsStored(launch) >= n; });
+  }
   bool WaitKill(uint64_t job) {
     return WaitFor([&] {
       return Count([&](const v1::DaemonCommand& c) { return c.has_kill() && c.kill().job_id() == job; }) > 0;

@@ -267,5 +267,81 @@ TEST(DaemonRestart, FinishedJobsKeepExitCodeReasonAndNodelist) {
   EXPECT_EQ(seen, ids.size());
 }
 
+// An agent keeps an ended part, lists it in its registration and re-sends its exit until the
+// daemon answers ExitStored. After a restart: an exit the store already has (the answer was lost
+// with the daemon) is answered again and changes nothing; the exit of a part that ended while
+// the daemon was away (or whose commit the daemon did not live to make) completes its job.
+TEST(DaemonRestart, ExitsSentAgainAfterARestartAreAnsweredOnce) {
+  std::vector<std::unique_ptr<FakeAgent>> agents;  // destroyed after the daemon
+  Harness h;
+  h.Start();
+  for (int n = 0; n < 4; ++n) {
+    agents.push_back(std::make_unique<FakeAgent>(h.AgentTarget(), "node" + std::to_string(n)));
+    ASSERT_TRUE(agents.back()->Join());
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    for (int n = 0; n < 4; ++n) {
+      if (NodeStateOf(h, "node" + std::to_string(n)) != v1::NODE_STATE_UP) return false;
+    }
+    return true;
+  }));
+  const uint64_t done = h.SubmitOk(Harness::Spec(8, "done"));
+  const uint64_t outage = h.SubmitOk(Harness::Spec(8, "outage"));
+  std::map<uint64_t, std::pair<FakeAgent*, uint64_t>> where;  // job -> (agent, launch id)
+  ASSERT_TRUE(WaitFor([&] {
+    for (auto& a : agents) {
+      for (const auto& c : a->Commands()) {
+        if (c.has_launch()) where[c.launch().job_id()] = {a.get(), c.launch().launch_id()};
+      }
+    }
+    return where.contains(done) && where.contains(outage);
+  }));
+  ASSERT_TRUE(where[done].first->Exit(done, where[done].second, 0));
+  ASSERT_TRUE(where[done].first->WaitExitStored(where[done].second));
+  ASSERT_TRUE(h.WaitState(done, v1::JOB_STATE_COMPLETED));
+  const v1::Job done_before = h.Get(done);
+
+  h.Stop();
+  for (auto& a : agents) a->Disconnect();
+  h.clock.Advance(10);
+  h.Start();
+  // Each agent lists its ended parts (as if `done`'s answer had been lost) and sends the exits.
+  std::map<std::string, std::unique_ptr<FakeAgent>> again;
+  for (uint64_t job : {done, outage}) {
+    const std::string node = where[job].first->node();
+    auto& agent = again[node];
+    if (!agent) agent = std::make_unique<FakeAgent>(h.AgentTarget(), node);
+  }
+  for (auto& [node, agent] : again) {
+    std::vector<v1::RunningPart> listed;
+    for (uint64_t job : {done, outage}) {
+      if (where[job].first->node() != node) continue;
+      v1::RunningPart p;
+      p.set_job_id(job);
+      p.set_launch_id(where[job].second);
+      p.set_pid(4242);
+      listed.push_back(p);
+    }
+    ASSERT_TRUE(agent->Join(listed)) << node;
+  }
+  FakeAgent& at_done = *again[where[done].first->node()];
+  FakeAgent& at_outage = *again[where[outage].first->node()];
+  EXPECT_EQ(h.State(outage), v1::JOB_STATE_RUNNING) << "the listed ended part is not lost";
+  ASSERT_TRUE(at_done.Exit(done, where[done].second, 0));
+  ASSERT_TRUE(at_outage.Exit(outage, where[outage].second, 0));
+  EXPECT_TRUE(at_done.WaitExitStored(where[done].second));
+  EXPECT_TRUE(at_outage.WaitExitStored(where[outage].second));
+  ASSERT_TRUE(h.WaitState(outage, v1::JOB_STATE_COMPLETED));
+  EXPECT_EQ(h.Get(outage).exit_code(), 0);
+  ASSERT_TRUE(at_done.Barrier());
+  const v1::Job done_after = h.Get(done);
+  EXPECT_EQ(done_after.state(), v1::JOB_STATE_COMPLETED);
+  EXPECT_EQ(done_after.end_time(), done_before.end_time()) << "the duplicate changed nothing";
+  EXPECT_EQ(done_after.reason(), done_before.reason());
+  EXPECT_EQ(at_done.ExitsStored(where[done].second), 1u);
+  EXPECT_EQ(at_outage.Count([](const v1::DaemonCommand& c) { return c.has_launch(); }), 0u)
+      << "nothing is launched again";
+}
+
 }  // namespace
 }  // namespace phalanx::service::testing

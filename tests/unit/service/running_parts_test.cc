@@ -35,6 +35,21 @@ TEST(RunningParts, ReconcileAdoptsConfirmsKillsAndLoses) {
   EXPECT_EQ(r.lost, (std::vector<JobId>{3}));
 }
 
+// An agent lists an ended part until the daemon answers its exit (ExitStored): a gang part
+// that exited while the others run is neither killed nor lost when its node registers again.
+TEST(RunningParts, ListedPartWhoseExitWasHandledIsNeitherUnknownNorLost) {
+  RunningParts rp;
+  rp.Launched(1, LaunchOn(10, {{"n0", PartState::kRunning}, {"n1", PartState::kRunning}}));
+  EXPECT_FALSE(rp.PartExited(1, "n0", 0, ""));
+  const auto r = rp.Reconcile("n0", {{1, 10}});
+  EXPECT_TRUE(r.unknown.empty());
+  EXPECT_TRUE(r.stale.empty());
+  EXPECT_TRUE(r.lost.empty());
+  EXPECT_EQ(rp.Find(1)->parts[0].state, PartState::kExited);
+  EXPECT_EQ(rp.Find(1)->parts[1].state, PartState::kRunning);
+  EXPECT_EQ(rp.Reconcile("n0", {{1, 9}}).unknown, (std::vector<JobId>{1})) << "another launch is not";
+}
+
 TEST(RunningParts, HeartbeatsOwnOnlyTheCurrentLaunchOnItsNode) {
   RunningParts rp;
   rp.Adopt(1, {"n0"});
