@@ -46,6 +46,7 @@ class Host final : public ExecutorHost {
   }
   CallStatus Serving() const override { return {}; }
   Time Now() override { return now; }
+  void AfterStored(std::function<void()> then) override { then(); }  // nothing is written here
   void JobPartsEnded(JobId job, bool success, int32_t, const std::string& reason) override {
     ended.push_back(std::to_string(job) + (success ? " ok " : " failed ") + reason);
     EXPECT_TRUE(core_->JobEnded(job, now, success));
