@@ -19,7 +19,11 @@
 # PHALANX_SLURM_PLUGIN_ARGS (extra plugstack.conf arguments, e.g. "timeout_ms=100"),
 # PHALANX_SLURM_DEMO_JOBS=0 (start the cluster only: the tests), PHALANX_SLURM_CRED_EXPIRE
 # (seconds before a requeued job may run again; default 10, Slurm's is 120), PHALANX_SLURM_HOLD=1
-# (job_submit.lua's HOLD on: managed jobs wait fallback_delay_s, then Slurm runs them).
+# (job_submit.lua's HOLD on: managed jobs wait fallback_delay_s, then Slurm runs them),
+# PHALANX_SLURM_PHALANXD=1 (start BUILD_DIR's phalanxd in Slurm mode, with HOLD on; the default
+# when demo jobs are submitted: it places the managed ones; config $PHALANX_SLURM_DEMO_DIR/etc/
+# phalanxd.yaml, log log/phalanxd.log, store state/phalanxd/), PHALANX_SLURM_MIN_RUNTIME (its
+# scheduler.min_runtime_before_preemption; default the core's 600 s).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -89,6 +93,7 @@ stop_demo() {
       until_ok 10 bash -c '[[ -z "$(timeout 5 squeue -h -o %i -t R,CG 2>/dev/null)" ]]' || true
     fi
   fi
+  stop_pidfiles phalanxd "$demo/run/phalanxd.pid"
   stop_pidfiles slurmd "$demo"/run/slurmd-*.pid
   stop_pidfiles slurmctld "$demo/run/slurmctld.pid"
   # slurmstepd processes of this lab that outlived their slurmd carry PHALANX_SLURM_LAB=$demo.
@@ -118,6 +123,12 @@ esac
 build=$(cd "${1:-$repo/build}" 2>/dev/null && pwd) || die "no build directory '${1:-$repo/build}'"
 plugin=$build/plugins/spank/phalanx_spank.so
 [[ -f "$plugin" ]] || die "$plugin is missing; build it first: cmake --build $build --target phalanx_spank (needs libslurm-dev)"
+with_phalanxd=${PHALANX_SLURM_PHALANXD:-${PHALANX_SLURM_DEMO_JOBS:-1}}
+phalanxd=$build/scheduler/service/phalanxd
+if [[ "$with_phalanxd" == 1 ]]; then
+  [[ -x "$phalanxd" ]] || die "$phalanxd is missing; build it first: cmake --build $build --target phalanxd (or PHALANX_SLURM_PHALANXD=0)"
+  export PHALANX_SLURM_HOLD=1
+fi
 
 # 1. packages (Debian 12: Slurm 22.05.8, munge 0.5.15)
 packages=(slurm-wlm slurmctld slurmd slurm-client munge libslurm-dev)
@@ -237,6 +248,27 @@ export SLURM_CONF=$demo/etc/slurm.conf
 export PHALANX_SLURM_DEMO_DIR=$demo
 EOF
 export SLURM_CONF=$demo/etc/slurm.conf
+# phalanxd in Slurm mode (docs/slurm.md): the lab's topology.conf and gres.conf, a fast poll, the
+# lease as long as the plugin's fallback_delay_s (30 s by default).
+cat >"$demo/etc/phalanxd.yaml" <<EOF
+# Written by config/slurm/demo-slurm.sh (config/slurm/phalanxd-slurm.yaml explains each key).
+mode: slurm
+socket: $demo/run/phalanxd.sock
+store:
+  path: $demo/state/phalanxd/phalanxd.db
+slurm:
+  conf: $demo/etc/slurm.conf
+  topology: $demo/etc/topology.conf
+  gres: $demo/etc/gres.conf
+  poll_interval: ${PHALANX_SLURM_POLL:-1}
+  fallback_delay: 30
+  start_timeout: 20
+EOF
+# PHALANX_SLURM_MIN_RUNTIME: the seconds a job runs before a higher class may preempt it (the
+# core's default is 600; the tests use 0).
+if [[ -n "${PHALANX_SLURM_MIN_RUNTIME:-}" ]]; then
+  printf 'scheduler:\n  min_runtime_before_preemption: %s\n' "$PHALANX_SLURM_MIN_RUNTIME" >>"$demo/etc/phalanxd.yaml"
+fi
 
 # 5. daemons (they inherit PHALANX_SLURM_LAB, so stop_demo can tell this lab's slurmstepd)
 PHALANX_SLURM_LAB=$demo slurmctld -f "$demo/etc/slurm.conf" -i # -i: no saved state (wiped above)
@@ -251,6 +283,13 @@ until_ok 30 idle || {
 }
 say "Slurm lab up in $demo: $nodes nodes x $gpus fake GPUs, leaf1=n[1-2] leaf2=n[3-4]"
 sinfo -N -o '%N %T %G'
+if [[ "$with_phalanxd" == 1 ]]; then
+  # Its own session: a Ctrl-C of a script that started it does not reach it; stop_demo stops it.
+  setsid "$phalanxd" --config "$demo/etc/phalanxd.yaml" >>"$demo/log/phalanxd.log" 2>&1 </dev/null &
+  echo $! >"$demo/run/phalanxd.pid"
+  until_ok 20 test -S "$demo/run/phalanxd.sock" || die "phalanxd did not start (see $demo/log/phalanxd.log)"
+  say "phalanxd in Slurm mode (pid $(cat "$demo/run/phalanxd.pid")): managed jobs wait for it (job_submit.lua HOLD)"
+fi
 
 if [[ "${PHALANX_SLURM_DEMO_JOBS:-1}" == 0 ]]; then exit 0; fi
 
@@ -260,14 +299,22 @@ show() {
   echo "\$ $*"
   "$@"
 }
+if [[ "$with_phalanxd" == 1 ]]; then
+  # Occupancy where Slurm alone would split a 16-GPU job across the leaves: n2 and n4 busy.
+  show sbatch --parsable -J busy-n2 -w n2 -N1 --gres=gpu:8 -t 2 -o %x-%j.out --wrap 'sleep 20'
+  show sbatch --parsable -J busy-n4 -w n4 -N1 --gres=gpu:8 -t 1 -o %x-%j.out --wrap 'sleep 6'
+  sleep 2
+  echo "# Slurm's own choice for -N2 --gres=gpu:8 now (sbatch --test-only):"
+  sbatch --test-only -N2 --gres=gpu:8 --wrap true 2>&1 | sed 's/^/#   /' || true
+fi
 show sbatch --parsable -J plain -N1 --gres=gpu:2 -o %x-%j.out --wrap 'echo "plain job on $(hostname) CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"; env | grep ^PHALANX_ | sort'
 show sbatch --parsable -J leaf16 -N2 --gres=gpu:8 --phx-topology=leaf --phx-checkpoint=USR1@120 --phx-class=high \
   -o %x-%j.out --wrap 'env | grep ^PHALANX_ | sort; srun -l sh -c "echo \$SLURMD_NODENAME CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES"'
 echo "\$ sbatch --phx-topology=rack --wrap true   # refused at submit"
 sbatch --phx-topology=rack --wrap true || true
 
-say "waiting for the jobs (at most 30 s)"
-until_ok 30 bash -c '[[ -z "$(timeout 5 squeue -h -o %i)" ]]' || squeue
+say "waiting for the jobs (at most 60 s)"
+until_ok 60 bash -c '[[ -z "$(timeout 5 squeue -h -o %i)" ]]' || squeue
 show squeue -t all -o '%.4i %.8j %.10T %.6D %N'
 echo
 scontrol -o show job | sed -n 's/^JobId=\([0-9]*\) JobName=\([^ ]*\).* NodeList=\([^ ]*\) .*/job \1 (\2) ran on \3/p'
@@ -276,8 +323,13 @@ for f in "$demo"/out/*.out; do
   echo "# $f"
   cat "$f"
 done
-say "phalanxd is not running: one line per managed step in the slurmd logs"
-grep -h "phalanx:" "$demo"/log/slurmd-n*.log | tail -n 4
+if [[ "$with_phalanxd" == 1 ]]; then
+  say "phalanxd: what it saw and decided ($demo/log/phalanxd.log)"
+  grep -E "slurm mode|start job|node n" "$demo/log/phalanxd.log" | tail -n 12
+else
+  say "phalanxd is not running: one line per managed step in the slurmd logs"
+  grep -h "phalanx:" "$demo"/log/slurmd-n*.log | tail -n 4
+fi
 
 say "the lab keeps running"
 cat <<EOF

@@ -28,6 +28,7 @@
 #include "service/identity.h"
 #include "service/jobs_service.h"
 #include "service/recovery.h"
+#include "service/slurm_executor.h"
 #include "service/unix_listener.h"
 #include "util/log.h"
 #ifdef PHALANX_HAVE_HTTP
@@ -47,6 +48,13 @@ Result<std::string> ReadSecretFile(const std::string& path, std::string_view wha
 
 Result<Topology> LoadClusterTopology(const DaemonConfig& c) {
   LoadOptions options;
+  if (c.mode == "slurm") {  // Slurm's own files: topology.conf, GPUs from gres.conf / slurm.conf
+    options.format = TopologyFormat::kSlurm;
+    options.gres_path = c.slurm.gres;
+    auto spec = LoadTopologyFile(c.slurm.topology, options);
+    PHX_RETURN_IF_ERROR(spec);
+    return Topology::Build(*spec);
+  }
   if (!ParseTopologyFormat(c.topology_format, &options.format))
     return Fail("topology.format", "unknown format '" + c.topology_format + "' (auto, yaml, slurm, nvsmi, hwloc, gen)");
   auto spec = LoadTopologyFile(c.topology, options);
@@ -80,7 +88,9 @@ struct Daemon::Parts {
   std::unique_ptr<store::GroupCommitter> committer;
   boost::asio::io_context io;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
-  std::unique_ptr<AgentExecutor> executor;  // outlives the Controller, which reports through it
+  std::unique_ptr<AgentExecutor> executor;     // outlives the Controller, which reports through it
+  std::unique_ptr<slurm::SlurmAdapter> slurm;  // mode: slurm, instead of the agents
+  std::unique_ptr<SlurmExecutor> slurm_executor;
   std::unique_ptr<Controller> controller;
   PeerRegistry peers;
   std::unique_ptr<Identity> identity;
@@ -187,14 +197,45 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   eo.sessions.heartbeat_timeout_s = config.heartbeat_timeout_s;
   eo.sessions.agent_grace_s = config.agent_grace_s;
   eo.sessions.startup_grace_s = config.startup_grace_s;
-  p.executor = std::make_unique<AgentExecutor>(p.io, recovered->core->topology(), recovered->unconfirmed, eo);
+  Executor* executor = nullptr;
+  if (config.mode == "slurm") {
+    auto adapter = slurm::OpenLibslurm(config.slurm.conf);
+    PHX_RETURN_IF_ERROR(adapter);
+    p.slurm = std::move(*adapter);
+    SlurmModeOptions so;
+    so.poll_interval_s = config.slurm.poll_interval_s;
+    so.fallback_delay_s = config.slurm.fallback_delay_s;
+    so.start_timeout_s = config.slurm.start_timeout_s;
+    so.rule.partitions = {config.slurm.partitions.begin(), config.slurm.partitions.end()};
+    so.rule.qos = {config.slurm.qos.begin(), config.slurm.qos.end()};
+    so.comments = config.slurm.comments;
+    p.slurm_executor = std::make_unique<SlurmExecutor>(p.io, p.slurm.get(), recovered->core->topology(), so);
+    executor = p.slurm_executor.get();
+  } else {
+    p.executor = std::make_unique<AgentExecutor>(p.io, recovered->core->topology(), recovered->unconfirmed, eo);
+    executor = p.executor.get();
+  }
   ControllerOptions co;
   co.pass_interval_s = config.pass_interval_s;
   co.topology_fingerprint = fingerprint;
   Daemon* self = d.get();
-  p.controller =
-      std::make_unique<Controller>(p.io, std::move(*recovered), p.committer.get(), p.reader.get(), p.clock, co,
-                                   p.executor.get(), [self](const std::string& why) { self->RequestStop(why); });
+  p.controller = std::make_unique<Controller>(p.io, std::move(*recovered), p.committer.get(), p.reader.get(), p.clock,
+                                              co, executor, [self](const std::string& why) { self->RequestStop(why); });
+  if (p.slurm_executor) {
+    Controller* c = p.controller.get();
+    p.slurm_executor->SetController(
+        [c](JobSpec spec, LaunchInfo launch, Reply<JobId> done) {
+      c->Submit(std::move(spec), std::move(launch), std::move(done));
+        },
+        [c](JobId job, const std::string& why) {
+      Caller root;
+      root.user = "root";
+      root.admin = true;
+      c->Cancel(root, job, 0, [job, why](CallStatus st, std::optional<JobState>) {
+        if (st) PHX_LOG(kInfo) << "slurm mode: job " << job << " cancelled (" << why << ")";
+      });
+    });
+  }
   if (options.handle_signals) {
     p.signals = std::make_unique<boost::asio::signal_set>(p.io, SIGINT, SIGTERM);
     p.signals->async_wait([self](const boost::system::error_code& ec, int sig) {
@@ -233,12 +274,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   p.identity->set_agent_token(token);
   p.jobs = std::make_unique<JobsService>(p.io, p.controller.get(), p.identity.get());
   p.cluster = std::make_unique<ClusterService>(p.io, p.controller.get(), p.identity.get());
-  p.agents = std::make_unique<AgentsService>(p.io, &p.executor->sessions(), p.identity.get());
+  if (p.executor) p.agents = std::make_unique<AgentsService>(p.io, &p.executor->sessions(), p.identity.get());
   {
     grpc::ServerBuilder b;
     b.RegisterService(p.jobs.get());
     b.RegisterService(p.cluster.get());
-    b.RegisterService(p.agents.get());  // local agents, as root
+    if (p.agents) b.RegisterService(p.agents.get());  // local agents, as root
     p.user_server = b.BuildAndStart();
     if (!p.user_server) {
       d->Stop();
@@ -270,7 +311,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
     return std::unexpected(st.error());
   }
   PHX_LOG(kInfo) << "phalanxd ready: users on " << config.socket_path << ", store " << config.db_path << ", topology "
-                 << config.topology << " (" << fingerprint << ")";
+                 << (config.mode == "slurm" ? config.slurm.topology : config.topology) << " (" << fingerprint << ")";
   return d;
 }
 
@@ -334,6 +375,7 @@ void Daemon::Stop() {
   }
   p.controller.reset();
   p.executor.reset();
+  p.slurm_executor.reset();
   p.committer.reset();
   p.reader.reset();
   p.store.reset();

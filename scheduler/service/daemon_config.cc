@@ -227,6 +227,41 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     return t.Run();
   });
   s.On("scheduler", [&](const YAML::Node& v, const std::string&) { return ParseScheduler(v, file, c); });
+  s.On("mode", [&](const YAML::Node& v, const std::string& key) -> Status {
+    const std::string m = Scalar(v);
+    if (m != "standalone" && m != "slurm") return cv.Bad(v, key, "standalone or slurm");
+    c.mode = m;
+    return {};
+  });
+  // Slurm mode (docs/slurm.md): where Slurm's files are and what makes a job Phalanx's.
+  s.On("slurm", [&](const YAML::Node& v, const std::string&) -> Status {
+    Section t(v, file, "slurm.");
+    Conv tc{t};
+    SlurmSection& sl = c.slurm;
+    t.On("conf", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.conf); });
+    t.On("topology", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.topology); });
+    t.On("gres", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.gres); });
+    t.On("poll_interval",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &sl.poll_interval_s); });
+    t.On("fallback_delay",
+         [&](const YAML::Node& x, const std::string& key) { return tc.WholeSeconds(x, key, &sl.fallback_delay_s); });
+    t.On("start_timeout",
+         [&](const YAML::Node& x, const std::string& key) { return tc.WholeSeconds(x, key, &sl.start_timeout_s); });
+    t.On("comments", [&](const YAML::Node& x, const std::string& key) { return tc.Bool(x, key, &sl.comments); });
+    for (auto [name, list] : {std::pair{"partitions", &sl.partitions}, std::pair{"qos", &sl.qos}}) {
+      t.On(name, [&tc, list](const YAML::Node& x, const std::string& key) -> Status {
+        if (x.IsNull()) return {};
+        if (!x.IsSequence()) return tc.Bad(x, key, "a list of names");
+        list->clear();
+        for (const YAML::Node& n : x) {
+          if (!n.IsScalar() || n.Scalar().empty()) return tc.Bad(n, key, "a name");
+          list->push_back(n.Scalar());
+        }
+        return {};
+      });
+    }
+    return t.Run();
+  });
   s.On("http", [&](const YAML::Node& v, const std::string&) -> Status {
     Section t(v, file, "http.");
     Conv tc{t};
@@ -364,6 +399,13 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (c.heartbeat_timeout_s < c.heartbeat_interval_s)
     return Fail(where, "agents.heartbeat_timeout: must be at least heartbeat_interval");
   if (c.pass_interval_s <= 0) return Fail(where, "scheduler.pass_interval: must be > 0");
+  if (c.mode == "slurm") {
+    if (c.slurm.topology.empty()) return Fail(where, "slurm.topology: needed with mode: slurm (Slurm's topology.conf)");
+    if (c.slurm.poll_interval_s <= 0) return Fail(where, "slurm.poll_interval: must be > 0");
+    if (c.slurm.fallback_delay_s < 2 * c.slurm.poll_interval_s)
+      return Fail(where, "slurm.fallback_delay: must be at least twice slurm.poll_interval");
+    if (!c.agents.listen.empty()) return Fail(where, "agents.listen: there are no agents in mode: slurm");
+  }
   if (c.scheduler.default_walltime <= 0 || c.scheduler.max_walltime < c.scheduler.default_walltime)
     return Fail(where, "scheduler: need 0 < default_walltime <= max_walltime");
   const AgentListenerConfig& a = c.agents;

@@ -26,8 +26,22 @@ struct AgentListenerConfig {
   std::string tls_client_ca;      // CA of agent certificates: mutual TLS (agents must present one)
 };
 
+// mode: slurm (docs/slurm.md): Slurm runs the jobs, Phalanx places the managed ones.
+struct SlurmSection {
+  std::string conf;      // slurm.conf for libslurm; empty: $SLURM_CONF or Slurm's default
+  std::string topology;  // Slurm's topology.conf (the cluster's tree)
+  std::string gres;      // gres.conf or slurm.conf (GPUs per node); empty: the node model's
+  double poll_interval_s = 2;
+  Duration fallback_delay_s = 30;            // the lease a managed job waits for phalanxd (job_submit.lua's)
+  Duration start_timeout_s = 30;             // a released job Slurm has not started by then is taken back
+  std::vector<std::string> partitions, qos;  // every job there is managed (besides --phx-* tags)
+  bool comments = true;                      // Phalanx's wait reason into the job's Comment
+};
+
 struct DaemonConfig {
-  std::string config_path;  // the file read, if any (for messages)
+  std::string config_path;          // the file read, if any (for messages)
+  std::string mode = "standalone";  // or "slurm": Slurm runs the jobs (the `slurm:` section)
+  SlurmSection slurm;
 
   // Users' side.
   std::string socket_path = "/run/phalanx/phalanxd.sock";  // mode 0666, in a directory we create

@@ -1,0 +1,434 @@
+#include "service/slurm_executor.h"
+
+#include <pwd.h>
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <ctime>
+
+#include "util/hostlist.h"
+#include "util/log.h"
+#include "util/numbers.h"
+
+namespace phalanx::service {
+namespace {
+
+using slurm::SlurmJob;
+using slurm::SlurmJobId;
+using slurm::SlurmJobState;
+using slurm::SlurmWait;
+
+bool Active(const JobRecord* r) {
+  return r != nullptr && (r->state == JobState::kRunning || r->state == JobState::kCheckpointing);
+}
+
+std::string UserName(const SlurmJob& j, uint32_t* gid) {
+  *gid = 0;
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  char buf[4096];
+  if (getpwuid_r(j.uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) {
+    *gid = pw.pw_gid;
+    return pw.pw_name;
+  }
+  return j.user.empty() ? "uid:" + std::to_string(j.uid) : j.user;
+}
+
+// "2026-12-01T11:30Z": Unix seconds to the minute, UTC.
+std::string IsoMinute(Time t) {
+  const time_t tt = static_cast<time_t>(t);
+  struct tm tm {};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%MZ", &tm);
+  return buf;
+}
+
+std::string Joined(const std::vector<SlurmJobId>& ids) {
+  std::string s;
+  for (SlurmJobId id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+  return s;
+}
+
+}  // namespace
+
+SlurmExecutor::SlurmExecutor(boost::asio::io_context& io, slurm::SlurmAdapter* slurm, const Topology& topology,
+                             SlurmModeOptions options)
+    : io_(io), slurm_(slurm), topo_(topology), options_(std::move(options)), timer_(io) {
+  // Until the first poll every node is unconfirmed (drained): no placement before Slurm was read.
+  for (uint32_t n = 0; n < topo_.node_count(); ++n)
+    nodes_[topo_.domain(topo_.node_domain(NodeId(n))).name] = NodeReport{NodeAvailability::kUnconfirmed, false, 0};
+}
+
+SlurmExecutor::~SlurmExecutor() = default;
+
+void SlurmExecutor::SetController(SubmitFn submit, CancelFn cancel) {
+  submit_ = std::move(submit);
+  cancel_ = std::move(cancel);
+}
+
+SlurmJobId SlurmExecutor::slurm_job(JobId job) const {
+  auto it = by_job_.find(job);
+  return it == by_job_.end() ? 0 : it->second;
+}
+
+void SlurmExecutor::Link(SlurmJobId sid, JobId job) {
+  Tracked& t = tracked_[sid];
+  if (t.job != kNoJob && t.job != job) by_job_.erase(t.job);
+  t.job = job;
+  t.submitting = false;
+  by_job_[job] = sid;
+}
+
+void SlurmExecutor::Unlink(SlurmJobId sid) {
+  auto it = tracked_.find(sid);
+  if (it == tracked_.end()) return;
+  if (it->second.job != kNoJob) by_job_.erase(it->second.job);
+  tracked_.erase(it);
+}
+
+// The store's launch info names the Slurm job of every unfinished job (also after a restart).
+void SlurmExecutor::LinkFromLaunchInfo() {
+  if (host_ == nullptr) return;
+  for (const auto& [id, rec] : host_->core().jobs()) {
+    if (IsFinal(rec.state) || by_job_.contains(id)) continue;
+    const LaunchInfo* li = host_->launch_info(id);
+    if (li == nullptr) continue;
+    auto env = li->spec().env().find(kSlurmJobEnv);
+    if (env == li->spec().env().end()) continue;
+    if (auto sid = ParseNumber<SlurmJobId>(env->second); sid && *sid > 0) Link(*sid, id);
+  }
+}
+
+void SlurmExecutor::AdoptJob(JobId job, const std::vector<GpuId>&) {
+  // Its Slurm job is linked from the launch info at the first poll; a job the core runs whose
+  // Slurm job is still pending (phalanxd died between the commit and the release) is released
+  // then, on the GPUs the core holds for it: placed once.
+  (void)job;
+}
+
+void SlurmExecutor::Start() {
+  stopped_ = false;
+  PHX_LOG(kInfo) << "slurm mode: " << slurm_->version() << ", poll every " << options_.poll_interval_s
+                 << " s, fallback lease " << options_.fallback_delay_s << " s";
+  boost::asio::post(io_, [this] {
+    if (!stopped_) Poll();
+  });
+  ArmTimer();
+}
+
+void SlurmExecutor::Stop() {
+  stopped_ = true;
+  timer_.cancel();
+}
+
+void SlurmExecutor::ArmTimer() {
+  timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(options_.poll_interval_s * 1000)));
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    Poll();
+    ArmTimer();
+  });
+}
+
+void SlurmExecutor::Poll() {
+  if (host_ == nullptr || !host_->Serving()) return;
+  auto nodes = slurm_->LoadNodes();
+  auto jobs = nodes ? slurm_->LoadJobs() : Result<std::vector<SlurmJob>>(std::unexpected(nodes.error()));
+  if (!jobs) {
+    if (!load_failed_) PHX_LOG(kWarn) << "slurm mode: cannot read Slurm: " << jobs.error().ToString();
+    load_failed_ = true;
+    return;
+  }
+  if (load_failed_) PHX_LOG(kInfo) << "slurm mode: Slurm readable again";
+  load_failed_ = false;
+  LinkFromLaunchInfo();
+
+  std::vector<SlurmJob> external;
+  std::set<SlurmJobId> seen;
+  std::vector<std::pair<const SlurmJob*, slurm::ManagedOptions>> managed;
+  for (const SlurmJob& j : *jobs) {
+    seen.insert(j.id);
+    auto by = slurm::ManagedBy(j, options_.rule);
+    if (!by) {
+      if (refused_.insert(j.id).second) PHX_LOG(kWarn) << "slurm mode: " << by.error().ToString() << "; left to Slurm";
+    }
+    auto it = tracked_.find(j.id);
+    const JobRecord* rec =
+        it != tracked_.end() && it->second.job != kNoJob ? host_->core().job(it->second.job) : nullptr;
+    const bool ours = by && by->has_value() && !refused_.contains(j.id);
+    if (!ours) {
+      if (!IsSlurmFinal(j.state) || j.completing) external.push_back(j);
+      continue;
+    }
+    const bool running = j.state == SlurmJobState::kRunning || j.state == SlurmJobState::kSuspended;
+    if (running && !Active(rec)) {
+      // Phalanx's, but not running where Phalanx put it (Slurm started it once the lease ran
+      // out, or a preempted job not yet requeued): its GPUs are busy for the core.
+      external.push_back(j);
+      if (it != tracked_.end() && !it->second.submitting) {
+        if (rec != nullptr && !IsFinal(rec->state) && !it->second.requeueing && cancel_) {
+          // Slurm ran it itself (phalanxd was away longer than the lease): not the core's any more.
+          cancel_(it->second.job, "Slurm started it itself on " + CompressHostlist(j.nodes));
+          Unlink(j.id);
+        } else if (rec == nullptr || IsFinal(rec->state)) {
+          Unlink(j.id);
+        }
+      }
+      continue;
+    }
+    managed.emplace_back(&j, **by);
+  }
+  SyncNodes(*nodes, external);
+  for (auto& [j, o] : managed) SyncManaged(*j, o, tracked_[j->id]);
+
+  // Linked jobs Slurm no longer lists (finished longer ago than MinJobAge, or purged).
+  std::vector<SlurmJobId> gone;
+  for (const auto& [sid, t] : tracked_)
+    if (!seen.contains(sid) && !t.submitting) gone.push_back(sid);
+  for (SlurmJobId sid : gone) {
+    const JobId job = tracked_[sid].job;
+    const JobRecord* rec = host_->core().job(job);
+    if (Active(rec)) host_->JobPartsEnded(job, false, -1, "Slurm job " + std::to_string(sid) + " is gone");
+    else if (rec != nullptr && !IsFinal(rec->state) && cancel_)
+      cancel_(job, "Slurm job " + std::to_string(sid) + " is gone");
+    Unlink(sid);
+  }
+  std::erase_if(refused_, [&](SlurmJobId id) { return !seen.contains(id); });
+}
+
+void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes, const std::vector<SlurmJob>& external) {
+  std::map<std::string, const slurm::SlurmNode*> by_name;
+  for (const slurm::SlurmNode& n : nodes) by_name[n.name] = &n;
+  const auto load = slurm::ExternalLoadByNode(external);
+  const Time now = host_->Now();
+  for (auto& [name, report] : nodes_) {
+    NodeAvailability want = NodeAvailability::kAvailable;
+    std::string why = "Slurm: idle or Phalanx's";
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      want = NodeAvailability::kAway;
+      why = "Slurm does not know the node";
+    } else if (it->second->down) {
+      want = NodeAvailability::kAway;
+      why = "Slurm: down" + (it->second->reason.empty() ? "" : " (" + it->second->reason + ")");
+    } else if (it->second->drained) {
+      want = NodeAvailability::kUnconfirmed;
+      why = "Slurm: drained" + (it->second->reason.empty() ? "" : " (" + it->second->reason + ")");
+    } else if (auto l = load.find(name); l != load.end() && l->second.gpus > 0) {
+      want = NodeAvailability::kUnconfirmed;
+      why = "Slurm jobs " + Joined(l->second.jobs) + " (not placed by Phalanx) use " + std::to_string(l->second.gpus) +
+            " GPUs" + (l->second.until > 0 ? " until t=" + std::to_string(l->second.until) : "");
+    }
+    report.last_report = now;
+    report.connected = want != NodeAvailability::kAway;
+    // Also when only the reason changed, and at the first sync (the core's initial node states
+    // are not ours): the host applies a state only when it differs from the core's.
+    auto& last_why = node_why_[name];
+    if (report.availability == want && last_why == why) continue;
+    report.availability = want;
+    last_why = why;
+    host_->NodeAvailabilityChanged(name, why);
+  }
+}
+
+void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t) {
+  const Time now = host_->Now();
+  const JobRecord* rec = t.job != kNoJob ? host_->core().job(t.job) : nullptr;
+  if (IsSlurmFinal(j.state)) {
+    if (Active(rec)) {
+      const bool ok = j.state == SlurmJobState::kCompleted && j.exit_code == 0;
+      std::string reason = "Slurm: " + std::string(slurm::SlurmJobStateName(j.state));
+      if (j.exit_code != 0) reason += " exit " + std::to_string(j.exit_code);
+      if (j.exit_signal != 0) reason += " signal " + std::to_string(j.exit_signal);
+      host_->JobPartsEnded(t.job, ok, ok ? 0 : (j.exit_code != 0 ? j.exit_code : 1), reason);
+    } else if (rec != nullptr && !IsFinal(rec->state) && cancel_) {
+      cancel_(t.job, "Slurm: " + std::string(slurm::SlurmJobStateName(j.state)));
+    }
+    if (!t.submitting) Unlink(j.id);
+    return;
+  }
+  if (j.state == SlurmJobState::kRunning || j.state == SlurmJobState::kSuspended) {
+    t.released = 0;  // started where Phalanx said
+    t.requeueing = false;
+    return;
+  }
+  t.requeueing = false;  // a requeue we asked for is done once the job is pending
+  // Pending. A requeued job waits for Slurm's own begin time (cred_expire): later than our lease.
+  if (j.wait == SlurmWait::kBeginTime && j.start > t.lease + 1 && j.restarts > 0) t.not_before = j.start;
+  if (t.submitting) return RenewLease(j.id, t, now);
+  if (rec != nullptr && IsFinal(rec->state)) {
+    // The core is done with this run (a start Slurm never carried out): a new core job.
+    by_job_.erase(t.job);
+    t.job = kNoJob;
+    rec = nullptr;
+  }
+  if (rec == nullptr) {
+    RenewLease(j.id, t, now);
+    // The owner's own hold (sbatch -H, scontrol hold) or an admin's: not Phalanx's to start.
+    if (j.wait == SlurmWait::kHeldUser || j.wait == SlurmWait::kHeldAdmin || j.priority == 0) return;
+    return SubmitNew(j, o, t);
+  }
+  if (Active(rec)) {
+    if (t.released == 0) return Release(j.id, t.job, t);  // adopted after a restart, or requeued
+    if (now - t.released >= options_.start_timeout_s) {
+      PHX_LOG(kWarn) << "slurm mode: job " << t.job << " (Slurm " << j.id << ") released " << (now - t.released)
+                     << " s ago and still pending (" << j.reason << "); taken back";
+      t.released = 0;
+      t.lease = 0;
+      if (auto st = slurm_->Defer(j.id, now + options_.fallback_delay_s, true); st)
+        t.lease = now + options_.fallback_delay_s;
+      host_->JobPartsEnded(
+          t.job, false, -1,
+          "Slurm did not start it within " + std::to_string(options_.start_timeout_s) + " s (" + j.reason + ")");
+    }
+    return;
+  }
+  // Pending in the core too: keep it ours; show why it waits.
+  RenewLease(j.id, t, now);
+  if (options_.comments) {
+    // The reason, and the predicted start to the minute: rewritten when the reason changes or
+    // the prediction moves by a minute or more (one RPC each, not one per poll).
+    const WaitReason& w = rec->wait;
+    std::string c = "phalanx: " + std::string(WaitKindName(w.kind)) + (w.detail.empty() ? "" : "(" + w.detail + ")");
+    const Time predicted = w.predicted_start == kForever ? 0 : w.predicted_start;
+    const bool moved = predicted / 60 != t.predicted / 60;
+    if (predicted > 0) c += " start~" + IsoMinute(predicted);
+    if (c != t.comment && (moved || c.substr(0, c.find(" start~")) != t.comment.substr(0, t.comment.find(" start~")))) {
+      if (slurm_->SetComment(j.id, c)) {
+        t.comment = c;
+        t.predicted = predicted;
+      }
+    }
+  }
+}
+
+void SlurmExecutor::RenewLease(SlurmJobId sid, Tracked& t, Time now) {
+  if (t.lease - now > options_.fallback_delay_s / 2) return;
+  const Time until = std::max(now + options_.fallback_delay_s, t.not_before);
+  if (auto st = slurm_->Defer(sid, until, false); !st) {
+    PHX_LOG(kWarn) << "slurm mode: job " << sid << ": " << st.error().ToString();
+    return;
+  }
+  t.lease = until;
+}
+
+void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t) {
+  if (!submit_) return;
+  uint32_t gid = 0;
+  const std::string user = UserName(j, &gid);
+  auto spec = slurm::ToJobSpec(j, o, user);
+  if (!spec) {
+    refused_.insert(j.id);
+    PHX_LOG(kWarn) << "slurm mode: " << spec.error().ToString() << "; left to Slurm";
+    return;
+  }
+  LaunchInfo li;
+  li.set_user(user);
+  li.set_uid(j.uid);
+  li.set_gid(gid);
+  li.mutable_spec()->set_name(spec->name);
+  li.mutable_spec()->set_checkpoint_signal(o.checkpoint_signal);
+  li.mutable_spec()->set_checkpoint_warning_s(o.checkpoint_warning);
+  (*li.mutable_spec()->mutable_env())[kSlurmJobEnv] = std::to_string(j.id);
+  t.submitting = true;
+  const SlurmJobId sid = j.id;
+  submit_(std::move(*spec), std::move(li), [this, sid](CallResult<JobId> r) {
+    auto it = tracked_.find(sid);
+    if (!r) {
+      PHX_LOG(kWarn) << "slurm mode: Slurm job " << sid << " refused: " << r.error().error.ToString()
+                     << "; left to Slurm";
+      refused_.insert(sid);
+      if (it != tracked_.end()) it->second.submitting = false;
+      if (options_.comments) (void)slurm_->SetComment(sid, "phalanx: refused: " + r.error().error.message);
+      return;
+    }
+    Link(sid, *r);
+    PHX_LOG(kInfo) << "slurm mode: Slurm job " << sid << " is job " << *r;
+  });
+}
+
+void SlurmExecutor::Release(SlurmJobId sid, JobId job, Tracked& t) {
+  const JobRecord* rec = host_->core().job(job);
+  if (!Active(rec)) return;
+  const auto nodes = slurm::SlurmNodeList(topo_, rec->gpus);
+  const Time now = host_->Now();
+  const Time begin = std::max(now, t.not_before);
+  const std::string comment = options_.comments ? "phalanx: placed on " + CompressHostlist(nodes) : "";
+  if (auto st = slurm_->StartOn(sid, nodes, begin, comment); !st) {
+    PHX_LOG(kWarn) << "slurm mode: job " << job << " (Slurm " << sid << "): " << st.error().ToString();
+    if (st.error().code == ErrorCode::kNotFound || st.error().code == ErrorCode::kFailedPrecondition)
+      ReportLater(job, false, -1, "Slurm refused the start: " + st.error().message);
+    return;
+  }
+  t.released = now;
+  t.lease = begin;
+  t.comment = comment;
+  PHX_LOG(kInfo) << "slurm mode: job " << job << " (Slurm " << sid << ") released on " << CompressHostlist(nodes)
+                 << (begin > now ? " from " + std::to_string(begin) + " (requeue delay)" : "");
+}
+
+void SlurmExecutor::ReportLater(JobId job, bool success, int32_t exit_code, std::string reason) {
+  boost::asio::post(io_, [this, job, success, exit_code, reason = std::move(reason)] {
+    if (!stopped_ && host_ != nullptr) host_->JobPartsEnded(job, success, exit_code, reason);
+  });
+}
+
+void SlurmExecutor::StartJob(JobId job, const std::vector<GpuId>&, uint64_t) {
+  auto it = by_job_.find(job);
+  if (it == by_job_.end()) return ReportLater(job, false, -1, "no Slurm job for it");
+  Release(it->second, job, tracked_[it->second]);
+}
+
+void SlurmExecutor::RestartJob(JobId job, const std::vector<GpuId>&, uint64_t) {
+  // A resize: Slurm 22.05 cannot grow a running job; requeue it and start it again on the GPUs
+  // the core gives it (the next poll releases it, after Slurm's requeue delay).
+  auto it = by_job_.find(job);
+  if (it == by_job_.end()) return ReportLater(job, false, -1, "no Slurm job for it");
+  if (auto st = slurm_->Requeue(it->second); !st)
+    PHX_LOG(kWarn) << "slurm mode: resize of job " << job << ": " << st.error().ToString();
+  tracked_[it->second].released = 0;
+  tracked_[it->second].requeueing = true;
+}
+
+void SlurmExecutor::StopJob(JobId job, const std::string& reason) {
+  auto it = by_job_.find(job);
+  if (it == by_job_.end()) return;
+  const SlurmJobId sid = it->second;
+  const JobRecord* rec = host_->core().job(job);
+  Tracked& t = tracked_[sid];
+  if (rec != nullptr && rec->state == JobState::kPending) {
+    // Preempted: the core requeued it; so does Slurm (the job restarts after cred_expire).
+    PHX_LOG(kInfo) << "slurm mode: requeue Slurm job " << sid << " (" << reason << ")";
+    if (auto st = slurm_->Requeue(sid); !st) {
+      PHX_LOG(kWarn) << "slurm mode: job " << job << ": " << st.error().ToString();
+      if (auto d = slurm_->Defer(sid, host_->Now() + options_.fallback_delay_s, true); d)
+        t.lease = host_->Now() + options_.fallback_delay_s;
+    }
+    t.released = 0;
+    t.requeueing = true;
+    return;
+  }
+  PHX_LOG(kInfo) << "slurm mode: cancel Slurm job " << sid << " (" << reason << ")";
+  if (auto st = slurm_->Cancel(sid); !st) PHX_LOG(kWarn) << "slurm mode: job " << job << ": " << st.error().ToString();
+}
+
+void SlurmExecutor::SignalJob(JobId job, int32_t signal, std::optional<Time>) {
+  auto it = by_job_.find(job);
+  if (it == by_job_.end()) return;
+  if (auto st = slurm_->Signal(it->second, signal, true); !st)
+    PHX_LOG(kWarn) << "slurm mode: job " << job << ": " << st.error().ToString();
+}
+
+NodeReport SlurmExecutor::node(const std::string& name) const {
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? NodeReport{} : it->second;
+}
+
+size_t SlurmExecutor::connected_nodes() const {
+  return static_cast<size_t>(
+      std::count_if(nodes_.begin(), nodes_.end(), [](const auto& n) { return n.second.connected; }));
+}
+
+}  // namespace phalanx::service

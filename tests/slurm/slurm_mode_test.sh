@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016 # job scripts are single-quoted: their variables expand in the job
+# phalanxd's Slurm mode on real Slurm daemons: one lab (config/slurm/demo-slurm.sh with
+# PHALANX_SLURM_PHALANXD=1: munged, slurmctld, 4 slurmd with fake GPUs, job_submit.lua's HOLD,
+# phalanxd in Slurm mode) started once for every check below, always stopped on exit.
+#   tests/slurm/slurm_mode_test.sh BUILD_DIR SOURCE_DIR
+# Exit 0: all passed; 1: a check failed; 77: skipped (not root, or Slurm not installed).
+set -uo pipefail
+
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+[[ $(id -u) -eq 0 ]] || {
+  echo "skipped: needs root (slurmd, munged)"
+  exit 77
+}
+for b in slurmctld slurmd sbatch srun munged; do
+  command -v "$b" >/dev/null || {
+    echo "skipped: $b is not installed (config/install-deps.sh installs Slurm)"
+    exit 77
+  }
+done
+
+lab=$(mktemp -d /tmp/phalanx-slurm-mode-test.XXXXXX)
+export PHALANX_SLURM_DEMO_DIR=$lab PHALANX_SLURM_DEMO_JOBS=0 PHALANX_SLURM_PHALANXD=1 PHALANX_SLURM_CRED_EXPIRE=5
+export PHALANX_SLURM_MIN_RUNTIME=0
+export PHALANX_SLURM_PORT_BASE=${PHALANX_SLURM_MODE_TEST_PORT:-17917} # apart from slurm.spank's 17817
+t0=$SECONDS
+cleanup() {
+  trap - EXIT INT TERM
+  [[ -n "${watchdog:-}" ]] && kill "$watchdog" 2>/dev/null
+  "$src/config/slurm/demo-slurm.sh" stop >/dev/null 2>&1
+  if ((fail > 0)); then
+    echo "--- the lab's logs (kept in $lab/log)"
+    tail -n 30 "$lab"/log/phalanxd.log "$lab"/log/slurmctld.log
+  else
+    rm -rf "$lab"
+  fi
+  echo "slurm mode tests: $pass passed, $fail failed, $((SECONDS - t0)) s (lab start included)"
+  ((fail == 0))
+  exit
+}
+pass=0
+fail=0
+trap cleanup EXIT
+trap 'echo "interrupted"; fail=$((fail + 1)); cleanup' INT TERM
+# A hard limit below CTest's TIMEOUT, so that the lab is stopped even when something hangs.
+(
+  trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+  sleep "${PHALANX_SLURM_TEST_LIMIT:-200}" &
+  nap=$!
+  wait "$nap"
+  echo "slurm_mode_test: over the time limit, stopping" >&2
+  kill -TERM $$
+) &
+watchdog=$!
+
+ok() {
+  echo "PASS $1"
+  pass=$((pass + 1))
+}
+bad() {
+  echo "FAIL $1"
+  shift
+  printf '     %s\n' "$@"
+  fail=$((fail + 1))
+}
+until_ok() {
+  local end=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS < end)) || return 1
+    sleep 0.2
+  done
+}
+state() { timeout 5 squeue -h -j "$1" -t all -o %T 2>/dev/null; }
+is_state() { [[ "$(state "$1")" == "$2" ]]; }
+nodes_of() { timeout 5 squeue -h -j "$1" -t all -o %N 2>/dev/null; }
+log=$lab/log/phalanxd.log
+in_log() { grep -q -- "$1" "$log"; }
+count_log() { grep -c -- "$1" "$log" 2>/dev/null || true; }
+clean=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "SLURM_CONF=$lab/etc/slurm.conf")
+sub() { "${clean[@]}" sbatch --parsable -o "$out/%x-%j.out" "$@"; }
+
+start_out=$(timeout 120 "$src/config/slurm/demo-slurm.sh" "$build" 2>&1) || {
+  bad "lab start with phalanxd" "$start_out"
+  exit 1
+}
+echo "lab up in $((SECONDS - t0)) s"
+export SLURM_CONF=$lab/etc/slurm.conf
+out=$lab/out
+cd "$out" || exit 1
+if until_ok 10 in_log "node n4 is up (Slurm"; then
+  ok "phalanxd in Slurm mode reads the nodes ($(grep -o 'slurm mode: [0-9.]* (libslurm)' "$log"))"
+else
+  bad "phalanxd in Slurm mode reads the nodes" "$(tail -n 5 "$log")"
+fi
+
+# --- 1. a 16-GPU leaf job lands on one leaf where Slurm alone would split it -----------------------
+busy2=$(sub -J busy-n2 -w n2 -N1 --gres=gpu:8 -t 2 --wrap 'sleep 20')
+busy4=$(sub -J busy-n4 -w n4 -N1 --gres=gpu:8 -t 1 --wrap 'sleep 6')
+until_ok 10 is_state "$busy4" RUNNING && until_ok 10 is_state "$busy2" RUNNING
+slurm_choice=$("${clean[@]}" sbatch --test-only -N2 --gres=gpu:8 --wrap true 2>&1)
+leaf=$(sub -J leaf16 -N2 --gres=gpu:8 -t 5 --phx-topology=leaf --wrap 'echo ran on $SLURM_JOB_NODELIST')
+plain=$(sub -J plain -N1 --gres=gpu:1 -t 5 --wrap 'echo ran')
+until_ok 10 in_log "Slurm job $leaf is job"
+comment_is() {
+  comment=$(timeout 5 squeue -h -j "$leaf" -o '%r|%k')
+  [[ "$comment" == "$1"* ]]
+}
+until_ok 10 comment_is "BeginTime|phalanx: TopologyBlock(leaf)"
+if [[ "$slurm_choice" == *"nodes n[1,3]"* && "$comment" == "BeginTime|phalanx: TopologyBlock(leaf)"* ]]; then
+  ok "with n2 and n4 busy Slurm alone would split it (${slurm_choice##*using }); Phalanx holds it: $comment"
+else
+  bad "Slurm's own choice splits, Phalanx waits for a leaf" "sbatch --test-only: $slurm_choice" "squeue %r|%k: $comment"
+fi
+if until_ok 30 is_state "$leaf" COMPLETED && [[ "$(nodes_of "$leaf")" == "n[3-4]" ]] &&
+  [[ "$(count_log "(Slurm $leaf) released on n\[3-4\]")" == 1 ]]; then
+  ok "the leaf job ran on n[3-4] (one leaf), released once: $(grep -o "job [0-9]* (Slurm $leaf) released on [^ ]*" "$log")"
+else
+  bad "the leaf job ran on one leaf" "state $(state "$leaf") on '$(nodes_of "$leaf")'" "$(grep "Slurm $leaf" "$log")"
+fi
+if until_ok 20 is_state "$plain" COMPLETED && ! in_log "Slurm job $plain is job"; then
+  ok "a plain job is Slurm's: it ran on $(nodes_of "$plain"), phalanxd left it alone"
+else
+  bad "a plain job is Slurm's" "state $(state "$plain")" "$(grep "Slurm job $plain " "$log")"
+fi
+
+# --- 2. the owner's own hold (-H) is the owner's; when released, Phalanx places it -------------------
+held=$(sub -J held -H -N1 --gres=gpu:2 -t 5 --phx-topology=node --wrap 'echo ran')
+sleep 3
+start_held=$(timeout 5 squeue -h -j "$held" -o '%r %S')
+if [[ "$(state "$held")" == PENDING ]] && ! in_log "Slurm job $held is job"; then
+  ok "a job held by its owner (sbatch -H) is not placed while held ($start_held)"
+else
+  bad "a job held by its owner is not placed" "state $(state "$held")" "$(grep "Slurm $held\|Slurm job $held" "$log")"
+fi
+timeout 10 scontrol release "$held"
+if until_ok 20 is_state "$held" COMPLETED && in_log "Slurm job $held is job" && in_log "(Slurm $held) released on"; then
+  ok "released by its owner, it is placed by Phalanx: $(grep -o "(Slurm $held) released on [^ ]*" "$log")"
+else
+  bad "released by its owner, Phalanx places it" "state $(state "$held")" "$(grep "Slurm $held\|Slurm job $held" "$log")"
+fi
+
+# --- 3. kill -9 of phalanxd while jobs are held: after a restart each is placed once ---------------
+# n1 and n3 busy (n2 free again, n4 free): no leaf has two free nodes, both jobs wait in Phalanx.
+until_ok 30 is_state "$busy2" COMPLETED
+b1=$(sub -J busy-n1 -w n1 -N1 --gres=gpu:8 -t 1 --wrap 'sleep 12')
+b3=$(sub -J busy-n3 -w n3 -N1 --gres=gpu:8 -t 1 --wrap 'sleep 6')
+until_ok 10 is_state "$b1" RUNNING && until_ok 10 is_state "$b3" RUNNING
+ja=$(sub -J after-a -N2 --gres=gpu:8 -t 5 --phx-topology=leaf --wrap 'echo ran on $SLURM_JOB_NODELIST')
+jb=$(sub -J after-b -N2 --gres=gpu:8 -t 5 --phx-topology=leaf --wrap 'echo ran on $SLURM_JOB_NODELIST')
+until_ok 10 in_log "Slurm job $ja is job" && until_ok 10 in_log "Slurm job $jb is job"
+pid=$(cat "$lab/run/phalanxd.pid")
+kill -KILL "$pid"
+# Gone when /proc has no live process any more (a zombie counts as gone: PID 1 may reap late).
+until_ok 10 bash -c "[[ ! -r /proc/$pid/status ]] || grep -q '^State:[[:space:]]*Z' /proc/$pid/status"
+setsid "$build/scheduler/service/phalanxd" --config "$lab/etc/phalanxd.yaml" >>"$log" 2>&1 </dev/null &
+echo $! >"$lab/run/phalanxd.pid"
+if until_ok 30 is_state "$ja" COMPLETED && until_ok 30 is_state "$jb" COMPLETED; then
+  runs_a=$(grep -c '^ran' "$out/after-a-$ja.out")
+  runs_b=$(grep -c '^ran' "$out/after-b-$jb.out")
+  na=$(nodes_of "$ja")
+  nb=$(nodes_of "$jb")
+  if [[ "$runs_a" == 1 && "$runs_b" == 1 && "$(count_log "Slurm job $ja is job")" == 1 &&
+    "$(count_log "Slurm job $jb is job")" == 1 && "$(count_log "(Slurm $ja) released")" == 1 &&
+    "$(count_log "(Slurm $jb) released")" == 1 &&
+    "$na" =~ ^n\[(1-2|3-4)\]$ && "$nb" =~ ^n\[(1-2|3-4)\]$ ]]; then
+    ok "kill -9 with 2 jobs held: after the restart each was submitted once, released once, ran once ($ja on $na, $jb on $nb)"
+  else
+    bad "kill -9: each job placed once" "runs $runs_a/$runs_b on '$na'/'$nb'" "$(grep -E "Slurm( job)? ($ja|$jb)|recovered" "$log")"
+  fi
+else
+  bad "kill -9: the held jobs run after the restart" "states $(state "$ja")/$(state "$jb")" "$(tail -n 8 "$log")"
+fi
+if grep -q "recovered [0-9]* jobs .*(2 unfinished" "$log"; then ok "the restarted phalanxd re-adopted them from its store ($(grep -o 'recovered [^(]*([^)]*)' "$log" | tail -n 1))"; else bad "re-adopted from the store" "$(grep recovered "$log")"; fi
+
+# --- 4. checkpoint preemption: a high-class leaf job takes a leaf from a low-class one ------------
+# Both leaves run low-class preemptible jobs (--phx-checkpoint=USR1@5); the high one makes the core
+# signal one victim (USR1 to its batch shell and steps), requeue it after the 5 s deadline (Slurm:
+# SIGTERM, requeue, cred_expire), run the high job in its block, and restart the victim with
+# PHALANX_RESUME=1.
+until_ok 30 is_state "$b1" COMPLETED
+cat >"$out/victim.sh" <<'VICTIM'
+#!/bin/bash
+echo "start restarts=$PHALANX_RESTART_COUNT resume=$PHALANX_RESUME"
+trap 'echo "got USR1"' USR1
+trap 'echo "got TERM"; exit 143' TERM
+for _ in $(seq 1 120); do sleep 0.5; done
+VICTIM
+chmod +x "$out/victim.sh"
+low=()
+for n in a b; do
+  low+=("$(sub -J "low-$n" -N2 --gres=gpu:8 -t 10 --phx-topology=leaf --phx-class=low --phx-preemptible \
+    --phx-checkpoint=USR1@5 --open-mode=append "$out/victim.sh")")
+done
+until_ok 20 is_state "${low[0]}" RUNNING && until_ok 20 is_state "${low[1]}" RUNNING
+high=$(sub -J high -N2 --gres=gpu:8 -t 5 --phx-topology=leaf --phx-class=high --wrap 'echo high ran on $SLURM_JOB_NODELIST')
+resumed() { grep -qs "start restarts=1 resume=1" "$out/low-a-${low[0]}.out" "$out/low-b-${low[1]}.out"; }
+if until_ok 40 is_state "$high" COMPLETED && until_ok 30 resumed; then
+  victim=$(grep -ls "start restarts=1 resume=1" "$out"/low-*.out)
+  seq=$(grep -o "start restarts=0 resume=0\|got USR1\|got TERM\|start restarts=1 resume=1" "$victim" | paste -sd ' ')
+  if [[ "$seq" == "start restarts=0 resume=0 got USR1 got TERM start restarts=1 resume=1" ]] &&
+    [[ "$(nodes_of "$high")" =~ ^n\[(1-2|3-4)\]$ ]] && in_log "requeue Slurm job"; then
+    ok "checkpoint preemption: the victim got USR1, was requeued, the high job ran on $(nodes_of "$high"), the victim restarted with PHALANX_RESUME=1"
+  else
+    bad "checkpoint preemption" "victim $victim: $seq" "high on $(nodes_of "$high")" "$(grep -E "checkpoint|preempt|requeue" "$log")"
+  fi
+else
+  bad "checkpoint preemption: the high job runs and the victim resumes" "high $(state "$high"), low ${low[*]}: $(state "${low[0]}")/$(state "${low[1]}")" \
+    "$(grep -E "checkpoint|preempt|requeue" "$log")"
+fi
+timeout 10 scancel "${low[@]}" 2>/dev/null

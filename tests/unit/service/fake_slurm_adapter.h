@@ -1,0 +1,97 @@
+// A Slurm that tests set up by hand: nodes and jobs as plain values, and every action recorded.
+// Behaves as 22.05 does where the executor depends on it: StartOn/Defer only on pending jobs,
+// Requeue puts a running job back to pending (restarts + 1), Cancel ends it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "adapters/slurm/slurm_adapter.h"
+
+namespace phalanx::slurm {
+
+class FakeSlurm final : public SlurmAdapter {
+ public:
+  struct Call {
+    std::string what;  // "start", "defer", "requeue", "signal", "cancel", "comment"
+    SlurmJobId job = 0;
+    std::vector<std::string> nodes;
+    Time time = 0;
+    bool clear = false;
+    std::string text;
+  };
+
+  std::vector<SlurmNode> nodes;
+  std::vector<SlurmJob> jobs;
+  std::vector<Call> calls;
+  bool down = false;  // slurmctld unreachable
+
+  SlurmJob* job(SlurmJobId id) {
+    for (SlurmJob& j : jobs)
+      if (j.id == id) return &j;
+    return nullptr;
+  }
+  std::vector<Call> Calls(const std::string& what) const {
+    std::vector<Call> out;
+    for (const Call& c : calls)
+      if (c.what == what) out.push_back(c);
+    return out;
+  }
+
+  std::string version() const override { return "fake"; }
+  Result<std::vector<SlurmNode>> LoadNodes() override {
+    if (down) return Fail(ErrorCode::kInternal, "slurm: slurm_load_node", "Unable to contact slurm controller");
+    return nodes;
+  }
+  Result<std::vector<SlurmPartition>> LoadPartitions() override { return std::vector<SlurmPartition>{}; }
+  Result<std::vector<SlurmJob>> LoadJobs() override {
+    if (down) return Fail(ErrorCode::kInternal, "slurm: slurm_load_jobs", "Unable to contact slurm controller");
+    return jobs;
+  }
+  Status StartOn(SlurmJobId id, const std::vector<std::string>& n, Time begin, const std::string& comment) override {
+    SlurmJob* j = job(id);
+    if (j == nullptr) return Fail(ErrorCode::kNotFound, "slurm: update job", "Invalid job id specified");
+    if (j->state != SlurmJobState::kPending)
+      return Fail(ErrorCode::kFailedPrecondition, "slurm: update job", "Job is no longer pending execution");
+    std::string list;
+    for (const std::string& x : n) list += (list.empty() ? "" : ",") + x;
+    j->req_nodes = list;
+    if (!comment.empty()) j->comment = comment;
+    calls.push_back(Call{"start", id, n, begin, false, comment});
+    return {};
+  }
+  Status Defer(SlurmJobId id, Time until, bool clear) override {
+    SlurmJob* j = job(id);
+    if (j == nullptr) return Fail(ErrorCode::kNotFound, "slurm: update job", "Invalid job id specified");
+    if (j->state != SlurmJobState::kPending)
+      return Fail(ErrorCode::kFailedPrecondition, "slurm: update job", "Job is no longer pending execution");
+    if (clear) j->req_nodes.clear();
+    calls.push_back(Call{"defer", id, {}, until, clear, ""});
+    return {};
+  }
+  Status Requeue(SlurmJobId id) override {
+    SlurmJob* j = job(id);
+    if (j == nullptr) return Fail(ErrorCode::kNotFound, "slurm: requeue", "Invalid job id specified");
+    j->state = SlurmJobState::kPending;
+    j->nodes.clear();
+    ++j->restarts;
+    calls.push_back(Call{"requeue", id, {}, 0, false, ""});
+    return {};
+  }
+  Status Signal(SlurmJobId id, int signal, bool) override {
+    calls.push_back(Call{"signal", id, {}, signal, false, ""});
+    return {};
+  }
+  Status Cancel(SlurmJobId id) override {
+    if (SlurmJob* j = job(id)) j->state = SlurmJobState::kCancelled;
+    calls.push_back(Call{"cancel", id, {}, 0, false, ""});
+    return {};
+  }
+  Status SetComment(SlurmJobId id, const std::string& c) override {
+    if (SlurmJob* j = job(id)) j->comment = c;
+    calls.push_back(Call{"comment", id, {}, 0, false, c});
+    return {};
+  }
+};
+
+}  // namespace phalanx::slurm

@@ -1,0 +1,320 @@
+// SlurmExecutor against a fake Slurm (fake_slurm_adapter.h) and a fake host that owns a real
+// core: submission once, the fallback lease, release on the placement's nodes in Slurm's order,
+// node sync, the pitfalls of docs/slurm.md (the owner's own hold, a released job still pending,
+// requeue delays), and a restart that re-links instead of placing twice.
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+
+#include "adapters/topology/topology_reader_slurm.h"
+#include "core/sched/config.h"
+#include "fake_slurm_adapter.h"
+#include "service/slurm_executor.h"
+
+namespace phalanx::service {
+namespace {
+
+using slurm::FakeSlurm;
+using slurm::SlurmJob;
+using slurm::SlurmJobState;
+using slurm::SlurmWait;
+
+Topology TwoLeaves() {
+  auto spec = ReadSlurmTopology(
+      "SwitchName=leaf1 Nodes=n[1-2]\nSwitchName=leaf2 Nodes=n[3-4]\nSwitchName=spine Switches=leaf[1-2]\n",
+      "topology.conf", SlurmReadOptions{});
+  EXPECT_TRUE(spec);
+  return std::move(*Topology::Build(*spec));
+}
+
+// The Controller's part, on a real core: submissions, passes, what the executor reports.
+class Host final : public ExecutorHost {
+ public:
+  Host() {
+    auto config = PolicyPreset("phalanx");
+    EXPECT_TRUE(config);
+    config->wait_decisions = false;
+    auto core = Scheduler::Create(TwoLeaves(), *config);
+    EXPECT_TRUE(core) << core.error().ToString();
+    core_ = std::move(*core);
+  }
+  const Scheduler& core() const override { return *core_; }
+  Scheduler& mutable_core() { return *core_; }
+  const LaunchInfo* launch_info(JobId job) const override {
+    auto it = launch_.find(job);
+    return it == launch_.end() ? nullptr : &it->second;
+  }
+  CallStatus Serving() const override { return {}; }
+  Time Now() override { return now; }
+  void AfterStored(std::function<void()> then) override { then(); }  // nothing is written here
+  void JobPartsEnded(JobId job, bool success, int32_t, const std::string& reason) override {
+    ended.push_back(std::to_string(job) + (success ? " ok " : " failed ") + reason);
+    EXPECT_TRUE(core_->JobEnded(job, now, success));
+  }
+  void CheckpointReported(JobId, uint64_t, const std::string&, const std::string&) override {}
+  void NodeAvailabilityChanged(const std::string& node, const std::string& why) override {
+    const NodeAvailability a = executor->node(node).availability;
+    const NodeState s = a == NodeAvailability::kAvailable     ? NodeState::kUp
+                        : a == NodeAvailability::kUnconfirmed ? NodeState::kDrain
+                                                              : NodeState::kDown;
+    if (core_->topology().node_state(core_->topology().find_node(node)) == s) return;
+    EXPECT_TRUE(core_->SetNodeState(node, s, now));
+    node_changes.push_back(node + ": " + why);
+  }
+
+  void Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done) {
+    spec.id = next_id_++;
+    spec.submit = now;
+    if (auto st = core_->Submit(spec, now); !st) return done(std::unexpected(st.error()));
+    launch_[spec.id] = std::move(launch);
+    ++submits;
+    done(spec.id);
+  }
+  // A pass; Start decisions go to the executor as the Controller hands them over.
+  void Pass() {
+    for (const Decision& d : core_->Schedule(now)) {
+      if (d.kind == DecisionKind::kStart) executor->StartJob(d.job, d.gpus, 1);
+      if (d.kind == DecisionKind::kPreempt || d.kind == DecisionKind::kKill) executor->StopJob(d.job, d.reason);
+    }
+  }
+
+  Time now = 1000;
+  Executor* executor = nullptr;
+  int submits = 0;
+  std::vector<std::string> ended, node_changes;
+
+ private:
+  std::unique_ptr<Scheduler> core_;
+  std::map<JobId, LaunchInfo> launch_;
+  JobId next_id_ = 1;
+};
+
+class SlurmExecutorTest : public ::testing::Test {
+ protected:
+  SlurmExecutorTest() {
+    for (const char* n : {"n1", "n2", "n3", "n4"}) slurm_.nodes.push_back(slurm::SlurmNode{n, false, false, 8, ""});
+    MakeExecutor();
+  }
+  void MakeExecutor() {
+    SlurmModeOptions o;
+    o.fallback_delay_s = 30;
+    o.start_timeout_s = 20;
+    exec_ = std::make_unique<SlurmExecutor>(io_, &slurm_, host_.core().topology(), o);
+    exec_->Attach(&host_);
+    exec_->SetController([this](JobSpec s, LaunchInfo l, Reply<JobId> d) { host_.Submit(s, l, d); },
+                         [this](JobId job, const std::string&) { (void)host_.mutable_core().Cancel(job, host_.now); });
+    host_.executor = exec_.get();
+  }
+  // Phalanx's job: -N2 --gres=gpu:8 --phx-topology=leaf (spine for more nodes), pending behind
+  // job_submit.lua's delay.
+  SlurmJob& Managed(slurm::SlurmJobId id, uint32_t nodes = 2) {
+    SlurmJob j;
+    j.id = id;
+    j.uid = 0;
+    j.name = "train";
+    j.admin_comment = nodes <= 2 ? "phalanx:topology=leaf" : "phalanx:topology=spine";  // a leaf has 2 nodes
+    j.num_nodes = nodes;
+    j.gpus_per_node = 8;
+    j.time_limit = 600;
+    j.wait = SlurmWait::kBeginTime;
+    j.reason = "BeginTime";
+    j.priority = 1000;
+    slurm_.jobs.push_back(j);
+    return slurm_.jobs.back();
+  }
+  SlurmJob& Unmanaged(slurm::SlurmJobId id, const std::string& node, Time end) {
+    SlurmJob j;
+    j.id = id;
+    j.state = SlurmJobState::kRunning;
+    j.num_nodes = 1;
+    j.gpus_per_node = 8;
+    j.nodes = {node};
+    j.end = end;
+    slurm_.jobs.push_back(j);
+    return slurm_.jobs.back();
+  }
+  void Round() {
+    exec_->Poll();
+    host_.Pass();
+    io_.poll();
+    io_.restart();
+  }
+
+  boost::asio::io_context io_;
+  FakeSlurm slurm_;
+  Host host_;
+  std::unique_ptr<SlurmExecutor> exec_;
+};
+
+TEST_F(SlurmExecutorTest, ManagedJobSubmittedOnceLeasedAndReleasedOnOneLeaf) {
+  Unmanaged(1, "n2", 2000);
+  Unmanaged(2, "n4", 1100);
+  Managed(3);
+  Round();
+  Round();
+  EXPECT_EQ(host_.submits, 1);
+  EXPECT_EQ(exec_->slurm_job(1), 3u);
+  // n2 and n4 are busy with Slurm's own jobs: no leaf has two free nodes, so it waits (Slurm
+  // alone would take n1 + n3, across the leaves).
+  EXPECT_TRUE(slurm_.Calls("start").empty());
+  ASSERT_FALSE(slurm_.Calls("defer").empty());
+  EXPECT_EQ(slurm_.Calls("defer")[0].time, host_.now + 30);  // the lease
+  EXPECT_EQ(exec_->node("n2").availability, NodeAvailability::kUnconfirmed);
+  EXPECT_EQ(slurm_.job(3)->comment, "phalanx: TopologyBlock(leaf)");
+
+  host_.now += 5;
+  slurm_.job(2)->state = SlurmJobState::kCompleted;  // n4 frees
+  Round();
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].nodes, (std::vector<std::string>{"n3", "n4"}));
+  EXPECT_EQ(starts[0].time, host_.now);
+  EXPECT_EQ(starts[0].text, "phalanx: placed on n[3-4]");
+
+  slurm_.job(3)->state = SlurmJobState::kRunning;
+  slurm_.job(3)->nodes = {"n3", "n4"};
+  Round();
+  slurm_.job(3)->state = SlurmJobState::kCompleted;
+  Round();
+  EXPECT_EQ(host_.ended, (std::vector<std::string>{"1 ok Slurm: COMPLETED"}));
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kCompleted);
+  EXPECT_EQ(slurm_.Calls("start").size(), 1u);
+}
+
+TEST_F(SlurmExecutorTest, LeaseIsRenewedBeforeItRunsOut) {
+  Managed(3, 4);
+  Unmanaged(1, "n1", 5000);  // a 4-node job cannot start
+  Round();
+  ASSERT_EQ(slurm_.Calls("defer").size(), 1u);
+  host_.now += 10;
+  Round();
+  EXPECT_EQ(slurm_.Calls("defer").size(), 1u);  // 20 s left of 30: not yet
+  host_.now += 6;
+  Round();
+  ASSERT_EQ(slurm_.Calls("defer").size(), 2u);
+  EXPECT_EQ(slurm_.Calls("defer")[1].time, host_.now + 30);
+}
+
+// NOTES section 8: a job the owner holds (-H) is the owner's; the lease keeps running so that
+// the owner's release does not let Slurm start it behind Phalanx's back.
+TEST_F(SlurmExecutorTest, OwnersHoldIsNotSubmittedButStaysLeased) {
+  SlurmJob& j = Managed(3);
+  j.wait = SlurmWait::kHeldUser;
+  j.priority = 0;
+  Round();
+  EXPECT_EQ(host_.submits, 0);
+  EXPECT_EQ(slurm_.Calls("defer").size(), 1u);
+  slurm_.job(3)->wait = SlurmWait::kBeginTime;  // the owner releases it
+  slurm_.job(3)->priority = 1000;
+  host_.now += 1;
+  Round();
+  EXPECT_EQ(host_.submits, 1);
+  EXPECT_EQ(slurm_.Calls("start").size(), 1u);
+}
+
+// NOTES section 8: a released job may still sit pending (an unmanaged job took the nodes
+// first): after start_timeout it is taken back (node list cleared, leased again) and placed anew.
+TEST_F(SlurmExecutorTest, ReleasedJobStillPendingIsTakenBackAndPlacedAgain) {
+  Managed(3);
+  Round();
+  ASSERT_EQ(slurm_.Calls("start").size(), 1u);
+  host_.now += 25;
+  Round();
+  ASSERT_EQ(host_.ended.size(), 1u);
+  EXPECT_EQ(host_.ended[0], "1 failed Slurm did not start it within 20 s (BeginTime)");
+  const auto defers = slurm_.Calls("defer");
+  ASSERT_FALSE(defers.empty());
+  EXPECT_TRUE(defers.back().clear);
+  host_.now += 1;
+  Round();
+  EXPECT_EQ(host_.submits, 2);
+  EXPECT_EQ(exec_->slurm_job(2), 3u);
+  EXPECT_EQ(slurm_.Calls("start").size(), 2u);
+}
+
+// NOTES section 8: a requeued job restarts only after cred_expire; the release keeps Slurm's
+// own begin time instead of asking for now.
+TEST_F(SlurmExecutorTest, RequeuedJobKeepsSlurmsBeginTime) {
+  SlurmJob& j = Managed(3);
+  j.restarts = 1;
+  j.start = host_.now + 100;  // cred_expire after the requeue, later than our lease
+  Round();
+  // The core starts it at once; Slurm's begin time is kept.
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].time, host_.now + 100);
+}
+
+TEST_F(SlurmExecutorTest, NodesDownOrDrainedInSlurmAreSoInTheCore) {
+  slurm_.nodes[0].down = true;
+  slurm_.nodes[1].drained = true;
+  slurm_.nodes[1].reason = "bad gpu";
+  Round();
+  EXPECT_EQ(host_.core().topology().node_state(host_.core().topology().find_node("n1")), NodeState::kDown);
+  EXPECT_EQ(host_.core().topology().node_state(host_.core().topology().find_node("n2")), NodeState::kDrain);
+  EXPECT_EQ(host_.core().topology().node_state(host_.core().topology().find_node("n3")), NodeState::kUp);
+  slurm_.down = true;  // slurmctld unreachable: nothing changes
+  Round();
+  EXPECT_EQ(host_.core().topology().node_state(host_.core().topology().find_node("n3")), NodeState::kUp);
+}
+
+TEST_F(SlurmExecutorTest, CancelledInSlurmWhilePendingLeavesTheCore) {
+  Managed(3, 4);
+  Unmanaged(1, "n1", 5000);
+  Round();
+  ASSERT_EQ(host_.core().job(1)->state, JobState::kPending);
+  slurm_.job(3)->state = SlurmJobState::kCancelled;
+  Round();
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kCancelled);
+  EXPECT_EQ(exec_->slurm_job(1), 0u);
+}
+
+// phalanxd away longer than the lease: Slurm ran a job the core still has pending. The core lets
+// it go (its GPUs count as busy), instead of placing it a second time.
+TEST_F(SlurmExecutorTest, JobSlurmStartedItselfLeavesTheCore) {
+  Managed(3, 4);
+  Unmanaged(1, "n1", 5000);
+  Round();
+  ASSERT_EQ(host_.core().job(1)->state, JobState::kPending);
+  slurm_.job(1)->state = SlurmJobState::kCompleted;
+  slurm_.job(3)->state = SlurmJobState::kRunning;  // the lease ran out while phalanxd was away
+  slurm_.job(3)->nodes = {"n1", "n2", "n3", "n4"};
+  Round();
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kCancelled);
+  EXPECT_EQ(exec_->slurm_job(1), 0u);
+  EXPECT_TRUE(slurm_.Calls("start").empty());
+  EXPECT_EQ(exec_->node("n3").availability, NodeAvailability::kUnconfirmed);
+}
+
+// kill -9 between the commit of a Start and the release: the restarted executor re-links the
+// job from its launch info and releases it once; a running one is left alone.
+TEST_F(SlurmExecutorTest, RestartRelinksAndPlacesOnce) {
+  Managed(3);
+  Managed(4);
+  Unmanaged(1, "n1", 5000);
+  Unmanaged(2, "n2", 5000);  // one leaf only: job 1 (Slurm 3) starts, job 2 (Slurm 4) waits
+  exec_->Poll();
+  host_.Pass();  // decides the start of job 1 ...
+  ASSERT_EQ(slurm_.Calls("start").size(), 1u);
+  slurm_.calls.clear();
+  slurm_.job(3)->req_nodes.clear();  // ... but phalanxd died before Slurm saw the release
+  exec_.reset();
+  MakeExecutor();
+  exec_->AdoptJob(1, host_.core().job(1)->gpus);
+  Round();
+  Round();
+  EXPECT_EQ(host_.submits, 2);  // nothing submitted again
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].job, 3u);
+  EXPECT_EQ(exec_->slurm_job(2), 4u);
+  slurm_.job(3)->state = SlurmJobState::kRunning;
+  exec_.reset();
+  MakeExecutor();
+  Round();
+  EXPECT_EQ(slurm_.Calls("start").size(), 1u);
+  EXPECT_EQ(host_.submits, 2);
+}
+
+}  // namespace
+}  // namespace phalanx::service
