@@ -106,10 +106,9 @@ Result<WalltimeModel> ParseWalltime(const std::string& v) {
   for (auto [prefix, mode] :
        {std::pair{"factor:", WalltimeModel::Mode::kFactor}, {"random:", WalltimeModel::Mode::kRandom}}) {
     if (v.starts_with(prefix)) {
-      auto f = factor(std::string_view(v).substr(std::string_view(prefix).size()));
-      if (!f) return std::unexpected(f.error());
+      PHX_ASSIGN_OR_RETURN(auto f, factor(std::string_view(v).substr(std::string_view(prefix).size())));
       m.mode = mode;
-      m.factor = *f;
+      m.factor = f;
       return m;
     }
   }

@@ -83,23 +83,20 @@ Status ApplyShape(const ParsedOptions& o, v1::JobSpec& spec) {
   GpuCount gpus{0, 1};
   const OptionValue* g = o.Find("gpus");
   if (g != nullptr) {
-    auto parsed = ParseGpus(*g);
-    if (!parsed) return std::unexpected(parsed.error());
-    gpus = *parsed;
+    PHX_ASSIGN_OR_RETURN(auto parsed, ParseGpus(*g));
+    gpus = parsed;
   }
   const bool elastic = gpus.min > 0 && gpus.min < gpus.max;
   const OptionValue* n = o.Find("nodes");
   const OptionValue* gpn = o.Find("gpus-per-node");
   uint32_t nodes = 0, per_node = 0;
   if (n != nullptr) {
-    auto v = Count(*n, 1, kMaxNodes, "nodes");
-    if (!v) return std::unexpected(v.error());
-    nodes = *v;
+    PHX_ASSIGN_OR_RETURN(auto v, Count(*n, 1, kMaxNodes, "nodes"));
+    nodes = v;
   }
   if (gpn != nullptr) {
-    auto v = Count(*gpn, 1, kMaxGpus, "GPUs per node");
-    if (!v) return std::unexpected(v.error());
-    per_node = *v;
+    PHX_ASSIGN_OR_RETURN(auto v, Count(*gpn, 1, kMaxGpus, "GPUs per node"));
+    per_node = v;
   }
   if (elastic && (n != nullptr || gpn != nullptr)) {
     const OptionValue* which = n != nullptr ? n : gpn;
@@ -287,24 +284,22 @@ Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view sc
     const std::string where = std::string(script_name) + ":" + std::to_string(line_no);
     auto words = SplitWords(rest);
     if (!words) return Fail(where, "#PHX: " + words.error().message);
-    auto parsed = ParseOptions(*words, kSpecs, Positionals::kInterleaved, where);
-    if (!parsed) return std::unexpected(parsed.error());
-    if (parsed->dashdash || !parsed->positional.empty()) {
-      const std::string what = parsed->dashdash ? "--" : parsed->positional[0];
+    PHX_ASSIGN_OR_RETURN(auto parsed, ParseOptions(*words, kSpecs, Positionals::kInterleaved, where));
+    if (parsed.dashdash || !parsed.positional.empty()) {
+      const std::string what = parsed.dashdash ? "--" : parsed.positional[0];
       return Fail(where, "#PHX takes options only, not " + Quote(what));
     }
-    all.OverrideWith(*parsed);
+    all.OverrideWith(parsed);
   }
   return all;
 }
 
 Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ctx) {
   v1::JobSpec spec;
-  if (Status s = ApplyShape(o, spec); !s) return std::unexpected(s.error());
+  PHX_RETURN_IF_ERROR(ApplyShape(o, spec));
   if (const OptionValue* v = o.Find("time")) {
-    auto d = Duration(*v);
-    if (!d) return std::unexpected(d.error());
-    spec.set_walltime_s(*d);
+    PHX_ASSIGN_OR_RETURN(auto d, Duration(*v));
+    spec.set_walltime_s(d);
   }
   if (const OptionValue* v = o.Find("priority")) {
     if (!IsClassName(v->value))
@@ -312,23 +307,20 @@ Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ct
     spec.set_priority_class(v->value);
   }
   if (const OptionValue* v = o.Find("topology")) {
-    auto t = ParseTopology(*v);
-    if (!t) return std::unexpected(t.error());
-    spec.set_topology(t->first);
-    spec.set_topology_prefer(t->second);
+    PHX_ASSIGN_OR_RETURN(auto t, ParseTopology(*v));
+    spec.set_topology(t.first);
+    spec.set_topology_prefer(t.second);
   }
   spec.set_exclusive(o.Has("exclusive"));
   if (const OptionValue* v = o.Find("preemptible")) spec.set_preemptible(v->value == "true");
   if (const OptionValue* v = o.Find("checkpoint-signal")) {
-    auto s = ParseCheckpointSignal(*v);
-    if (!s) return std::unexpected(s.error());
-    spec.set_checkpoint_signal(s->first);
-    spec.set_checkpoint_warning_s(s->second);
+    PHX_ASSIGN_OR_RETURN(auto s, ParseCheckpointSignal(*v));
+    spec.set_checkpoint_signal(s.first);
+    spec.set_checkpoint_warning_s(s.second);
   }
   if (const OptionValue* v = o.Find("checkpoint-interval")) {
-    auto d = Duration(*v);
-    if (!d) return std::unexpected(d.error());
-    spec.set_checkpoint_interval_s(*d);
+    PHX_ASSIGN_OR_RETURN(auto d, Duration(*v));
+    spec.set_checkpoint_interval_s(d);
   }
   if (const OptionValue* v = o.Find("job-name")) {
     if (v->value.empty()) return std::unexpected(v->Bad("the name is empty"));
@@ -337,9 +329,8 @@ Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ct
   if (const OptionValue* v = o.Find("output")) spec.set_stdout_pattern(v->value);
   if (const OptionValue* v = o.Find("error")) spec.set_stderr_pattern(v->value);
   if (const OptionValue* v = o.Find("dependency")) {
-    auto ids = ParseDependency(*v);
-    if (!ids) return std::unexpected(ids.error());
-    for (uint64_t id : *ids) spec.add_after_ok(id);
+    PHX_ASSIGN_OR_RETURN(auto ids, ParseDependency(*v));
+    for (uint64_t id : ids) spec.add_after_ok(id);
   }
   if (const OptionValue* v = o.Find("account")) spec.set_account(v->value);
   spec.set_hold(o.Has("hold"));
@@ -351,9 +342,8 @@ Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ct
   spec.set_working_dir(dir);
   const OptionValue all{"ALL", "--export", ""};
   const OptionValue* e = o.Find("export");
-  auto env = ParseExport(e != nullptr ? *e : all, ctx.environment);
-  if (!env) return std::unexpected(env.error());
-  spec.mutable_env()->insert(env->begin(), env->end());
+  PHX_ASSIGN_OR_RETURN(auto env, ParseExport(e != nullptr ? *e : all, ctx.environment));
+  spec.mutable_env()->insert(env.begin(), env.end());
   return spec;
 }
 
@@ -369,9 +359,8 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
   } else if (!command_line.positional.empty()) {
     if (wrap != nullptr) return Fail("", "give --wrap or a script, not both");
     script_name = command_line.positional[0];
-    auto text = ctx.read_file(script_name);
-    if (!text) return std::unexpected(text.error());
-    script = std::move(*text);
+    PHX_ASSIGN_OR_RETURN(auto text, ctx.read_file(script_name));
+    script = std::move(text);
     if (script.empty()) return Fail(script_name, "the script is empty");
     if (script.find('\0') != std::string::npos) {
       return Fail(script_name,
@@ -381,9 +370,8 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
       return Fail(script_name, "the script has " + std::to_string(script.size()) + " bytes; at most " +
                                    std::to_string(kMaxScriptBytes) + " are accepted");
     }
-    auto directives = ParseDirectives(script, script_name);
-    if (!directives) return std::unexpected(directives.error());
-    options = std::move(*directives);
+    PHX_ASSIGN_OR_RETURN(auto directives, ParseDirectives(script, script_name));
+    options = std::move(directives);
     command.assign(command_line.positional.begin() + 1, command_line.positional.end());
   } else if (wrap != nullptr) {
     script = "#!/bin/sh\n" + wrap->value + "\n";
@@ -392,10 +380,9 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
   }
   options.OverrideWith(command_line);
 
-  auto spec = BuildJobSpec(options, ctx);
-  if (!spec) return std::unexpected(spec.error());
+  PHX_ASSIGN_OR_RETURN(auto spec, BuildJobSpec(options, ctx));
   SubmitPlan plan;
-  plan.spec = std::move(*spec);
+  plan.spec = std::move(spec);
   if (!script.empty() || wrap != nullptr) plan.spec.set_script(script);
   for (const std::string& arg : command) plan.spec.add_command(arg);
   if (plan.spec.name().empty()) {

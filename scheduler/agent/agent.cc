@@ -28,12 +28,11 @@ void Agent::Guarded(F f) {
 }
 
 Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
-  auto state = PartStateDir::Open(options.state_dir);
-  if (!state) return std::unexpected(state.error());
+  PHX_ASSIGN_OR_RETURN(auto state, PartStateDir::Open(options.state_dir));
   GpuInventory gpus = DiscoverGpus(options.gpus);
   for (const std::string& note : gpus.notes) Log(LogLevel::kInfo, note);
   Log(LogLevel::kInfo, std::to_string(gpus.gpus.size()) + " GPUs (source " + gpus.source + ")");
-  std::unique_ptr<Agent> agent(new Agent(std::move(options), *std::move(state), std::move(gpus)));
+  std::unique_ptr<Agent> agent(new Agent(std::move(options), std::move(state), std::move(gpus)));
   Agent* a = agent.get();
   // Link callbacks hop onto the io thread; Guarded drops them once Stop has begun there.
   DaemonLink::Callbacks callbacks{
@@ -43,9 +42,8 @@ Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
       .command = [a](v1::DaemonCommand c) { a->Guarded([a, c = std::move(c)] { a->OnCommand(c); }); },
       .delivered = [a](uint64_t token) { a->Guarded([a, token] { a->OnDelivered(token); }); },
   };
-  auto link = DaemonLink::Create(agent->options_.link, std::move(callbacks));
-  if (!link) return std::unexpected(link.error());
-  agent->link_ = *std::move(link);
+  PHX_ASSIGN_OR_RETURN(auto link, DaemonLink::Create(agent->options_.link, std::move(callbacks)));
+  agent->link_ = std::move(link);
   return agent;
 }
 
@@ -167,14 +165,13 @@ void Agent::OnLaunch(const v1::LaunchCommand& launch) {
     return;
   }
   Result<PartInfo> started = [&]() -> Result<PartInfo> {
-    auto spec = LaunchSpecFromProto(launch);
-    if (!spec) return std::unexpected(spec.error());
-    for (uint32_t index : spec->gpu_indices) {
+    PHX_ASSIGN_OR_RETURN(auto spec, LaunchSpecFromProto(launch));
+    for (uint32_t index : spec.gpu_indices) {
       bool found = false;
       for (const GpuDevice& gpu : gpus_.gpus) found = found || gpu.index == index;
       if (!found) return Fail("launch.gpu_indices", std::to_string(index) + " is not a GPU of node " + options_.node);
     }
-    return supervisor_->Launch(*spec, launch.SerializeAsString());  // kept while it waits for GPUs
+    return supervisor_->Launch(spec, launch.SerializeAsString());  // kept while it waits for GPUs
   }();
   if (started) {
     Heartbeat();

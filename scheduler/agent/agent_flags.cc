@@ -68,9 +68,8 @@ std::string ShortHostname() {
 Result<std::vector<uint32_t>> ParseGpuList(const std::string& text) {
   std::vector<uint32_t> out;
   if (text.find(',') == std::string::npos) {
-    auto n = Number("--gpus", text, 0, 1024);
-    if (!n) return std::unexpected(n.error());
-    for (uint32_t i = 0; i < *n; ++i) out.push_back(i);
+    PHX_ASSIGN_OR_RETURN(auto n, Number("--gpus", text, 0, 1024));
+    for (uint32_t i = 0; i < n; ++i) out.push_back(i);
     return out;
   }
   for (std::string_view item : Split(text, ',')) {
@@ -100,7 +99,7 @@ Result<AgentFlags> ParseAgentFlags(std::span<const std::string> args) {
   AgentOptions& o = flags.options;
   o.link.target = given.Get("daemon");
   if (o.link.target.empty()) return Fail("--daemon", "required (HOST:PORT of phalanxd's agent endpoint)");
-  if (auto s = CheckTarget(o.link.target); !s) return std::unexpected(s.error());
+  PHX_RETURN_IF_ERROR(CheckTarget(o.link.target));
   o.node = given.Has("node") ? given.Get("node") : ShortHostname();
   if (o.node.empty() || o.node.find('/') != std::string::npos)
     return Fail("--node", "'" + o.node + "' is not a node name");
@@ -116,27 +115,23 @@ Result<AgentFlags> ParseAgentFlags(std::span<const std::string> args) {
   if (o.link.token_file.empty() && o.link.tls_ca.empty())
     return Fail("--token-file", "the daemon needs credentials: give --token-file or --tls-ca");
   if (given.Has("gpus")) {
-    auto gpus = ParseGpuList(given.Get("gpus"));
-    if (!gpus) return std::unexpected(gpus.error());
-    o.gpus.declared = *gpus;
+    PHX_ASSIGN_OR_RETURN(auto gpus, ParseGpuList(given.Get("gpus")));
+    o.gpus.declared = gpus;
   }
   o.state_dir = given.Has("state-dir") ? given.Get("state-dir") : "/var/lib/phalanx-agent/" + o.node;
   if (o.state_dir.empty() || o.state_dir[0] != '/')
     return Fail("--state-dir", "'" + o.state_dir + "' is not an absolute path");
   if (given.Has("heartbeat")) {
-    auto s = Number("--heartbeat", given.Get("heartbeat"), 1, 3600);
-    if (!s) return std::unexpected(s.error());
-    o.heartbeat = std::chrono::seconds(*s);
+    PHX_ASSIGN_OR_RETURN(auto s, Number("--heartbeat", given.Get("heartbeat"), 1, 3600));
+    o.heartbeat = std::chrono::seconds(s);
   }
   if (given.Has("kill-grace")) {
-    auto s = Number("--kill-grace", given.Get("kill-grace"), 0, 3600);
-    if (!s) return std::unexpected(s.error());
-    o.kill_grace = o.supervisor.walltime_grace = std::chrono::seconds(*s);
+    PHX_ASSIGN_OR_RETURN(auto s, Number("--kill-grace", given.Get("kill-grace"), 0, 3600));
+    o.kill_grace = o.supervisor.walltime_grace = std::chrono::seconds(s);
   }
   if (given.Has("keepalive")) {
-    auto s = Number("--keepalive", given.Get("keepalive"), 0, 86400);
-    if (!s) return std::unexpected(s.error());
-    o.link.keepalive = std::chrono::seconds(*s);
+    PHX_ASSIGN_OR_RETURN(auto s, Number("--keepalive", given.Get("keepalive"), 0, 86400));
+    o.link.keepalive = std::chrono::seconds(s);
   }
   o.identity.allow_root_jobs = given.Has("allow-root-jobs");
   if (given.Has("nvml-library"))

@@ -35,16 +35,11 @@ Result<std::unique_ptr<DaemonLink>> DaemonLink::Create(LinkOptions options, Call
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (!options.tls_ca.empty()) {
     grpc::SslCredentialsOptions ssl;
-    auto ca = ReadWhole(options.tls_ca, "--tls-ca");
-    if (!ca) return std::unexpected(ca.error());
-    ssl.pem_root_certs = *ca;
+    PHX_ASSIGN_OR_RETURN(auto ca, ReadWhole(options.tls_ca, "--tls-ca"));
+    ssl.pem_root_certs = ca;
     if (!options.tls_cert.empty()) {
-      auto cert = ReadWhole(options.tls_cert, "--tls-cert");
-      auto key = ReadWhole(options.tls_key, "--tls-key");
-      if (!cert) return std::unexpected(cert.error());
-      if (!key) return std::unexpected(key.error());
-      ssl.pem_cert_chain = *cert;
-      ssl.pem_private_key = *key;
+      PHX_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadWhole(options.tls_cert, "--tls-cert"));
+      PHX_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadWhole(options.tls_key, "--tls-key"));
     }
     creds = grpc::SslCredentials(ssl);
   } else {

@@ -35,11 +35,11 @@ Status WriteNewFile(const std::string& path, std::string_view text, mode_t mode,
 Result<std::string> PrepareJobDir(const LaunchFiles& files, const std::string& script, const JobIdentity& id) {
   (void)RemoveFlatDir(files.job_dir);  // a stale one from a crash between fork and record
   if (mkdir(files.job_dir.c_str(), 0700) < 0) return Fail("launch", Errno("mkdir " + files.job_dir, errno));
-  if (auto s = WriteNewFile(files.job_dir + "/checkpoint", "", 0600, id); !s) return std::unexpected(s.error());
+  PHX_RETURN_IF_ERROR(WriteNewFile(files.job_dir + "/checkpoint", "", 0600, id));
   std::string script_path;
   if (!script.empty()) {
     script_path = files.job_dir + "/script";
-    if (auto s = WriteNewFile(script_path, script, 0500, id); !s) return std::unexpected(s.error());
+    PHX_RETURN_IF_ERROR(WriteNewFile(script_path, script, 0500, id));
   }
   if (id.switch_user && chown(files.job_dir.c_str(), id.uid, id.gid) < 0) {
     return Fail("launch", Errno("chown " + files.job_dir, errno));
@@ -87,19 +87,17 @@ Result<LaunchedPart> Launcher::Launch(const LaunchSpec& spec, const LaunchFiles&
   for (const std::string& arg : spec.argv) {
     if (arg.find('\0') != std::string::npos) return Fail("launch", "command: an argument contains a NUL byte");
   }
-  auto id = ResolveJobIdentity(spec.uid, spec.gid, spec.user, options_.identity, geteuid());
-  if (!id) return std::unexpected(id.error());
-  const std::string cwd = spec.working_dir.empty() ? id->home : spec.working_dir;
+  PHX_ASSIGN_OR_RETURN(auto id, ResolveJobIdentity(spec.uid, spec.gid, spec.user, options_.identity, geteuid()));
+  const std::string cwd = spec.working_dir.empty() ? id.home : spec.working_dir;
   if (cwd.empty() || cwd[0] != '/') return Fail("launch", "working_dir '" + cwd + "' is not an absolute path");
-  auto script_path = PrepareJobDir(files, spec.script, *id);
-  if (!script_path) return std::unexpected(script_path.error());
+  PHX_ASSIGN_OR_RETURN(auto script_path, PrepareJobDir(files, spec.script, id));
 
-  const JobEnvContext ctx{options_.node, id->name, id->home, id->shell, files.job_dir + "/checkpoint"};
+  const JobEnvContext ctx{options_.node, id.name, id.home, id.shell, files.job_dir + "/checkpoint"};
   const auto env = BuildJobEnvironment(spec, ctx);
   ChildProgram p;
   if (!spec.script.empty()) {
     const bool shebang = spec.script.starts_with("#!");
-    p.argv = shebang ? std::vector<std::string>{*script_path} : std::vector<std::string>{"/bin/sh", *script_path};
+    p.argv = shebang ? std::vector<std::string>{script_path} : std::vector<std::string>{"/bin/sh", script_path};
     p.exec_candidates = {p.argv[0]};
     p.argv.insert(p.argv.end(), spec.argv.begin(), spec.argv.end());  // the script's $1 $2 ...
   } else {
@@ -108,16 +106,16 @@ Result<LaunchedPart> Launcher::Launch(const LaunchSpec& spec, const LaunchFiles&
   }
   p.exec_name = p.argv[0];
   p.envp = EnvironmentStrings(env);
-  const PatternFields fields{spec.job_id, spec.job_name, id->name, options_.node, spec.node_rank};
+  const PatternFields fields{spec.job_id, spec.job_name, id.name, options_.node, spec.node_rank};
   p.stdout_path =
       ExpandOutputPattern(spec.stdout_pattern.empty() ? kDefaultOutputPattern : spec.stdout_pattern, fields);
   if (!spec.stderr_pattern.empty()) p.stderr_path = ExpandOutputPattern(spec.stderr_pattern, fields);
   if (p.stderr_path == p.stdout_path) p.stderr_path.clear();
   p.working_dir = cwd;
-  p.switch_user = id->switch_user;
-  p.uid = id->uid;
-  p.gid = id->gid;
-  p.groups = id->groups;
+  p.switch_user = id.switch_user;
+  p.uid = id.uid;
+  p.gid = id.gid;
+  p.groups = id.groups;
   p.umask = options_.umask;
   p.exit_file = files.exit_file;
   p.exit_tmp = files.exit_tmp;
@@ -146,7 +144,7 @@ Result<LaunchedPart> Launcher::Launch(const LaunchSpec& spec, const LaunchFiles&
   part.keeper_pid = keeper;
   part.keeper_start = ProcStartTicks(keeper);  // our unreaped child: always readable
   part.start_time_ms = NowMs();
-  part.uid = id->uid;
+  part.uid = id.uid;
   part.checkpoint_file = ctx.checkpoint_file;
   part.stdout_path = p.stdout_path;
   part.stderr_path = p.stderr_path;

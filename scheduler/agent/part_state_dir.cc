@@ -50,9 +50,9 @@ std::string ReadSmallFile(const std::string& path, bool* ok) {
 Result<PartStateDir> PartStateDir::Open(std::string root) {
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   if (root.empty() || root[0] != '/') return Fail("--state-dir", "'" + root + "' is not an absolute path");
-  if (auto s = MakeParents(root); !s) return std::unexpected(s.error());
+  PHX_RETURN_IF_ERROR(MakeParents(root));
   for (auto [path, mode] : {std::pair{root, 0711}, {root + "/parts", 0700}, {root + "/jobs", 0711}}) {
-    if (auto s = MakeDir(path, mode); !s) return std::unexpected(s.error());
+    PHX_RETURN_IF_ERROR(MakeDir(path, mode));
   }
   return PartStateDir(std::move(root));
 }

@@ -137,7 +137,7 @@ Result<PartInfo> PartSupervisor::Launch(const LaunchSpec& spec, std::string_view
     return PartInfo{spec.job_id, spec.launch_id, 0};
   }
   if (!pending_blob.empty()) state_.RemovePending(spec.launch_id);  // queued again after a restart
-  if (auto s = Start(*part, spec); !s) return std::unexpected(s.error());
+  PHX_RETURN_IF_ERROR(Start(*part, spec));
   parts_[spec.launch_id] = part;
   Watch(part);
   ArmWalltime(part);
@@ -145,20 +145,19 @@ Result<PartInfo> PartSupervisor::Launch(const LaunchSpec& spec, std::string_view
 }
 
 Status PartSupervisor::Start(Part& part, const LaunchSpec& spec) {
-  auto launched = launcher_.Launch(spec, state_.FilesFor(spec.launch_id));
-  if (!launched) return std::unexpected(launched.error());
+  PHX_ASSIGN_OR_RETURN(auto launched, launcher_.Launch(spec, state_.FilesFor(spec.launch_id)));
   part.own_child = true;
   PartRecord& r = part.rec;
-  r.pid = launched->pid;
-  r.pid_start = launched->pid_start;
-  r.keeper_pid = launched->keeper_pid;
-  r.keeper_start = launched->keeper_start;
+  r.pid = launched.pid;
+  r.pid_start = launched.pid_start;
+  r.keeper_pid = launched.keeper_pid;
+  r.keeper_start = launched.keeper_start;
   r.boot_id = BootId();
-  r.start_time_ms = launched->start_time_ms;
+  r.start_time_ms = launched.start_time_ms;
   r.walltime_ms = spec.walltime.count();
   r.checkpoint_signal = spec.checkpoint_signal;
-  r.uid = launched->uid;
-  r.checkpoint_file = launched->checkpoint_file;
+  r.uid = launched.uid;
+  r.checkpoint_file = launched.checkpoint_file;
   // The launcher made the file empty; a job that reported within its first moments has already
   // written it, and that write must still be seen as a report: only the empty file is "seen".
   if (auto probe = ProbeCheckpointFile(r.checkpoint_file, r.uid); probe && probe->content.empty())

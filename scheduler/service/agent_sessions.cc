@@ -78,7 +78,7 @@ std::string AgentSessions::AddressOf(const std::string& node) const {
 // ---- registration and reports ------------------------------------------------------------
 
 CallResult<AgentWelcome> AgentSessions::Register(const AgentHello& hello, const std::string& peer) {
-  if (auto s = events_->Serving(); !s) return std::unexpected(s.error());
+  if (auto s = events_->Serving(); !s) return std::unexpected(s.error());  // a CallError, not an Error
   auto it = nodes_.find(hello.node);
   if (it == nodes_.end())
     return std::unexpected(Error{"", "node " + hello.node + " is not in the topology", ErrorCode::kNotFound});

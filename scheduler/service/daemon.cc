@@ -51,15 +51,13 @@ Result<Topology> LoadClusterTopology(const DaemonConfig& c) {
   if (c.mode == "slurm") {  // Slurm's own files: topology.conf, GPUs from gres.conf / slurm.conf
     options.format = TopologyFormat::kSlurm;
     options.gres_path = c.slurm.gres;
-    auto spec = LoadTopologyFile(c.slurm.topology, options);
-    PHX_RETURN_IF_ERROR(spec);
-    return Topology::Build(*spec);
+    PHX_ASSIGN_OR_RETURN(auto spec, LoadTopologyFile(c.slurm.topology, options));
+    return Topology::Build(spec);
   }
   if (!ParseTopologyFormat(c.topology_format, &options.format))
     return Fail("topology.format", "unknown format '" + c.topology_format + "' (auto, yaml, slurm, nvsmi, hwloc, gen)");
-  auto spec = LoadTopologyFile(c.topology, options);
-  if (!spec) return std::unexpected(spec.error());
-  return Topology::Build(*spec);
+  PHX_ASSIGN_OR_RETURN(auto spec, LoadTopologyFile(c.topology, options));
+  return Topology::Build(spec);
 }
 
 // mkdir -p for the store's directory (0750 for what we create).
@@ -116,18 +114,17 @@ Daemon::Daemon(DaemonConfig config) : config_(std::move(config)), parts_(std::ma
 Daemon::~Daemon() { Stop(); }
 
 Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Options options) {
-  if (auto st = ValidateDaemonConfig(config); !st) return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(ValidateDaemonConfig(config));
   SetLogLevel(config.log_level);
   std::unique_ptr<Daemon> d(new Daemon(config));
   Parts& p = *d->parts_;
   p.clock = options.clock ? options.clock : &p.system_clock;
 
-  auto topology = LoadClusterTopology(config);
-  if (!topology) return std::unexpected(topology.error());
-  const std::string fingerprint = TopologyFingerprint(*topology);
+  PHX_ASSIGN_OR_RETURN(auto topology, LoadClusterTopology(config));
+  const std::string fingerprint = TopologyFingerprint(topology);
 
   // One daemon per store.
-  if (auto st = MakeParentDirs(config.db_path); !st) return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(MakeParentDirs(config.db_path));
   const std::string lock_path = config.db_path + ".lock";
   p.lock_fd = open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
   if (p.lock_fd < 0) return Fail(lock_path, std::string("cannot open the lock file: ") + std::strerror(errno));
@@ -136,50 +133,43 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
 
   store::StoreOptions so;
   so.sync = config.sync;
-  auto opened = store::Store::Open(config.db_path, so);
-  if (!opened) return std::unexpected(opened.error());
-  p.store = std::move(*opened);
+  PHX_ASSIGN_OR_RETURN(auto opened, store::Store::Open(config.db_path, so));
+  p.store = std::move(opened);
 
   RecoveryOptions ro;
   ro.force_topology = config.force_topology;
   ro.now = p.clock->Now();
   SchedulerConfig core_config = config.scheduler;
   core_config.wait_decisions = false;  // the controller reads wait reasons from the job records
-  auto recovered = Recover(*p.store, std::move(*topology), std::move(core_config), ro);
-  if (!recovered) return std::unexpected(recovered.error());
-  for (const std::string& note : recovered->notes) PHX_LOG(kWarn) << "recovery: " << note;
-  PHX_LOG(kInfo) << "recovered " << recovered->jobs << " jobs from " << config.db_path << " (" << recovered->unfinished
-                 << " unfinished, " << recovered->running << " running; " << recovered->unconfirmed.size()
+  PHX_ASSIGN_OR_RETURN(auto recovered, Recover(*p.store, std::move(topology), std::move(core_config), ro));
+  for (const std::string& note : recovered.notes) PHX_LOG(kWarn) << "recovery: " << note;
+  PHX_LOG(kInfo) << "recovered " << recovered.jobs << " jobs from " << config.db_path << " (" << recovered.unfinished
+                 << " unfinished, " << recovered.running << " running; " << recovered.unconfirmed.size()
                  << " nodes wait for their agents)";
-  if (auto r = p.store->Apply(recovered->batch); !r) return std::unexpected(r.error());
-  recovered->batch.Clear();
+  PHX_RETURN_IF_ERROR(p.store->Apply(recovered.batch));
+  recovered.batch.Clear();
 
-  auto reader = store::Store::Open(config.db_path, so);
-  if (!reader) return std::unexpected(reader.error());
-  p.reader = std::move(*reader);
+  PHX_ASSIGN_OR_RETURN(auto reader, store::Store::Open(config.db_path, so));
+  p.reader = std::move(reader);
 
   // Agents' credentials, before anything listens.
   std::shared_ptr<grpc::ServerCredentials> agent_creds;
   std::string token;
   if (!config.agents.listen.empty()) {
     if (!config.agents.token_file.empty()) {
-      auto t = ReadSecretFile(config.agents.token_file, "agent token file");
-      if (!t) return std::unexpected(t.error());
-      token = *t;
+      PHX_ASSIGN_OR_RETURN(auto t, ReadSecretFile(config.agents.token_file, "agent token file"));
+      token = t;
       while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
       if (token.empty()) return Fail(config.agents.token_file, "the agent token file is empty");
     }
     if (!config.agents.tls_cert.empty()) {
       grpc::SslServerCredentialsOptions ssl;
-      auto cert = ReadSecretFile(config.agents.tls_cert, "TLS certificate");
-      if (!cert) return std::unexpected(cert.error());
-      auto key = ReadSecretFile(config.agents.tls_key, "TLS key");
-      if (!key) return std::unexpected(key.error());
-      ssl.pem_key_cert_pairs.push_back({*key, *cert});
+      PHX_ASSIGN_OR_RETURN(auto cert, ReadSecretFile(config.agents.tls_cert, "TLS certificate"));
+      PHX_ASSIGN_OR_RETURN(auto key, ReadSecretFile(config.agents.tls_key, "TLS key"));
+      ssl.pem_key_cert_pairs.push_back({key, cert});
       if (!config.agents.tls_client_ca.empty()) {
-        auto ca = ReadSecretFile(config.agents.tls_client_ca, "TLS client CA");
-        if (!ca) return std::unexpected(ca.error());
-        ssl.pem_root_certs = *ca;
+        PHX_ASSIGN_OR_RETURN(auto ca, ReadSecretFile(config.agents.tls_client_ca, "TLS client CA"));
+        ssl.pem_root_certs = ca;
         ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
       }
       agent_creds = grpc::SslServerCredentials(ssl);
@@ -199,9 +189,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   eo.sessions.startup_grace_s = config.startup_grace_s;
   Executor* executor = nullptr;
   if (config.mode == "slurm") {
-    auto adapter = slurm::OpenLibslurm(config.slurm.conf);
-    PHX_RETURN_IF_ERROR(adapter);
-    p.slurm = std::move(*adapter);
+    PHX_ASSIGN_OR_RETURN(p.slurm, slurm::OpenLibslurm(config.slurm.conf));
     SlurmModeOptions so;
     so.poll_interval_s = config.slurm.poll_interval_s;
     so.fallback_delay_s = config.slurm.fallback_delay_s;
@@ -209,17 +197,17 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
     so.rule.partitions = {config.slurm.partitions.begin(), config.slurm.partitions.end()};
     so.rule.qos = {config.slurm.qos.begin(), config.slurm.qos.end()};
     so.comments = config.slurm.comments;
-    p.slurm_executor = std::make_unique<SlurmExecutor>(p.io, p.slurm.get(), recovered->core->topology(), so);
+    p.slurm_executor = std::make_unique<SlurmExecutor>(p.io, p.slurm.get(), recovered.core->topology(), so);
     executor = p.slurm_executor.get();
   } else {
-    p.executor = std::make_unique<AgentExecutor>(p.io, recovered->core->topology(), recovered->unconfirmed, eo);
+    p.executor = std::make_unique<AgentExecutor>(p.io, recovered.core->topology(), recovered.unconfirmed, eo);
     executor = p.executor.get();
   }
   ControllerOptions co;
   co.pass_interval_s = config.pass_interval_s;
   co.topology_fingerprint = fingerprint;
   Daemon* self = d.get();
-  p.controller = std::make_unique<Controller>(p.io, std::move(*recovered), p.committer.get(), p.reader.get(), p.clock,
+  p.controller = std::make_unique<Controller>(p.io, std::move(recovered), p.committer.get(), p.reader.get(), p.clock,
                                               co, executor, [self](const std::string& why) { self->RequestStop(why); });
   if (p.slurm_executor) {
     Controller* c = p.controller.get();

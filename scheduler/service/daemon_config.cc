@@ -299,15 +299,15 @@ Status ReadFileInto(const std::string& path, DaemonConfig& c) {
 
 Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::string& name) {
   DaemonConfig c;
-  if (auto st = ParseInto(text, name, c); !st) return std::unexpected(st.error());
-  if (auto st = ValidateDaemonConfig(c); !st) return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(ParseInto(text, name, c));
+  PHX_RETURN_IF_ERROR(ValidateDaemonConfig(c));
   return c;
 }
 
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
   DaemonConfig c;
-  if (auto st = ReadFileInto(path, c); !st) return std::unexpected(st.error());
-  if (auto st = ValidateDaemonConfig(c); !st) return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(ReadFileInto(path, c));
+  PHX_RETURN_IF_ERROR(ValidateDaemonConfig(c));
   return c;
 }
 

@@ -77,8 +77,7 @@ void HttpEndpoints::Stop() {
 
 Status HttpEndpoints::RegisterMetrics() {
   const auto check = [](auto r, auto** out) -> Status {
-    if (!r) return std::unexpected(r.error());
-    *out = *r;
+    PHX_ASSIGN_OR_RETURN(*out, std::move(r));
     return {};
   };
   Status st;
@@ -151,8 +150,7 @@ Status HttpEndpoints::RegisterMetrics() {
 
 Result<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(boost::asio::io_context& io, const std::string& listen,
                                                             Controller* controller) {
-  auto where = SplitListen(listen);
-  if (!where) return std::unexpected(where.error());
+  PHX_ASSIGN_OR_RETURN(auto where, SplitListen(listen));
   std::unique_ptr<HttpEndpoints> e(new HttpEndpoints());
   e->controller_ = controller;
   if (auto st = e->RegisterMetrics(); !st) return Fail("metrics", st.error().ToString());
@@ -208,9 +206,8 @@ Result<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(boost::asio::io_cont
   for (const Status& st : added) {
     if (!st) return Fail("http routes", st.error().ToString());
   }
-  auto server = h::Server::Start(io, where->first, where->second, std::move(router).ToHandler());
-  if (!server) return std::unexpected(server.error());
-  e->server_ = std::move(*server);
+  PHX_ASSIGN_OR_RETURN(auto server, h::Server::Start(io, where.first, where.second, std::move(router).ToHandler()));
+  e->server_ = std::move(server);
   PHX_LOG(kInfo) << "http: listening on " << e->server_->address();
   return e;
 }

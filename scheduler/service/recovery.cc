@@ -56,26 +56,24 @@ std::string TopologyFingerprint(const Topology& topo) {
 
 Result<Recovered> Recover(store::Store& store, Topology topology, SchedulerConfig config,
                           const RecoveryOptions& options) {
-  auto loaded = store.LoadAll();
-  if (!loaded) return std::unexpected(loaded.error());
-  store::RecoveredState& state = *loaded;
+  PHX_ASSIGN_OR_RETURN(auto loaded, store.LoadAll());
+  store::RecoveredState& state = loaded;
   Recovered r;
   r.jobs = state.jobs.size();
   r.next_job_id = state.next_job_id;
 
   const std::string fingerprint = TopologyFingerprint(topology);
-  auto stored = store.GetMeta("topology");
-  if (!stored) return std::unexpected(stored.error());
-  const bool changed = stored->has_value() && **stored != fingerprint;
+  PHX_ASSIGN_OR_RETURN(auto stored, store.GetMeta("topology"));
+  const bool changed = stored.has_value() && *stored != fingerprint;
   size_t holders = 0;
   for (const JobRecord& j : state.jobs) holders += HoldsGpus(j) ? 1 : 0;
   if (changed && holders > 0 && !options.force_topology)
-    return Fail(store.path(), "the topology changed since this store was written (fingerprint " + **stored + ", now " +
+    return Fail(store.path(), "the topology changed since this store was written (fingerprint " + *stored + ", now " +
                                   fingerprint + ") and " + std::to_string(holders) +
                                   " jobs hold GPUs by index; start with the old topology, or with --force-topology to "
                                   "requeue those jobs (what still runs is killed when the agents reconnect)");
   if (changed) {
-    r.notes.push_back("topology changed (fingerprint " + **stored + " -> " + fingerprint +
+    r.notes.push_back("topology changed (fingerprint " + *stored + " -> " + fingerprint +
                       "): " + std::to_string(holders) + " running jobs requeued, claims dropped");
     for (JobRecord& j : state.jobs) {
       if (HoldsGpus(j)) RequeueForNewTopology(j);
@@ -111,25 +109,23 @@ Result<Recovered> Recover(store::Store& store, Topology topology, SchedulerConfi
       initial.emplace_back(name, NodeState::kDown);
     }
   }
-  auto core = Scheduler::Create(std::move(topology), std::move(config));
-  if (!core) return std::unexpected(core.error());
+  PHX_ASSIGN_OR_RETURN(auto core, Scheduler::Create(std::move(topology), std::move(config)));
   for (const auto& [name, st] : initial) {
-    if (auto s = (*core)->SetNodeState(name, st, options.now); !s) return std::unexpected(s.error());
+    PHX_RETURN_IF_ERROR(core->SetNodeState(name, st, options.now));
   }
 
   for (JobRecord& j : state.jobs) {
     const JobId id = j.spec.id;
     if (!IsFinal(j.state)) ++r.unfinished;
     if (HoldsGpus(j)) ++r.running;
-    if (auto s = (*core)->Restore(std::move(j), options.now); !s)
+    if (auto s = core->Restore(std::move(j), options.now); !s)
       return Fail(store.path(), "job " + std::to_string(id) + " cannot be restored: " + s.error().ToString());
   }
   if (r.jobs > 0) {  // FinishRestore ends a restore that began with a Restore
-    auto notes = (*core)->FinishRestore(options.now);
-    if (!notes) return std::unexpected(notes.error());
-    for (const std::string& note : *notes) {
+    PHX_ASSIGN_OR_RETURN(auto notes, core->FinishRestore(options.now));
+    for (const std::string& note : notes) {
       r.notes.push_back(note);
-      if (const JobRecord* j = (*core)->job(NoteJob(note))) r.batch.SaveJobState(*j);
+      if (const JobRecord* j = core->job(NoteJob(note))) r.batch.SaveJobState(*j);
     }
   }
   r.batch.SetMeta("topology", fingerprint);
@@ -139,15 +135,14 @@ Result<Recovered> Recover(store::Store& store, Topology topology, SchedulerConfi
     if (!info) return Fail(store.path(), info.error().ToString());
     r.launch.emplace(id, std::move(*info));
   }
-  auto launch_id = store.GetMeta("next_launch_id");
-  if (!launch_id) return std::unexpected(launch_id.error());
-  if (launch_id->has_value()) {
-    const std::string& s = **launch_id;
+  PHX_ASSIGN_OR_RETURN(auto launch_id, store.GetMeta("next_launch_id"));
+  if (launch_id.has_value()) {
+    const std::string& s = *launch_id;
     const auto v = ParseNumber<uint64_t>(s);
     if (!v || *v == 0) return Fail(store.path(), "meta next_launch_id is not a number ('" + s + "')");
     r.next_launch_id = *v;
   }
-  r.core = std::move(*core);
+  r.core = std::move(core);
   return r;
 }
 

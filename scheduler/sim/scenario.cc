@@ -42,12 +42,12 @@ class Runner {
       if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
       const auto words = Words(line);
       if (words.empty()) continue;
-      if (auto s = Line(words); !s) return std::unexpected(s.error());
+      PHX_RETURN_IF_ERROR(Line(words));
     }
     if (!sched_) return Fail(std::string(file_), "no 'topology' line");
     // Whole-run expectations: over every decision of the run, in file order.
     for (const Expectation& e : expects_) {
-      if (auto s = CheckDecisions(e); !s) return std::unexpected(s.error());
+      PHX_RETURN_IF_ERROR(CheckDecisions(e));
     }
     log_ << "final:";
     for (const auto& [id, job] : sched_->jobs()) {
@@ -83,9 +83,8 @@ class Runner {
     if (w[0] == "shares") return Shares(w);
     if (w[0] == "at") return At(w);
     if (w[0] == "expect") {
-      auto e = ParseExpect(w, 1, false);
-      if (!e) return std::unexpected(e.error());
-      expects_.push_back(std::move(*e));
+      PHX_ASSIGN_OR_RETURN(auto e, ParseExpect(w, 1, false));
+      expects_.push_back(std::move(e));
       return {};
     }
     return Err("unknown statement '" + std::string(w[0]) + "' (topology, policy, set, limit, shares, at, expect)");
@@ -113,10 +112,9 @@ class Runner {
     else return Err("limit: user=NAME, account=NAME, default-user or default-account");
     for (size_t i = 2; i < w.size(); ++i) {
       auto [key, value] = KeyValue(w[i]);
-      auto v = Int(key, value);
-      if (!v) return std::unexpected(v.error());
-      if (key == "max_running_gpus") l->max_running_gpus = static_cast<uint32_t>(*v);
-      else if (key == "max_pending_jobs") l->max_pending_jobs = static_cast<uint32_t>(*v);
+      PHX_ASSIGN_OR_RETURN(auto v, Int(key, value));
+      if (key == "max_running_gpus") l->max_running_gpus = static_cast<uint32_t>(v);
+      else if (key == "max_pending_jobs") l->max_pending_jobs = static_cast<uint32_t>(v);
       else return Err("unknown limit '" + std::string(key) + "'");
     }
     return {};
@@ -127,31 +125,28 @@ class Runner {
     if (sched_) return Err("'shares' must come before the first event");
     auto [key, value] = KeyValue(w.size() > 1 ? w[1] : std::string_view());
     if (key == "half_life" && w.size() == 2) {
-      auto v = Int(key, value);
-      if (!v) return std::unexpected(v.error());
-      config_.fairshare.half_life = *v;
+      PHX_ASSIGN_OR_RETURN(auto v, Int(key, value));
+      config_.fairshare.half_life = v;
       return {};
     }
     if (key != "account" || value.empty() || w.size() != 3)
       return Err("usage: shares account=NAME N | shares half_life=S");
-    auto n = Int("shares", w[2]);
-    if (!n) return std::unexpected(n.error());
-    config_.fairshare.accounts.push_back({std::string(value), static_cast<double>(*n), {}});
+    PHX_ASSIGN_OR_RETURN(auto n, Int("shares", w[2]));
+    config_.fairshare.accounts.push_back({std::string(value), static_cast<double>(n), {}});
     return {};
   }
 
   Status At(const std::vector<std::string_view>& w) {
     if (w.size() < 3) return Err("usage: at TIME EVENT ...");
-    auto t = Int("time", w[1]);
-    if (!t) return std::unexpected(t.error());
-    if (w[2] == "expect") return AtExpect(w, *t);
+    PHX_ASSIGN_OR_RETURN(auto t, Int("time", w[1]));
+    if (w[2] == "expect") return AtExpect(w, t);
     if (!sched_) {
       if (!topo_) return Err("'topology' must come before the first event");
       auto s = Scheduler::Create(std::move(*topo_), config_);
       if (!s) return Err(s.error().ToString());
       sched_ = std::move(*s);
     }
-    const Time now = *t;
+    const Time now = t;
     const std::string_view ev = w[2];
     std::map<std::string_view, std::string_view> kv;
     std::vector<std::string_view> flags;
@@ -167,9 +162,8 @@ class Runner {
         if (d.kind != DecisionKind::kWait) decisions_.push_back(d);
       }
     } else if (ev == "submit") {
-      auto spec = Spec(kv, flags, now);
-      if (!spec) return std::unexpected(spec.error());
-      st = sched_->Submit(std::move(*spec), now);
+      PHX_ASSIGN_OR_RETURN(auto spec, Spec(kv, flags, now));
+      st = sched_->Submit(std::move(spec), now);
     } else if (ev == "node") {
       if (flags.size() != 2) return Err("usage: at T node NAME up|drain|down");
       const NodeState s = flags[1] == "up"      ? NodeState::kUp
@@ -178,24 +172,21 @@ class Runner {
       if (flags[1] != "up" && flags[1] != "drain" && flags[1] != "down") return Err("node state: up, drain or down");
       st = sched_->SetNodeState(flags[0], s, now);
     } else {
-      auto id = Int("id", kv["id"]);
-      if (!id) return std::unexpected(id.error());
-      const JobId job = static_cast<JobId>(*id);
+      PHX_ASSIGN_OR_RETURN(auto id, Int("id", kv["id"]));
+      const JobId job = static_cast<JobId>(id);
       if (ev == "cancel") st = sched_->Cancel(job, now);
       else if (ev == "hold") st = sched_->Hold(job, now);
       else if (ev == "release") st = sched_->Release(job, now);
       else if (ev == "update") {
-        auto t = Int("time", kv["time"]);
-        if (!t) return std::unexpected(t.error());
+        PHX_ASSIGN_OR_RETURN(auto t, Int("time", kv["time"]));
         Scheduler::JobUpdate u;
-        u.walltime = static_cast<Duration>(*t);
+        u.walltime = static_cast<Duration>(t);
         st = sched_->Update(job, u, now);
       } else if (ev == "end")
         st = sched_->JobEnded(job, now, std::find(flags.begin(), flags.end(), "fail") == flags.end());
       else if (ev == "checkpoint") {
-        auto epoch = Int("epoch", kv["epoch"]);
-        if (!epoch) return std::unexpected(epoch.error());
-        st = sched_->CheckpointDone(job, now, static_cast<uint64_t>(*epoch), std::string(kv["path"]));
+        PHX_ASSIGN_OR_RETURN(auto epoch, Int("epoch", kv["epoch"]));
+        st = sched_->CheckpointDone(job, now, static_cast<uint64_t>(epoch), std::string(kv["path"]));
       } else {
         return Err("unknown event '" + std::string(ev) + "'");
       }
@@ -331,32 +322,31 @@ class Runner {
       if (std::find(std::begin(kIntKeys), std::end(kIntKeys), key) == std::end(kIntKeys)) {
         return Err("expect: unknown field '" + std::string(key) + "'");
       }
-      auto n = Int(key, value);
-      if (!n) return std::unexpected(n.error());
+      PHX_ASSIGN_OR_RETURN(auto n, Int(key, value));
       if (key == "id") {
-        if (*n <= 0) return Err("expect: id must be positive");
-        e.job = static_cast<JobId>(*n);
+        if (n <= 0) return Err("expect: id must be positive");
+        e.job = static_cast<JobId>(n);
       } else if (key == "gpus") {
         if (!placed) return unfit();
-        e.gpus = static_cast<uint32_t>(*n);
+        e.gpus = static_cast<uint32_t>(n);
       } else if (key == "start") {
         if (!at_time || e.state != JobState::kPending) return unfit();
-        e.predicted_start = *n;
+        e.predicted_start = n;
       } else if (key == "at" || key == "at<" || key == "at>" || key == "before") {
         if (at_time) return unfit();
         // before=N is at<=N-1; no time is before the earliest one.
-        if (key == "before" && *n == std::numeric_limits<Time>::min()) {
+        if (key == "before" && n == std::numeric_limits<Time>::min()) {
           return Err("expect: the time filters leave no time");
         }
-        if (key != "at>") e.to = std::min(e.to, key == "before" ? *n - 1 : *n);
-        if (key == "at" || key == "at>") e.from = std::max(e.from, *n);
+        if (key != "at>") e.to = std::min(e.to, key == "before" ? n - 1 : n);
+        if (key == "at" || key == "at>") e.from = std::max(e.from, n);
       } else if (key == "for") {
         if (!has_for) return unfit();
-        e.for_job = static_cast<JobId>(*n);
+        e.for_job = static_cast<JobId>(n);
       } else if (key == "times") {
         if (at_time || e.negated) return unfit();
-        if (*n < 1) return Err("expect: times= must be at least 1 (write no-" + std::string(what) + " for none)");
-        e.times = static_cast<uint32_t>(*n);
+        if (n < 1) return Err("expect: times= must be at least 1 (write no-" + std::string(what) + " for none)");
+        e.times = static_cast<uint32_t>(n);
       }
     }
     if (e.job == kNoJob) return Err("expect: id=N is required");
@@ -373,33 +363,32 @@ class Runner {
                  "; the check sees the state those lines left, so write 'at " + std::to_string(last_event_time_) +
                  " expect'");
     }
-    auto e = ParseExpect(w, 3, true);
-    if (!e) return std::unexpected(e.error());
-    if (e->refused) {
+    PHX_ASSIGN_OR_RETURN(auto e, ParseExpect(w, 3, true));
+    if (e.refused) {
       if (last_event_refused_) return {};
-      return Fail(e->where,
-                  "expectation failed: '" + e->text + "'; saw: the event at " + last_event_where_ + " was accepted");
+      return Fail(e.where,
+                  "expectation failed: '" + e.text + "'; saw: the event at " + last_event_where_ + " was accepted");
     }
-    const JobRecord* job = sched_->job(e->job);
+    const JobRecord* job = sched_->job(e.job);
     std::string why;
     if (!job) {
-      why = "no job " + std::to_string(e->job) + " (never submitted, or its submit was refused)";
-    } else if (job->state != e->state) {
+      why = "no job " + std::to_string(e.job) + " (never submitted, or its submit was refused)";
+    } else if (job->state != e.state) {
       why = "its state";
-    } else if (e->gpus && job->gpus.size() != *e->gpus) {
+    } else if (e.gpus && job->gpus.size() != *e.gpus) {
       why = "its GPU count";
-    } else if (e->on.valid() && !std::all_of(job->gpus.begin(), job->gpus.end(),
-                                             [&](GpuId g) { return sched_->topology().contains(e->on, g); })) {
+    } else if (e.on.valid() && !std::all_of(job->gpus.begin(), job->gpus.end(),
+                                            [&](GpuId g) { return sched_->topology().contains(e.on, g); })) {
       why = "where it runs";
-    } else if (e->wait && job->wait.kind != *e->wait) {
+    } else if (e.wait && job->wait.kind != *e.wait) {
       why = "its wait reason";
-    } else if (e->predicted_start && job->wait.predicted_start != *e->predicted_start) {
+    } else if (e.predicted_start && job->wait.predicted_start != *e.predicted_start) {
       why = "its predicted start";
     } else {
       return {};
     }
     if (job) why = Describe(*job) + " (" + why + " differs)";
-    return Fail(e->where, "expectation failed: '" + e->text + "'; saw: " + why);
+    return Fail(e.where, "expectation failed: '" + e.text + "'; saw: " + why);
   }
 
   std::string Describe(const JobRecord& job) const {
@@ -483,32 +472,29 @@ class Runner {
       } else if (k == "step") {
         if (v == "pow2") s.step_kind = ElasticStep::kPowerOfTwo;
         else {
-          auto n = Int(k, v);
-          if (!n) return std::unexpected(n.error());
+          PHX_ASSIGN_OR_RETURN(auto n, Int(k, v));
           s.step_kind = ElasticStep::kMultiple;
-          s.step = static_cast<uint32_t>(*n);
+          s.step = static_cast<uint32_t>(n);
         }
       } else if (k == "after") {
         for (std::string_view rest = v; !rest.empty();) {
           const size_t c = rest.find(',');
-          auto n = Int(k, rest.substr(0, c));
-          if (!n) return std::unexpected(n.error());
-          s.after_ok.push_back(static_cast<JobId>(*n));
+          PHX_ASSIGN_OR_RETURN(auto n, Int(k, rest.substr(0, c)));
+          s.after_ok.push_back(static_cast<JobId>(n));
           rest = c == std::string_view::npos ? std::string_view() : rest.substr(c + 1);
         }
       } else if (k == "preemptible") {
         s.preemptible = v == "yes";
       } else {
-        auto n = Int(k, v);
-        if (!n) return std::unexpected(n.error());
-        if (k == "id") s.id = static_cast<JobId>(*n);
-        else if (k == "gpus") s.shape.gpus = static_cast<uint32_t>(*n);
-        else if (k == "min") s.min_gpus = static_cast<uint32_t>(*n);
-        else if (k == "nodes") s.shape.nodes = static_cast<uint32_t>(*n);
-        else if (k == "gpn") s.shape.gpus_per_node = static_cast<uint32_t>(*n);
-        else if (k == "time") s.walltime = *n;
-        else if (k == "ckpt_every") s.checkpoint_interval = *n;
-        else if (k == "restart") s.restart_cost = *n;
+        PHX_ASSIGN_OR_RETURN(auto n, Int(k, v));
+        if (k == "id") s.id = static_cast<JobId>(n);
+        else if (k == "gpus") s.shape.gpus = static_cast<uint32_t>(n);
+        else if (k == "min") s.min_gpus = static_cast<uint32_t>(n);
+        else if (k == "nodes") s.shape.nodes = static_cast<uint32_t>(n);
+        else if (k == "gpn") s.shape.gpus_per_node = static_cast<uint32_t>(n);
+        else if (k == "time") s.walltime = n;
+        else if (k == "ckpt_every") s.checkpoint_interval = n;
+        else if (k == "restart") s.restart_cost = n;
         else return Err("unknown submit field '" + std::string(k) + "'");
       }
     }

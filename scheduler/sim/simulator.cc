@@ -76,15 +76,12 @@ class Sim {
     // Room for walltimes the runtime model extends (ExtendWalltime caps at this).
     if (opt_.comm_share > 0) config.max_walltime *= 4;
     max_walltime_ = config.max_walltime;
-    auto topo = Topology::Build(spec);
-    if (!topo) return std::unexpected(topo.error());
-    auto mirror = Topology::Build(spec);  // stays empty: the best placements, static bandwidth
-    if (!mirror) return std::unexpected(mirror.error());
-    mirror_ = std::make_unique<Topology>(std::move(*mirror));
+    PHX_ASSIGN_OR_RETURN(auto topo, Topology::Build(spec));
+    PHX_ASSIGN_OR_RETURN(auto mirror, Topology::Build(spec));  // stays empty: the best placements, static bandwidth
+    mirror_ = std::make_unique<Topology>(std::move(mirror));
     mirror_placer_ = std::make_unique<Placer>(*mirror_, config.model);
-    auto sched = Scheduler::Create(std::move(*topo), config);
-    if (!sched) return std::unexpected(sched.error());
-    sched_ = std::move(*sched);
+    PHX_ASSIGN_OR_RETURN(auto sched, Scheduler::Create(std::move(topo), config));
+    sched_ = std::move(sched);
     if (opt_.record_decisions) script_ << "set max_walltime=" << config.max_walltime << "\n";
     const Topology& t = sched_->topology();
     res_.policy = config.name;
@@ -128,7 +125,7 @@ class Sim {
       while (!heap_.empty() && heap_.top().t == now) {
         const Event e = heap_.top();
         heap_.pop();
-        if (auto s = Deliver(e, now, pass); !s) return std::unexpected(s.error());
+        PHX_RETURN_IF_ERROR(Deliver(e, now, pass));
       }
       while (next_submit < n && trace_.jobs[next_submit].submit == now) {
         Submit(next_submit, std::move(specs[next_submit]), now);
@@ -140,7 +137,7 @@ class Sim {
         opt_.progress(static_cast<double>(next_submit) / static_cast<double>(n));
       }
       if (pass) {
-        if (auto s = Pass(now); !s) return std::unexpected(s.error());
+        PHX_RETURN_IF_ERROR(Pass(now));
       }
     }
     Advance(prev, prev);

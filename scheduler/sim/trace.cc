@@ -167,7 +167,7 @@ Result<Trace> ReadTraceCsv(std::string_view text, std::string_view filename) {
     j.status = c_status >= 0 ? ToUpper(Trim(f[c_status])) : "NA";
     if (j.user.empty()) j.user = "NA";
     if (j.status.empty()) j.status = "NA";
-    if (auto s = CheckJob(j, seen, where); !s) return std::unexpected(s.error());
+    PHX_RETURN_IF_ERROR(CheckJob(j, seen, where));
     t.jobs.push_back(std::move(j));
   }
   SortAndRebase(t);
@@ -253,7 +253,7 @@ Result<Trace> ReadSacct(std::string_view text, std::string_view filename) {
       if (!l) return Fail(where, "Timelimit: " + l.error().message);
       j.timelimit = *l;
     }
-    if (auto s = CheckJob(j, seen, where); !s) return std::unexpected(s.error());
+    PHX_RETURN_IF_ERROR(CheckJob(j, seen, where));
     t.jobs.push_back(std::move(j));
   }
   SortAndRebase(t);

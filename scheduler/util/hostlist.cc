@@ -93,10 +93,9 @@ class Expander {
     uint64_t total = 0, total_chars = 0;
     for (std::string_view item : items) {
       if (item.empty()) return Fail(where_, "empty host name in hostlist " + Quote(expr_));
-      auto segments = ParseItem(item);
-      if (!segments) return std::unexpected(segments.error());
+      PHX_ASSIGN_OR_RETURN(auto segments, ParseItem(item));
       uint64_t n = 1, name_chars = 0;
-      for (const Segment& s : *segments) {
+      for (const Segment& s : segments) {
         n *= s.count();  // each factor <= kMaxHostlistHosts and n <= it: no overflow
         if (n > kMaxHostlistHosts) return TooMany();
         name_chars += s.width();
@@ -108,7 +107,7 @@ class Expander {
         return Fail(where_, "hostlist " + Quote(expr_) + " expands to more than " + std::to_string(kMaxHostlistChars) +
                                 " characters of host names");
       }
-      parsed.push_back(std::move(*segments));
+      parsed.push_back(std::move(segments));
     }
 
     std::vector<std::string> out;
@@ -142,10 +141,9 @@ class Expander {
       size_t pos = 0;
       while (pos <= body.size()) {
         const size_t comma = std::min(body.find(',', pos), body.size());
-        auto range = ParseRange(body.substr(pos, comma - pos));
-        if (!range) return std::unexpected(range.error());
-        seg.ranges.push_back(*range);
-        count += range->hi - range->lo + 1;  // each term <= kMaxHostlistHosts: no overflow
+        PHX_ASSIGN_OR_RETURN(auto range, ParseRange(body.substr(pos, comma - pos)));
+        seg.ranges.push_back(range);
+        count += range.hi - range.lo + 1;  // each term <= kMaxHostlistHosts: no overflow
         if (count > kMaxHostlistHosts) return TooMany();
         pos = comma + 1;
       }

@@ -204,11 +204,13 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
     *out = values[i] == "1";
     return {};
   };
-  Status st;
-  if (!(st = str(1, &s.name)) || !(st = str(2, &s.user)) || !(st = str(3, &s.account)) ||
-      !(st = str(4, &s.priority_class)) || !(st = num(5, &s.shape.gpus)) || !(st = num(6, &s.shape.nodes)) ||
-      !(st = num(7, &s.shape.gpus_per_node)))
-    return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(str(1, &s.name));
+  PHX_RETURN_IF_ERROR(str(2, &s.user));
+  PHX_RETURN_IF_ERROR(str(3, &s.account));
+  PHX_RETURN_IF_ERROR(str(4, &s.priority_class));
+  PHX_RETURN_IF_ERROR(num(5, &s.shape.gpus));
+  PHX_RETURN_IF_ERROR(num(6, &s.shape.nodes));
+  PHX_RETURN_IF_ERROR(num(7, &s.shape.gpus_per_node));
   // Only the canonical names: ParseLevel also takes aliases, which EncodeJobSpec never writes.
   auto level = ParseLevel(values[8]);
   if (!level || LevelName(*level) != values[8]) return Fail(where(8), "unknown level '" + Escape(values[8]) + "'");
@@ -216,26 +218,28 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
   auto fit = ParseFitMode(values[9]);
   if (!fit) return Fail(where(9), "unknown fit '" + Escape(values[9]) + "'");
   s.shape.fit = *fit;
-  if (!(st = flag(10, &s.shape.exclusive)) || !(st = flag(11, &s.shape.rail_aligned)) || !(st = num(12, &s.min_gpus)))
-    return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(flag(10, &s.shape.exclusive));
+  PHX_RETURN_IF_ERROR(flag(11, &s.shape.rail_aligned));
+  PHX_RETURN_IF_ERROR(num(12, &s.min_gpus));
   const std::string_view step = values[13];
   const size_t colon = step.find(':');
   auto step_kind = ParseElasticStep(step.substr(0, colon));
   if (!step_kind || colon == std::string_view::npos || !ParseNumber(step.substr(colon + 1), &s.step))
     return Fail(where(13), "expected KIND:N, found '" + Escape(step) + "'");
   s.step_kind = *step_kind;
-  if (!(st = num(14, &s.walltime))) return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(num(14, &s.walltime));
   if (values[15] != "-") {
     bool p = false;
-    if (!(st = flag(15, &p))) return Fail(where(15), "expected -, 0 or 1, found '" + Escape(values[15]) + "'");
+    if (!flag(15, &p)) return Fail(where(15), "expected -, 0 or 1, found '" + Escape(values[15]) + "'");
     s.preemptible = p;
   }
-  if (!(st = num(16, &s.checkpoint_interval)) || !(st = num(17, &s.restart_cost)) || !(st = flag(18, &s.held)))
-    return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(num(16, &s.checkpoint_interval));
+  PHX_RETURN_IF_ERROR(num(17, &s.restart_cost));
+  PHX_RETURN_IF_ERROR(flag(18, &s.held));
   auto after = DecodeJobIds(values[19]);
   if (!after) return Fail(where(19), after.error().message);
   s.after_ok = std::move(*after);
-  if (!(st = num(20, &s.submit))) return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(num(20, &s.submit));
   // Written only when not 0, so "grace=0" is not the one encoding of any spec.
   if (grace && (!ParseNumber(*grace, &s.checkpoint_grace) || s.checkpoint_grace == 0))
     return Fail("spec.grace", "bad number '" + Escape(*grace) + "'");

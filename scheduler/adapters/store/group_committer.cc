@@ -36,9 +36,8 @@ Result<BatchResult> GroupCommitter::Write(Batch batch) {
 Result<JobId> GroupCommitter::SubmitJob(JobSpec spec, Time now) {
   Batch b;
   b.SubmitJob(std::move(spec), now);
-  auto r = Write(std::move(b));
-  if (!r) return std::unexpected(r.error());
-  return r->submitted.at(0);
+  PHX_ASSIGN_OR_RETURN(auto r, Write(std::move(b)));
+  return r.submitted.at(0);
 }
 
 void GroupCommitter::Close() {

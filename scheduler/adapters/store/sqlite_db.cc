@@ -70,9 +70,8 @@ Result<bool> Statement::Step() {
 
 Status Statement::Run() {
   while (true) {
-    auto row = Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
+    PHX_ASSIGN_OR_RETURN(auto row, Step());
+    if (!row) break;
   }
   sqlite3_reset(stmt_);
   return {};
@@ -147,21 +146,17 @@ Result<Statement> SqliteDb::Prepare(std::string_view sql) {
 }
 
 Result<std::string> SqliteDb::QueryText(std::string_view sql) {
-  auto stmt = Prepare(sql);
-  if (!stmt) return std::unexpected(stmt.error());
-  auto row = stmt->Step();
-  if (!row) return std::unexpected(row.error());
-  if (!*row) return Fail(path(), "'" + std::string(sql) + "' returned no row");
-  return std::string(stmt->Text(0));
+  PHX_ASSIGN_OR_RETURN(auto stmt, Prepare(sql));
+  PHX_ASSIGN_OR_RETURN(auto row, stmt.Step());
+  if (!row) return Fail(path(), "'" + std::string(sql) + "' returned no row");
+  return std::string(stmt.Text(0));
 }
 
 Result<int64_t> SqliteDb::QueryInt(std::string_view sql) {
-  auto stmt = Prepare(sql);
-  if (!stmt) return std::unexpected(stmt.error());
-  auto row = stmt->Step();
-  if (!row) return std::unexpected(row.error());
-  if (!*row) return Fail(path(), "'" + std::string(sql) + "' returned no row");
-  return stmt->Int(0);
+  PHX_ASSIGN_OR_RETURN(auto stmt, Prepare(sql));
+  PHX_ASSIGN_OR_RETURN(auto row, stmt.Step());
+  if (!row) return Fail(path(), "'" + std::string(sql) + "' returned no row");
+  return stmt.Int(0);
 }
 
 int64_t SqliteDb::Changes() const { return sqlite3_changes64(conn_->db); }

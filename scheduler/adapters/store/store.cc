@@ -97,37 +97,29 @@ void Batch::SetLaunchInfo(JobId job, std::string info) { ops_.emplace_back(Launc
 // ---- Open ------------------------------------------------------------------------------------
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
-  auto db = SqliteDb::Open(path, options.create_if_missing, options.vfs);
-  if (!db) return std::unexpected(db.error());
-  if (auto st = db->Exec("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout_ms)); !st)
-    return std::unexpected(st.error());
+  PHX_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, options.create_if_missing, options.vfs));
+  PHX_RETURN_IF_ERROR(db.Exec("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout_ms)));
   // Migrate first: it refuses foreign and newer files before anything below changes them.
-  auto migrated = Migrate(*db, StoreMigrations());
-  if (!migrated) return std::unexpected(migrated.error());
+  PHX_RETURN_IF_ERROR(Migrate(db, StoreMigrations()));
   // WAL is persistent in the file; NORMAL/FULL and foreign keys are per connection.
-  auto mode = db->QueryText("PRAGMA journal_mode = WAL");
-  if (!mode) return std::unexpected(mode.error());
-  if (*mode != "wal") return Fail(path, "cannot switch to WAL mode (journal_mode is '" + *mode + "')");
+  PHX_ASSIGN_OR_RETURN(auto mode, db.QueryText("PRAGMA journal_mode = WAL"));
+  if (mode != "wal") return Fail(path, "cannot switch to WAL mode (journal_mode is '" + mode + "')");
   const char* sync = options.sync == SyncMode::kFull ? "FULL" : "NORMAL";
-  if (auto st = db->Exec(std::string("PRAGMA synchronous = ") + sync + "; PRAGMA foreign_keys = ON"); !st)
-    return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(db.Exec(std::string("PRAGMA synchronous = ") + sync + "; PRAGMA foreign_keys = ON"));
   if (options.verify_on_open) {
-    auto check = db->QueryText("PRAGMA quick_check");
-    if (!check) return std::unexpected(check.error());
-    if (*check != "ok") return Fail(path, "quick_check failed: " + *check);
+    PHX_ASSIGN_OR_RETURN(auto check, db.QueryText("PRAGMA quick_check"));
+    if (check != "ok") return Fail(path, "quick_check failed: " + check);
   }
-  auto stmts = Statements::Prepare(*db);
-  if (!stmts) return std::unexpected(stmts.error());
+  PHX_ASSIGN_OR_RETURN(auto stmts, Statements::Prepare(db));
   // The counter.
-  Statement& meta = (*stmts)->select_meta;
+  Statement& meta = stmts->select_meta;
   meta.Bind(1, kNextJobIdKey);
-  auto row = meta.Step();
-  if (!row) return std::unexpected(row.error());
-  const int64_t next = *row ? meta.Int(0) : 0;
+  PHX_ASSIGN_OR_RETURN(auto row, meta.Step());
+  const int64_t next = row ? meta.Int(0) : 0;
   meta.Reset();
   if (next < 1 || static_cast<uint64_t>(next) > kMaxJobId + 1)
     return Fail(path, "meta next_job_id is missing or invalid (" + std::to_string(next) + ")");
-  return std::unique_ptr<Store>(new Store(std::move(*db), std::move(*stmts), static_cast<JobId>(next)));
+  return std::unique_ptr<Store>(new Store(std::move(db), std::move(stmts), static_cast<JobId>(next)));
 }
 
 Store::Store(SqliteDb db, std::unique_ptr<Statements> stmts, JobId next_id)
@@ -325,9 +317,8 @@ Result<BatchResult> Store::Apply(const Batch& batch) {
 Result<JobId> Store::SubmitJob(JobSpec spec, Time now) {
   Batch b;
   b.SubmitJob(std::move(spec), now);
-  auto r = Apply(b);
-  if (!r) return std::unexpected(r.error());
-  return r->submitted.at(0);
+  PHX_ASSIGN_OR_RETURN(auto r, Apply(b));
+  return r.submitted.at(0);
 }
 
 Status Store::SaveJobState(JobId id, const JobRecord& job) {
@@ -335,32 +326,28 @@ Status Store::SaveJobState(JobId id, const JobRecord& job) {
     return Fail(path(), JobWhere(id) + ": SaveJobState given the record of job " + std::to_string(job.spec.id));
   Batch b;
   b.SaveJobState(job);
-  auto r = Apply(b);
-  if (!r) return std::unexpected(r.error());
+  PHX_ASSIGN_OR_RETURN(auto r, Apply(b));
   return {};
 }
 
 Status Store::RecordDecision(const Decision& d) {
   Batch b;
   b.RecordDecision(d);
-  auto r = Apply(b);
-  if (!r) return std::unexpected(r.error());
+  PHX_ASSIGN_OR_RETURN(auto r, Apply(b));
   return {};
 }
 
 Status Store::RecordEvent(Time time, std::string_view kind, JobId job, std::string_view payload) {
   Batch b;
   b.RecordEvent(time, std::string(kind), job, std::string(payload));
-  auto r = Apply(b);
-  if (!r) return std::unexpected(r.error());
+  PHX_ASSIGN_OR_RETURN(auto r, Apply(b));
   return {};
 }
 
 Status Store::SetNodeState(std::string_view name, NodeState state, Time now) {
   Batch b;
   b.SetNodeState(std::string(name), state, now);
-  auto r = Apply(b);
-  if (!r) return std::unexpected(r.error());
+  PHX_ASSIGN_OR_RETURN(auto r, Apply(b));
   return {};
 }
 
@@ -394,7 +381,7 @@ Result<JobRecord> Store::ReadJobRow(Statement& q) const {
     *out = static_cast<uint32_t>(v);
     return {};
   };
-  if (auto st = gpus(4, "gpus", &j.gpus); !st) return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(gpus(4, "gpus", &j.gpus));
   j.start = q.Int(5);
   j.end = q.Int(6);
   j.walltime = q.Int(7);
@@ -408,14 +395,14 @@ Result<JobRecord> Store::ReadJobRow(Statement& q) const {
   auto after = ParseAfterCheckpoint(q.Text(15));
   if (!after) return bad("after_checkpoint", "unknown value '" + Escape(q.Text(15)) + "'");
   j.after_checkpoint = *after;
-  if (auto st = gpus(16, "shrink_to", &j.shrink_to); !st) return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(gpus(16, "shrink_to", &j.shrink_to));
   j.preempted_for = static_cast<JobId>(q.Int(17));
   auto victims = DecodeJobIds(q.Text(18));
   if (!victims) return bad("victims", victims.error().message);
   j.victims = std::move(*victims);
-  if (auto st = gpus(19, "claim", &j.claim); !st) return std::unexpected(st.error());
-  if (auto st = u32(20, "preemptions", &j.preemptions); !st) return std::unexpected(st.error());
-  if (auto st = u32(21, "resizes", &j.resizes); !st) return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(gpus(19, "claim", &j.claim));
+  PHX_RETURN_IF_ERROR(u32(20, "preemptions", &j.preemptions));
+  PHX_RETURN_IF_ERROR(u32(21, "resizes", &j.resizes));
   j.gpu_seconds_lost = q.Real(22);
   j.idle_since = q.Int(23);
   return j;
@@ -424,7 +411,7 @@ Result<JobRecord> Store::ReadJobRow(Statement& q) const {
 Result<RecoveredState> Store::LoadAll() {
   Statements& s = *stmts_;
   // One read transaction: a consistent snapshot even if another connection writes meanwhile.
-  if (auto st = Exec("BEGIN"); !st) return std::unexpected(st.error());
+  PHX_RETURN_IF_ERROR(Exec("BEGIN"));
   struct EndRead {
     Store* store;
     ~EndRead() { (void)store->Exec("COMMIT"); }
@@ -433,9 +420,8 @@ Result<RecoveredState> Store::LoadAll() {
   RecoveredState out;
   out.next_job_id = next_id_;
   while (true) {
-    auto row = s.select_jobs.Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
+    PHX_ASSIGN_OR_RETURN(auto row, s.select_jobs.Step());
+    if (!row) break;
     auto job = ReadJobRow(s.select_jobs);
     if (!job) {
       s.select_jobs.Reset();
@@ -445,9 +431,8 @@ Result<RecoveredState> Store::LoadAll() {
   }
   s.select_jobs.Reset();
   while (true) {
-    auto row = s.select_nodes.Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
+    PHX_ASSIGN_OR_RETURN(auto row, s.select_nodes.Step());
+    if (!row) break;
     StoredNode n;
     n.name = std::string(s.select_nodes.Text(0));
     auto state = ParseNodeState(s.select_nodes.Text(1));
@@ -461,14 +446,12 @@ Result<RecoveredState> Store::LoadAll() {
     out.nodes.push_back(std::move(n));
   }
   s.select_nodes.Reset();
-  auto seq = s.max_seq.Step();
-  if (!seq) return std::unexpected(seq.error());
+  PHX_RETURN_IF_ERROR(s.max_seq.Step());
   out.last_event_seq = static_cast<uint64_t>(s.max_seq.Int(0));
   s.max_seq.Reset();
   while (true) {
-    auto row = s.select_active_launch.Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
+    PHX_ASSIGN_OR_RETURN(auto row, s.select_active_launch.Step());
+    if (!row) break;
     out.launch.emplace(static_cast<JobId>(s.select_active_launch.Int(0)), std::string(s.select_active_launch.Blob(1)));
   }
   s.select_active_launch.Reset();
@@ -478,10 +461,9 @@ Result<RecoveredState> Store::LoadAll() {
 Result<std::optional<JobRecord>> Store::LoadJob(JobId id) {
   Statement& q = stmts_->select_job;
   q.Bind(1, static_cast<int64_t>(id));
-  auto row = q.Step();
-  if (!row) return std::unexpected(row.error());
+  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
   std::optional<JobRecord> out;
-  if (*row) {
+  if (row) {
     auto job = ReadJobRow(q);
     if (!job) {
       q.Reset();
@@ -499,9 +481,8 @@ Result<std::vector<StoredEvent>> Store::ReadEvents(uint64_t after_seq, size_t li
       .Bind(2, static_cast<int64_t>(std::min<size_t>(limit, std::numeric_limits<int64_t>::max())));
   std::vector<StoredEvent> out;
   while (true) {
-    auto row = q.Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
+    PHX_ASSIGN_OR_RETURN(auto row, q.Step());
+    if (!row) break;
     out.push_back(StoredEvent{static_cast<uint64_t>(q.Int(0)), q.Int(1), std::string(q.Text(2)),
                               static_cast<JobId>(q.Int(3)), std::string(q.Text(4))});
   }
@@ -512,10 +493,9 @@ Result<std::vector<StoredEvent>> Store::ReadEvents(uint64_t after_seq, size_t li
 Result<std::optional<std::string>> Store::GetMeta(std::string_view key) {
   Statement& q = stmts_->select_meta;
   q.Bind(1, key);
-  auto row = q.Step();
-  if (!row) return std::unexpected(row.error());
+  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
   std::optional<std::string> out;
-  if (*row) out = std::string(q.Text(0));
+  if (row) out = std::string(q.Text(0));
   q.Reset();
   return out;
 }
@@ -523,36 +503,31 @@ Result<std::optional<std::string>> Store::GetMeta(std::string_view key) {
 Result<std::optional<std::string>> Store::LoadLaunchInfo(JobId id) {
   Statement& q = stmts_->select_launch;
   q.Bind(1, static_cast<int64_t>(id));
-  auto row = q.Step();
-  if (!row) return std::unexpected(row.error());
+  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
   std::optional<std::string> out;
-  if (*row) out = std::string(q.Blob(0));
+  if (row) out = std::string(q.Blob(0));
   q.Reset();
   return out;
 }
 
 Status Store::CheckIntegrity() {
-  auto q = db_.Prepare("PRAGMA integrity_check(20)");
-  if (!q) return std::unexpected(q.error());
+  PHX_ASSIGN_OR_RETURN(auto q, db_.Prepare("PRAGMA integrity_check(20)"));
   std::string problems;
   while (true) {
-    auto row = q->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    if (q->Text(0) == "ok") continue;
+    PHX_ASSIGN_OR_RETURN(auto row, q.Step());
+    if (!row) break;
+    if (q.Text(0) == "ok") continue;
     if (!problems.empty()) problems += "; ";
-    problems += q->Text(0);
+    problems += q.Text(0);
   }
   if (!problems.empty()) return Fail(path(), "integrity check failed: " + problems);
   return {};
 }
 
 Status Store::CheckpointWal() {
-  auto q = db_.Prepare("PRAGMA wal_checkpoint(TRUNCATE)");
-  if (!q) return std::unexpected(q.error());
-  auto row = q->Step();
-  if (!row) return std::unexpected(row.error());
-  if (*row && q->Int(0) != 0) return Fail(path(), "WAL checkpoint could not complete (another connection is reading)");
+  PHX_ASSIGN_OR_RETURN(auto q, db_.Prepare("PRAGMA wal_checkpoint(TRUNCATE)"));
+  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
+  if (row && q.Int(0) != 0) return Fail(path(), "WAL checkpoint could not complete (another connection is reading)");
   return {};
 }
 

@@ -115,20 +115,17 @@ Result<LoadedTopology> LoadTopology(const std::string& path, const LoadOptions& 
     out.format = TopologyFormat::kGenerator;
     return out;
   }
-  auto text = ReadFile(path);
-  if (!text) return std::unexpected(text.error());
+  PHX_ASSIGN_OR_RETURN(auto text, ReadFile(path));
   TopologyFormat format = options.format;
   if (format == TopologyFormat::kAuto) {
-    auto sniffed = SniffTopologyFormat(path, *text);
-    if (!sniffed) return std::unexpected(sniffed.error());
-    format = *sniffed;
+    PHX_ASSIGN_OR_RETURN(auto sniffed, SniffTopologyFormat(path, text));
+    format = sniffed;
   }
   out.format = format;
   switch (format) {
     case TopologyFormat::kYaml: {
-      auto spec = ReadTopologyYaml(*text, path);
-      if (!spec) return std::unexpected(spec.error());
-      out.spec = std::move(*spec);
+      PHX_ASSIGN_OR_RETURN(auto spec, ReadTopologyYaml(text, path));
+      out.spec = std::move(spec);
       return out;
     }
     case TopologyFormat::kSlurm: {
@@ -137,30 +134,26 @@ Result<LoadedTopology> LoadTopology(const std::string& path, const LoadOptions& 
       if (!options.node_model.empty()) so.node_model = options.node_model;
       so.oversubscription_by_level = options.oversubscription_by_level;
       if (!options.gres_path.empty()) {
-        auto gres = ReadFile(options.gres_path);
-        if (!gres) return std::unexpected(gres.error());
-        so.gres_text = std::move(*gres);
+        PHX_ASSIGN_OR_RETURN(auto gres, ReadFile(options.gres_path));
+        so.gres_text = std::move(gres);
         so.gres_filename = options.gres_path;
       }
-      auto spec = ReadSlurmTopology(*text, path, so);
-      if (!spec) return std::unexpected(spec.error());
-      out.spec = std::move(*spec);
+      PHX_ASSIGN_OR_RETURN(auto spec, ReadSlurmTopology(text, path, so));
+      out.spec = std::move(spec);
       return out;
     }
     case TopologyFormat::kNvsmi: {
       NvsmiOptions no;
       if (!options.node_model.empty()) no.model_name = options.node_model;
-      auto model = ReadNvidiaSmiTopo(*text, path, no);
-      if (!model) return std::unexpected(model.error());
-      out.spec = OneNode(std::move(*model), path, options);
+      PHX_ASSIGN_OR_RETURN(auto model, ReadNvidiaSmiTopo(text, path, no));
+      out.spec = OneNode(std::move(model), path, options);
       return out;
     }
     case TopologyFormat::kHwloc: {
       HwlocOptions ho;
       ho.model_name = options.node_model;
-      auto model = ReadHwlocXml(*text, path, ho);
-      if (!model) return std::unexpected(model.error());
-      out.spec = OneNode(std::move(*model), path, options);
+      PHX_ASSIGN_OR_RETURN(auto model, ReadHwlocXml(text, path, ho));
+      out.spec = OneNode(std::move(model), path, options);
       return out;
     }
     case TopologyFormat::kAuto:
@@ -170,9 +163,8 @@ Result<LoadedTopology> LoadTopology(const std::string& path, const LoadOptions& 
 }
 
 Result<TopologySpec> LoadTopologyFile(const std::string& path, const LoadOptions& options) {
-  auto loaded = LoadTopology(path, options);
-  if (!loaded) return std::unexpected(loaded.error());
-  return std::move(loaded->spec);
+  PHX_ASSIGN_OR_RETURN(auto loaded, LoadTopology(path, options));
+  return std::move(loaded.spec);
 }
 
 }  // namespace phalanx

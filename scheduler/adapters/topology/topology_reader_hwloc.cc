@@ -202,7 +202,7 @@ Status CheckOptions(const HwlocOptions& o) {
 
 Result<NodeModel> ReadHwlocXml(std::string_view xml_text, std::string_view filename, const HwlocOptions& options) {
   const std::string file(filename);
-  if (auto s = CheckOptions(options); !s) return std::unexpected(s.error());
+  PHX_RETURN_IF_ERROR(CheckOptions(options));
   if (xml_text.find('\0') != std::string_view::npos) return Fail(file, "not an hwloc XML file: contains NUL bytes");
   if (xml_text.size() >= static_cast<size_t>(INT_MAX)) return Fail(file, "hwloc XML too large");
 

@@ -99,11 +99,11 @@ class NvsmiReader {
       : text_(text), file_(file), options_(options) {}
 
   Result<NodeModel> Read() {
-    if (auto s = CheckOptions(); !s) return std::unexpected(s.error());
+    PHX_RETURN_IF_ERROR(CheckOptions());
     lines_ = SplitLines(text_);
-    if (auto s = ParseHeader(); !s) return std::unexpected(s.error());
-    if (auto s = ParseRows(); !s) return std::unexpected(s.error());
-    if (auto s = CheckMatrix(); !s) return std::unexpected(s.error());
+    PHX_RETURN_IF_ERROR(ParseHeader());
+    PHX_RETURN_IF_ERROR(ParseRows());
+    PHX_RETURN_IF_ERROR(CheckMatrix());
     return BuildModel();
   }
 

@@ -129,9 +129,8 @@ Result<int64_t> SlurmConfGpus(std::string_view value, const std::string& where) 
       total += 1;  // "gpu:h100": a type, one GPU
       continue;
     }
-    auto n = ParseCount(last, where, "Gres=" + std::string(value));
-    if (!n) return std::unexpected(n.error());
-    total += *n;
+    PHX_ASSIGN_OR_RETURN(auto n, ParseCount(last, where, "Gres=" + std::string(value)));
+    total += n;
     if (total > kMaxGresGpus) return Fail(where, "too many GPUs in Gres=" + std::string(value));
   }
   return total;
@@ -139,10 +138,9 @@ Result<int64_t> SlurmConfGpus(std::string_view value, const std::string& where) 
 
 Result<GresTable> ReadGres(std::string_view text, std::string_view file) {
   GresTable table;
-  auto lines = Lex(text, file);
-  if (!lines) return std::unexpected(lines.error());
+  PHX_ASSIGN_OR_RETURN(auto lines, Lex(text, file));
   std::optional<int64_t> default_gres;  // NodeName=DEFAULT Gres=...
-  for (const LogicalLine& line : *lines) {
+  for (const LogicalLine& line : lines) {
     if (!line.words.front().has_eq) continue;  // "include ...", not ours
     std::map<std::string, const Word*> keys;
     for (const Word& w : line.words) {
@@ -159,9 +157,8 @@ Result<GresTable> ReadGres(std::string_view text, std::string_view file) {
       if (ToLower(name_it->second->value) != "gpu") continue;
       gres_conf = true;
       if (auto c = keys.find("count"); c != keys.end()) {
-        auto n = ParseCount(c->second->value, At(file, c->second->line), "Count=");
-        if (!n) return std::unexpected(n.error());
-        count = *n;
+        PHX_ASSIGN_OR_RETURN(auto n, ParseCount(c->second->value, At(file, c->second->line), "Count="));
+        count = n;
       } else if (auto f = keys.find("file"); f != keys.end()) {
         auto files = ExpandHostlist(f->second->value, At(file, f->second->line));
         if (!files) return Fail(files.error().where, "bad File= list: " + files.error().message);
@@ -175,9 +172,8 @@ Result<GresTable> ReadGres(std::string_view text, std::string_view file) {
       }
     } else if (node_it != keys.end()) {  // slurm.conf node line
       if (gres_it != keys.end()) {
-        auto n = SlurmConfGpus(gres_it->second->value, At(file, gres_it->second->line));
-        if (!n) return std::unexpected(n.error());
-        count = *n;
+        PHX_ASSIGN_OR_RETURN(auto n, SlurmConfGpus(gres_it->second->value, At(file, gres_it->second->line)));
+        count = n;
       } else if (default_gres) {
         count = *default_gres;
       }
@@ -257,16 +253,15 @@ class SlurmReader {
       : text_(text), file_(file), options_(options) {}
 
   Result<TopologySpec> Read() {
-    if (auto s = CheckOptions(); !s) return std::unexpected(s.error());
-    auto lines = Lex(text_, file_);
-    if (!lines) return std::unexpected(lines.error());
-    lines_ = std::move(*lines);
+    PHX_RETURN_IF_ERROR(CheckOptions());
+    PHX_ASSIGN_OR_RETURN(auto lines, Lex(text_, file_));
+    lines_ = std::move(lines);
     if (lines_.empty()) return Fail(file_, "no switches defined (empty topology.conf?)");
-    if (auto s = ParseSwitches(); !s) return std::unexpected(s.error());
-    if (auto s = LinkSwitches(); !s) return std::unexpected(s.error());
-    if (auto s = AssignLevels(); !s) return std::unexpected(s.error());
-    if (auto s = AddNodes(); !s) return std::unexpected(s.error());
-    if (auto s = AssignModels(); !s) return std::unexpected(s.error());
+    PHX_RETURN_IF_ERROR(ParseSwitches());
+    PHX_RETURN_IF_ERROR(LinkSwitches());
+    PHX_RETURN_IF_ERROR(AssignLevels());
+    PHX_RETURN_IF_ERROR(AddNodes());
+    PHX_RETURN_IF_ERROR(AssignModels());
     spec_.name = file_;
     return std::move(spec_);
   }
@@ -281,8 +276,7 @@ class SlurmReader {
                                                " is outside 0.." + std::to_string(base_model_.gpus) +
                                                " (the GPUs of model " + Quote(base_model_.name) + ")");
     }
-    if (auto unit = ParseBandwidth("1", "options.link_speed_unit", options_.link_speed_unit); !unit)
-      return std::unexpected(unit.error());
+    PHX_RETURN_IF_ERROR(ParseBandwidth("1", "options.link_speed_unit", options_.link_speed_unit));
     for (const auto& [name, ratio] : options_.oversubscription_by_level) {
       const auto level = ParseLevel(ToLower(name));
       if (!level || *level < Level::kLeaf) {
@@ -458,9 +452,8 @@ class SlurmReader {
     spec_.models.push_back(base_model_);
     GresTable gres;
     if (!options_.gres_text.empty()) {
-      auto table = ReadGres(options_.gres_text, options_.gres_filename);
-      if (!table) return std::unexpected(table.error());
-      gres = std::move(*table);
+      PHX_ASSIGN_OR_RETURN(auto table, ReadGres(options_.gres_text, options_.gres_filename));
+      gres = std::move(table);
     }
     const bool partial_ok = options_.gpus_per_node > 0;
     const int fallback = partial_ok ? options_.gpus_per_node : base_model_.gpus;

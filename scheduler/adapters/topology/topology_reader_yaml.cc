@@ -129,11 +129,10 @@ class YamlReader {
   }
 
   Result<LinkType> Link(const YAML::Node& node, const std::string& path) const {
-    auto s = Str(node, path);
-    if (!s) return std::unexpected(s.error());
-    auto t = ParseLinkType(*s);
+    PHX_ASSIGN_OR_RETURN(auto s, Str(node, path));
+    auto t = ParseLinkType(s);
     if (!t || *t == LinkType::kNone)
-      return Err(node, path, "unknown link type " + Quote(*s) + " (use nvlink, pcie, smp, infiniband, ethernet)");
+      return Err(node, path, "unknown link type " + Quote(s) + " (use nvlink, pcie, smp, infiniband, ethernet)");
     return *t;
   }
 
@@ -158,16 +157,13 @@ class YamlReader {
   Result<TopologySpec> ReadRoot(const YAML::Node& root) {
     if (!root.IsDefined() || root.IsNull())
       return Fail(file_, "empty file: expected 'cluster:' and 'fabric:' or 'generate:'");
-    if (auto s = CheckKeys(root, "top level", {"version", "cluster", "models", "fabric", "generate"}); !s)
-      return std::unexpected(s.error());
+    PHX_RETURN_IF_ERROR(CheckKeys(root, "top level", {"version", "cluster", "models", "fabric", "generate"}));
     if (const YAML::Node v = root["version"]) {
-      auto n = Int(v, "version", 1, 1);
-      if (!n) return std::unexpected(n.error());
+      PHX_RETURN_IF_ERROR(Int(v, "version", 1, 1));
     }
     if (const YAML::Node name = root["cluster"]) {
-      auto s = Str(name, "cluster");
-      if (!s) return std::unexpected(s.error());
-      spec_.name = *s;
+      PHX_ASSIGN_OR_RETURN(auto s, Str(name, "cluster"));
+      spec_.name = s;
     }
     if (const YAML::Node gen = root["generate"]) {
       for (const char* other : {"models", "fabric"}) {
@@ -175,9 +171,8 @@ class YamlReader {
           return Err(root[other], other,
                      "cannot be combined with 'generate:' (the generator builds the whole cluster)");
       }
-      auto what = Str(gen, "generate");
-      if (!what) return std::unexpected(what.error());
-      auto spec = GenerateByName(*what);
+      PHX_ASSIGN_OR_RETURN(auto what, Str(gen, "generate"));
+      auto spec = GenerateByName(what);
       if (!spec) return Err(gen, "generate", spec.error().message);
       for (SwitchSpec& s : spec->switches) s.where = At(gen);
       for (NodeSpec& n : spec->nodes) n.where = At(gen);
@@ -186,18 +181,17 @@ class YamlReader {
     }
     if (spec_.name.empty()) spec_.name = DefaultName();
     if (const YAML::Node models = root["models"]) {
-      if (auto s = ReadModels(models); !s) return std::unexpected(s.error());
+      PHX_RETURN_IF_ERROR(ReadModels(models));
     }
     const YAML::Node fabric = root["fabric"];
     if (!fabric) return Fail(At(root), "top level: missing 'fabric:' (a tree of switches) or 'generate:'");
     if (fabric.IsSequence()) {
       if (fabric.size() == 0) return Err(fabric, "fabric", "is empty");
       for (size_t i = 0; i < fabric.size(); ++i) {
-        if (auto s = ReadSwitch(fabric[i], "", "fabric[" + std::to_string(i) + "]", 0); !s)
-          return std::unexpected(s.error());
+        PHX_RETURN_IF_ERROR(ReadSwitch(fabric[i], "", "fabric[" + std::to_string(i) + "]", 0));
       }
-    } else if (auto s = ReadSwitch(fabric, "", "fabric", 0); !s) {
-      return std::unexpected(s.error());
+    } else {
+      PHX_RETURN_IF_ERROR(ReadSwitch(fabric, "", "fabric", 0));
     }
     return std::move(spec_);
   }
@@ -213,26 +207,21 @@ class YamlReader {
     if (auto s = ExpectMap(models, "models"); !s) return s;
     std::set<std::string> seen;
     for (auto it = models.begin(); it != models.end(); ++it) {
-      auto name = Str(it->first, "models");
-      if (!name) return std::unexpected(name.error());
-      if (!seen.insert(*name).second) return Err(it->first, "models", "duplicate model " + Quote(*name));
-      auto model = ReadModel(*name, it->second, "models." + *name);
-      if (!model) return std::unexpected(model.error());
-      model_index_[*name] = static_cast<int>(spec_.models.size());
-      model_where_[*name] = At(it->first);
-      spec_.models.push_back(std::move(*model));
+      PHX_ASSIGN_OR_RETURN(auto name, Str(it->first, "models"));
+      if (!seen.insert(name).second) return Err(it->first, "models", "duplicate model " + Quote(name));
+      PHX_ASSIGN_OR_RETURN(auto model, ReadModel(name, it->second, "models." + name));
+      model_index_[name] = static_cast<int>(spec_.models.size());
+      model_where_[name] = At(it->first);
+      spec_.models.push_back(std::move(model));
     }
     defined_models_ = spec_.models.size();
     return {};
   }
 
   Result<NodeModel> ReadModel(const std::string& name, const YAML::Node& node, const std::string& path) {
-    if (auto s = CheckKeys(
-            node, path,
-            {"builtin", "gpus", "gpu_link", "gpu_link_type", "groups", "nics", "nic_speed", "nic_type", "nvl_speed"});
-        !s) {
-      return std::unexpected(s.error());
-    }
+    PHX_RETURN_IF_ERROR(CheckKeys(
+        node, path,
+        {"builtin", "gpus", "gpu_link", "gpu_link_type", "groups", "nics", "nic_speed", "nic_type", "nvl_speed"}));
     NodeModel m;
     if (const YAML::Node b = node["builtin"]) {
       for (const char* k : {"gpus", "gpu_link", "gpu_link_type", "groups"}) {
@@ -240,53 +229,44 @@ class YamlReader {
           return Err(node[k], path + "." + k,
                      "cannot be combined with 'builtin:' (only nics, nic_speed, nic_type, nvl_speed)");
       }
-      auto builtin_name = Str(b, path + ".builtin");
-      if (!builtin_name) return std::unexpected(builtin_name.error());
-      auto builtin = BuiltinNodeModel(*builtin_name);
+      PHX_ASSIGN_OR_RETURN(auto builtin_name, Str(b, path + ".builtin"));
+      auto builtin = BuiltinNodeModel(builtin_name);
       if (!builtin) return Err(b, path + ".builtin", builtin.error().message);
       m = std::move(*builtin);
     } else {
       const YAML::Node gpus = node["gpus"];
       if (!gpus) return Err(node, path, "needs 'gpus:' (the GPU count) or 'builtin:' (one of the built-in models)");
-      auto n = Int(gpus, path + ".gpus", 1, 1024);
-      if (!n) return std::unexpected(n.error());
-      m.gpus = *n;
+      PHX_ASSIGN_OR_RETURN(auto n, Int(gpus, path + ".gpus", 1, 1024));
+      m.gpus = n;
       if (const YAML::Node v = node["gpu_link"]) {
-        auto bw = Bandwidth(v, path + ".gpu_link");
-        if (!bw) return std::unexpected(bw.error());
-        m.gpu_link_gbs = *bw;
+        PHX_ASSIGN_OR_RETURN(auto bw, Bandwidth(v, path + ".gpu_link"));
+        m.gpu_link_gbs = bw;
       }
       if (const YAML::Node v = node["gpu_link_type"]) {
-        auto t = Link(v, path + ".gpu_link_type");
-        if (!t) return std::unexpected(t.error());
-        m.gpu_link_type = *t;
+        PHX_ASSIGN_OR_RETURN(auto t, Link(v, path + ".gpu_link_type"));
+        m.gpu_link_type = t;
       }
       if (const YAML::Node groups = node["groups"]) {
-        auto g = ReadGroups(groups, path + ".groups", 0);
-        if (!g) return std::unexpected(g.error());
-        m.groups = std::move(*g);
+        PHX_ASSIGN_OR_RETURN(auto g, ReadGroups(groups, path + ".groups", 0));
+        m.groups = std::move(g);
       }
     }
     m.name = name;
     if (const YAML::Node v = node["nics"]) {
-      auto n = Int(v, path + ".nics", 0, 1024);
-      if (!n) return std::unexpected(n.error());
-      m.nics = *n;
+      PHX_ASSIGN_OR_RETURN(auto n, Int(v, path + ".nics", 0, 1024));
+      m.nics = n;
     }
     if (const YAML::Node v = node["nic_speed"]) {
-      auto bw = Bandwidth(v, path + ".nic_speed");
-      if (!bw) return std::unexpected(bw.error());
-      m.nic_gbs = *bw;
+      PHX_ASSIGN_OR_RETURN(auto bw, Bandwidth(v, path + ".nic_speed"));
+      m.nic_gbs = bw;
     }
     if (const YAML::Node v = node["nic_type"]) {
-      auto t = Link(v, path + ".nic_type");
-      if (!t) return std::unexpected(t.error());
-      m.nic_type = *t;
+      PHX_ASSIGN_OR_RETURN(auto t, Link(v, path + ".nic_type"));
+      m.nic_type = t;
     }
     if (const YAML::Node v = node["nvl_speed"]) {
-      auto bw = Bandwidth(v, path + ".nvl_speed");
-      if (!bw) return std::unexpected(bw.error());
-      m.nvl_gbs_per_gpu = *bw;
+      PHX_ASSIGN_OR_RETURN(auto bw, Bandwidth(v, path + ".nvl_speed"));
+      m.nvl_gbs_per_gpu = bw;
     }
     if (m.nics > 0 && m.nic_gbs <= 0) return Err(node, path, "has nics but no 'nic_speed:' (e.g. 400Gb/s)");
     return m;
@@ -298,25 +278,20 @@ class YamlReader {
     if (depth > kMaxGroupDepth) return Err(list, path, "groups nested deeper than " + std::to_string(kMaxGroupDepth));
     std::vector<GroupSpec> out;
     for (size_t i = 0; i < list.size(); ++i) {
-      auto g = ReadGroup(list[i], path + "[" + std::to_string(i) + "]", depth);
-      if (!g) return std::unexpected(g.error());
-      out.push_back(std::move(*g));
+      PHX_ASSIGN_OR_RETURN(auto g, ReadGroup(list[i], path + "[" + std::to_string(i) + "]", depth));
+      out.push_back(std::move(g));
     }
     return out;
   }
 
   Result<GroupSpec> ReadGroup(const YAML::Node& node, const std::string& path, int depth) const {
-    if (auto s = CheckKeys(node, path,
-                           {"kind", "gpus", "gpu_link", "gpu_link_type", "uplink", "uplink_type", "children", "numa"});
-        !s) {
-      return std::unexpected(s.error());
-    }
+    PHX_RETURN_IF_ERROR(CheckKeys(
+        node, path, {"kind", "gpus", "gpu_link", "gpu_link_type", "uplink", "uplink_type", "children", "numa"}));
     GroupSpec g;
     const YAML::Node kind = node["kind"];
     if (!kind) return Err(node, path, "needs 'kind:' (nvswitch, nvlink, pcie, numa, ...)");
-    auto k = Str(kind, path + ".kind");
-    if (!k) return std::unexpected(k.error());
-    g.kind = *k;
+    PHX_ASSIGN_OR_RETURN(auto k, Str(kind, path + ".kind"));
+    g.kind = k;
     // Defaults follow the kind: NVLink inside nvswitch/nvlink groups, SMP above a NUMA socket.
     g.gpu_link_type = (g.kind == "nvswitch" || g.kind == "nvlink") ? LinkType::kNvlink : LinkType::kPcie;
     g.uplink.type = g.kind == "numa" ? LinkType::kSmp : LinkType::kPcie;
@@ -324,42 +299,35 @@ class YamlReader {
       if (!gpus.IsSequence())
         return Err(gpus, path + ".gpus", "expected a list of GPU indices like [0, 1], got " + Describe(gpus));
       for (size_t i = 0; i < gpus.size(); ++i) {
-        auto n = Int(gpus[i], path + ".gpus[" + std::to_string(i) + "]", 0, 1023);
-        if (!n) return std::unexpected(n.error());
-        g.gpus.push_back(*n);
+        PHX_ASSIGN_OR_RETURN(auto n, Int(gpus[i], path + ".gpus[" + std::to_string(i) + "]", 0, 1023));
+        g.gpus.push_back(n);
       }
       if (!g.gpus.empty() && !node["gpu_link"])
         return Err(node, path, "has gpus but no 'gpu_link:' bandwidth (e.g. 450GB/s)");
     }
     if (const YAML::Node v = node["gpu_link"]) {
-      auto bw = Bandwidth(v, path + ".gpu_link");
-      if (!bw) return std::unexpected(bw.error());
-      g.gpu_link_gbs = *bw;
+      PHX_ASSIGN_OR_RETURN(auto bw, Bandwidth(v, path + ".gpu_link"));
+      g.gpu_link_gbs = bw;
     }
     if (const YAML::Node v = node["gpu_link_type"]) {
-      auto t = Link(v, path + ".gpu_link_type");
-      if (!t) return std::unexpected(t.error());
-      g.gpu_link_type = *t;
+      PHX_ASSIGN_OR_RETURN(auto t, Link(v, path + ".gpu_link_type"));
+      g.gpu_link_type = t;
     }
     if (const YAML::Node v = node["uplink"]) {
-      auto bw = Bandwidth(v, path + ".uplink");
-      if (!bw) return std::unexpected(bw.error());
-      g.uplink.gbs = *bw;
+      PHX_ASSIGN_OR_RETURN(auto bw, Bandwidth(v, path + ".uplink"));
+      g.uplink.gbs = bw;
     }
     if (const YAML::Node v = node["uplink_type"]) {
-      auto t = Link(v, path + ".uplink_type");
-      if (!t) return std::unexpected(t.error());
-      g.uplink.type = *t;
+      PHX_ASSIGN_OR_RETURN(auto t, Link(v, path + ".uplink_type"));
+      g.uplink.type = t;
     }
     if (const YAML::Node v = node["numa"]) {
-      auto n = Int(v, path + ".numa", 0, 4095);
-      if (!n) return std::unexpected(n.error());
-      g.numa = *n;
+      PHX_ASSIGN_OR_RETURN(auto n, Int(v, path + ".numa", 0, 4095));
+      g.numa = n;
     }
     if (const YAML::Node children = node["children"]) {
-      auto c = ReadGroups(children, path + ".children", depth + 1);
-      if (!c) return std::unexpected(c.error());
-      g.children = std::move(*c);
+      PHX_ASSIGN_OR_RETURN(auto c, ReadGroups(children, path + ".children", depth + 1));
+      g.children = std::move(c);
     }
     if (g.gpus.empty() && g.children.empty()) return Err(node, path, "has neither 'gpus:' nor 'children:'");
     return g;
@@ -367,21 +335,20 @@ class YamlReader {
 
   // Index of model `name` in spec_.models; built-in names may be used without a models: entry.
   Result<int> ModelIndex(const YAML::Node& node, const std::string& path) {
-    auto name = Str(node, path);
-    if (!name) return std::unexpected(name.error());
-    if (auto it = model_index_.find(*name); it != model_index_.end()) return it->second;
-    auto builtin = BuiltinNodeModel(*name);
+    PHX_ASSIGN_OR_RETURN(auto name, Str(node, path));
+    if (auto it = model_index_.find(name); it != model_index_.end()) return it->second;
+    auto builtin = BuiltinNodeModel(name);
     if (!builtin) {
       std::string defined;
       for (const auto& [n, i] : model_index_) defined += (defined.empty() ? "" : ", ") + n;
       return Err(node, path,
-                 "unknown model " + Quote(*name) + " (defined under models: " + (defined.empty() ? "none" : defined) +
+                 "unknown model " + Quote(name) + " (defined under models: " + (defined.empty() ? "none" : defined) +
                      "; built-in: " + BuiltinList() + ")");
     }
-    model_index_[*name] = static_cast<int>(spec_.models.size());
-    model_where_[*name] = At(node);
+    model_index_[name] = static_cast<int>(spec_.models.size());
+    model_where_[name] = At(node);
     spec_.models.push_back(std::move(*builtin));
-    return model_index_[*name];
+    return model_index_[name];
   }
 
   static std::string BuiltinList() {
@@ -402,40 +369,34 @@ class YamlReader {
     SwitchSpec sw;
     const YAML::Node name = node["name"];
     if (!name) return Err(node, path, "needs 'name:'");
-    auto n = Str(name, path + ".name");
-    if (!n) return std::unexpected(n.error());
-    sw.name = *n;
+    PHX_ASSIGN_OR_RETURN(auto n, Str(name, path + ".name"));
+    sw.name = n;
     sw.where = At(name);
     sw.parent = parent;
     const std::string here = path + " (" + sw.name + ")";
     const YAML::Node level = node["level"];
     if (!level) return Err(node, here, "needs 'level:' (leaf, spine, core or nvl)");
-    auto level_name = Str(level, here + ".level");
-    if (!level_name) return std::unexpected(level_name.error());
-    auto l = ParseLevel(*level_name);
+    PHX_ASSIGN_OR_RETURN(auto level_name, Str(level, here + ".level"));
+    auto l = ParseLevel(level_name);
     if (!l || *l < Level::kNvlDomain)
       return Err(level, here + ".level",
-                 "unknown switch level " + Quote(*level_name) + " (use nvl, leaf, spine or core)");
+                 "unknown switch level " + Quote(level_name) + " (use nvl, leaf, spine or core)");
     sw.level = *l;
     if (const YAML::Node v = node["oversubscription"]) {
-      auto o = Oversubscription(v, here + ".oversubscription");
-      if (!o) return std::unexpected(o.error());
-      sw.oversubscription = *o;
+      PHX_ASSIGN_OR_RETURN(auto o, Oversubscription(v, here + ".oversubscription"));
+      sw.oversubscription = o;
     }
     if (const YAML::Node v = node["uplink"]) {
-      auto bw = Bandwidth(v, here + ".uplink");
-      if (!bw) return std::unexpected(bw.error());
-      sw.uplink.gbs = *bw;
+      PHX_ASSIGN_OR_RETURN(auto bw, Bandwidth(v, here + ".uplink"));
+      sw.uplink.gbs = bw;
     }
     if (const YAML::Node v = node["uplink_type"]) {
-      auto t = Link(v, here + ".uplink_type");
-      if (!t) return std::unexpected(t.error());
-      sw.uplink.type = *t;
+      PHX_ASSIGN_OR_RETURN(auto t, Link(v, here + ".uplink_type"));
+      sw.uplink.type = t;
     }
     if (const YAML::Node v = node["rail_optimized"]) {
-      auto b = Bool(v, here + ".rail_optimized");
-      if (!b) return std::unexpected(b.error());
-      sw.rail_optimized = *b;
+      PHX_ASSIGN_OR_RETURN(auto b, Bool(v, here + ".rail_optimized"));
+      sw.rail_optimized = b;
     }
     const YAML::Node children = node["children"], nodes = node["nodes"], model = node["model"];
     if (!children && !nodes)
@@ -467,13 +428,11 @@ class YamlReader {
       }
       int index = 0;  // the only defined model
       if (model_node) {
-        auto m = ModelIndex(model_node, p + ".model");
-        if (!m) return std::unexpected(m.error());
-        index = *m;
+        PHX_ASSIGN_OR_RETURN(auto m, ModelIndex(model_node, p + ".model"));
+        index = m;
       }
-      auto h = Str(hosts, p);
-      if (!h) return std::unexpected(h.error());
-      auto names = ExpandHostlist(*h, At(hosts));
+      PHX_ASSIGN_OR_RETURN(auto h, Str(hosts, p));
+      auto names = ExpandHostlist(h, At(hosts));
       if (!names) return Fail(At(hosts), p + ": " + names.error().message);
       if (spec_.nodes.size() + names->size() > kMaxNodes)
         return Err(hosts, p, "more than " + std::to_string(kMaxNodes) + " nodes in the cluster");

@@ -64,15 +64,37 @@ using Status = Result<void>;
 
 }  // namespace phalanx
 
+// The two propagation macros, after absl's RETURN_IF_ERROR / ASSIGN_OR_RETURN. Each returns the
+// Error it finds unchanged (code, where and message) from the enclosing function (or lambda),
+// which returns a Result<U> or Status; a site that converts the error or adds context writes
+// its own `return`.
+//
 // PHX_RETURN_IF_ERROR(expr): evaluates `expr` (a Result<T> or Status, or a variable holding
-// one) once; when it holds an Error, returns that Error (code, where and message unchanged) from
-// the enclosing function, which returns a Result<U> or Status.
+// one) once; when it holds an Error, returns that Error. A value in it is dropped.
 //   PHX_RETURN_IF_ERROR(store.Apply(batch));
 //   auto spec = ReadSpec(text);
 //   PHX_RETURN_IF_ERROR(spec);
-#define PHX_RETURN_IF_ERROR(expr)                                               \
+#define PHX_RETURN_IF_ERROR(...)                                                \
   do {                                                                          \
-    if (auto&& phx_result_ = (expr); !phx_result_) {                            \
+    if (auto&& phx_result_ = (__VA_ARGS__); !phx_result_) {                     \
       return std::unexpected<::phalanx::Error>(std::move(phx_result_).error()); \
     }                                                                           \
   } while (false)
+
+// PHX_ASSIGN_OR_RETURN(lhs, expr): evaluates `expr` (a Result<T>) once into a hidden local; when
+// it holds an Error, returns that Error; otherwise moves the value into `lhs`, which is a new
+// variable (`auto n`, `const auto& spec`, `std::string text`) or an existing one (`job.gpus`).
+// It expands to more than one statement, so it needs a block of its own (not the sole statement
+// of an `if` without braces), and at most one per line (the hidden name is made from
+// __LINE__). `lhs` must not contain a comma outside parentheses; `expr` may.
+//   PHX_ASSIGN_OR_RETURN(auto n, ParseNumber<int>(text));     // n is an int
+//   PHX_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(path, options));
+#define PHX_ASSIGN_OR_RETURN(lhs, ...) PHX_ASSIGN_OR_RETURN_IMPL_(PHX_CONCAT_(phx_assign_, __LINE__), lhs, __VA_ARGS__)
+
+#define PHX_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, ...)                             \
+  auto tmp = (__VA_ARGS__);                                                   \
+  if (!tmp) return std::unexpected<::phalanx::Error>(std::move(tmp).error()); \
+  lhs = std::move(*tmp)
+
+#define PHX_CONCAT_(a, b) PHX_CONCAT_IMPL_(a, b)
+#define PHX_CONCAT_IMPL_(a, b) a##b

@@ -260,9 +260,7 @@ Result<Family<M>*> MetricsRegistry::Add(std::string_view name, std::string_view 
     base.resize(base.size() - 6);
   }
   std::lock_guard lock(mu_);
-  if (Status s = CheckNames(base, type, help, label_names); !s) {
-    return std::unexpected(s.error());
-  }
+  PHX_RETURN_IF_ERROR(CheckNames(base, type, help, label_names));
   std::string rendered = type == MetricType::kCounter ? base + "_total" : base;
   if (families_.contains(rendered)) return Fail(rendered, "metric name is already registered");
   auto family =

@@ -60,7 +60,7 @@ Result<std::unique_ptr<Server>> Server::Start(boost::asio::io_context& io, std::
                                               Handler handler, ServerOptions options) {
   std::string where = address + ":" + std::to_string(port);
   if (!handler) return Fail(where, "HTTP server needs a handler");
-  if (Status s = CheckOptions(options, where); !s) return std::unexpected(s.error());
+  PHX_RETURN_IF_ERROR(CheckOptions(options, where));
   std::string host = address == "localhost" ? "127.0.0.1" : address;
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);

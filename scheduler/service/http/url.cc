@@ -47,15 +47,13 @@ Result<Query> ParseQuery(std::string_view query) {
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     if (piece.empty()) continue;
     size_t eq = piece.find('=');
-    auto key = PercentDecode(piece.substr(0, eq), true);
-    if (!key) return std::unexpected(key.error());
+    PHX_ASSIGN_OR_RETURN(auto key, PercentDecode(piece.substr(0, eq), true));
     std::string value;
     if (eq != std::string_view::npos) {
-      auto decoded = PercentDecode(piece.substr(eq + 1), true);
-      if (!decoded) return std::unexpected(decoded.error());
-      value = std::move(*decoded);
+      PHX_ASSIGN_OR_RETURN(auto decoded, PercentDecode(piece.substr(eq + 1), true));
+      value = std::move(decoded);
     }
-    out.emplace(std::move(*key), std::move(value));
+    out.emplace(std::move(key), std::move(value));
   }
   return out;
 }

@@ -24,9 +24,8 @@ SubmitContext Context(std::map<std::string, std::string> files = {}) {
 }
 
 Result<v1::JobSpec> Spec(std::vector<std::string> args) {
-  auto o = ParseSubmitArgs(args);
-  if (!o) return std::unexpected(o.error());
-  return BuildJobSpec(*o, Context());
+  PHX_ASSIGN_OR_RETURN(auto o, ParseSubmitArgs(args));
+  return BuildJobSpec(o, Context());
 }
 
 std::string SpecError(std::vector<std::string> args) {
@@ -35,9 +34,8 @@ std::string SpecError(std::vector<std::string> args) {
 }
 
 Result<SubmitPlan> Plan(std::vector<std::string> args, std::map<std::string, std::string> files = {}) {
-  auto o = ParseSubmitArgs(args);
-  if (!o) return std::unexpected(o.error());
-  return PlanSubmit(*o, Context(std::move(files)));
+  PHX_ASSIGN_OR_RETURN(auto o, ParseSubmitArgs(args));
+  return PlanSubmit(o, Context(std::move(files)));
 }
 
 std::string PlanError(std::vector<std::string> args, std::map<std::string, std::string> files = {}) {

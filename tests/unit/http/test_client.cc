@@ -80,7 +80,7 @@ Result<ClientResponse> TestClient::Read(bool head, std::chrono::milliseconds tim
 
 Result<ClientResponse> TestClient::Fetch(std::string_view method, std::string_view target, std::string_view body,
                                          const std::vector<std::pair<std::string, std::string>>& headers) {
-  if (Status s = Send(method, target, body, headers); !s) return std::unexpected(s.error());
+  PHX_RETURN_IF_ERROR(Send(method, target, body, headers));
   return Read(method == "HEAD");
 }
 
@@ -106,7 +106,7 @@ Status TestClient::WaitClosed(std::chrono::milliseconds timeout) {
 
 Result<ClientResponse> HttpGet(std::string_view host, uint16_t port, std::string_view target) {
   TestClient client;
-  if (Status s = client.Connect(host, port); !s) return std::unexpected(s.error());
+  PHX_RETURN_IF_ERROR(client.Connect(host, port));
   return client.Fetch("GET", target);
 }
 
