@@ -98,13 +98,23 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   DomainPlanner* plan = n > topo.max_gpus_per_node() ? Plan(s, pass) : nullptr;
   // (Groups are not planned: a job that must fit in a group must fit in its node.)
   const Level max_level = request.fit == FitMode::kRequire ? std::max(request.level, Level::kNode) : Level::kCore;
-  // The state at t: the jobs released by then, and blocks kept incrementally as t advances:
-  // block i holds whichever GPUs of reservation i are free while it overlaps [t, t + w) (more
-  // become free as jobs are released); block kPromised holds the blocks promised in the last
-  // pass to jobs not re-planned yet, the same way.
+  // The state at t: the jobs released by then, and the GPUs of every reservation that overlaps
+  // [t, t + w) held while free (more become free as jobs are released). Kept incrementally as t
+  // advances: `wanted` counts, per GPU, the overlapping reservations that list it (two may share
+  // GPUs at different times), and a GPU is held while its count is above zero and no running job
+  // owns it, so each step touches only the reservations that enter or leave the window and the
+  // GPUs of the jobs released. Block 0 holds the blocks promised in the last pass to jobs not
+  // re-planned yet, made anew at each candidate time.
   WhatIf what_if(topo);
-  const size_t kPromised = reservations.size();
-  for (size_t i = 0; i <= kPromised; ++i) what_if.Block({});
+  constexpr size_t kPromised = 0;
+  what_if.Block({});
+  std::vector<uint32_t> wanted(topo.gpu_count(), 0);
+  std::vector<uint8_t> in_window(reservations.size(), 0);
+  auto freed = [&](const std::vector<GpuId>& gpus) {
+    for (GpuId g : gpus) {
+      if (wanted[g.value] > 0) what_if.HoldOne(g);
+    }
+  };
   size_t next = 0;
   for (size_t ti = 0; ti < times.size(); ++ti) {
     Time t = times[ti];
@@ -118,16 +128,24 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         t = times[ti];
       }
     }
-    while (next < ends.size() && ends[next].first <= t) what_if.ReleaseJob(ends[next++].second);
-    // Empties first: two reservations may share GPUs at different times, and a GPU one of them
-    // lets go of may be the other's to hold.
     what_if.Empty(kPromised);
-    auto overlaps = [&](const Reservation& r) { return r.start < t + w && r.end > t; };
-    for (size_t i = 0; i < kPromised; ++i) {
-      if (!overlaps(reservations[i]) && !what_if.empty(i)) what_if.Empty(i);
+    while (next < ends.size() && ends[next].first <= t) {
+      const JobId released = ends[next++].second;
+      what_if.ReleaseJob(released);
+      freed(s.jobs.at(released).gpus);
     }
-    for (size_t i = 0; i < kPromised; ++i) {
-      if (overlaps(reservations[i])) what_if.Extend(i, reservations[i].gpus);
+    for (size_t i = 0; i < reservations.size(); ++i) {
+      const Reservation& r = reservations[i];
+      const bool overlaps = r.start < t + w && r.end > t;
+      if (overlaps == static_cast<bool>(in_window[i])) continue;
+      in_window[i] = overlaps;
+      for (GpuId g : r.gpus) {
+        if (overlaps) {
+          if (wanted[g.value]++ == 0) what_if.HoldOne(g);
+        } else if (--wanted[g.value] == 0) {
+          what_if.UnholdOne(g);
+        }
+      }
     }
     if (topo.free_gpus(topo.root()) < n) continue;
     // Stability keeps conservative backfill's promises: the job's own block from the last pass
