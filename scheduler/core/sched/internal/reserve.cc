@@ -94,8 +94,13 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // The planner tells, from GPU counts alone, the earliest time some domain the job may live in
   // has n GPUs free for its whole walltime: a necessary condition, so every time it skips would
   // have failed. Each candidate is then checked with the Placer on the what-if state at t.
-  // (Only multi-node jobs ask it: for a job that fits one node, counts almost never decide.)
-  DomainPlanner* plan = n > topo.max_gpus_per_node() ? Plan(s, pass) : nullptr;
+  // Only multi-node jobs that must fit inside a domain above the node ask it: for a job that
+  // fits one node, counts almost never decide, and for a job that may go anywhere the count it
+  // would check is the cluster's free GPUs, which the walk below checks at every step anyway
+  // (building the plan was a quarter of a pass under long queues, for no skipped step).
+  DomainPlanner* plan = n > topo.max_gpus_per_node() && request.fit == FitMode::kRequire && request.level > Level::kNode
+                            ? Plan(s, pass)
+                            : nullptr;
   // (Groups are not planned: a job that must fit in a group must fit in its node.)
   const Level max_level = request.fit == FitMode::kRequire ? std::max(request.level, Level::kNode) : Level::kCore;
   // The state at t: the jobs released by then, and the GPUs of every reservation that overlaps
