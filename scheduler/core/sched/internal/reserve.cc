@@ -82,13 +82,23 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   if (*pass.up_gpus < n) return std::nullopt;
   pass.start_blocks.Clear();
   const std::vector<std::pair<Time, JobId>>& ends = Ends(s, pass);
-  std::vector<Time> times{now};
-  for (const auto& e : ends) times.push_back(e.first);
+  // Candidate times: now, the release times (sorted already) and the reservations' bounds.
+  std::vector<Time> bounds{now};
   for (const Reservation& r : reservations) {
-    times.push_back(r.start);
-    times.push_back(r.end);
+    bounds.push_back(r.start);
+    bounds.push_back(r.end);
   }
-  std::sort(times.begin(), times.end());
+  std::sort(bounds.begin(), bounds.end());
+  std::vector<Time> times;
+  times.reserve(ends.size() + bounds.size());
+  {
+    size_t b = 0;
+    for (const auto& e : ends) {
+      while (b < bounds.size() && bounds[b] <= e.first) times.push_back(bounds[b++]);
+      times.push_back(e.first);
+    }
+    times.insert(times.end(), bounds.begin() + static_cast<std::ptrdiff_t>(b), bounds.end());
+  }
   times.erase(std::unique(times.begin(), times.end()), times.end());
 
   // The planner tells, from GPU counts alone, the earliest time some domain the job may live in
@@ -114,7 +124,26 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   constexpr size_t kPromised = 0;
   what_if.Block({});
   std::vector<uint32_t> wanted(topo.gpu_count(), 0);
+  // Reservations enter the window when t + w passes their start and leave it for good when t
+  // reaches their end (t only grows): two cursors, over the reservations by start and by end.
   std::vector<uint8_t> in_window(reservations.size(), 0);
+  std::vector<uint32_t> by_start(reservations.size()), by_end(reservations.size());
+  for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = by_end[i] = i;
+  std::sort(by_start.begin(), by_start.end(),
+            [&](uint32_t a, uint32_t b) { return reservations[a].start < reservations[b].start; });
+  std::sort(by_end.begin(), by_end.end(),
+            [&](uint32_t a, uint32_t b) { return reservations[a].end < reservations[b].end; });
+  size_t entered = 0, left = 0;
+  auto enter = [&](const Reservation& r) {
+    for (GpuId g : r.gpus) {
+      if (wanted[g.value]++ == 0) what_if.HoldOne(g);
+    }
+  };
+  auto leave = [&](const Reservation& r) {
+    for (GpuId g : r.gpus) {
+      if (--wanted[g.value] == 0) what_if.UnholdOne(g);
+    }
+  };
   auto freed = [&](const std::vector<GpuId>& gpus) {
     for (GpuId g : gpus) {
       if (wanted[g.value] > 0) what_if.HoldOne(g);
@@ -139,17 +168,16 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       what_if.ReleaseJob(released);
       freed(s.jobs.at(released).gpus);
     }
-    for (size_t i = 0; i < reservations.size(); ++i) {
-      const Reservation& r = reservations[i];
-      const bool overlaps = r.start < t + w && r.end > t;
-      if (overlaps == static_cast<bool>(in_window[i])) continue;
-      in_window[i] = overlaps;
-      for (GpuId g : r.gpus) {
-        if (overlaps) {
-          if (wanted[g.value]++ == 0) what_if.HoldOne(g);
-        } else if (--wanted[g.value] == 0) {
-          what_if.UnholdOne(g);
-        }
+    for (; left < by_end.size() && reservations[by_end[left]].end <= t; ++left) {
+      const uint32_t i = by_end[left];
+      if (in_window[i] == 1) leave(reservations[i]);
+      in_window[i] = 2;  // past: never again
+    }
+    for (; entered < by_start.size() && reservations[by_start[entered]].start < t + w; ++entered) {
+      const uint32_t i = by_start[entered];
+      if (in_window[i] == 0) {
+        in_window[i] = 1;
+        enter(reservations[i]);
       }
     }
     if (topo.free_gpus(topo.root()) < n) continue;
