@@ -27,8 +27,9 @@ constexpr FlagSpec kFlags[] = {
     {"topology", "FILE", "cluster: topology file or gen:NAME (required)"},
     {"trace", "FILE", "job trace: CSV (job_id,submit_s,gpus,duration_s,...) or sacct --parsable2 (required)"},
     {"policy", "P",
-     "phalanx, slurm-like or fifo-firstfit, or PRESET:KEY=V,... (e.g. phalanx:backfill=conservative); repeat for side "
-     "by side (default: all three)",
+     "phalanx, slurm-like, ideal-backfill or fifo-firstfit, or PRESET:KEY=V,... (e.g. phalanx:backfill=conservative); "
+     "repeat for side "
+     "by side (default: all four)",
      true},
     {"walltime", "MODE",
      "model (default: users' estimates, overestimated and rounded up to round values; docs/simulator.md), exact, "

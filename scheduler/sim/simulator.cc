@@ -508,6 +508,9 @@ class Sim {
         if (r.start > now) Wake(r.start);
       }
     }
+    // Slurm's backfill runs on its own clock (bf_interval): wake for the next cycle while jobs
+    // wait for GPUs.
+    if (waiting_for_gpus && sched_->next_backfill() < kForever) Wake(std::max(now + 1, sched_->next_backfill()));
     const SchedulerConfig& c = sched_->config();
     if (c.elastic && !waiting_for_gpus && sched_->topology().free_gpus(sched_->topology().root()) > 0) {
       if (elastic_below_max()) Wake(now + std::max<Duration>(c.grow_after_idle, 1));
