@@ -27,10 +27,13 @@ constexpr FlagSpec kFlags[] = {
     {"topology", "FILE", "cluster: topology file or gen:NAME (required)"},
     {"trace", "FILE", "job trace: CSV (job_id,submit_s,gpus,duration_s,...) or sacct --parsable2 (required)"},
     {"policy", "P",
-     "phalanx, slurm-like or fifo-firstfit, or PRESET:KEY=V,... (e.g. phalanx:backfill=conservative); repeat for side "
-     "by side (default: all three)",
+     "phalanx, slurm-like, ideal-backfill or fifo-firstfit, or PRESET:KEY=V,... (e.g. phalanx:backfill=conservative); "
+     "repeat for side "
+     "by side (default: all four)",
      true},
-    {"walltime", "MODE", "exact (default), factor:F, random:F (uniform in [1,F]) or trace (sacct Timelimit)"},
+    {"walltime", "MODE",
+     "model (default: users' estimates, overestimated and rounded up to round values; docs/simulator.md), exact, "
+     "factor:F, random:F (uniform in [1,F]) or trace (sacct Timelimit)"},
     {"class-rule", "RULE", "map jobs to classes, e.g. gpus>=64:class=high (repeatable; see docs/simulator.md)", true},
     {"seed", "S", "seed of every random choice (default 1)"},
     {"window", "A:B", "replay only jobs submitted in [A, B) seconds (e.g. 1209600:8467200)"},
@@ -99,6 +102,10 @@ Result<WalltimeModel> ParseWalltime(const std::string& v) {
     return *d;
   };
   if (v == "exact") return m;
+  if (v == "model") {
+    m.mode = WalltimeModel::Mode::kModel;
+    return m;
+  }
   if (v == "trace") {
     m.mode = WalltimeModel::Mode::kTrace;
     return m;
@@ -112,7 +119,7 @@ Result<WalltimeModel> ParseWalltime(const std::string& v) {
       return m;
     }
   }
-  return Fail("", "option '--walltime': '" + v + "' (use exact, factor:F, random:F or trace)");
+  return Fail("", "option '--walltime': '" + v + "' (use model, exact, factor:F, random:F or trace)");
 }
 
 class ProgressBar {
@@ -179,8 +186,8 @@ int RunSim(std::span<const std::string> raw) {
     }
     opt.rules.push_back(*rule);
   }
-  if (args->Has("walltime")) {
-    auto w = ParseWalltime(args->Get("walltime"));
+  {
+    auto w = ParseWalltime(args->Get("walltime", "model"));
     if (!w) {
       PrintError(w.error().ToString());
       return 2;
@@ -294,7 +301,7 @@ int RunSim(std::span<const std::string> raw) {
   info.topology = topo_path;
   info.jobs = trace->jobs.size();
   info.gpus = runs.front().result.cluster_gpus;
-  std::string settings = "walltime " + args->Get("walltime", "exact") + ", seed " + std::to_string(opt.seed);
+  std::string settings = "walltime " + args->Get("walltime", "model") + ", seed " + std::to_string(opt.seed);
   if (args->Has("window")) settings += ", window " + args->Get("window");
   if (args->Has("load-scale")) settings += ", load x" + args->Get("load-scale");
   settings += opt.comm_share > 0 ? ", comm share " + args->Get("comm-share", "0.15") : ", runtime model off";

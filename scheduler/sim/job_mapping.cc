@@ -8,6 +8,37 @@
 
 namespace phalanx {
 
+namespace {
+
+constexpr Duration kMin = 60, kHour = 3600, kDay = 24 * kHour;
+constexpr Duration kRoundValues[] = {1 * kMin,  2 * kMin,   5 * kMin,   10 * kMin,  15 * kMin,  20 * kMin, 30 * kMin,
+                                     45 * kMin, kHour,      90 * kMin,  2 * kHour,  3 * kHour,  4 * kHour, 6 * kHour,
+                                     8 * kHour, 10 * kHour, 12 * kHour, 16 * kHour, 20 * kHour, kDay,      36 * kHour,
+                                     2 * kDay,  3 * kDay,   4 * kDay,   5 * kDay,   6 * kDay,   7 * kDay};
+
+// The smallest round value >= t (whole weeks beyond the table).
+Duration RoundUp(Duration t) {
+  for (Duration v : kRoundValues) {
+    if (v >= t) return v;
+  }
+  const Duration week = 7 * kDay;
+  return (t + week - 1) / week * week;
+}
+
+}  // namespace
+
+Duration EstimateWalltime(Duration duration, const WalltimeModel& model, double u1, double u2) {
+  const Duration d = std::max<Duration>(duration, 1);
+  const Duration limit = std::max(model.limit, RoundUp(d));
+  Duration wall = limit;
+  if (u1 >= model.share_at_limit) {
+    const double accuracy = 0.05 + 0.95 * u2;
+    const double asked = std::ceil(static_cast<double>(d) / accuracy);
+    wall = std::min(limit, RoundUp(static_cast<Duration>(std::min(asked, 1e15))));
+  }
+  return std::max({wall, d, model.minimum});
+}
+
 MappedJob MapTraceJob(const TraceJob& job, size_t index, uint64_t seed, const WalltimeModel& walltime,
                       std::span<const ClassRule> rules) {
   MappedJob a;
@@ -28,6 +59,10 @@ MappedJob MapTraceJob(const TraceJob& job, size_t index, uint64_t seed, const Wa
       break;
     case WalltimeModel::Mode::kTrace:
       wall = job.timelimit > 0 ? std::max(d, static_cast<double>(job.timelimit)) : d;
+      break;
+    case WalltimeModel::Mode::kModel:
+      wall = static_cast<double>(EstimateWalltime(job.duration, walltime, SeededUniform(seed ^ 0x65737469ull, index, 0),
+                                                  SeededUniform(seed ^ 0x65737469ull, index, 1)));
       break;
   }
   double elastic_min = 0;

@@ -67,8 +67,15 @@ class Sim {
     std::vector<Duration> ckpt_intervals;
     specs.reserve(trace_.jobs.size());
     ckpt_intervals.reserve(trace_.jobs.size());
+    WalltimeModel walltime = opt_.walltime;
+    if (walltime.mode == WalltimeModel::Mode::kModel && walltime.limit == 0) {
+      // The site's limit: a week, or the longest job rounded up to a day (it did run).
+      Duration longest = 0;
+      for (const TraceJob& j : trace_.jobs) longest = std::max(longest, j.duration);
+      walltime.limit = std::max<Duration>(7 * 24 * 3600, (longest + 86399) / 86400 * 86400);
+    }
     for (size_t i = 0; i < trace_.jobs.size(); ++i) {
-      MappedJob m = MapTraceJob(trace_.jobs[i], i, opt_.seed, opt_.walltime, opt_.rules);
+      MappedJob m = MapTraceJob(trace_.jobs[i], i, opt_.seed, walltime, opt_.rules);
       config.max_walltime = std::max(config.max_walltime, m.spec.walltime);
       specs.push_back(std::move(m.spec));
       ckpt_intervals.push_back(m.checkpoint_interval);
@@ -498,6 +505,9 @@ class Sim {
         if (r.start > now) Wake(r.start);
       }
     }
+    // Slurm's backfill runs on its own clock (bf_interval): wake for the next cycle while jobs
+    // wait for GPUs.
+    if (waiting_for_gpus && sched_->next_backfill() < kForever) Wake(std::max(now + 1, sched_->next_backfill()));
     const SchedulerConfig& c = sched_->config();
     if (c.elastic && !waiting_for_gpus && sched_->topology().free_gpus(sched_->topology().root()) > 0) {
       if (elastic_below_max()) Wake(now + std::max<Duration>(c.grow_after_idle, 1));

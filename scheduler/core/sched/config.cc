@@ -7,7 +7,9 @@
 
 namespace phalanx {
 
-std::vector<std::string_view> PolicyPresetNames() { return {"phalanx", "slurm-like", "fifo-firstfit"}; }
+std::vector<std::string_view> PolicyPresetNames() {
+  return {"phalanx", "slurm-like", "ideal-backfill", "fifo-firstfit"};
+}
 
 Result<SchedulerConfig> PolicyPreset(std::string_view name) {
   SchedulerConfig c;
@@ -21,12 +23,21 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     c.reserve_after_wait = 2 * 24 * 3600;
     return c;
   }
-  if (name == "slurm-like") {
+  if (name == "slurm-like" || name == "ideal-backfill") {
     c.placement = PlacementMode::kNodeBestFit;
     c.backfill = BackfillMode::kEasy;
     c.whole_node_reservations = true;
     c.preemption = false;
     c.elastic = false;
+    if (name == "slurm-like") {
+      // Slurm 22.05's defaults (slurm.conf(5), SchedulerParameters): bf_interval=30 s,
+      // bf_max_job_test=500, bf_window=1440 min, default_queue_depth=100. "ideal-backfill" is the
+      // same policy without them: every pass a backfill cycle over every pending job.
+      c.backfill_interval = 30;
+      c.backfill_max_jobs = 500;
+      c.backfill_window = 24 * 3600;
+      c.main_queue_depth = 100;
+    }
     return c;
   }
   if (name == "fifo-firstfit") {
@@ -37,7 +48,8 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     c.elastic = false;
     return c;
   }
-  return Fail("policy", "unknown policy '" + std::string(name) + "' (known: phalanx, slurm-like, fifo-firstfit)");
+  return Fail("policy",
+              "unknown policy '" + std::string(name) + "' (known: phalanx, slurm-like, ideal-backfill, fifo-firstfit)");
 }
 
 namespace {
@@ -102,6 +114,10 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   } else if (key == "reserve_depth") c.reserve_depth = static_cast<uint32_t>(*v);
   else if (key == "reserve_large_gpus") c.reserve_large_gpus = static_cast<uint32_t>(*v);
   else if (key == "reserve_after_wait") c.reserve_after_wait = seconds;
+  else if (key == "backfill_interval") c.backfill_interval = seconds;
+  else if (key == "backfill_max_jobs") c.backfill_max_jobs = static_cast<uint32_t>(*v);
+  else if (key == "main_queue_depth") c.main_queue_depth = static_cast<uint32_t>(*v);
+  else if (key == "backfill_window") c.backfill_window = seconds;
   else if (key == "charge_period") c.charge_period = seconds;
   else if (key == "checkpoint_grace") c.checkpoint_grace = seconds;
   else if (key == "periodic_checkpoint") c.periodic_checkpoint = seconds;

@@ -48,6 +48,17 @@ struct SchedulerConfig {
   uint32_t reserve_large_gpus = 0;
   Duration reserve_after_wait = 0;
   bool whole_node_reservations = false;  // slurm-like: a reservation is whole nodes, not a block
+  // Slurm's limits on how much a pass looks at (slurm.conf SchedulerParameters; 0: no limit).
+  // With backfill_interval > 0 a pass is a backfill cycle only when backfill_interval has passed
+  // since the last one (bf_interval); the passes between are the main scheduler's: strict order
+  // (nothing passes a blocked job), at most main_queue_depth jobs tested (default_queue_depth).
+  // A backfill cycle tests at most backfill_max_jobs pending jobs (bf_max_job_test) and makes no
+  // reservation that starts later than backfill_window after now (bf_window). Jobs beyond a
+  // limit wait with Priority ("not tested").
+  Duration backfill_interval = 0;
+  uint32_t backfill_max_jobs = 0;
+  uint32_t main_queue_depth = 0;
+  Duration backfill_window = 0;
   Duration default_walltime = 3600;
   Duration max_walltime = 7 * 24 * 3600;
 

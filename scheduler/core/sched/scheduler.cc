@@ -64,6 +64,9 @@ const Placer& Scheduler::placer() const { return *s_->placer; }
 const SchedulerConfig& Scheduler::config() const { return s_->config; }
 const std::map<JobId, JobRecord>& Scheduler::jobs() const { return s_->jobs; }
 const std::vector<Reservation>& Scheduler::reservations() const { return s_->reservations; }
+Time Scheduler::next_backfill() const {
+  return s_->config.backfill_interval > 0 ? s_->last_backfill + s_->config.backfill_interval : kForever;
+}
 const std::vector<JobId>& Scheduler::queue() const { return s_->queue; }
 Time Scheduler::now() const { return s_->now; }
 

@@ -150,6 +150,9 @@ class Scheduler {
   const JobRecord* job(JobId id) const;
   const std::map<JobId, JobRecord>& jobs() const;
   const std::vector<Reservation>& reservations() const;
+  // With config().backfill_interval > 0: when the next pass may be a backfill cycle (Slurm's
+  // bf_interval after the last one); kForever otherwise.
+  Time next_backfill() const;
   // Pending jobs in the order of the last pass.
   const std::vector<JobId>& queue() const;
   Time now() const;

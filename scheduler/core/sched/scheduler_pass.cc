@@ -71,9 +71,12 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   // strict order nor another job's failure says anything about it.
   const bool own =
       std::any_of(s.reservations.begin(), s.reservations.end(), [&](const Reservation& r) { return r.job == id; });
-  if (!s.policies.backfill->Backfills() && pass.blocked && !own) {
+  if ((!s.policies.backfill->Backfills() || !pass.backfill_cycle) && pass.blocked && !own) {
     return wait(WaitKind::kPriority, "behind job " + std::to_string(pass.first_blocked));
   }
+  // Slurm's queue depth: the jobs beyond it are not looked at in this pass.
+  if (pass.test_limit > 0 && pass.tested >= pass.test_limit && !own) return wait(WaitKind::kPriority, "not tested");
+  ++pass.tested;
 
   // Start now, unless a job of the same shape class that was no bigger and no longer failed.
   const ShapeKey key = ShapeKey::Of(job.spec.shape);
@@ -131,6 +134,8 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   }
   if (auto r = Reserve(s, pass, job)) {
     const Time start = r->start;
+    // Slurm's bf_window: no reservation further out (the job is planned again next cycle).
+    if (s.config.backfill_window > 0 && start > now + s.config.backfill_window) return wait(kind, detail, start);
     AddReservation(s, pass, std::move(*r));
     return wait(kind, detail, start);
   }
@@ -159,6 +164,11 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   FireTimers(s, now, out);
 
   PassState pass(*s.topo, s.buffers, now);
+  if (s.config.backfill_interval > 0) {
+    pass.backfill_cycle = now >= s.last_backfill + s.config.backfill_interval;
+    if (pass.backfill_cycle) s.last_backfill = now;
+  }
+  pass.test_limit = pass.backfill_cycle ? s.config.backfill_max_jobs : s.config.main_queue_depth;
   // The last pass's reservations are this pass's promises; preemption claims are made anew.
   for (Reservation& r : s.reservations) {
     if (!r.for_preemption) pass.promised[r.job] = std::move(r.gpus);

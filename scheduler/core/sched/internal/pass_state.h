@@ -66,6 +66,11 @@ struct PassState {
   // A job could not start in this pass (strict order stops here), and the first such job.
   bool blocked = false;
   JobId first_blocked = kNoJob;
+  // Slurm's limits (SchedulerConfig::backfill_interval...): whether this pass is a backfill
+  // cycle, how many pending jobs it may test (0: all) and how many it has.
+  bool backfill_cycle = true;
+  uint32_t test_limit = 0;
+  uint32_t tested = 0;
   // Shapes that failed to start: a job of the same shape that is no bigger and no longer fails
   // too (resources only shrink during a pass).
   struct FailedShape {

@@ -82,29 +82,73 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   if (*pass.up_gpus < n) return std::nullopt;
   pass.start_blocks.Clear();
   const std::vector<std::pair<Time, JobId>>& ends = Ends(s, pass);
-  std::vector<Time> times{now};
-  for (const auto& e : ends) times.push_back(e.first);
+  // Candidate times: now, the release times (sorted already) and the reservations' bounds.
+  std::vector<Time> bounds{now};
   for (const Reservation& r : reservations) {
-    times.push_back(r.start);
-    times.push_back(r.end);
+    bounds.push_back(r.start);
+    bounds.push_back(r.end);
   }
-  std::sort(times.begin(), times.end());
+  std::sort(bounds.begin(), bounds.end());
+  std::vector<Time> times;
+  times.reserve(ends.size() + bounds.size());
+  {
+    size_t b = 0;
+    for (const auto& e : ends) {
+      while (b < bounds.size() && bounds[b] <= e.first) times.push_back(bounds[b++]);
+      times.push_back(e.first);
+    }
+    times.insert(times.end(), bounds.begin() + static_cast<std::ptrdiff_t>(b), bounds.end());
+  }
   times.erase(std::unique(times.begin(), times.end()), times.end());
 
   // The planner tells, from GPU counts alone, the earliest time some domain the job may live in
   // has n GPUs free for its whole walltime: a necessary condition, so every time it skips would
   // have failed. Each candidate is then checked with the Placer on the what-if state at t.
-  // (Only multi-node jobs ask it: for a job that fits one node, counts almost never decide.)
-  DomainPlanner* plan = n > topo.max_gpus_per_node() ? Plan(s, pass) : nullptr;
+  // Only multi-node jobs that must fit inside a domain above the node ask it: for a job that
+  // fits one node, counts almost never decide, and for a job that may go anywhere the count it
+  // would check is the cluster's free GPUs, which the walk below checks at every step anyway
+  // (building the plan was a quarter of a pass under long queues, for no skipped step).
+  DomainPlanner* plan = n > topo.max_gpus_per_node() && request.fit == FitMode::kRequire && request.level > Level::kNode
+                            ? Plan(s, pass)
+                            : nullptr;
   // (Groups are not planned: a job that must fit in a group must fit in its node.)
   const Level max_level = request.fit == FitMode::kRequire ? std::max(request.level, Level::kNode) : Level::kCore;
-  // The state at t: the jobs released by then, and blocks kept incrementally as t advances:
-  // block i holds whichever GPUs of reservation i are free while it overlaps [t, t + w) (more
-  // become free as jobs are released); block kPromised holds the blocks promised in the last
-  // pass to jobs not re-planned yet, the same way.
+  // The state at t: the jobs released by then, and the GPUs of every reservation that overlaps
+  // [t, t + w) held while free (more become free as jobs are released). Kept incrementally as t
+  // advances: `wanted` counts, per GPU, the overlapping reservations that list it (two may share
+  // GPUs at different times), and a GPU is held while its count is above zero and no running job
+  // owns it, so each step touches only the reservations that enter or leave the window and the
+  // GPUs of the jobs released. Block 0 holds the blocks promised in the last pass to jobs not
+  // re-planned yet, made anew at each candidate time.
   WhatIf what_if(topo);
-  const size_t kPromised = reservations.size();
-  for (size_t i = 0; i <= kPromised; ++i) what_if.Block({});
+  constexpr size_t kPromised = 0;
+  what_if.Block({});
+  std::vector<uint32_t> wanted(topo.gpu_count(), 0);
+  // Reservations enter the window when t + w passes their start and leave it for good when t
+  // reaches their end (t only grows): two cursors, over the reservations by start and by end.
+  std::vector<uint8_t> in_window(reservations.size(), 0);
+  std::vector<uint32_t> by_start(reservations.size()), by_end(reservations.size());
+  for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = by_end[i] = i;
+  std::sort(by_start.begin(), by_start.end(),
+            [&](uint32_t a, uint32_t b) { return reservations[a].start < reservations[b].start; });
+  std::sort(by_end.begin(), by_end.end(),
+            [&](uint32_t a, uint32_t b) { return reservations[a].end < reservations[b].end; });
+  size_t entered = 0, left = 0;
+  auto enter = [&](const Reservation& r) {
+    for (GpuId g : r.gpus) {
+      if (wanted[g.value]++ == 0) what_if.HoldOne(g);
+    }
+  };
+  auto leave = [&](const Reservation& r) {
+    for (GpuId g : r.gpus) {
+      if (--wanted[g.value] == 0) what_if.UnholdOne(g);
+    }
+  };
+  auto freed = [&](const std::vector<GpuId>& gpus) {
+    for (GpuId g : gpus) {
+      if (wanted[g.value] > 0) what_if.HoldOne(g);
+    }
+  };
   size_t next = 0;
   for (size_t ti = 0; ti < times.size(); ++ti) {
     Time t = times[ti];
@@ -118,16 +162,23 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         t = times[ti];
       }
     }
-    while (next < ends.size() && ends[next].first <= t) what_if.ReleaseJob(ends[next++].second);
-    // Empties first: two reservations may share GPUs at different times, and a GPU one of them
-    // lets go of may be the other's to hold.
     what_if.Empty(kPromised);
-    auto overlaps = [&](const Reservation& r) { return r.start < t + w && r.end > t; };
-    for (size_t i = 0; i < kPromised; ++i) {
-      if (!overlaps(reservations[i]) && !what_if.empty(i)) what_if.Empty(i);
+    while (next < ends.size() && ends[next].first <= t) {
+      const JobId released = ends[next++].second;
+      what_if.ReleaseJob(released);
+      freed(s.jobs.at(released).gpus);
     }
-    for (size_t i = 0; i < kPromised; ++i) {
-      if (overlaps(reservations[i])) what_if.Extend(i, reservations[i].gpus);
+    for (; left < by_end.size() && reservations[by_end[left]].end <= t; ++left) {
+      const uint32_t i = by_end[left];
+      if (in_window[i] == 1) leave(reservations[i]);
+      in_window[i] = 2;  // past: never again
+    }
+    for (; entered < by_start.size() && reservations[by_start[entered]].start < t + w; ++entered) {
+      const uint32_t i = by_start[entered];
+      if (in_window[i] == 0) {
+        in_window[i] = 1;
+        enter(reservations[i]);
+      }
     }
     if (topo.free_gpus(topo.root()) < n) continue;
     // Stability keeps conservative backfill's promises: the job's own block from the last pass

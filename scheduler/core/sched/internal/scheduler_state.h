@@ -109,10 +109,11 @@ struct SchedulerState {
   std::vector<Decision> outbox;           // decisions made by events, emitted by the next pass
   std::map<JobId, Time> charged_until;    // active jobs: usage charged to fairshare up to then
   Time now = 0;
-  Time next_timer = 0;   // no active job has a timer before this (FireTimers skips until then)
-  Time last_charge = 0;  // last time running jobs' usage was charged (ChargeUsage)
-  Time idle_since = 0;   // since when GPUs have been free with nobody waiting (GrowElastic)
-  Time last_freed = 0;   // last time GPUs were given back (ends, shrinks, node up)
+  Time next_timer = 0;             // no active job has a timer before this (FireTimers skips until then)
+  Time last_charge = 0;            // last time running jobs' usage was charged (ChargeUsage)
+  Time idle_since = 0;             // since when GPUs have been free with nobody waiting (GrowElastic)
+  Time last_freed = 0;             // last time GPUs were given back (ends, shrinks, node up)
+  Time last_backfill = -kForever;  // the last backfill cycle (config.backfill_interval > 0)
   // Between the first Restore and FinishRestore: the jobs restored so far (scheduler_restore.cc).
   bool restoring = false;
   std::vector<JobId> restored;

@@ -4,11 +4,14 @@
 //
 // Blocks are numbered in the order they are made. A block holds only GPUs that were free when
 // they were added to it; the last block can be undone (PopBlock), and any block can take more
-// GPUs (Extend) or give all of its GPUs back and stay, empty (Empty).
+// GPUs (Extend) or give all of its GPUs back and stay, empty (Empty). Single GPUs can also be
+// held and given back one at a time (HoldOne, UnholdOne), apart from the blocks, for a caller
+// that keeps its own count of who wants each GPU.
 // Thread-safety: none; the Scheduler's thread only. Internal to core/sched.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "core/common/ids.h"
@@ -53,10 +56,28 @@ class WhatIf {
     Empty(blocks_.size() - 1);
     blocks_.pop_back();
   }
-  // GPUs currently held by blocks (owned by nobody real; maybe on any node).
+  // Holds GPU `g` if it is free; true if it did.
+  bool HoldOne(GpuId g) {
+    if (!t_.is_free(g) || !t_.Hold({&g, 1})) return false;
+    if (one_held_.size() <= g.value) one_held_.resize(t_.gpu_count(), 0);
+    one_held_[g.value] = 1;
+    ones_.push_back(g);
+    ++blocked_gpus_;
+    return true;
+  }
+  // Gives back GPU `g` if HoldOne holds it.
+  void UnholdOne(GpuId g) {
+    if (g.value >= one_held_.size() || !one_held_[g.value]) return;
+    (void)t_.Unhold({&g, 1});
+    one_held_[g.value] = 0;
+    --blocked_gpus_;
+  }
+  // GPUs currently held by blocks and HoldOne (owned by nobody real; maybe on any node).
   size_t blocked_gpus() const { return blocked_gpus_; }
   void Unblock() {
     while (!blocks_.empty()) PopBlock();
+    for (GpuId g : ones_) UnholdOne(g);
+    ones_.clear();
   }
   void Undo() {
     Unblock();
@@ -68,6 +89,8 @@ class WhatIf {
   Topology& t_;
   std::vector<JobId> released_;
   std::vector<std::vector<GpuId>> blocks_;
+  std::vector<GpuId> ones_;        // every GPU HoldOne held (some given back since)
+  std::vector<uint8_t> one_held_;  // by GPU: held by HoldOne now
   size_t blocked_gpus_ = 0;
 };
 
