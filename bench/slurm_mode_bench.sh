@@ -127,6 +127,58 @@ one_run() {
   rm -f "$lab/ids"
 }
 
+
+# --- part 2: one short trace slice through Slurm alone and through Slurm + Phalanx ---------------
+# BENCH_TRACE (philly_pollux.csv of the workspace's shared/traces), rows BENCH_TRACE_FROM.. (75120,
+# 50 jobs: 15 of 32 GPUs, 2 of 8, 1- and 2-GPU jobs, some of them long). GPUs capped at 16 (a job
+# over 8 GPUs takes 2 nodes: -N2 --gres=gpu:G/2); gaps between submissions / 150 (at most 3 s);
+# durations to 3*log2(d/30) s, 3..45 s. Slurm alone: no phalanxd, HOLD off, no --phx options.
+# Slurm + Phalanx: phalanxd, HOLD on, --phx-topology=leaf (2-node jobs) or node.
+trace_file=${BENCH_TRACE:-$src/../shared/traces/philly_pollux.csv}
+[[ -r "$trace_file" ]] || trace_file=/work/shared/traces/philly_pollux.csv
+trace_from=${BENCH_TRACE_FROM:-75120}
+trace_n=${BENCH_TRACE_JOBS:-50}
+trace_run() { # $1: slurm | phalanx; prints "id gpus nodes submit start end" per job to $lab/trace.$1
+  local mode=$1
+  if [[ "$mode" == phalanx ]]; then
+    export PHALANX_SLURM_PHALANXD=1 PHALANX_SLURM_HOLD=1
+  else
+    export PHALANX_SLURM_PHALANXD=0 PHALANX_SLURM_HOLD=0
+  fi
+  timeout 120 "$src/config/slurm/demo-slurm.sh" "$build" >"$lab/start.log" 2>&1 || { cat "$lab/start.log"; return 1; }
+  export SLURM_CONF=$lab/etc/slurm.conf
+  local clean=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "SLURM_CONF=$SLURM_CONF")
+  : >"$lab/tids"
+  local gap g d n per phx
+  while read -r gap g d; do
+    sleep "$gap"
+    if ((g > 8)); then n=2; per=$(((g + 1) / 2)); phx=--phx-topology=leaf; else n=1; per=$g; phx=--phx-topology=node; fi
+    [[ "$mode" == phalanx ]] || phx=
+    "${clean[@]}" sbatch --parsable -o /dev/null -J "t$g" -N$n --gres=gpu:$per -t 2 $phx --wrap "sleep $d" >>"$lab/tids" 2>>"$lab/sbatch.err"
+  done < <(awk -F, -v a="$trace_from" -v n="$trace_n" 'NR >= a && NR < a + n {
+      gap = (NR == a) ? 0 : ($2 - prev) / 150; if (gap > 3) gap = 3; prev = $2
+      g = ($3 > 16) ? 16 : $3; d = int(3 * log($4 / 30) / log(2) + 0.5); if (d < 3) d = 3; if (d > 45) d = 45
+      printf "%.2f %d %d\n", gap, g, d }' "$trace_file")
+  local end=$((SECONDS + 400))
+  while ((SECONDS < end)) && [[ -n "$(timeout 5 squeue -h -t PD,R,CG -o %i 2>/dev/null)" ]]; do sleep 1; done
+  timeout 30 scontrol -o show job 2>/dev/null | awk '{for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = substr($i, length(kv[1]) + 2) }
+      print v["JobId"], v["JobName"], v["NodeList"], v["SubmitTime"], v["StartTime"], v["EndTime"], v["JobState"] }' |
+    while read -r id name nodes sub st en state; do
+      echo "$id ${name#t} $nodes $(date -d "$sub" +%s) $(date -d "$st" +%s) $(date -d "$en" +%s) $state"
+    done >"$lab/trace.$mode"
+  timeout 30 scancel -u root 2>/dev/null
+  stop_lab
+}
+trace_figures() { # $1: mode -> "jobs multinode split waitmean waitmed makespan"
+  awk '{ multi = ($3 ~ /,/ || $3 ~ /-/) ? 1 : 0; n++
+      if (multi) { m++; leaf1 = ($3 ~ /n\[?[12][],-]/ || $3 == "n[1-2]"); split_ = !($3 == "n[1-2]" || $3 == "n[3-4]"); s += split_ }
+      w = $5 - $4; ws += w; wait[n] = w; if (!f || $4 < f) f = $4; if ($6 > l) l = $6; if ($7 != "COMPLETED") bad++ }
+    END { asort_n = n; for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (wait[j] < wait[i]) { t = wait[i]; wait[i] = wait[j]; wait[j] = t }
+      printf "%d %d %d %.1f %d %d %d\n", n, m, s, ws / n, wait[int((n + 1) / 2)], l - f, bad + 0 }' "$lab/trace.$1"
+}
+
+parts=${BENCH_PARTS:-backlog trace}
+if [[ " $parts " == *" backlog "* ]]; then
 : >"$lab/results"
 for ((r = 1; r <= runs; r++)); do
   echo "run $r/$runs: $jobs_n managed jobs, window $window s ($(nproc) cores)" >&2
@@ -151,3 +203,15 @@ awk -v runs="$runs" -v jobs="$jobs_n" '
     for (f = 2; f <= 19; f++) { printf "%-44s", name[f]; for (i = 1; i <= runs; i++) printf " %9s", val[f, i]
       if (runs > 1) printf " %9s", med(f); print "" }
   }' "$lab/results"
+fi
+if [[ " $parts " == *" trace "* ]]; then
+  echo "trace: rows $trace_from..$((trace_from + trace_n - 1)) of $trace_file, Slurm alone, then Slurm + Phalanx" >&2
+  trace_run slurm || exit 1
+  trace_run phalanx || exit 1
+  read -r sn sm ss sw swm smk sb < <(trace_figures slurm)
+  read -r pn pm ps pw pwm pmk pb < <(trace_figures phalanx)
+  printf '\n%-44s %12s %16s\n' "trace slice ($trace_n jobs)" "Slurm alone" "Slurm + Phalanx"
+  printf '%-44s %12s %16s\n' "jobs run" "$sn" "$pn" "2-node jobs (9-16 GPUs)" "$sm" "$pm" \
+    "  of them split across the leaves" "$ss" "$ps" "mean wait s" "$sw" "$pw" "median wait s" "$swm" "$pwm" \
+    "makespan s (first submit to last end)" "$smk" "$pmk" "jobs not COMPLETED" "$sb" "$pb"
+fi
