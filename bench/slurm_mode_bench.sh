@@ -30,6 +30,7 @@ window=${BENCH_WINDOW:-90}
 sleep_max=${BENCH_SLEEP_MAX:-4}
 runs=${BENCH_RUNS:-1}
 lab=$(mktemp -d /tmp/phalanx-slurm-bench.XXXXXX)
+alone=${BENCH_SLURM_ALONE:-0} # 1: the backlog part without phalanxd (HOLD off, no --phx): Slurm's own figures
 export PHALANX_SLURM_DEMO_DIR=$lab PHALANX_SLURM_DEMO_JOBS=0 PHALANX_SLURM_PHALANXD=1 PHALANX_SLURM_HOLD=1
 export PHALANX_SLURM_MIN_RUNTIME=0 PHALANX_SLURM_CRED_EXPIRE=5
 export PHALANX_SLURM_PORT_BASE=${BENCH_PORT:-18017}
@@ -53,7 +54,13 @@ stats() { # median p90 max of numbers on stdin
 median() { sort -n | awk '{a[NR] = $1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
 
 one_run() {
-  local r=$1
+  local r=$1 phx=--phx-topology=node
+  if [[ "$alone" == 1 ]]; then
+    export PHALANX_SLURM_PHALANXD=0 PHALANX_SLURM_HOLD=0
+    phx=
+  else
+    export PHALANX_SLURM_PHALANXD=1 PHALANX_SLURM_HOLD=1
+  fi
   timeout 120 "$src/config/slurm/demo-slurm.sh" "$build" >"$lab/start.log" 2>&1 || {
     cat "$lab/start.log"
     return 1
@@ -61,7 +68,7 @@ one_run() {
   export SLURM_CONF=$lab/etc/slurm.conf
   local log=$lab/log/phalanxd.log out=$lab/out
   local pd ctld
-  pd=$(cat "$lab/run/phalanxd.pid")
+  pd=$(cat "$lab/run/phalanxd.pid" 2>/dev/null || echo 0)
   ctld=$(cat "$lab/run/slurmctld.pid")
   local pd0 ctld0
   pd0=$(cpu_s "$pd")
@@ -75,7 +82,7 @@ one_run() {
     g=$((RANDOM % 8 + 1))
     s=$((RANDOM % sleep_max + 1))
     "${clean[@]}" sbatch --parsable -J "b$i" -o /dev/null -N1 --gres=gpu:$g -t 2 \
-      --phx-topology=node --wrap "sleep $s" >>"$lab/ids" 2>>"$lab/sbatch.err" || true
+      $phx --wrap "sleep $s" >>"$lab/ids" 2>>"$lab/sbatch.err" || true
   done
   t_sub1=$(date +%s.%N)
   local submitted
@@ -86,7 +93,8 @@ one_run() {
   while ((SECONDS < end)); do
     rel=$(grep -c ") released on" "$log")
     busy=$(timeout 5 squeue -h -t R -o '%b' 2>/dev/null | grep -o '[0-9]*$' | awk '{s += $1} END {print s + 0}')
-    echo "$(date +%s.%N) $rel $busy" >>"$lab/samples"
+    started=$(grep -c "Started JobId=\|sched: Allocate JobId=" "$lab/log/slurmctld.log")
+    echo "$(date +%s.%N) $rel $busy $started" >>"$lab/samples"
     [[ $(timeout 5 squeue -h -t PD 2>/dev/null | wc -l) == 0 ]] && break
     sleep 1
   done
@@ -94,8 +102,10 @@ one_run() {
   pd1=$(cpu_s "$pd")
   ctld1=$(cpu_s "$ctld")
   local first_s last_s rel_total elapsed rate rel_at_sub busy_mean
-  read -r first_s rel_at_sub _ < <(head -n 1 "$lab/samples")
-  read -r last_s rel_total _ < <(tail -n 1 "$lab/samples")
+  local st_at_sub st_total st_rate
+  read -r first_s rel_at_sub _ st_at_sub < <(head -n 1 "$lab/samples")
+  read -r last_s rel_total _ st_total < <(tail -n 1 "$lab/samples")
+  st_rate=$(awk -v n=$((st_total - st_at_sub)) -v a="$first_s" -v b="$last_s" 'BEGIN {printf "%.2f", (b > a) ? n / (b - a) : 0}')
   elapsed=$(awk -v a="$t_sub0" -v b="$last_s" 'BEGIN {print b - a}')
   # Release rate while the backlog is held: from the end of the submissions to the last sample.
   rate=$(awk -v n=$((rel_total - rel_at_sub)) -v a="$first_s" -v b="$last_s" 'BEGIN {printf "%.2f", (b > a) ? n / (b - a) : 0}')
@@ -110,6 +120,7 @@ one_run() {
   } | awk '{split($1, t, ":"); printf "%.3f %s %s\n", t[1] * 3600 + t[2] * 60 + t[3], $2, $3}' | sort -n -k1,1 >"$lab/events"
   # submit->release, release->start per job; reaction: a release's delay after the latest
   # completion before it (the poll's lag plus the core's decision), for releases that waited.
+  : >"$lab/sr"; : >"$lab/rb"; : >"$lab/react"
   awk -v d="$lab" '$2 == "S" {s[$3] = $1} $2 == "C" {c = $1}
     $2 == "R" {if ($3 in s) print $1 - s[$3] > d "/sr"; r[$3] = $1; if (c > 0 && c > s[$3]) print $1 - c > d "/react"}
     $2 == "B" && ($3 in r) {print $1 - r[$3] > d "/rb"}' "$lab/events"
@@ -121,7 +132,7 @@ one_run() {
   itself=$(grep -c "started it itself" "$log")
   local sub_rate
   sub_rate=$(awk -v n="$submitted" -v a="$t_sub0" -v b="$t_sub1" 'BEGIN {printf "%.1f", n / (b - a)}')
-  echo "$r $submitted $sub_rate $rel_total $rate $busy_mean $lat $rb $react $itself $(awk -v a="$pd0" -v b="$pd1" 'BEGIN {printf "%.1f", b - a}') $(awk -v a="$ctld0" -v b="$ctld1" 'BEGIN {printf "%.1f", b - a}') $(printf %.0f "$elapsed")" >>"$lab/results"
+  echo "$r $submitted $sub_rate $rel_total $rate $busy_mean $lat $rb $react $itself $(awk -v a="$pd0" -v b="$pd1" 'BEGIN {printf "%.1f", b - a}') $(awk -v a="$ctld0" -v b="$ctld1" 'BEGIN {printf "%.1f", b - a}') $(printf %.0f "$elapsed") $st_total $st_rate" >>"$lab/results"
   timeout 30 scancel -u root 2>/dev/null
   stop_lab
   rm -f "$lab/ids"
@@ -181,7 +192,7 @@ parts=${BENCH_PARTS:-backlog trace}
 if [[ " $parts " == *" backlog "* ]]; then
 : >"$lab/results"
 for ((r = 1; r <= runs; r++)); do
-  echo "run $r/$runs: $jobs_n managed jobs, window $window s ($(nproc) cores)" >&2
+  echo "run $r/$runs: $jobs_n jobs ($([[ $alone == 1 ]] && echo "Slurm alone" || echo "managed, Slurm + Phalanx")), window $window s ($(nproc) cores)" >&2
   one_run "$r" || exit 1
 done
 # One row per figure, one column per run, and the median of the runs.
@@ -199,8 +210,9 @@ awk -v runs="$runs" -v jobs="$jobs_n" '
     name[13] = "job end -> next release, median s"; name[14] = "job end -> next release, p90 s"; name[15] = "job end -> next release, max s"
     name[16] = "managed jobs Slurm ran itself (lease out)"
     name[17] = "phalanxd CPU s"; name[18] = "slurmctld CPU s"; name[19] = "measured s (first sbatch to last sample)"
+    name[20] = "jobs started by Slurm"; name[21] = "jobs started per second (after the sbatches)"
     printf "%-44s", "figure"; for (i = 1; i <= runs; i++) printf " %9s", "run " i; if (runs > 1) printf " %9s", "median"; print ""
-    for (f = 2; f <= 19; f++) { printf "%-44s", name[f]; for (i = 1; i <= runs; i++) printf " %9s", val[f, i]
+    for (f = 2; f <= 21; f++) { printf "%-44s", name[f]; for (i = 1; i <= runs; i++) printf " %9s", val[f, i]
       if (runs > 1) printf " %9s", med(f); print "" }
   }' "$lab/results"
 fi
