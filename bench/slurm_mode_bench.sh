@@ -91,7 +91,7 @@ one_run() {
   local end=$((SECONDS + window)) rel busy
   : >"$lab/samples"
   while ((SECONDS < end)); do
-    rel=$(grep -c ") released on" "$log")
+    rel=$(grep -c ") released on" "$log" 2>/dev/null); rel=${rel:-0}
     busy=$(timeout 5 squeue -h -t R -o '%b' 2>/dev/null | grep -o '[0-9]*$' | awk '{s += $1} END {print s + 0}')
     started=$(grep -c "Started JobId=\|sched: Allocate JobId=" "$lab/log/slurmctld.log")
     echo "$(date +%s.%N) $rel $busy $started" >>"$lab/samples"
@@ -116,23 +116,26 @@ one_run() {
     sed -n 's/^\[[0-9-]*T\([0-9:.]*\)\] _slurm_rpc_submit_batch_job: JobId=\([0-9]*\) .*/\1 S \2/p' "$lab/log/slurmctld.log"
     sed -n 's/^\[[0-9-]*T\([0-9:.]*\)\] .*Started JobId=\([0-9]*\) .*/\1 B \2/p; s/^\[[0-9-]*T\([0-9:.]*\)\] sched: Allocate JobId=\([0-9]*\) .*/\1 B \2/p' "$lab/log/slurmctld.log"
     sed -n 's/^\[[0-9-]*T\([0-9:.]*\)\] _job_complete: JobId=\([0-9]*\) done/\1 C \2/p' "$lab/log/slurmctld.log"
-    sed -n 's/^[0-9-]*T\([0-9:.]*\)Z .*(Slurm \([0-9]*\)) released on.*/\1 R \2/p' "$log"
+    sed -n 's/^[0-9-]*T\([0-9:.]*\)Z .*(Slurm \([0-9]*\)) released on.*/\1 R \2/p' "$log" 2>/dev/null
   } | awk '{split($1, t, ":"); printf "%.3f %s %s\n", t[1] * 3600 + t[2] * 60 + t[3], $2, $3}' | sort -n -k1,1 >"$lab/events"
   # submit->release, release->start per job; reaction: a release's delay after the latest
   # completion before it (the poll's lag plus the core's decision), for releases that waited.
-  : >"$lab/sr"; : >"$lab/rb"; : >"$lab/react"
+  : >"$lab/sr"; : >"$lab/rb"; : >"$lab/react"; : >"$lab/sb"
   awk -v d="$lab" '$2 == "S" {s[$3] = $1} $2 == "C" {c = $1}
     $2 == "R" {if ($3 in s) print $1 - s[$3] > d "/sr"; r[$3] = $1; if (c > 0 && c > s[$3]) print $1 - c > d "/react"}
-    $2 == "B" && ($3 in r) {print $1 - r[$3] > d "/rb"}' "$lab/events"
+    $2 == "B" && ($3 in r) {print $1 - r[$3] > d "/rb"}
+    $2 == "B" && ($3 in s) {print $1 - s[$3] > d "/sb"}' "$lab/events"
   local lat rb react
   lat=$(stats <"$lab/sr")
   rb=$(stats <"$lab/rb")
   react=$(stats <"$lab/react")
+  local sb
+  sb=$(stats <"$lab/sb")
   local itself
-  itself=$(grep -c "started it itself" "$log")
+  itself=$(grep -c "started it itself" "$log" 2>/dev/null); itself=${itself:-0}
   local sub_rate
   sub_rate=$(awk -v n="$submitted" -v a="$t_sub0" -v b="$t_sub1" 'BEGIN {printf "%.1f", n / (b - a)}')
-  echo "$r $submitted $sub_rate $rel_total $rate $busy_mean $lat $rb $react $itself $(awk -v a="$pd0" -v b="$pd1" 'BEGIN {printf "%.1f", b - a}') $(awk -v a="$ctld0" -v b="$ctld1" 'BEGIN {printf "%.1f", b - a}') $(printf %.0f "$elapsed") $st_total $st_rate" >>"$lab/results"
+  echo "$r $submitted $sub_rate $rel_total $rate $busy_mean $lat $rb $react $itself $(awk -v a="$pd0" -v b="$pd1" 'BEGIN {printf "%.1f", b - a}') $(awk -v a="$ctld0" -v b="$ctld1" 'BEGIN {printf "%.1f", b - a}') $(printf %.0f "$elapsed") $st_total $st_rate $sb" >>"$lab/results"
   timeout 30 scancel -u root 2>/dev/null
   stop_lab
   rm -f "$lab/ids"
@@ -211,8 +214,9 @@ awk -v runs="$runs" -v jobs="$jobs_n" '
     name[16] = "managed jobs Slurm ran itself (lease out)"
     name[17] = "phalanxd CPU s"; name[18] = "slurmctld CPU s"; name[19] = "measured s (first sbatch to last sample)"
     name[20] = "jobs started by Slurm"; name[21] = "jobs started per second (after the sbatches)"
+    name[22] = "submit -> Slurm start, median s"; name[23] = "submit -> Slurm start, p90 s"; name[24] = "submit -> Slurm start, max s"
     printf "%-44s", "figure"; for (i = 1; i <= runs; i++) printf " %9s", "run " i; if (runs > 1) printf " %9s", "median"; print ""
-    for (f = 2; f <= 21; f++) { printf "%-44s", name[f]; for (i = 1; i <= runs; i++) printf " %9s", val[f, i]
+    for (f = 2; f <= 24; f++) { printf "%-44s", name[f]; for (i = 1; i <= runs; i++) printf " %9s", val[f, i]
       if (runs > 1) printf " %9s", med(f); print "" }
   }' "$lab/results"
 fi
