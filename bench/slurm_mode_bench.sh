@@ -5,7 +5,8 @@
 #   bench/slurm_mode_bench.sh [BUILD_DIR]          (as root; Slurm packages installed)
 # Knobs: BENCH_JOBS (1000 held managed jobs), BENCH_WINDOW (seconds measured after the last
 # submission, 90), BENCH_SLEEP_MAX (each job sleeps 1..this many seconds, 4), BENCH_PORT (18017),
-# BENCH_RUNS (1). Not a test: it prints a table, nothing goes into CTest.
+# BENCH_RUNS (1), BENCH_PARTS ("backlog trace"), BENCH_SLURM_ALONE=1 (the backlog without
+# phalanxd, HOLD or --phx: Slurm's own figures), BENCH_TRACE/_FROM/_JOBS (part 2). Not a test: it prints a table, nothing goes into CTest.
 # What it measures (docs/slurm.md, "Measured on the lab"):
 #  - submission of BENCH_JOBS managed jobs (sbatch --phx-topology=node, 1..8 GPUs) into the lab,
 #    most of them held behind the first 32 GPUs' worth;
