@@ -67,7 +67,7 @@ one_run() {
     return 1
   }
   export SLURM_CONF=$lab/etc/slurm.conf
-  local log=$lab/log/phalanxd.log out=$lab/out
+  local log=$lab/log/phalanxd.log
   local pd ctld
   pd=$(cat "$lab/run/phalanxd.pid" 2>/dev/null || echo 0)
   ctld=$(cat "$lab/run/slurmctld.pid")
