@@ -9,16 +9,9 @@ set -uo pipefail
 
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
-[[ $(id -u) -eq 0 ]] || {
-  echo "skipped: needs root (slurmd, munged)"
-  exit 77
-}
-for b in slurmctld slurmd sbatch srun munged; do
-  command -v "$b" >/dev/null || {
-    echo "skipped: $b is not installed (config/install-deps.sh installs Slurm)"
-    exit 77
-  }
-done
+# shellcheck source=tests/slurm/lib.sh
+source "$src/tests/slurm/lib.sh"
+need_lab
 
 lab=$(mktemp -d /tmp/phalanx-slurm-mode-test.XXXXXX)
 export PHALANX_SLURM_DEMO_DIR=$lab PHALANX_SLURM_DEMO_JOBS=0 PHALANX_SLURM_PHALANXD=1 PHALANX_SLURM_CRED_EXPIRE=5
@@ -43,35 +36,8 @@ pass=0
 fail=0
 trap cleanup EXIT
 trap 'echo "interrupted"; fail=$((fail + 1)); cleanup' INT TERM
-# A hard limit below CTest's TIMEOUT, so that the lab is stopped even when something hangs.
-(
-  trap 'kill "$nap" 2>/dev/null; exit 0' TERM
-  sleep "${PHALANX_SLURM_TEST_LIMIT:-200}" &
-  nap=$!
-  wait "$nap"
-  echo "slurm_mode_test: over the time limit, stopping" >&2
-  kill -TERM $$
-) &
-watchdog=$!
+start_watchdog slurm_mode_test
 
-ok() {
-  echo "PASS $1"
-  pass=$((pass + 1))
-}
-bad() {
-  echo "FAIL $1"
-  shift
-  printf '     %s\n' "$@"
-  fail=$((fail + 1))
-}
-until_ok() {
-  local end=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < end)) || return 1
-    sleep 0.2
-  done
-}
 state() { timeout 5 squeue -h -j "$1" -t all -o %T 2>/dev/null; }
 is_state() { [[ "$(state "$1")" == "$2" ]]; }
 nodes_of() { timeout 5 squeue -h -j "$1" -t all -o %N 2>/dev/null; }
