@@ -22,8 +22,22 @@ using phalanx::cli::ParseSignal;
 
 constexpr unsigned kMaxGpus = 1u << 20;  // as gsub's -G
 
+// Every message ends here, and most quote what the user typed: control characters (a newline
+// would forge a line of slurmd's log, ESC reach a terminal, NUL cut the text) are written as \xNN.
 int Fail(char* err, size_t errlen, const std::string& message) {
-  if (err != nullptr && errlen > 0) std::snprintf(err, errlen, "%s", message.c_str());
+  if (err == nullptr || errlen == 0) return -1;
+  std::string shown;
+  for (const char c : message) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      shown += hex;
+    } else {
+      shown += c;
+    }
+  }
+  std::snprintf(err, errlen, "%s", shown.c_str());
   return -1;
 }
 

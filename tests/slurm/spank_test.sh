@@ -50,7 +50,7 @@ start_out=$(timeout 120 "$src/config/slurm/demo-slurm.sh" "$build" 2>&1) || {
 echo "lab up in $((SECONDS - t0)) s"
 export SLURM_CONF=$lab/etc/slurm.conf
 out=$lab/out
-cd "$out"
+cd "$out" || exit 1
 
 # --- submitted together, checked below ---------------------------------------------------------
 good=$("${clean[@]}" sbatch --parsable -N2 --gres=gpu:4 --phx-topology=leaf:prefer --phx-checkpoint=USR2@90 \

@@ -103,6 +103,20 @@ TEST(SpankCheckpoint, BadValues) {
   EXPECT_EQ(k.warning_s, 60);
 }
 
+TEST(SpankMessages, ControlCharactersInAValueAreShownNotWritten) {
+  Err e;
+  char out[PHX_CLASS_MAX];
+  const std::string hostile = "a\nphalanx_spank: forged\x1b[31m\x7f";
+  EXPECT_EQ(phx_parse_class(hostile.c_str(), out, e.text, sizeof e.text), -1);
+  const std::string text = e.text;
+  EXPECT_EQ(text.find_first_of("\n\x1b\x7f"), std::string::npos) << text;
+  EXPECT_NE(text.find("a\\x0aphalanx_spank: forged\\x1b[31m\\x7f"), std::string::npos) << text;
+  const std::string huge(1 << 20, 'x');  // a megabyte: the message is cut to the caller's buffer
+  phx_elastic r{};
+  EXPECT_EQ(phx_parse_elastic(("1:" + huge).c_str(), &r, e.text, sizeof e.text), -1);
+  EXPECT_LT(std::string(e.text).size(), sizeof e.text);
+}
+
 TEST(SpankClass, Names) {
   char out[PHX_CLASS_MAX] = "";
   Err e;
