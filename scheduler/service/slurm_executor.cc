@@ -196,6 +196,7 @@ void SlurmExecutor::Poll() {
     Unlink(sid);
   }
   std::erase_if(refused_, [&](SlurmJobId id) { return !seen.contains(id); });
+  std::erase_if(lease_failing_, [&](SlurmJobId id) { return !seen.contains(id); });
 }
 
 void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes, const std::vector<SlurmJob>& external) {
@@ -308,9 +309,12 @@ void SlurmExecutor::RenewLease(SlurmJobId sid, Tracked& t, Time now) {
   if (t.lease - now > options_.fallback_delay_s / 2) return;
   const Time until = std::max(now + options_.fallback_delay_s, t.not_before);
   if (auto st = slurm_->Defer(sid, until, false); !st) {
-    PHX_LOG(kWarn) << "slurm mode: job " << sid << ": " << st.error().ToString();
+    // Retried every poll: one line when it starts failing, one when it works again.
+    if (lease_failing_.insert(sid).second)
+      PHX_LOG(kWarn) << "slurm mode: job " << sid << ": lease not renewed: " << st.error().ToString();
     return;
   }
+  if (lease_failing_.erase(sid) > 0) PHX_LOG(kInfo) << "slurm mode: job " << sid << ": lease renewed again";
   t.lease = until;
 }
 

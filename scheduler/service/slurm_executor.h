@@ -114,7 +114,8 @@ class SlurmExecutor final : public Executor {
 
   std::map<slurm::SlurmJobId, Tracked> tracked_;
   std::map<JobId, slurm::SlurmJobId> by_job_;
-  std::set<slurm::SlurmJobId> refused_;  // managed jobs the core refused: left to Slurm
+  std::set<slurm::SlurmJobId> refused_;        // managed jobs the core refused: left to Slurm
+  std::set<slurm::SlurmJobId> lease_failing_;  // jobs whose last lease renewal failed (logged once)
   std::map<std::string, NodeReport> nodes_;
   std::map<std::string, std::string> node_why_;
 };
