@@ -186,7 +186,7 @@ Status CheckElastic(std::string_view prefix, uint64_t gpus, uint64_t min_gpus, u
 Status CheckSeconds(std::string_view field, int64_t seconds) {
   if (seconds < 0) return Bad(field, "must not be negative (got " + std::to_string(seconds) + ")");
   if (seconds > kMaxJobSeconds) {
-    return Bad(field, std::to_string(seconds) + "s is more than " + std::to_string(kMaxJobSeconds) + "s (366 days)");
+    return Bad(field, std::to_string(seconds) + "s is more than " + std::to_string(kMaxJobSeconds) + "s (365 days)");
   }
   return {};
 }

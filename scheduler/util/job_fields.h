@@ -37,7 +37,7 @@ inline constexpr size_t kMaxArguments = 4096;
 inline constexpr size_t kMaxEnvVars = 4096;
 inline constexpr size_t kMaxScriptBytes = 1u << 20;     // well below gRPC's 4 MiB message limit
 inline constexpr uint64_t kMaxJobGpus = 1u << 20;       // GPUs (and nodes) one job may ask for
-inline constexpr int64_t kMaxJobSeconds = 366 * 86400;  // walltime, checkpoint interval, warning
+inline constexpr int64_t kMaxJobSeconds = 365 * 86400;  // walltime, checkpoint interval, warning (as gsub's -t)
 inline constexpr int kMaxSignalNumber = 64;             // SIGRTMAX on Linux
 
 // `value` quoted for a message: 'text', escaped, cut to 80 bytes with "..." when longer.

@@ -132,7 +132,7 @@ TEST(JobFields, SecondsAndSignals) {
   EXPECT_TRUE(CheckSeconds("spec.walltime_s", kMaxJobSeconds));
   EXPECT_EQ(Why(CheckSeconds("spec.walltime_s", -1)), "spec.walltime_s: must not be negative (got -1)");
   EXPECT_EQ(Why(CheckSeconds("spec.walltime_s", INT64_MAX)),
-            "spec.walltime_s: 9223372036854775807s is more than 31622400s (366 days)");
+            "spec.walltime_s: 9223372036854775807s is more than 31536000s (365 days)");
   EXPECT_TRUE(CheckSignalNumber("spec.checkpoint_signal", 0));
   EXPECT_TRUE(CheckSignalNumber("spec.checkpoint_signal", 10));
   EXPECT_EQ(Why(CheckSignalNumber("spec.checkpoint_signal", 65)),
