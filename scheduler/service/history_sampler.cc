@@ -40,7 +40,8 @@ void HistorySampler::Arm() {
   });
 }
 
-void HistorySampler::Labeled(Samples& out, const std::string& prefix, const std::map<std::string, uint32_t>& values) {
+void HistorySeries::Labeled(HistorySamples& out, const std::string& prefix,
+                            const std::map<std::string, uint32_t>& values) {
   std::set<std::string> now;
   for (const auto& [label, v] : values) {
     if (v == 0) continue;
@@ -57,8 +58,8 @@ void HistorySampler::Labeled(Samples& out, const std::string& prefix, const std:
   nonzero_.insert(now.begin(), now.end());
 }
 
-HistorySampler::Samples HistorySampler::Series(const ClusterSnapshot& s) {
-  Samples out;
+HistorySamples HistorySeries::Next(const ClusterSnapshot& s) {
+  HistorySamples out;
   const auto add = [&out](std::string name, double v) { out.emplace_back(std::move(name), v); };
   add("gpus_total", s.gpus_total);
   add("gpus_allocated", s.gpus_allocated);
@@ -96,9 +97,9 @@ HistorySampler::Samples HistorySampler::Series(const ClusterSnapshot& s) {
   return out;
 }
 
-HistorySampler::Samples HistorySampler::SampleNow() {
+HistorySamples HistorySampler::SampleNow() {
   const ClusterSnapshot snap = TakeSnapshot(*controller_, &best_, &first_predicted_);
-  Samples series = Series(snap);
+  HistorySamples series = series_.Next(snap);
   store::Batch b;
   b.RecordSamples(snap.now, series);
   if (options_.retention_s > 0) b.PruneHistory(snap.now - options_.retention_s);

@@ -36,23 +36,34 @@ struct HistoryOptions {
   Duration retention_s = 30 * 86400;  // rows older than now - retention are deleted; 0: keep all
 };
 
+using HistorySamples = std::vector<std::pair<std::string, double>>;
+
+// The series of successive snapshots (pure: no I/O). Keeps what per-interval and
+// drop-to-zero series need from the previous snapshot.
+class HistorySeries {
+ public:
+  HistorySamples Next(const ClusterSnapshot& s);
+
+ private:
+  void Labeled(HistorySamples& out, const std::string& prefix, const std::map<std::string, uint32_t>& values);
+
+  std::map<JobId, std::pair<uint32_t, double>> last_losses_;
+  bool have_losses_ = false;
+  std::set<std::string> nonzero_;  // labeled series written non-zero last time
+};
+
 class HistorySampler {
  public:
-  using Samples = std::vector<std::pair<std::string, double>>;
-
   HistorySampler(boost::asio::io_context& io, Controller* controller, store::GroupCommitter* committer,
                  HistoryOptions options);
   void Start();  // first sample one interval from now
   void Stop();
-  // Takes one sample now and queues its batch; returns what it wrote (tests).
-  Samples SampleNow();
-  // The series of one snapshot; updates the per-interval and drop-to-zero bookkeeping.
-  Samples Series(const ClusterSnapshot& s);
+  // Takes one sample now and queues its batch; returns what it wrote.
+  HistorySamples SampleNow();
   uint64_t samples() const { return samples_; }
 
  private:
   void Arm();
-  void Labeled(Samples& out, const std::string& prefix, const std::map<std::string, uint32_t>& values);
 
   Controller* const controller_;
   store::GroupCommitter* const committer_;
@@ -60,9 +71,7 @@ class HistorySampler {
   boost::asio::steady_timer timer_;
   BestBusbw best_;
   std::map<JobId, Time> first_predicted_;
-  std::map<JobId, std::pair<uint32_t, double>> last_losses_;
-  bool have_losses_ = false;
-  std::set<std::string> nonzero_;  // labeled series written non-zero last time
+  HistorySeries series_;
   bool stopped_ = false;
   uint64_t samples_ = 0;
 };
