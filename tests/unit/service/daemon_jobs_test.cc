@@ -460,6 +460,7 @@ std::pair<int, std::string> HttpGet(int port, const std::string& path) {
 TEST(DaemonJobs, HttpServesHealthMetricsAndJobsWithoutTheEnvironment) {
   Harness h;
   h.config.http_listen = "127.0.0.1:0";
+  h.config.history_interval_s = 1;
   h.Start();
   const int port = h.daemon->http_port();
 #ifdef PHALANX_HAVE_HTTP
@@ -482,12 +483,24 @@ TEST(DaemonJobs, HttpServesHealthMetricsAndJobsWithoutTheEnvironment) {
   auto metrics = HttpGet(port, "/metrics");
   EXPECT_EQ(metrics.first, 200);
   EXPECT_NE(metrics.second.find("phalanx_jobs{state=\"pending\"} 1"), std::string::npos) << metrics.second;
-  EXPECT_NE(metrics.second.find("phalanx_gpus{state=\"unavailable\"} 32"), std::string::npos) << metrics.second;
+  // No agents: every node is down, its GPUs with it.
+  EXPECT_NE(metrics.second.find("phalanx_gpus{state=\"down\"} 32"), std::string::npos) << metrics.second;
+  EXPECT_NE(metrics.second.find("phalanx_nodes{state=\"down\"} 4"), std::string::npos) << metrics.second;
+  EXPECT_NE(metrics.second.find("phalanx_queue_jobs{reason=\"Resources\"} 1"), std::string::npos) << metrics.second;
   EXPECT_NE(metrics.second.find("phalanx_submissions_total 1"), std::string::npos) << metrics.second;
   EXPECT_NE(metrics.second.find("phalanx_schedule_pass_seconds_count"), std::string::npos);
   EXPECT_EQ(HttpGet(port, "/api/v1/stats").first, 200);
   EXPECT_EQ(HttpGet(port, "/api/v1/fragmentation").first, 200);
   EXPECT_EQ(HttpGet(port, "/api/v1/nodes").first, 200);
+  // The history sampler (every second here) writes through the committer; the API reads it back.
+  std::string history;
+  EXPECT_TRUE(WaitFor([&] {
+    history = HttpGet(port, "/api/v1/history?series=gpus_down,queue_jobs.*").second;
+    return history.find("\"gpus_down\":[[") != std::string::npos &&
+           history.find("\"queue_jobs.Resources\":[[") != std::string::npos;
+  })) << history;
+  EXPECT_NE(history.find(",32]"), std::string::npos) << history;
+  EXPECT_EQ(HttpGet(port, "/api/v1/history").first, 400);
 }
 
 }  // namespace
