@@ -1,5 +1,7 @@
 #include "agent/agent.h"
 
+#include <unistd.h>
+
 #include <future>
 
 #include <boost/asio/post.hpp>
@@ -29,10 +31,11 @@ void Agent::Guarded(F f) {
 
 Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   PHX_ASSIGN_OR_RETURN(auto state, PartStateDir::Open(options.state_dir));
+  PHX_ASSIGN_OR_RETURN(int lock_fd, state.LockAgent(std::chrono::seconds(5)));
   GpuInventory gpus = DiscoverGpus(options.gpus);
   for (const std::string& note : gpus.notes) Log(LogLevel::kInfo, note);
   Log(LogLevel::kInfo, std::to_string(gpus.gpus.size()) + " GPUs (source " + gpus.source + ")");
-  std::unique_ptr<Agent> agent(new Agent(std::move(options), std::move(state), std::move(gpus)));
+  std::unique_ptr<Agent> agent(new Agent(std::move(options), std::move(state), std::move(gpus), lock_fd));
   Agent* a = agent.get();
   // Link callbacks hop onto the io thread; Guarded drops them once Stop has begun there.
   DaemonLink::Callbacks callbacks{
@@ -47,13 +50,18 @@ Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   return agent;
 }
 
-Agent::Agent(AgentOptions options, PartStateDir state, GpuInventory gpus)
+Agent::Agent(AgentOptions options, PartStateDir state, GpuInventory gpus, int lock_fd)
     : options_(std::move(options)),
       gpus_(std::move(gpus)),
+      lock_fd_(lock_fd),
       work_(io_.get_executor()),
       heartbeat_(options_.heartbeat),
       heartbeat_timer_(io_) {
-  Launcher launcher(LauncherOptions{.node = options_.node, .identity = options_.identity});
+  Launcher launcher(LauncherOptions{.node = options_.node,
+                                    .identity = options_.identity,
+                                    .agent_lock = state.AgentLockPath(),
+                                    .orphan_grace = options_.orphan_grace,
+                                    .orphan_kill_grace = options_.kill_grace});
   PartSupervisor::Callbacks callbacks{
       .on_end =
           [this](const PartEnd& end) {
@@ -72,7 +80,10 @@ Agent::Agent(AgentOptions options, PartStateDir state, GpuInventory gpus)
                                                  std::move(callbacks));
 }
 
-Agent::~Agent() { Stop(); }
+Agent::~Agent() {
+  Stop();
+  if (lock_fd_ >= 0) close(lock_fd_);  // a next agent may take the state dir now
+}
 
 void Agent::Start() {
   if (started_) return;

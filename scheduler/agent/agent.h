@@ -55,6 +55,9 @@ struct AgentOptions {
   SupervisorOptions supervisor;
   std::chrono::milliseconds heartbeat{10'000};
   std::chrono::milliseconds kill_grace{30'000};  // for RegisterResponse.kill_jobs
+  // Keepers take their job down after this long without an agent (TERM, then KILL after
+  // kill_grace); an agent restarted sooner re-adopts them. 0: never (docs/agent.md).
+  std::chrono::milliseconds orphan_grace{30'000};
   std::string version = "phalanx-agent";
 };
 
@@ -71,7 +74,7 @@ class Agent {
   std::vector<PartInfo> Running();  // empty unless started
 
  private:
-  Agent(AgentOptions options, PartStateDir state, GpuInventory gpus);
+  Agent(AgentOptions options, PartStateDir state, GpuInventory gpus, int lock_fd);
   template <typename F>
   auto OnIo(F f);  // runs f on the io thread and waits for its result
   template <typename F>
@@ -91,6 +94,7 @@ class Agent {
 
   AgentOptions options_;
   GpuInventory gpus_;
+  int lock_fd_ = -1;  // holds PartStateDir::AgentLockPath() for the agent's lifetime
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::unique_ptr<PartSupervisor> supervisor_;  // io thread; null once stopping

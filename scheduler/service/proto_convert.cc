@@ -1,5 +1,6 @@
 #include "service/proto_convert.h"
 
+#include <cstdio>
 #include <map>
 
 #include "util/hostlist.h"
@@ -92,6 +93,11 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
   }
   if (!p.working_dir().empty() && p.working_dir()[0] != '/')
     return Bad("working_dir", "'" + p.working_dir() + "' is not an absolute path");
+  if (p.has_umask() && p.umask() > 0777) {
+    char octal[16];
+    std::snprintf(octal, sizeof octal, "0%o", p.umask());
+    return Bad("umask", "must be at most 0777 (got " + std::string(octal) + ")");
+  }
   for (const auto& [k, v] : p.env()) {
     if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
       return Bad("env", "'" + k + "' is not a variable name");
