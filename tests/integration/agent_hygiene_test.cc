@@ -38,7 +38,7 @@ bool HasPartRecord(const std::string& parts_dir) {
 
 // gsub runs with the test's umask: 077 gives 0600 output files (and a 0700 dir made by the
 // job); 002 gives the job's own files 0664: the submitter's umask, not the agent's default 022.
-TEST(AgentHygiene, JobGetsTheSubmittersUmask) {
+TEST(IntegrationHygiene, JobGetsTheSubmittersUmask) {
   ProcessCluster c;
   ASSERT_NO_FATAL_FAILURE(c.Start());
   const std::string work = c.MakeDir("work");
@@ -65,7 +65,7 @@ TEST(AgentHygiene, JobGetsTheSubmittersUmask) {
 // keeper stops the job (TERM, KILL after --kill-grace 2 s). The daemon meanwhile marks the node
 // down and runs the job elsewhere. When the agent returns it reports how the part ended
 // ("agent gone: ...") and, once the daemon stored that, forgets it.
-TEST(AgentHygiene, SigkilledAgentsJobIsStoppedByItsKeeperAfterTheGrace) {
+TEST(IntegrationHygiene, SigkilledAgentsJobIsStoppedByItsKeeperAfterTheGrace) {
   ProcessCluster::Options options;
   options.agent_args = {"--orphan-grace", "2"};
   ProcessCluster c(options);
@@ -108,7 +108,7 @@ TEST(AgentHygiene, SigkilledAgentsJobIsStoppedByItsKeeperAfterTheGrace) {
 // The agent is SIGKILLed and started again at once (a crash and a restart by systemd): within
 // the grace, so the keeper leaves the job alone and the new agent re-adopts it. Well past the
 // grace the same process still runs, on the same node, never preempted.
-TEST(AgentHygiene, AgentRestartedWithinTheGraceReadoptsTheJob) {
+TEST(IntegrationHygiene, AgentRestartedWithinTheGraceReadoptsTheJob) {
   ProcessCluster::Options options;
   options.agent_args = {"--orphan-grace", "3"};
   ProcessCluster c(options);
