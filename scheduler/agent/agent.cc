@@ -80,10 +80,7 @@ Agent::Agent(AgentOptions options, PartStateDir state, GpuInventory gpus, int lo
                                                  std::move(callbacks));
 }
 
-Agent::~Agent() {
-  Stop();
-  if (lock_fd_ >= 0) close(lock_fd_);  // a next agent may take the state dir now
-}
+Agent::~Agent() { Stop(); }
 
 void Agent::Start() {
   if (started_) return;
@@ -96,17 +93,20 @@ void Agent::Start() {
 }
 
 void Agent::Stop() {
-  if (!started_) return;
-  link_->Stop();  // no more callbacks after this
-  OnIo([this] {
-    heartbeat_timer_.cancel();
-    supervisor_.reset();
-    return 0;
-  });
-  work_.reset();
-  io_.stop();
-  io_thread_.join();
-  started_ = false;
+  if (started_) {
+    link_->Stop();  // no more callbacks after this
+    OnIo([this] {
+      heartbeat_timer_.cancel();
+      supervisor_.reset();
+      return 0;
+    });
+    work_.reset();
+    io_.stop();
+    io_thread_.join();
+    started_ = false;
+  }
+  if (lock_fd_ >= 0) close(lock_fd_);  // nothing supervises the parts now: a next agent may
+  lock_fd_ = -1;                       // take the state dir (their keepers count the orphan grace)
 }
 
 std::vector<PartInfo> Agent::Running() {

@@ -63,12 +63,14 @@ struct AgentOptions {
 
 class Agent {
  public:
-  // Opens the state dir, discovers the GPUs, prepares the link. Starts nothing.
+  // Opens the state dir and takes its lock (fails when another agent holds it), discovers the
+  // GPUs, prepares the link. Starts nothing.
   static Result<std::unique_ptr<Agent>> Create(AgentOptions options);
   ~Agent();  // Stop()
 
   void Start();  // adopts the parts of the state dir, then connects
-  void Stop();   // disconnects; the parts keep running (a next agent re-adopts them)
+  void Stop();   // disconnects and releases the state dir's lock; the parts keep running (a
+                 // next agent re-adopts them; their keepers stop them after the orphan grace)
 
   const GpuInventory& gpus() const { return gpus_; }
   std::vector<PartInfo> Running();  // empty unless started
@@ -94,7 +96,7 @@ class Agent {
 
   AgentOptions options_;
   GpuInventory gpus_;
-  int lock_fd_ = -1;  // holds PartStateDir::AgentLockPath() for the agent's lifetime
+  int lock_fd_ = -1;  // holds PartStateDir::AgentLockPath() from Create until Stop
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::unique_ptr<PartSupervisor> supervisor_;  // io thread; null once stopping
