@@ -8,7 +8,8 @@
 #   cmake --build build --target daemon_crash_test
 # Usage: bench/run_crash_soak.sh [ROUNDS] [BUILD_DIR]   (default 20 rounds, build)
 # Environment: SEEDS (a list of seeds to run instead of random ones; ROUNDS is then their number),
-# PHALANX_CRASH_JOBS (passed on: jobs per round, default 2000), ROUND_TIMEOUT (seconds, default
+# PHALANX_CRASH_JOBS (passed on: jobs per round, default 2000), PHALANX_CRASH_SPREAD_S (passed on:
+# seconds the submissions are paced over, default 12), ROUND_TIMEOUT (seconds, default
 # 900), SOAK_LOGS (where the output of failed rounds is kept, default a new /tmp/phalanx-crash-soak.*).
 # Exit status: 0 when every round passed, 1 otherwise.
 set -uo pipefail
@@ -28,12 +29,22 @@ mkdir -p "$logs"
 filter=DaemonCrash.KillNineWhileSubmittingWithAgentsRunningJobs
 
 done_rounds=0 passed=0 failed=0 kills=0 acked_kills=0 acked=0 lost_daemon=0 lost_store=0 ran_failed=0 unparsed=0
+double_daemon=0 double_procs=0 twice=0
 failed_seeds=()
+samples_file=$logs/restart-samples-ms
+: >"$samples_file"
+# quantile Q: the Q-quantile (0..1) of the restart samples, in ms.
+quantile() {
+  tr ' ' '\n' <"$samples_file" | grep . | sort -n | awk -v q="$1" '{ v[NR] = $1 } END { if (NR == 0) { print "n/a"; exit }
+    i = int(q * NR); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'
+}
 summary() {
   echo "== summary: $done_rounds rounds, $passed passed, $failed failed${failed_seeds:+ (seeds: ${failed_seeds[*]})}"
   echo "   kills: $kills ($acked_kills of a daemon that had acknowledged submissions), acknowledged jobs: $acked"
   echo "   acknowledged jobs lost (must be 0): $lost_daemon in the daemon, $lost_store in the store"
   echo "   jobs that ran and ended failed (must be 0): $ran_failed"
+  echo "   double allocations (must be 0): $double_daemon in the daemon's allocations, $double_procs GPUs used by two jobs' processes, $twice jobs running twice"
+  echo "   restart to serving (spawn to the first answered call, ms): $(tr ' ' '\n' <"$samples_file" | grep -c .) samples, median $(quantile 0.5), p99 $(quantile 0.99), max $(quantile 1)"
   [ "$unparsed" -eq 0 ] || echo "   rounds that ended before printing their figures: $unparsed"
   [ "$failed" -eq 0 ] || echo "   output of failed rounds: $logs"
 }
@@ -50,6 +61,12 @@ for seed in "${seeds[@]}"; do
   k=$(sed -n 's/^kills: \([0-9]*\) ([0-9]* long lives, \([0-9]*\) of a daemon.*acknowledged: \([0-9]*\),.*/\1 \2 \3/p' "$log")
   # "acknowledged jobs lost: 0 in the daemon, 0 in the store; jobs that ran and ended failed: 1"
   l=$(sed -n 's/^acknowledged jobs lost: \([0-9]*\) in the daemon, \([0-9]*\) in the store; jobs that ran and ended failed: \([0-9]*\)$/\1 \2 \3/p' "$log")
+  d=$(sed -n "s/^double allocations: \([0-9]*\) in the daemon's allocations, \([0-9]*\) GPUs used by two jobs' processes, \([0-9]*\) jobs running twice$/\1 \2 \3/p" "$log")
+  if [ -n "$d" ]; then
+    read -r dd dp dt <<<"$d"
+    double_daemon=$((double_daemon + dd)) double_procs=$((double_procs + dp)) twice=$((twice + dt))
+  fi
+  sed -n 's/^restart samples (ms): //p' "$log" >>"$samples_file"
   if [ -n "$k" ] && [ -n "$l" ]; then
     read -r rk rak ra <<<"$k"
     read -r rld rls rrf <<<"$l"

@@ -1,5 +1,6 @@
 #include "job_spec_check.h"
 
+#include <cstdio>
 #include <string>
 
 #include "util/job_fields.h"
@@ -32,6 +33,11 @@ Status CheckRun(const v1::JobSpec& p) {
     PHX_RETURN_IF_ERROR(CheckPath("spec.working_dir", p.working_dir()));
     if (p.working_dir()[0] != '/')
       return Fail("spec.working_dir", QuoteValue(p.working_dir()) + " is not an absolute path");
+  }
+  if (p.has_umask() && p.umask() > 0777) {
+    char octal[16];
+    std::snprintf(octal, sizeof octal, "0%o", p.umask());
+    return Fail("spec.umask", "must be at most 0777 (got " + std::string(octal) + ")");
   }
   PHX_RETURN_IF_ERROR(CheckPath("spec.stdout_pattern", p.stdout_pattern()));
   PHX_RETURN_IF_ERROR(CheckPath("spec.stderr_pattern", p.stderr_pattern()));

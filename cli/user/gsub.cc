@@ -1,4 +1,6 @@
 // gsub: submit a job to phalanxd (sbatch's habits). See docs/user-guide.md.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -56,7 +58,9 @@ int Run(const std::vector<std::string>& args) {
     std::fputs(OptionsHelp(SubmitOptionSpecs()).c_str(), stdout);
     return kExitOk;
   }
-  SubmitContext ctx{CurrentDir(), Environment(), ReadFile};
+  const mode_t mask = umask(022);  // reading the umask means setting it: put it back at once
+  umask(mask);
+  SubmitContext ctx{CurrentDir(), Environment(), ReadFile, static_cast<uint32_t>(mask)};
   auto plan = PlanSubmit(*command_line, ctx);
   if (!plan) {
     PrintError(kProgram, plan.error().ToString());

@@ -373,6 +373,7 @@ Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ct
     dir = v->value.starts_with('/') ? v->value : ctx.cwd + (ctx.cwd.ends_with('/') ? "" : "/") + v->value;
   }
   spec.set_working_dir(dir);
+  if (ctx.umask) spec.set_umask(*ctx.umask & 0777);
   const OptionValue all{"ALL", "--export", ""};
   const OptionValue* e = o.Find("export");
   PHX_ASSIGN_OR_RETURN(auto env, ParseExport(e != nullptr ? *e : all, ctx.environment));

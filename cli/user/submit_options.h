@@ -15,8 +15,10 @@
 // Thread-safety: pure functions (files are read through the given callback).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,6 +37,8 @@ struct SubmitContext {
   std::map<std::string, std::string> environment;  // the submitter's environment
   // Reads a script; fails with a message naming the path.
   std::function<Result<std::string>(const std::string& path)> read_file;
+  // The submitter's umask, sent as JobSpec.umask (the job's files get it); nullopt: not sent.
+  std::optional<uint32_t> umask = {};
 };
 
 struct SubmitPlan {

@@ -1,5 +1,7 @@
 #include "agent/agent.h"
 
+#include <unistd.h>
+
 #include <future>
 
 #include <boost/asio/post.hpp>
@@ -29,10 +31,11 @@ void Agent::Guarded(F f) {
 
 Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   PHX_ASSIGN_OR_RETURN(auto state, PartStateDir::Open(options.state_dir));
+  PHX_ASSIGN_OR_RETURN(int lock_fd, state.LockAgent(std::chrono::seconds(5)));
   GpuInventory gpus = DiscoverGpus(options.gpus);
   for (const std::string& note : gpus.notes) Log(LogLevel::kInfo, note);
   Log(LogLevel::kInfo, std::to_string(gpus.gpus.size()) + " GPUs (source " + gpus.source + ")");
-  std::unique_ptr<Agent> agent(new Agent(std::move(options), std::move(state), std::move(gpus)));
+  std::unique_ptr<Agent> agent(new Agent(std::move(options), std::move(state), std::move(gpus), lock_fd));
   Agent* a = agent.get();
   // Link callbacks hop onto the io thread; Guarded drops them once Stop has begun there.
   DaemonLink::Callbacks callbacks{
@@ -47,13 +50,18 @@ Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   return agent;
 }
 
-Agent::Agent(AgentOptions options, PartStateDir state, GpuInventory gpus)
+Agent::Agent(AgentOptions options, PartStateDir state, GpuInventory gpus, int lock_fd)
     : options_(std::move(options)),
       gpus_(std::move(gpus)),
+      lock_fd_(lock_fd),
       work_(io_.get_executor()),
       heartbeat_(options_.heartbeat),
       heartbeat_timer_(io_) {
-  Launcher launcher(LauncherOptions{.node = options_.node, .identity = options_.identity});
+  Launcher launcher(LauncherOptions{.node = options_.node,
+                                    .identity = options_.identity,
+                                    .agent_lock = state.AgentLockPath(),
+                                    .orphan_grace = options_.orphan_grace,
+                                    .orphan_kill_grace = options_.kill_grace});
   PartSupervisor::Callbacks callbacks{
       .on_end =
           [this](const PartEnd& end) {
@@ -85,17 +93,20 @@ void Agent::Start() {
 }
 
 void Agent::Stop() {
-  if (!started_) return;
-  link_->Stop();  // no more callbacks after this
-  OnIo([this] {
-    heartbeat_timer_.cancel();
-    supervisor_.reset();
-    return 0;
-  });
-  work_.reset();
-  io_.stop();
-  io_thread_.join();
-  started_ = false;
+  if (started_) {
+    link_->Stop();  // no more callbacks after this
+    OnIo([this] {
+      heartbeat_timer_.cancel();
+      supervisor_.reset();
+      return 0;
+    });
+    work_.reset();
+    io_.stop();
+    io_thread_.join();
+    started_ = false;
+  }
+  if (lock_fd_ >= 0) close(lock_fd_);  // nothing supervises the parts now: a next agent may
+  lock_fd_ = -1;                       // take the state dir (their keepers count the orphan grace)
 }
 
 std::vector<PartInfo> Agent::Running() {

@@ -55,23 +55,28 @@ struct AgentOptions {
   SupervisorOptions supervisor;
   std::chrono::milliseconds heartbeat{10'000};
   std::chrono::milliseconds kill_grace{30'000};  // for RegisterResponse.kill_jobs
+  // Keepers take their job down after this long without an agent (TERM, then KILL after
+  // kill_grace); an agent restarted sooner re-adopts them. 0: never (docs/agent.md).
+  std::chrono::milliseconds orphan_grace{30'000};
   std::string version = "phalanx-agent";
 };
 
 class Agent {
  public:
-  // Opens the state dir, discovers the GPUs, prepares the link. Starts nothing.
+  // Opens the state dir and takes its lock (fails when another agent holds it), discovers the
+  // GPUs, prepares the link. Starts nothing.
   static Result<std::unique_ptr<Agent>> Create(AgentOptions options);
   ~Agent();  // Stop()
 
   void Start();  // adopts the parts of the state dir, then connects
-  void Stop();   // disconnects; the parts keep running (a next agent re-adopts them)
+  void Stop();   // disconnects and releases the state dir's lock; the parts keep running (a
+                 // next agent re-adopts them; their keepers stop them after the orphan grace)
 
   const GpuInventory& gpus() const { return gpus_; }
   std::vector<PartInfo> Running();  // empty unless started
 
  private:
-  Agent(AgentOptions options, PartStateDir state, GpuInventory gpus);
+  Agent(AgentOptions options, PartStateDir state, GpuInventory gpus, int lock_fd);
   template <typename F>
   auto OnIo(F f);  // runs f on the io thread and waits for its result
   template <typename F>
@@ -91,6 +96,7 @@ class Agent {
 
   AgentOptions options_;
   GpuInventory gpus_;
+  int lock_fd_ = -1;  // holds PartStateDir::AgentLockPath() from Create until Stop
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::unique_ptr<PartSupervisor> supervisor_;  // io thread; null once stopping

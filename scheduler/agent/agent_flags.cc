@@ -30,6 +30,8 @@ const char* const kAgentUsage =
     "  --heartbeat S        seconds between heartbeats (default 10)\n"
     "  --kill-grace S       seconds from SIGTERM to SIGKILL at the walltime (default 30)\n"
     "  --keepalive S        seconds between gRPC keepalive pings (default 300; 0: none)\n"
+    "  --orphan-grace S     a job part whose agent is gone this long is stopped by its keeper\n"
+    "                       (SIGTERM, SIGKILL after --kill-grace; default 30; 0: never)\n"
     "  --allow-root-jobs    run jobs submitted by uid 0 (refused by default)\n"
     "  --nvml-library PATH  NVML to dlopen (default libnvidia-ml.so.1; \"none\" to skip)\n"
     "  --log-level L        debug, info, warn or error (default info)\n";
@@ -87,7 +89,8 @@ Result<AgentFlags> ParseAgentFlags(std::span<const std::string> args) {
       {"daemon", "HOST:PORT", ""}, {"node", "NAME", ""},    {"token-file", "FILE", ""},  {"tls-ca", "FILE", ""},
       {"tls-cert", "FILE", ""},    {"tls-key", "FILE", ""}, {"gpus", "N|LIST", ""},      {"state-dir", "DIR", ""},
       {"heartbeat", "S", ""},      {"kill-grace", "S", ""}, {"allow-root-jobs", "", ""}, {"nvml-library", "PATH", ""},
-      {"log-level", "L", ""},      {"help", "", ""},        {"address", "ADDR", ""},     {"keepalive", "S", ""}};
+      {"log-level", "L", ""},      {"help", "", ""},        {"address", "ADDR", ""},     {"keepalive", "S", ""},
+      {"orphan-grace", "S", ""}};
   auto parsed = ParseFlags(args, kFlags, /*allow_positional=*/false);
   PHX_RETURN_IF_ERROR(parsed);
   const ParsedFlags& given = *parsed;
@@ -128,6 +131,10 @@ Result<AgentFlags> ParseAgentFlags(std::span<const std::string> args) {
   if (given.Has("kill-grace")) {
     PHX_ASSIGN_OR_RETURN(auto s, Number("--kill-grace", given.Get("kill-grace"), 0, 3600));
     o.kill_grace = o.supervisor.walltime_grace = std::chrono::seconds(s);
+  }
+  if (given.Has("orphan-grace")) {
+    PHX_ASSIGN_OR_RETURN(auto s, Number("--orphan-grace", given.Get("orphan-grace"), 0, 86400));
+    o.orphan_grace = std::chrono::seconds(s);
   }
   if (given.Has("keepalive")) {
     PHX_ASSIGN_OR_RETURN(auto s, Number("--keepalive", given.Get("keepalive"), 0, 86400));

@@ -10,6 +10,7 @@
 //   --heartbeat S          seconds between heartbeats (default 10; the daemon may override)
 //   --kill-grace S         SIGTERM -> SIGKILL grace at the walltime and for unknown parts (30)
 //   --keepalive S          gRPC keepalive ping interval (default 300; 0 off)
+//   --orphan-grace S       keepers stop their job after this long without an agent (30; 0 never)
 //   --allow-root-jobs      permit jobs with uid 0 (refused by default)
 //   --nvml-library PATH    default libnvidia-ml.so.1; "none" skips NVML
 //   --log-level L          debug | info | warn | error (default info)

@@ -4,12 +4,15 @@
 #include <grp.h>
 #include <linux/close_range.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <ctime>
 
 namespace phalanx::agent {
@@ -105,16 +108,82 @@ int OpenOnto(const char* path, int flags, int target) {
   Die(report_fd, ChildStep::kExec, err);
 }
 
-// Waits for the job, reaping any orphaned descendant handed to us (we are their subreaper).
-int WaitJob(pid_t job) {
+int64_t MonotonicMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+// An agent holds an exclusive flock on `lock` for as long as it lives; a shared probe that
+// would block means one does. Only a missing file counts as "no agent": any other failure to
+// look (out of descriptors, ...) counts as present, so that doubt never kills a job.
+bool AgentPresent(const char* lock) {
+  const int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return errno != ENOENT;
+  const bool held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+  close(fd);  // releases the probe's shared lock at once
+  return held;
+}
+
+// What the keeper does while its agent is gone (ChildProgram::orphan_grace_ms): after the grace
+// without an agent, SIGTERM (and SIGCONT) to the job's group, SIGKILL after the kill grace. An
+// agent that comes back before the grace ends resets it; once begun, the stop is carried out.
+struct OrphanWatch {
+  int64_t absent_since = -1;  // -1: the agent is there
+  int64_t kill_at = -1;       // -1: not stopping
+  bool taken_down = false;
+
+  // Returns how long the keeper may sleep before the next look.
+  int64_t Look(const ChildProgram& p, pid_t job) {
+    const int64_t poll = p.orphan_grace_ms < 4000 ? std::max<int64_t>(p.orphan_grace_ms / 4, 20) : 1000;
+    const int64_t now = MonotonicMs();
+    if (taken_down) {
+      if (kill_at >= 0 && now >= kill_at) {
+        kill(-job, SIGKILL);
+        kill_at = -1;
+      }
+      return kill_at >= 0 ? std::min<int64_t>(kill_at - now, poll) : poll;
+    }
+    if (AgentPresent(p.agent_lock.c_str())) {
+      absent_since = -1;
+      return poll;
+    }
+    if (absent_since < 0) absent_since = now;
+    if (now - absent_since < p.orphan_grace_ms) return std::min<int64_t>(poll, absent_since + p.orphan_grace_ms - now);
+    taken_down = true;
+    kill(-job, SIGTERM);
+    kill(-job, SIGCONT);  // a stopped job must run to see the SIGTERM
+    if (p.orphan_kill_ms <= 0) {
+      kill(-job, SIGKILL);
+    } else {
+      kill_at = now + p.orphan_kill_ms;
+    }
+    return std::min<int64_t>(poll, std::max<int64_t>(p.orphan_kill_ms, 1));
+  }
+};
+
+// Waits for the job, reaping any orphaned descendant handed to us (we are their subreaper), and
+// watching the agent when asked to (SIGCHLD is blocked in the keeper: sigtimedwait sleeps until
+// a child changes state or the next look at the agent is due).
+int WaitJob(const ChildProgram& p, pid_t job, OrphanWatch* watch) {
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  const bool watching = !p.agent_lock.empty() && p.orphan_grace_ms > 0;
   for (;;) {
     siginfo_t si{};
-    if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) < 0) {
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT | (watching ? WNOHANG : 0)) < 0) {
       if (errno == EINTR) continue;
       return -1;
     }
     if (si.si_pid == job) break;
-    waitpid(si.si_pid, nullptr, 0);
+    if (si.si_pid != 0) {
+      waitpid(si.si_pid, nullptr, 0);
+      continue;
+    }
+    const int64_t sleep_ms = std::max<int64_t>(watch->Look(p, job), 1);
+    const timespec timeout{static_cast<time_t>(sleep_ms / 1000), static_cast<long>(sleep_ms % 1000) * 1'000'000};
+    sigtimedwait(&chld, nullptr, &timeout);  // a SIGCHLD, the timeout or EINTR: look again
   }
   kill(-job, SIGKILL);  // the job's leader is gone (a zombie still holding the pid): end its group
   int status = 0;
@@ -131,8 +200,10 @@ int WaitJob(pid_t job) {
   return status;
 }
 
-void WriteExitFile(const ChildProgram& p, int status) {
-  char buf[16];
+// "STATUS\n", or "STATUS agent-gone GRACE_MS\n" when the keeper took the job down because its
+// agent was gone (PartStateDir::ReadExitStatus reads both).
+void WriteExitFile(const ChildProgram& p, int status, bool agent_gone) {
+  char buf[64];
   int n = 0;
   if (status < 0) {
     buf[n++] = '-', buf[n++] = '1';
@@ -140,6 +211,17 @@ void WriteExitFile(const ChildProgram& p, int status) {
     char digits[12];
     int d = 0;
     unsigned v = static_cast<unsigned>(status);
+    do {
+      digits[d++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v > 0);
+    while (d > 0) buf[n++] = digits[--d];
+  }
+  if (agent_gone) {
+    for (const char* s = " agent-gone "; *s != 0; ++s) buf[n++] = *s;
+    char digits[20];
+    int d = 0;
+    uint64_t v = static_cast<uint64_t>(std::max<int64_t>(p.orphan_grace_ms, 0));
     do {
       digits[d++] = static_cast<char>('0' + v % 10);
       v /= 10;
@@ -188,6 +270,10 @@ std::string ChildProgram::Describe(ChildStep step) const {
 void RunKeeper(const ChildProgram& p, int report_fd) {
   if (setsid() < 0) Die(report_fd, ChildStep::kSetsid, errno);
   IgnoreStopSignals();  // an admin's `pkill phalanx-agent` must not orphan the part
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, nullptr);  // taken by sigtimedwait in WaitJob; the job unblocks all
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   prctl(PR_SET_NAME, "phalanx-keeper");
   const pid_t job = fork();
@@ -203,7 +289,9 @@ void RunKeeper(const ChildProgram& p, int report_fd) {
     for (int fd = 0; fd <= 2; ++fd) dup2(null_fd, fd);
   }
   CloseFrom3(p.max_fd);  // the agent's sockets, the report pipe
-  WriteExitFile(p, WaitJob(job));
+  OrphanWatch watch;
+  const int status = WaitJob(p, job, &watch);
+  WriteExitFile(p, status, watch.taken_down);
   _exit(0);
 }
 

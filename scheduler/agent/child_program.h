@@ -7,7 +7,9 @@
 //
 // The keeper outlives an agent restart. It waits for the job, SIGKILLs what is left of the
 // job's process group, reaps it, writes the job's wait status to `exit_file` (write to a temp
-// file, fsync, rename) and exits. The agent watches the keeper, never the job.
+// file, fsync, rename) and exits. The agent watches the keeper, never the job. The keeper
+// watches for an agent (its lock file, see agent_lock below): a job whose agent stays gone
+// longer than the orphan grace is taken down, so it never runs unsupervised for long.
 //
 // Report pipe (O_CLOEXEC, so exec closes it): the keeper writes 'P' + the job's pid; either
 // process writes 'E' + ChildStep + errno when a step fails (the job then exits 127). The agent
@@ -52,6 +54,12 @@ struct ChildProgram {
   mode_t umask = 022;
   std::string exit_file;
   std::string exit_tmp;
+  // The agent's lock file (PartStateDir::AgentLockPath); empty: the keeper does not watch for
+  // its agent. With a grace > 0, the keeper takes the job down (TERM, KILL after orphan_kill_ms)
+  // once no agent held the lock for orphan_grace_ms, and says so in the exit file.
+  std::string agent_lock;
+  int64_t orphan_grace_ms = 0;
+  int64_t orphan_kill_ms = 0;
 
   // Builds the char* arrays below; call once after the fields are set and before fork. The
   // object must not be copied or modified afterwards.

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct LaunchSpec {
   std::map<std::string, std::string> env;  // the job's environment (the agent adds its own)
   std::string stdout_pattern;              // %j %x %u %N %n %%; empty: phalanx-%j.out
   std::string stderr_pattern;              // empty: the stdout file
+  std::optional<mode_t> umask;             // the submitter's; nullopt: LauncherOptions::umask
 
   // Placement (torchrun-style); see job_env.h for the variables they become.
   std::vector<uint32_t> gpu_indices;  // local indices -> CUDA_VISIBLE_DEVICES

@@ -33,7 +33,7 @@ Status WriteNewFile(const std::string& path, std::string_view text, mode_t mode,
 // The job dir: made by root, filled, then handed to the user, so the user never sees it half
 // made. Returns the script's path ("" without a script).
 Result<std::string> PrepareJobDir(const LaunchFiles& files, const std::string& script, const JobIdentity& id) {
-  (void)RemoveFlatDir(files.job_dir);  // a stale one from a crash between fork and record
+  (void)RemoveJobDir(files.job_dir);  // a stale one from a crash between fork and record
   if (mkdir(files.job_dir.c_str(), 0700) < 0) return Fail("launch", Errno("mkdir " + files.job_dir, errno));
   PHX_RETURN_IF_ERROR(WriteNewFile(files.job_dir + "/checkpoint", "", 0600, id));
   std::string script_path;
@@ -116,23 +116,26 @@ Result<LaunchedPart> Launcher::Launch(const LaunchSpec& spec, const LaunchFiles&
   p.uid = id.uid;
   p.gid = id.gid;
   p.groups = id.groups;
-  p.umask = options_.umask;
+  p.umask = spec.umask.value_or(options_.umask);
   p.exit_file = files.exit_file;
   p.exit_tmp = files.exit_tmp;
+  p.agent_lock = options_.agent_lock;
+  p.orphan_grace_ms = options_.orphan_grace.count();
+  p.orphan_kill_ms = options_.orphan_kill_grace.count();
   p.Finalize();
   unlink(files.exit_file.c_str());
 
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) < 0) {
     const int err = errno;
-    (void)RemoveFlatDir(files.job_dir);
+    (void)RemoveJobDir(files.job_dir);
     return Fail("launch", Errno("pipe", err));
   }
   const pid_t keeper = fork();
   if (keeper < 0) {
     const int err = errno;
     close(fds[0]), close(fds[1]);
-    (void)RemoveFlatDir(files.job_dir);
+    (void)RemoveJobDir(files.job_dir);
     return Fail("launch", Errno("fork", err));
   }
   if (keeper == 0) {
@@ -177,7 +180,7 @@ Result<LaunchedPart> Launcher::Launch(const LaunchSpec& spec, const LaunchFiles&
   }
   unlink(files.exit_file.c_str());
   unlink(files.exit_tmp.c_str());
-  (void)RemoveFlatDir(files.job_dir);
+  (void)RemoveJobDir(files.job_dir);
   return Fail("launch", failure);
 }
 

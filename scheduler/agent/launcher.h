@@ -18,6 +18,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -31,7 +32,13 @@ namespace phalanx::agent {
 struct LauncherOptions {
   std::string node;  // this node's name (%N, PHALANX_NODE)
   IdentityPolicy identity;
-  mode_t umask = 022;  // the job's umask
+  mode_t umask = 022;  // the job's umask when its LaunchSpec has none
+  // Keepers watch for an agent holding this lock (PartStateDir::AgentLockPath) and take their
+  // job down after `orphan_grace` without one (TERM, KILL after `orphan_kill_grace`); empty or a
+  // zero grace: they do not watch (the job then runs on until an agent returns).
+  std::string agent_lock = {};
+  std::chrono::milliseconds orphan_grace{0};
+  std::chrono::milliseconds orphan_kill_grace{30'000};
 };
 
 struct LaunchedPart {

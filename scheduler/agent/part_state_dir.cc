@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,11 +138,39 @@ std::vector<PartRecord> PartStateDir::LoadAll(std::vector<Error>* errors) const 
   return out;
 }
 
-std::optional<int> PartStateDir::ReadExitStatus(LaunchId launch) const {
+std::optional<int> PartStateDir::ReadExitStatus(LaunchId launch, int64_t* orphan_grace_ms) const {
   bool ok = false;
   const std::string text = ReadSmallFile(FilesFor(launch).exit_file, &ok);
+  if (orphan_grace_ms != nullptr) *orphan_grace_ms = -1;
   if (text.empty()) return std::nullopt;
+  constexpr std::string_view kGone = " agent-gone ";
+  if (const size_t at = text.find(kGone); orphan_grace_ms != nullptr && at != std::string::npos) {
+    std::string_view rest = std::string_view(text).substr(at + kGone.size());
+    rest = rest.substr(0, rest.find('\n'));
+    if (auto ms = ParseNumber<int64_t>(rest)) *orphan_grace_ms = *ms;
+  }
   return std::atoi(text.c_str());
+}
+
+Result<int> PartStateDir::LockAgent(std::chrono::milliseconds wait) const {
+  const std::string path = AgentLockPath();
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Fail(path, std::string("open: ") + std::strerror(errno));
+  const auto until = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+    const int err = errno;
+    if (err != EWOULDBLOCK && err != EINTR) {
+      close(fd);
+      return Fail(path, std::string("flock: ") + std::strerror(err));
+    }
+    if (std::chrono::steady_clock::now() >= until) {
+      close(fd);
+      return Fail(path,
+                  "another phalanx-agent holds this state dir's lock (is one running with --state-dir " + root_ + "?)");
+    }
+    usleep(10'000);
+  }
 }
 
 Status PartStateDir::Remove(LaunchId launch) const {
@@ -152,24 +181,55 @@ Status PartStateDir::Remove(LaunchId launch) const {
   RemovePending(launch);
   unlink(files.exit_tmp.c_str());
   unlink(files.exit_file.c_str());
-  return RemoveFlatDir(files.job_dir);
+  return RemoveJobDir(files.job_dir);
 }
 
-Status RemoveFlatDir(const std::string& dir) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? Status{} : Fail(dir, std::string("open: ") + std::strerror(errno));
+namespace {
+
+// Empties the directory open at `fd` (and closes it): entries are unlinked relative to it and
+// subdirectories opened with O_NOFOLLOW, so a symlink (or one swapped in for a directory while we
+// work) is removed itself, never followed. Names that could not be removed go into `left`.
+void EmptyDir(int fd, const std::string& where, int depth, std::string* left) {
   DIR* d = fdopendir(fd);
   if (d == nullptr) {
     close(fd);
-    return Fail(dir, std::string("fdopendir: ") + std::strerror(errno));
+    *left += (left->empty() ? "" : ", ") + where + " (fdopendir: " + std::strerror(errno) + ")";
+    return;
   }
-  std::string left;
+  std::vector<std::string> names;
   while (dirent* e = readdir(d)) {
     const std::string_view name = e->d_name;
-    if (name == "." || name == "..") continue;
-    if (unlinkat(fd, e->d_name, 0) < 0) left += (left.empty() ? "" : ", ") + std::string(name);
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  for (const std::string& name : names) {
+    const std::string path = where.empty() ? name : where + "/" + name;
+    if (unlinkat(fd, name.c_str(), 0) == 0 || errno == ENOENT) continue;
+    if (errno != EISDIR && errno != EPERM) {  // EPERM: what Linux answers for unlink of a directory
+      *left += (left->empty() ? "" : ", ") + path;
+      continue;
+    }
+    if (depth >= kMaxJobDirDepth) {
+      *left += (left->empty() ? "" : ", ") + path + " (nested deeper than " + std::to_string(kMaxJobDirDepth) + ")";
+      continue;
+    }
+    const int sub = openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) {
+      *left += (left->empty() ? "" : ", ") + path;
+      continue;
+    }
+    EmptyDir(sub, path, depth + 1, left);
+    if (unlinkat(fd, name.c_str(), AT_REMOVEDIR) < 0 && errno != ENOENT) *left += (left->empty() ? "" : ", ") + path;
   }
   closedir(d);
+}
+
+}  // namespace
+
+Status RemoveJobDir(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? Status{} : Fail(dir, std::string("open: ") + std::strerror(errno));
+  std::string left;
+  EmptyDir(fd, "", 0, &left);
   if (rmdir(dir.c_str()) < 0) {
     return Fail(dir, "not removed" + (left.empty() ? std::string() : " (left: " + left + ")"));
   }

@@ -14,6 +14,8 @@
 // Thread-safety: thread-compatible; the agent uses it from its loop thread only.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,9 +45,19 @@ class PartStateDir {
   // Every parsable record; unparsable ones are returned in `errors` (and left on disk).
   std::vector<PartRecord> LoadAll(std::vector<Error>* errors) const;
   // The keeper's wait status, nullopt while the part runs (or when the file is unreadable).
-  std::optional<int> ReadExitStatus(LaunchId launch) const;
-  // Deletes the record (first), the pending launch, the exit file and the job dir (one level:
-  // files only; a directory the job made inside is left and reported in the Status).
+  // `orphan_grace_ms`, when given, is set to the grace after which the keeper took the job down
+  // because no agent was there (exit file "STATUS agent-gone GRACE_MS"), else to -1.
+  std::optional<int> ReadExitStatus(LaunchId launch, int64_t* orphan_grace_ms = nullptr) const;
+
+  // <root>/agent.lock: a running agent holds an exclusive flock on it (LockAgent); keepers probe
+  // it to tell "agent restarting" from "agent gone" (child_program.h).
+  std::string AgentLockPath() const { return root_ + "/agent.lock"; }
+  // Takes that lock, retrying for up to `wait` (keepers hold a shared probe for microseconds).
+  // Returns the descriptor to keep open for the agent's lifetime; fails naming the file when
+  // another agent holds it.
+  Result<int> LockAgent(std::chrono::milliseconds wait) const;
+  // Deletes the record (first), the pending launch, the exit file and the job dir with all it
+  // holds (RemoveJobDir: what could not be removed is reported in the Status).
   Status Remove(LaunchId launch) const;
 
   // A launch that waits (for GPUs still held by an earlier part), kept as an opaque blob so that
@@ -64,7 +76,11 @@ class PartStateDir {
   std::string root_;
 };
 
-// Deletes the regular entries of `dir` without following symlinks, then the dir itself.
-Status RemoveFlatDir(const std::string& dir);
+// Deletes `dir` and everything in it, subdirectories included (a job may leave a tree behind),
+// without following symlinks: entries are removed relative to open directory descriptors, and
+// a symlink is removed, never followed. At most kMaxJobDirDepth levels below `dir`; what could
+// not be removed is named in the error (the dir itself then stays).
+inline constexpr int kMaxJobDirDepth = 64;
+Status RemoveJobDir(const std::string& dir);
 
 }  // namespace phalanx::agent

@@ -300,12 +300,18 @@ void PartSupervisor::OnKeeperExit(const std::shared_ptr<Part>& part) {
   if (part->own_child) waitpid(r.keeper_pid, nullptr, WNOHANG);
   ProbeCheckpoint(*part);  // a checkpoint written just before the end is reported first
   PartEnd end{r.job_id, r.launch_id, 0, 0, r.stop_reason.empty() ? "exited" : r.stop_reason};
-  if (auto status = state_.ReadExitStatus(r.launch_id); status && *status >= 0) {
+  int64_t orphan_grace_ms = -1;
+  if (auto status = state_.ReadExitStatus(r.launch_id, &orphan_grace_ms); status && *status >= 0) {
     if (WIFSIGNALED(*status)) {
       end.exit_code = -1;
       end.term_signal = WTERMSIG(*status);
     } else {
       end.exit_code = WEXITSTATUS(*status);
+    }
+    if (orphan_grace_ms >= 0) {
+      end.reason = "agent gone: its keeper stopped it after " + std::to_string(orphan_grace_ms / 1000) +
+                   (orphan_grace_ms % 1000 != 0 ? "." + std::to_string(orphan_grace_ms % 1000 / 100) : "") +
+                   " s without an agent";
     }
   } else {
     end.exit_code = -1;

@@ -7,7 +7,9 @@
 // wait status comes from the keeper's exit file and is reported once through on_end:
 //   exited normally: exit_code = status, term_signal 0; killed: exit_code -1, term_signal = sig;
 //   reason = the stop reason if the agent was stopping it ("walltime", "killed"), else "exited";
-//   no exit file (the keeper itself was killed): exit_code -1, reason "lost: ...".
+//   "agent gone: ..." when the keeper took the job down because no agent was there for the
+//   orphan grace (LauncherOptions::orphan_grace); no exit file (the keeper itself was killed):
+//   exit_code -1, reason "lost: ...".
 // An ended part keeps its record and files until Forget (once the daemon stored its exit).
 //
 // GPU handoff: the daemon may launch a part on GPUs whose previous part (a preempted, killed or
@@ -50,7 +52,7 @@ struct PartEnd {
   LaunchId launch_id = 0;
   int exit_code = 0;  // -1 when killed by a signal (or lost)
   int term_signal = 0;
-  std::string reason;  // "exited", "walltime", "killed", "lost: ..."
+  std::string reason;  // "exited", "walltime", "killed", "agent gone: ...", "lost: ..."
 };
 
 struct CheckpointSeen {

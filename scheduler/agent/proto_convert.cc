@@ -1,5 +1,7 @@
 #include "agent/proto_convert.h"
 
+#include <cstdio>
+
 namespace phalanx::agent {
 
 Result<LaunchSpec> LaunchSpecFromProto(const v1::LaunchCommand& cmd) {
@@ -21,6 +23,14 @@ Result<LaunchSpec> LaunchSpecFromProto(const v1::LaunchCommand& cmd) {
   s.env.insert(js.env().begin(), js.env().end());
   s.stdout_pattern = js.stdout_pattern();
   s.stderr_pattern = js.stderr_pattern();
+  if (js.has_umask()) {
+    if (js.umask() > 0777) {
+      char octal[16];
+      std::snprintf(octal, sizeof octal, "0%o", js.umask());
+      return Fail("launch.spec.umask", std::string(octal) + " is above 0777");
+    }
+    s.umask = static_cast<mode_t>(js.umask());
+  }
   s.gpu_indices.assign(cmd.gpu_indices().begin(), cmd.gpu_indices().end());
   s.nodelist = cmd.nodelist();
   s.master_addr = cmd.master_addr();

@@ -137,7 +137,8 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
   const uint64_t seed =
       EnvU64("PHALANX_CRASH_SEED", 1);  // fixed: CI runs one schedule (random ones: bench/run_crash_soak.sh)
   const uint64_t total = EnvU64("PHALANX_CRASH_JOBS", 2000);
-  const double spread_s = 12.0;  // submissions are paced over this long
+  const double spread_s =  // submissions are paced over this long
+      static_cast<double>(EnvU64("PHALANX_CRASH_SPREAD_S", 12));
   std::printf("PHALANX_CRASH_SEED=%llu jobs=%llu\n", static_cast<unsigned long long>(seed),
               static_cast<unsigned long long>(total));
   const auto t0 = Clock::now();
@@ -153,6 +154,13 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
   std::map<uint64_t, std::set<uint64_t>> launches_seen;  // job -> launches ever seen
   std::map<uint64_t, std::set<std::string>> nodes_seen;  // job -> nodes where a process of it was seen
   size_t samples = 0, max_alive = 0, alloc_checks = 0;
+  // Counted without the cap of `violations` (all must stay 0): jobs seen running twice, GPUs
+  // used by two jobs' processes, GPUs the daemon allocated to two jobs (per sample / check).
+  size_t twice = 0, gpu_shared = 0, gpu_double_allocated = 0;
+  // Restart time: from the spawn of a daemon to its first answered GetStats (a life killed
+  // before it answered gives none), measured by the prober below.
+  std::vector<double> restart_ms;
+  std::atomic<int64_t> life_started_ns{Clock::now().time_since_epoch().count()};
   std::vector<Ack> acks;
   std::set<std::string> attempted;
   std::map<int, int> failures;  // status code -> count
@@ -243,7 +251,7 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
         }
         for (const JobProc* a : ps) {
           for (const JobProc* b : ps) {
-            if (a->launch < b->launch && StillSame(*a) && StillSame(*b) && violations.size() < 20)
+            if (a->launch < b->launch && StillSame(*a) && StillSame(*b) && ++twice && violations.size() < 20)
               violations.push_back("job " + std::to_string(job) + " runs twice: launch " + std::to_string(a->launch) +
                                    " (pid " + std::to_string(a->pid) + " on " + a->node + ") and launch " +
                                    std::to_string(b->launch) + " (pid " + std::to_string(b->pid) + " on " + b->node +
@@ -254,7 +262,7 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
       for (const auto& [gpu, ps] : by_gpu) {
         for (const JobProc* a : ps) {
           for (const JobProc* b : ps) {
-            if (a->job < b->job && StillSame(*a) && StillSame(*b) && violations.size() < 20)
+            if (a->job < b->job && StillSame(*a) && StillSame(*b) && ++gpu_shared && violations.size() < 20)
               violations.push_back("GPU " + gpu + " used by job " + std::to_string(a->job) + " (pid " +
                                    std::to_string(a->pid) + ") and job " + std::to_string(b->job) + " (pid " +
                                    std::to_string(b->pid) + ")");
@@ -273,9 +281,33 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
         const std::string overlap = OverlappingGpus(*jobs);
         std::lock_guard lock(mu);
         ++alloc_checks;
+        if (!overlap.empty()) ++gpu_double_allocated;
         if (!overlap.empty() && violations.size() < 20) violations.push_back("daemon: " + overlap);
       }
       std::this_thread::sleep_for(milliseconds(250));
+    }
+  });
+
+  // ---- the prober: how long each restarted daemon takes to answer ----
+  watchers.emplace_back([&] {
+    int measured = -1;  // the life whose restart time is recorded
+    while (!stop_watchers) {
+      const int l = life.load();
+      const int64_t started = life_started_ns.load();
+      if (l != measured) {
+        // A fresh channel each time: a reused one would add its reconnect backoff.
+        auto stub = v1::Cluster::NewStub(grpc::CreateChannel("unix:" + rig.socket, grpc::InsecureChannelCredentials()));
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + milliseconds(200));
+        v1::GetStatsResponse r;
+        if (stub->GetStats(&ctx, v1::GetStatsRequest(), &r).ok() && life.load() == l) {
+          const double ms = static_cast<double>(Clock::now().time_since_epoch().count() - started) / 1e6;
+          std::lock_guard lock(mu);
+          restart_ms.push_back(ms);
+          measured = l;
+        }
+      }
+      std::this_thread::sleep_for(milliseconds(5));
     }
   });
 
@@ -291,6 +323,7 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
     if (submitters_left == 0 && kills >= kMinKills) break;
     rig.KillDaemon();
     ++kills;
+    life_started_ns = Clock::now().time_since_epoch().count();
     ++life;
     long_lives += long_life ? 1 : 0;
     ASSERT_NO_FATAL_FAILURE(rig.StartDaemon());
@@ -299,6 +332,7 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
   // The last restart: everything below is checked against what the store recovered.
   rig.KillDaemon();
   ++kills;
+  life_started_ns = Clock::now().time_since_epoch().count();
   ++life;
   ASSERT_NO_FATAL_FAILURE(rig.StartDaemon());
   const double submit_s = Since(submit_start);
@@ -548,6 +582,22 @@ TEST(DaemonCrash, KillNineWhileSubmittingWithAgentsRunningJobs) {
   for (const auto& [why, c] : failed_reasons) std::printf("  failed jobs, %s: %d\n", why.c_str(), c);
   std::printf("acknowledged jobs lost: %zu in the daemon, %zu in the store; jobs that ran and ended failed: %zu\n",
               acked_lost_daemon.size(), acked_lost_store.size(), ran_and_failed.size());
+  std::printf(
+      "double allocations: %zu in the daemon's allocations, %zu GPUs used by two jobs' processes, %zu jobs "
+      "running twice\n",
+      gpu_double_allocated, gpu_shared, twice);
+  {
+    std::lock_guard lock(mu);
+    std::vector<double> r = restart_ms;
+    std::sort(r.begin(), r.end());
+    const auto at = [&](double q) {
+      return r.empty() ? 0.0 : r[std::min(r.size() - 1, static_cast<size_t>(q * r.size()))];
+    };
+    std::printf("restart to serving: %zu of %d starts measured (ms): median %.0f, p99 %.0f, max %.0f\n", r.size(),
+                kills + 1, at(0.5), at(0.99), r.empty() ? 0.0 : r.back());
+    for (size_t i = 0; i < r.size(); ++i) std::printf("%s%.0f", i == 0 ? "restart samples (ms): " : " ", r[i]);
+    if (!r.empty()) std::printf("\n");
+  }
   EXPECT_GE(acked_kills, 5) << "too few kills of a daemon that had acknowledged submissions (" << kills
                             << " kills in all): the kills did not overlap the submissions";
   std::string ran_and_failed_list;

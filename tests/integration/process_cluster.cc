@@ -340,6 +340,7 @@ void ProcessCluster::StartAgent(int i) {
             "1",
             "--kill-grace",
             "2"};
+  s.argv.insert(s.argv.end(), options_.agent_args.begin(), options_.agent_args.end());
   s.stdout_fd = s.stderr_fd = fd;
   s.die_with_parent = true;
   a.pid = Spawn(s);

@@ -79,9 +79,10 @@ v1::ListNodesResponse NodesFromGinfoJson(const std::string& json);
 class ProcessCluster {
  public:
   struct Options {
-    int nodes = 4;       // node0..node{n-1} of gen:demo
-    int gpus = 8;        // --gpus of every agent
-    std::string config;  // YAML appended to the defaults below (a top-level section)
+    int nodes = 4;                        // node0..node{n-1} of gen:demo
+    int gpus = 8;                         // --gpus of every agent
+    std::string config;                   // YAML appended to the defaults below (a top-level section)
+    std::vector<std::string> agent_args;  // appended to every agent's command line
   };
   ProcessCluster();
   explicit ProcessCluster(Options options);

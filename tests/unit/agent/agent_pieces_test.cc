@@ -143,6 +143,8 @@ TEST(AgentFlags, Defaults) {
              "3",
              "--kill-grace",
              "5",
+             "--orphan-grace",
+             "7",
              "--allow-root-jobs",
              "--nvml-library",
              "none",
@@ -156,6 +158,7 @@ TEST(AgentFlags, Defaults) {
   EXPECT_EQ(f->options.link.keepalive, std::chrono::seconds(0));
   EXPECT_EQ(f->options.heartbeat, std::chrono::seconds(3));
   EXPECT_EQ(f->options.supervisor.walltime_grace, std::chrono::seconds(5));
+  EXPECT_EQ(f->options.orphan_grace, std::chrono::seconds(7));
   EXPECT_TRUE(f->options.identity.allow_root_jobs);
   EXPECT_EQ(f->options.gpus.nvml_library, "");
   EXPECT_EQ(f->log_level, LogLevel::kDebug);
@@ -172,6 +175,7 @@ TEST(AgentFlags, ClearErrors) {
   EXPECT_EQ(err({d, "h:1", "--tls-ca", "a", "--tls-cert", "c"}), "--tls-cert: --tls-cert and --tls-key go together");
   EXPECT_EQ(err({d, "h:1", t, "f", "--heartbeat", "0"}), "--heartbeat: 0 is out of range [1, 3600]");
   EXPECT_EQ(err({d, "h:1", t, "f", "--heartbeat"}), "--heartbeat: needs a value");
+  EXPECT_EQ(err({d, "h:1", t, "f", "--orphan-grace", "-1"}), "--orphan-grace: -1 is out of range [0, 86400]");
   EXPECT_EQ(err({d, "h:1", t, "f", "--state-dir", "rel"}), "--state-dir: 'rel' is not an absolute path");
   EXPECT_EQ(err({d, "h:1", t, "f", "--log-level", "loud"}),
             "--log-level: 'loud' is not one of debug, info, warn, error");
@@ -203,6 +207,12 @@ TEST(ProtoConvert, LaunchCommandBecomesALaunchSpec) {
   EXPECT_EQ(spec->gpu_indices, (std::vector<uint32_t>{4, 5}));
   EXPECT_EQ(spec->checkpoint_signal, 12);
   EXPECT_EQ(spec->resume_epoch, 3u);
+  EXPECT_FALSE(spec->umask.has_value());  // not sent: the agent's default
+  cmd.mutable_spec()->set_umask(077);
+  EXPECT_EQ(LaunchSpecFromProto(cmd)->umask, std::optional<mode_t>(077));
+  cmd.mutable_spec()->set_umask(01777);
+  EXPECT_EQ(LaunchSpecFromProto(cmd).error().ToString(), "launch.spec.umask: 01777 is above 0777");
+  cmd.mutable_spec()->clear_umask();
   cmd.set_walltime_s(30);
   EXPECT_EQ(LaunchSpecFromProto(cmd)->walltime, std::chrono::seconds(30));
   cmd.set_master_port(70000);

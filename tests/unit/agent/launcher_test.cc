@@ -105,6 +105,29 @@ TEST_F(LauncherTest, OutputPatternsRelativeToWorkingDir) {
   EXPECT_EQ(ReadFile(tmp_ / "e-42.txt"), "err\n");
 }
 
+// The spec's umask (the submitter's) applies to the output files and to what the job creates;
+// without one the launcher's default (022) does.
+TEST_F(LauncherTest, JobGetsTheUmaskOfItsSpec) {
+  auto mode = [&](const std::string& name) {
+    struct stat st {};
+    EXPECT_EQ(lstat((tmp_ / name).c_str(), &st), 0) << name;
+    return st.st_mode & 07777;
+  };
+  LaunchSpec spec = ShellJob("touch made; mkdir d; umask", Dir(), 42);
+  spec.umask = 077;
+  spec.stdout_pattern = "private.out";
+  ASSERT_EQ(Run(spec), 0);
+  EXPECT_EQ(ReadFile(tmp_ / "private.out"), "0077\n");
+  EXPECT_EQ(mode("private.out"), 0600u);
+  EXPECT_EQ(mode("made"), 0600u);
+  EXPECT_EQ(mode("d"), 0700u);
+  spec = ShellJob("umask", Dir(), 43, 71);
+  spec.stdout_pattern = "default.out";
+  ASSERT_EQ(Run(spec), 0);
+  EXPECT_EQ(ReadFile(tmp_ / "default.out"), "0022\n");
+  EXPECT_EQ(mode("default.out"), 0644u);
+}
+
 TEST_F(LauncherTest, DefaultOutputAppendsBothStreams) {
   testing::WriteFile(tmp_ / "phalanx-7.out", "before\n");
   ASSERT_EQ(Run(ShellJob("echo out; echo err >&2", Dir())), 0);

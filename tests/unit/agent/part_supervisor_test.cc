@@ -23,13 +23,20 @@ using testing::TempDir;
 
 class PartSupervisorTest : public ::testing::Test {
  protected:
-  std::unique_ptr<PartSupervisor> Make(milliseconds walltime_grace = milliseconds(200)) {
+  // orphan_grace > 0: keepers watch for an agent holding state/agent.lock (held by the test).
+  std::unique_ptr<PartSupervisor> Make(milliseconds walltime_grace = milliseconds(200),
+                                       milliseconds orphan_grace = milliseconds(0)) {
     SupervisorOptions options;
     options.walltime_grace = walltime_grace;
     options.poll_interval = milliseconds(20);
     LauncherOptions launcher;
     launcher.node = "node07";
     launcher.identity.allow_root_jobs = true;
+    if (orphan_grace.count() > 0) {
+      launcher.agent_lock = tmp_ / "state/agent.lock";
+      launcher.orphan_grace = orphan_grace;
+      launcher.orphan_kill_grace = milliseconds(200);
+    }
     PartSupervisor::Callbacks callbacks{
         .on_end = [this](const PartEnd& end) { ends_.push_back(end); },
         .on_checkpoint = [this](const CheckpointSeen& seen) { checkpoints_.push_back(seen); },
@@ -345,6 +352,79 @@ TEST_F(PartSupervisorTest, WaitingLaunchSurvivesARestart) {
   EXPECT_EQ(ends_[1].exit_code, 0);
   EXPECT_EQ(testing::ReadFile(tmp_ / "order.txt"), "holder\nnext\n");
   EXPECT_FALSE(Exists("state/parts/81.launch"));  // started: no longer pending
+}
+
+// A job that leaves a tree in its job dir (subdirectories, a symlink out of it): the whole dir
+// goes once the part is forgotten, and the symlink's target is untouched.
+TEST_F(PartSupervisorTest, ForgetRemovesTheJobDirWithNestedSubdirs) {
+  std::filesystem::create_directories(tmp_ / "outside");
+  testing::WriteFile(tmp_ / "outside/keep", "mine");
+  auto sup = Make();
+  ASSERT_TRUE(sup->Launch(
+      Job("d=$(dirname \"$PHALANX_CHECKPOINT_FILE\"); mkdir -p \"$d/a/b/c\" \"$d/e\"; "
+          "echo x > \"$d/a/b/c/f\"; touch \"$d/a/.hidden\"; if [ $(id -u) = 0 ]; then chmod 0500 \"$d/a/b\"; fi; "
+          "ln -s " +
+          (tmp_ / "outside") + " \"$d/a/out\"")));
+  ASSERT_TRUE(RunUntil([&] { return !ends_.empty(); }));
+  EXPECT_EQ(ends_[0].exit_code, 0) << ends_[0].reason;
+  ASSERT_TRUE(Exists("state/jobs/70/a/b/c/f"));
+  sup->Forget(70);
+  EXPECT_FALSE(Exists("state/jobs/70"));
+  EXPECT_TRUE(Exists("outside/keep"));
+  EXPECT_EQ(testing::ReadFile(tmp_ / "outside/keep"), "mine");
+}
+
+// The keeper watches for an agent (a flock on state/agent.lock): while one holds it the job
+// runs; once none has held it for the orphan grace the keeper stops the job (TERM, then KILL
+// after its kill grace) and records why, which the supervisor reports.
+TEST_F(PartSupervisorTest, KeeperStopsItsJobOnceNoAgentHeldTheLockForTheGrace) {
+  auto sup = Make(milliseconds(200), milliseconds(400));
+  auto state = PartStateDir::Open(tmp_ / "state");
+  ASSERT_TRUE(state);
+  auto lock = state->LockAgent(milliseconds(1000));
+  ASSERT_TRUE(lock) << lock.error().ToString();
+  EXPECT_FALSE(state->LockAgent(milliseconds(50)));  // one agent per state dir
+  auto part = sup->Launch(Job("trap '' TERM; touch ready; while :; do sleep 0.02; done"));
+  ASSERT_TRUE(part);
+  ASSERT_TRUE(RunUntil([&] { return Exists("ready"); }));
+  // Twice the grace with the lock held: still running.
+  const auto held_until = std::chrono::steady_clock::now() + milliseconds(800);
+  RunUntil([&] { return !ends_.empty() || std::chrono::steady_clock::now() > held_until; });
+  ASSERT_TRUE(ends_.empty()) << ends_[0].reason;
+  EXPECT_TRUE(GroupExists(part->pid));
+  const auto gone = std::chrono::steady_clock::now();
+  close(*lock);
+  ASSERT_TRUE(RunUntil([&] { return !ends_.empty(); }));
+  const auto took = std::chrono::steady_clock::now() - gone;
+  EXPECT_GE(took, milliseconds(400 + 200));  // grace, then the kill grace (it ignores TERM)
+  EXPECT_LT(took, milliseconds(10'000));     // generous: grace + kill grace + slack
+  EXPECT_EQ(ends_[0].exit_code, -1);
+  EXPECT_EQ(ends_[0].term_signal, SIGKILL);
+  EXPECT_EQ(ends_[0].reason, "agent gone: its keeper stopped it after 0.4 s without an agent");
+  EXPECT_FALSE(GroupExists(part->pid));
+}
+
+// An agent that comes back within the grace (a restart) keeps the job alive, however often.
+TEST_F(PartSupervisorTest, KeeperKeepsItsJobWhenAnAgentReturnsWithinTheGrace) {
+  auto sup = Make(milliseconds(200), milliseconds(600));
+  auto state = PartStateDir::Open(tmp_ / "state");
+  ASSERT_TRUE(state);
+  auto part = sup->Launch(Job("exec sleep 1000"));
+  ASSERT_TRUE(part);
+  for (int i = 0; i < 4; ++i) {  // 4 x (absent 250 ms, present 150 ms): never 600 ms absent
+    const auto until = std::chrono::steady_clock::now() + milliseconds(250);
+    RunUntil([&] { return std::chrono::steady_clock::now() > until; });
+    auto lock = state->LockAgent(milliseconds(1000));
+    ASSERT_TRUE(lock) << lock.error().ToString();
+    const auto held = std::chrono::steady_clock::now() + milliseconds(150);
+    RunUntil([&] { return std::chrono::steady_clock::now() > held; });
+    close(*lock);
+  }
+  EXPECT_TRUE(ends_.empty()) << ends_[0].reason;
+  EXPECT_TRUE(GroupExists(part->pid));
+  sup->Stop(7, 0, milliseconds(0), "killed");
+  ASSERT_TRUE(RunUntil([&] { return !ends_.empty(); }));
+  EXPECT_EQ(ends_[0].reason, "killed");
 }
 
 }  // namespace

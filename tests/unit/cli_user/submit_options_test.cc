@@ -208,6 +208,23 @@ TEST(SubmitOptions, EverythingElse) {
   EXPECT_TRUE(Spec({"--preemptible"})->preemptible());
 }
 
+// The submitter's umask travels in the spec (the agent applies it to the job); without one in
+// the context nothing is sent and the agent's default applies.
+TEST(SubmitOptions, UmaskOfTheSubmitterIsSent) {
+  auto o = ParseSubmitArgs(std::vector<std::string>{"--", "true"});
+  ASSERT_TRUE(o.has_value());
+  SubmitContext ctx = Context();
+  EXPECT_FALSE(BuildJobSpec(*o, ctx)->has_umask());
+  ctx.umask = 077;
+  auto s = BuildJobSpec(*o, ctx);
+  ASSERT_TRUE(s.has_value());
+  ASSERT_TRUE(s->has_umask());
+  EXPECT_EQ(s->umask(), 077u);
+  ctx.umask = 0;
+  EXPECT_TRUE(BuildJobSpec(*o, ctx)->has_umask());  // 0 is a umask too
+  EXPECT_EQ(BuildJobSpec(*o, ctx)->umask(), 0u);
+}
+
 TEST(SubmitOptions, ValueErrors) {
   EXPECT_EQ(SpecError({"-t", "forever"}),
             "-t: 'forever' is not a duration (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or 90s/30m/2h/1d)");

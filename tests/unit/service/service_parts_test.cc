@@ -138,6 +138,11 @@ TEST(ProtoConvert, InvalidFieldsAreNamedWithTheirValues) {
   EXPECT_EQ(ok->shape.nodes, 2u);
   EXPECT_EQ(ok->shape.level, Level::kLeaf);
   EXPECT_EQ(ok->shape.fit, FitMode::kRequire);
+  // The submitter's umask travels as data (the agent applies it); more than 0777 is refused.
+  s.set_umask(077);
+  EXPECT_TRUE(CoreSpecFromProto(s, who));
+  s.set_umask(01000);
+  EXPECT_EQ(CoreSpecFromProto(s, who).error().ToString(), "spec.umask: must be at most 0777 (got 01000)");
 }
 
 // gsub script.sh ARGS: the script's text in `script`, its arguments in `command`; both reach the
