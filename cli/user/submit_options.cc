@@ -11,7 +11,6 @@ namespace {
 
 constexpr uint64_t kMaxGpus = 1u << 20;
 constexpr uint64_t kMaxNodes = 1u << 20;
-constexpr size_t kMaxScriptBytes = 1u << 20;  // well below gRPC's 4 MiB message limit
 
 constexpr OptionSpec kSpecs[] = {
     {"gpus", 'G', "N|MIN:MAX", "total GPUs (default 1); MIN:MAX makes the job elastic"},
