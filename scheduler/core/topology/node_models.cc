@@ -11,8 +11,8 @@ namespace {
 
 // NVLink 4 (H100): 18 links x 25 GB/s = 450 GB/s per direction per GPU.
 constexpr double kNvlink4 = 450, kNvlink3 = 300, kNvlink5 = 900;
-// PCIe Gen4 x16 / Gen5 x16 per direction.
-constexpr double kPcie4 = 32, kPcie5 = 64;
+// PCIe Gen4 x16 per direction.
+constexpr double kPcie4 = 32;
 // Socket-to-socket (UPI/xGMI) usable for GPU peer traffic.
 constexpr double kSmp = 40;
 // NICs: NDR 400 Gb/s = 50 GB/s, HDR 200 Gb/s = 25 GB/s.
