@@ -12,7 +12,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   FUZZ_CHECK(!names->empty() && names->size() <= kMaxHostlistHosts);
-  if (names->size() > 20000) return 0;  // the round trips below are quadratic-ish in output size
+  // The round trips below cost ~1 ms per 1,000 names under ASan: long lists are left to the
+  // expansion (and its limits) alone, to keep the executions fast.
+  if (names->size() > 2000) return 0;
   auto again = ExpandHostlist(FormatHostlist(*names), "fuzz");
   FUZZ_CHECK(again && *again == *names);
   auto compressed = ExpandHostlist(CompressHostlist(*names), "fuzz");
