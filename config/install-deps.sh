@@ -14,6 +14,9 @@ packages=(
   # compile_commands.json with jq; Debian 12's clang 14 cannot parse std::expected), the
   # .clang-format style, and GCC's ThreadSanitizer runtime for tests/run.sh's TSan build
   clang-16 clang-format-16 jq libtsan2
+  # libFuzzer and the ASan/UBSan runtimes for clang-16 (tests/fuzz/run.sh; clang 14's runtime
+  # is no use: its compiler cannot parse std::expected)
+  libclang-rt-16-dev
   # the SPANK plugin (slurm/spank.h) and the one-machine Slurm lab of its tests (tests/slurm,
   # config/slurm/demo-slurm.sh). Never slurm-wlm-emulator: a front-end build that takes over the
   # slurmd alternative (docs/slurm.md)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Phalanx and runs every test: a normal build, then an ASan/UBSan build of the tests, then
-# a ThreadSanitizer build of the threaded tests only (PHALANX_TSAN=0 leaves that one out).
+# a ThreadSanitizer build of the threaded tests only (PHALANX_TSAN=0 leaves that one out), then
+# a bounded libFuzzer run of every reader (tests/fuzz/run.sh; PHALANX_FUZZ=0 leaves it out).
 # Usage: tests/run.sh [--no-sanitize]   (--no-sanitize: the normal build only)
 # With CI=true a skipped test (GTEST_SKIP, or a script's exit 77) fails the run unless its name
 # matches a line of tests/skip-allowlist.txt (each line says why it may skip).
@@ -54,6 +55,12 @@ if [ "${1:-}" != "--no-sanitize" ] && [ "${PHALANX_TSAN:-1}" != 0 ]; then
   ctest_env=(env "TSAN_OPTIONS=suppressions=$PWD/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:history_size=7"
              "${norandom[@]}")
   run_ctest build-tsan -L "^($(IFS='|'; echo "${tsan_tests[*]}"))\$" -E '^Store(Codec|Faults)?\.'
+fi
+# libFuzzer over every reader (tests/fuzz/run.sh: build-fuzz/ with clang-16, only the fuzz
+# targets and their libraries; its corpus replayed, then PHALANX_FUZZ_SECONDS (default 10) of
+# fuzzing per target, 12 targets). PHALANX_FUZZ=0 leaves it out. Time: docs/fuzzing.md.
+if [ "${1:-}" != "--no-sanitize" ] && [ "${PHALANX_FUZZ:-1}" != 0 ]; then
+  PHALANX_FUZZ_JOBS=$jobs tests/fuzz/run.sh "${PHALANX_FUZZ_SECONDS:-10}"
 fi
 rm -rf "$logs"
 echo "all tests passed"

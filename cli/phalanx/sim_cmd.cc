@@ -18,6 +18,7 @@
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
+#include "util/file_read.h"
 #include "util/numbers.h"
 
 namespace phalanx::cli {
@@ -70,13 +71,7 @@ constexpr const char* kUsage =
     "\n"
     "options:\n";
 
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Fail(path, "cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+Result<std::string> ReadFile(const std::string& path) { return ReadFileBounded(path, kMaxTraceBytes); }
 
 Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);

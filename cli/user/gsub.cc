@@ -10,6 +10,7 @@
 
 #include "client.h"
 #include "submit_options.h"
+#include "util/file_read.h"
 
 extern char** environ;
 
@@ -38,13 +39,13 @@ std::map<std::string, std::string> Environment() {
   return env;
 }
 
+// A bounded read (util/file_read.h): `gsub /dev/zero` fails at the script limit, not out of memory.
 Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Fail(path, "cannot open the script (to run a command: gsub [options] -- COMMAND [ARGS...])");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Fail(path, "cannot read the script");
-  return text.str();
+  auto text = ReadFileBounded(path, kMaxScriptBytes);
+  if (!text && text.error().message.starts_with("cannot open")) {
+    return Fail(path, "cannot open the script (to run a command: gsub [options] -- COMMAND [ARGS...])");
+  }
+  return text;
 }
 
 int Run(const std::vector<std::string>& args) {

@@ -31,6 +31,9 @@
 
 namespace phalanx::cli {
 
+// The largest script gsub reads or sends: well below gRPC's 4 MiB message limit.
+inline constexpr size_t kMaxScriptBytes = size_t{1} << 20;
+
 // What a submission sees of its process besides the arguments.
 struct SubmitContext {
   std::string cwd;                                 // absolute

@@ -16,6 +16,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -25,6 +26,11 @@
 #include "core/common/time.h"
 
 namespace phalanx {
+
+// The largest trace file `phalanx sim` reads: sacct --parsable2 rows are ~150 bytes, so this is
+// over 3 million jobs (years of a large cluster); more fails before parsing ("larger than
+// 512 MiB limit"), as does /dev/zero.
+inline constexpr size_t kMaxTraceBytes = size_t{512} << 20;
 
 struct TraceJob {
   std::string id;   // as in the trace

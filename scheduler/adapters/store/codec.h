@@ -13,6 +13,7 @@
 //   Job ids   "3,5,9".
 //   Decision  the event-log payload of a decision: "gpus=0-7 deadline=130 requeue=1 reason=..."
 //             (only the fields its kind uses).
+// A GPU list decodes to at most kMaxTopologyGpus (core/topology/limits.h) GPUs in all.
 // Decoders are strict: an unknown, missing, repeated or malformed field is an Error whose
 // `where` names the field; they never crash on any input (fuzzed in store_test).
 // Thread-safety: pure functions.

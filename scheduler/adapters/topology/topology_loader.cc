@@ -1,33 +1,18 @@
 #include "adapters/topology/topology_loader.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
 #include "adapters/topology/topology_reader_hwloc.h"
 #include "adapters/topology/topology_reader_nvsmi.h"
 #include "adapters/topology/topology_reader_slurm.h"
 #include "adapters/topology/topology_reader_yaml.h"
 #include "core/topology/node_models.h"
+#include "util/file_read.h"
 #include "util/strings.h"
 
 namespace phalanx {
 namespace {
 
 constexpr std::string_view kGenPrefix = "gen:";
-constexpr size_t kMaxFileBytes = 256u << 20;
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Fail(path, std::string("cannot open: ") + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Fail(path, std::string("cannot read: ") + std::strerror(errno));
-  std::string text = std::move(ss).str();
-  if (text.size() > kMaxFileBytes) return Fail(path, "file larger than 256 MiB");
-  return text;
-}
+Result<std::string> ReadFile(const std::string& path) { return ReadFileBounded(path, kMaxTopologyFileBytes); }
 
 std::string FileStem(std::string_view path) {
   if (const size_t slash = path.find_last_of('/'); slash != std::string_view::npos) path.remove_prefix(slash + 1);

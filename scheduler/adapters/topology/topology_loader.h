@@ -14,6 +14,7 @@
 // Thread-safety: reads the file system; otherwise pure.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,12 @@
 #include "core/topology/spec.h"
 
 namespace phalanx {
+
+// The largest topology (or gres) file read: a Slurm topology.conf or YAML file of the node limit
+// (core/topology/limits.h) with one line per node is under 8 MiB, an hwloc XML of a 1,024-GPU
+// node under 16 MiB. Larger input (or /dev/zero) fails before it is parsed:
+// "FILE: larger than 64 MiB limit".
+inline constexpr size_t kMaxTopologyFileBytes = size_t{64} << 20;
 
 enum class TopologyFormat { kAuto, kYaml, kSlurm, kNvsmi, kHwloc, kGenerator };
 std::string_view TopologyFormatName(TopologyFormat format);
@@ -47,7 +54,8 @@ struct LoadedTopology {
 // The format of `text` (read from `path`), or an error naming `path` when it is none of them.
 Result<TopologyFormat> SniffTopologyFormat(std::string_view path, std::string_view text);
 
-// Fails on: an unreadable file (naming the path and the OS error), an unknown format, a bad
+// Fails on: an unreadable file (naming the path and the OS error), a file over
+// kMaxTopologyFileBytes, an unknown format, a bad
 // generator name, and every error of the reader (with its file:line).
 Result<LoadedTopology> LoadTopology(const std::string& path, const LoadOptions& options);
 Result<TopologySpec> LoadTopologyFile(const std::string& path, const LoadOptions& options);

@@ -13,6 +13,8 @@
 #include <tuple>
 #include <vector>
 
+#include "core/topology/limits.h"
+
 namespace phalanx {
 namespace {
 
@@ -247,7 +249,8 @@ Result<NodeModel> ReadHwlocXml(std::string_view xml_text, std::string_view filen
                 "no GPUs found (no PCI device of the GPU vendors with a display class or a cuda/nvml/opencl device; "
                 "was lstopo run with I/O discovery, i.e. without --no-io?)");
   }
-  if (gpus.size() > 1024) return Fail(file, "too many GPUs (" + std::to_string(gpus.size()) + ")");
+  if (gpus.size() > static_cast<size_t>(kMaxGpusPerNode))
+    return Fail(file, OverLimit(static_cast<int64_t>(gpus.size()), "GPUs", kMaxGpusPerNode));
   std::sort(gpus.begin(), gpus.end(), [](const FoundGpu& x, const FoundGpu& y) { return x.busid < y.busid; });
 
   NodeModel m;

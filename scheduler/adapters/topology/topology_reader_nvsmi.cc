@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/topology/limits.h"
 #include "util/numbers.h"
 #include "util/strings.h"
 
@@ -159,7 +160,7 @@ class NvsmiReader {
         devices_.push_back(std::string(t));  // a NIC: NIC0, mlx5_0, ...
       }
     }
-    if (gpus_ > 1024) return Fail(where, "too many GPU columns (" + std::to_string(gpus_) + ")");
+    if (gpus_ > kMaxGpusPerNode) return Fail(where, "GPU columns: " + OverLimit(gpus_, "GPUs", kMaxGpusPerNode));
     return {};
   }
 

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "adapters/topology/bandwidth_units.h"
+#include "core/topology/limits.h"
 #include "core/topology/node_models.h"
 #include "util/hostlist.h"
 #include "util/numbers.h"
@@ -136,8 +137,14 @@ Result<int64_t> SlurmConfGpus(std::string_view value, const std::string& where) 
   return total;
 }
 
+// Node names the NodeName= lists of one gres.conf/slurm.conf may expand to, all lines together:
+// each list is bounded by ExpandHostlist, this bounds a file repeating long lists (64 MiB of
+// "NodeName=n[0-999999]" lines would otherwise expand to 10^12 names).
+constexpr size_t kMaxGresNodeNames = 4 * static_cast<size_t>(kMaxTopologyNodes);
+
 Result<GresTable> ReadGres(std::string_view text, std::string_view file) {
   GresTable table;
+  size_t names = 0;  // node names expanded so far
   PHX_ASSIGN_OR_RETURN(auto lines, Lex(text, file));
   std::optional<int64_t> default_gres;  // NodeName=DEFAULT Gres=...
   for (const LogicalLine& line : lines) {
@@ -192,6 +199,11 @@ Result<GresTable> ReadGres(std::string_view text, std::string_view file) {
     }
     auto nodes = ExpandHostlist(node_it->second->value, At(file, node_it->second->line));
     if (!nodes) return Fail(nodes.error().where, "bad NodeName= hostlist: " + nodes.error().message);
+    names += nodes->size();
+    if (names > kMaxGresNodeNames) {
+      return Fail(At(file, node_it->second->line),
+                  "NodeName= lists name more than " + std::to_string(kMaxGresNodeNames) + " nodes in all");
+    }
     for (const std::string& node : *nodes) {
       if (gres_conf) {
         auto [it, fresh] = table.gres_conf.try_emplace(node, GresCount{0, where});
@@ -421,8 +433,8 @@ class SlurmReader {
       const std::string where = At(file_, sw.nodes->line);
       auto nodes = ExpandHostlist(sw.nodes->value, where);
       if (!nodes) return Fail(where, "bad Nodes= list: " + nodes.error().message);
-      if (spec_.nodes.size() + nodes->size() > kMaxHostlistHosts) {
-        return Fail(where, "more than " + std::to_string(kMaxHostlistHosts) + " nodes in total");
+      if (const size_t total = spec_.nodes.size() + nodes->size(); total > static_cast<size_t>(kMaxTopologyNodes)) {
+        return Fail(where, "Nodes= lists reach " + OverLimit(static_cast<int64_t>(total), "nodes", kMaxTopologyNodes));
       }
       for (std::string& node : *nodes) {
         if (auto [it, fresh] = seen.try_emplace(node, i, where); !fresh) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "adapters/topology/bandwidth_units.h"
+#include "core/topology/limits.h"
 #include "core/topology/node_models.h"
 #include "core/topology/topology.h"
 #include "util/hostlist.h"
@@ -22,7 +23,6 @@ namespace {
 
 constexpr int kMaxGroupDepth = 16;
 constexpr int kMaxSwitchDepth = 32;
-constexpr size_t kMaxNodes = 1'000'000;
 
 class YamlReader {
  public:
@@ -236,7 +236,7 @@ class YamlReader {
     } else {
       const YAML::Node gpus = node["gpus"];
       if (!gpus) return Err(node, path, "needs 'gpus:' (the GPU count) or 'builtin:' (one of the built-in models)");
-      PHX_ASSIGN_OR_RETURN(auto n, Int(gpus, path + ".gpus", 1, 1024));
+      PHX_ASSIGN_OR_RETURN(auto n, Int(gpus, path + ".gpus", 1, static_cast<int>(kMaxGpusPerNode)));
       m.gpus = n;
       if (const YAML::Node v = node["gpu_link"]) {
         PHX_ASSIGN_OR_RETURN(auto bw, Bandwidth(v, path + ".gpu_link"));
@@ -434,8 +434,9 @@ class YamlReader {
       PHX_ASSIGN_OR_RETURN(auto h, Str(hosts, p));
       auto names = ExpandHostlist(h, At(hosts));
       if (!names) return Fail(At(hosts), p + ": " + names.error().message);
-      if (spec_.nodes.size() + names->size() > kMaxNodes)
-        return Err(hosts, p, "more than " + std::to_string(kMaxNodes) + " nodes in the cluster");
+      if (const size_t total = spec_.nodes.size() + names->size(); total > static_cast<size_t>(kMaxTopologyNodes))
+        return Err(hosts, p,
+                   "the cluster reaches " + OverLimit(static_cast<int64_t>(total), "nodes", kMaxTopologyNodes));
       for (std::string& name : *names) spec_.nodes.push_back(NodeSpec{std::move(name), parent, index, At(hosts)});
       return {};
     };

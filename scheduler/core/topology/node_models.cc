@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "core/topology/limits.h"
 #include "util/numbers.h"
 
 namespace phalanx {
@@ -10,8 +11,8 @@ namespace {
 
 // NVLink 4 (H100): 18 links x 25 GB/s = 450 GB/s per direction per GPU.
 constexpr double kNvlink4 = 450, kNvlink3 = 300, kNvlink5 = 900;
-// PCIe Gen4 x16 / Gen5 x16 per direction.
-constexpr double kPcie4 = 32, kPcie5 = 64;
+// PCIe Gen4 x16 per direction.
+constexpr double kPcie4 = 32;
 // Socket-to-socket (UPI/xGMI) usable for GPU peer traffic.
 constexpr double kSmp = 40;
 // NICs: NDR 400 Gb/s = 50 GB/s, HDR 200 Gb/s = 25 GB/s.
@@ -112,6 +113,15 @@ std::string Pad(int v, int width) {
   return std::string(s.size() < static_cast<size_t>(width) ? static_cast<size_t>(width) - s.size() : 0, '0') + s;
 }
 
+// Refuses a fabric of `nodes` nodes of `gpus_per_node` GPUs over the limits, before anything
+// is built. Both factors are positive ints: their product fits in int64_t.
+Status CheckSize(std::string_view generator, int64_t nodes, int gpus_per_node) {
+  if (nodes > kMaxTopologyNodes) return Fail(std::string(generator), OverLimit(nodes, "nodes", kMaxTopologyNodes));
+  if (const int64_t gpus = nodes * gpus_per_node; gpus > kMaxTopologyGpus)
+    return Fail(std::string(generator), OverLimit(gpus, "GPUs", kMaxTopologyGpus));
+  return {};
+}
+
 void AddNode(TopologySpec& spec, std::string name, std::string parent, int model) {
   spec.nodes.push_back(NodeSpec{std::move(name), std::move(parent), model, "generator"});
 }
@@ -122,6 +132,7 @@ Result<TopologySpec> GenerateSuperPod(const SuperPodOptions& o) {
   if (o.scalable_units < 1 || o.nodes_per_su < 1) return Fail("superpod", "needs at least 1 SU of 1 node");
   auto model = BuiltinNodeModel(o.model);
   PHX_RETURN_IF_ERROR(model);
+  PHX_RETURN_IF_ERROR(CheckSize("superpod", int64_t{o.scalable_units} * o.nodes_per_su, model->gpus));
   TopologySpec spec;
   spec.name = "superpod-" + std::to_string(o.scalable_units) + "su";
   spec.models.push_back(*model);
@@ -138,15 +149,18 @@ Result<TopologySpec> GenerateLeafSpine(const LeafSpineOptions& o) {
   if (o.nodes < 1 || o.nodes_per_leaf < 1) return Fail("leafspine", "needs nodes >= 1 and nodes_per_leaf >= 1");
   auto model = BuiltinNodeModel(o.model);
   PHX_RETURN_IF_ERROR(model);
+  PHX_RETURN_IF_ERROR(CheckSize("leafspine", o.nodes, model->gpus));
   TopologySpec spec;
   spec.name = "leafspine-" + std::to_string(o.nodes);
   spec.models.push_back(*model);
   spec.switches.push_back(Switch("spine", Level::kSpine, ""));
-  const int leaves = (o.nodes + o.nodes_per_leaf - 1) / o.nodes_per_leaf;
-  for (int l = 0; l < leaves; ++l) {
-    const std::string leaf = "leaf" + Pad(l, 2);
+  // In int64_t: nodes_per_leaf may be as large as INT_MAX.
+  const int64_t per_leaf = o.nodes_per_leaf;
+  const int64_t leaves = (o.nodes + per_leaf - 1) / per_leaf;
+  for (int64_t l = 0; l < leaves; ++l) {
+    const std::string leaf = "leaf" + Pad(static_cast<int>(l), 2);
     spec.switches.push_back(Switch(leaf, Level::kLeaf, "spine", o.oversubscription));
-    for (int n = l * o.nodes_per_leaf; n < std::min(o.nodes, (l + 1) * o.nodes_per_leaf); ++n) {
+    for (int n = static_cast<int>(l * per_leaf); n < std::min<int64_t>(o.nodes, (l + 1) * per_leaf); ++n) {
       AddNode(spec, "node" + Pad(n, 3), leaf, 0);
     }
   }
@@ -155,17 +169,20 @@ Result<TopologySpec> GenerateLeafSpine(const LeafSpineOptions& o) {
 
 Result<TopologySpec> GenerateNvl72(const Nvl72Options& o) {
   if (o.racks < 1 || o.racks_per_leaf < 1) return Fail("nvl72", "needs racks >= 1 and racks_per_leaf >= 1");
+  const NodeModel tray = *BuiltinNodeModel("gb200-nvl");
+  constexpr int kTraysPerRack = 18;
+  PHX_RETURN_IF_ERROR(CheckSize("nvl72", int64_t{o.racks} * kTraysPerRack, tray.gpus));
   TopologySpec spec;
   spec.name = "nvl72-" + std::to_string(o.racks);
-  spec.models.push_back(*BuiltinNodeModel("gb200-nvl"));
+  spec.models.push_back(tray);
   spec.switches.push_back(Switch("spine", Level::kSpine, ""));
-  const int leaves = (o.racks + o.racks_per_leaf - 1) / o.racks_per_leaf;
+  const int leaves = static_cast<int>((int64_t{o.racks} + o.racks_per_leaf - 1) / o.racks_per_leaf);
   for (int l = 0; l < leaves; ++l)
     spec.switches.push_back(Switch("leaf" + Pad(l, 2), Level::kLeaf, "spine", o.oversubscription));
   for (int r = 0; r < o.racks; ++r) {
     const std::string rack = "rack" + Pad(r, 3);
     spec.switches.push_back(Switch(rack, Level::kNvlDomain, "leaf" + Pad(r / o.racks_per_leaf, 2)));
-    for (int n = 0; n < 18; ++n) AddNode(spec, rack + "-n" + Pad(n, 2), rack, 0);
+    for (int n = 0; n < kTraysPerRack; ++n) AddNode(spec, rack + "-n" + Pad(n, 2), rack, 0);
   }
   return spec;
 }

@@ -16,7 +16,9 @@ namespace phalanx {
 Result<NodeModel> BuiltinNodeModel(std::string_view name);
 std::vector<std::string_view> BuiltinNodeModelNames();
 
-// Fabric generators. All produce a spec that Topology::Build accepts.
+// Fabric generators. All produce a spec that Topology::Build accepts, and all refuse (before
+// building anything) a fabric over the node or GPU limit of core/topology/limits.h:
+// "superpod: 31999999968 nodes: more than the limit of 65536".
 struct SuperPodOptions {
   int scalable_units = 4;
   int nodes_per_su = 32;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/topology/limits.h"
 #include "core/topology/topology.h"
 
 namespace phalanx {
@@ -22,7 +23,7 @@ std::string ModelWhere(const NodeModel& m) { return "node model '" + m.name + "'
 // Checks that the group tree of `model` covers GPUs 0..gpus-1 exactly once, with sane links.
 Status ValidateModel(const NodeModel& model) {
   if (model.gpus <= 0) return Fail(ModelWhere(model), "has " + std::to_string(model.gpus) + " GPUs");
-  if (model.gpus > 1024) return Fail(ModelWhere(model), "has too many GPUs (" + std::to_string(model.gpus) + ")");
+  if (model.gpus > kMaxGpusPerNode) return Fail(ModelWhere(model), OverLimit(model.gpus, "GPUs", kMaxGpusPerNode));
   std::vector<int> seen(static_cast<size_t>(model.gpus), 0);
   std::function<Status(const GroupSpec&, bool)> walk = [&](const GroupSpec& g, bool needs_uplink) -> Status {
     if (BadBandwidth(g.gpu_link_gbs) || BadBandwidth(g.uplink.gbs)) {
@@ -76,6 +77,7 @@ class TopologyBuilder {
 
   Result<Topology> Build() {
     if (spec_.nodes.empty()) return Fail(spec_.name, "no nodes");
+    PHX_RETURN_IF_ERROR(CheckSize());
     for (const NodeModel& m : spec_.models) {
       PHX_RETURN_IF_ERROR(ValidateModel(m));
     }
@@ -117,6 +119,22 @@ class TopologyBuilder {
   }
 
  private:
+  // The limits of core/topology/limits.h, before anything per node or per GPU is allocated
+  // (readers check them too, with their file:line; this is the backstop for any spec).
+  Status CheckSize() const {
+    const int64_t nodes = static_cast<int64_t>(spec_.nodes.size());
+    if (nodes > kMaxTopologyNodes) return Fail(spec_.name, OverLimit(nodes, "nodes", kMaxTopologyNodes));
+    const int64_t switches = static_cast<int64_t>(spec_.switches.size());
+    if (switches > kMaxTopologySwitches) return Fail(spec_.name, OverLimit(switches, "switches", kMaxTopologySwitches));
+    int64_t gpus = 0;  // at most 65,536 nodes x INT_MAX GPUs: fits in int64_t
+    for (const NodeSpec& n : spec_.nodes) {
+      if (n.model >= 0 && static_cast<size_t>(n.model) < spec_.models.size())
+        gpus += std::max(0, spec_.models[static_cast<size_t>(n.model)].gpus);
+    }
+    if (gpus > kMaxTopologyGpus) return Fail(spec_.name, OverLimit(gpus, "GPUs", kMaxTopologyGpus));
+    return {};
+  }
+
   struct Item {
     bool is_switch;
     size_t index;

@@ -159,5 +159,20 @@ TEST(StoreCodec, GpuListsKeepOrderAndRuns) {
     EXPECT_FALSE(DecodeGpus(bad)) << bad;
 }
 
+// Found by fuzz_store_codec (tests/fuzz/corpus/store_codec/slow-gpu-ranges): each range was
+// bounded, the list was not, so 25 bytes of a corrupt row decoded to 20 million GPUs (10 s,
+// 400 MB). The list is bounded in all by the cluster's GPU limit.
+TEST(StoreCodec, GpuListsAreBoundedInAll) {
+  auto slow = DecodeGpus("599,9,1-9999999,9,1-99999");
+  ASSERT_FALSE(slow);
+  EXPECT_EQ(slow.error().message, "GPU list '1-9999999' reaches more than 524288 GPUs (the cluster limit)");
+  auto many = DecodeGpus("0-299999,300000-524287");
+  ASSERT_TRUE(many) << many.error().ToString();
+  EXPECT_EQ(many->size(), 524288u);
+  auto over = DecodeGpus("0-299999,300000-524287,600000");
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().message, "GPU list '600000' reaches more than 524288 GPUs (the cluster limit)");
+}
+
 }  // namespace
 }  // namespace phalanx::store

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -106,6 +107,33 @@ TEST(TopologyLoader, Errors) {
   auto yaml = LoadTopologyFile(bad_yaml.path(), {});
   ASSERT_FALSE(yaml);
   EXPECT_EQ(yaml.error().where, bad_yaml.path() + ":4");
+}
+
+// Issue 12.5: each of these grew past 8 GB; now each fails fast with the limit it hit.
+TEST(TopologyLoader, SizeLimitsFailFastWithTheLimit) {
+  auto zero = LoadTopologyFile("/dev/zero", {});
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().ToString(), "/dev/zero: larger than 64 MiB limit");
+  LoadOptions gres;
+  gres.gres_path = "/dev/zero";
+  auto gres_zero = LoadTopologyFile(kFixtures + "/slurm/dgx_h100_2level.conf", gres);
+  ASSERT_FALSE(gres_zero);
+  EXPECT_EQ(gres_zero.error().ToString(), "/dev/zero: larger than 64 MiB limit");
+  auto superpod = LoadTopologyFile("gen:superpod:999999999", {});
+  ASSERT_FALSE(superpod);
+  EXPECT_EQ(superpod.error().ToString(), "gen:superpod:999999999: 31999999968 nodes: more than the limit of 65536");
+  auto leafspine = LoadTopologyFile("gen:leafspine:100000000:16:2", {});
+  ASSERT_FALSE(leafspine);
+  EXPECT_EQ(leafspine.error().ToString(),
+            "gen:leafspine:100000000:16:2: 100000000 nodes: more than the limit of 65536");
+  // A file one byte over the limit (sparse: no disk used) fails the same way; at the limit it is read.
+  const std::string big = testing::TempDir() + "big.conf";
+  { std::ofstream(big) << "SwitchName=s Nodes=n1\n"; }
+  std::filesystem::resize_file(big, kMaxTopologyFileBytes + 1);
+  auto over = LoadTopologyFile(big, {});
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().ToString(), big + ": larger than 64 MiB limit");
+  std::filesystem::remove(big);
 }
 
 TEST(TopologyLoader, SniffRules) {

@@ -140,6 +140,17 @@ TEST(SlurmReader, GresConfFileListsGiveGpuCounts) {
   EXPECT_EQ(t.gpu_count(), 1024u);  // 8 files, or 4 + 4 on two lines
 }
 
+// Each NodeName= list is bounded by the hostlist limit; a file repeating long lists is bounded
+// by the reader's total (kMaxGresNodeNames = 4 x the node limit).
+TEST(SlurmReader, GresNodeNamesAreBoundedInAll) {
+  SlurmReadOptions options;
+  options.gres_filename = "gres.conf";
+  for (int i = 0; i < 6; ++i) options.gres_text += "NodeName=n" + std::to_string(i) + "x[1-50000] Name=gpu Count=8\n";
+  auto spec = ReadSlurmTopology("SwitchName=s Nodes=n[1-2]\n", "t.conf", options);
+  ASSERT_FALSE(spec.has_value());
+  EXPECT_EQ(spec.error().ToString(), "gres.conf:6: NodeName= lists name more than 262144 nodes in all");
+}
+
 TEST(SlurmReader, GresCountMismatchNamesNodeAndBothCounts) {
   SlurmReadOptions options;
   options.gres_text = ReadFixture("slurm_nodes.conf");
@@ -283,8 +294,8 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"FourLevels",
                   "SwitchName=l Nodes=n1\nSwitchName=s Switches=l\nSwitchName=c Switches=s\nSwitchName=x Switches=c\n",
                   "t.conf:4", "switch 'x' is a 4th switch level above the nodes"},
-        ErrorCase{"TooManyNodes", "SwitchName=a Nodes=n[1-600000]\nSwitchName=b Nodes=m[1-600000]\n", "t.conf:2",
-                  "more than 1000000 nodes in total"},
+        ErrorCase{"TooManyNodes", "SwitchName=a Nodes=n[1-40000]\nSwitchName=b Nodes=m[1-40000]\n", "t.conf:2",
+                  "Nodes= lists reach 80000 nodes: more than the limit of 65536"},
         ErrorCase{"EmptyFile", "", "t.conf", "no switches defined"},
         ErrorCase{"OnlyComments", "# nothing here\n\n   # still nothing\n", "t.conf", "no switches defined"},
         ErrorCase{"TruncatedMidToken", "SwitchName=s1 Nodes=dgx[001-", "t.conf:1",

@@ -143,6 +143,11 @@ TEST(YamlReader, ErrorsNameLineFieldAndValue) {
   ExpectError("cluster: [c\n", 2, "YAML syntax error");
   ExpectError("cluster: c\nfabric:\n  name: s\n   level: leaf\n", 4, "YAML syntax error");
   ExpectError("cluster: c\ngenerate: superpod:x\n", 2, "generate: ");
+  ExpectError("cluster: c\ngenerate: superpod:999999999\n", 2, "31999999968 nodes: more than the limit of 65536");
+  ExpectError(std::string(kHead) +
+                  "  name: s\n  level: spine\n  children:\n    - {name: l0, level: leaf, nodes: \"a[1-40000]\"}\n"
+                  "    - {name: l1, level: leaf, nodes: \"b[1-40000]\"}\n",
+              9, "the cluster reaches 80000 nodes: more than the limit of 65536");
   ExpectError("cluster: c\ngenerate: demo\nfabric: {name: s}\n", 3, "cannot be combined with 'generate:'");
   ExpectError("version: 2\n", 1, "version: 2 is out of range 1..1");
   ExpectError("cluster: c\n", 1, "missing 'fabric:'");

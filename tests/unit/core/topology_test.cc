@@ -159,5 +159,33 @@ TEST(Topology, NonContiguousGroupsKeepRealLocalIndices) {
   EXPECT_EQ(t.node_gpu(NodeId(0), 1), GpuId(2));
 }
 
+// Topology::Build checks the limits of core/topology/limits.h before allocating per node or GPU.
+TEST(Topology, BuildRefusesSpecsOverTheSizeLimits) {
+  NodeModel nine;  // 9 GPUs: 65,536 such nodes are over the GPU limit
+  nine.name = "nine";
+  nine.gpus = 9;
+  nine.gpu_link_gbs = 100;
+  TopologySpec spec;
+  spec.name = "big";
+  spec.models.push_back(nine);
+  for (int i = 0; i < 65537; ++i) spec.nodes.push_back(NodeSpec{"n" + std::to_string(i), "", 0, "t"});
+  EXPECT_EQ(BuildError(spec), "big: 65537 nodes: more than the limit of 65536");
+  spec.nodes.pop_back();
+  EXPECT_EQ(BuildError(spec), "big: 589824 GPUs: more than the limit of 524288");
+  spec.nodes.resize(58254);  // 524,286 GPUs
+  for (int i = 0; i < 131073; ++i) {
+    SwitchSpec sw;
+    sw.name = "s" + std::to_string(i);
+    spec.switches.push_back(std::move(sw));
+  }
+  EXPECT_EQ(BuildError(spec), "big: 131073 switches: more than the limit of 131072");
+  NodeModel huge = nine;
+  huge.gpus = 1025;
+  TopologySpec one;
+  one.models.push_back(huge);
+  one.nodes.push_back(NodeSpec{"n", "", 0, "t"});
+  EXPECT_EQ(BuildError(one), "node model 'nine': 1025 GPUs: more than the limit of 1024");
+}
+
 }  // namespace
 }  // namespace phalanx

@@ -1,0 +1,1 @@
+ARGS --wrap hostname
