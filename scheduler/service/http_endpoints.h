@@ -2,7 +2,8 @@
 // /metrics (Prometheus; gauges set from the core by a collector at scrape time) and
 // /api/v1/{jobs,jobs/{id},nodes,stats,fragmentation,topology} as the API's JSON. Handlers
 // run on the io thread and answer from the Controller through api_views.h (the same answers
-// as gRPC, for an anonymous caller: never a job's environment).
+// as gRPC, for an anonymous caller: never a job's environment); the web page at / with its
+// endpoints and event stream (dashboard.h).
 // Thread-safety: Start, Stop and every handler on the io thread. The observer functions it
 // gives the Controller run on the io thread too.
 #pragma once
@@ -14,6 +15,7 @@
 
 #include "core/common/result.h"
 #include "service/controller.h"
+#include "service/dashboard.h"
 #include "service/http/metrics.h"
 #include "service/http/server.h"
 
@@ -46,6 +48,7 @@ class HttpEndpoints {
   http::CounterFamily* decisions_ = nullptr;
   http::CounterFamily* submissions_ = nullptr;
   http::CounterFamily* requests_ = nullptr;
+  std::unique_ptr<Dashboard> dashboard_;  // the web page at / and its endpoints (dashboard.h)
   std::unique_ptr<http::Server> server_;
 };
 
