@@ -293,7 +293,8 @@ std::string Dashboard::PlaceableJson() const {
 }
 
 std::string Dashboard::SamplesJson(int64_t since) const {
-  std::string o = "{\"interval_s\":" + Num(options_.sample_interval_s) + ",\"samples\":[";
+  std::string o = "{\"interval_s\":" + Num(options_.sample_interval_s) +
+                  ",\"history\":" + (has_history_ ? "true" : "false") + ",\"samples\":[";
   bool first = true;
   for (const Sample& s : samples_) {
     if (s.time < since) continue;
@@ -325,6 +326,14 @@ std::string Dashboard::JobEventsJson(JobId id) const {
 }
 
 void Dashboard::AddRoutes(h::Router& router, std::vector<Status>* added) {
+  // Whether the store's history is served (/api/v1/history): the page reads it, when it is,
+  // instead of the samples kept here. A method no route has: 405 when the path exists, and no
+  // handler runs.
+  h::Request probe;
+  probe.method = "OPTIONS";
+  probe.target = probe.path = "/api/v1/history";
+  probe.headers.emplace("host", "localhost");
+  has_history_ = router.Handle(probe).status != 404;
   added->push_back(router.Get(
       "/", [](const h::Request& r, const h::PathParams&) { return Asset(r, *web::FindWebAsset("index.html")); }));
   added->push_back(router.Get("/static/{name}", [](const h::Request& r, const h::PathParams& p) {

@@ -44,6 +44,8 @@ class Dashboard {
   Dashboard& operator=(const Dashboard&) = delete;
 
   // Adds /, /static/{name} and the endpoints above to `router`; failures appended to `added`.
+  // Call after every other route is added: /api/v1/samples says whether /api/v1/history is
+  // one of them.
   void AddRoutes(http::Router& router, std::vector<Status>* added);
   // Starts watching the Controller (job events into the history). Call once, after Start.
   void Watch();
@@ -84,6 +86,7 @@ class Dashboard {
   std::chrono::steady_clock::time_point next_sample_{};
   std::vector<std::shared_ptr<http::EventStream>> streams_;  // for "sample" events
   std::shared_ptr<HistorySink> sink_;
+  bool has_history_ = false;
   mutable std::unique_ptr<Topology> empty_;
   mutable std::map<uint32_t, double> best_busbw_;
 };

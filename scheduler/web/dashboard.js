@@ -245,19 +245,22 @@
   }
   async function loadHistory() {
     const since = Math.floor(Date.now() / 1000) - 6 * 3600;
-    try {
-      // Kept in the store (survives restarts), when this phalanxd has it.
-      const h = await getJson(`/api/v1/history?series=gpus_allocated,gpus_total,gpus_unavailable,jobs_pending,jobs_running,fgd,largest_free_block&since=${since}`);
-      st.samples = historyToSamples(h);
-      st.historySource = 'history kept in the store (last 6 h)';
-    } catch (e) {
-      if (e.status !== 404) throw e;
-      const r = await getJson(`/api/v1/samples?since=${since}`);
-      st.samples = r.samples;
-      st.historySource = `samples phalanxd took since it started (every ${r.interval_s} s), then live`;
+    const r = await getJson(`/api/v1/samples?since=${since}`);
+    st.samples = r.samples;
+    st.historySource = `samples phalanxd took since it started (every ${r.interval_s} s), then live`;
+    if (r.history) {
+      // Kept in the store (survives restarts): preferred when this phalanxd serves it.
+      try {
+        const h = historyToSamples(await getJson(`/api/v1/history?series=${HISTORY_SERIES}&since=${since}`));
+        if (h.length) {
+          st.samples = h;
+          st.historySource = 'history kept in the store (last 6 h), then live';
+        }
+      } catch (e) { showError(e); }
     }
     $('history-note').textContent = 'Series: ' + st.historySource + '.';
   }
+  const HISTORY_SERIES = 'gpus_allocated,gpus_total,gpus_unavailable,jobs_pending,jobs_running,fgd,largest_free_block';
   // /api/v1/history: {series: {name: [[t, v], ...]}} into samples by time.
   function historyToSamples(h) {
     const by = new Map();
@@ -335,6 +338,19 @@
     applyMap(map);
     applyPlaceable(placeable);
   }
+  // A pending job's reason and predicted start change with passes, which send no event: the
+  // pending list is read again after each event, and once more a second later while a job
+  // still has no reason (submitted, not yet seen by a pass).
+  let reasonRetry = null;
+  async function refreshPending() {
+    const r = await getJson('/api/v1/jobs?state=pending');
+    const now = new Set();
+    for (const j of r.jobs || []) { st.jobs.set(String(j.id), j); now.add(String(j.id)); }
+    for (const [id, j] of st.jobs) if (stateName(j.state) === 'pending' && !now.has(id)) st.jobs.delete(id);
+    if ((r.jobs || []).some((j) => !j.reason || j.reason === 'None') && !reasonRetry) {
+      reasonRetry = setTimeout(() => { reasonRetry = null; scheduleRefresh(); }, 1000);
+    }
+  }
   async function loadJobs() {
     const r = await getJson('/api/v1/jobs');
     st.jobs = new Map((r.jobs || []).map((j) => [String(j.id), j]));
@@ -349,7 +365,7 @@
       const t0 = pendingSince;
       pendingSince = 0;
       try {
-        await refreshMapAndFrag();
+        await Promise.all([refreshMapAndFrag(), refreshPending()]);
         drawQueue();
         if (st.selected && !$('job-panel').hidden) await showJob(st.selected);
         st.timings.updatesMs.push(performance.now() - t0);
