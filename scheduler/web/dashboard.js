@@ -60,10 +60,10 @@
       if (level === 'core' && parent < 0) { holders[i] = frag; return; }  // the synthetic root
       if (level === 'node') {
         const n = document.createElement('div');
-        n.className = 'node ' + nodeState;
+        // Columns: 4 (two rows of a DGX's 8), or 1, 2, 8 for other sizes (classes c1 c2 c8).
+        const cols = count <= 2 ? count : count <= 8 ? 4 : 8;
+        n.className = 'node ' + nodeState + (cols === 4 ? '' : ' c' + cols);
         n.dataset.node = name;
-        n.title = '';
-        n.style.gridTemplateColumns = `repeat(${count > 4 ? Math.ceil(count / 2) : count}, auto)`;
         for (let g = 0; g < count; g++) {
           const c = document.createElement('i');
           c.className = 'gpu';
@@ -108,12 +108,17 @@
   function applyMap(map) {
     const key = map.domains.map((d) => d[1] + '/' + d[4]).join(',');
     if (key !== st.domainsKey) {
+      const t0 = performance.now();
       buildMap(map);
+      st.timings.buildMapMs = performance.now() - t0;
       st.domainsKey = key;
     }
     map.domains.forEach((d, i) => {
       const n = st.nodeEls.get(i);
-      if (n && !n.classList.contains(d[5])) n.className = 'node ' + d[5];
+      if (n && !n.classList.contains(d[5])) {
+        n.classList.remove('up', 'drain', 'down');
+        n.classList.add(d[5]);
+      }
     });
     const owner = map.owner;
     for (let g = 0; g < owner.length; g++) {
@@ -332,7 +337,9 @@
 
   // ---- loading and live updates ------------------------------------------------------------------
   async function refreshMapAndFrag() {
+    const t0 = performance.now();
     const [map, placeable] = await Promise.all([getJson('/api/v1/map'), getJson('/api/v1/placeable')]);
+    st.timings.fetchMapMs = performance.now() - t0;
     st.map = map;
     st.mapFetched = Date.now() / 1000;
     applyMap(map);
