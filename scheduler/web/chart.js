@@ -16,7 +16,7 @@
       if (m * mag >= raw) { step = m * mag; break; }
     }
     const ticks = [];
-    for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) ticks.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+    for (let i = Math.ceil(lo / step - 1e-9); i * step <= hi + step * 1e-9; i++) ticks.push(+(i * step).toPrecision(12));
     return { ticks, step };
   }
 
@@ -95,17 +95,22 @@
       if (spec.y.min === undefined) ylo = Math.min(ylo, y);
       yhi = Math.max(yhi, y);
     }
-    if (spec.y.max !== undefined) yhi = Math.max(yhi, spec.y.max);
+    if (spec.y.max !== undefined) yhi = spec.y.cap ? Math.min(yhi, spec.y.max) : Math.max(yhi, spec.y.max);
     if (!isFinite(xlo)) { xlo = 0; xhi = 1; }
     if (!isFinite(ylo)) ylo = 0;
     if (!(yhi > ylo)) yhi = ylo + 1;
     if (!(xhi > xlo)) xhi = xlo + 1;
-    const xt = spec.x.kind === 'number' ? niceTicks(xlo, xhi, 6) : timeTicks(spec.x.kind === 'clock' ? 0 : xlo, xhi - (spec.x.kind === 'clock' ? xlo : 0), 6);
+    const logx = spec.x.kind === 'logduration';
+    const lx = (x) => Math.log10(Math.max(x, 1));
+    if (logx) { xlo = lx(xlo); xhi = Math.max(lx(xhi), xlo + 1); }
+    const xt = spec.x.kind === 'number' || logx ? niceTicks(xlo, xhi, 6)
+      : timeTicks(spec.x.kind === 'clock' ? 0 : xlo, xhi - (spec.x.kind === 'clock' ? xlo : 0), 6);
     const yt = niceTicks(ylo, yhi, 5);
     yhi = Math.max(yhi, yt.ticks[yt.ticks.length - 1]);
     ylo = Math.min(ylo, yt.ticks[0]);
-    const sx = (x) => L + (x - xlo) / (xhi - xlo) * (W - L - R);
-    const sy = (y) => H - B - (y - ylo) / (yhi - ylo) * (H - T - B);
+    const sx0 = (x) => L + (x - xlo) / (xhi - xlo) * (W - L - R);
+    const sx = logx ? (x) => sx0(lx(x)) : sx0;
+    const sy = (y) => H - B - (Math.min(y, yhi) - ylo) / (yhi - ylo) * (H - T - B);
     if (spec.title) svg.appendChild(el('text', { x: L, y: 14, 'font-size': 12, 'font-weight': 'bold' }, spec.title));
     const axis = el('g', { 'font-size': 10, fill: '#555' });
     for (const v of yt.ticks) {
@@ -121,6 +126,14 @@
         axis.appendChild(el('text', { x: sx(v), y: H - B + 13, 'text-anchor': 'middle' }, clock(v)));
       }
       xname = (spec.x.label || 'time') + ' (local clock; ticks every ' + formatDuration(xt.step) + ')';
+    } else if (logx) {
+      // Round times on a log scale: 1 s, 10 s, 1 min, 10 min, 1 h, 10 h, 1 d, 10 d, 100 d.
+      for (const v of [1, 10, 60, 600, 3600, 36000, 86400, 864000, 8640000]) {
+        if (lx(v) < xlo - 1e-9 || lx(v) > xhi + 1e-9) continue;
+        axis.appendChild(el('line', { x1: sx(v), x2: sx(v), y1: T, y2: H - B, stroke: '#eee' }));
+        axis.appendChild(el('text', { x: sx(v), y: H - B + 13, 'text-anchor': 'middle' }, formatDuration(v)));
+      }
+      xname = (spec.x.label || 'time') + ' (log scale)';
     } else if (spec.x.kind === 'duration') {
       for (const v of xt.ticks) axis.appendChild(el('text', { x: sx(v), y: H - B + 13, 'text-anchor': 'middle' }, trimNumber(v / xt.unit.div)));
       xname = (spec.x.label || 'time') + ' (' + xt.unit.name + ')';
@@ -134,9 +147,10 @@
     axis.appendChild(el('line', { x1: L, x2: L, y1: T, y2: H - B, stroke: '#999' }));
     axis.appendChild(el('line', { x1: L, x2: W - R, y1: H - B, y2: H - B, stroke: '#999' }));
     svg.appendChild(axis);
-    let lx = L + 4;
+    let legendX = L + 4;
     spec.series.forEach((s, i) => {
       const color = s.color || PALETTE[i % PALETTE.length];
+      const dash = s.dashed ? { 'stroke-dasharray': '5,3' } : {};
       const pts = s.points.slice().sort((a, b) => a[0] - b[0]);
       if (s.window > 1 && pts.length > 2) {
         const r = rolling(pts, s.window);
@@ -144,22 +158,23 @@
         svg.appendChild(el('polygon', { points: band.join(' '), fill: color, 'fill-opacity': 0.15, stroke: 'none' }));
         svg.appendChild(el('polyline', { points: r.map((p) => `${sx(p.x)},${sy(p.mean)}`).join(' '), fill: 'none', stroke: color, 'stroke-width': 1.5 }));
       } else if (pts.length > 0) {
-        svg.appendChild(el('polyline', { points: pts.map((p) => `${sx(p[0])},${sy(p[1])}`).join(' '), fill: 'none', stroke: color, 'stroke-width': 1.5 }));
+        svg.appendChild(el('polyline', { points: pts.map((p) => `${sx(p[0])},${sy(p[1])}`).join(' '), fill: 'none', stroke: color, 'stroke-width': 1.5, ...dash }));
       }
       const label = s.name + (s.window > 1 ? ` (mean of ${s.window}, band min-max)` : '');
-      svg.appendChild(el('rect', { x: lx, y: T + 2, width: 8, height: 8, fill: color }));
-      svg.appendChild(el('text', { x: lx + 11, y: T + 10, 'font-size': 10 }, label));
-      lx += 18 + label.length * 5.6;
+      svg.appendChild(el('rect', { x: legendX, y: T + 2, width: 8, height: 8, fill: color }));
+      svg.appendChild(el('text', { x: legendX + 11, y: T + 10, 'font-size': 10 }, label));
+      legendX += 18 + label.length * 5.6;
     });
     container.replaceChildren(svg);
     return svg;
   }
 
-  // Vertical bars. spec: { title, labels: [...], values: [...], y: { label, unit, kind: 'duration'|'number' }, x: { label } }.
+  // Grouped vertical bars. spec: { title, labels: [...], series: [{ name, values: [...], color }],
+  //   y: { label, unit, kind: 'duration' (seconds, ticks in round s/min/h/d) | 'number' }, x: { label } }.
   function bars(container, spec) {
     const W = spec.width || 560, H = spec.height || 220, L = 56, R = 12, T = spec.title ? 22 : 8, B = 38;
     const svg = el('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': spec.title || spec.y.label });
-    const vmax = Math.max(0, ...spec.values);
+    const vmax = Math.max(0, ...spec.series.flatMap((s) => s.values));
     let yt, div = 1, unit = spec.y.unit || '';
     if (spec.y.kind === 'duration') {
       yt = timeTicks(0, vmax || 1, 5);
@@ -176,10 +191,21 @@
       g.appendChild(el('line', { x1: L, x2: W - R, y1: sy(v), y2: sy(v), stroke: '#e3e3e3' }));
       g.appendChild(el('text', { x: L - 4, y: sy(v) + 3, 'text-anchor': 'end' }, trimNumber(v / div)));
     }
-    const n = spec.values.length, bw = (W - L - R) / Math.max(1, n);
-    spec.values.forEach((v, i) => {
-      g.appendChild(el('rect', { x: L + i * bw + bw * 0.15, y: sy(v), width: bw * 0.7, height: H - B - sy(v), fill: PALETTE[0] }));
-      g.appendChild(el('text', { x: L + i * bw + bw / 2, y: H - B + 13, 'text-anchor': 'middle' }, spec.labels[i]));
+    const n = spec.labels.length, gw = (W - L - R) / Math.max(1, n), bw = gw * 0.8 / Math.max(1, spec.series.length);
+    spec.labels.forEach((label, i) => {
+      spec.series.forEach((s, k) => {
+        const v = s.values[i] || 0;
+        const r = el('rect', { x: L + i * gw + gw * 0.1 + k * bw, y: sy(v), width: bw, height: H - B - sy(v), fill: s.color || PALETTE[k % PALETTE.length] });
+        r.appendChild(el('title', {}, `${s.name} ${label}: ${spec.y.kind === 'duration' ? formatDuration(v) : trimNumber(v)}`));
+        g.appendChild(r);
+      });
+      g.appendChild(el('text', { x: L + i * gw + gw / 2, y: H - B + 13, 'text-anchor': 'middle' }, label));
+    });
+    let lx = L + 4;
+    spec.series.forEach((s, k) => {
+      g.appendChild(el('rect', { x: lx, y: T + 2, width: 8, height: 8, fill: s.color || PALETTE[k % PALETTE.length] }));
+      g.appendChild(el('text', { x: lx + 11, y: T + 10 }, s.name));
+      lx += 18 + s.name.length * 5.6;
     });
     g.appendChild(el('text', { x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle' }, spec.x.label));
     g.appendChild(el('text', { x: 12, y: (T + H - B) / 2, 'text-anchor': 'middle', transform: `rotate(-90 12 ${(T + H - B) / 2})` },
