@@ -147,7 +147,7 @@ Dashboard::Sample Dashboard::TakeSample() const {
     for (uint32_t g = 1; g <= 2 * topo.max_gpus_per_node(); g *= 2) sizes.push_back(g);
   }
   const auto largest = LargestFreeBlocks(topo);
-  s.largest_free = largest[static_cast<int>(Level::kCore)];
+  s.largest_free = *std::max_element(largest.begin(), largest.end());  // the top level's
   FragmentationProbe probe(topo, ShapeMix(sizes));
   const uint32_t idle = topo.free_gpus(topo.root());
   s.fgd = idle == 0 ? 0.0 : probe.FragmentedGpus(topo) / idle;

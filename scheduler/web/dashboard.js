@@ -90,6 +90,7 @@
       }
     });
     root.classList.toggle('dense', map.gpus > 2048);
+    root.classList.toggle('big', map.gpus <= 512);
     root.replaceChildren(frag);
     $('map-legend').replaceChildren(...legend());
   }
@@ -242,11 +243,22 @@
       x: { kind: 'clock' }, y: { label: 'FGD', unit: '%', min: 0, max: 100 },
       height: 180,
     });
-    const last = s[s.length - 1];
-    if (last) {
-      $('summary').textContent = `${last.allocated} of ${last.total} GPUs allocated, ${last.unavailable} unavailable, ` +
-        `${last.running} running, ${last.pending} pending, largest free block ${last.largest_free} GPUs`;
+  }
+  // The header's line, from the map and the queue as they are now.
+  function drawSummary(placeable) {
+    const m = st.map;
+    let allocated = 0, unavailable = 0;
+    for (const o of m.owner) if (o > 0) allocated++;
+    for (const d of m.domains) if (d[0] === 'node' && d[5] !== 'up') unavailable += d[4];
+    let running = 0, pending = 0;
+    for (const j of st.jobs.values()) {
+      const s = stateName(j.state);
+      if (s === 'pending') pending++;
+      else if (s === 'running' || s === 'checkpointing') running++;
     }
+    const largest = Math.max(0, ...placeable.levels.map((l) => l.largest_free_block));
+    $('summary').textContent = `${allocated} of ${m.gpus} GPUs allocated, ${unavailable} on drained or down nodes, ` +
+      `${running} jobs running, ${pending} pending, largest free block ${largest} GPUs`;
   }
   async function loadHistory() {
     const since = Math.floor(Date.now() / 1000) - 6 * 3600;
@@ -344,6 +356,7 @@
     st.mapFetched = Date.now() / 1000;
     applyMap(map);
     applyPlaceable(placeable);
+    st.placeable = placeable;
   }
   // A pending job's reason and predicted start change with passes, which send no event: the
   // pending list is read again after each event, and once more a second later while a job
@@ -374,6 +387,7 @@
       try {
         await Promise.all([refreshMapAndFrag(), refreshPending()]);
         drawQueue();
+        drawSummary(st.placeable);
         if (st.selected && !$('job-panel').hidden) await showJob(st.selected);
         st.timings.updatesMs.push(performance.now() - t0);
         document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
@@ -418,6 +432,7 @@
       const [, , topo] = await Promise.all([loadJobs(), refreshMapAndFrag(), getJson('/api/v1/topology')]);
       $('cluster-name').textContent = `${topo.nodes} nodes, ${topo.gpus} GPUs`;
       drawQueue();
+      drawSummary(st.placeable);
       await loadHistory();
       drawCharts();
       setupMapEvents();
