@@ -16,6 +16,7 @@
 // Thread-safety: io thread only, as the Controller.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>

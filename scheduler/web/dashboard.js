@@ -376,12 +376,18 @@
     st.jobs = new Map((r.jobs || []).map((j) => [String(j.id), j]));
   }
 
-  let pending = null, pendingSince = 0;
+  // Events come in bursts (a pass starts many jobs): one refresh 100 ms after the first, and on
+  // large clusters (whose map is a few hundred KB, built on phalanxd's scheduling thread) at
+  // most one a second.
+  let pending = null, pendingSince = 0, lastRefresh = 0;
   function scheduleRefresh() {
     if (!pendingSince) pendingSince = performance.now();
     if (pending) return;
+    const gap = st.map && st.map.gpus > 2048 ? 1000 : 0;
+    const delay = Math.max(100, lastRefresh + gap - performance.now());
     pending = setTimeout(async () => {
       pending = null;
+      lastRefresh = performance.now();
       const t0 = pendingSince;
       pendingSince = 0;
       try {
@@ -392,7 +398,7 @@
         st.timings.updatesMs.push(performance.now() - t0);
         document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
       } catch (e) { showError(e); }
-    }, 100);
+    }, delay);
   }
 
   function connect() {
