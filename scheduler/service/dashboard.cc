@@ -157,6 +157,16 @@ Dashboard::Sample Dashboard::TakeSample() const {
 }
 
 void Dashboard::AfterPass() {
+  // Node states change without a job event (drain, resume, an agent lost): say so.
+  const Topology& topo = controller_->core().topology();
+  std::vector<uint8_t> states(topo.node_count());
+  for (uint32_t n = 0; n < topo.node_count(); ++n) states[n] = static_cast<uint8_t>(topo.node_state(NodeId(n)));
+  if (states != node_states_) {
+    uint32_t changed = 0;
+    for (size_t n = 0; n < states.size(); ++n) changed += n >= node_states_.size() || states[n] != node_states_[n];
+    if (!node_states_.empty()) Broadcast("nodes", "{\"changed\":" + std::to_string(changed) + "}");
+    node_states_ = std::move(states);
+  }
   const auto now = std::chrono::steady_clock::now();
   if (now < next_sample_) return;
   next_sample_ = now + std::chrono::milliseconds(static_cast<int64_t>(options_.sample_interval_s * 1000));

@@ -11,7 +11,8 @@
 //  - /api/v1/samples: utilization samples (allocated, unavailable, pending, running, FGD,
 //    largest free block) taken after passes, at most one per sample_interval, since start;
 //  - /api/v1/events: Server-Sent Events, one "job" event per Controller event (the API's
-//    JobEvent as JSON) and a "sample" event with each sample.
+//    JobEvent as JSON), a "sample" event with each sample, and a "nodes" event after a pass
+//    that saw node states change (drain, resume, an agent lost or back).
 // The JSON is written by hand (compact arrays: a 32,768-GPU map is one owner array).
 // Thread-safety: io thread only, as the Controller.
 #pragma once
@@ -50,7 +51,8 @@ class Dashboard {
   void AddRoutes(http::Router& router, std::vector<Status>* added);
   // Starts watching the Controller (job events into the history). Call once, after Start.
   void Watch();
-  // After each scheduling pass (the Controller's observer): takes a sample when it is due.
+  // After each scheduling pass (the Controller's observer): a "nodes" event when node states
+  // changed since the last pass; a sample when one is due.
   void AfterPass();
 
   // The JSON bodies (also for tests).
@@ -85,7 +87,8 @@ class Dashboard {
   std::map<JobId, std::vector<Event>> history_;
   std::deque<Sample> samples_;
   std::chrono::steady_clock::time_point next_sample_{};
-  std::vector<std::shared_ptr<http::EventStream>> streams_;  // for "sample" events
+  std::vector<std::shared_ptr<http::EventStream>> streams_;  // for "sample" and "nodes" events
+  std::vector<uint8_t> node_states_;                         // as of the last pass
   std::shared_ptr<HistorySink> sink_;
   bool has_history_ = false;
   mutable std::unique_ptr<Topology> empty_;

@@ -421,6 +421,7 @@
       else st.jobs.set(String(j.id), j);
       scheduleRefresh();
     });
+    es.addEventListener('nodes', () => scheduleRefresh());  // drained, resumed, lost: the map again
     es.addEventListener('sample', (m) => {
       const s = JSON.parse(m.data);
       const last = st.samples[st.samples.length - 1];

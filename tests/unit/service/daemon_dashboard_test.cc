@@ -186,6 +186,15 @@ TEST_F(DaemonDashboard, EventStreamCarriesJobEvents) {
   const size_t ev = text.find("event: job\ndata: {\"time\":");
   ASSERT_NE(ev, std::string::npos) << text;
   EXPECT_NE(text.find("\"kind\":\"submit\",\"job\":{\"id\":\"" + std::to_string(id) + "\""), std::string::npos) << text;
+  // A node drained: no job event, but a "nodes" event after the next pass, and the map shows it.
+  grpc::ClientContext ctx;
+  v1::NodeRequest drain;
+  drain.set_node("node3");
+  drain.set_reason("dashboard test");
+  v1::Node node;
+  ASSERT_TRUE(h.cluster->DrainNode(&ctx, drain, &node).ok());
+  ASSERT_TRUE(read_until("event: nodes\ndata: {\"changed\":1}\n\n")) << text;
+  EXPECT_NE(Get(port, "/api/v1/map").body.find("[\"node\",\"node3\",4,24,8,\"drain\"]"), std::string::npos);
   close(fd);
 }
 
