@@ -139,6 +139,7 @@ until_ok 10 grep -q "phalanxd ready" "$demo/logs/phalanxd.log" || {
 agent_port=$(sed -n 's/.*agents: listening on .* (port \([0-9]*\),.*/\1/p' "$demo/logs/phalanxd.log")
 http_addr=$(sed -n 's/.*http: listening on \([0-9.]*:[0-9]*\).*/\1/p' "$demo/logs/phalanxd.log")
 echo "users' socket $sock, agents on 127.0.0.1:$agent_port, HTTP on $http_addr"
+echo "$http_addr" >"$demo/run/http-address"  # for: xdg-open "http://$(cat .../run/http-address)/"
 
 root_jobs=()
 [[ $(id -u) -eq 0 ]] && root_jobs=(--allow-root-jobs)
@@ -239,6 +240,9 @@ Use it from this shell:
   gcancel N              # cancel a job
   ginfo                  # nodes and free blocks; ginfo -N per node, ginfo --why N
   (job output goes to the directory you submit from: phalanx-<jobid>.out)
+
+The dashboard (cluster map, fragmentation, utilization, queue; live):
+  http://$http_addr/
 
 Metrics and the read-only API:
   http://$http_addr/metrics

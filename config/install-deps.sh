@@ -10,6 +10,9 @@ packages=(
   prometheus
   # used by the tests and the demo: HTTP checks, test certificates, the Node.js gRPC client
   curl openssl ca-certificates nodejs procps iproute2
+  # the dashboard's browser test and bench (tests/browser: Debian's Chromium, headless, driven by
+  # playwright-core from npm, which downloads no browser of its own)
+  chromium
   # tooling: Clang 16's -Wthread-safety check (tests/thread_safety_check.sh reads
   # compile_commands.json with jq; Debian 12's clang 14 cannot parse std::expected), the
   # .clang-format style, and GCC's ThreadSanitizer runtime for tests/run.sh's TSan build

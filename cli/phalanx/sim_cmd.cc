@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -23,6 +24,22 @@
 
 namespace phalanx::cli {
 namespace {
+
+// A path as reports show it: never an absolute path of the machine that ran it. Absolute paths
+// become relative to the repository the working directory is in (the nearest folder up with a
+// .git), e.g. "../shared/traces/x.csv"; outside any repository, the file name alone. Relative
+// paths and gen:NAME stay as given.
+std::string ReportPath(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty() || path.front() != '/') return path;
+  std::error_code ec;
+  fs::path dir = fs::current_path(ec);
+  for (; !ec && !dir.empty(); dir = dir.parent_path()) {
+    if (fs::exists(dir / ".git", ec)) return fs::path(path).lexically_relative(dir).string();
+    if (dir == dir.parent_path()) break;
+  }
+  return fs::path(path).filename().string();
+}
 
 constexpr FlagSpec kFlags[] = {
     {"topology", "FILE", "cluster: topology file or gen:NAME (required)"},
@@ -50,7 +67,7 @@ constexpr FlagSpec kFlags[] = {
     {"no-reservation-wakeups", "", "do not run a pass at every reservation start"},
     {"json", "FILE", "write the JSON summary"},
     {"csv", "FILE", "write the time series (CSV)"},
-    {"html", "FILE", "write the HTML report (inline SVG plots)"},
+    {"html", "FILE", "write the HTML report (charts by the dashboard's chart module, inlined)"},
     {"svg-dir", "DIR", "write each plot as DIR/<plot>.svg (for docs)"},
     {"jobs-csv", "FILE", "write one row per policy and job (start, end, wait, state, ...)"},
     {"out", "DIR", "write DIR/summary.json, DIR/series.csv and DIR/report.html"},
@@ -292,8 +309,8 @@ int RunSim(std::span<const std::string> raw) {
   }
 
   ReportInfo info;
-  info.trace = trace_path;
-  info.topology = topo_path;
+  info.trace = ReportPath(trace_path);
+  info.topology = ReportPath(topo_path);
   info.jobs = trace->jobs.size();
   info.gpus = runs.front().result.cluster_gpus;
   std::string settings = "walltime " + args->Get("walltime", "model") + ", seed " + std::to_string(opt.seed);

@@ -76,6 +76,7 @@ HttpEndpoints::~HttpEndpoints() { Stop(); }
 void HttpEndpoints::Stop() {
   if (server_) server_->Stop();
   if (controller_) controller_->set_observer({});
+  dashboard_.reset();
 }
 
 Status HttpEndpoints::RegisterMetrics() {
@@ -283,7 +284,12 @@ Result<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(boost::asio::io_cont
   if (auto st = e->RegisterMetrics(); !st) return Fail("metrics", st.error().ToString());
   HttpEndpoints* self = e.get();
   ControllerObserver obs;
-  obs.pass = [self](double seconds) { self->pass_->WithLabels({}).Observe(seconds); };
+  e->dashboard_ = std::make_unique<Dashboard>(controller);
+  e->dashboard_->Watch();
+  obs.pass = [self](double seconds) {
+    self->pass_->WithLabels({}).Observe(seconds);
+    if (self->dashboard_) self->dashboard_->AfterPass();
+  };
   obs.decision = [self](const Decision& d, const JobRecord* job) {
     self->decisions_->WithLabels({DecisionKindName(d.kind)}).Inc();
     if (d.kind == DecisionKind::kStart && job != nullptr && job->preemptions == 0)
@@ -333,6 +339,7 @@ Result<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(boost::asio::io_cont
   }));
   added.push_back(
       router.Get("/api/v1/history", [self](const h::Request& r, const h::PathParams&) { return self->History(r); }));
+  e->dashboard_->AddRoutes(router, &added);
   for (const Status& st : added) {
     if (!st) return Fail("http routes", st.error().ToString());
   }

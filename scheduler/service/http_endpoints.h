@@ -3,7 +3,8 @@
 // scrape time), /api/v1/{jobs,jobs/{id},nodes,stats,fragmentation,topology} as the API's JSON
 // and /api/v1/history (the sampled series in the store; docs/monitoring.md). Handlers
 // run on the io thread and answer from the Controller through api_views.h (the same answers
-// as gRPC, for an anonymous caller: never a job's environment).
+// as gRPC, for an anonymous caller: never a job's environment); the web page at / with its
+// endpoints and event stream (dashboard.h).
 // Thread-safety: Start, Stop and every handler on the io thread. The observer functions it
 // gives the Controller run on the io thread too.
 #pragma once
@@ -17,6 +18,7 @@
 #include "core/common/result.h"
 #include "service/cluster_snapshot.h"
 #include "service/controller.h"
+#include "service/dashboard.h"
 #include "service/http/metrics.h"
 #include "service/http/server.h"
 
@@ -68,6 +70,7 @@ class HttpEndpoints {
   http::CounterFamily* requests_ = nullptr;
   http::CounterFamily* preemptions_ = nullptr;
   http::CounterFamily* lost_gpu_s_ = nullptr;
+  std::unique_ptr<Dashboard> dashboard_;  // the web page at / and its endpoints (dashboard.h)
   std::unique_ptr<http::Server> server_;
 };
 

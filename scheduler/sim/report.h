@@ -1,6 +1,8 @@
 // Reports of simulated runs, one or several policies side by side: a text table (stdout), a
-// JSON summary, CSV time series and a self-contained HTML page with inline SVG plots
-// (utilization vs offered load, queue length, fragmentation over time, JCT CDF, wait by size).
+// JSON summary, CSV time series, standalone SVG plots, and a self-contained HTML page whose
+// charts (utilization vs offered load, queue length, fragmentation over time, largest free
+// block, JCT CDF, wait by size) are drawn by the dashboard's chart module, inlined
+// (scheduler/web/chart.js, report_html.cc).
 // Every output is a pure function of the runs: same runs -> same bytes (run times appear only
 // in the table, and only when given).
 // Thread-safety: pure functions.

@@ -5,6 +5,7 @@
 #include <exception>
 #include <utility>
 
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
@@ -28,6 +29,34 @@ std::string FormatEndpoint(const tcp::endpoint& ep) {
 
 bool HasLineBreakOrNul(std::string_view s) {
   return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
+}
+
+// Whether a handler's extra header may be sent: one that would break the framing, or that the
+// server sets itself, is dropped.
+bool AllowedHeader(const std::string& name, const std::string& value) {
+  if (name.empty() || HasLineBreakOrNul(name) || HasLineBreakOrNul(value) ||
+      name.find_first_of(" \t:") != std::string::npos) {
+    return false;
+  }
+  return !beast::iequals(name, "content-length") && !beast::iequals(name, "transfer-encoding") &&
+         !beast::iequals(name, "connection");
+}
+
+// One SSE field line per line of `text` ("data: a\ndata: b\n"); CRs dropped.
+void AppendField(std::string* out, std::string_view field, std::string_view text) {
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find('\n', start);
+    std::string_view line = text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    *out += field;
+    *out += ": ";
+    for (char c : line) {
+      if (c != '\r') *out += c;
+    }
+    *out += '\n';
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
 }
 
 // A malformed request (answered with 400), as opposed to the peer closing or a socket error.
@@ -59,7 +88,12 @@ Connection::~Connection() {
 void Connection::Close() {
   if (closed_) return;
   closed_ = true;
+  if (streaming_) --state_->stats.streams;
+  if (keepalive_) keepalive_->cancel();
   stream_.close();  // cancels the pending operation and the timer
+  // Closed: no longer open, even while an event stream's holder keeps the object.
+  state_->connections.erase(this);
+  state_->stats.active = state_->connections.size();
 }
 
 void Connection::Fail(error_code ec, bool count_timeout) {
@@ -177,6 +211,11 @@ void Connection::Dispatch() {
     response = ErrorResponse(500, "internal error");
   }
   if (Done()) return Close();  // the handler stopped the server
+  if (response.stream && response.status == 200 && request.method == "GET") return StartStream(std::move(response));
+  if (response.stream && response.status == 200 && request.method == "HEAD") {
+    response.content_type = "text/event-stream";
+    response.body.clear();
+  }
   Reply(std::move(response), keep_alive, request.method == "HEAD");
 }
 
@@ -198,15 +237,7 @@ void Connection::Reply(Response response, bool keep_alive, bool head) {
     response_.set(bhttp::field::content_type, response.content_type);
   }
   for (const auto& [name, value] : response.headers) {
-    if (name.empty() || HasLineBreakOrNul(name) || HasLineBreakOrNul(value) ||
-        name.find_first_of(" \t:") != std::string::npos) {
-      continue;  // would break the framing
-    }
-    if (beast::iequals(name, "content-length") || beast::iequals(name, "transfer-encoding") ||
-        beast::iequals(name, "connection")) {
-      continue;  // the server's
-    }
-    response_.insert(name, value);
+    if (AllowedHeader(name, value)) response_.insert(name, value);
   }
   if (!no_body) response_.body() = std::move(response.body);
   response_.keep_alive(keep_alive);
@@ -240,6 +271,88 @@ void Connection::Drain() {
   stream_.async_read_some(boost::asio::buffer(drain_), [self = shared_from_this()](error_code ec, size_t) {
     if (ec || self->Done()) return self->Close();
     self->Drain();
+  });
+}
+
+// ---- event streams -------------------------------------------------------------------------
+
+void Connection::StartStream(Response response) {
+  if (state_->stats.streams >= state_->options.max_streams) {
+    ++state_->stats.streams_refused;
+    return Reply(ErrorResponse(503, "too many event streams open (max_streams " +
+                                        std::to_string(state_->options.max_streams) + "); try again later"),
+                 /*keep_alive=*/false, /*head=*/false);
+  }
+  streaming_ = true;
+  ++state_->stats.streams;
+  // The body runs until the connection closes: no Content-Length, and "Connection: close"
+  // says so (RFC 9112 6.3); the client's side is not read for requests any more.
+  std::string header = version_ >= 11 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.0 200 OK\r\n";
+  header += "Server: " + state_->options.server_name + "\r\n";
+  header += "Content-Type: text/event-stream\r\nCache-Control: no-store\r\n";
+  for (const auto& [name, value] : response.headers) {
+    if (AllowedHeader(name, value) && !beast::iequals(name, "content-type") && !beast::iequals(name, "cache-control"))
+      header += name + ": " + value + "\r\n";
+  }
+  header += "Connection: close\r\n\r\n";
+  header += "retry: 2000\n\n";  // an EventSource reconnects after 2 s
+  Queue(std::move(header));
+  keepalive_.emplace(stream_.get_executor());
+  Keepalive();
+  WatchPeer();
+  response.stream(shared_from_this());
+}
+
+bool Connection::Send(std::string_view event, std::string_view data) {
+  if (Done() || !streaming_) return false;
+  std::string text;
+  if (!event.empty()) AppendField(&text, "event", event.substr(0, event.find_first_of("\r\n")));
+  AppendField(&text, "data", data);
+  text += '\n';
+  return Queue(std::move(text));
+}
+
+bool Connection::Queue(std::string text) {
+  if (Done()) return false;
+  if (queued_bytes_ + text.size() > state_->options.max_stream_queue_bytes) {
+    Close();  // a reader this far behind starts again (its EventSource reconnects)
+    return false;
+  }
+  queued_bytes_ += text.size();
+  queue_.push_back(std::move(text));
+  Flush();
+  return true;
+}
+
+void Connection::Flush() {
+  if (writing_ || queue_.empty() || Done()) return;
+  writing_ = true;
+  stream_.expires_after(state_->options.write_timeout);
+  boost::asio::async_write(stream_, boost::asio::buffer(queue_.front()),
+                           [self = shared_from_this()](error_code ec, size_t) {
+    self->writing_ = false;
+    if (self->Done()) return self->Close();
+    if (ec) return self->Fail(ec, /*count_timeout=*/true);
+    self->queued_bytes_ -= self->queue_.front().size();
+    self->queue_.pop_front();
+    self->Flush();
+  });
+}
+
+void Connection::WatchPeer() {
+  // Straight on the socket (no timeout: the stream may be quiet for hours); whatever the
+  // client sends is dropped, and its close (or an error) closes the stream.
+  stream_.socket().async_read_some(boost::asio::buffer(drain_), [self = shared_from_this()](error_code ec, size_t) {
+    if (ec || self->Done()) return self->Close();
+    self->WatchPeer();
+  });
+}
+
+void Connection::Keepalive() {
+  keepalive_->expires_after(state_->options.stream_keepalive);
+  keepalive_->async_wait([self = shared_from_this()](error_code ec) {
+    if (ec || self->Done()) return;
+    if (self->Queue(": keep-alive\n\n")) self->Keepalive();
   });
 }
 

@@ -51,6 +51,8 @@ Status CheckOptions(const ServerOptions& o, const std::string& where) {
   }
   if (o.max_connections == 0) return Fail(where, "HTTP server max_connections must be positive");
   if (o.max_header_bytes < 256) return Fail(where, "HTTP server max_header_bytes below 256");
+  if (o.max_stream_queue_bytes < 4096) return Fail(where, "HTTP server max_stream_queue_bytes below 4096");
+  if (o.stream_keepalive.count() <= 0) return Fail(where, "HTTP server stream_keepalive must be positive");
   return {};
 }
 

@@ -51,17 +51,25 @@ struct ServerOptions {
   // this long at most before closing, so the client sees the reply rather than a reset.
   std::chrono::milliseconds linger_timeout{std::chrono::seconds(2)};
   std::string server_name = "phalanxd";
+  // Event streams (Response::stream): at most this many open (each also counts as a
+  // connection), each with at most this much queued unsent, and a comment line this often so
+  // that proxies keep it open and a vanished reader is noticed.
+  size_t max_streams = 32;
+  size_t max_stream_queue_bytes = 4 * 1024 * 1024;
+  std::chrono::milliseconds stream_keepalive{std::chrono::seconds(15)};
 };
 
 class Server {
  public:
   struct Stats {
-    uint64_t accepted = 0;      // connections accepted (and served)
-    uint64_t rejected = 0;      // connections closed at once: max_connections reached
-    uint64_t active = 0;        // open connections now
-    uint64_t requests = 0;      // requests passed to the handler
-    uint64_t bad_requests = 0;  // answered by the server itself: 400, 413, 431
-    uint64_t timeouts = 0;      // connections closed by a read or write timeout
+    uint64_t accepted = 0;         // connections accepted (and served)
+    uint64_t rejected = 0;         // connections closed at once: max_connections reached
+    uint64_t active = 0;           // open connections now
+    uint64_t requests = 0;         // requests passed to the handler
+    uint64_t bad_requests = 0;     // answered by the server itself: 400, 413, 431
+    uint64_t timeouts = 0;         // connections closed by a read or write timeout
+    uint64_t streams = 0;          // event streams open now
+    uint64_t streams_refused = 0;  // 503: max_streams reached
   };
 
   // Listens on `address` (an IP literal such as "127.0.0.1", "::1", "0.0.0.0", or

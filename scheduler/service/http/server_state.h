@@ -26,7 +26,7 @@ struct Server::State {
   const ServerOptions options;
   bool stopped = false;
   std::unordered_set<Connection*> connections;  // open ones; each removes itself when destroyed
-  Server::Stats stats;
+  Server::Stats stats;                          // stats.streams: open event streams
 };
 
 }  // namespace phalanx::http

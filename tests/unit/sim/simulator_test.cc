@@ -289,8 +289,14 @@ TEST(SimReport, HtmlIsSelfContained) {
   run.result = SimRun(Golden4(), "phalanx");
   run.summary = Sum(run.result);
   const std::string html = FormatHtml({"golden4.csv", "gen:demo", "", 4, 32}, {run});
-  EXPECT_NE(html.find("<svg"), std::string::npos);
-  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // The dashboard's chart module inlined, and one chart per figure; nothing loaded from elsewhere.
+  EXPECT_NE(html.find("global.PhxChart = {"), std::string::npos);
+  for (const char* id : {"utilization", "queue", "fragmentation", "largest_free", "jct_cdf", "wait_by_size"}) {
+    EXPECT_NE(html.find("<figure id=\"" + std::string(id) + "\">"), std::string::npos) << id;
+    EXPECT_NE(html.find("document.getElementById('" + std::string(id) + "')"), std::string::npos) << id;
+  }
+  EXPECT_NE(html.find("kind:'duration'"), std::string::npos);  // time axes in round s/min/h/d
+  EXPECT_NE(html.find("window:25"), std::string::npos);        // FGD as a rolling mean with a band
   EXPECT_EQ(html.find("src="), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
   const std::string json = FormatJson({"golden4.csv", "gen:demo", "", 4, 32}, {run});

@@ -1,0 +1,466 @@
+// phalanxd's dashboard: the cluster map, fragmentation, utilization, the queue and a job page,
+// live through /api/v1/events (Server-Sent Events). Read-only; every request goes to the
+// origin that served the page. docs/dashboard.md describes the endpoints it reads.
+(function () {
+  'use strict';
+  const $ = (id) => document.getElementById(id);
+  const C = window.PhxChart;
+  const st = {
+    map: null,           // /api/v1/map
+    domainsKey: '',      // rebuild the map when the topology changes
+    cells: [],           // GPU elements by global GPU index
+    owners: [],          // what the cells show now
+    nodeEls: new Map(),  // domain index -> node element
+    jobs: new Map(),     // id (string) -> the API's Job
+    samples: [],         // utilization samples, oldest first
+    historySource: '',
+    selected: null,
+    timings: { firstPaintMs: null, updatesMs: [] },
+  };
+  window.phxDashboard = st;  // for tests and the benchmark: timings, counts
+
+  function showError(e) {
+    const f = $('errors');
+    f.hidden = false;
+    f.textContent = 'dashboard: ' + (e && e.message ? e.message : String(e));
+  }
+
+  async function getJson(path) {
+    const r = await fetch(path, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
+    if (!r.ok) {
+      let msg = 'HTTP ' + r.status;
+      try { msg = (await r.json()).error || msg; } catch (_) { /* not JSON */ }
+      const err = new Error(path + ': ' + msg);
+      err.status = r.status;
+      throw err;
+    }
+    return r.json();
+  }
+
+  function jobColor(id) {
+    const h = (Number(id) * 137.508) % 360;
+    return `hsl(${h.toFixed(0)}, 62%, ${48 + (Number(id) * 7) % 20}%)`;
+  }
+  const nowS = () => (st.map ? st.map.now + (Date.now() / 1000 - st.mapFetched) : Date.now() / 1000);
+  const dur = (s) => (s > 0 ? C.formatDuration(Math.round(s)) : '-');
+  const stamp = (t) => (t > 0 ? new Date(t * 1000).toLocaleString() : '-');
+  const stateName = (s) => String(s || '').replace(/^JOB_STATE_/, '').toLowerCase();
+
+  // ---- the map ------------------------------------------------------------------------------
+  function buildMap(map) {
+    const root = $('map');
+    const frag = document.createDocumentFragment();
+    const holders = [];
+    st.cells = new Array(map.gpus);
+    st.owners = new Array(map.gpus).fill(0);
+    st.nodeEls.clear();
+    map.domains.forEach((d, i) => {
+      const [level, name, parent, first, count, nodeState] = d;
+      const holder = parent >= 0 && holders[parent] ? holders[parent] : frag;
+      if (level === 'core' && parent < 0) { holders[i] = frag; return; }  // the synthetic root
+      if (level === 'node') {
+        const n = document.createElement('div');
+        // Columns: 4 (two rows of a DGX's 8), or 1, 2, 8 for other sizes (classes c1 c2 c8).
+        const cols = count <= 2 ? count : count <= 8 ? 4 : 8;
+        n.className = 'node ' + nodeState + (cols === 4 ? '' : ' c' + cols);
+        n.dataset.node = name;
+        for (let g = 0; g < count; g++) {
+          const c = document.createElement('i');
+          c.className = 'gpu';
+          c.dataset.node = name;
+          c.dataset.gpu = String(g);
+          c.dataset.index = String(first + g);
+          n.appendChild(c);
+          st.cells[first + g] = c;
+        }
+        st.nodeEls.set(i, n);
+        holder.appendChild(n);
+        holders[i] = n;
+      } else {
+        const box = document.createElement('div');
+        box.className = 'dom ' + level;
+        box.dataset.domain = name;
+        box.dataset.level = level;
+        const label = document.createElement('span');
+        label.className = 'label';
+        label.textContent = `${level} ${name} (${count} GPUs)`;
+        box.appendChild(label);
+        holder.appendChild(box);
+        holders[i] = box;
+      }
+    });
+    root.classList.toggle('dense', map.gpus > 2048);
+    root.classList.toggle('big', map.gpus <= 512);
+    root.replaceChildren(frag);
+    $('map-legend').replaceChildren(...legend());
+  }
+  function legend() {
+    const out = [];
+    for (const [cls, text] of [['free', 'free'], ['drain', 'drained'], ['down', 'down']]) {
+      const s = document.createElement('span');
+      s.className = 'legend-swatch';
+      s.style.background = `var(--${cls})`;
+      out.push(s, document.createTextNode(text));
+    }
+    out.push(document.createTextNode(' \u00b7 allocated GPUs in their job\u2019s colour'));
+    return out;
+  }
+
+  function applyMap(map) {
+    const key = map.domains.map((d) => d[1] + '/' + d[4]).join(',');
+    if (key !== st.domainsKey) {
+      const t0 = performance.now();
+      buildMap(map);
+      st.timings.buildMapMs = performance.now() - t0;
+      st.domainsKey = key;
+    }
+    map.domains.forEach((d, i) => {
+      const n = st.nodeEls.get(i);
+      if (n && !n.classList.contains(d[5])) {
+        n.classList.remove('up', 'drain', 'down');
+        n.classList.add(d[5]);
+      }
+    });
+    const owner = map.owner;
+    for (let g = 0; g < owner.length; g++) {
+      if (st.owners[g] === owner[g]) continue;
+      const c = st.cells[g];
+      const o = owner[g];
+      if (o > 0) {
+        c.dataset.job = String(o);
+        c.style.background = jobColor(o);
+        c.classList.remove('held');
+      } else {
+        delete c.dataset.job;
+        c.style.background = '';
+        c.classList.toggle('held', o < 0);
+      }
+      st.owners[g] = o;
+    }
+  }
+
+  function tipFor(cell) {
+    const lines = [`${cell.dataset.node} GPU ${cell.dataset.gpu}`];
+    const id = cell.dataset.job;
+    const nodeEl = cell.parentElement;
+    if (nodeEl && !nodeEl.classList.contains('up')) lines.push('node ' + [...nodeEl.classList].filter((c) => c !== 'node').join(' '));
+    if (!id) {
+      lines.push(cell.classList.contains('held') ? 'held' : 'free');
+      return lines;
+    }
+    const job = st.jobs.get(id);
+    const m = st.map && st.map.jobs[id];
+    lines.push(`job ${id}` + (job && job.spec && job.spec.name ? ` (${job.spec.name})` : ''));
+    if (job) lines.push(`user ${job.user}`, `${(job.gpus || []).length} GPUs on ${job.nodelist}`);
+    if (m) {
+      lines.push(`run time ${dur(nowS() - m.start)}, time left ${dur(m.expected_end - nowS())}`);
+      lines.push(`busbw ${m.busbw_gbs.toFixed(1)} GB/s (best for ${m.gpus} GPUs: ${m.best_busbw_gbs.toFixed(1)} GB/s)`);
+    }
+    return lines;
+  }
+  function setupMapEvents() {
+    const map = $('map'), tip = $('tip');
+    map.addEventListener('mousemove', (ev) => {
+      const cell = ev.target.closest && ev.target.closest('.gpu');
+      if (!cell) { tip.hidden = true; return; }
+      tip.replaceChildren(...tipFor(cell).flatMap((l, i) => (i ? [document.createElement('br'), document.createTextNode(l)] : [document.createTextNode(l)])));
+      tip.hidden = false;
+      tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 370) + 'px';
+      tip.style.top = ev.clientY + 14 + 'px';
+    });
+    map.addEventListener('mouseleave', () => { tip.hidden = true; });
+    map.addEventListener('click', (ev) => {
+      const cell = ev.target.closest && ev.target.closest('.gpu');
+      if (cell && cell.dataset.job) showJob(cell.dataset.job);
+    });
+  }
+
+  // ---- fragmentation ----------------------------------------------------------------------------
+  function row(cells, onClick) {
+    const tr = document.createElement('tr');
+    for (const c of cells) {
+      const td = document.createElement('td');
+      if (typeof c === 'number') td.className = 'num';
+      if (c instanceof Node) td.appendChild(c); else td.textContent = String(c);
+      tr.appendChild(td);
+    }
+    if (onClick) { tr.className = 'click'; tr.addEventListener('click', onClick); }
+    return tr;
+  }
+  function applyPlaceable(p) {
+    const rows = [], shapes = [];
+    for (const l of p.levels) {
+      const blocks = l.free_blocks.slice().sort((a, b) => b[0] - a[0]).map(([g, n]) => `${g}\u00d7${n}`).join(' ') || 'none';
+      const tr = row([l.level, l.domains, l.domains ? wholeFree(l) : 0, l.largest_free_block, blocks]);
+      tr.dataset.level = l.level;
+      tr.dataset.largestFree = String(l.largest_free_block);
+      rows.push(tr);
+      const answers = document.createElement('span');
+      for (const s of l.shapes) {
+        const a = document.createElement('span');
+        a.className = s.status === 'placed' ? 'ok' : s.status === 'busy' ? 'busy' : 'never';
+        a.textContent = `${s.gpus}: ${s.status === 'placed' ? 'now' : s.status === 'busy' ? 'not now' : 'never'}  `;
+        a.title = s.status === 'placed' ? `predicted busbw ${s.busbw_gbs.toFixed(1)} GB/s` : s.reason || '';
+        a.dataset.gpus = String(s.gpus);
+        a.dataset.status = s.status;
+        answers.appendChild(a);
+      }
+      const tr2 = row([l.level === 'core' ? 'cluster (any placement)' : l.level, answers]);
+      tr2.dataset.level = l.level;
+      shapes.push(tr2);
+    }
+    $('frag-table').tBodies[0].replaceChildren(...rows);
+    $('shapes-table').tBodies[0].replaceChildren(...shapes);
+  }
+  function wholeFree(l) {
+    const whole = l.free_blocks.find(([g]) => g === l.domain_gpus);
+    return whole ? whole[1] : 0;
+  }
+
+  // ---- utilization and history -----------------------------------------------------------------
+  function drawCharts() {
+    const s = st.samples;
+    const win = s.length > 60 ? 12 : 1;
+    C.line($('util-chart'), {
+      title: 'GPUs allocated vs offered',
+      series: [
+        { name: 'offered (up)', points: s.map((x) => [x.time, x.total - x.unavailable]), color: '#999' },
+        { name: 'allocated', points: s.map((x) => [x.time, x.allocated]), window: win },
+      ],
+      x: { kind: 'clock' }, y: { label: 'GPUs', unit: 'GPUs', min: 0 },
+    });
+    C.line($('queue-chart'), {
+      title: 'Jobs',
+      series: [
+        { name: 'pending', points: s.map((x) => [x.time, x.pending]), window: win },
+        { name: 'running', points: s.map((x) => [x.time, x.running]), window: win },
+      ],
+      x: { kind: 'clock' }, y: { label: 'jobs', unit: 'jobs', min: 0 },
+    });
+    C.line($('frag-chart'), {
+      title: 'Fragmentation over time',
+      series: [{ name: 'FGD (share of idle GPUs unusable)', points: s.map((x) => [x.time, 100 * x.fgd]), window: win }],
+      x: { kind: 'clock' }, y: { label: 'FGD', unit: '%', min: 0, max: 100 },
+      height: 180,
+    });
+  }
+  // The header's line, from the map and the queue as they are now.
+  function drawSummary(placeable) {
+    const m = st.map;
+    let allocated = 0, unavailable = 0;
+    for (const o of m.owner) if (o > 0) allocated++;
+    for (const d of m.domains) if (d[0] === 'node' && d[5] !== 'up') unavailable += d[4];
+    let running = 0, pending = 0;
+    for (const j of st.jobs.values()) {
+      const s = stateName(j.state);
+      if (s === 'pending') pending++;
+      else if (s === 'running' || s === 'checkpointing') running++;
+    }
+    const largest = Math.max(0, ...placeable.levels.map((l) => l.largest_free_block));
+    $('summary').textContent = `${allocated} of ${m.gpus} GPUs allocated, ${unavailable} on drained or down nodes, ` +
+      `${running} jobs running, ${pending} pending, largest free block ${largest} GPUs`;
+  }
+  async function loadHistory() {
+    const since = Math.floor(Date.now() / 1000) - 6 * 3600;
+    const r = await getJson(`/api/v1/samples?since=${since}`);
+    st.samples = r.samples;
+    st.historySource = `samples phalanxd took since it started (every ${r.interval_s} s), then live`;
+    if (r.history) {
+      // Kept in the store (survives restarts): preferred when this phalanxd serves it.
+      try {
+        const h = historyToSamples(await getJson(`/api/v1/history?series=${HISTORY_SERIES}&since=${since}`));
+        if (h.length) {
+          st.samples = h;
+          st.historySource = 'history kept in the store (last 6 h), then live';
+        }
+      } catch (e) { showError(e); }
+    }
+    $('history-note').textContent = 'Series: ' + st.historySource + '.';
+  }
+  const HISTORY_SERIES = 'gpus_allocated,gpus_total,gpus_unavailable,jobs_pending,jobs_running,fgd,largest_free_block';
+  // /api/v1/history: {series: {name: [[t, v], ...]}} into samples by time.
+  function historyToSamples(h) {
+    const by = new Map();
+    const names = { gpus_allocated: 'allocated', gpus_total: 'total', gpus_unavailable: 'unavailable', jobs_pending: 'pending',
+      jobs_running: 'running', fgd: 'fgd', largest_free_block: 'largest_free' };
+    for (const [name, pts] of Object.entries(h.series || {})) {
+      for (const [t, v] of pts) {
+        if (!by.has(t)) by.set(t, { time: t, allocated: 0, total: 0, unavailable: 0, pending: 0, running: 0, fgd: 0, largest_free: 0 });
+        if (names[name]) by.get(t)[names[name]] = v;
+      }
+    }
+    return [...by.values()].sort((a, b) => a.time - b.time);
+  }
+
+  // ---- the queue ----------------------------------------------------------------------------------
+  function drawQueue() {
+    const now = nowS();
+    const pending = [], running = [];
+    const jobs = [...st.jobs.values()].sort((a, b) => Number(a.id) - Number(b.id));
+    for (const j of jobs) {
+      const s = stateName(j.state);
+      const open = () => showJob(j.id);
+      if (s === 'pending') {
+        const tr = row([j.id, j.spec.name, j.user, j.spec.gpus, (j.held ? 'held ' : '') + j.reason + (j.reason_detail ? ': ' + j.reason_detail : ''),
+          Number(j.predicted_start) > 0 ? stamp(Number(j.predicted_start)) : 'unknown', dur(now - Number(j.submit_time))], open);
+        tr.dataset.job = j.id;
+        pending.push(tr);
+      } else if (s === 'running' || s === 'checkpointing') {
+        const m = st.map && st.map.jobs[j.id];
+        const tr = row([j.id, j.spec.name, j.user, (j.gpus || []).length, j.nodelist, dur(now - Number(j.start_time)),
+          dur(Number(j.start_time) + Number(j.walltime_s) - now),
+          m ? `${m.busbw_gbs.toFixed(1)} (${m.best_busbw_gbs.toFixed(1)})` : j.busbw_gbs.toFixed(1)], open);
+        tr.dataset.job = j.id;
+        running.push(tr);
+      }
+    }
+    $('pending-table').tBodies[0].replaceChildren(...pending);
+    $('running-table').tBodies[0].replaceChildren(...running);
+  }
+
+  // ---- the job page -------------------------------------------------------------------------------
+  async function showJob(id) {
+    st.selected = String(id);
+    if (location.hash !== '#job=' + id) history.replaceState(null, '', '#job=' + id);
+    const [job, ev] = await Promise.all([getJson('/api/v1/jobs/' + id), getJson('/api/v1/jobs/' + id + '/events')]);
+    if (st.selected !== String(id)) return;
+    $('job-panel').hidden = false;
+    $('job-title').textContent = `${job.id} ${job.spec.name}`;
+    const fields = [
+      ['state', stateName(job.state) + (job.reason ? ` (${job.reason}${job.reason_detail ? ': ' + job.reason_detail : ''})` : '')],
+      ['user / account', `${job.user} / ${job.spec.account || '-'}`],
+      ['GPUs', `${(job.gpus || []).length || job.spec.gpus}` + (job.nodelist ? ` on ${job.nodelist}` : '')],
+      ['submitted', stamp(Number(job.submit_time))],
+      ['started', stamp(Number(job.start_time))],
+      ['ended', stamp(Number(job.end_time))],
+      ['walltime', dur(Number(job.walltime_s))],
+      ['predicted busbw', job.busbw_gbs ? job.busbw_gbs.toFixed(1) + ' GB/s' : '-'],
+      ['preemptions / resizes / checkpoint', `${job.preemptions} / ${job.resizes} / ${job.checkpoint_epoch}`],
+    ];
+    $('job-fields').replaceChildren(...fields.flatMap(([k, v]) => {
+      const dt = document.createElement('dt'), dd = document.createElement('dd');
+      dt.textContent = k; dd.textContent = v;
+      return [dt, dd];
+    }));
+    $('job-events').tBodies[0].replaceChildren(...ev.events.map((e) => row([stamp(e.time), e.kind, e.detail])));
+    for (const c of document.querySelectorAll('.gpu.sel')) c.classList.remove('sel');
+    for (const c of document.querySelectorAll(`.gpu[data-job="${CSS.escape(String(id))}"]`)) c.classList.add('sel');
+  }
+
+  // ---- loading and live updates ------------------------------------------------------------------
+  async function refreshMapAndFrag() {
+    const t0 = performance.now();
+    const [map, placeable] = await Promise.all([getJson('/api/v1/map'), getJson('/api/v1/placeable')]);
+    st.timings.fetchMapMs = performance.now() - t0;
+    st.map = map;
+    st.mapFetched = Date.now() / 1000;
+    applyMap(map);
+    applyPlaceable(placeable);
+    st.placeable = placeable;
+  }
+  // A pending job's reason and predicted start change with passes, which send no event: the
+  // pending list is read again after each event, and once more a second later while a job
+  // still has no reason (submitted, not yet seen by a pass).
+  let reasonRetry = null;
+  async function refreshPending() {
+    const r = await getJson('/api/v1/jobs?state=pending');
+    const now = new Set();
+    for (const j of r.jobs || []) { st.jobs.set(String(j.id), j); now.add(String(j.id)); }
+    for (const [id, j] of st.jobs) if (stateName(j.state) === 'pending' && !now.has(id)) st.jobs.delete(id);
+    if ((r.jobs || []).some((j) => !j.reason || j.reason === 'None') && !reasonRetry) {
+      reasonRetry = setTimeout(() => { reasonRetry = null; scheduleRefresh(); }, 1000);
+    }
+  }
+  async function loadJobs() {
+    const r = await getJson('/api/v1/jobs');
+    st.jobs = new Map((r.jobs || []).map((j) => [String(j.id), j]));
+  }
+
+  // Events come in bursts (a pass starts many jobs): one refresh 100 ms after the first, and on
+  // large clusters (whose map is a few hundred KB, built on phalanxd's scheduling thread) at
+  // most one a second.
+  let pending = null, pendingSince = 0, lastRefresh = 0;
+  function scheduleRefresh() {
+    if (!pendingSince) pendingSince = performance.now();
+    if (pending) return;
+    const gap = st.map && st.map.gpus > 2048 ? 1000 : 0;
+    const delay = Math.max(100, lastRefresh + gap - performance.now());
+    pending = setTimeout(async () => {
+      pending = null;
+      lastRefresh = performance.now();
+      const t0 = pendingSince;
+      pendingSince = 0;
+      try {
+        await Promise.all([refreshMapAndFrag(), refreshPending()]);
+        drawQueue();
+        drawSummary(st.placeable);
+        if (st.selected && !$('job-panel').hidden) await showJob(st.selected);
+        st.timings.updatesMs.push(performance.now() - t0);
+        document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
+      } catch (e) { showError(e); }
+    }, delay);
+  }
+
+  function connect() {
+    const es = new EventSource('/api/v1/events');
+    const live = $('live');
+    es.onopen = () => {
+      live.textContent = 'live';
+      live.className = 'live on';
+      if (st.wasOffline) { st.wasOffline = false; loadJobs().then(scheduleRefresh).catch(showError); }
+    };
+    es.onerror = () => {
+      live.textContent = 'reconnecting';
+      live.className = 'live off';
+      st.wasOffline = true;
+    };
+    es.addEventListener('job', (m) => {
+      const ev = JSON.parse(m.data);
+      const j = ev.job;
+      if (['completed', 'failed', 'cancelled', 'killed'].includes(stateName(j.state))) st.jobs.delete(String(j.id));
+      else st.jobs.set(String(j.id), j);
+      scheduleRefresh();
+    });
+    es.addEventListener('nodes', () => scheduleRefresh());  // drained, resumed, lost: the map again
+    es.addEventListener('sample', (m) => {
+      const s = JSON.parse(m.data);
+      const last = st.samples[st.samples.length - 1];
+      if (!last || s.time > last.time) {
+        st.samples.push(s);
+        if (st.samples.length > 20000) st.samples.shift();
+        drawCharts();
+      }
+    });
+  }
+
+  async function start() {
+    const t0 = performance.now();
+    try {
+      const [, , topo] = await Promise.all([loadJobs(), refreshMapAndFrag(), getJson('/api/v1/topology')]);
+      $('cluster-name').textContent = `${topo.nodes} nodes, ${topo.gpus} GPUs`;
+      drawQueue();
+      drawSummary(st.placeable);
+      await loadHistory();
+      drawCharts();
+      setupMapEvents();
+      $('job-close').addEventListener('click', () => {
+        $('job-panel').hidden = true;
+        st.selected = null;
+        history.replaceState(null, '', location.pathname);
+        for (const c of document.querySelectorAll('.gpu.sel')) c.classList.remove('sel');
+      });
+      connect();
+      const m = /^#job=(\d+)$/.exec(location.hash);
+      if (m) showJob(m[1]).catch(showError);
+      requestAnimationFrame(() => requestAnimationFrame(() => {
+        st.timings.firstPaintMs = performance.now() - t0;
+        st.timings.navigationToPaintMs = performance.now();
+        document.body.dataset.ready = '1';
+      }));
+    } catch (e) {
+      showError(e);
+    }
+    setInterval(() => { if (st.jobs.size) drawQueue(); }, 5000);  // run times and time left tick
+  }
+  start();
+})();
