@@ -8,8 +8,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/un.h>
+
+#include <cstdio>
+#include <mutex>
+#include <thread>
 #include <vector>
 
+#include "daemon_harness.h"
 #include "service/unix_listener.h"
 
 namespace phalanx::service {
@@ -113,6 +122,102 @@ TEST(PeerRegistry, ConnectionsThatMadeNoCallAreShutDownAfterTheIdleTimeout) {
   quiet.Close();
   busy.Close();
   root.Close();
+}
+
+int HighestOpenFd() {
+  int highest = -1;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') highest = std::max(highest, std::atoi(e->d_name));
+  }
+  closedir(d);
+  return highest;
+}
+
+// Out of descriptors, accept(2) fails with EMFILE while the connection waits, so poll() says
+// "ready" forever: the listener must neither spin nor write a log line per attempt (the issue:
+// 8.9 million lines in 28 s), and it serves again once descriptors are free.
+TEST(UnixListener, OutOfDescriptorsItDropsTheWaitingConnectionAndBacksOffInsteadOfSpinning) {
+  testing::TempDir dir;
+  const std::string path = dir.File("s.sock");
+  PeerRegistry peers;
+  std::mutex mu;
+  std::vector<int> held;  // the listener's connections, kept open to use up descriptors
+  std::mutex log_mu;
+  std::vector<std::string> lines;
+  SetLogSink([&](LogLevel, const std::string& line) {
+    std::lock_guard<std::mutex> lock(log_mu);
+    lines.push_back(line);
+  });
+  UnixListener listener(path, &peers);
+  ASSERT_TRUE(listener.Start([&](int fd) {
+    std::lock_guard<std::mutex> lock(mu);
+    held.push_back(fd);
+  }));
+  std::vector<int> clients;
+  for (int i = 0; i < 40; ++i) clients.push_back(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(HighestOpenFd() + 1);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  // Fill the holes below the limit, then leave room for exactly 4 more descriptors.
+  std::vector<int> filler;
+  for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) filler.push_back(fd);
+  for (int i = 0; i < 4 && !filler.empty(); ++i) {
+    close(filler.back());
+    filler.pop_back();
+  }
+  int connected = 0;
+  for (int c : clients) connected += connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 ? 1 : 0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // what it does while out of fds
+  const uint64_t attempts = listener.out_of_fds();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  for (int fd : filler) close(fd);
+
+  EXPECT_EQ(connected, 40);
+  size_t held_n = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    held_n = held.size();
+  }
+  EXPECT_LE(held_n, 4u);
+  EXPECT_GE(attempts, 1u);
+  EXPECT_LE(attempts, 30u) << "backs off (10 ms doubling to 1 s), does not spin";
+  size_t emfile_lines = 0;
+  {
+    std::lock_guard<std::mutex> lock(log_mu);
+    for (const auto& l : lines) emfile_lines += l.find("Too many open files") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_GE(emfile_lines, 1u);
+  EXPECT_LE(emfile_lines, 3u);
+  // Each failed attempt closed one waiting connection (its client sees the end).
+  int ended = 0;
+  for (int c : clients) {
+    char b;
+    ended += recv(c, &b, 1, MSG_DONTWAIT) == 0 ? 1 : 0;
+  }
+  EXPECT_GE(ended, 1);
+  EXPECT_LE(static_cast<uint64_t>(ended), attempts);
+
+  // Descriptors free again: the connections still waiting are served.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int fd : held) close(fd);
+    held.clear();
+  }
+  const uint64_t before = listener.accepted();
+  EXPECT_TRUE(testing::WaitFor([&] { return listener.accepted() > before; }, std::chrono::seconds(5)));
+  listener.Stop();
+  SetLogSink({});
+  for (int c : clients) close(c);
+  std::lock_guard<std::mutex> lock(mu);
+  for (int fd : held) close(fd);
 }
 
 }  // namespace
