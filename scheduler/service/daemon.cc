@@ -93,7 +93,7 @@ void FitFileLimit(UserLimits& limits) {
   constexpr rlim_t kReserve = 256;
   const rlim_t room = rl.rlim_cur > 2 * kReserve ? rl.rlim_cur - kReserve : rl.rlim_cur / 2;
   if (rl.rlim_cur != RLIM_INFINITY && (limits.max_connections == 0 || limits.max_connections > room)) {
-    PHX_LOG(kWarn) << "user_limits.max_connections " << limits.max_connections << " lowered to " << room
+    PHX_LOG(kInfo) << "user_limits.max_connections " << limits.max_connections << " lowered to " << room
                    << " (open files limit " << rl.rlim_cur << ")";
     limits.max_connections = static_cast<uint32_t>(room);
   }

@@ -4,9 +4,9 @@
 //     connections are opened and left idle, then every thread calls Jobs.List in a loop for
 //     SECONDS. Prints "calls=N ok=N exhausted=N other=N idle_open=N idle_closed=N" and the first
 //     RESOURCE_EXHAUSTED message on a second line.
-//   probe SOCKET COUNT: COUNT Jobs.List calls, each on a new connection (as `gq` makes), one
-//     after another. Prints "ok=N failed=N p50_ms=X p99_ms=X max_ms=X" and the first failure.
-//     Exit status 0 when every call succeeded.
+//   probe SOCKET COUNT [DEADLINE_MS]: COUNT Jobs.List calls, each on a new connection (as `gq`
+//     makes) with a deadline (default 20 s), one after another. Prints "ok=N failed=N p50_ms=X p99_ms=X max_ms=X" and
+//     the first failure. Exit status 0 when every call succeeded.
 #include <grpcpp/grpcpp.h>
 #include <poll.h>
 #include <sys/resource.h>
@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -32,25 +33,35 @@ namespace {
 namespace v1 = phalanx::v1;
 using Clock = std::chrono::steady_clock;
 
-grpc::Status List(v1::Jobs::Stub& stub) {
+grpc::Status List(v1::Jobs::Stub& stub, int deadline_ms = 20000) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
   v1::ListJobsRequest req;
   v1::ListJobsResponse resp;
   return stub.List(&ctx, req, &resp);
 }
 
-int RawConnect(const std::string& path) {
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
+// A connection that stays idle. Non-blocking, so that a daemon that stopped accepting (its
+// backlog full) does not hang the flood: a full backlog is retried for up to 2 s, once; after
+// that each attempt is tried once.
+int RawConnect(const std::string& path, bool* stuck) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  const auto give_up = Clock::now() + std::chrono::seconds(*stuck ? 0 : 2);
+  while (true) {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+    const int err = errno;
     close(fd);
-    return -1;
+    if (err != EAGAIN) return -1;
+    if (Clock::now() >= give_up) {
+      *stuck = true;
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  return fd;
 }
 
 int Flood(const std::string& socket, int idle, double seconds, int threads) {
@@ -69,8 +80,9 @@ int Flood(const std::string& socket, int idle, double seconds, int threads) {
     (void)List(*stubs.back());
   }
   std::vector<int> fds;
+  bool stuck = false;
   for (int i = 0; i < idle; ++i) {
-    const int fd = RawConnect(socket);
+    const int fd = RawConnect(socket, &stuck);
     if (fd >= 0) fds.push_back(fd);
   }
   std::atomic<uint64_t> calls{0}, ok{0}, exhausted{0}, other{0};
@@ -114,7 +126,7 @@ int Flood(const std::string& socket, int idle, double seconds, int threads) {
   return 0;
 }
 
-int Probe(const std::string& socket, int count) {
+int Probe(const std::string& socket, int count, int deadline_ms) {
   std::vector<double> ms;
   int failed = 0;
   std::string first_failure;
@@ -124,7 +136,7 @@ int Probe(const std::string& socket, int count) {
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     auto ch = grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
     auto stub = v1::Jobs::NewStub(ch);
-    const grpc::Status st = List(*stub);
+    const grpc::Status st = List(*stub, deadline_ms);
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     if (!st.ok()) {
       ++failed;
@@ -144,7 +156,8 @@ int Probe(const std::string& socket, int count) {
 int main(int argc, char** argv) {
   const std::vector<std::string> a(argv, argv + argc);
   if (argc == 6 && a[1] == "flood") return Flood(a[2], std::stoi(a[3]), std::stod(a[4]), std::stoi(a[5]));
-  if (argc == 4 && a[1] == "probe") return Probe(a[2], std::stoi(a[3]));
-  std::cerr << "usage: flood_client flood SOCKET IDLE SECONDS THREADS | probe SOCKET COUNT\n";
+  if ((argc == 4 || argc == 5) && a[1] == "probe")
+    return Probe(a[2], std::stoi(a[3]), argc == 5 ? std::stoi(a[4]) : 20000);
+  std::cerr << "usage: flood_client flood SOCKET IDLE SECONDS THREADS | probe SOCKET COUNT [DEADLINE_MS]\n";
   return 2;
 }
