@@ -6,8 +6,8 @@
 //  - requests: a token bucket per uid (requests_per_second refill, request_burst capacity); a call
 //    without a token is answered RESOURCE_EXHAUSTED naming the limit;
 //  - idle: a connection without a call for idle_timeout_s is closed.
-// Uids in exempt_uids (root by default: local agents, the admin's tools) have none of these
-// limits (they still count towards max_connections). 0 turns a limit off.
+// Uids in exempt_uids (root by default: local agents, the admin's tools) are never refused nor
+// idle-closed; their connections still count towards max_connections. 0 turns a limit off.
 //
 // UidRateLimiter is the token buckets; time is passed in (any monotonic seconds) so it is
 // deterministic under test.
