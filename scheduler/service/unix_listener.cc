@@ -47,7 +47,9 @@ PeerRegistry::Admission PeerRegistry::Admit(int fd, PeerCred cred, ino_t inode, 
   // The old entry at this fd belongs to a connection gRPC closed (the kernel reused its number).
   if (auto it = by_fd_.find(fd); it != by_fd_.end()) EraseLocked(it);
   if (!limits.Exempt(cred.uid)) {
-    if (limits.max_connections_per_uid > 0 && open_by_uid_[cred.uid] >= limits.max_connections_per_uid)
+    const auto open = open_by_uid_.find(cred.uid);
+    if (limits.max_connections_per_uid > 0 && open != open_by_uid_.end() &&
+        open->second >= limits.max_connections_per_uid)
       return Admission::kUidFull;
     if (limits.max_connections > 0 && by_fd_.size() >= limits.max_connections) return Admission::kAllFull;
   }
