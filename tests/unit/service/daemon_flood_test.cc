@@ -5,6 +5,7 @@
 // its limit, idle connections are closed, refused agent calls are logged (rate-limited).
 #include <grp.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -102,6 +103,27 @@ int RawConnect(const std::string& path) {
   return fd;
 }
 
+// GET /healthz's status code (0: no answer).
+int HealthzStatus(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return 0;
+  }
+  const std::string req = "GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  (void)!write(fd, req.data(), req.size());
+  std::string text;
+  char buf[1024];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  const size_t sp = text.find(' ');
+  return sp == std::string::npos ? 0 : std::atoi(text.c_str() + sp + 1);
+}
+
 grpc::Status ListJobs(v1::Jobs::Stub& stub) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
@@ -118,6 +140,7 @@ TEST(DaemonFlood, OneUsersFloodIsRefusedWhileAnotherUsersRequestsAreAnsweredWith
   lim.requests_per_second = 20;
   lim.request_burst = 20;
   h.config.log_level = LogLevel::kInfo;
+  h.config.http_listen = "127.0.0.1:0";
   LogCounter log;
   h.Start();
   for (int i = 0; i < 3; ++i) h.SubmitOk(Harness::Spec(1, "queued"));
@@ -136,6 +159,9 @@ TEST(DaemonFlood, OneUsersFloodIsRefusedWhileAnotherUsersRequestsAreAnsweredWith
   const pid_t probe = SpawnAs(60002, {"probe", h.config.socket_path, "20"}, &probe_fd);
   ASSERT_GT(probe, 0);
   const std::string probed = Collect(probe, probe_fd);
+#ifdef PHALANX_HAVE_HTTP
+  EXPECT_EQ(HealthzStatus(h.daemon->http_port()), 200) << "/healthz answers during the flood";
+#endif
   const std::string flooded = Collect(flood, flood_fd);
   const auto p = Fields(probed);
   const auto f = Fields(flooded);
