@@ -7,6 +7,7 @@
 #include "service/proto_convert.h"
 #include "service/rpc_util.h"
 #include "util/log.h"
+#include "util/rate_limited_log.h"
 
 namespace phalanx::service {
 namespace {
@@ -169,7 +170,9 @@ void AgentSessions::Report(const std::shared_ptr<AgentLink>& link, const std::st
   const std::string name = it->first;
   Session& s = it->second;
   if (!report.session.empty() && report.session != s.id) {
-    PHX_LOG(kWarn) << "node " << name << ": report with a stale session ignored";
+    // Once per report: an agent stuck on an old session would write a line per message.
+    static RateLimitedLog stale_log;
+    stale_log.Log(LogLevel::kWarn, "stale:" + name, "node " + name + ": report with a stale session ignored");
     return;
   }
   s.last_seen = std::chrono::steady_clock::now();

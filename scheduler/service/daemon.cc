@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -75,6 +77,29 @@ Status MakeParentDirs(const std::string& file) {
   return {};
 }
 
+// Raises the soft RLIMIT_NOFILE to the hard one (every connection is a descriptor) and caps
+// user_limits.max_connections below it, leaving room for the store, agents, HTTP and gRPC.
+void FitFileLimit(UserLimits& limits) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (rl.rlim_cur < rl.rlim_max) {
+    const rlim_t old = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+      PHX_LOG(kInfo) << "open files limit raised from " << old << " to " << rl.rlim_cur;
+    } else {
+      getrlimit(RLIMIT_NOFILE, &rl);
+    }
+  }
+  constexpr rlim_t kReserve = 256;
+  const rlim_t room = rl.rlim_cur > 2 * kReserve ? rl.rlim_cur - kReserve : rl.rlim_cur / 2;
+  if (rl.rlim_cur != RLIM_INFINITY && (limits.max_connections == 0 || limits.max_connections > room)) {
+    PHX_LOG(kInfo) << "user_limits.max_connections " << limits.max_connections << " lowered to " << room
+                   << " (open files limit " << rl.rlim_cur << ")";
+    limits.max_connections = static_cast<uint32_t>(room);
+  }
+}
+
 }  // namespace
 
 // Everything the daemon owns, declared in construction order (destroyed in reverse).
@@ -93,6 +118,7 @@ struct Daemon::Parts {
   std::unique_ptr<Controller> controller;
   std::unique_ptr<HistorySampler> history;  // used and stopped on the io thread
   PeerRegistry peers;
+  std::unique_ptr<UidRateLimiter> rate;
   std::unique_ptr<Identity> identity;
   std::unique_ptr<JobsService> jobs;
   std::unique_ptr<ClusterService> cluster;
@@ -270,13 +296,21 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::set<std::string> admins(config.admins.begin(), config.admins.end());
-  p.identity = std::make_unique<Identity>(&p.peers, std::move(admins));
+  UserLimits limits = config.user_limits;
+  FitFileLimit(limits);
+  p.rate = std::make_unique<UidRateLimiter>(limits.requests_per_second, limits.request_burst, limits.exempt_uids);
+  p.identity = std::make_unique<Identity>(&p.peers, std::move(admins), p.rate.get());
   p.identity->set_agent_token(token);
   p.jobs = std::make_unique<JobsService>(p.io, p.controller.get(), p.identity.get());
   p.cluster = std::make_unique<ClusterService>(p.io, p.controller.get(), p.identity.get());
   if (p.executor) p.agents = std::make_unique<AgentsService>(p.io, &p.executor->sessions(), p.identity.get());
   {
     grpc::ServerBuilder b;
+    // A connection without calls for idle_timeout is closed by gRPC (after a GOAWAY); one that
+    // never made a call is shut down by the listener's sweep.
+    if (limits.idle_timeout_s > 0)
+      b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                           static_cast<int>(std::min(limits.idle_timeout_s * 1000, 2e9)));
     b.RegisterService(p.jobs.get());
     b.RegisterService(p.cluster.get());
     if (p.agents) b.RegisterService(p.agents.get());  // local agents, as root
@@ -303,7 +337,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
                                                              : "mutual TLS")
                    << ")";
   }
-  p.listener = std::make_unique<UnixListener>(config.socket_path, &p.peers);
+  p.listener = std::make_unique<UnixListener>(config.socket_path, &p.peers, limits);
   if (auto st =
           p.listener->Start([server = p.user_server.get()](int fd) { grpc::AddInsecureChannelFromFd(server, fd); });
       !st) {
@@ -334,6 +368,19 @@ int Daemon::http_port() const {
 #else
   return 0;
 #endif
+}
+
+Daemon::UserSocketStats Daemon::user_socket_stats() const {
+  UserSocketStats s;
+  if (const UnixListener* l = parts_->listener.get()) {
+    s.accepted = l->accepted();
+    s.refused_connections = l->refused();
+    s.idle_closed = l->idle_closed();
+    s.out_of_fds = l->out_of_fds();
+  }
+  if (parts_->rate) s.refused_requests = parts_->rate->refused();
+  s.open = parts_->peers.open();
+  return s;
 }
 
 void Daemon::RunOnIo(const std::function<void(Controller&)>& fn) {

@@ -58,6 +58,12 @@ class Daemon {
   int agent_port() const { return agent_port_; }
   int http_port() const;
   const DaemonConfig& config() const { return config_; }
+  // The users' socket's counters (user_limits, docs/daemon.md); safe from any thread after Start.
+  struct UserSocketStats {
+    uint64_t accepted = 0, refused_connections = 0, refused_requests = 0, idle_closed = 0, out_of_fds = 0;
+    size_t open = 0;  // connections counted as open now
+  };
+  UserSocketStats user_socket_stats() const;
   // Runs `fn` on the io thread and waits (tests inspect the Controller with it).
   void RunOnIo(const std::function<void(Controller&)>& fn);
 

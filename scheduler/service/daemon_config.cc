@@ -72,6 +72,13 @@ struct Conv {
     *out = d;
     return {};
   }
+  Status NonNegative(const YAML::Node& v, const std::string& key, double* out) const {
+    double d = 0;
+    if (!v.IsScalar() || !YAML::convert<double>::decode(v, d) || !std::isfinite(d) || d < 0)
+      return Bad(v, key, "a number >= 0");
+    *out = d;
+    return {};
+  }
   Status WholeSeconds(const YAML::Node& v, const std::string& key, Duration* out) const {
     int64_t x = 0;
     if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x) || x < 0)
@@ -174,6 +181,36 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
       c.admins.push_back(a.Scalar());
     }
     return {};
+  });
+  s.On("user_limits", [&](const YAML::Node& v, const std::string&) -> Status {
+    Section t(v, file, "user_limits.");
+    Conv tc{t};
+    UserLimits& u = c.user_limits;
+    t.On("max_connections",
+         [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &u.max_connections); });
+    t.On("max_connections_per_uid",
+         [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &u.max_connections_per_uid); });
+    t.On("requests_per_second",
+         [&](const YAML::Node& x, const std::string& key) { return tc.NonNegative(x, key, &u.requests_per_second); });
+    t.On("request_burst",
+         [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &u.request_burst); });
+    t.On("idle_timeout",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &u.idle_timeout_s); });
+    t.On("exempt_uids", [&](const YAML::Node& x, const std::string& key) -> Status {
+      if (x.IsNull()) {
+        u.exempt_uids.clear();
+        return {};
+      }
+      if (!x.IsSequence()) return tc.Bad(x, key, "a list of uids");
+      u.exempt_uids.clear();
+      for (const YAML::Node& n : x) {
+        uint32_t uid = 0;
+        if (auto st = tc.U32(n, key, &uid); !st) return st;
+        u.exempt_uids.insert(uid);
+      }
+      return {};
+    });
+    return t.Run();
   });
   s.On("log_level", [&](const YAML::Node& v, const std::string& key) -> Status {
     const auto level = ParseLogLevel(Scalar(v));
@@ -410,6 +447,8 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (c.pass_interval_s <= 0) return Fail(where, "scheduler.pass_interval: must be > 0");
   if (c.history_interval_s > 0 && c.history_interval_s < 1)
     return Fail(where, "history.interval: must be 0 (off) or at least 1 second");
+  if (c.user_limits.requests_per_second > 0 && c.user_limits.request_burst == 0)
+    return Fail(where, "user_limits.request_burst: must be >= 1 when requests_per_second is set (0 turns both off)");
   if (c.mode == "slurm") {
     if (c.slurm.topology.empty()) return Fail(where, "slurm.topology: needed with mode: slurm (Slurm's topology.conf)");
     if (c.slurm.poll_interval_s <= 0) return Fail(where, "slurm.poll_interval: must be > 0");

@@ -15,6 +15,7 @@
 #include "adapters/store/store.h"
 #include "core/common/result.h"
 #include "core/sched/config.h"
+#include "service/user_limits.h"
 #include "util/log.h"
 
 namespace phalanx::service {
@@ -46,6 +47,7 @@ struct DaemonConfig {
   // Users' side.
   std::string socket_path = "/run/phalanx/phalanxd.sock";  // mode 0666, in a directory we create
   std::vector<std::string> admins;                         // user names that may act on every job (root always may)
+  UserLimits user_limits;  // per-uid connections and request rate, idle timeout (issue 12.1)
 
   // State.
   std::string db_path = "/var/lib/phalanx/phalanxd.db";

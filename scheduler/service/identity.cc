@@ -3,7 +3,11 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <sstream>
 #include <vector>
+
+#include "util/log.h"
 
 namespace phalanx::service {
 
@@ -53,6 +57,19 @@ grpc::Status Identity::User(const grpc::CallbackServerContext& ctx, Caller* out)
     return grpc::Status(
         grpc::StatusCode::UNAUTHENTICATED,
         "the Jobs and Cluster services answer only on phalanxd's Unix socket (peer " + ctx.peer() + ")");
+  if (rate_ != nullptr) {
+    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (!rate_->Allow(cred->uid, now)) {
+      std::ostringstream why_s;
+      why_s << "uid " << cred->uid << " is over its request rate (" << rate_->rate() << "/s, burst " << rate_->burst()
+            << ": user_limits.requests_per_second, request_burst)";
+      const std::string why = why_s.str();
+      log_.Log(LogLevel::kWarn, "rate:" + std::to_string(cred->uid),
+               "users' socket: request from uid " + std::to_string(cred->uid) + " pid " + std::to_string(cred->pid) +
+                   " refused: " + why);
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "phalanxd: " + why + "; try again later");
+    }
+  }
   out->uid = cred->uid;
   out->gid = cred->gid;
   out->pid = cred->pid;
@@ -62,6 +79,19 @@ grpc::Status Identity::User(const grpc::CallbackServerContext& ctx, Caller* out)
 }
 
 grpc::Status Identity::Agent(const grpc::CallbackServerContext& ctx) const {
+  grpc::Status st = AgentCheck(ctx);
+  if (!st.ok()) {
+    // Someone without the token knocking on the agents' port (or a misconfigured agent): a
+    // trace with the address, without letting a flood fill the log.
+    const std::string peer = ctx.peer();
+    const std::string host = PeerHost(peer);
+    log_.Log(LogLevel::kWarn, "agent:" + (host.empty() ? peer : host) + ":" + st.error_message(),
+             "agents: call from " + peer + " refused: " + st.error_message());
+  }
+  return st;
+}
+
+grpc::Status Identity::AgentCheck(const grpc::CallbackServerContext& ctx) const {
   if (peers_) {
     if (auto cred = peers_->Lookup(ctx.peer())) {
       if (cred->uid == 0) return grpc::Status::OK;

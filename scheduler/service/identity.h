@@ -2,10 +2,13 @@
 //  - Users (Jobs, Cluster): the Unix socket peer's credentials (SO_PEERCRED, recorded by
 //    UnixListener under "fd:N"), the user name from the password database, admin when uid 0
 //    or listed in the configuration. Calls that did not come through the Unix socket are
-//    refused (UNAUTHENTICATED).
+//    refused (UNAUTHENTICATED). Each uid's calls go through its token bucket (UidRateLimiter,
+//    user_limits.requests_per_second / request_burst): a call without a token is answered
+//    RESOURCE_EXHAUSTED naming the limit, and logged a few times per 10 s per uid.
 //  - Agents: over TCP, the shared token ("authorization: Bearer <token>", compared in
 //    constant time) and/or TLS client certificates (checked by gRPC); over the Unix socket,
-//    only root (a local agent).
+//    only root (a local agent). A refused agent call is logged with the peer's address (a few
+//    times per 10 s per address and reason, then counted).
 // Thread-safety: safe from any thread (gRPC handler threads).
 #pragma once
 
@@ -18,6 +21,8 @@
 #include "core/common/result.h"
 #include "service/caller.h"
 #include "service/unix_listener.h"
+#include "service/user_limits.h"
+#include "util/rate_limited_log.h"
 #include "util/thread_annotations.h"
 
 namespace phalanx::service {
@@ -30,9 +35,12 @@ std::string PeerHost(const std::string& peer);
 
 class Identity {
  public:
-  Identity(const PeerRegistry* peers, std::set<std::string> admins) : peers_(peers), admins_(std::move(admins)) {}
+  // `rate`: per-uid request limits; null: none.
+  Identity(const PeerRegistry* peers, std::set<std::string> admins, UidRateLimiter* rate = nullptr)
+      : peers_(peers), admins_(std::move(admins)), rate_(rate) {}
 
-  // The user behind a call on the Unix socket; UNAUTHENTICATED otherwise.
+  // The user behind a call on the Unix socket; UNAUTHENTICATED otherwise, RESOURCE_EXHAUSTED
+  // when the uid is over its request rate.
   grpc::Status User(const grpc::CallbackServerContext& ctx, Caller* out) const PHALANX_EXCLUDES(mu_);
 
   // An agent's call: OK when it came through the Unix socket as root, or over TCP with the
@@ -41,11 +49,15 @@ class Identity {
   grpc::Status Agent(const grpc::CallbackServerContext& ctx) const;
 
  private:
+  grpc::Status AgentCheck(const grpc::CallbackServerContext& ctx) const;
+
   std::string UserName(uint32_t uid) const PHALANX_EXCLUDES(mu_);
 
   const PeerRegistry* const peers_;
   const std::set<std::string> admins_;
+  UidRateLimiter* const rate_;
   std::string token_;  // set before serving
+  mutable RateLimitedLog log_;
   mutable Mutex mu_;
   mutable std::map<uint32_t, std::string> names_ PHALANX_GUARDED_BY(mu_);
 };

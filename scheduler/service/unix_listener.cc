@@ -7,7 +7,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "util/log.h"
@@ -17,6 +19,10 @@ namespace phalanx::service {
 namespace {
 
 std::string Errno(std::string_view what) { return std::string(what) + ": " + std::strerror(errno); }
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // mkdir -p, each created directory 0755.
 Status MakeDirs(const std::string& dir) {
@@ -35,9 +41,33 @@ Status MakeDirs(const std::string& dir) {
 
 }  // namespace
 
-void PeerRegistry::Add(int fd, PeerCred cred, ino_t inode) {
+PeerRegistry::Admission PeerRegistry::Admit(int fd, PeerCred cred, ino_t inode, double now_s,
+                                            const UserLimits& limits) {
   MutexLock lock(&mu_);
-  by_fd_[fd] = Entry{cred, inode};
+  // The old entry at this fd belongs to a connection gRPC closed (the kernel reused its number).
+  if (auto it = by_fd_.find(fd); it != by_fd_.end()) EraseLocked(it);
+  if (!limits.Exempt(cred.uid)) {
+    const auto open = open_by_uid_.find(cred.uid);
+    if (limits.max_connections_per_uid > 0 && open != open_by_uid_.end() &&
+        open->second >= limits.max_connections_per_uid)
+      return Admission::kUidFull;
+    if (limits.max_connections > 0 && by_fd_.size() >= limits.max_connections) return Admission::kAllFull;
+  }
+  by_fd_[fd] = Entry{cred, inode, now_s, false};
+  ++open_by_uid_[cred.uid];
+  return Admission::kAdmitted;
+}
+
+void PeerRegistry::Add(int fd, PeerCred cred, ino_t inode) {
+  UserLimits none;
+  none.max_connections = none.max_connections_per_uid = 0;
+  (void)Admit(fd, cred, inode, 0, none);
+}
+
+void PeerRegistry::EraseLocked(std::unordered_map<int, Entry>::iterator it) {
+  auto n = open_by_uid_.find(it->second.cred.uid);
+  if (n != open_by_uid_.end() && --n->second == 0) open_by_uid_.erase(n);
+  by_fd_.erase(it);
 }
 
 std::optional<PeerCred> PeerRegistry::Lookup(std::string_view peer) const {
@@ -50,10 +80,54 @@ std::optional<PeerCred> PeerRegistry::Lookup(std::string_view peer) const {
   MutexLock lock(&mu_);
   auto it = by_fd_.find(fd);
   if (it == by_fd_.end() || it->second.inode != st.st_ino) return std::nullopt;
+  it->second.called = true;
   return it->second.cred;
 }
 
-UnixListener::UnixListener(std::string path, PeerRegistry* registry) : path_(std::move(path)), registry_(registry) {}
+PeerRegistry::Swept PeerRegistry::Sweep(double now_s, double idle_timeout_s, const UserLimits& limits) {
+  Swept out;
+  MutexLock lock(&mu_);
+  for (auto it = by_fd_.begin(); it != by_fd_.end();) {
+    struct stat st {};
+    const int fd = it->first;
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_ino != it->second.inode) {
+      ++out.closed;
+      auto next = std::next(it);
+      EraseLocked(it);
+      it = next;
+      continue;
+    }
+    if (idle_timeout_s > 0 && !it->second.called && now_s - it->second.accepted_s >= idle_timeout_s &&
+        !limits.Exempt(it->second.cred.uid)) {
+      // gRPC owns the fd: shut the socket down (both ways) so that gRPC sees the end and closes
+      // it. The inode was checked just above; a connection that made no call is closed by gRPC
+      // only when its client goes, so the number cannot have been reused in between short of
+      // that client leaving in the microseconds between fstat and shutdown.
+      (void)shutdown(fd, SHUT_RDWR);
+      ++out.idle;
+      auto next = std::next(it);
+      EraseLocked(it);
+      it = next;
+      continue;
+    }
+    ++it;
+  }
+  return out;
+}
+
+size_t PeerRegistry::open() const {
+  MutexLock lock(&mu_);
+  return by_fd_.size();
+}
+
+uint32_t PeerRegistry::open(uint32_t uid) const {
+  MutexLock lock(&mu_);
+  auto it = open_by_uid_.find(uid);
+  return it == open_by_uid_.end() ? 0 : it->second;
+}
+
+UnixListener::UnixListener(std::string path, PeerRegistry* registry, UserLimits limits)
+    : path_(std::move(path)), registry_(registry), limits_(std::move(limits)) {}
 
 UnixListener::~UnixListener() { Stop(); }
 
@@ -93,39 +167,110 @@ Status UnixListener::Start(OnConnection on_connection) {
     return st;
   }
   if (pipe2(wake_, O_CLOEXEC) != 0) return Fail(path_, Errno("pipe"));
+  reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   thread_ = std::thread([this] { AcceptLoop(); });
   return {};
 }
 
+bool UnixListener::WaitWake(int ms) {
+  pollfd wake{wake_[0], POLLIN, 0};
+  return poll(&wake, 1, ms) > 0 && wake.revents != 0;
+}
+
+void UnixListener::Tick(double now_s, bool force) {
+  // Every second, or sooner (at most every 100 ms) when a limit is about to refuse someone.
+  if (now_s - last_sweep_s_ < (force ? 0.1 : 1.0)) return;
+  last_sweep_s_ = now_s;
+  const auto swept = registry_->Sweep(now_s, limits_.idle_timeout_s, limits_);
+  idle_closed_ += swept.idle;
+  if (swept.idle > 0)
+    PHX_LOG(kDebug) << "users' socket: " << swept.idle << " connections closed after " << limits_.idle_timeout_s
+                    << " s without a call";
+  log_.FlushToLog();
+}
+
 void UnixListener::AcceptLoop() {
+  int backoff_ms = 0;
   while (true) {
+    if (backoff_ms > 0) {
+      if (WaitWake(backoff_ms)) return;
+    }
     pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
+    const int ready = poll(fds, 2, 1000);
+    if (ready < 0) {
       if (errno == EINTR) continue;
-      PHX_LOG(kError) << "users' socket " << path_ << ": " << Errno("poll");
+      PHX_LOG(kError) << "users' socket " << path_ << ": " << Errno("poll") << "; no longer accepting";
       return;
     }
     if (fds[1].revents != 0) return;
-    // gRPC's endpoints need non-blocking fds.
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) {
-      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
-        PHX_LOG(kWarn) << "users' socket " << path_ << ": " << Errno("accept");
-      continue;
+    Tick(SteadySeconds(), false);
+    if (fds[0].revents == 0) continue;
+    if (AcceptOne()) {
+      backoff_ms = 0;
+    } else {
+      backoff_ms = backoff_ms == 0 ? 10 : std::min(2 * backoff_ms, 1000);
     }
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    struct stat st {};
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || fstat(fd, &st) != 0) {
-      PHX_LOG(kWarn) << "users' socket: " << Errno("SO_PEERCRED") << "; connection refused";
-      close(fd);
-      continue;
-    }
-    registry_->Add(fd, PeerCred{cred.uid, cred.gid, cred.pid}, st.st_ino);
-    ++accepted_;
-    PHX_LOG(kDebug) << "connection fd:" << fd << " from uid " << cred.uid << " pid " << cred.pid;
-    on_connection_(fd);
   }
+}
+
+bool UnixListener::AcceptOne() {
+  // gRPC's endpoints need non-blocking fds.
+  const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == EINTR || err == EAGAIN || err == ECONNABORTED || err == EPROTO) return true;
+    if (err == EMFILE || err == ENFILE) {
+      ++out_of_fds_;
+      // The waiting connection would keep poll() ready forever: accept it with the reserve
+      // descriptor and close it at once (the client sees its connection closed), then back off.
+      if (reserve_fd_ >= 0) {
+        close(reserve_fd_);
+        const int dropped = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (dropped >= 0) close(dropped);
+        reserve_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      }
+      log_.Log(LogLevel::kError, "accept:nofile",
+               "users' socket " + path_ + ": accept: " + std::strerror(err) +
+                   " (phalanxd is out of file descriptors; connections are closed until some are free)");
+      Tick(SteadySeconds(), true);
+      return false;
+    }
+    log_.Log(LogLevel::kWarn, "accept:" + std::to_string(err),
+             "users' socket " + path_ + ": accept: " + std::strerror(err));
+    return err != ENOBUFS && err != ENOMEM;
+  }
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  struct stat st {};
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || fstat(fd, &st) != 0) {
+    log_.Log(LogLevel::kWarn, "peercred", "users' socket: " + Errno("SO_PEERCRED") + "; connection refused");
+    close(fd);
+    return true;
+  }
+  const PeerCred peer{cred.uid, cred.gid, cred.pid};
+  const double now = SteadySeconds();
+  auto admission = registry_->Admit(fd, peer, st.st_ino, now, limits_);
+  if (admission != PeerRegistry::Admission::kAdmitted) {
+    Tick(now, true);  // connections gRPC closed since the last sweep no longer count
+    admission = registry_->Admit(fd, peer, st.st_ino, now, limits_);
+  }
+  if (admission != PeerRegistry::Admission::kAdmitted) {
+    ++refused_;
+    const bool uid_full = admission == PeerRegistry::Admission::kUidFull;
+    const std::string why =
+        uid_full ? "uid " + std::to_string(cred.uid) + " has " + std::to_string(limits_.max_connections_per_uid) +
+                       " connections open (user_limits.max_connections_per_uid)"
+                 : std::to_string(limits_.max_connections) + " connections are open (user_limits.max_connections)";
+    log_.Log(LogLevel::kWarn, uid_full ? "refused:uid:" + std::to_string(cred.uid) : "refused:all",
+             "users' socket: connection from uid " + std::to_string(cred.uid) + " pid " + std::to_string(cred.pid) +
+                 " closed: " + why);
+    close(fd);
+    return true;
+  }
+  ++accepted_;
+  PHX_LOG(kDebug) << "connection fd:" << fd << " from uid " << cred.uid << " pid " << cred.pid;
+  on_connection_(fd);
+  return true;
 }
 
 void UnixListener::Stop() {
@@ -137,6 +282,10 @@ void UnixListener::Stop() {
   for (int& fd : wake_) {
     if (fd >= 0) close(fd);
     fd = -1;
+  }
+  if (reserve_fd_ >= 0) {
+    close(reserve_fd_);
+    reserve_fd_ = -1;
   }
   if (listen_fd_ >= 0) {
     close(listen_fd_);

@@ -7,6 +7,8 @@
 
 #include <optional>
 
+#include "util/log.h"
+
 namespace phalanx::service {
 namespace {
 
@@ -138,6 +140,22 @@ TEST(AgentSessions, AStreamAttachesWithItsSessionGetsWelcomeThenItsOutbox) {
   EXPECT_EQ(f.events.log.back(), "exit n0 3");
   f.sessions.Report(s.link, "", AgentMessage{"an-old-session", AgentCheckpoint{3, 1, "/c"}});
   EXPECT_EQ(f.events.log.back(), "exit n0 3");
+}
+
+TEST(AgentSessions, StaleSessionReportsAreLoggedAFewTimesNotOncePerReport) {
+  Fixture f;
+  auto welcome = f.sessions.Register(AgentHello{"n1", 8, "", "", {}}, "10.0.0.7");
+  ASSERT_TRUE(welcome);
+  FakeStream s;
+  f.sessions.Report(s.link, "10.0.0.7", AgentMessage{welcome->session, AgentHeartbeat{}});
+  size_t lines = 0;
+  SetLogSink([&](LogLevel, const std::string& line) {
+    if (line.find("node n1: report with a stale session ignored") != std::string::npos) ++lines;
+  });
+  for (int i = 0; i < 500; ++i) f.sessions.Report(s.link, "", AgentMessage{"an-old-session", AgentHeartbeat{}});
+  SetLogSink({});
+  EXPECT_GE(lines, 1u);
+  EXPECT_LE(lines, 3u);
 }
 
 TEST(AgentSessions, AStreamWithoutSessionOrHelloIsClosed) {

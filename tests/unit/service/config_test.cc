@@ -82,6 +82,13 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
       {"admins: alice\n", "d.yaml:1: admins: expected a list of user names"},
       {"scheduler:\n  limits:\n    user_max_gpus: 3\n", "d.yaml:3: unknown key 'scheduler.limits.user_max_gpus'"},
       {"socket: [unclosed\n", "d.yaml:2: not valid YAML"},
+      {"user_limits:\n  max_connections_per_uid: many\n",
+       "d.yaml:2: user_limits.max_connections_per_uid: expected a whole number in 0..4294967295, got 'many'"},
+      {"user_limits:\n  requests_per_second: -1\n",
+       "d.yaml:2: user_limits.requests_per_second: expected a number >= 0"},
+      {"user_limits:\n  exempt_uids: [0, bob]\n", "d.yaml:2: user_limits.exempt_uids: expected a whole number"},
+      {"user_limits:\n  idle: 5\n", "d.yaml:2: unknown key 'user_limits.idle'"},
+      {"user_limits:\n  request_burst: 0\n", "user_limits.request_burst: must be >= 1 when requests_per_second is set"},
       {"agents:\n  listen: 0.0.0.0:7070\n",
        "agents.listen: an agent listener needs a token_file or TLS client certificates"},
   };
@@ -91,6 +98,29 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
     EXPECT_NE(r.error().ToString().find(c.expect), std::string::npos)
         << r.error().ToString() << "\nwanted: " << c.expect;
   }
+}
+
+TEST(DaemonConfig, UserLimitsHaveDefaultsAndAreRead) {
+  auto d = ParseDaemonConfig("", "empty.yaml");
+  ASSERT_TRUE(d) << d.error().ToString();
+  EXPECT_EQ(d->user_limits.max_connections_per_uid, 64u);
+  EXPECT_EQ(d->user_limits.requests_per_second, 50);
+  EXPECT_EQ(d->user_limits.exempt_uids, std::set<uint32_t>{0});
+  auto c = ParseDaemonConfig(
+      "user_limits:\n  max_connections: 100\n  max_connections_per_uid: 8\n  requests_per_second: 2.5\n"
+      "  request_burst: 10\n  idle_timeout: 30\n  exempt_uids: [0, 990]\n",
+      "u.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->user_limits.max_connections, 100u);
+  EXPECT_EQ(c->user_limits.max_connections_per_uid, 8u);
+  EXPECT_EQ(c->user_limits.requests_per_second, 2.5);
+  EXPECT_EQ(c->user_limits.request_burst, 10u);
+  EXPECT_EQ(c->user_limits.idle_timeout_s, 30);
+  EXPECT_EQ(c->user_limits.exempt_uids, (std::set<uint32_t>{0, 990}));
+  auto off =
+      ParseDaemonConfig("user_limits:\n  requests_per_second: 0\n  request_burst: 0\n  exempt_uids:\n", "o.yaml");
+  ASSERT_TRUE(off) << off.error().ToString();
+  EXPECT_TRUE(off->user_limits.exempt_uids.empty());
 }
 
 TEST(DaemonConfig, FlagsOverrideTheFile) {
