@@ -2,7 +2,9 @@
 // /metrics (Prometheus; gauges set from the core by a collector at scrape time) and
 // /api/v1/{jobs,jobs/{id},nodes,stats,fragmentation,topology} as the API's JSON. Handlers
 // run on the io thread and answer from the Controller through api_views.h (the same answers
-// as gRPC, for an anonymous caller: never a job's environment).
+// as gRPC). Every route sits behind an http::RequestGuard (Host and Origin checks, the admin
+// token): a request with the admin token reads as an admin, any other as an anonymous
+// reader (jobs with their private fields redacted, never an environment).
 // Thread-safety: Start, Stop and every handler on the io thread. The observer functions it
 // gives the Controller run on the io thread too.
 #pragma once
@@ -14,6 +16,7 @@
 
 #include "core/common/result.h"
 #include "service/controller.h"
+#include "service/http/guard.h"
 #include "service/http/metrics.h"
 #include "service/http/server.h"
 
@@ -23,8 +26,10 @@ class HttpEndpoints {
  public:
   // `listen` is "host:port" ("127.0.0.1:9464", "[::1]:0"). Registers the metrics, installs the
   // Controller's observer, starts the server. Errors name the address.
+  // `access`: the admin token and the Host names and Origins allowed besides the defaults
+  // (http::DefaultAllowedHosts of the listen address).
   static Result<std::unique_ptr<HttpEndpoints>> Start(boost::asio::io_context& io, const std::string& listen,
-                                                      Controller* controller);
+                                                      Controller* controller, http::GuardOptions access = {});
   ~HttpEndpoints();
   void Stop();
   uint16_t port() const { return server_ ? server_->port() : 0; }
@@ -33,7 +38,11 @@ class HttpEndpoints {
   HttpEndpoints() = default;
   Status RegisterMetrics();
 
+  // Who is asking: an admin with the token, else nobody in particular.
+  Caller Viewer(const http::Request& r) const;
+
   Controller* controller_ = nullptr;
+  std::unique_ptr<http::RequestGuard> guard_;
   http::MetricsRegistry metrics_;
   http::GaugeFamily* jobs_ = nullptr;
   http::GaugeFamily* gpus_ = nullptr;

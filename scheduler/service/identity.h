@@ -1,8 +1,9 @@
 // Identity: who is calling, for each gRPC call.
 //  - Users (Jobs, Cluster): the Unix socket peer's credentials (SO_PEERCRED, recorded by
-//    UnixListener under "fd:N"), the user name from the password database, admin when uid 0
-//    or listed in the configuration. Calls that did not come through the Unix socket are
-//    refused (UNAUTHENTICATED).
+//    UnixListener under "fd:N"), the user name from the password database and the group
+//    names (getgrouplist), admin when uid 0, listed in `admins` or a member of one of
+//    `admin_groups`. Names and groups are cached per (uid, gid) for a minute. Calls that did
+//    not come through the Unix socket are refused (UNAUTHENTICATED).
 //  - Agents: over TCP, the shared token ("authorization: Bearer <token>", compared in
 //    constant time) and/or TLS client certificates (checked by gRPC); over the Unix socket,
 //    only root (a local agent).
@@ -11,9 +12,12 @@
 
 #include <grpcpp/server_context.h>
 
+#include <chrono>
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/common/result.h"
 #include "service/caller.h"
@@ -30,7 +34,8 @@ std::string PeerHost(const std::string& peer);
 
 class Identity {
  public:
-  Identity(const PeerRegistry* peers, std::set<std::string> admins) : peers_(peers), admins_(std::move(admins)) {}
+  Identity(const PeerRegistry* peers, std::set<std::string> admins, std::set<std::string> admin_groups = {})
+      : peers_(peers), admins_(std::move(admins)), admin_groups_(std::move(admin_groups)) {}
 
   // The user behind a call on the Unix socket; UNAUTHENTICATED otherwise.
   grpc::Status User(const grpc::CallbackServerContext& ctx, Caller* out) const PHALANX_EXCLUDES(mu_);
@@ -41,13 +46,20 @@ class Identity {
   grpc::Status Agent(const grpc::CallbackServerContext& ctx) const;
 
  private:
-  std::string UserName(uint32_t uid) const PHALANX_EXCLUDES(mu_);
+  struct Names {
+    std::string user;
+    std::vector<std::string> groups;
+    std::chrono::steady_clock::time_point at;
+  };
+  // The user's and groups' names of (uid, gid), from the cache when fresh.
+  Names Resolve(uint32_t uid, uint32_t gid) const PHALANX_EXCLUDES(mu_);
 
   const PeerRegistry* const peers_;
   const std::set<std::string> admins_;
+  const std::set<std::string> admin_groups_;
   std::string token_;  // set before serving
   mutable Mutex mu_;
-  mutable std::map<uint32_t, std::string> names_ PHALANX_GUARDED_BY(mu_);
+  mutable std::map<std::pair<uint32_t, uint32_t>, Names> names_ PHALANX_GUARDED_BY(mu_);
 };
 
 }  // namespace phalanx::service
