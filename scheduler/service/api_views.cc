@@ -193,11 +193,13 @@ grpc::Status GetFragmentation(const Controller& c, v1::GetFragmentationResponse*
   return grpc::Status::OK;
 }
 
-grpc::Status ExplainPending(const Controller& c, const v1::ExplainPendingRequest& req,
+grpc::Status ExplainPending(const Controller& c, const Caller& who, const v1::ExplainPendingRequest& req,
                             v1::ExplainPendingResponse* out) {
   auto found = c.FindJob(req.job_id());
   if (!found) return ToGrpcStatus(found.error());
   const JobRecord& job = **found;
+  if (ViewOf(c.private_data(), who, job.spec.user) == JobView::kHidden)
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "job " + std::to_string(req.job_id()) + ": no such job");
   if (job.state != JobState::kPending)
     return grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,

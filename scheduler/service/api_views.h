@@ -42,7 +42,9 @@ grpc::Status GetTopology(const Controller& c, v1::GetTopologyResponse* out);
 grpc::Status ListNodes(const Controller& c, v1::ListNodesResponse* out);
 grpc::Status GetStats(Controller& c, v1::GetStatsResponse* out);
 grpc::Status GetFragmentation(const Controller& c, v1::GetFragmentationResponse* out);
-// NOT_FOUND; FAILED_PRECONDITION when the job is not pending.
-grpc::Status ExplainPending(const Controller& c, const v1::ExplainPendingRequest& req, v1::ExplainPendingResponse* out);
+// NOT_FOUND (also for a job private_data jobs hides from `who`); FAILED_PRECONDITION when the
+// job is not pending.
+grpc::Status ExplainPending(const Controller& c, const Caller& who, const v1::ExplainPendingRequest& req,
+                            v1::ExplainPendingResponse* out);
 
 }  // namespace phalanx::service::views

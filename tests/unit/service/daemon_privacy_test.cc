@@ -126,7 +126,11 @@ TEST_F(Privacy, OnlyTheOwnerAndAdminsSeeScriptArgsEnvAndCwd) {
   EXPECT_EQ(root.spec().command(0), "--token=hunter2");
   EXPECT_EQ(root.hidden_fields_size(), 0);
 
-  // A Watch of bob's gets alice's job redacted too.
+  // A Watch of bob's gets alice's job redacted too; root's (an admin's) the whole job.
+  const std::string watch = As(kBob, h_, {"watch"});
+  EXPECT_TRUE(Has(watch, "code=0 kind=state user=nobody ")) << watch;
+  EXPECT_TRUE(Has(watch, "hidden=spec.script,")) << watch;
+  for (const char* s : kSecrets) EXPECT_FALSE(Has(watch, s)) << s << " in " << watch;
   grpc::ClientContext wctx;
   v1::WatchRequest wreq;
   wreq.set_send_initial(true);
@@ -156,6 +160,9 @@ TEST_F(Privacy, PrivateJobsAndUsersHideOthersJobsAndNames) {
   const std::string cancel = As(kBob, h_, {"cancel", std::to_string(id)});
   EXPECT_TRUE(Has(cancel, Code(grpc::StatusCode::NOT_FOUND))) << cancel;
   EXPECT_FALSE(Has(cancel, "nobody")) << cancel;
+  EXPECT_TRUE(Has(As(kBob, h_, {"watch", std::to_string(id)}), Code(grpc::StatusCode::NOT_FOUND)));
+  const std::string watch = As(kBob, h_, {"watch"});
+  EXPECT_TRUE(Has(watch, "code=0 kind=state user=uid:3002 ")) << "only bob's own job: " << watch;
   EXPECT_TRUE(Has(As(kAlice, h_, {"get", std::to_string(id)}), "code=0 user=nobody ")) << "the owner sees it";
   EXPECT_TRUE(Has(As(kGroupAdmin, h_, {"list"}), ":nobody:#!/bin/sh")) << "an admin sees everything";
 }

@@ -6,9 +6,11 @@
 //   privacy_client SOCKET submit CLASS ACCOUNT   a job with secrets in its script, args, env, cwd
 //   privacy_client SOCKET update ID CLASS
 //   privacy_client SOCKET cancel ID
+//   privacy_client SOCKET watch [ID]          the first event (an initial state)
 // A message follows as msg=... (the rest of the line).
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <iostream>
 #include <string>
 
@@ -81,6 +83,20 @@ int main(int argc, char** argv) {
     v1::Job job;
     st = jobs->Update(&ctx, req, &job);
     out = "class=" + job.spec().priority_class();
+  } else if (cmd == "watch") {  // the first event (send_initial), or the stream's status
+    v1::WatchRequest req;
+    if (!arg(3).empty()) req.set_job_id(std::stoull(arg(3)));
+    req.set_send_initial(true);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    auto stream = jobs->Watch(&ctx, req);
+    v1::JobEvent ev;
+    if (stream->Read(&ev)) {
+      out = "kind=" + ev.kind() + " " + Describe(ev.job());
+      ctx.TryCancel();
+      (void)stream->Finish();
+    } else {
+      st = stream->Finish();
+    }
   } else if (cmd == "cancel") {
     v1::CancelRequest req;
     req.set_job_id(std::stoull(arg(3)));
