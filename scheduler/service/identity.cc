@@ -58,11 +58,12 @@ Identity::Names Identity::Resolve(uint32_t uid, uint32_t gid) const {
     gids.resize(static_cast<size_t>(std::max(count, 1)));
     gids[0] = gid;  // getgrouplist puts `gid` first; keep it there even if it failed
   }
+  std::vector<char> gbuf(65536);  // a group entry holds its member list
   for (gid_t g : gids) {
     group gr{};
     group* gfound = nullptr;
     std::string name = "gid:" + std::to_string(g);
-    if (getgrgid_r(g, &gr, buf.data(), buf.size(), &gfound) == 0 && gfound != nullptr) name = gr.gr_name;
+    if (getgrgid_r(g, &gr, gbuf.data(), gbuf.size(), &gfound) == 0 && gfound != nullptr) name = gr.gr_name;
     if (std::find(n.groups.begin(), n.groups.end(), name) == n.groups.end()) n.groups.push_back(std::move(name));
   }
   MutexLock lock(&mu_);

@@ -225,6 +225,7 @@ TEST_F(Privacy, HttpRedactsWithoutTokenAndChecksHostAndOrigin) {
 // refused both on submit and on update, alice allowed, an admin allowed everything.
 TEST_F(Privacy, ClassAndAccountRulesOnSubmitAndUpdate) {
   h_.config.access.classes["urgent"] = AccessList{.users = {"nobody"}, .groups = {"oncall"}};
+  h_.config.access.classes["high"] = AccessList{.groups = {"gid:3002"}};  // bob's group (no name)
   h_.config.access.accounts["ml"] = AccessList{.users = {"nobody"}};
   h_.config.access.default_accounts["nobody"] = "ml";
   h_.Start();
@@ -244,6 +245,11 @@ TEST_F(Privacy, ClassAndAccountRulesOnSubmitAndUpdate) {
   EXPECT_TRUE(Has(up, Code(grpc::StatusCode::PERMISSION_DENIED))) << up;
   EXPECT_TRUE(Has(up, "charging account physics may not use class urgent")) << up;
   EXPECT_TRUE(Has(As(kBob, h_, {"update", bob_id, "low"}), "code=0 class=low")) << "open classes stay open";
+  EXPECT_TRUE(Has(As(kBob, h_, {"update", bob_id, "high"}), "code=0 class=high")) << "by bob's group";
+  const std::string alice_high = As(kAlice, h_, {"submit", "high", "-"});
+  EXPECT_TRUE(Has(alice_high, Code(grpc::StatusCode::PERMISSION_DENIED))) << alice_high;
+  EXPECT_TRUE(Has(alice_high, "user nobody (groups nogroup) charging account ml may not use class high"))
+      << "alice's default account ml, her group from the group database: " << alice_high;
 
   const std::string alice = As(kAlice, h_, {"submit", "urgent", "-"});
   ASSERT_TRUE(Has(alice, "code=0 ")) << alice;
