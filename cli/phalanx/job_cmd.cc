@@ -16,6 +16,7 @@
 #include "job_table.h"
 #include "options.h"
 #include "util/json.h"
+#include "util/printable.h"
 
 namespace phalanx::cli {
 namespace {
@@ -62,23 +63,26 @@ std::string Explain(const Connection& conn, uint64_t id, const grpc::Status& sta
 }
 
 // `scontrol show job`'s layout: "Key=Value" pairs, the first line flush, the others indented.
+// Every value a user chose is shown Printable (util/printable.h): no control character of
+// theirs reaches the terminal or breaks the layout.
 std::string ShowJob(const v1::Job& job, int64_t now) {
   const v1::JobSpec& s = job.spec();
-  const auto field = [&](char letter) { return JobFieldValue(job, letter, now); };
+  const auto field = [&](char letter) { return Printable(JobFieldValue(job, letter, now)); };
   std::string reason = job.reason().empty() ? "None" : job.reason();
   if (!job.reason_detail().empty()) reason += " (" + job.reason_detail() + ")";
+  reason = Printable(reason);
   // Fields phalanxd cleared for this caller (private_data) show as "(hidden)", not as empty.
   const auto hidden = [&](std::string_view f) {
     return std::find(job.hidden_fields().begin(), job.hidden_fields().end(), f) != job.hidden_fields().end();
   };
   std::string command;
   if (!s.script().empty()) command = "(script)";
-  for (const std::string& a : s.command()) command += (command.empty() ? "" : " ") + a;
+  for (const std::string& a : s.command()) command += (command.empty() ? "" : " ") + Printable(a);
   if (hidden("spec.command")) command = "(hidden)";
-  const std::string user = hidden("user") ? "(hidden)" : job.user() + "(" + std::to_string(job.uid()) + ")";
+  const std::string user = hidden("user") ? "(hidden)" : Printable(job.user()) + "(" + std::to_string(job.uid()) + ")";
   const std::string group = hidden("gid") ? "(hidden)" : std::to_string(job.gid());
-  std::string out =
-      "JobId=" + std::to_string(job.id()) + " JobName=" + (hidden("spec.name") ? "(hidden)" : s.name()) + "\n";
+  std::string out = "JobId=" + std::to_string(job.id()) +
+                    " JobName=" + (hidden("spec.name") ? "(hidden)" : Printable(s.name())) + "\n";
   out += "   UserId=" + user + " GroupId=" + group + " Account=" + field('a') + " Class=" + field('q') +
          " Priority=" + field('Q') + "\n";
   out += "   JobState=" + field('T') + " Reason=" + reason + " ExitCode=" + std::to_string(job.exit_code()) +
@@ -86,12 +90,12 @@ std::string ShowJob(const v1::Job& job, int64_t now) {
   out += "   SubmitTime=" + field('V') + " StartTime=" + field('S') + " EndTime=" + field('e') + "\n";
   out += "   RunTime=" + field('M') + " TimeLimit=" + field('l') + " TimeLeft=" + field('L') + "\n";
   out += "   NumGPUs=" + field('G') + " NumNodes=" + field('D') +
-         " NodeList=" + (job.nodelist().empty() ? "(null)" : job.nodelist()) + " BusBW=" + field('b') + "\n";
+         " NodeList=" + (job.nodelist().empty() ? "(null)" : Printable(job.nodelist())) + " BusBW=" + field('b') + "\n";
   out += "   GPUs=" + field('P') + "\n";
   out += "   Preemptions=" + std::to_string(job.preemptions()) + " Resizes=" + std::to_string(job.resizes()) +
          " CheckpointEpoch=" + std::to_string(job.checkpoint_epoch()) + " Dependency=" + field('E') + "\n";
   out += "   Command=" + command + "\n";
-  out += "   WorkDir=" + (hidden("spec.working_dir") ? std::string("(hidden)") : s.working_dir()) + "\n";
+  out += "   WorkDir=" + (hidden("spec.working_dir") ? std::string("(hidden)") : Printable(s.working_dir())) + "\n";
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "options.h"
+#include "util/printable.h"
 
 namespace phalanx::cli {
 
@@ -140,7 +141,8 @@ std::string CurrentDir() {
   return buf.data();
 }
 
-void PrintError(std::string_view program, std::string_view message) {
+void PrintError(std::string_view program, std::string_view message_text) {
+  const std::string message = Printable(message_text);  // the daemon's text may quote a user's value
   std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(program.size()), program.data(),
                static_cast<int>(message.size()), message.data());
 }

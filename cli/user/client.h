@@ -81,7 +81,7 @@ std::string CurrentUser();
 // The current directory, or "/" when it cannot be read.
 std::string CurrentDir();
 
-// Writes "<program>: <message>\n" to stderr.
+// Writes "<program>: <message>\n" to stderr, the message Printable (util/printable.h).
 void PrintError(std::string_view program, std::string_view message);
 
 }  // namespace phalanx::cli

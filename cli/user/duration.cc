@@ -4,12 +4,13 @@
 #include <optional>
 
 #include "util/duration.h"
+#include "util/job_fields.h"
 #include "util/numbers.h"
 
 namespace phalanx::cli {
 namespace {
 
-constexpr int64_t kMaxSeconds = 365LL * 86400;
+constexpr int64_t kMaxSeconds = kMaxJobSeconds;  // util/job_fields.h: 365 days, the daemon's bound too
 
 // "90s", "30m", "2h", "1d".
 std::optional<int64_t> ParseWithUnit(std::string_view text) {

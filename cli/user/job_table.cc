@@ -7,6 +7,7 @@
 
 #include "duration.h"
 #include "options.h"
+#include "util/printable.h"
 
 namespace phalanx::cli {
 namespace {
@@ -80,14 +81,6 @@ std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
-}
-
-// Pads or truncates to `width` (0: as is).
-std::string Fit(std::string s, size_t width, bool right) {
-  if (width == 0) return s;
-  if (s.size() > width) s.resize(width);
-  const std::string pad(width - s.size(), ' ');
-  return right ? pad + s : s + pad;
 }
 
 }  // namespace
@@ -187,7 +180,8 @@ std::string JobFieldValue(const v1::Job& job, char letter, int64_t now) {
 
 std::string FormatJobTable(const std::vector<v1::Job>& jobs, const std::vector<JobField>& format, int64_t now,
                            bool header) {
-  // Cells first, then the widths of the fields without one.
+  // Cells first (Printable: a user's control characters are shown, not sent to the terminal),
+  // then the widths in terminal columns of the fields without one.
   std::vector<std::vector<std::string>> rows;
   if (header) {
     rows.emplace_back();
@@ -195,7 +189,8 @@ std::string FormatJobTable(const std::vector<v1::Job>& jobs, const std::vector<J
   }
   for (const v1::Job& job : jobs) {
     rows.emplace_back();
-    for (const JobField& f : format) rows.back().push_back(f.letter ? JobFieldValue(job, f.letter, now) : "");
+    for (const JobField& f : format)
+      rows.back().push_back(f.letter ? Printable(JobFieldValue(job, f.letter, now)) : "");
   }
   std::vector<size_t> widths(format.size(), 0);
   for (size_t c = 0; c < format.size(); ++c) {
@@ -204,14 +199,14 @@ std::string FormatJobTable(const std::vector<v1::Job>& jobs, const std::vector<J
       widths[c] = format[c].width;
       continue;
     }
-    for (const auto& row : rows) widths[c] = std::max(widths[c], row[c].size());
+    for (const auto& row : rows) widths[c] = std::max(widths[c], DisplayWidth(row[c]));
   }
   std::string out;
   for (const auto& row : rows) {
     std::string line;
     for (size_t c = 0; c < format.size(); ++c) {
-      line += format[c].literal;
-      if (format[c].letter) line += Fit(row[c], widths[c], format[c].right);
+      line += Printable(format[c].literal);
+      if (format[c].letter) line += FitToWidth(row[c], widths[c], format[c].right);
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";

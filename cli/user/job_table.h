@@ -2,7 +2,10 @@
 //
 // A format is text with fields "%[.][WIDTH]LETTER" (squeue -o): "." right-justifies, WIDTH pads
 // and truncates; a field without WIDTH is as wide as its widest value or its header. "%%" is a
-// percent sign. Letters:
+// percent sign. Widths are terminal columns (util/printable.h DisplayWidth: CJK and emoji take
+// two, combining marks none), so Unicode names keep the columns aligned; a value cut to its
+// WIDTH ends in '+' (squeue cuts silently). Every cell is Printable: a control character in a
+// name shows as \n, \x1b, ... and invalid UTF-8 as U+FFFD; --json output stays exact. Letters:
 //   %i JOBID     %j NAME       %u USER       %a ACCOUNT    %q CLASS      %Q PRIORITY
 //   %T STATE     %t ST         %G GPUS       %D NODES      %M TIME       %L TIME_LEFT
 //   %l TIME_LIMIT %S START     %V SUBMIT     %e END        %N NODELIST   %r REASON

@@ -8,23 +8,29 @@
 #include "duration.h"
 #include "job_table.h"
 #include "util/hostlist.h"
+#include "util/printable.h"
 
 namespace phalanx::cli {
 namespace {
 
-// Rows with auto-sized columns; `right` marks right-justified columns; no trailing blanks.
-std::string Table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
+// Rows with auto-sized columns (terminal columns of Printable cells: util/printable.h);
+// `right` marks right-justified columns; no trailing blanks.
+std::string Table(const std::vector<std::vector<std::string>>& raw, const std::vector<bool>& right) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : raw) {
+    rows.emplace_back();
+    for (const std::string& cell : r) rows.back().push_back(Printable(cell));
+  }
   std::vector<size_t> widths(right.size(), 0);
   for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], DisplayWidth(row[c]));
   }
   std::string out;
   for (const auto& row : rows) {
     std::string line;
     for (size_t c = 0; c < row.size(); ++c) {
       if (c > 0) line += "  ";
-      const std::string pad(widths[c] - row[c].size(), ' ');
-      line += right[c] ? pad + row[c] : row[c] + pad;
+      line += FitToWidth(row[c], widths[c], right[c]);
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
@@ -107,7 +113,8 @@ std::string FormatFragmentation(const v1::GetFragmentationResponse& f) {
 }
 
 std::string FormatExplain(uint64_t job_id, const v1::ExplainPendingResponse& why, int64_t now) {
-  std::string out = "job " + std::to_string(job_id) + ": pending " + ReasonText(why.reason(), why.detail()) + "\n";
+  std::string out =
+      "job " + std::to_string(job_id) + ": pending " + Printable(ReasonText(why.reason(), why.detail())) + "\n";
   if (why.queue_position() > 0) out += "  queue position:  " + std::to_string(why.queue_position()) + "\n";
   out += "  predicted start: " + FormatTime(why.predicted_start());
   if (why.predicted_start() > now) out += " (in " + FormatDuration(why.predicted_start() - now) + ")";

@@ -3,15 +3,16 @@
 #include <algorithm>
 
 #include "duration.h"
+#include "job_spec_check.h"
 #include "signal_names.h"
+#include "util/job_fields.h"
 #include "util/strings.h"
 
 namespace phalanx::cli {
 namespace {
 
-constexpr uint64_t kMaxGpus = 1u << 20;
-constexpr uint64_t kMaxNodes = 1u << 20;
-constexpr size_t kMaxScriptBytes = 1u << 20;  // well below gRPC's 4 MiB message limit
+constexpr uint64_t kMaxGpus = kMaxJobGpus;  // util/job_fields.h: the daemon's bounds too
+constexpr uint64_t kMaxNodes = kMaxJobGpus;
 
 constexpr OptionSpec kSpecs[] = {
     {"gpus", 'G', "N|MIN:MAX", "total GPUs (default 1); MIN:MAX makes the job elastic"},
@@ -40,6 +41,27 @@ constexpr OptionSpec kSpecs[] = {
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
     {"help", 'h', "", "this help"},
 };
+
+// A shared rule (util/job_fields.h) applied to an option's value, the error naming the flag.
+Status Rule(const OptionValue& v, const Status& checked) {
+  if (!checked) return std::unexpected(v.Bad(checked.error().message));
+  return {};
+}
+
+// Where CheckJobSpec's fields come from, for its errors on what no single flag set.
+std::string FieldOrigin(std::string_view field) {
+  static constexpr std::pair<std::string_view, std::string_view> kOrigins[] = {
+      {"spec.name", "the job name (-J/--job-name, or the script's or command's name)"},
+      {"spec.command", "the command"},
+      {"spec.script", "the script"},
+      {"spec.env", "the environment (--export)"},
+      {"spec.working_dir", "the working directory (-D/--chdir, or the current one)"},
+  };
+  for (const auto& [prefix, origin] : kOrigins) {
+    if (field.starts_with(prefix)) return std::string(origin);
+  }
+  return std::string(field);
+}
 
 Result<uint32_t> Count(const OptionValue& v, uint64_t lo, uint64_t hi, std::string_view what) {
   auto n = ParseCount(v.value, lo, hi);
@@ -324,19 +346,30 @@ Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ct
   }
   if (const OptionValue* v = o.Find("job-name")) {
     if (v->value.empty()) return std::unexpected(v->Bad("the name is empty"));
+    PHX_RETURN_IF_ERROR(Rule(*v, CheckLabel("name", v->value)));
     spec.set_name(v->value);
   }
-  if (const OptionValue* v = o.Find("output")) spec.set_stdout_pattern(v->value);
-  if (const OptionValue* v = o.Find("error")) spec.set_stderr_pattern(v->value);
+  if (const OptionValue* v = o.Find("output")) {
+    PHX_RETURN_IF_ERROR(Rule(*v, CheckPath("output", v->value)));
+    spec.set_stdout_pattern(v->value);
+  }
+  if (const OptionValue* v = o.Find("error")) {
+    PHX_RETURN_IF_ERROR(Rule(*v, CheckPath("error", v->value)));
+    spec.set_stderr_pattern(v->value);
+  }
   if (const OptionValue* v = o.Find("dependency")) {
     PHX_ASSIGN_OR_RETURN(auto ids, ParseDependency(*v));
     for (uint64_t id : ids) spec.add_after_ok(id);
   }
-  if (const OptionValue* v = o.Find("account")) spec.set_account(v->value);
+  if (const OptionValue* v = o.Find("account")) {
+    PHX_RETURN_IF_ERROR(Rule(*v, CheckLabel("account", v->value)));
+    spec.set_account(v->value);
+  }
   spec.set_hold(o.Has("hold"));
   std::string dir = ctx.cwd;
   if (const OptionValue* v = o.Find("chdir")) {
     if (v->value.empty()) return std::unexpected(v->Bad("the directory is empty"));
+    PHX_RETURN_IF_ERROR(Rule(*v, CheckPath("chdir", v->value)));
     dir = v->value.starts_with('/') ? v->value : ctx.cwd + (ctx.cwd.ends_with('/') ? "" : "/") + v->value;
   }
   spec.set_working_dir(dir);
@@ -387,6 +420,11 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
   for (const std::string& arg : command) plan.spec.add_command(arg);
   if (plan.spec.name().empty()) {
     plan.spec.set_name(wrap != nullptr ? "wrap" : !script_name.empty() ? BaseName(script_name) : BaseName(command[0]));
+  }
+  // The daemon's own check of every field (the same function): what it would refuse, gsub
+  // refuses before sending.
+  if (auto st = CheckJobSpec(plan.spec); !st) {
+    return Fail("", FieldOrigin(st.error().where) + ": " + st.error().message);
   }
   plan.parsable = options.Has("parsable");
   plan.json = options.Has("json");

@@ -25,6 +25,7 @@
 #include "service/agents_service.h"
 #include "service/cluster_service.h"
 #include "service/controller.h"
+#include "service/history_sampler.h"
 #include "service/identity.h"
 #include "service/jobs_service.h"
 #include "service/recovery.h"
@@ -91,6 +92,7 @@ struct Daemon::Parts {
   std::unique_ptr<slurm::SlurmAdapter> slurm;  // mode: slurm, instead of the agents
   std::unique_ptr<SlurmExecutor> slurm_executor;
   std::unique_ptr<Controller> controller;
+  std::unique_ptr<HistorySampler> history;  // used and stopped on the io thread
   PeerRegistry peers;
   std::unique_ptr<Identity> identity;
   std::unique_ptr<JobsService> jobs;
@@ -239,7 +241,16 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
       self->RequestStop();
     });
   }
-  boost::asio::post(p.io, [c = p.controller.get()] { c->Start(); });
+  if (config.history_interval_s > 0) {
+    HistoryOptions ho;
+    ho.interval_s = config.history_interval_s;
+    ho.retention_s = config.history_retention_s;
+    p.history = std::make_unique<HistorySampler>(p.io, p.controller.get(), p.committer.get(), ho);
+  }
+  boost::asio::post(p.io, [c = p.controller.get(), h = p.history.get()] {
+    c->Start();
+    if (h) h->Start();
+  });
   p.io_thread = std::thread([&io = p.io] { io.run(); });
 
   if (!config.http_listen.empty()) {
@@ -264,6 +275,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
       auto http = HttpEndpoints::Start(p.io, config.http_listen, p.controller.get(), http_access);
       if (!http) return started.set_value(std::unexpected(http.error()));
       p.http = std::move(*http);
+      p.http->set_history(p.reader.get());
       started.set_value({});
     });
     if (auto st = started.get_future().get(); !st) {
@@ -363,7 +375,11 @@ void Daemon::Stop() {
   // 1. No new users.
   if (p.listener) p.listener->Stop();
   // 2. The Controller answers UNAVAILABLE from now on and closes the streams it holds.
-  if (p.io_thread.joinable() && p.controller) RunOnIo([](Controller& c) { c.Stop(); });
+  if (p.io_thread.joinable() && p.controller)
+    RunOnIo([&p](Controller& c) {
+      if (p.history) p.history->Stop();
+      c.Stop();
+    });
   // 3. gRPC: in-flight calls finish (the io thread and the committer still run).
   const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(2);
   if (p.agent_server) p.agent_server->Shutdown(deadline);
@@ -384,6 +400,7 @@ void Daemon::Stop() {
     p.work.reset();
     p.io_thread.join();
   }
+  p.history.reset();
   p.controller.reset();
   p.executor.reset();
   p.slurm_executor.reset();

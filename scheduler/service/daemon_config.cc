@@ -350,6 +350,15 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
          [&](const YAML::Node& x, const std::string& key) { return NameList(tc, x, key, &c.http.allowed_origins); });
     return t.Run();
   });
+  s.On("history", [&](const YAML::Node& v, const std::string&) -> Status {
+    Section t(v, file, "history.");
+    Conv tc{t};
+    t.On("interval",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.history_interval_s); });
+    t.On("retention",
+         [&](const YAML::Node& x, const std::string& key) { return tc.WholeSeconds(x, key, &c.history_retention_s); });
+    return t.Run();
+  });
   return s.Run();
 }
 
@@ -481,6 +490,8 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (c.heartbeat_timeout_s < c.heartbeat_interval_s)
     return Fail(where, "agents.heartbeat_timeout: must be at least heartbeat_interval");
   if (c.pass_interval_s <= 0) return Fail(where, "scheduler.pass_interval: must be > 0");
+  if (c.history_interval_s > 0 && c.history_interval_s < 1)
+    return Fail(where, "history.interval: must be 0 (off) or at least 1 second");
   if (c.mode == "slurm") {
     if (c.slurm.topology.empty()) return Fail(where, "slurm.topology: needed with mode: slurm (Slurm's topology.conf)");
     if (c.slurm.poll_interval_s <= 0) return Fail(where, "slurm.poll_interval: must be > 0");

@@ -85,6 +85,11 @@ struct DaemonConfig {
   LogLevel log_level = LogLevel::kInfo;
   std::string http_listen;  // "host:port" for /metrics, /healthz, /api/v1; empty: off
   HttpAccessConfig http;
+
+  // History for dashboards (docs/monitoring.md): one sample of every series each interval,
+  // kept in the store for `retention` seconds. interval 0: no sampling.
+  double history_interval_s = 60;
+  Duration history_retention_s = 30 * 86400;
 };
 
 // Reads `path` over the defaults (a missing key keeps its default; unknown keys are errors).

@@ -1,6 +1,7 @@
 // HttpEndpoints: phalanxd's read-only HTTP side (docs/http.md is the contract): /healthz,
-// /metrics (Prometheus; gauges set from the core by a collector at scrape time) and
-// /api/v1/{jobs,jobs/{id},nodes,stats,fragmentation,topology} as the API's JSON. Handlers
+// /metrics (Prometheus; gauges set from one ClusterSnapshot of the core by a collector at
+// scrape time), /api/v1/{jobs,jobs/{id},nodes,stats,fragmentation,topology} as the API's JSON
+// and /api/v1/history (the sampled series in the store; docs/monitoring.md). Handlers
 // run on the io thread and answer from the Controller through api_views.h (the same answers
 // as gRPC). Every route sits behind an http::RequestGuard (Host and Origin checks, the admin
 // token): a request with the admin token reads as an admin, any other as an anonymous
@@ -14,7 +15,9 @@
 #include <memory>
 #include <string>
 
+#include "adapters/store/store.h"
 #include "core/common/result.h"
+#include "service/cluster_snapshot.h"
 #include "service/controller.h"
 #include "service/http/guard.h"
 #include "service/http/metrics.h"
@@ -33,19 +36,36 @@ class HttpEndpoints {
   ~HttpEndpoints();
   void Stop();
   uint16_t port() const { return server_ ? server_->port() : 0; }
+  // The store GET /api/v1/history reads (a read connection used on the io thread); without
+  // one it answers 503.
+  void set_history(store::Store* reader) { history_ = reader; }
 
  private:
   HttpEndpoints() = default;
   Status RegisterMetrics();
+  void Collect();  // the scrape's collector: one ClusterSnapshot into the gauges
+  http::Response History(const http::Request& r) const;
 
   // Who is asking: an admin with the token, else nobody in particular.
   Caller Viewer(const http::Request& r) const;
 
   Controller* controller_ = nullptr;
   std::unique_ptr<http::RequestGuard> guard_;
+  store::Store* history_ = nullptr;
+  std::unique_ptr<BestBusbw> best_;
+  std::map<JobId, Time> first_predicted_;
+  std::map<JobId, std::pair<uint32_t, double>> last_losses_;
+  bool have_losses_ = false;
   http::MetricsRegistry metrics_;
   http::GaugeFamily* jobs_ = nullptr;
   http::GaugeFamily* gpus_ = nullptr;
+  http::GaugeFamily* nodes_ = nullptr;
+  http::GaugeFamily* queue_ = nullptr;
+  http::GaugeFamily* frag_level_ = nullptr;
+  http::GaugeFamily* efficiency_ = nullptr;
+  http::GaugeFamily* user_gpus_ = nullptr;
+  http::GaugeFamily* account_gpus_ = nullptr;
+  http::GaugeFamily* overdue_ = nullptr;
   http::GaugeFamily* free_block_ = nullptr;
   http::GaugeFamily* whole_free_ = nullptr;
   http::GaugeFamily* fgd_ = nullptr;
@@ -55,6 +75,8 @@ class HttpEndpoints {
   http::CounterFamily* decisions_ = nullptr;
   http::CounterFamily* submissions_ = nullptr;
   http::CounterFamily* requests_ = nullptr;
+  http::CounterFamily* preemptions_ = nullptr;
+  http::CounterFamily* lost_gpu_s_ = nullptr;
   std::unique_ptr<http::Server> server_;
 };
 

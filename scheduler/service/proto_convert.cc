@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "job_spec_check.h"
 #include "util/hostlist.h"
 
 namespace phalanx::service {
@@ -38,64 +39,34 @@ std::vector<PartRef> PartRefs(const google::protobuf::RepeatedPtrField<v1::Runni
 }  // namespace
 
 Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
+  // Every field's rules (gsub runs the same check before it sends); the mapping below relies
+  // on them.
+  PHX_RETURN_IF_ERROR(CheckJobSpec(p));
   JobSpec s;
   s.name = p.name();
   s.user = who.user;
   s.account = p.account();
   s.priority_class = p.priority_class();
-  if (p.name().size() > 256) return Bad("name", "longer than 256 characters");
-  if (p.nodes() == 0 && p.gpus() == 0) return Bad("gpus", "must be at least 1 (got 0)");
-  if (p.nodes() == 0 && p.gpus_per_node() != 0)
-    return Bad("gpus_per_node", std::to_string(p.gpus_per_node()) + " given without nodes");
-  if (p.nodes() > 0 && p.gpus_per_node() == 0)
-    return Bad("gpus_per_node", "must be at least 1 when nodes is " + std::to_string(p.nodes()));
   s.shape.gpus = p.gpus();
   s.shape.nodes = p.nodes();
   s.shape.gpus_per_node = p.gpus_per_node();
   s.shape.exclusive = p.exclusive();
   PHX_RETURN_IF_ERROR(CheckLevel(p, s.shape));
-  if (p.min_gpus() > p.gpus())
-    return Bad("min_gpus", std::to_string(p.min_gpus()) + " is more than gpus " + std::to_string(p.gpus()));
   s.min_gpus = p.min_gpus();
   switch (p.elastic_step_kind()) {
-    case v1::ELASTIC_STEP_ANY: s.step_kind = ElasticStep::kAny; break;
     case v1::ELASTIC_STEP_MULTIPLE:
-      if (p.elastic_step() == 0) return Bad("elastic_step", "must be at least 1 for multiples (got 0)");
       s.step_kind = ElasticStep::kMultiple;
       s.step = p.elastic_step();
       break;
     case v1::ELASTIC_STEP_POWER_OF_TWO: s.step_kind = ElasticStep::kPowerOfTwo; break;
-    default: return Bad("elastic_step_kind", "unknown step kind " + std::to_string(p.elastic_step_kind()));
+    default: s.step_kind = ElasticStep::kAny; break;
   }
-  if (p.walltime_s() < 0) return Bad("walltime_s", "must not be negative (got " + std::to_string(p.walltime_s()) + ")");
   s.walltime = p.walltime_s();
   if (p.has_preemptible()) s.preemptible = p.preemptible();
-  if (p.checkpoint_signal() < 0 || p.checkpoint_signal() > 64)
-    return Bad("checkpoint_signal", "not a signal number (got " + std::to_string(p.checkpoint_signal()) + ")");
-  if (p.checkpoint_warning_s() < 0)
-    return Bad("checkpoint_warning_s", "must not be negative (got " + std::to_string(p.checkpoint_warning_s()) + ")");
-  if (p.checkpoint_interval_s() < 0)
-    return Bad("checkpoint_interval_s", "must not be negative (got " + std::to_string(p.checkpoint_interval_s()) + ")");
   s.checkpoint_interval = p.checkpoint_interval_s();
   s.checkpoint_grace = p.checkpoint_warning_s();  // the checkpoint deadline comes this long after the signal
   s.held = p.hold();
-  for (int i = 0; i < p.after_ok_size(); ++i) {
-    if (p.after_ok(i) == 0) return Bad("after_ok", "job id 0 does not exist");
-    s.after_ok.push_back(p.after_ok(i));
-  }
-  // How to run it: a command, or a script whose arguments are `command` (gsub script.sh ARGS).
-  if (p.command_size() == 0 && p.script().empty()) return Bad("command", "empty: give a command or a script");
-  if (p.script().empty() && p.command(0).empty()) return Bad("command", "the program name is empty");
-  for (int i = 0; i < p.command_size(); ++i) {
-    if (p.command(i).find('\0') != std::string::npos)
-      return Bad("command", "argument " + std::to_string(i) + " contains a NUL byte");
-  }
-  if (!p.working_dir().empty() && p.working_dir()[0] != '/')
-    return Bad("working_dir", "'" + p.working_dir() + "' is not an absolute path");
-  for (const auto& [k, v] : p.env()) {
-    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
-      return Bad("env", "'" + k + "' is not a variable name");
-  }
+  s.after_ok.assign(p.after_ok().begin(), p.after_ok().end());
   return s;
 }
 

@@ -30,7 +30,9 @@ namespace phalanx::service {
 
 // The core's spec for a submission by `who` (id and submit time left for the caller to set).
 // How to run it: `command` alone (the argv), or `script` with `command` as the script's
-// arguments (possibly none); an empty program name or a NUL byte in an argument is refused.
+// arguments (possibly none). Every field is first held to CheckJobSpec (proto/job_spec_check.h,
+// the checks gsub runs too): names without control characters, paths, arguments and env values
+// without NUL, bounded sizes, consistent elastic sizes.
 Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& spec, const Caller& who);
 
 // What the store keeps to run the job later (launch blob): spec + user/uid/gid.

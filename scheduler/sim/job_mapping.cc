@@ -84,15 +84,17 @@ MappedJob MapTraceJob(const TraceJob& job, size_t index, uint64_t seed, const Wa
   if (elastic_min > 0 && job.gpus > 1) {
     const uint32_t g = job.gpus;
     uint32_t min = std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(elastic_min * g)));
+    ElasticStep kind = ElasticStep::kAny;
     if (std::has_single_bit(g)) {
-      s.step_kind = ElasticStep::kPowerOfTwo;
+      kind = ElasticStep::kPowerOfTwo;
       min = std::bit_ceil(min);
     } else if (g % 4 == 0) {
-      s.step_kind = ElasticStep::kMultiple;
-      s.step = 4;
+      kind = ElasticStep::kMultiple;
       min = (min + 3) / 4 * 4;
     }
-    if (min < g) {
+    if (min < g) {  // a step only for an elastic job (the core refuses it otherwise)
+      s.step_kind = kind;
+      if (kind == ElasticStep::kMultiple) s.step = 4;
       s.min_gpus = min;
       wall *= static_cast<double>(g) / static_cast<double>(min);  // enough time at the minimum size
     }

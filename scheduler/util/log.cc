@@ -6,6 +6,7 @@
 #include <ctime>
 #include <utility>
 
+#include "util/printable.h"
 #include "util/thread_annotations.h"
 
 namespace phalanx {
@@ -52,13 +53,15 @@ void SetLogSink(std::function<void(LogLevel, const std::string&)> sink) {
 
 void Log(LogLevel level, std::string_view message) {
   if (!LogEnabled(level)) return;
+  // No message may forge a line or reach a terminal's escape parser (a job name is the user's).
+  const std::string text = EscapeForLog(message);
   MutexLock lock(&g_mu);
   if (g_sink) {
-    g_sink(level, std::string(message));
+    g_sink(level, text);
     return;
   }
   std::string line = Timestamp();
-  line.append(" ").append(kTags[static_cast<int>(level)]).append(" ").append(message).append("\n");
+  line.append(" ").append(kTags[static_cast<int>(level)]).append(" ").append(text).append("\n");
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 

@@ -1,6 +1,10 @@
 // The logger of phalanxd and phalanx-agent. One line per record on stderr (or a test sink):
 //   2024-05-01T12:00:03.123Z INFO  start job=7 on node[0-1] (launch 12): scheduled
-// (UTC time with milliseconds, the level in five columns, the message). Levels debug < info <
+// (UTC time with milliseconds, the level in five columns, the message). A message is escaped
+// as util/printable.h's EscapeForLog says: control characters as \n \r \t or \xNN, C1 controls
+// and bidirectional overrides as \uNNNN, invalid UTF-8 bytes as \xNN, so one record is always
+// one line and no ESC byte reaches the log (a job name in a message cannot forge a record or
+// drive the reader's terminal). The sink gets the escaped message. Levels debug < info <
 // warn < error; records below the configured level (default info) are dropped before they are
 // formatted (PHX_LOG checks the level first). The core never logs: it returns reasons.
 //

@@ -5,7 +5,7 @@
 # removes the directory.
 #
 #   . cluster_lib.sh
-#   start_daemon PHALANXD [FLAGS...]    # sets sock, agent_port, http_port
+#   start_daemon PHALANXD [FLAGS...]    # sets sock, agent_port, http_port ($PHX_DAEMON_YAML: extra config)
 #   start_agents PHALANX_AGENT N        # node0..node{N-1}, 8 fake GPUs each
 #   wait_nodes_up GINFO N
 #   fail MESSAGE                        # prints the logs, exits 1
@@ -54,6 +54,8 @@ agents:
 scheduler:
   pass_interval: 0.1
 EOF
+  # PHX_DAEMON_YAML: more configuration (e.g. a history: section) appended to the file.
+  [ -z "${PHX_DAEMON_YAML:-}" ] || printf '%s\n' "$PHX_DAEMON_YAML" >>"$dir/phalanxd.yaml"
   "$_bin" --config "$dir/phalanxd.yaml" --socket "$sock" --db "$dir/state/phalanxd.db" --topology gen:demo \
     --agent-listen 127.0.0.1:0 --token-file "$dir/agent.token" --http-listen 127.0.0.1:0 "$@" \
     >"$dir/phalanxd.log" 2>&1 &

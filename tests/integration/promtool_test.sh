@@ -34,8 +34,26 @@ ready() {
     grep -q '^phalanx_decisions_total{kind="start"} 3$' "$dir/metrics.txt"
 }
 deadline 30 ready || { cat "$dir/metrics.txt"; fail "/metrics never showed 2 running, 1 pending, 24 GPUs allocated, 4 agents"; }
-for name in phalanx_submissions_total phalanx_schedule_pass_seconds_count phalanx_job_wait_seconds_count phalanx_free_block_gpus phalanx_fragmentation_fgd; do
-  grep -q "^$name" "$dir/metrics.txt" || fail "no $name in /metrics"
+# The names docs/http.md lists (and config/monitoring's rules and dashboard use).
+for name in phalanx_submissions_total phalanx_http_requests_total phalanx_preemptions_total \
+  phalanx_lost_gpu_seconds_total 'phalanx_schedule_pass_seconds_bucket{le="+Inf"}' \
+  'phalanx_job_wait_seconds_count{size="1"}' 'phalanx_job_wait_seconds_count{size="9-64"}' \
+  'phalanx_largest_free_block_gpus{level="node"}' 'phalanx_whole_free_domains{level="leaf"}' \
+  'phalanx_fragmentation_ratio{level="node"}' phalanx_fragmentation_fgd_ratio \
+  phalanx_placement_efficiency_ratio 'phalanx_queue_jobs{reason="Resources"}' \
+  'phalanx_nodes{state="up"} 4' 'phalanx_nodes{state="down"} 0' 'phalanx_gpus{state="idle"} 8' \
+  'phalanx_gpus{state="down"} 0' 'phalanx_gpus{state="drained"} 0' 'phalanx_user_gpus{user=' \
+  'phalanx_reservation_overdue_seconds{size="65+"}'; do
+  grep -qF "$name" "$dir/metrics.txt" || { cat "$dir/metrics.txt"; fail "no $name in /metrics"; }
+done
+# One snapshot: the GPUs by state add up to the cluster's 32, the queue by reason to the pending jobs.
+gpus=$(awk '/^phalanx_gpus\{/ { s += $2 } END { print s }' "$dir/metrics.txt")
+[ "$gpus" = 32 ] || fail "phalanx_gpus adds up to $gpus, not 32"
+queued=$(awk '/^phalanx_queue_jobs\{/ { s += $2 } END { print s }' "$dir/metrics.txt")
+[ "$queued" = 1 ] || fail "phalanx_queue_jobs adds up to $queued, not 1 pending job"
+# Old names are gone (docs/http.md: renamed, no duplicates).
+for old in phalanx_free_block_gpus 'phalanx_fragmentation_fgd ' 'phalanx_gpus{state="free"}'; do
+  ! grep -qF "$old" "$dir/metrics.txt" || fail "old name $old still in /metrics"
 done
 
 out=$("$PROMTOOL" check metrics <"$dir/metrics.txt" 2>&1)

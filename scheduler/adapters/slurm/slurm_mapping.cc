@@ -4,6 +4,7 @@
 
 #include "util/hostlist.h"
 #include "util/numbers.h"
+#include "util/printable.h"
 #include "util/strings.h"
 
 namespace phalanx::slurm {
@@ -112,10 +113,19 @@ Result<std::optional<ManagedOptions>> ManagedBy(const SlurmJob& job, const Manag
   return std::optional<ManagedOptions>();
 }
 
+std::string SlurmName(std::string_view name) {
+  std::string shown = Printable(name);
+  if (shown.size() <= 256) return shown;
+  size_t cut = 256;
+  while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;  // a whole character
+  shown.resize(cut);
+  return shown;
+}
+
 Result<JobSpec> ToJobSpec(const SlurmJob& job, const ManagedOptions& o, const std::string& user) {
   const std::string where = "job " + std::to_string(job.id);
   JobSpec s;
-  s.name = job.name.size() > 256 ? job.name.substr(0, 256) : job.name;
+  s.name = SlurmName(job.name);
   s.user = user;
   s.account = job.account;
   s.priority_class = o.priority_class;

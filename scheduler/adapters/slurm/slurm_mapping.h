@@ -50,9 +50,14 @@ struct ManagedRule {
 // not. A bad tag is an Error (the job is then left to Slurm, and the daemon logs it once).
 Result<std::optional<ManagedOptions>> ManagedBy(const SlurmJob& job, const ManagedRule& rule);
 
+// A Slurm job's name as the core takes it (Slurm allows any bytes; the core refuses control
+// characters and invalid UTF-8): Printable (util/printable.h), cut to 256 bytes at a
+// character boundary.
+std::string SlurmName(std::string_view name);
+
 // The core's spec for a managed job: the shape from -N/--gres=gpu:G (nodes x G), or --gpus=T
 // without -N (T GPUs anywhere the level allows); the walltime from --time; user from
-// `user`. Fails on a job that asks for no GPU ("job 12: asks for no GPUs (--gres=gpu:N or
+// `user`, the name SlurmName's. Fails on a job that asks for no GPU ("job 12: asks for no GPUs (--gres=gpu:N or
 // --gpus=N)").
 Result<JobSpec> ToJobSpec(const SlurmJob& job, const ManagedOptions& options, const std::string& user);
 

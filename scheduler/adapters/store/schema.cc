@@ -82,9 +82,28 @@ CREATE TABLE launch(
 );
 )sql";
 
+// v3. The cluster's history for dashboards (docs/monitoring.md): one row per series per sample
+// (phalanxd's sampler, every history.interval seconds), pruned by time (history.retention).
+// Series names are stored once in history_series; a row is (series id, time, value), about
+// 20 bytes with its time index.
+constexpr std::string_view kV3 = R"sql(
+CREATE TABLE history_series(
+  id   INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE history(
+  series INTEGER NOT NULL REFERENCES history_series(id),
+  time   INTEGER NOT NULL,
+  value  REAL NOT NULL,
+  PRIMARY KEY (series, time)
+) WITHOUT ROWID;
+CREATE INDEX history_by_time ON history(time);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "jobs, checkpoints, nodes, events, meta", kV1},
     {2, "launch: how to run each job (opaque, the daemon's)", kV2},
+    {3, "history: sampled series for dashboards", kV3},
 };
 
 }  // namespace

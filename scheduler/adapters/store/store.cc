@@ -1,5 +1,6 @@
 #include "adapters/store/store.h"
 
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -11,6 +12,7 @@ namespace {
 
 constexpr JobId kMaxJobId = (uint64_t{1} << 62) - 1;  // the core's limit
 constexpr std::string_view kNextJobIdKey = "next_job_id";
+constexpr size_t kMaxSeriesName = 200;
 
 constexpr std::string_view kJobColumns =
     "id, submit, spec, state, gpus, start_time, end_time, walltime, run_walltime, progress, checkpoint_epoch, "
@@ -26,6 +28,7 @@ struct Store::Statements {
   Statement insert_job, update_job, insert_event, insert_checkpoint, upsert_node, upsert_meta;
   Statement select_jobs, select_job, select_nodes, select_meta, select_events, max_seq;
   Statement upsert_launch, select_launch, select_active_launch;
+  Statement insert_series, insert_sample, prune_history;
 
   static Result<std::unique_ptr<Statements>> Prepare(SqliteDb& db) {
     auto s = std::make_unique<Statements>();
@@ -65,6 +68,11 @@ struct Store::Statements {
         {&s->select_active_launch,
          "SELECT l.job, l.info FROM launch l JOIN jobs j ON j.id = l.job "
          "WHERE j.state IN ('pending', 'running', 'checkpointing') ORDER BY l.job"},
+        {&s->insert_series, "INSERT INTO history_series(name) VALUES (?1) ON CONFLICT(name) DO NOTHING"},
+        {&s->insert_sample,
+         "INSERT INTO history(series, time, value) SELECT id, ?2, ?3 FROM history_series WHERE name = ?1 "
+         "ON CONFLICT(series, time) DO UPDATE SET value = excluded.value"},
+        {&s->prune_history, "DELETE FROM history WHERE time < ?1"},
     };
     for (const auto& [stmt, sql] : all) {
       auto prepared = db.Prepare(sql);
@@ -93,6 +101,10 @@ void Batch::SetNodeState(std::string name, NodeState state, Time now, std::strin
 }
 void Batch::SetMeta(std::string key, std::string value) { ops_.emplace_back(Meta{std::move(key), std::move(value)}); }
 void Batch::SetLaunchInfo(JobId job, std::string info) { ops_.emplace_back(Launch{job, std::move(info)}); }
+void Batch::RecordSamples(Time time, std::vector<std::pair<std::string, double>> samples) {
+  ops_.emplace_back(Samples{time, std::move(samples)});
+}
+void Batch::PruneHistory(Time before) { ops_.emplace_back(Prune{before}); }
 
 // ---- Open ------------------------------------------------------------------------------------
 
@@ -226,6 +238,23 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
     if (auto st = Run(s.upsert_launch); !st)
       return Fail(path(), JobWhere(launch->job) + ": launch info: " + st.error().message);
     return {};
+  }
+  if (const auto* samples = std::get_if<Batch::Samples>(&op)) {
+    for (const auto& [name, value] : samples->values) {
+      if (name.empty() || name.size() > kMaxSeriesName || name.find_first_of(",*") != std::string::npos)
+        return Fail(path(), "history: bad series name '" + name.substr(0, kMaxSeriesName) + "' (1.." +
+                                std::to_string(kMaxSeriesName) + " bytes, no ',' or '*')");
+      if (!std::isfinite(value)) return Fail(path(), "history: series " + name + ": value is not finite");
+      s.insert_series.Bind(1, name);
+      if (auto st = Run(s.insert_series); !st) return st;
+      s.insert_sample.Bind(1, name).Bind(2, samples->time).Bind(3, value);
+      if (auto st = Run(s.insert_sample); !st) return st;
+    }
+    return {};
+  }
+  if (const auto* prune = std::get_if<Batch::Prune>(&op)) {
+    s.prune_history.Bind(1, prune->before);
+    return Run(s.prune_history);
   }
   const auto& meta = std::get<Batch::Meta>(op);
   if (meta.key == kNextJobIdKey) return Fail(path(), "meta key 'next_job_id' belongs to the store");
@@ -507,6 +536,37 @@ Result<std::optional<std::string>> Store::LoadLaunchInfo(JobId id) {
   std::optional<std::string> out;
   if (row) out = std::string(q.Blob(0));
   q.Reset();
+  return out;
+}
+
+Result<HistoryAnswer> Store::ReadHistory(const HistoryQuery& q) {
+  HistoryAnswer out;
+  // One statement per name; a prefix is a range of names: [prefix, prefix with its last byte + 1).
+  const std::string value = q.step > 0 ? "(h.time / ?4) * ?4 AS t, avg(h.value)" : "h.time AS t, h.value";
+  const std::string group = q.step > 0 ? " GROUP BY s.name, t" : "";
+  const std::string from = " FROM history_series s JOIN history h ON h.series = s.id WHERE ";
+  size_t points = 0;
+  for (const std::string& name : q.names) {
+    const bool prefix = name.size() >= 2 && name.ends_with(".*");
+    std::string lo = prefix ? name.substr(0, name.size() - 1) : name;
+    std::string hi = lo;
+    if (prefix) hi.back() = static_cast<char>(hi.back() + 1);  // '.' + 1 == '/'
+    const std::string where = prefix ? "s.name >= ?1 AND s.name < ?2" : "s.name = ?1";
+    PHX_ASSIGN_OR_RETURN(auto stmt, db_.Prepare("SELECT s.name, " + value + from + where + " AND h.time >= ?3" + group +
+                                                " ORDER BY s.name, t"));
+    stmt.Bind(1, lo).Bind(3, q.since);
+    if (prefix) stmt.Bind(2, hi);
+    if (q.step > 0) stmt.Bind(4, q.step);
+    if (!prefix) out[name];
+    while (true) {
+      PHX_ASSIGN_OR_RETURN(auto row, stmt.Step());
+      if (!row) break;
+      if (q.max_points > 0 && ++points > q.max_points)
+        return Fail(path(), "history: more than " + std::to_string(q.max_points) +
+                                " points; ask for fewer series, a later since, or a larger step");
+      out[std::string(stmt.Text(0))].push_back(HistoryPoint{stmt.Int(1), stmt.Real(2)});
+    }
+  }
   return out;
 }
 

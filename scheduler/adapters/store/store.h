@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -72,6 +73,12 @@ class Batch {
   // Free-form settings (e.g. "topology" = a fingerprint of the topology the GPU indices refer
   // to). "next_job_id" is the store's own and is refused.
   void SetMeta(std::string key, std::string value);
+  // History (docs/monitoring.md): one value per series at `time` (a second sample of a series
+  // at the same time replaces the first). Names are non-empty, at most 200 bytes, and hold no
+  // ',' or '*' (the history API's separators); values are finite.
+  void RecordSamples(Time time, std::vector<std::pair<std::string, double>> samples);
+  // Deletes every history row older than `before` (retention).
+  void PruneHistory(Time before);
 
   size_t size() const { return ops_.size(); }
   bool empty() const { return ops_.empty(); }
@@ -111,7 +118,14 @@ class Batch {
     JobId job;
     std::string info;
   };
-  using Op = std::variant<Submit, Save, Event, Checkpoint, Node, Meta, Launch>;
+  struct Samples {
+    Time time;
+    std::vector<std::pair<std::string, double>> values;
+  };
+  struct Prune {
+    Time before;
+  };
+  using Op = std::variant<Submit, Save, Event, Checkpoint, Node, Meta, Launch, Samples, Prune>;
   std::vector<Op> ops_;
 };
 
@@ -149,6 +163,23 @@ struct RecoveredState {
   std::map<JobId, std::string> launch;
 };
 
+struct HistoryPoint {
+  Time time = 0;
+  double value = 0;
+};
+
+struct HistoryQuery {
+  // Exact series names; a name ending in ".*" stands for every series that starts with what
+  // precedes the '*' ("user_gpus.*": user_gpus.alice, user_gpus.bob, ...).
+  std::vector<std::string> names;
+  Time since = 0;         // points at or after this time
+  Duration step = 0;      // > 0: one point per step-wide bucket (the mean; time = bucket start)
+  size_t max_points = 0;  // > 0: fail when the answer would hold more points
+};
+
+// Series name -> points by time. Exact names asked for are present even without points.
+using HistoryAnswer = std::map<std::string, std::vector<HistoryPoint>>;
+
 class Store {
  public:
   // Opens (creating if allowed) and migrates the file. Fails, naming the file, when it cannot
@@ -180,6 +211,9 @@ class Store {
   Result<std::vector<StoredEvent>> ReadEvents(uint64_t after_seq, size_t limit);
   Result<std::optional<std::string>> GetMeta(std::string_view key);
   Result<std::optional<std::string>> LoadLaunchInfo(JobId id);
+  // The history (Batch::RecordSamples). Fails on a SQLite error, and when the answer would hold
+  // more than q.max_points points (the error says how many).
+  Result<HistoryAnswer> ReadHistory(const HistoryQuery& q);
 
   // PRAGMA integrity_check: OK, or an Error listing the first problems.
   Status CheckIntegrity();

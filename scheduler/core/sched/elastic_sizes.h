@@ -5,8 +5,10 @@
 // A job is sized elastically when the configuration allows it (SchedulerConfig::elastic) and its
 // spec is elastic (0 < min_gpus < shape.gpus, not node-shaped): it may run at every size in
 // [min_gpus, shape.gpus] that its step allows (any, multiples of `step`, powers of two), except
-// sizes above the cluster's GPU count; when no size qualifies, at shape.gpus alone. Any other
-// job runs at shape.gpus.
+// sizes above the cluster's GPU count; when no size qualifies, at shape.gpus alone (Submit and
+// ValidateSpec refuse a spec with no legal size in [min, max] since issue 12 -- CheckElasticSizes
+// in internal/spec_checks.h -- so only a job restored from an older store still gets there).
+// Any other job runs at shape.gpus.
 // Pure functions of their arguments. Thread-safety: none needed.
 #pragma once
 

@@ -9,6 +9,7 @@
 
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/spec_checks.h"
+#include "util/job_fields.h"
 
 namespace phalanx {
 
@@ -192,6 +193,9 @@ Status Scheduler::Update(JobId id, const JobUpdate& u, Time now) {
     auto c = s.classes.Find(*u.priority_class);
     if (!c) return Fail(where, "priority_class: " + c.error().message);
     cls = *c;
+  }
+  if (u.name) {
+    if (auto st = CheckLabel("name", *u.name); !st) return Fail(where, st.error().ToString());
   }
   PHX_RETURN_IF_ERROR(Advance(s, now));
   if (u.name) job.spec.name = *u.name;

@@ -68,7 +68,8 @@ class Scheduler {
   // Changes a pending or active job's walltime, priority class or name (unset fields stay).
   // A running job's current run ends `walltime` after its start minus the work it resumed from;
   // lowering it below the time already run ends the job at the next pass (walltime kill). Fails
-  // on a final job, an unknown class, or a walltime outside (0, max_walltime]; permissions are
+  // on a final job, an unknown class, a walltime outside (0, max_walltime], or a name with
+  // control characters or invalid UTF-8 (util/job_fields.h CheckLabel); permissions are
   // the glue's. Reservations are recomputed by the next pass.
   struct JobUpdate {
     std::optional<Duration> walltime = std::nullopt;

@@ -154,6 +154,12 @@ class FakeDaemon final : public v1::Jobs::Service, public v1::Cluster::Service {
     return grpc::Status::OK;
   }
 
+  // A job beyond the canned ones (e.g. with a name an older daemon accepted).
+  void AddJob(const v1::Job& job) {
+    std::lock_guard lock(mu_);
+    *jobs_.add_jobs() = job;
+  }
+
   const std::time_t job41_start = std::time(nullptr) - 3723;
   std::vector<v1::SubmitRequest> submits;
   std::vector<v1::CancelRequest> cancels;
@@ -372,6 +378,40 @@ TEST_F(EndToEnd, GqJobsByIdReportsUnknownOnes) {
   EXPECT_EQ(r.out, "JOBID NAME\n41    llama\n7     done\n");
   EXPECT_EQ(r.err, "gq: job 99: not found\n");
   EXPECT_EQ(daemon_.gets.size(), 3u);
+}
+
+// Issue 12: names from before the daemon refused them (a store, a raw gRPC client): a NUL cut
+// gq's output short and hid the jobs after it; ESC sequences reached the reader's terminal.
+// The real gq shows them visibly, keeps Unicode names aligned, and --json stays exact.
+TEST_F(EndToEnd, GqHostileAndUnicodeNamesGolden) {
+  const std::vector<std::string> names = {std::string("a\0hidden", 8), "\x1b]0;owned\x07\x1b[2J", "训练-llama",
+                                          "cafe\xcc\x81", "last"};
+  for (size_t i = 0; i < names.size(); ++i) {
+    v1::Job j;
+    j.set_id(900 + i);
+    j.set_user("eve");
+    j.set_state(v1::JOB_STATE_PENDING);
+    j.set_reason("Priority");
+    j.mutable_spec()->set_name(names[i]);
+    j.mutable_spec()->set_gpus(1 + i);
+    daemon_.AddJob(j);
+  }
+  Outcome r = Exec(GQ_PATH, {"-u", "eve", "-o", "%.i  %j  %.G  %R"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "JOBID  NAME                     GPUS  NODELIST(REASON)\n"
+            "  900  a\\x00hidden                 1  (Priority)\n"
+            "  901  \\x1b]0;owned\\x07\\x1b[2J     2  (Priority)\n"
+            "  902  训练-llama                  3  (Priority)\n"
+            "  903  cafe\xcc\x81                        4  (Priority)\n"
+            "  904  last                        5  (Priority)\n");
+  r = Exec(GQ_PATH, {"-u", "eve", "--json"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  v1::ListJobsResponse parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &parsed).ok()) << r.out;
+  ASSERT_EQ(parsed.jobs_size(), 5);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(parsed.jobs(i).spec().name(), names[i]);  // exact, byte for byte
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);                               // JSON-escaped, not raw
 }
 
 TEST_F(EndToEnd, GqJson) {

@@ -148,13 +148,58 @@ TEST_F(JobTable, SlurmFormatStrings) {
             "41 llama-70b ada RUNNING   8    dgx[01-02] dgx[01-02]            2023-11-14T21:11:17\n");
   EXPECT_THAT(t, HasSubstr("\n43 moe       cy  PENDING   32              (TopologyBlock: leaf) N/A\n"));
   // Widths pad and truncate; "." right-justifies; "%%" is a percent sign.
+  // A cut value ends in '+' (squeue cuts silently; the mark says it goes on).
   EXPECT_EQ(Table("%.5i|%4j|%.6j|%t%%", false).substr(0, 44),
-            "   41|llam|llama-|R %\n"
+            "   41|lla+|llama+|R %\n"
             "   42|bert|  bert|PD%\n");
   // Without a width a field is as wide as its widest value; trailing blanks are dropped.
   EXPECT_EQ(Table("%i:%l", false).substr(0, 22), "41:2:00:00\n42:1:00:00\n");
   EXPECT_THAT(Table("%i %E", false), HasSubstr("44 afterok:41\n"));
   EXPECT_THAT(Table("%.i %r", false), HasSubstr("45 Held\n"));
+}
+
+// Issue 12 / 14: names from raw gRPC clients (older daemons accepted anything) and Unicode names.
+// Golden text: every column starts at the same terminal column on every line; no control byte of
+// a name reaches the terminal; a NUL does not end the output (it hid 12 pending jobs).
+TEST(JobTableUnicode, WideCombiningAndHostileNamesStayAligned) {
+  std::vector<v1::Job> jobs;
+  const std::vector<std::string> names = {"训练-llama",   "cafe\xcc\x81",         "\xf0\x9f\x9a\x80rocket",
+                                          "a\nb\x1b[31m", std::string("x\0y", 3), "bad\xff",
+                                          "ｆｕｌｌ"};
+  const std::vector<std::string> users = {"ada", "李", "bob", "eve", "eve", "eve", "ada"};
+  for (size_t i = 0; i < names.size(); ++i) {
+    v1::Job j;
+    j.set_id(100 + i);
+    j.set_user(users[i]);
+    j.set_state(v1::JOB_STATE_PENDING);
+    j.mutable_spec()->set_name(names[i]);
+    j.mutable_spec()->set_gpus(8);
+    jobs.push_back(j);
+  }
+  auto f = ParseJobFormat("%.i  %j  %u  %.G");
+  ASSERT_TRUE(f);
+  const std::string t = FormatJobTable(jobs, *f, kNow);
+  EXPECT_EQ(t,
+            "JOBID  NAME          USER  GPUS\n"
+            "  100  训练-llama    ada      8\n"
+            "  101  cafe\xcc\x81          李       8\n"
+            "  102  \xf0\x9f\x9a\x80rocket      bob      8\n"
+            "  103  a\\nb\\x1b[31m  eve      8\n"
+            "  104  x\\x00y        eve      8\n"
+            "  105  bad\xef\xbf\xbd          eve      8\n"
+            "  106  ｆｕｌｌ      ada      8\n");
+  for (char c : t) {
+    const auto u = static_cast<unsigned char>(c);
+    EXPECT_TRUE(c == '\n' || (u >= 0x20 && u != 0x7f)) << "byte " << int(u);
+  }
+  // Truncation by columns, at character boundaries, with the mark.
+  auto narrow = ParseJobFormat("%.i|%7j|");
+  ASSERT_TRUE(narrow);
+  const std::string cut = FormatJobTable(jobs, *narrow, kNow, false);
+  EXPECT_EQ(cut.substr(0, cut.find("103|")),
+            "100|训练-l+|\n"
+            "101|cafe\xcc\x81   |\n"
+            "102|\xf0\x9f\x9a\x80rock+|\n");
 }
 
 TEST_F(JobTable, FormatErrors) {

@@ -357,5 +357,57 @@ TEST(PlanSubmit, Errors) {
   EXPECT_EQ(PlanError({"-G", "x", "--", "true"}), "-G: 'x' is not a whole number (N, or MIN:MAX for an elastic job)");
 }
 
+// ---- hostile strings (issue 12): the daemon's rules, refused before sending ---------------
+
+TEST(SubmitHostileStrings, FlagValuesNameTheFlag) {
+  EXPECT_EQ(SpecError({"-J", "a\nb", "--", "true"}),
+            "-J: 'a\\nb' contains a newline (byte 1); control characters are not allowed");
+  EXPECT_EQ(SpecError({"--job-name=\x1b[2Jx", "--", "true"}),
+            "--job-name: '\\x1b[2Jx' contains an ESC (byte 0); control characters are not allowed");
+  EXPECT_EQ(SpecError({"-J", "ab\xff", "--", "true"}), "-J: 'ab\\xff' is not valid UTF-8 (byte 2)");
+  EXPECT_EQ(SpecError({"-J", std::string(300, 'n'), "--", "true"}),
+            "-J: '" + std::string(80, 'n') + "...' has 300 bytes; at most 256 are allowed");
+  EXPECT_EQ(SpecError({"-A", "acct\r", "--", "true"}),
+            "-A: 'acct\\r' contains a carriage return (byte 4); control characters are not allowed");
+  EXPECT_EQ(SpecError({"-o", "out\n%j", "--", "true"}),
+            "-o: 'out\\n%j' contains a newline (byte 3); control characters are not allowed in paths");
+  EXPECT_EQ(SpecError({"--error=e\x1b", "--", "true"}),
+            "--error: 'e\\x1b' contains an ESC (byte 1); control characters are not allowed in paths");
+  EXPECT_EQ(SpecError({"-D", "d\tir", "--", "true"}),
+            "-D: 'd\\tir' contains a tab (byte 1); control characters are not allowed in paths");
+  // Unicode is a name like any other.
+  EXPECT_EQ(Spec({"-J", "训练-🚀-café", "--", "true"})->name(), "训练-🚀-café");
+}
+
+TEST(SubmitHostileStrings, WhatNoFlagSetIsCheckedByTheDaemonsRules) {
+  // The default name comes from the script's name.
+  EXPECT_EQ(PlanError({"x\x1b]0;t\x07.sh"}, {{"x\x1b]0;t\x07.sh", "true\n"}}),
+            "the job name (-J/--job-name, or the script's or command's name): 'x\\x1b]0;t\\x07.sh' contains an ESC "
+            "(byte 1); control characters are not allowed");
+  EXPECT_THAT(PlanError({"--", "true", std::string("a\0b", 3)}), HasSubstr("the command: 'a\\x00b' contains a NUL"));
+  // A long argument list is refused as the daemon would.
+  std::vector<std::string> many = {"--", "true"};
+  many.resize(5001, "x");  // "--" and 5000 arguments
+  EXPECT_EQ(PlanError(many), "the command: 5000 arguments; at most 4096 are allowed");
+}
+
+TEST(SubmitHostileStrings, EnvironmentFromTheSubmitter) {
+  SubmitContext ctx = Context();
+  ctx.environment["BAD\nNAME"] = "1";
+  auto o = ParseSubmitArgs(std::vector<std::string>{"--", "true"});
+  ASSERT_TRUE(o);
+  auto plan = PlanSubmit(*o, ctx);
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().ToString(),
+            "the environment (--export): 'BAD\\nNAME' is not a variable name (not empty, no '=', no control "
+            "characters)");
+  // bash's exported functions pass (as in Slurm).
+  ctx = Context();
+  ctx.environment["BASH_FUNC_module%%"] = "() {  eval $(/usr/bin/modulecmd bash $*)\n}";
+  auto ok = PlanSubmit(*o, ctx);
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  EXPECT_EQ(ok->spec.env().at("BASH_FUNC_module%%"), "() {  eval $(/usr/bin/modulecmd bash $*)\n}");
+}
+
 }  // namespace
 }  // namespace phalanx::cli

@@ -84,6 +84,13 @@ TEST(SchedulerUpdate, BadUpdatesFailAndChangeNothing) {
   auto e3 = s->Update(42, {.name = "x"}, 1);
   ASSERT_FALSE(e3);
   EXPECT_EQ(e3.error().where, "job 42");
+  // A rename is held to the names' rules (issue 12), and nothing else of the update applies.
+  auto e4 = s->Update(1, {.walltime = 500, .name = "x\x1b]0;owned\x07"}, 1);
+  ASSERT_FALSE(e4);
+  EXPECT_EQ(e4.error().ToString(),
+            "job 1: name: 'x\\x1b]0;owned\\x07' contains an ESC (byte 1); control characters are not allowed");
+  EXPECT_EQ(s->job(1)->walltime, before.walltime);
+  EXPECT_EQ(s->job(1)->spec.name, before.spec.name);
   s->Schedule(1);
   s->JobEnded(1, 50, true);
   EXPECT_FALSE(s->Update(1, {.name = "late"}, 60));

@@ -38,6 +38,32 @@ TEST(DaemonConfig, DefaultsWhenEmpty) {
   EXPECT_EQ(c->scheduler.default_walltime, 3600);
 }
 
+TEST(DaemonConfig, HistorySection) {
+  auto d = ParseDaemonConfig("", "empty.yaml");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->history_interval_s, 60);
+  EXPECT_EQ(d->history_retention_s, 30 * 86400);
+  auto c = ParseDaemonConfig("history:\n  interval: 5\n  retention: 3600\n", "h.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->history_interval_s, 5);
+  EXPECT_EQ(c->history_retention_s, 3600);
+  auto off = ParseDaemonConfig("history:\n  interval: 0\n", "h.yaml");
+  ASSERT_TRUE(off) << off.error().ToString();
+  EXPECT_EQ(off->history_interval_s, 0);
+  const std::pair<std::string, std::string> bad[] = {
+      {"history:\n  interval: often\n", "h.yaml:2: history.interval: expected a number of seconds >= 0, got 'often'"},
+      {"history:\n  retention: 30d\n",
+       "h.yaml:2: history.retention: expected a whole number of seconds >= 0, got '30d'"},
+      {"history:\n  retension: 5\n", "h.yaml:2: unknown key 'history.retension'"},
+      {"history:\n  interval: 0.5\n", "history.interval: must be 0 (off) or at least 1 second"},
+  };
+  for (const auto& [text, expect] : bad) {
+    auto r = ParseDaemonConfig(text, "h.yaml");
+    ASSERT_FALSE(r) << text;
+    EXPECT_NE(r.error().ToString().find(expect), std::string::npos) << r.error().ToString() << "\nwanted: " << expect;
+  }
+}
+
 TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
   struct Case {
     std::string text, expect;

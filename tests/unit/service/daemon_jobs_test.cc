@@ -135,7 +135,9 @@ TEST(DaemonJobs, BadRequestsNameTheFieldAndUnknownJobsAreNotFound) {
   const Case cases[] = {
       {[](v1::JobSpec& s) { s.set_gpus(0); }, "spec.gpus: must be at least 1 (got 0)"},
       {[](v1::JobSpec& s) { s.set_priority_class("vip"); }, "priority_class"},
-      {[](v1::JobSpec& s) { s.set_walltime_s(99'999'999); }, "walltime 99999999s exceeds the maximum 604800s"},
+      {[](v1::JobSpec& s) { s.set_walltime_s(9'999'999); }, "walltime 9999999s exceeds the maximum 604800s"},
+      {[](v1::JobSpec& s) { s.set_walltime_s(99'999'999); },
+       "spec.walltime_s: 99999999s is more than 31536000s (365 days)"},
       {[](v1::JobSpec& s) { s.set_gpus(64); }, "can never fit this cluster"},
       {[](v1::JobSpec& s) { s.add_after_ok(777); }, "after_ok: dependency on unknown job 777"},
       {[](v1::JobSpec& s) { s.clear_command(); }, "spec.command: empty"},
@@ -158,6 +160,57 @@ TEST(DaemonJobs, BadRequestsNameTheFieldAndUnknownJobsAreNotFound) {
   req.set_job_id(4242);
   v1::ExplainPendingResponse resp;
   EXPECT_EQ(h.cluster->ExplainPending(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// Issue 12: a raw gRPC client (not gsub) sent a NUL in a job name (gq's output stopped there) and
+// elastic_step=4294967295 (the job ran on 8 GPUs). Over the real socket both are refused with a
+// message naming the field and showing the value escaped; nothing is stored; names with Unicode
+// pass; a rename to a hostile name is refused too.
+TEST(DaemonJobs, RawGrpcHostileSpecsAreRefusedLikeGsubWould) {
+  Harness h;
+  h.Start();
+  v1::JobSpec nul = Harness::Spec(2, std::string("train\0hidden", 12));
+  uint64_t id = 0;
+  grpc::Status st = h.Submit(nul, &id);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(),
+            "spec.name: 'train\\x00hidden' contains a NUL byte (byte 5); control characters are not allowed");
+
+  v1::JobSpec step = Harness::Spec(8);
+  step.set_min_gpus(1);
+  step.set_elastic_step_kind(v1::ELASTIC_STEP_MULTIPLE);
+  step.set_elastic_step(4294967295u);
+  st = h.Submit(step, &id);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(), "spec.elastic_step: 4294967295 is more than gpus 8 (1..8)");
+
+  v1::JobSpec esc = Harness::Spec(2, "x\n2026-12-01T00:00:00.000Z INFO  forged\x1b[2J");
+  st = h.Submit(esc, &id);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(
+      st.error_message().find("spec.name: 'x\\n2026-12-01T00:00:00.000Z INFO  forged\\x1b[2J' contains a newline"),
+      std::string::npos)
+      << st.error_message();
+  EXPECT_EQ(st.error_message().find_first_of(std::string("\n\x1b\0", 3)), std::string::npos);
+
+  grpc::ClientContext lctx;
+  v1::ListJobsRequest lreq;
+  v1::ListJobsResponse listed;
+  ASSERT_TRUE(h.jobs->List(&lctx, lreq, &listed).ok());
+  EXPECT_EQ(listed.jobs_size(), 0);  // nothing refused was stored
+
+  const uint64_t ok = h.SubmitOk(Harness::Spec(2, "训练-🚀-café"));
+  EXPECT_EQ(h.Get(ok).spec().name(), "训练-🚀-café");
+  grpc::ClientContext uctx;
+  v1::UpdateJobRequest ureq;
+  ureq.set_job_id(ok);
+  ureq.set_name("a\rb");
+  v1::Job updated;
+  st = h.jobs->Update(&uctx, ureq, &updated);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("name: 'a\\rb' contains a carriage return"), std::string::npos)
+      << st.error_message();
+  EXPECT_EQ(h.Get(ok).spec().name(), "训练-🚀-café");
 }
 
 TEST(DaemonJobs, CancelHoldReleaseAndWatch) {
@@ -407,6 +460,7 @@ std::pair<int, std::string> HttpGet(int port, const std::string& path) {
 TEST(DaemonJobs, HttpServesHealthMetricsAndJobsWithoutTheEnvironment) {
   Harness h;
   h.config.http_listen = "127.0.0.1:0";
+  h.config.history_interval_s = 1;
   h.Start();
   const int port = h.daemon->http_port();
 #ifdef PHALANX_HAVE_HTTP
@@ -429,12 +483,24 @@ TEST(DaemonJobs, HttpServesHealthMetricsAndJobsWithoutTheEnvironment) {
   auto metrics = HttpGet(port, "/metrics");
   EXPECT_EQ(metrics.first, 200);
   EXPECT_NE(metrics.second.find("phalanx_jobs{state=\"pending\"} 1"), std::string::npos) << metrics.second;
-  EXPECT_NE(metrics.second.find("phalanx_gpus{state=\"unavailable\"} 32"), std::string::npos) << metrics.second;
+  // No agents: every node is down, its GPUs with it.
+  EXPECT_NE(metrics.second.find("phalanx_gpus{state=\"down\"} 32"), std::string::npos) << metrics.second;
+  EXPECT_NE(metrics.second.find("phalanx_nodes{state=\"down\"} 4"), std::string::npos) << metrics.second;
+  EXPECT_NE(metrics.second.find("phalanx_queue_jobs{reason=\"Resources\"} 1"), std::string::npos) << metrics.second;
   EXPECT_NE(metrics.second.find("phalanx_submissions_total 1"), std::string::npos) << metrics.second;
   EXPECT_NE(metrics.second.find("phalanx_schedule_pass_seconds_count"), std::string::npos);
   EXPECT_EQ(HttpGet(port, "/api/v1/stats").first, 200);
   EXPECT_EQ(HttpGet(port, "/api/v1/fragmentation").first, 200);
   EXPECT_EQ(HttpGet(port, "/api/v1/nodes").first, 200);
+  // The history sampler (every second here) writes through the committer; the API reads it back.
+  std::string history;
+  EXPECT_TRUE(WaitFor([&] {
+    history = HttpGet(port, "/api/v1/history?series=gpus_down,queue_jobs.*").second;
+    return history.find("\"gpus_down\":[[") != std::string::npos &&
+           history.find("\"queue_jobs.Resources\":[[") != std::string::npos;
+  })) << history;
+  EXPECT_NE(history.find(",32]"), std::string::npos) << history;
+  EXPECT_EQ(HttpGet(port, "/api/v1/history").first, 400);
 }
 
 }  // namespace

@@ -64,20 +64,61 @@ TEST(ProtoConvert, InvalidFieldsAreNamedWithTheirValues) {
     std::function<void(v1::JobSpec&)> edit;
     std::string expect;
   };
-  const Case cases[] = {
-      {[](v1::JobSpec& s) { s.set_gpus(0); }, "spec.gpus: must be at least 1 (got 0)"},
-      {[](v1::JobSpec& s) { s.set_gpus_per_node(4); }, "spec.gpus_per_node: 4 given without nodes"},
-      {[](v1::JobSpec& s) { s.set_min_gpus(9); }, "spec.min_gpus: 9 is more than gpus 8"},
-      {[](v1::JobSpec& s) { s.set_walltime_s(-5); }, "spec.walltime_s: must not be negative (got -5)"},
-      {[](v1::JobSpec& s) { s.clear_command(); }, "spec.command: empty: give a command or a script"},
-      {[](v1::JobSpec& s) { s.set_command(0, ""); }, "spec.command: the program name is empty"},
-      {[](v1::JobSpec& s) { s.add_command(std::string("a\0b", 3)); }, "spec.command: argument 1 contains a NUL byte"},
+  const Case cases[] =
+      {
+          {[](v1::JobSpec& s) { s.set_gpus(0); }, "spec.gpus: must be at least 1 (got 0)"},
+          {[](v1::JobSpec& s) { s.set_gpus_per_node(4); }, "spec.gpus_per_node: 4 given without nodes"},
+          {[](v1::JobSpec& s) { s.set_min_gpus(9); }, "spec.min_gpus: 9 is more than gpus 8"},
+          {[](v1::JobSpec& s) { s.set_walltime_s(-5); }, "spec.walltime_s: must not be negative (got -5)"},
+          {[](v1::JobSpec& s) { s.clear_command(); }, "spec.command: empty: give a command or a script"},
+          {[](v1::JobSpec& s) { s.set_command(0, ""); }, "spec.command: the program name is empty"},
+          {[](v1::JobSpec& s) { s.add_command(std::string("a\0b", 3)); },
+           "spec.command[1]: 'a\\x00b' contains a NUL byte (byte 1)"},
+          // Issue 12: what gsub refuses, the daemon refuses from any client.
+          {[](v1::JobSpec& s) { s.set_name(std::string("x\0hidden", 8)); },
+           "spec.name: 'x\\x00hidden' contains a NUL byte (byte 1); control characters are not allowed"},
+          {[](v1::JobSpec& s) { s.set_name("ok\n2026-01-01T00:00:00.000Z INFO  forged"); },
+           "spec.name: 'ok\\n2026-01-01T00:00:00.000Z INFO  forged' contains a newline (byte 2)"},
+          {[](v1::JobSpec& s) { s.set_name("\x1b[2J"); }, "spec.name: '\\x1b[2J' contains an ESC (byte 0)"},
+          {[](v1::JobSpec& s) { s.set_name("\xc0\xaf"); }, "spec.name: '\\xc0\\xaf' is not valid UTF-8 (byte 0)"},
+          {[](v1::JobSpec& s) { s.set_account("a\tb"); }, "spec.account: 'a\\tb' contains a tab (byte 1)"},
+          {[](v1::JobSpec& s) { s.set_priority_class("high;rm"); },
+           "spec.priority_class: 'high;rm' is not a class name"},
+          {[](v1::JobSpec& s) { s.set_stdout_pattern("o\n"); }, "spec.stdout_pattern: 'o\\n' contains a newline"},
+          {[](v1::JobSpec& s) { s.set_stderr_pattern(std::string("e\0", 2)); },
+           "spec.stderr_pattern: 'e\\x00' contains a NUL"},
+          {[](v1::JobSpec& s) { s.set_working_dir("/tmp/\x1b"); }, "spec.working_dir: '/tmp/\\x1b' contains an ESC"},
+          {[](v1::JobSpec& s) { (*s.mutable_env())["OK"] = std::string("v\0", 2); },
+           "spec.env[OK]: 'v\\x00' contains a NUL"},
+          {[](v1::JobSpec& s) { (*s.mutable_env())["A\nB"] = "1"; }, "spec.env: 'A\\nB' is not a variable name"},
+          {[](v1::JobSpec& s) { s.set_script(std::string("#!/bin/sh\0", 10)); },
+           "spec.script: the script contains a NUL"},
+          {[](v1::JobSpec& s) {
+    s.set_min_gpus(1);
+    s.set_elastic_step_kind(v1::ELASTIC_STEP_MULTIPLE);
+    s.set_elastic_step(4294967295u);
+           },
+           "spec.elastic_step: 4294967295 is more than gpus 8 (1..8)"},
+          {[](v1::JobSpec& s) {
+    s.set_min_gpus(5);
+    s.set_gpus(7);
+    s.set_elastic_step_kind(v1::ELASTIC_STEP_POWER_OF_TWO);
+           },
+           "spec.elastic_step_kind: no power of two between min_gpus 5 and gpus 7"},
+             {[](v1::JobSpec& s) {
+    s.set_elastic_step_kind(v1::ELASTIC_STEP_MULTIPLE);
+              },
+              "spec.elastic_step_kind: needs an elastic job"},
+      {[](v1::JobSpec& s) { s.set_gpus(4294967295u); }, "spec.gpus: 4294967295 is too many GPUs (1..1048576)"},
+      {[](v1::JobSpec& s) { s.set_walltime_s(INT64_MAX); }, "spec.walltime_s: 9223372036854775807s is more than"},
+      {[](v1::JobSpec& s) { s.set_checkpoint_warning_s(-1); }, "spec.checkpoint_warning_s: must not be negative"},
       {[](v1::JobSpec& s) { s.set_working_dir("rel/dir"); }, "spec.working_dir: 'rel/dir' is not an absolute path"},
-      {[](v1::JobSpec& s) { s.set_checkpoint_signal(99); }, "spec.checkpoint_signal: not a signal number (got 99)"},
+      {[](v1::JobSpec& s) { s.set_checkpoint_signal(99); },
+       "spec.checkpoint_signal: not a signal number (got 99; 1..64, or 0 for the default)"},
       {[](v1::JobSpec& s) { s.set_topology(static_cast<v1::TopologyLevel>(17)); },
        "spec.topology: unknown topology level 17"},
       {[](v1::JobSpec& s) { s.add_after_ok(0); }, "spec.after_ok: job id 0 does not exist"},
-  };
+      };
   for (const Case& c : cases) {
     v1::JobSpec s = base();
     c.edit(s);
@@ -147,7 +188,13 @@ TEST(ProtoConvert, LaunchInfoRoundTripsAndEnvIsHiddenUnlessAsked) {
 
   const Topology topo = Demo();
   JobRecord rec;
-  rec.spec = *CoreSpecFromProto(s, who);
+  // (A submission with that value is refused since issue 12 -- "spec.env[OK]" above -- but the
+  // launch info carries whatever bytes it is given.)
+  v1::JobSpec submitted = s;
+  (*submitted.mutable_env())["TOKEN"] = "ab";
+  auto core_spec = CoreSpecFromProto(submitted, who);
+  ASSERT_TRUE(core_spec) << core_spec.error().ToString();
+  rec.spec = *core_spec;
   rec.spec.id = 5;
   rec.state = JobState::kRunning;
   rec.gpus = {GpuId(8), GpuId(9)};

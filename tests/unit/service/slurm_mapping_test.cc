@@ -88,6 +88,25 @@ TEST(SlurmManaged, ByTagPartitionOrQos) {
   EXPECT_FALSE(ManagedBy(j, rule));
 }
 
+// Slurm takes any job name; the core refuses control characters (issue 12): they are shown
+// escaped instead, and a long name is cut at a character boundary.
+TEST(SlurmSpec, NamesAreMadePrintable) {
+  EXPECT_EQ(SlurmName("train\n\x1b[2J"), "train\\n\\x1b[2J");
+  EXPECT_EQ(SlurmName("训练"), "训练");
+  std::string long_name;
+  for (int i = 0; i < 100; ++i) long_name += "训";  // 300 bytes
+  const std::string cut = SlurmName(long_name);
+  EXPECT_EQ(cut.size(), 255u);  // 85 whole characters
+  EXPECT_EQ(cut, long_name.substr(0, 255));
+  SlurmJob j;
+  j.id = 3;
+  j.name = std::string("a\0b", 3);
+  j.gpus_per_job = 1;
+  auto s = ToJobSpec(j, ManagedOptions{}, "alice");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->name, "a\\x00b");
+}
+
 TEST(SlurmSpec, NodeShapedGpusAnywhereAndElastic) {
   SlurmJob j;
   j.id = 9;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <regex>
 #include <string>
@@ -59,6 +60,35 @@ TEST_F(LogTest, OneLinePerRecordOnStderr) {
   const std::regex two(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z INFO  start job=7\n)"
                        R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ERROR disk full\n)");
   EXPECT_TRUE(std::regex_match(out, two)) << out;
+}
+
+// Issue 12: a newline in a job name forged a whole daemon log line; an ESC reached the terminal
+// of whoever read the log.
+TEST_F(LogTest, AHostileNameCannotForgeALineOrReachATerminal) {
+  static constexpr char kName[] = "x\n2026-12-01T13:00:00.000Z INFO  admin granted\x1b[2J\0\r\xff\xc2\x9b";
+  const std::string name(kName, sizeof kName - 1);
+  testing::internal::CaptureStderr();
+  PHX_LOG(kInfo) << "submit job=9 name=" << name;
+  const std::string out = testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;  // one record, one line
+  EXPECT_EQ(out.back(), '\n');
+  for (char c : out.substr(0, out.size() - 1)) {
+    const auto u = static_cast<unsigned char>(c);
+    EXPECT_FALSE(u < 0x20 || u == 0x7f) << "control byte " << int(u) << " in " << out;
+  }
+  EXPECT_NE(out.find(" INFO  submit job=9 name=x\\n2026-12-01T13:00:00.000Z INFO  admin granted\\x1b[2J\\x00\\r"
+                     "\\xff\\u009b\n"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(LogTest, TheSinkGetsTheEscapedMessage) {
+  std::vector<std::string> got;
+  SetLogSink([&](LogLevel, const std::string& message) { got.push_back(message); });
+  Log(LogLevel::kWarn, "a\tb\nc 训练");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], "a\\tb\\nc 训练");
 }
 
 }  // namespace

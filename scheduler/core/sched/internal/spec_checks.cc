@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "core/sched/internal/scheduler_state.h"
+#include "util/job_fields.h"
 
 namespace phalanx {
 
@@ -57,12 +58,39 @@ Result<PriorityClassId> CheckShape(const SchedulerState& s, const JobSpec& spec)
   return *cls;
 }
 
+Status CheckLabelOf(JobId id, std::string_view field, std::string_view value) {
+  if (auto st = CheckLabel(field, value); !st) return Fail(JobWhere(id), st.error().ToString());
+  return {};
+}
+
+Status CheckSubmittedText(const JobSpec& spec) {
+  PHX_RETURN_IF_ERROR(CheckLabelOf(spec.id, "name", spec.name));
+  PHX_RETURN_IF_ERROR(CheckLabelOf(spec.id, "user", spec.user));
+  PHX_RETURN_IF_ERROR(CheckLabelOf(spec.id, "account", spec.account));
+  return CheckLabelOf(spec.id, "priority_class", spec.priority_class);
+}
+
+Status CheckElasticSizes(const JobSpec& spec) {
+  static constexpr ElasticStepRule kRules[] = {ElasticStepRule::kAny, ElasticStepRule::kMultiple,
+                                               ElasticStepRule::kPowerOfTwo};
+  const PlacementRequest shape = NormalisedShape(spec.shape);
+  const uint64_t step = spec.step_kind == ElasticStep::kMultiple ? spec.step : 0;
+  if (auto st =
+          CheckElastic("", shape.gpus, spec.min_gpus, shape.nodes, kRules[static_cast<int>(spec.step_kind)], step);
+      !st) {
+    return Fail(JobWhere(spec.id), st.error().ToString());
+  }
+  return {};
+}
+
 Result<PriorityClassId> CheckSubmit(const SchedulerState& s, const JobSpec& spec) {
   const std::string where = JobWhere(spec.id);
   if (s.restoring) return Fail(ErrorCode::kFailedPrecondition, where, "restore in progress: call FinishRestore first");
   PHX_RETURN_IF_ERROR(CheckNewId(s, spec.id));
+  PHX_RETURN_IF_ERROR(CheckSubmittedText(spec));
   auto cls = CheckShape(s, spec);
   PHX_RETURN_IF_ERROR(cls);
+  PHX_RETURN_IF_ERROR(CheckElasticSizes(spec));
   if (spec.walltime > s.config.max_walltime) {
     return Fail(where, "walltime " + std::to_string(spec.walltime) + "s exceeds the maximum " +
                            std::to_string(s.config.max_walltime) + "s");

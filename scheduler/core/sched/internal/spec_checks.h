@@ -25,7 +25,14 @@ PlacementRequest NormalisedShape(PlacementRequest shape);
 Status CheckNewId(const SchedulerState& s, JobId id);
 // Class known, shape, elastic sizes, no negative durations; returns the class.
 Result<PriorityClassId> CheckShape(const SchedulerState& s, const JobSpec& spec);
-// All of Submit's checks on a spec: no restore in progress, CheckNewId, CheckShape, walltime
+// Name, user, account and class as labels (util/job_fields.h: no control characters, valid
+// UTF-8, bounded), whoever the caller.
+Status CheckSubmittedText(const JobSpec& spec);
+// The elastic sizes are consistent (util/job_fields.h's CheckElastic): a step kind only for an
+// elastic job, a multiple's step within 1..gpus, at least one legal size in [min, max].
+Status CheckElasticSizes(const JobSpec& spec);
+// All of Submit's checks on a spec: no restore in progress, CheckNewId, CheckSubmittedText, CheckShape,
+// CheckElasticSizes, walltime
 // within the maximum, dependencies known (kNotFound), the pending-job limits
 // (kResourceExhausted); returns the class.
 Result<PriorityClassId> CheckSubmit(const SchedulerState& s, const JobSpec& spec);
