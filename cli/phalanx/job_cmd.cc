@@ -2,10 +2,12 @@
 // `scontrol release`, `scontrol update job` and `scontrol show job` do for Slurm. The
 // connection, socket discovery, error lines, durations and JSON are the users' client library's
 // (cli/user: phalanx_client); this file is built only when that library is (PHALANX_HAVE_CLIENT).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client.h"
@@ -69,12 +71,19 @@ std::string ShowJob(const v1::Job& job, int64_t now) {
   std::string reason = job.reason().empty() ? "None" : job.reason();
   if (!job.reason_detail().empty()) reason += " (" + job.reason_detail() + ")";
   reason = Printable(reason);
+  // Fields phalanxd cleared for this caller (private_data) show as "(hidden)", not as empty.
+  const auto hidden = [&](std::string_view f) {
+    return std::find(job.hidden_fields().begin(), job.hidden_fields().end(), f) != job.hidden_fields().end();
+  };
   std::string command;
   if (!s.script().empty()) command = "(script)";
   for (const std::string& a : s.command()) command += (command.empty() ? "" : " ") + Printable(a);
-  std::string out = "JobId=" + std::to_string(job.id()) + " JobName=" + Printable(s.name()) + "\n";
-  out += "   UserId=" + Printable(job.user()) + "(" + std::to_string(job.uid()) +
-         ") GroupId=" + std::to_string(job.gid()) + " Account=" + field('a') + " Class=" + field('q') +
+  if (hidden("spec.command")) command = "(hidden)";
+  const std::string user = hidden("user") ? "(hidden)" : Printable(job.user()) + "(" + std::to_string(job.uid()) + ")";
+  const std::string group = hidden("gid") ? "(hidden)" : std::to_string(job.gid());
+  std::string out = "JobId=" + std::to_string(job.id()) +
+                    " JobName=" + (hidden("spec.name") ? "(hidden)" : Printable(s.name())) + "\n";
+  out += "   UserId=" + user + " GroupId=" + group + " Account=" + field('a') + " Class=" + field('q') +
          " Priority=" + field('Q') + "\n";
   out += "   JobState=" + field('T') + " Reason=" + reason + " ExitCode=" + std::to_string(job.exit_code()) +
          " Held=" + (job.held() ? "yes" : "no") + "\n";
@@ -86,7 +95,7 @@ std::string ShowJob(const v1::Job& job, int64_t now) {
   out += "   Preemptions=" + std::to_string(job.preemptions()) + " Resizes=" + std::to_string(job.resizes()) +
          " CheckpointEpoch=" + std::to_string(job.checkpoint_epoch()) + " Dependency=" + field('E') + "\n";
   out += "   Command=" + command + "\n";
-  out += "   WorkDir=" + Printable(s.working_dir()) + "\n";
+  out += "   WorkDir=" + (hidden("spec.working_dir") ? std::string("(hidden)") : Printable(s.working_dir())) + "\n";
   return out;
 }
 

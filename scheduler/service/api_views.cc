@@ -11,14 +11,49 @@
 
 namespace phalanx::service::views {
 
-void FillJob(Controller& c, const JobRecord& job, bool include_env, v1::Job* out) {
-  JobExtras extras;
-  extras.launch = c.FindLaunchInfo(job);
-  phalanx::service::FillJob(job, extras, c.core().topology(), include_env, out);
+void Redact(const PrivateData& rules, v1::Job* job) {
+  v1::JobSpec* spec = job->mutable_spec();
+  spec->clear_script();
+  spec->clear_command();
+  spec->clear_env();
+  spec->clear_working_dir();
+  spec->clear_stdout_pattern();
+  spec->clear_stderr_pattern();
+  for (const char* f :
+       {"spec.script", "spec.command", "spec.env", "spec.working_dir", "spec.stdout_pattern", "spec.stderr_pattern"})
+    job->add_hidden_fields(f);
+  if (rules.names) {
+    spec->clear_name();
+    job->add_hidden_fields("spec.name");
+  }
+  if (rules.users) {
+    job->clear_user();
+    job->clear_uid();
+    job->clear_gid();
+    spec->clear_account();
+    for (const char* f : {"user", "uid", "gid", "spec.account"}) job->add_hidden_fields(f);
+  }
 }
 
-void FillJob(Controller& c, JobId id, bool include_env, v1::Job* out) {
-  if (const JobRecord* j = c.core().job(id)) FillJob(c, *j, include_env, out);
+bool FillJob(Controller& c, const JobRecord& job, const Caller& viewer, bool include_env, v1::Job* out) {
+  const JobView view = ViewOf(c.private_data(), viewer, job.spec.user);
+  if (view == JobView::kHidden) return false;
+  JobExtras extras;
+  extras.launch = c.FindLaunchInfo(job);
+  phalanx::service::FillJob(job, extras, c.core().topology(), include_env && view == JobView::kFull, out);
+  if (view == JobView::kPublic) Redact(c.private_data(), out);
+  return true;
+}
+
+bool FillJob(Controller& c, JobId id, const Caller& viewer, bool include_env, v1::Job* out) {
+  const JobRecord* j = c.core().job(id);
+  return j != nullptr && FillJob(c, *j, viewer, include_env, out);
+}
+
+grpc::Status CheckUserFilter(const Controller& c, const Caller& who, const std::string& user) {
+  if (user.empty() || !c.private_data().users || who.admin || (!who.user.empty() && user == who.user)) return {};
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                      "user: only your own jobs may be selected by user (private_data: users hides other users)");
 }
 
 void FillNode(const Controller& c, const std::string& name, v1::Node* out) {
@@ -56,14 +91,18 @@ void FillNode(const Controller& c, const std::string& name, v1::Node* out) {
 grpc::Status GetJob(Controller& c, const Caller& who, const v1::GetJobRequest& req, v1::Job* out) {
   auto job = c.FindJob(req.job_id());
   if (!job) return ToGrpcStatus(job.error());
+  const JobView view = ViewOf(c.private_data(), who, (*job)->spec.user);
+  if (view == JobView::kHidden)  // the same answer as for a job that does not exist
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "job " + std::to_string(req.job_id()) + ": no such job");
   if (req.include_env()) {
-    if (auto st = Controller::CheckOwner(who, **job, "read the environment of"); !st) return ToGrpcStatus(st.error());
+    if (auto st = c.CheckOwner(who, **job, "read the environment of"); !st) return ToGrpcStatus(st.error());
   }
-  FillJob(c, **job, req.include_env(), out);
+  FillJob(c, **job, who, req.include_env(), out);
   return grpc::Status::OK;
 }
 
-grpc::Status ListJobs(Controller& c, const v1::ListJobsRequest& req, v1::ListJobsResponse* out) {
+grpc::Status ListJobs(Controller& c, const Caller& who, const v1::ListJobsRequest& req, v1::ListJobsResponse* out) {
+  if (auto st = CheckUserFilter(c, who, req.user()); !st.ok()) return st;
   std::set<int> states(req.states().begin(), req.states().end());
   for (int s : states) {
     if (!v1::JobState_IsValid(s) || s == v1::JOB_STATE_UNSPECIFIED)
@@ -77,7 +116,8 @@ grpc::Status ListJobs(Controller& c, const v1::ListJobsRequest& req, v1::ListJob
       continue;
     }
     if (!req.user().empty() && job.spec.user != req.user()) continue;
-    FillJob(c, job, false, out->add_jobs());
+    if (ViewOf(c.private_data(), who, job.spec.user) == JobView::kHidden) continue;
+    FillJob(c, job, who, false, out->add_jobs());
   }
   return grpc::Status::OK;
 }
@@ -153,11 +193,13 @@ grpc::Status GetFragmentation(const Controller& c, v1::GetFragmentationResponse*
   return grpc::Status::OK;
 }
 
-grpc::Status ExplainPending(const Controller& c, const v1::ExplainPendingRequest& req,
+grpc::Status ExplainPending(const Controller& c, const Caller& who, const v1::ExplainPendingRequest& req,
                             v1::ExplainPendingResponse* out) {
   auto found = c.FindJob(req.job_id());
   if (!found) return ToGrpcStatus(found.error());
   const JobRecord& job = **found;
+  if (ViewOf(c.private_data(), who, job.spec.user) == JobView::kHidden)
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "job " + std::to_string(req.job_id()) + ": no such job");
   if (job.state != JobState::kPending)
     return grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,

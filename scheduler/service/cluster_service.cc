@@ -61,8 +61,8 @@ grpc::ServerUnaryReactor* ClusterService::ExplainPending(grpc::CallbackServerCon
                                                          const v1::ExplainPendingRequest* req,
                                                          v1::ExplainPendingResponse* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_, [this, req, resp](grpc::ServerUnaryReactor* r) {
-    r->Finish(views::ExplainPending(*controller_, *req, resp));
+  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
+    r->Finish(views::ExplainPending(*controller_, who, *req, resp));
   });
 }
 

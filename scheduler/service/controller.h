@@ -49,6 +49,7 @@
 
 #include "adapters/store/group_committer.h"
 #include "adapters/store/store.h"
+#include "core/queue/access.h"
 #include "core/sched/scheduler.h"
 #include "service/caller.h"
 #include "service/clock.h"
@@ -62,6 +63,8 @@ namespace phalanx::service {
 struct ControllerOptions {
   double pass_interval_s = 1;
   std::string topology_fingerprint;
+  PrivateData private_data;  // what others see of a job (api_views.h)
+  AccessRules access;        // who may use which class and charge which account
 };
 
 // Counters for GetStats and /metrics.
@@ -125,6 +128,10 @@ class Controller final : public ExecutorHost {
   // serving; the core's ValidateSpec, without its "job N" (INVALID_ARGUMENT, also for an
   // unknown dependency; RESOURCE_EXHAUSTED for a pending-job limit).
   void Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done);
+  // The access rules for a user's submission (core/queue/access.h): sets the user's default
+  // account when the spec names none; PERMISSION_DENIED naming the account or class and the
+  // rule. Slurm mode's submissions are Slurm's business and do not come through here.
+  Status Authorize(const Caller& who, JobSpec* spec) const;
   // `signal` 0: cancel the job; else send the signal to its processes (it must be running).
   // Answers the job's state, when there is a job. Fails: NOT_FOUND, PERMISSION_DENIED,
   // INVALID_ARGUMENT (signal out of 0..64), FAILED_PRECONDITION (already final; a signal to a
@@ -134,7 +141,8 @@ class Controller final : public ExecutorHost {
   // Fail: NOT_FOUND, PERMISSION_DENIED, the core's Hold / Release.
   void Hold(const Caller& who, JobId id, Reply<void> done);
   void Release(const Caller& who, JobId id, Reply<void> done);
-  // Fails: NOT_FOUND, PERMISSION_DENIED (also a user raising the walltime),
+  // Fails: NOT_FOUND, PERMISSION_DENIED (also a user raising the walltime, or a class the
+  // access rules refuse the caller),
   // FAILED_PRECONDITION (the job has ended), the core's Update.
   void Update(const Caller& who, JobId id, const Scheduler::JobUpdate& update, Reply<void> done);
   // The owner reports checkpoint `epoch` (0: the one after the last). Fails: NOT_FOUND,
@@ -153,13 +161,16 @@ class Controller final : public ExecutorHost {
   // ---- reads (api_views.h) ---------------------------------------------------------------
   // NOT_FOUND "job N: no such job".
   Result<const JobRecord*> FindJob(JobId id) const;
-  // PERMISSION_DENIED "<action> job N: it belongs to X, not to Y" unless `who` may act on it.
-  static Status CheckOwner(const Caller& who, const JobRecord& job, std::string_view action);
+  // PERMISSION_DENIED "<action> job N: it belongs to X, not to Y" unless `who` may act on it
+  // ("it is not yours" under private_data users; NOT_FOUND "no such job" under private_data
+  // jobs, as reads answer).
+  Status CheckOwner(const Caller& who, const JobRecord& job, std::string_view action) const;
   // Any job's launch info (a finished job's is read from the store); null when there is none.
   const LaunchInfo* FindLaunchInfo(const JobRecord& job) { return launch_.Find(job); }
   // Null for a node that is not in the topology.
   std::optional<NodeStatus> node(const std::string& name) const;
   const std::string& topology_fingerprint() const { return options_.topology_fingerprint; }
+  const PrivateData& private_data() const { return options_.private_data; }
 
   // ExecutorHost
   const Scheduler& core() const override { return *core_; }

@@ -29,11 +29,23 @@ Result<const JobRecord*> Controller::FindJob(JobId id) const {
   return job;
 }
 
-Status Controller::CheckOwner(const Caller& who, const JobRecord& job, std::string_view action) {
+Status Controller::CheckOwner(const Caller& who, const JobRecord& job, std::string_view action) const {
   if (MayActOn(who, job.spec.user)) return {};
+  const PrivateData& p = options_.private_data;
+  if (p.jobs) return Fail(ErrorCode::kNotFound, "job " + std::to_string(job.spec.id), "no such job");
   return Fail(ErrorCode::kPermissionDenied, "",
-              std::string(action) + " job " + std::to_string(job.spec.id) + ": it belongs to " + job.spec.user +
-                  ", not to " + who.user);
+              std::string(action) + " job " + std::to_string(job.spec.id) + ": it " +
+                  (p.users ? "is not yours" : "belongs to " + job.spec.user + ", not to " + who.user));
+}
+
+Status Controller::Authorize(const Caller& who, JobSpec* spec) const {
+  const AccessRules& rules = options_.access;
+  if (rules.empty()) return {};
+  const Requester r{who.user, who.groups, who.admin};
+  spec->account = rules.AccountFor(who.user, spec->account);
+  PHX_RETURN_IF_ERROR(rules.CheckAccount(r, spec->account));
+  const std::string cls = spec->priority_class.empty() ? core_->config().classes.default_class : spec->priority_class;
+  return rules.CheckClass(r, cls, spec->account);
 }
 
 void Controller::Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done) {
@@ -162,6 +174,12 @@ void Controller::Update(const Caller& who, JobId id, const Scheduler::JobUpdate&
                                       "walltime_s: users may only lower a walltime (" + std::to_string(job.walltime) +
                                           "s -> " + std::to_string(*update.walltime) + "s); ask an admin",
                                       ErrorCode::kPermissionDenied}));
+  if (update.priority_class && *update.priority_class != job.spec.priority_class) {
+    const std::string cls =
+        update.priority_class->empty() ? core_->config().classes.default_class : *update.priority_class;
+    if (auto st = options_.access.CheckClass(Requester{who.user, who.groups, who.admin}, cls, job.spec.account); !st)
+      return done(std::unexpected(st.error()));
+  }
   JobEvent(
       id, "update", [this, id, update] { return core_->Update(id, update, Now()); }, std::move(done));
 }

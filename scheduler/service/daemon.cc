@@ -34,6 +34,7 @@
 #include "service/slurm_executor.h"
 #include "service/unix_listener.h"
 #include "util/log.h"
+#include "util/strings.h"
 #ifdef PHALANX_HAVE_HTTP
 #include "service/http_endpoints.h"
 #endif
@@ -234,6 +235,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   ControllerOptions co;
   co.pass_interval_s = config.pass_interval_s;
   co.topology_fingerprint = fingerprint;
+  co.private_data = config.private_data;
+  {
+    std::vector<std::string> classes;
+    for (const PriorityClassSpec& cls : config.scheduler.classes.classes) classes.push_back(cls.name);
+    PHX_ASSIGN_OR_RETURN(co.access, AccessRules::Build(config.access, classes));
+  }
   Daemon* self = d.get();
   p.controller = std::make_unique<Controller>(p.io, std::move(recovered), p.committer.get(), p.reader.get(), p.clock,
                                               co, executor, [self](const std::string& why) { self->RequestStop(why); });
@@ -274,9 +281,24 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
 
   if (!config.http_listen.empty()) {
 #ifdef PHALANX_HAVE_HTTP
+    http::GuardOptions http_access;
+    http_access.hosts = config.http.allowed_hosts;
+    http_access.origins = config.http.allowed_origins;
+    if (!config.http.admin_token_file.empty()) {
+      auto t = ReadSecretFile(config.http.admin_token_file, "HTTP admin token file");
+      if (!t) {
+        d->Stop();
+        return Fail("http.admin_token_file", t.error().ToString());
+      }
+      http_access.admin_token = std::string(Trim(*t));
+      if (http_access.admin_token.empty()) {
+        d->Stop();
+        return Fail(config.http.admin_token_file, "the HTTP admin token file is empty");
+      }
+    }
     std::promise<Status> started;
     boost::asio::post(p.io, [&] {
-      auto http = HttpEndpoints::Start(p.io, config.http_listen, p.controller.get());
+      auto http = HttpEndpoints::Start(p.io, config.http_listen, p.controller.get(), http_access);
       if (!http) return started.set_value(std::unexpected(http.error()));
       p.http = std::move(*http);
       p.http->set_history(p.reader.get());
@@ -299,7 +321,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   UserLimits limits = config.user_limits;
   FitFileLimit(limits);
   p.rate = std::make_unique<UidRateLimiter>(limits.requests_per_second, limits.request_burst, limits.exempt_uids);
-  p.identity = std::make_unique<Identity>(&p.peers, std::move(admins), p.rate.get());
+  p.identity = std::make_unique<Identity>(
+      &p.peers, std::move(admins), std::set<std::string>(config.admin_groups.begin(), config.admin_groups.end()),
+      p.rate.get());
   p.identity->set_agent_token(token);
   p.jobs = std::make_unique<JobsService>(p.io, p.controller.get(), p.identity.get());
   p.cluster = std::make_unique<ClusterService>(p.io, p.controller.get(), p.identity.get());

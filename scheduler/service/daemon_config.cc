@@ -99,6 +99,65 @@ struct Conv {
   }
 };
 
+// A list of names (users, groups, accounts, hosts): null keeps `out` as it is.
+Status NameList(const Conv& cv, const YAML::Node& v, const std::string& key, std::vector<std::string>* out) {
+  if (v.IsNull()) return {};
+  if (!v.IsSequence()) return cv.Bad(v, key, "a list of names");
+  out->clear();
+  for (const YAML::Node& n : v) {
+    if (!n.IsScalar() || n.Scalar().empty()) return cv.Bad(n, key, "a name");
+    out->push_back(n.Scalar());
+  }
+  return {};
+}
+
+// access: classes and accounts (core/queue/access.h).
+Status ParseAccess(const YAML::Node& node, const std::string& file, AccessConfig& a) {
+  Section s(node, file, "access.");
+  Conv cv{s};
+  const auto rules = [&file](const YAML::Node& v, const std::string& key, bool accounts,
+                             std::map<std::string, AccessList>* out) -> Status {
+    if (v.IsNull()) return {};
+    Section names(v, file, key + ".");
+    std::vector<std::string> seen;
+    if (!v.IsMap()) return Fail(names.Where(v), key + ": expected a map of names to rules");
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string name = it->first.as<std::string>();
+      Section r(it->second, file, key + "." + name + ".");
+      Conv rc{r};
+      AccessList& list = (*out)[name];
+      r.On("users", [&](const YAML::Node& x, const std::string& k) { return NameList(rc, x, k, &list.users); });
+      r.On("groups", [&](const YAML::Node& x, const std::string& k) { return NameList(rc, x, k, &list.groups); });
+      if (accounts)
+        r.On("accounts", [&](const YAML::Node& x, const std::string& k) { return NameList(rc, x, k, &list.accounts); });
+      if (it->second.IsNull()) continue;  // "high:" alone: admins only
+      if (auto st = r.Run(); !st) return st;
+    }
+    return {};
+  };
+  s.On("classes", [&](const YAML::Node& v, const std::string& key) { return rules(v, key, true, &a.classes); });
+  s.On("accounts", [&](const YAML::Node& v, const std::string& key) { return rules(v, key, false, &a.accounts); });
+  s.On("unlisted_accounts", [&](const YAML::Node& v, const std::string& key) -> Status {
+    const std::string m = Scalar(v);
+    if (m == "allow") a.unlisted_accounts_open = true;
+    else if (m == "deny") a.unlisted_accounts_open = false;
+    else return cv.Bad(v, key, "allow or deny");
+    return {};
+  });
+  s.On("default_accounts", [&](const YAML::Node& v, const std::string& key) -> Status {
+    if (v.IsNull()) return {};
+    if (!v.IsMap()) return Fail(s.Where(v), key + ": expected a map of user names to accounts");
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string user = it->first.as<std::string>();
+      if (!it->second.IsScalar() || it->second.Scalar().empty())
+        return cv.Bad(it->second, key + "." + user, "an account name");
+      a.default_accounts[user] = it->second.Scalar();
+    }
+    return {};
+  });
+  return s.Run();
+}
+
 Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonConfig& c) {
   // The preset first: the knobs below change it.
   if (node.IsMap() && node["policy"]) {
@@ -212,6 +271,23 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     });
     return t.Run();
   });
+  s.On("admin_groups",
+       [&](const YAML::Node& v, const std::string& key) { return NameList(cv, v, key, &c.admin_groups); });
+  // private_data: [jobs, names, users] (Slurm's PrivateData); the sensitive fields are always private.
+  s.On("private_data", [&](const YAML::Node& v, const std::string& key) -> Status {
+    c.private_data = PrivateData{};
+    if (v.IsNull()) return {};
+    if (!v.IsSequence()) return cv.Bad(v, key, "a list of jobs, names, users");
+    for (const YAML::Node& x : v) {
+      const std::string what = Scalar(x);
+      if (what == "jobs") c.private_data.jobs = true;
+      else if (what == "names") c.private_data.names = true;
+      else if (what == "users") c.private_data.users = true;
+      else return cv.Bad(x, key, "jobs, names or users");
+    }
+    return {};
+  });
+  s.On("access", [&](const YAML::Node& v, const std::string&) { return ParseAccess(v, file, c.access); });
   s.On("log_level", [&](const YAML::Node& v, const std::string& key) -> Status {
     const auto level = ParseLogLevel(Scalar(v));
     if (!level) return cv.Bad(v, key, "debug, info, warn or error");
@@ -303,6 +379,12 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     Section t(v, file, "http.");
     Conv tc{t};
     t.On("listen", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.http_listen); });
+    t.On("admin_token_file",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.http.admin_token_file); });
+    t.On("allowed_hosts",
+         [&](const YAML::Node& x, const std::string& key) { return NameList(tc, x, key, &c.http.allowed_hosts); });
+    t.On("allowed_origins",
+         [&](const YAML::Node& x, const std::string& key) { return NameList(tc, x, key, &c.http.allowed_origins); });
     return t.Run();
   });
   s.On("history", [&](const YAML::Node& v, const std::string&) -> Status {
@@ -458,6 +540,13 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   }
   if (c.scheduler.default_walltime <= 0 || c.scheduler.max_walltime < c.scheduler.default_walltime)
     return Fail(where, "scheduler: need 0 < default_walltime <= max_walltime");
+  std::vector<std::string> classes;
+  for (const PriorityClassSpec& cls : c.scheduler.classes.classes) classes.push_back(cls.name);
+  if (auto rules = AccessRules::Build(c.access, classes); !rules) return Fail(where, rules.error().ToString());
+  for (const std::string& o : c.http.allowed_origins) {
+    if (!o.starts_with("http://") && !o.starts_with("https://"))
+      return Fail(where, "http.allowed_origins: '" + o + "' is not an origin (http://host[:port] or https://...)");
+  }
   const AgentListenerConfig& a = c.agents;
   if (a.tls_cert.empty() != a.tls_key.empty()) return Fail(where, "agents.tls_cert and agents.tls_key go together");
   if (!a.tls_client_ca.empty() && a.tls_cert.empty())

@@ -14,8 +14,10 @@
 
 #include "adapters/store/store.h"
 #include "core/common/result.h"
+#include "core/queue/access.h"
 #include "core/sched/config.h"
 #include "service/user_limits.h"
+#include "service/caller.h"
 #include "util/log.h"
 
 namespace phalanx::service {
@@ -39,6 +41,13 @@ struct SlurmSection {
   bool comments = true;                      // Phalanx's wait reason into the job's Comment
 };
 
+// Who may read the HTTP side (docs/http.md, "Access").
+struct HttpAccessConfig {
+  std::string admin_token_file;              // "Authorization: Bearer <token>": the admin view
+  std::vector<std::string> allowed_hosts;    // Host names besides localhost, 127.0.0.1, ::1, the bound host
+  std::vector<std::string> allowed_origins;  // Origins besides this server's own ("http://host:port")
+};
+
 struct DaemonConfig {
   std::string config_path;          // the file read, if any (for messages)
   std::string mode = "standalone";  // or "slurm": Slurm runs the jobs (the `slurm:` section)
@@ -48,6 +57,9 @@ struct DaemonConfig {
   std::string socket_path = "/run/phalanx/phalanxd.sock";  // mode 0666, in a directory we create
   std::vector<std::string> admins;                         // user names that may act on every job (root always may)
   UserLimits user_limits;  // per-uid connections and request rate, idle timeout (issue 12.1)
+  std::vector<std::string> admin_groups;                   // members of these groups are admins too
+  PrivateData private_data;                                // what others see of a job (caller.h)
+  AccessConfig access;                                     // who may use which class and account
 
   // State.
   std::string db_path = "/var/lib/phalanx/phalanxd.db";
@@ -74,6 +86,7 @@ struct DaemonConfig {
   // Operations.
   LogLevel log_level = LogLevel::kInfo;
   std::string http_listen;  // "host:port" for /metrics, /healthz, /api/v1; empty: off
+  HttpAccessConfig http;
 
   // History for dashboards (docs/monitoring.md): one sample of every series each interval,
   // kept in the store for `retention` seconds. interval 0: no sampling.

@@ -93,12 +93,14 @@ class Dashboard::HistorySink final : public JobEventSink {
 // One browser's /api/v1/events: the Controller's job events as "job" events.
 class SseSink final : public JobEventSink {
  public:
-  SseSink(Controller* c, std::shared_ptr<h::EventStream> s) : controller_(c), stream_(std::move(s)) {}
+  SseSink(Controller* c, Caller viewer, std::shared_ptr<h::EventStream> s)
+      : controller_(c), viewer_(std::move(viewer)), stream_(std::move(s)) {}
   bool Send(Time time, std::string_view kind, const JobRecord& job) override {
     v1::JobEvent ev;
     ev.set_time(time);
     ev.set_kind(std::string(kind));
-    views::FillJob(*controller_, job, false, ev.mutable_job());
+    // As the reader may see it (private_data): redacted, or not sent at all for a hidden job.
+    if (!views::FillJob(*controller_, job, viewer_, false, ev.mutable_job())) return !stream_->closed();
     return stream_->Send("job", h::JsonResponse(ev).body);
   }
   bool closed() const override { return stream_->closed(); }
@@ -106,6 +108,7 @@ class SseSink final : public JobEventSink {
 
  private:
   Controller* const controller_;
+  const Caller viewer_;
   const std::shared_ptr<h::EventStream> stream_;
 };
 
@@ -337,7 +340,7 @@ std::string Dashboard::JobEventsJson(JobId id) const {
   return o + "]}";
 }
 
-void Dashboard::AddRoutes(h::Router& router, std::vector<Status>* added) {
+void Dashboard::AddRoutes(h::Router& router, const ViewerOf& viewer, std::vector<Status>* added) {
   // Whether the store's history is served (/api/v1/history): the page reads it, when it is,
   // instead of the samples kept here. A method no route has: 405 when the path exists, and no
   // handler runs.
@@ -366,19 +369,23 @@ void Dashboard::AddRoutes(h::Router& router, std::vector<Status>* added) {
     }
     return Json(SamplesJson(since));
   }));
-  added->push_back(router.Get("/api/v1/jobs/{id}/events", [this](const h::Request&, const h::PathParams& p) {
+  added->push_back(router.Get("/api/v1/jobs/{id}/events", [this, viewer](const h::Request& r, const h::PathParams& p) {
     auto id = ParseNumber<uint64_t>(p.at("id"));
     if (!id) return h::ErrorResponse(400, "id: '" + p.at("id") + "' is not an unsigned integer");
+    // A job the reader may not see (private_data: jobs) is as absent as one that never was.
+    const JobRecord* job = controller_->core().job(*id);
+    if (job != nullptr && ViewOf(controller_->private_data(), viewer(r), job->spec.user) == JobView::kHidden)
+      return h::ErrorResponse(404, "job " + p.at("id") + ": no such job");
     std::string body = JobEventsJson(*id);
     if (body.empty()) return h::ErrorResponse(404, "job " + p.at("id") + ": no such job");
     return Json(std::move(body));
   }));
-  added->push_back(router.Get("/api/v1/events", [this](const h::Request&, const h::PathParams&) {
+  added->push_back(router.Get("/api/v1/events", [this, viewer](const h::Request& req, const h::PathParams&) {
     h::Response r;
-    r.stream = [this](std::shared_ptr<h::EventStream> s) {
+    r.stream = [this, who = viewer(req)](std::shared_ptr<h::EventStream> s) {
       if (!samples_.empty()) s->Send("sample", SampleJson(samples_.back()));
       streams_.push_back(s);
-      controller_->Watch(WatchFilter{}, std::make_shared<SseSink>(controller_, std::move(s)));
+      controller_->Watch(WatchFilter{}, std::make_shared<SseSink>(controller_, who, std::move(s)));
     };
     return r;
   }));

@@ -20,12 +20,14 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/common/result.h"
+#include "service/caller.h"
 #include "service/controller.h"
 #include "service/http/router.h"
 
@@ -45,10 +47,13 @@ class Dashboard {
   Dashboard(const Dashboard&) = delete;
   Dashboard& operator=(const Dashboard&) = delete;
 
+  // Who a request reads as (HttpEndpoints::Viewer: the admin token, else anonymous); job
+  // events and job pages are shown as that reader may see them (private_data).
+  using ViewerOf = std::function<Caller(const http::Request&)>;
   // Adds /, /static/{name} and the endpoints above to `router`; failures appended to `added`.
   // Call after every other route is added: /api/v1/samples says whether /api/v1/history is
   // one of them.
-  void AddRoutes(http::Router& router, std::vector<Status>* added);
+  void AddRoutes(http::Router& router, const ViewerOf& viewer, std::vector<Status>* added);
   // Starts watching the Controller (job events into the history). Call once, after Start.
   void Watch();
   // After each scheduling pass (the Controller's observer): a "nodes" event when node states

@@ -15,9 +15,6 @@ namespace {
 
 namespace h = ::phalanx::http;
 
-// HTTP readers are nobody in particular: no environment, no owner-only answers.
-const Caller kAnonymous{UINT32_MAX, UINT32_MAX, 0, "", false};
-
 h::Response FromStatus(const grpc::Status& st) {
   switch (st.error_code()) {
     case grpc::StatusCode::INVALID_ARGUMENT: return h::ErrorResponse(400, st.error_message());
@@ -72,6 +69,16 @@ Result<std::pair<std::string, uint16_t>> SplitListen(const std::string& listen) 
 }  // namespace
 
 HttpEndpoints::~HttpEndpoints() { Stop(); }
+
+Caller HttpEndpoints::Viewer(const h::Request& r) const {
+  Caller who;
+  who.uid = who.gid = UINT32_MAX;
+  if (guard_ && guard_->Admin(r)) {
+    who.user = "http-admin";
+    who.admin = true;
+  }
+  return who;  // else anonymous: user "", owner of nothing, so every job is someone else's
+}
 
 void HttpEndpoints::Stop() {
   if (server_) server_->Stop();
@@ -276,10 +283,14 @@ h::Response HttpEndpoints::History(const h::Request& r) const {
 }
 
 Result<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(boost::asio::io_context& io, const std::string& listen,
-                                                            Controller* controller) {
+                                                            Controller* controller, h::GuardOptions access) {
   PHX_ASSIGN_OR_RETURN(auto where, SplitListen(listen));
   std::unique_ptr<HttpEndpoints> e(new HttpEndpoints());
   e->controller_ = controller;
+  std::vector<std::string> hosts = h::DefaultAllowedHosts(where.first);
+  hosts.insert(hosts.end(), access.hosts.begin(), access.hosts.end());
+  access.hosts = std::move(hosts);
+  e->guard_ = std::make_unique<h::RequestGuard>(std::move(access));
   e->best_ = std::make_unique<BestBusbw>(controller->core().topology());
   if (auto st = e->RegisterMetrics(); !st) return Fail("metrics", st.error().ToString());
   HttpEndpoints* self = e.get();
@@ -312,14 +323,14 @@ Result<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(boost::asio::io_cont
     auto req = ListRequest(r);
     if (!req) return h::ErrorResponse(400, req.error().ToString());
     return Answer<v1::ListJobsResponse>(
-        [&](v1::ListJobsResponse* out) { return views::ListJobs(*self->controller_, *req, out); });
+        [&](v1::ListJobsResponse* out) { return views::ListJobs(*self->controller_, self->Viewer(r), *req, out); });
   }));
-  added.push_back(router.Get("/api/v1/jobs/{id}", [self](const h::Request&, const h::PathParams& p) {
+  added.push_back(router.Get("/api/v1/jobs/{id}", [self](const h::Request& r, const h::PathParams& p) {
     auto id = ParseNumber<uint64_t>(p.at("id"));
     if (!id) return h::ErrorResponse(400, "id: '" + p.at("id") + "' is not an unsigned integer");
     v1::GetJobRequest req;
     req.set_job_id(*id);
-    return Answer<v1::Job>([&](v1::Job* out) { return views::GetJob(*self->controller_, kAnonymous, req, out); });
+    return Answer<v1::Job>([&](v1::Job* out) { return views::GetJob(*self->controller_, self->Viewer(r), req, out); });
   }));
   added.push_back(router.Get("/api/v1/nodes", [self](const h::Request&, const h::PathParams&) {
     return Answer<v1::ListNodesResponse>(
@@ -339,11 +350,14 @@ Result<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(boost::asio::io_cont
   }));
   added.push_back(
       router.Get("/api/v1/history", [self](const h::Request& r, const h::PathParams&) { return self->History(r); }));
-  e->dashboard_->AddRoutes(router, &added);
+  e->dashboard_->AddRoutes(
+      router, [self](const h::Request& r) { return self->Viewer(r); }, &added);
   for (const Status& st : added) {
     if (!st) return Fail("http routes", st.error().ToString());
   }
-  PHX_ASSIGN_OR_RETURN(auto server, h::Server::Start(io, where.first, where.second, std::move(router).ToHandler()));
+  // Router-wide: the guard sees every request before any route (and before a 404 or 405).
+  PHX_ASSIGN_OR_RETURN(auto server,
+                       h::Server::Start(io, where.first, where.second, e->guard_->Wrap(std::move(router).ToHandler())));
   e->server_ = std::move(server);
   PHX_LOG(kInfo) << "http: listening on " << e->server_->address();
   return e;

@@ -3,8 +3,10 @@
 // scrape time), /api/v1/{jobs,jobs/{id},nodes,stats,fragmentation,topology} as the API's JSON
 // and /api/v1/history (the sampled series in the store; docs/monitoring.md). Handlers
 // run on the io thread and answer from the Controller through api_views.h (the same answers
-// as gRPC, for an anonymous caller: never a job's environment); the web page at / with its
-// endpoints and event stream (dashboard.h).
+// as gRPC). Every route sits behind an http::RequestGuard (Host and Origin checks, the admin
+// token): a request with the admin token reads as an admin, any other as an anonymous
+// reader (jobs with their private fields redacted, never an environment); the web page at /
+// with its endpoints and event stream (dashboard.h) is behind the same guard.
 // Thread-safety: Start, Stop and every handler on the io thread. The observer functions it
 // gives the Controller run on the io thread too.
 #pragma once
@@ -19,6 +21,7 @@
 #include "service/cluster_snapshot.h"
 #include "service/controller.h"
 #include "service/dashboard.h"
+#include "service/http/guard.h"
 #include "service/http/metrics.h"
 #include "service/http/server.h"
 
@@ -28,8 +31,10 @@ class HttpEndpoints {
  public:
   // `listen` is "host:port" ("127.0.0.1:9464", "[::1]:0"). Registers the metrics, installs the
   // Controller's observer, starts the server. Errors name the address.
+  // `access`: the admin token and the Host names and Origins allowed besides the defaults
+  // (http::DefaultAllowedHosts of the listen address).
   static Result<std::unique_ptr<HttpEndpoints>> Start(boost::asio::io_context& io, const std::string& listen,
-                                                      Controller* controller);
+                                                      Controller* controller, http::GuardOptions access = {});
   ~HttpEndpoints();
   void Stop();
   uint16_t port() const { return server_ ? server_->port() : 0; }
@@ -43,7 +48,11 @@ class HttpEndpoints {
   void Collect();  // the scrape's collector: one ClusterSnapshot into the gauges
   http::Response History(const http::Request& r) const;
 
+  // Who is asking: an admin with the token, else nobody in particular.
+  Caller Viewer(const http::Request& r) const;
+
   Controller* controller_ = nullptr;
+  std::unique_ptr<http::RequestGuard> guard_;
   store::Store* history_ = nullptr;
   std::unique_ptr<BestBusbw> best_;
   std::map<JobId, Time> first_predicted_;

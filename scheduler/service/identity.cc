@@ -1,10 +1,12 @@
 #include "service/identity.h"
 
+#include <grp.h>
 #include <pwd.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <sstream>
+#include <algorithm>
 #include <vector>
 
 #include "util/log.h"
@@ -35,20 +37,43 @@ std::string PeerHost(const std::string& peer) {
   return "";
 }
 
-std::string Identity::UserName(uint32_t uid) const {
+Identity::Names Identity::Resolve(uint32_t uid, uint32_t gid) const {
+  constexpr auto kFresh = std::chrono::seconds(60);  // group changes show within a minute
+  const auto now = std::chrono::steady_clock::now();
   {
     MutexLock lock(&mu_);
-    if (auto it = names_.find(uid); it != names_.end()) return it->second;
+    if (auto it = names_.find({uid, gid}); it != names_.end() && now - it->second.at < kFresh) return it->second;
   }
-  std::string name = "uid:" + std::to_string(uid);
+  Names n;
+  n.at = now;
+  n.user = "uid:" + std::to_string(uid);
   std::vector<char> buf(16384);
   passwd pw{};
   passwd* found = nullptr;
-  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) name = pw.pw_name;
+  std::vector<gid_t> gids = {gid};
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
+    n.user = pw.pw_name;
+    int count = 64;
+    gids.resize(static_cast<size_t>(count));
+    if (getgrouplist(pw.pw_name, gid, gids.data(), &count) < 0 && count > 64) {
+      gids.resize(static_cast<size_t>(count));
+      if (getgrouplist(pw.pw_name, gid, gids.data(), &count) < 0) count = 1;
+    }
+    gids.resize(static_cast<size_t>(std::max(count, 1)));
+    gids[0] = gid;  // getgrouplist puts `gid` first; keep it there even if it failed
+  }
+  std::vector<char> gbuf(65536);  // a group entry holds its member list
+  for (gid_t g : gids) {
+    group gr{};
+    group* gfound = nullptr;
+    std::string name = "gid:" + std::to_string(g);
+    if (getgrgid_r(g, &gr, gbuf.data(), gbuf.size(), &gfound) == 0 && gfound != nullptr) name = gr.gr_name;
+    if (std::find(n.groups.begin(), n.groups.end(), name) == n.groups.end()) n.groups.push_back(std::move(name));
+  }
   MutexLock lock(&mu_);
   if (names_.size() > 10000) names_.clear();
-  names_[uid] = name;
-  return name;
+  names_[{uid, gid}] = n;
+  return n;
 }
 
 grpc::Status Identity::User(const grpc::CallbackServerContext& ctx, Caller* out) const {
@@ -73,8 +98,12 @@ grpc::Status Identity::User(const grpc::CallbackServerContext& ctx, Caller* out)
   out->uid = cred->uid;
   out->gid = cred->gid;
   out->pid = cred->pid;
-  out->user = UserName(cred->uid);
-  out->admin = cred->uid == 0 || admins_.contains(out->user);
+  Names names = Resolve(cred->uid, cred->gid);
+  out->user = std::move(names.user);
+  out->groups = std::move(names.groups);
+  out->admin = cred->uid == 0 || admins_.contains(out->user) ||
+               std::any_of(out->groups.begin(), out->groups.end(),
+                           [&](const std::string& g) { return admin_groups_.contains(g); });
   return grpc::Status::OK;
 }
 

@@ -1,10 +1,12 @@
 // Identity: who is calling, for each gRPC call.
 //  - Users (Jobs, Cluster): the Unix socket peer's credentials (SO_PEERCRED, recorded by
-//    UnixListener under "fd:N"), the user name from the password database, admin when uid 0
-//    or listed in the configuration. Calls that did not come through the Unix socket are
-//    refused (UNAUTHENTICATED). Each uid's calls go through its token bucket (UidRateLimiter,
-//    user_limits.requests_per_second / request_burst): a call without a token is answered
-//    RESOURCE_EXHAUSTED naming the limit, and logged a few times per 10 s per uid.
+//    UnixListener under "fd:N"), the user name from the password database and the group
+//    names (getgrouplist), admin when uid 0, listed in `admins` or a member of one of
+//    `admin_groups`. Names and groups are cached per (uid, gid) for a minute. Calls that did
+//    not come through the Unix socket are refused (UNAUTHENTICATED). Each uid's calls go
+//    through its token bucket (UidRateLimiter, user_limits.requests_per_second /
+//    request_burst): a call without a token is answered RESOURCE_EXHAUSTED naming the limit,
+//    and logged a few times per 10 s per uid.
 //  - Agents: over TCP, the shared token ("authorization: Bearer <token>", compared in
 //    constant time) and/or TLS client certificates (checked by gRPC); over the Unix socket,
 //    only root (a local agent). A refused agent call is logged with the peer's address (a few
@@ -14,9 +16,12 @@
 
 #include <grpcpp/server_context.h>
 
+#include <chrono>
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/common/result.h"
 #include "service/caller.h"
@@ -36,8 +41,9 @@ std::string PeerHost(const std::string& peer);
 class Identity {
  public:
   // `rate`: per-uid request limits; null: none.
-  Identity(const PeerRegistry* peers, std::set<std::string> admins, UidRateLimiter* rate = nullptr)
-      : peers_(peers), admins_(std::move(admins)), rate_(rate) {}
+  Identity(const PeerRegistry* peers, std::set<std::string> admins, std::set<std::string> admin_groups = {},
+           UidRateLimiter* rate = nullptr)
+      : peers_(peers), admins_(std::move(admins)), admin_groups_(std::move(admin_groups)), rate_(rate) {}
 
   // The user behind a call on the Unix socket; UNAUTHENTICATED otherwise, RESOURCE_EXHAUSTED
   // when the uid is over its request rate.
@@ -51,15 +57,22 @@ class Identity {
  private:
   grpc::Status AgentCheck(const grpc::CallbackServerContext& ctx) const;
 
-  std::string UserName(uint32_t uid) const PHALANX_EXCLUDES(mu_);
+  struct Names {
+    std::string user;
+    std::vector<std::string> groups;
+    std::chrono::steady_clock::time_point at;
+  };
+  // The user's and groups' names of (uid, gid), from the cache when fresh.
+  Names Resolve(uint32_t uid, uint32_t gid) const PHALANX_EXCLUDES(mu_);
 
   const PeerRegistry* const peers_;
   const std::set<std::string> admins_;
+  const std::set<std::string> admin_groups_;
   UidRateLimiter* const rate_;
   std::string token_;  // set before serving
   mutable RateLimitedLog log_;
   mutable Mutex mu_;
-  mutable std::map<uint32_t, std::string> names_ PHALANX_GUARDED_BY(mu_);
+  mutable std::map<std::pair<uint32_t, uint32_t>, Names> names_ PHALANX_GUARDED_BY(mu_);
 };
 
 }  // namespace phalanx::service

@@ -14,16 +14,17 @@ namespace {
 
 using WatchLink = OutStream<v1::JobEvent>;
 
-// A Watch's events as the API's JobEvents, through the stream's OutStream.
+// A Watch's events as the API's JobEvents, as the watcher may see the jobs (api_views.h),
+// through the stream's OutStream. Events of jobs hidden from the watcher are dropped.
 class WatchSink final : public JobEventSink {
  public:
-  WatchSink(Controller* controller, std::shared_ptr<WatchLink> link)
-      : controller_(controller), link_(std::move(link)) {}
+  WatchSink(Controller* controller, Caller viewer, std::shared_ptr<WatchLink> link)
+      : controller_(controller), viewer_(std::move(viewer)), link_(std::move(link)) {}
   bool Send(Time time, std::string_view kind, const JobRecord& job) override {
     v1::JobEvent ev;
     ev.set_time(time);
     ev.set_kind(std::string(kind));
-    views::FillJob(*controller_, job, false, ev.mutable_job());
+    if (!views::FillJob(*controller_, job, viewer_, false, ev.mutable_job())) return true;
     return link_->Send(std::move(ev));
   }
   bool closed() const override { return link_->closed(); }
@@ -31,6 +32,7 @@ class WatchSink final : public JobEventSink {
 
  private:
   Controller* const controller_;
+  const Caller viewer_;
   const std::shared_ptr<WatchLink> link_;
 };
 
@@ -38,13 +40,18 @@ class WatchSink final : public JobEventSink {
 // stream's life; the reactor deletes itself when gRPC is done with it.
 class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
  public:
-  WatchReactor(boost::asio::io_context& io, Controller* controller, const v1::WatchRequest& req)
+  WatchReactor(boost::asio::io_context& io, Controller* controller, const Caller& who, const v1::WatchRequest& req)
       : link_(std::make_shared<WatchLink>(WatchLink::Ops{[this](const v1::JobEvent* m) { StartWrite(m); },
                                                          [this](grpc::Status s) { Finish(std::move(s)); }},
                                           100000)) {
     WatchFilter filter{req.job_id(), req.user(), req.send_initial()};
-    boost::asio::post(io, [controller, filter = std::move(filter), link = link_] {
-      controller->Watch(filter, std::make_shared<WatchSink>(controller, link));
+    boost::asio::post(io, [controller, who, filter = std::move(filter), link = link_] {
+      if (grpc::Status st = views::CheckUserFilter(*controller, who, filter.user); !st.ok()) return link->Close(st);
+      if (const JobRecord* j = controller->core().job(filter.job);
+          j != nullptr && ViewOf(controller->private_data(), who, j->spec.user) == JobView::kHidden)
+        return link->Close(
+            grpc::Status(grpc::StatusCode::NOT_FOUND, "job " + std::to_string(filter.job) + ": no such job"));
+      controller->Watch(filter, std::make_shared<WatchSink>(controller, who, link));
     });
   }
   void OnWriteDone(bool ok) override { link_->OnWriteDone(ok); }
@@ -64,10 +71,10 @@ class RejectedWatch final : public grpc::ServerWriteReactor<v1::JobEvent> {
   void OnDone() override { delete this; }
 };
 
-// A mutation's reply: the job's view when it succeeded, then the reactor finished.
-Reply<void> AnswerJob(Controller* c, JobId id, grpc::ServerUnaryReactor* r, v1::Job* resp) {
-  return [c, id, r, resp](CallStatus st) {
-    if (st) views::FillJob(*c, id, false, resp);
+// A mutation's reply: the job's view (as `who` sees it) when it succeeded, then the reactor finished.
+Reply<void> AnswerJob(Controller* c, const Caller& who, JobId id, grpc::ServerUnaryReactor* r, v1::Job* resp) {
+  return [c, who, id, r, resp](CallStatus st) {
+    if (st) views::FillJob(*c, id, who, false, resp);
     r->Finish(ToGrpcStatus(st));
   };
 }
@@ -85,9 +92,10 @@ grpc::ServerUnaryReactor* JobsService::Submit(grpc::CallbackServerContext* ctx, 
     if (auto s = controller_->Serving(); !s) return r->Finish(ToGrpcStatus(s));
     auto spec = CoreSpecFromProto(req->spec(), who);
     if (!spec) return r->Finish(ToGrpcStatus(spec.error()));
-    controller_->Submit(std::move(*spec), MakeLaunchInfo(req->spec(), who), [r, resp](CallResult<JobId> id) {
-      if (!id) return r->Finish(ToGrpcStatus(id.error()));
-      resp->set_job_id(*id);
+    if (auto st = controller_->Authorize(who, &*spec); !st) return r->Finish(ToGrpcStatus(st.error()));
+    controller_->Submit(std::move(*spec), MakeLaunchInfo(req->spec(), who), [r, resp](const CallResult<JobId>& id) {
+      if (!id.has_value()) return r->Finish(ToGrpcStatus(id.error()));
+      resp->set_job_id(id.value());
       r->Finish(grpc::Status::OK);
     });
   });
@@ -115,28 +123,29 @@ grpc::ServerUnaryReactor* JobsService::Get(grpc::CallbackServerContext* ctx, con
 grpc::ServerUnaryReactor* JobsService::List(grpc::CallbackServerContext* ctx, const v1::ListJobsRequest* req,
                                             v1::ListJobsResponse* resp) {
   PHX_CALLER(ctx);
-  return OnIo(ctx, io_,
-              [this, req, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::ListJobs(*controller_, *req, resp)); });
+  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
+    r->Finish(views::ListJobs(*controller_, who, *req, resp));
+  });
 }
 
 grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerContext* ctx,
                                                            const v1::WatchRequest* req) {
   Caller who;
   if (auto st = identity_->User(*ctx, &who); !st.ok()) return new RejectedWatch(st);
-  return new WatchReactor(io_, controller_, *req);
+  return new WatchReactor(io_, controller_, who, *req);
 }
 
 grpc::ServerUnaryReactor* JobsService::Hold(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    controller_->Hold(who, req->job_id(), AnswerJob(controller_, req->job_id(), r, resp));
+    controller_->Hold(who, req->job_id(), AnswerJob(controller_, who, req->job_id(), r, resp));
   });
 }
 
 grpc::ServerUnaryReactor* JobsService::Release(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    controller_->Release(who, req->job_id(), AnswerJob(controller_, req->job_id(), r, resp));
+    controller_->Release(who, req->job_id(), AnswerJob(controller_, who, req->job_id(), r, resp));
   });
 }
 
@@ -144,7 +153,8 @@ grpc::ServerUnaryReactor* JobsService::Update(grpc::CallbackServerContext* ctx, 
                                               v1::Job* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    controller_->Update(who, req->job_id(), JobUpdateFromProto(*req), AnswerJob(controller_, req->job_id(), r, resp));
+    controller_->Update(who, req->job_id(), JobUpdateFromProto(*req),
+                        AnswerJob(controller_, who, req->job_id(), r, resp));
   });
 }
 
@@ -153,7 +163,7 @@ grpc::ServerUnaryReactor* JobsService::ReportCheckpoint(grpc::CallbackServerCont
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
     controller_->ReportCheckpoint(who, req->job_id(), req->epoch(), req->path(),
-                                  AnswerJob(controller_, req->job_id(), r, resp));
+                                  AnswerJob(controller_, who, req->job_id(), r, resp));
   });
 }
 

@@ -123,6 +123,71 @@ TEST(DaemonConfig, UserLimitsHaveDefaultsAndAreRead) {
   EXPECT_TRUE(off->user_limits.exempt_uids.empty());
 }
 
+TEST(DaemonConfig, PrivacyAccessAndHttpAccess) {
+  const std::string text =
+      "admin_groups: [wheel]\n"
+      "private_data: [jobs, users]\n"
+      "access:\n"
+      "  classes:\n"
+      "    urgent: {users: [alice], groups: [oncall], accounts: [prod]}\n"
+      "    high:\n"
+      "  accounts:\n"
+      "    ml: {users: [alice], groups: [ml-team]}\n"
+      "    prod: {users: [alice]}\n"
+      "  unlisted_accounts: deny\n"
+      "  default_accounts: {alice: ml}\n"
+      "http:\n"
+      "  listen: 127.0.0.1:9464\n"
+      "  admin_token_file: /etc/phalanx/http-token\n"
+      "  allowed_hosts: [sched.example.com]\n"
+      "  allowed_origins: [https://dash.example.com]\n";
+  auto c = ParseDaemonConfig(text, "p.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->admin_groups, std::vector<std::string>{"wheel"});
+  EXPECT_TRUE(c->private_data.jobs);
+  EXPECT_FALSE(c->private_data.names);
+  EXPECT_TRUE(c->private_data.users);
+  ASSERT_EQ(c->access.classes.size(), 2u);
+  EXPECT_EQ(c->access.classes.at("urgent").groups, std::vector<std::string>{"oncall"});
+  EXPECT_EQ(c->access.classes.at("urgent").accounts, std::vector<std::string>{"prod"});
+  EXPECT_TRUE(c->access.classes.at("high").users.empty()) << "a bare name: admins only";
+  EXPECT_EQ(c->access.accounts.at("ml").groups, std::vector<std::string>{"ml-team"});
+  EXPECT_FALSE(c->access.unlisted_accounts_open);
+  EXPECT_EQ(c->access.default_accounts.at("alice"), "ml");
+  EXPECT_EQ(c->http.admin_token_file, "/etc/phalanx/http-token");
+  EXPECT_EQ(c->http.allowed_hosts, std::vector<std::string>{"sched.example.com"});
+  EXPECT_EQ(c->http.allowed_origins, std::vector<std::string>{"https://dash.example.com"});
+  auto defaults = ParseDaemonConfig("", "e.yaml");
+  ASSERT_TRUE(defaults);
+  EXPECT_FALSE(defaults->private_data.jobs || defaults->private_data.names || defaults->private_data.users);
+  EXPECT_TRUE(defaults->access.classes.empty() && defaults->access.unlisted_accounts_open);
+
+  struct Case {
+    std::string text, expect;
+  };
+  const Case cases[] = {
+      {"private_data: [jobs, scripts]\n", "d.yaml:1: private_data: expected jobs, names or users, got 'scripts'"},
+      {"access:\n  classes:\n    urgent: {users: alice}\n",
+       "d.yaml:3: access.classes.urgent.users: expected a list of names, got 'alice'"},
+      {"access:\n  classes:\n    urgent: {user: [alice]}\n",
+       "d.yaml:3: unknown key 'access.classes.urgent.user' (known: accounts, groups, users)"},
+      {"access:\n  accounts:\n    ml: {accounts: [x]}\n", "d.yaml:3: unknown key 'access.accounts.ml.accounts'"},
+      {"access:\n  classes:\n    urgnet: {users: [a]}\n",
+       "access.classes.urgnet: no such priority class (known: low, normal, high, urgent)"},
+      {"access:\n  unlisted_accounts: maybe\n", "d.yaml:2: access.unlisted_accounts: expected allow or deny"},
+      {"access:\n  accounts:\n    ml: {users: [alice]}\n  default_accounts: {bob: ml}\n",
+       "access.default_accounts.bob: account ml does not list user bob"},
+      {"http:\n  allowed_origins: [dash.example.com]\n", "http.allowed_origins: 'dash.example.com' is not an origin"},
+      {"admin_groups: wheel\n", "d.yaml:1: admin_groups: expected a list of names"},
+  };
+  for (const Case& k : cases) {
+    auto r = ParseDaemonConfig(k.text, "d.yaml");
+    ASSERT_FALSE(r) << k.text;
+    EXPECT_NE(r.error().ToString().find(k.expect), std::string::npos)
+        << r.error().ToString() << "\nwanted: " << k.expect;
+  }
+}
+
 TEST(DaemonConfig, FlagsOverrideTheFile) {
   testing::TempDir dir;
   const std::string path = dir.File("d.yaml");
