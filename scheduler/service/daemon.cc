@@ -321,9 +321,9 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   UserLimits limits = config.user_limits;
   FitFileLimit(limits);
   p.rate = std::make_unique<UidRateLimiter>(limits.requests_per_second, limits.request_burst, limits.exempt_uids);
-  p.identity = std::make_unique<Identity>(
-      &p.peers, std::move(admins), std::set<std::string>(config.admin_groups.begin(), config.admin_groups.end()),
-      p.rate.get());
+  p.identity = std::make_unique<Identity>(&p.peers, std::move(admins),
+                                          std::set<std::string>(config.admin_groups.begin(), config.admin_groups.end()),
+                                          p.rate.get());
   p.identity->set_agent_token(token);
   p.jobs = std::make_unique<JobsService>(p.io, p.controller.get(), p.identity.get());
   p.cluster = std::make_unique<ClusterService>(p.io, p.controller.get(), p.identity.get());

@@ -16,8 +16,8 @@
 #include "core/common/result.h"
 #include "core/queue/access.h"
 #include "core/sched/config.h"
-#include "service/user_limits.h"
 #include "service/caller.h"
+#include "service/user_limits.h"
 #include "util/log.h"
 
 namespace phalanx::service {
@@ -56,10 +56,10 @@ struct DaemonConfig {
   // Users' side.
   std::string socket_path = "/run/phalanx/phalanxd.sock";  // mode 0666, in a directory we create
   std::vector<std::string> admins;                         // user names that may act on every job (root always may)
-  UserLimits user_limits;  // per-uid connections and request rate, idle timeout (issue 12.1)
-  std::vector<std::string> admin_groups;                   // members of these groups are admins too
-  PrivateData private_data;                                // what others see of a job (caller.h)
-  AccessConfig access;                                     // who may use which class and account
+  UserLimits user_limits;                 // per-uid connections and request rate, idle timeout (issue 12.1)
+  std::vector<std::string> admin_groups;  // members of these groups are admins too
+  PrivateData private_data;               // what others see of a job (caller.h)
+  AccessConfig access;                    // who may use which class and account
 
   // State.
   std::string db_path = "/var/lib/phalanx/phalanxd.db";

@@ -4,9 +4,9 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
-#include <algorithm>
 #include <vector>
 
 #include "util/log.h"
