@@ -266,6 +266,7 @@
     st.samples = r.samples;
     st.sampleInterval = r.interval_s;
     st.hasHistory = !!r.history;
+    st.history = {};
     st.historySource = `samples phalanxd took since it started (every ${r.interval_s} s), then live`;
     if (r.history) {
       // Kept in the store (survives restarts): preferred when this phalanxd serves it.
@@ -367,7 +368,7 @@
     }
     return series;
   }
-  const LEVEL_ORDER = ['gpu', 'nvl', 'node', 'leaf', 'su', 'spine', 'core'];
+  const LEVEL_ORDER = ['gpu', 'group', 'node', 'nvl', 'leaf', 'spine', 'core'];
   function drawHistoryCharts() {
     const h = st.history || {};
     const pts = (name) => h[name] || [];
