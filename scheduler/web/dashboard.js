@@ -374,10 +374,9 @@
     const pts = (name) => h[name] || [];
     const noisy = (p) => (p.length > 60 ? 12 : 1);
     const note = st.hasHistory ? undefined : 'no history';
-    const reasons = family('queue_jobs');
     C.line($('reason-chart'), {
       title: 'Queue length by reason' + (note ? ` (${note})` : ''),
-      series: Object.keys(reasons).sort().map((k) => ({ name: k, points: reasons[k], window: noisy(reasons[k]) })),
+      series: topSeries('queue_jobs', 8).map((x) => ({ ...x, window: noisy(x.points) })),
       x: { kind: 'clock' }, y: { label: 'pending jobs', unit: 'jobs', min: 0 },
     });
     const levels = family('largest_free_block_gpus');
