@@ -596,9 +596,13 @@
       $('cluster-name').textContent = `${topo.nodes} nodes, ${topo.gpus} GPUs`;
       drawQueue();
       drawSummary(st.placeable);
+      const h0 = performance.now();
       await loadHistory();
+      st.timings.historyMs = performance.now() - h0;
+      const c0 = performance.now();
       drawCharts();
       drawHistoryCharts();
+      st.timings.chartsMs = performance.now() - c0;
       setupMapEvents();
       $('job-close').addEventListener('click', () => {
         $('job-panel').hidden = true;
