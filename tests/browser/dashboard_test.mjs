@@ -120,7 +120,7 @@ try {
     `placement efficiency has points (job 1 runs 16 GPUs): ${JSON.stringify(eff)}`);
   check((await legend('preempt-chart')).length === 1 && (await legend('lost-chart')).length === 1, 'preemption and lost-work charts have their series');
   // Live: a later sample extends the per-user line without a reload.
-  const n0 = (await legend('user-chart')).find((s) => s.name === user).points;
+  const n0 = ((await legend('user-chart')).find((s) => s.name === user) || { points: 0 }).points;
   await wait(page, ([u, n]) => [...document.querySelectorAll('#user-chart text[data-series]')].some((t) => t.dataset.series === u && Number(t.dataset.points) > n),
     [user, n0], 'the per-user line grows with new samples', 20000);
   check(await page.evaluate(() => window.__noReload === 1), 'history charts updated without a reload');
