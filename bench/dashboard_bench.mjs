@@ -17,7 +17,7 @@ const fmt = (all) => { const xs = all.filter((x) => typeof x === 'number' && isF
 const fmtOk = (xs) => `median ${med(xs).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)}, n=${xs.length})`;
 
 const { context, close } = await launch({ width: 1600, height: 1000 });
-const build = [], fetchMs = [], paint = [], script = [], start = [], startPage = [], leavePage = [];
+const build = [], fetchMs = [], historyMs = [], chartsMs = [], paint = [], script = [], start = [], startPage = [], leavePage = [];
 let cells = 0, errors = [];
 try {
   for (let i = 0; i < runs; i++) {
@@ -26,7 +26,10 @@ try {
     await page.goto(url + '/');
     await page.waitForFunction(() => document.body.dataset.ready === '1', null, { timeout: 60000, polling: 10 });
     const t = await page.evaluate(() => ({ nav: window.phxDashboard.timings.navigationToPaintMs, own: window.phxDashboard.timings.firstPaintMs,
-      cells: document.querySelectorAll('.gpu').length, build: window.phxDashboard.timings.buildMapMs, fetch: window.phxDashboard.timings.fetchMapMs }));
+      cells: document.querySelectorAll('.gpu').length, build: window.phxDashboard.timings.buildMapMs, fetch: window.phxDashboard.timings.fetchMapMs,
+      history: window.phxDashboard.timings.historyMs, charts: window.phxDashboard.timings.chartsMs }));
+    historyMs.push(t.history);
+    chartsMs.push(t.charts);
     build.push(t.build);
     fetchMs.push(t.fetch);
     paint.push(t.nav);
@@ -51,6 +54,8 @@ console.log(`first paint (navigation to the built page):  ${fmt(paint)}`);
 console.log(`  of which the page's script:               ${fmt(script)}`);
 console.log(`  the map's DOM built (32,768 cells):       ${fmt(build)}`);
 console.log(`  /api/v1/map + /api/v1/placeable fetched:  ${fmt(fetchMs)}`);
+console.log(`  samples + history read (/api/v1/history):  ${fmt(historyMs)}`);
+console.log(`  the 11 charts drawn:                      ${fmt(chartsMs)}`);
 console.log(`update, job of ${gpus} GPUs starts (gsub to its cells shown): ${fmt(start)}`);
 console.log(`  of which the page (event to map updated): ${fmt(startPage)}`);
 console.log(`update, the job ends (event to map updated): ${fmt(leavePage)}`);

@@ -86,6 +86,8 @@
   // spec: { title, series: [{ name, points: [[x, y], ...], color, window }], x: { label, kind:
   //   'clock' (epoch seconds) | 'duration' (seconds) | 'number', unit }, y: { label, unit, min, max },
   //   width, height }. A series with `window` > 1 is drawn as its rolling mean over a min-max band.
+  // Each legend entry carries data-series (the name) and data-points (its points), each bar
+  // data-series, data-label and data-value: for tests and scripts.
   function line(container, spec) {
     const W = spec.width || 560, H = spec.height || 220, L = 56, R = 12, T = spec.title ? 22 : 8, B = 38;
     const svg = el('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': spec.title || spec.y.label });
@@ -162,7 +164,7 @@
       }
       const label = s.name + (s.window > 1 ? ` (mean of ${s.window}, band min-max)` : '');
       svg.appendChild(el('rect', { x: legendX, y: T + 2, width: 8, height: 8, fill: color }));
-      svg.appendChild(el('text', { x: legendX + 11, y: T + 10, 'font-size': 10 }, label));
+      svg.appendChild(el('text', { x: legendX + 11, y: T + 10, 'font-size': 10, 'data-series': s.name, 'data-points': pts.length }, label));
       legendX += 18 + label.length * 5.6;
     });
     container.replaceChildren(svg);
@@ -195,7 +197,8 @@
     spec.labels.forEach((label, i) => {
       spec.series.forEach((s, k) => {
         const v = s.values[i] || 0;
-        const r = el('rect', { x: L + i * gw + gw * 0.1 + k * bw, y: sy(v), width: bw, height: H - B - sy(v), fill: s.color || PALETTE[k % PALETTE.length] });
+        const r = el('rect', { x: L + i * gw + gw * 0.1 + k * bw, y: sy(v), width: bw, height: H - B - sy(v), fill: s.color || PALETTE[k % PALETTE.length],
+          'data-series': s.name, 'data-label': label, 'data-value': v });
         r.appendChild(el('title', {}, `${s.name} ${label}: ${spec.y.kind === 'duration' ? formatDuration(v) : trimNumber(v)}`));
         g.appendChild(r);
       });

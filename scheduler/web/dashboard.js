@@ -261,35 +261,190 @@
       `${running} jobs running, ${pending} pending, largest free block ${largest} GPUs`;
   }
   async function loadHistory() {
-    const since = Math.floor(Date.now() / 1000) - 6 * 3600;
+    const since = Math.floor(Date.now() / 1000) - HISTORY_WINDOW_S;
     const r = await getJson(`/api/v1/samples?since=${since}`);
     st.samples = r.samples;
+    st.sampleInterval = r.interval_s;
+    st.hasHistory = !!r.history;
+    st.history = {};
     st.historySource = `samples phalanxd took since it started (every ${r.interval_s} s), then live`;
     if (r.history) {
       // Kept in the store (survives restarts): preferred when this phalanxd serves it.
       try {
-        const h = historyToSamples(await getJson(`/api/v1/history?series=${HISTORY_SERIES}&since=${since}`));
-        if (h.length) {
-          st.samples = h;
+        const h = await getJson(`/api/v1/history?series=${HISTORY_SERIES}&since=${since}`);
+        st.history = h.series || {};
+        st.historyRead = performance.now();
+        const s = historyToSamples(st.history);
+        if (s.length) {
+          st.samples = s;
           st.historySource = 'history kept in the store (last 6 h), then live';
         }
       } catch (e) { showError(e); }
     }
     $('history-note').textContent = 'Series: ' + st.historySource + '.';
+    $('usage-note').textContent = st.hasHistory ? '' : 'Per user and account usage needs the store\u2019s history (/api/v1/history).';
   }
-  const HISTORY_SERIES = 'gpus_allocated,gpus_total,gpus_unavailable,jobs_pending,jobs_running,fgd,largest_free_block';
-  // /api/v1/history: {series: {name: [[t, v], ...]}} into samples by time.
-  function historyToSamples(h) {
+  const HISTORY_WINDOW_S = 6 * 3600;
+  const HISTORY_SERIES = ['gpus_allocated', 'gpus_total', 'gpus_drained', 'gpus_down', 'jobs_pending', 'jobs_running', 'fgd',
+    'placement_efficiency', 'preemptions', 'checkpoint_lost_gpu_hours', 'queue_jobs.*', 'largest_free_block_gpus.*',
+    'user_gpus.*', 'account_gpus.*'].join(',');
+  // /api/v1/history: {series: {name: [[t, v], ...]}} into samples by time (the shape of the
+  // daemon's own samples: unavailable = drained + down).
+  function historyToSamples(series) {
     const by = new Map();
-    const names = { gpus_allocated: 'allocated', gpus_total: 'total', gpus_unavailable: 'unavailable', jobs_pending: 'pending',
-      jobs_running: 'running', fgd: 'fgd', largest_free_block: 'largest_free' };
-    for (const [name, pts] of Object.entries(h.series || {})) {
-      for (const [t, v] of pts) {
-        if (!by.has(t)) by.set(t, { time: t, allocated: 0, total: 0, unavailable: 0, pending: 0, running: 0, fgd: 0, largest_free: 0 });
-        if (names[name]) by.get(t)[names[name]] = v;
+    const add = (name, field) => {
+      for (const [t, v] of series[name] || []) {
+        if (!by.has(t)) by.set(t, { time: t, allocated: 0, total: 0, unavailable: 0, pending: 0, running: 0, fgd: 0 });
+        by.get(t)[field] += v;
       }
+    };
+    add('gpus_total', 'total');
+    add('gpus_allocated', 'allocated');
+    add('gpus_drained', 'unavailable');
+    add('gpus_down', 'unavailable');
+    add('jobs_pending', 'pending');
+    add('jobs_running', 'running');
+    add('fgd', 'fgd');
+    return [...by.values()].filter((s) => s.total > 0).sort((a, b) => a.time - b.time);
+  }
+  // The sampler's interval, from the spacing of the cluster-wide series (always written).
+  function historyInterval() {
+    const pts = (st.history && st.history.gpus_total) || [];
+    if (pts.length < 2) return st.sampleInterval || 5;
+    const gaps = [];
+    for (let i = 1; i < pts.length; i++) gaps.push(pts[i][0] - pts[i - 1][0]);
+    return Math.max(1, quantile(gaps.sort((a, b) => a - b), 0.5));
+  }
+  // On a `sample` event: the history's new points, at most once per sampler interval (no timer).
+  async function refreshHistory() {
+    if (!st.hasHistory || st.historyBusy) return;
+    if (performance.now() - st.historyRead < 1000 * historyInterval()) return;
+    st.historyBusy = true;
+    try {
+      let last = 0;
+      for (const pts of Object.values(st.history)) if (pts.length) last = Math.max(last, pts[pts.length - 1][0]);
+      const h = await getJson(`/api/v1/history?series=${HISTORY_SERIES}&since=${last + 1}`);
+      st.historyRead = performance.now();
+      const cut = Math.floor(Date.now() / 1000) - HISTORY_WINDOW_S;
+      for (const [name, pts] of Object.entries(h.series || {})) {
+        const old = (st.history[name] || []).filter((p) => p[0] >= cut);
+        st.history[name] = old.concat(pts.filter((p) => !old.length || p[0] > old[old.length - 1][0]));
+      }
+      drawHistoryCharts();
+      await loadWaits();
+    } catch (e) { showError(e); } finally { st.historyBusy = false; }
+  }
+
+  // Nearest-rank quantile of an ascending array.
+  function quantile(sorted, q) {
+    if (!sorted.length) return 0;
+    return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+  }
+  // A family (`user_gpus.*`) as {suffix: points}.
+  function family(prefix) {
+    const out = {};
+    for (const [name, pts] of Object.entries(st.history || {})) if (name.startsWith(prefix + '.')) out[name.slice(prefix.length + 1)] = pts;
+    return out;
+  }
+  // Labeled series are written while non-zero (and once at 0): at a sample time without a
+  // point the value is 0. The top `n` by GPU-time as lines, the rest summed as "other".
+  function topSeries(prefix, n) {
+    const fam = family(prefix);
+    const times = new Set(((st.history && st.history.gpus_total) || []).map((p) => p[0]));
+    const value = {};
+    const sum = {};
+    for (const [k, pts] of Object.entries(fam)) {
+      value[k] = new Map(pts);
+      sum[k] = pts.reduce((a, p) => a + p[1], 0);
+      for (const [t] of pts) times.add(t);
     }
-    return [...by.values()].sort((a, b) => a.time - b.time);
+    const sorted = [...times].sort((a, b) => a - b);
+    const names = Object.keys(fam).sort((a, b) => sum[b] - sum[a] || (a < b ? -1 : 1));
+    const top = names.slice(0, n), rest = names.slice(n);
+    const series = top.map((k) => ({ name: k, points: sorted.map((t) => [t, value[k].get(t) || 0]) }));
+    if (rest.length) {
+      series.push({ name: `other (${rest.length})`, color: '#999',
+        points: sorted.map((t) => [t, rest.reduce((a, k) => a + (value[k].get(t) || 0), 0)]) });
+    }
+    return series;
+  }
+  const LEVEL_ORDER = ['gpu', 'group', 'node', 'nvl', 'leaf', 'spine', 'core'];
+  function drawHistoryCharts() {
+    const h = st.history || {};
+    const pts = (name) => h[name] || [];
+    const noisy = (p) => (p.length > 60 ? 12 : 1);
+    const note = st.hasHistory ? undefined : 'no history';
+    C.line($('reason-chart'), {
+      title: 'Queue length by reason' + (note ? ` (${note})` : ''),
+      series: topSeries('queue_jobs', 8).map((x) => ({ ...x, window: noisy(x.points) })),
+      x: { kind: 'clock' }, y: { label: 'pending jobs', unit: 'jobs', min: 0 },
+    });
+    const levels = family('largest_free_block_gpus');
+    const order = (l) => (LEVEL_ORDER.indexOf(l) < 0 ? 99 : LEVEL_ORDER.indexOf(l));
+    C.line($('largest-free-chart'), {
+      title: 'Largest free block by level' + (note ? ` (${note})` : ''),
+      series: Object.keys(levels).sort((a, b) => order(a) - order(b)).map((k) => ({ name: 'within one ' + k, points: levels[k] })),
+      x: { kind: 'clock' }, y: { label: 'largest free block', unit: 'GPUs', min: 0 },
+      height: 180,
+    });
+    const pre = pts('preemptions');
+    C.line($('preempt-chart'), {
+      title: 'Preemptions per sample interval',
+      series: [{ name: 'preemptions', points: pre, color: '#d62728' }],
+      x: { kind: 'clock' }, y: { label: 'preemptions', unit: `per ${C.formatDuration(historyInterval())}`, min: 0 },
+      height: 160,
+    });
+    const lost = pts('checkpoint_lost_gpu_hours');
+    C.line($('lost-chart'), {
+      title: 'Work lost since the last checkpoint (preemptions, failures)',
+      series: [{ name: 'lost per interval', points: lost, color: '#8c564b' }],
+      x: { kind: 'clock' }, y: { label: 'lost', unit: 'GPU-h', min: 0 },
+      height: 160,
+    });
+    const eff = pts('placement_efficiency').map(([t, v]) => [t, 100 * v]);
+    C.line($('placement-chart'), {
+      title: 'Placement efficiency (busbw of running jobs vs the best for their size)',
+      series: [{ name: 'placement efficiency', points: eff, window: noisy(eff) }],
+      x: { kind: 'clock' }, y: { label: 'efficiency', unit: '%', min: 0, max: 100 },
+      height: 180,
+    });
+    C.line($('user-chart'), {
+      title: 'GPUs by user (top 6, the rest as other)',
+      series: topSeries('user_gpus', 6),
+      x: { kind: 'clock' }, y: { label: 'GPUs held', unit: 'GPUs', min: 0 },
+    });
+    C.line($('account-chart'), {
+      title: 'GPUs by account (top 6, the rest as other)',
+      series: topSeries('account_gpus', 6),
+      x: { kind: 'clock' }, y: { label: 'GPUs held', unit: 'GPUs', min: 0 },
+    });
+  }
+
+  // Waits by job size: the daemon's buckets (JobSizeBucket, phalanx_job_wait_seconds{size}) of
+  // the jobs that started in the window, from the jobs list (finished ones included).
+  const SIZE_BUCKETS = [['1', 1, 1], ['2-8', 2, 8], ['9-64', 9, 64], ['65+', 65, Infinity]];
+  async function loadWaits() {
+    const r = await getJson('/api/v1/jobs?include_finished=true');
+    const since = Math.floor(Date.now() / 1000) - HISTORY_WINDOW_S;
+    const waits = SIZE_BUCKETS.map(() => []);
+    for (const j of r.jobs || []) {
+      const start = Number(j.start_time), submit = Number(j.submit_time);
+      if (!(start > 0) || start < since || !(submit > 0)) continue;
+      const g = Number(j.spec && j.spec.gpus) || (j.gpus || []).length;
+      const b = SIZE_BUCKETS.findIndex(([, lo, hi]) => g >= lo && g <= hi);
+      if (b >= 0) waits[b].push(Math.max(0, start - submit));
+    }
+    for (const w of waits) w.sort((a, b) => a - b);
+    st.waits = waits.map((w) => w.length);
+    const bar = C.bars($('wait-size-chart'), {
+      title: 'Wait by job size (jobs started in the last 6 h)',
+      labels: SIZE_BUCKETS.map(([name], i) => `${name} (${waits[i].length})`),
+      series: [{ name: 'median', values: waits.map((w) => quantile(w, 0.5)) },
+        { name: 'p90', values: waits.map((w) => quantile(w, 0.9)), color: '#ff7f0e' }],
+      x: { label: 'job size, GPUs (jobs started)' }, y: { label: 'wait', kind: 'duration' },
+      height: 180,
+    });
+    bar.dataset.buckets = SIZE_BUCKETS.map(([name], i) => name + ':' + waits[i].length).join(',');
   }
 
   // ---- the queue ----------------------------------------------------------------------------------
@@ -430,6 +585,7 @@
         if (st.samples.length > 20000) st.samples.shift();
         drawCharts();
       }
+      refreshHistory();
     });
   }
 
@@ -440,8 +596,13 @@
       $('cluster-name').textContent = `${topo.nodes} nodes, ${topo.gpus} GPUs`;
       drawQueue();
       drawSummary(st.placeable);
+      const h0 = performance.now();
       await loadHistory();
+      st.timings.historyMs = performance.now() - h0;
+      const c0 = performance.now();
       drawCharts();
+      drawHistoryCharts();
+      st.timings.chartsMs = performance.now() - c0;
       setupMapEvents();
       $('job-close').addEventListener('click', () => {
         $('job-panel').hidden = true;
@@ -457,6 +618,8 @@
         st.timings.navigationToPaintMs = performance.now();
         document.body.dataset.ready = '1';
       }));
+      // The jobs list with the finished ones: after the first paint (large on a busy cluster).
+      loadWaits().catch(showError);
     } catch (e) {
       showError(e);
     }

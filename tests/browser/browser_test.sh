@@ -26,6 +26,8 @@ cp "$src/tests/browser/"*.mjs "$work/"
 
 . "$src/tests/integration/cluster_lib.sh"
 GCANCEL_FOR_CLEANUP=$gcancel
+# The store's history every second, so the history charts have points within the test.
+PHX_DAEMON_YAML=$(printf 'history:\n  interval: 1')
 start_daemon "$phalanxd"
 start_agents "$agent" 4
 wait_nodes_up "$ginfo" 4

@@ -4,7 +4,9 @@
 // Checks the map (32 cells; job 1's cells are the GPUs the API says it holds, on one leaf), the
 // fragmentation panel's largest free blocks, a job submitted with gsub appearing and, once
 // finished, leaving without a reload, a pending job's reason, the job page's history, and no
-// console errors. Screenshots go to SCREENSHOT_DIR.
+// console errors; the history charts (queue by reason, waits by size, preemptions, lost work,
+// placement efficiency, largest free block per level, GPUs per user and account) with their
+// series, units and live growth. Screenshots go to SCREENSHOT_DIR.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -93,6 +95,55 @@ try {
   check(events[0] === 'submit' && events.includes('start'), 'job 1 history: ' + events.join(', '));
   check(await page.evaluate(() => location.hash) === '#job=1', 'the job page has its own address (#job=1)');
   await page.screenshot({ path: join(shots, 'job-page.png'), fullPage: true });
+
+  // ---- the history charts (phalanxd samples its history every second in this test) ----
+  const panels = ['reason-chart', 'wait-size-chart', 'preempt-chart', 'lost-chart', 'placement-chart', 'largest-free-chart',
+    'user-chart', 'account-chart'];
+  for (const p of panels) check(await page.$(`#${p} svg`) !== null, `#${p} has an svg chart`);
+  const legend = (id) => page.$$eval(`#${id} text[data-series]`, (ts) => ts.map((t) => ({ name: t.dataset.series, points: Number(t.dataset.points) })));
+  const user = api.user;
+  await wait(page, (u) => [...document.querySelectorAll('#user-chart text[data-series]')].some((t) => t.dataset.series === u && Number(t.dataset.points) > 1),
+    user, `the per-user chart names ${user} with points`, 20000);
+  const users = await legend('user-chart');
+  check(users.length >= 1 && users.length <= 7 && users[0].name === user, `per-user series (top 6 + other), ${user} first: ${JSON.stringify(users)}`);
+  const accounts = await legend('account-chart');
+  const account = api.spec.account || '-';
+  check(accounts.some((a) => a.name === account), `per-account chart names account '${account}': ${JSON.stringify(accounts)}`);
+  // One line per level, as many as the history has largest_free_block_gpus.* series.
+  const hist = await (await fetch(url + '/api/v1/history?series=largest_free_block_gpus.*,placement_efficiency')).json();
+  const levels = Object.keys(hist.series).filter((k) => k.startsWith('largest_free_block_gpus.')).map((k) => 'within one ' + k.split('.')[1]).sort();
+  const lines = (await legend('largest-free-chart')).map((s) => s.name).sort();
+  check(levels.length >= 3 && JSON.stringify(lines) === JSON.stringify(levels), `largest free block: a line per level ${JSON.stringify(lines)} vs ${JSON.stringify(levels)}`);
+  check(lines.includes('within one leaf') && lines.includes('within one node'), 'largest free block lines for leaf and node');
+  const eff = await legend('placement-chart');
+  check(eff.length === 1 && eff[0].points >= 1 && hist.series.placement_efficiency.length >= 1,
+    `placement efficiency has points (job 1 runs 16 GPUs): ${JSON.stringify(eff)}`);
+  check((await legend('preempt-chart')).length === 1 && (await legend('lost-chart')).length === 1, 'preemption and lost-work charts have their series');
+  // Live: a later sample extends the per-user line without a reload.
+  const n0 = ((await legend('user-chart')).find((s) => s.name === user) || { points: 0 }).points;
+  await wait(page, ([u, n]) => [...document.querySelectorAll('#user-chart text[data-series]')].some((t) => t.dataset.series === u && Number(t.dataset.points) > n),
+    [user, n0], 'the per-user line grows with new samples', 20000);
+  check(await page.evaluate(() => window.__noReload === 1), 'history charts updated without a reload');
+
+  // Waits by size: the daemon's buckets; job 1 (16 GPUs) and the 8-GPU live job started.
+  await wait(page, () => /2-8:[1-9].*9-64:[1-9]/.test((document.querySelector('#wait-size-chart svg') || { dataset: {} }).dataset.buckets || ''),
+    null, "the waits-by-size chart counts job 1 in 9-64 and the live job in 2-8");
+  const buckets = await page.$eval('#wait-size-chart svg', (s) => s.dataset.buckets);
+  check(/^1:\d+,2-8:[1-9]\d*,9-64:[1-9]\d*,65\+:\d+$/.test(buckets), `jobs by size bucket: ${buckets}`);
+  const barsShown = await page.$$eval('#wait-size-chart rect[data-series]', (rs) => rs.map((r) => r.dataset.series + ' ' + r.dataset.label));
+  check(barsShown.length === 8 && barsShown.some((b) => /^median 9-64 \(\d+\)$/.test(b)) && barsShown.some((b) => /^p90 9-64/.test(b)),
+    `median and p90 bars for 4 buckets: ${barsShown.join(', ')}`);
+
+  const units = async (id) => page.$$eval(`#${id} text`, (ts) => ts.map((t) => t.textContent));
+  const want = { 'reason-chart': 'pending jobs (jobs)', 'largest-free-chart': 'largest free block (GPUs)', 'placement-chart': 'efficiency (%)',
+    'lost-chart': 'lost (GPU-h)', 'user-chart': 'GPUs held (GPUs)', 'account-chart': 'GPUs held (GPUs)' };
+  for (const [id, label] of Object.entries(want)) {
+    const ts = await units(id);
+    check(ts.includes(label) && ts.some((t) => /^time \(local clock; ticks every/.test(t)), `${id}: axis '${label}' and the time axis`);
+  }
+  check((await units('preempt-chart')).some((t) => /^preemptions \(per \d+ s\)$/.test(t)), 'preemptions axis: per sample interval');
+  check((await units('wait-size-chart')).some((t) => /^wait \((s|min|h|d)\)$/.test(t)), 'wait axis in s/min/h/d');
+  await page.screenshot({ path: join(shots, 'dashboard-history.png'), fullPage: true });
 
   // ---- the shared charts: units on the axes ----
   const axes = await page.$$eval('#util-chart text', (ts) => ts.map((t) => t.textContent));
