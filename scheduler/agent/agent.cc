@@ -139,6 +139,7 @@ void Agent::ApplyWelcome(const v1::RegisterResponse& welcome) {
                                    " s without contact with phalanxd"
                              : "fence: off (the daemon gives none)");
   }
+  Contact();  // a registration answered (logs when it ends a fence)
   fence_.SetLimit(fence, std::chrono::steady_clock::now());
   ArmFence();
   if (welcome.heartbeat_interval_s() > 0 && milliseconds(welcome.heartbeat_interval_s() * 1000) != heartbeat_) {
