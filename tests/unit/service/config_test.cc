@@ -77,16 +77,18 @@ TEST(DaemonConfig, FenceAfterFromTheTimeouts) {
   ASSERT_TRUE(off) << off.error().ToString();
   EXPECT_EQ(FenceAfterSeconds(*off), 0);
   auto tuned = ParseDaemonConfig(
-      "agents:\n  heartbeat_timeout: 3\n  grace: 5\n  kill_grace: 2\n  fence: true\n"
+      "agents:\n  heartbeat_interval: 1\n  heartbeat_timeout: 3\n  grace: 5\n  kill_grace: 2\n  fence: true\n"
       "  fence_margin: 2\n",
       "f.yaml");
   ASSERT_TRUE(tuned) << tuned.error().ToString();
   EXPECT_EQ(FenceAfterSeconds(*tuned), 4);
-  auto short_unasked = ParseDaemonConfig("agents:\n  heartbeat_timeout: 3\n  grace: 1\n  kill_grace: 2\n", "f.yaml");
+  auto short_unasked = ParseDaemonConfig(
+      "agents:\n  heartbeat_interval: 1\n  heartbeat_timeout: 3\n  grace: 1\n  kill_grace: 2\n", "f.yaml");
   ASSERT_TRUE(short_unasked) << short_unasked.error().ToString();
   EXPECT_EQ(FenceAfterSeconds(*short_unasked), 0);
-  auto refused =
-      ParseDaemonConfig("agents:\n  heartbeat_timeout: 3\n  grace: 1\n  kill_grace: 2\n  fence: true\n", "f.yaml");
+  auto refused = ParseDaemonConfig(
+      "agents:\n  heartbeat_interval: 1\n  heartbeat_timeout: 3\n  grace: 1\n  kill_grace: 2\n  fence: true\n",
+      "f.yaml");
   ASSERT_FALSE(refused);
   EXPECT_NE(
       refused.error().ToString().find("agents.fence: the agents' fence would be heartbeat_timeout + grace - "
