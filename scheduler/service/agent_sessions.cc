@@ -205,7 +205,7 @@ void AgentSessions::StreamClosed(const std::shared_ptr<AgentLink>& link) {
     // A fencing agent may be alive but cut off: it stops its parts fence_after_s after its last
     // contact, which is computed against heartbeat_timeout + grace from there.
     double wait = options_.agent_grace_s;
-    if (options_.fence_after_s > 0 && s.agent_ok) {
+    if (options_.fence_after_s > 0 && s.agent_ok && s.wants_heartbeat_ack) {
       const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.last_seen).count();
       wait = std::max(wait, options_.heartbeat_timeout_s + options_.agent_grace_s - since);
     }

@@ -44,7 +44,8 @@ class AgentSessions {
     // > 0: agents stop their parts after this long without contact (RegisterResponse
     // fence_after_s; their heartbeats are acked). A broken stream then downs the node only
     // heartbeat_timeout_s + agent_grace_s after the agent's last report (not agent_grace_s after
-    // the break), the time the fence is computed for (DaemonConfig::fence_after_s).
+    // the break), the time the fence is computed for (FenceAfterSeconds), for agents that fence
+    // (their registration asked for HeartbeatAck).
     int64_t fence_after_s = 0;
   };
   // What the sessions need from, and tell, the executor. Called on the io thread.
