@@ -144,11 +144,13 @@ TEST(IntegrationFence, ShortCutLeavesTheJobAlone) {
   ASSERT_NO_FATAL_FAILURE(f.Begin());
   ProcessCluster& c = f.c;
   c.KillProxy();
+  const auto cut = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(2s);
   c.StartProxy(f.port);
   ASSERT_TRUE(WaitFor([&] { return c.Node(f.node).agent_connected(); }, 20s)) << c.Logs();
-  // Well past fence + kill grace (6 s) from the cut: it would be gone by now had the fence acted.
-  const auto until = std::chrono::steady_clock::now() + 7s;
+  // Past the fence + kill grace (6 s) from the cut, +2 s: it would be gone by now had the fence
+  // acted.
+  const auto until = cut + 8s;
   while (std::chrono::steady_clock::now() < until) {
     ASSERT_FALSE(ProcessGone(f.pid)) << "the job died although the cut was short:\n" << c.Logs();
     std::this_thread::sleep_for(100ms);
