@@ -14,11 +14,14 @@
 #                                          error, the daemon stays up; kill -9 while full; space
 #                                          returns: PRAGMA integrity_check, every acknowledged
 #                                          job there, submissions accepted again
-#   bench/reliability.sh netcut [ROUNDS]   an agent cut off from the daemon (SIGSTOP for CUT_S,
-#                                          default 12 s) while its job runs, then restored
-#                                          (default 3 rounds): no launch started twice, the job
-#                                          ends up running once; time to node down, to the job's
-#                                          restart elsewhere, and to the stale part's end
+#   bench/reliability.sh netcut [ROUNDS]   an agent cut off from the daemon while its job runs:
+#                                          each agent talks to phalanxd through its own
+#                                          tests/integration/tcp_proxy.py, killed for CUT_S
+#                                          (default 15 s) and started again (default 3 rounds;
+#                                          the agents fence after 4 s): the most processes of
+#                                          the job alive at once (sampled every 50 ms; must be
+#                                          1), no launch started twice; time to the old part's
+#                                          end, to node down, to the restart elsewhere
 #   bench/reliability.sh all               the three, in this order
 #
 # Build first: cmake --build build --target phalanxd phalanx-agent gsub gq ginfo daemon_crash_test
@@ -74,14 +77,15 @@ new_cluster() {
   store=${2:-$dir}
   echo "reliability-$$-$RANDOM" >"$dir/token"
   chmod 0600 "$dir/token"
+  # agents_yaml: netcut sets grace 5 s and the fence (3 + 5 - 2 - 2 = 4 s); grace 2 s leaves it off.
   cat >"$dir/phalanxd.yaml" <<EOF
 log_level: info
 agents:
   heartbeat_interval: 1
   heartbeat_timeout: 3
-  grace: 2
   startup_grace: 10
   kill_grace: 2
+${agents_yaml:-  grace: 2}
 scheduler:
   pass_interval: 0.1
   default_walltime: 3600
@@ -108,12 +112,22 @@ start_daemon() {
   fi
 }
 
-start_agent() {  # start_agent N
-  "$AGENT" --daemon "127.0.0.1:$agent_port" --node "node$1" --gpus 8 --token-file "$dir/token" \
+start_agent() {  # start_agent N: to the daemon, or to proxy_port[N] when set
+  "$AGENT" --daemon "127.0.0.1:${proxy_port[$1]:-$agent_port}" --node "node$1" --gpus 8 --token-file "$dir/token" \
     --state-dir "$dir/agent-node$1" --allow-root-jobs --nvml-library none --heartbeat 1 --kill-grace 2 \
     >>"$dir/agent-node$1.log" 2>&1 &
   agent[$1]=$!
   pids+=("${agent[$1]}")
+}
+
+# start_proxy N: tcp_proxy.py for node N's agent (on its earlier port when it had one).
+start_proxy() {
+  : >"$dir/proxy-node$1.log"
+  python3 tests/integration/tcp_proxy.py "${proxy_port[$1]:-0}" "$agent_port" >>"$dir/proxy-node$1.log" 2>&1 &
+  proxy[$1]=$!
+  pids+=("${proxy[$1]}")
+  until_ok 10 grep -q listening "$dir/proxy-node$1.log" || { echo "tcp_proxy.py did not start"; return 1; }
+  proxy_port[$1]=$(sed -n 's/^listening \([0-9]*\)/\1/p' "$dir/proxy-node$1.log")
 }
 
 nodes_up() {  # nodes_up N: N nodes up with their agent
@@ -203,55 +217,70 @@ diskfull() {
 }
 
 # ---- netcut ----------------------------------------------------------------------------------
+# alive_count FILE: how many of the pids (3rd field) in FILE are alive.
+alive_count() {
+  local n=0 p
+  while read -r _ _ p; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done <"$1"
+  echo "$n"
+}
+
 netcut() {
-  local rounds=${1:-3} cut=${CUT_S:-12} bad=0
-  new_cluster net
-  echo "== netcut: $rounds rounds, the agent of a running job SIGSTOPped for $cut s (daemon: heartbeat_timeout 3 s + grace 2 s)"
+  local rounds=${1:-3} cut=${CUT_S:-15} bad=0
+  agents_yaml=$'  grace: 5\n  fence: true\n  fence_margin: 2' new_cluster net
+  echo "== netcut: $rounds rounds, the link of a running job's agent cut for $cut s (its tcp_proxy.py killed); daemon: heartbeat_timeout 3 s + grace 5 s, kill_grace 2 s, fence after 3 + 5 - 2 - 2 = 4 s"
   start_daemon || return 1
-  for n in 0 1 2 3; do start_agent "$n"; done
+  for n in 0 1 2 3; do start_proxy "$n" || return 1; start_agent "$n"; done
   until_ok 30 nodes_up 4 || { echo "agents did not come up"; return 1; }
   mkdir -p "$dir/work"
   for ((r = 1; r <= rounds; r++)); do
     local id node idx
     id=$("$GSUB" --parsable -N 1 --gpus-per-node 8 -J "cut-$r" -D "$dir/work" -o /dev/null \
-      --wrap 'echo "$PHALANX_LAUNCH_ID $PHALANX_NODE $$" >> starts-$PHALANX_JOB_ID; while :; do sleep 0.2; done')
+      --wrap 'echo "$PHALANX_LAUNCH_ID $PHALANX_NODE $$" >> starts-$PHALANX_JOB_ID; trap "" TERM; while :; do sleep 0.2; done')
     until_ok 30 sh -c "[ -s '$dir/work/starts-$id' ]" || { echo "job $id did not start"; bad=1; continue; }
     read -r launch1 node pid1 <"$dir/work/starts-$id"
     idx=${node#node}
     until_ok 10 sh -c "ls '$dir/agent-$node/parts/'*.part" || true
-    local t0 t_down="" t_moved="" t_gone=""
+    local t0 t_down="" t_moved="" t_gone="" most=0 a
     t0=$(now_ms)
-    kill -STOP "${agent[$idx]}"
+    kill -KILL "${proxy[$idx]}"
+    wait "${proxy[$idx]}" 2>/dev/null
+    local last_poll=0
     while [ $(($(now_ms) - t0)) -lt $((cut * 1000)) ]; do
-      if [ -z "$t_down" ] && [ "$("$GINFO" -N --json | jq -r ".nodes.nodes[] | select(.name == \"$node\") | .state")" = NODE_STATE_DOWN ]; then
-        t_down=$(($(now_ms) - t0))
-      fi
+      a=$(alive_count "$dir/work/starts-$id")
+      [ "$a" -gt "$most" ] && most=$a
+      if [ -z "$t_gone" ] && ! kill -0 "$pid1" 2>/dev/null; then t_gone=$(($(now_ms) - t0)); fi
       if [ -z "$t_moved" ] && [ "$(wc -l <"$dir/work/starts-$id")" -ge 2 ]; then t_moved=$(($(now_ms) - t0)); fi
-      sleep 0.1
+      if [ -z "$t_down" ] && [ $(($(now_ms) - last_poll)) -ge 200 ]; then
+        last_poll=$(now_ms)
+        [ "$("$GINFO" -N --json | jq -r ".nodes.nodes[] | select(.name == \"$node\") | .state")" = NODE_STATE_DOWN ] &&
+          t_down=$(($(now_ms) - t0))
+      fi
+      sleep 0.05
     done
     local old_alive_at_restore=no
     kill -0 "$pid1" 2>/dev/null && old_alive_at_restore=yes
-    local t1
-    t1=$(now_ms)
-    kill -CONT "${agent[$idx]}"
-    until_ok 30 sh -c "! kill -0 $pid1" && t_gone=$(($(now_ms) - t1))
-    until_ok 30 nodes_up 4 || echo "   round $r: $node did not come back up"
-    sleep 2  # let late reports arrive: a duplicate launch would show up here
-    local starts dup_launch alive state nodes
+    start_proxy "$idx" || return 1
+    until_ok 60 nodes_up 4 || echo "   round $r: $node did not come back up"
+    local t_rest=$(($(now_ms) + 2000))
+    while [ "$(now_ms)" -lt "$t_rest" ]; do  # late reports: a duplicate launch would show up here
+      a=$(alive_count "$dir/work/starts-$id")
+      [ "$a" -gt "$most" ] && most=$a
+      sleep 0.05
+    done
+    local starts dup_launch alive state nodes fenced
     starts=$(wc -l <"$dir/work/starts-$id")
     dup_launch=$(cut -d' ' -f1 "$dir/work/starts-$id" | sort | uniq -d | wc -l)
-    alive=0
-    while read -r _ _ p; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done <"$dir/work/starts-$id"
+    alive=$(alive_count "$dir/work/starts-$id")
     state=$(job_json "$id" | jq -r '.state')
     nodes=$(job_json "$id" | jq -r '.nodelist')
+    fenced=$(grep -c "job $id launch $launch1 ended: fenced" "$dir/agent-$node.log")
     # Launch ids the agents started more than once (their logs: "started job J launch L").
     local agent_dups
     agent_dups=$(cat "$dir"/agent-node*.log | sed -n "s/.*started job $id launch \([0-9]*\).*/\1/p" | sort | uniq -d | wc -l)
-    printf '   round %d: job %s on %s; node down after %s ms, restarted elsewhere after %s ms; old part alive at restore: %s, gone %s ms after it; starts %d, launch ids started twice: %d (agents: %d); processes alive now: %d; state %s on %s\n' \
-      "$r" "$id" "$node" "${t_down:-never}" "${t_moved:-never}" "$old_alive_at_restore" "${t_gone:-never}" \
-      "$starts" "$dup_launch" "$agent_dups" "$alive" "$state" "$nodes"
-    [ "$dup_launch" -eq 0 ] && [ "$agent_dups" -eq 0 ] && [ "$alive" -eq 1 ] || bad=1
-    "$GQ" >/dev/null
+    printf '   round %d: job %s on %s; old part gone after %s ms (fenced: %d), node down after %s ms, restarted elsewhere after %s ms; old part alive at restore: %s; most processes of the job alive at once: %d; starts %d, launch ids started twice: %d (agents: %d); processes alive now: %d; state %s on %s\n' \
+      "$r" "$id" "$node" "${t_gone:-never}" "$fenced" "${t_down:-never}" "${t_moved:-never}" "$old_alive_at_restore" \
+      "$most" "$starts" "$dup_launch" "$agent_dups" "$alive" "$state" "$nodes"
+    [ "$dup_launch" -eq 0 ] && [ "$agent_dups" -eq 0 ] && [ "$alive" -eq 1 ] && [ "$most" -eq 1 ] || bad=1
     $build/cli/user/gcancel "$id" >/dev/null 2>&1
     until_ok 20 sh -c "[ \"\$($GQ -j $id -a --json | jq -r '.jobs[0].state')\" = JOB_STATE_CANCELLED ]" || true
   done

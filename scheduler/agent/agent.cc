@@ -56,7 +56,8 @@ Agent::Agent(AgentOptions options, PartStateDir state, GpuInventory gpus, int lo
       lock_fd_(lock_fd),
       work_(io_.get_executor()),
       heartbeat_(options_.heartbeat),
-      heartbeat_timer_(io_) {
+      heartbeat_timer_(io_),
+      fence_timer_(io_) {
   Launcher launcher(LauncherOptions{.node = options_.node,
                                     .identity = options_.identity,
                                     .agent_lock = state.AgentLockPath(),
@@ -97,6 +98,7 @@ void Agent::Stop() {
     link_->Stop();  // no more callbacks after this
     OnIo([this] {
       heartbeat_timer_.cancel();
+      fence_timer_.cancel();
       supervisor_.reset();
       return 0;
     });
@@ -124,11 +126,22 @@ v1::RegisterRequest Agent::Hello() {
     *hello.add_running() = RunningToProto(part);
   hello.set_version(options_.version);
   hello.set_address(options_.address);
+  hello.set_wants_heartbeat_ack(true);
   return hello;
 }
 
 void Agent::ApplyWelcome(const v1::RegisterResponse& welcome) {
   daemon_stores_exits_ = welcome.stores_exits();
+  const milliseconds fence(std::max<int64_t>(welcome.fence_after_s(), 0) * 1000);
+  if (fence != fence_.limit()) {
+    Log(LogLevel::kInfo, fence.count() > 0
+                             ? "fence: running parts stop after " + std::to_string(welcome.fence_after_s()) +
+                                   " s without contact with phalanxd"
+                             : "fence: off (the daemon gives none)");
+  }
+  Contact();  // a registration answered (logs when it ends a fence)
+  fence_.SetLimit(fence, std::chrono::steady_clock::now());
+  ArmFence();
   if (welcome.heartbeat_interval_s() > 0 && milliseconds(welcome.heartbeat_interval_s() * 1000) != heartbeat_) {
     heartbeat_ = milliseconds(welcome.heartbeat_interval_s() * 1000);
     ArmHeartbeat();
@@ -145,6 +158,7 @@ void Agent::OnConnected(uint64_t generation) {
 }
 
 void Agent::OnCommand(const v1::DaemonCommand& command) {
+  Contact();
   switch (command.command_case()) {
     case v1::DaemonCommand::kLaunch: OnLaunch(command.launch()); break;
     case v1::DaemonCommand::kSignal: {
@@ -166,6 +180,7 @@ void Agent::OnCommand(const v1::DaemonCommand& command) {
     }
     case v1::DaemonCommand::kWelcome: ApplyWelcome(command.welcome()); break;
     case v1::DaemonCommand::kExitStored: OnExitStored(command.exit_stored()); break;
+    case v1::DaemonCommand::kHeartbeatAck: break;  // a contact, nothing more
     case v1::DaemonCommand::COMMAND_NOT_SET: Log(LogLevel::kWarn, "empty command from the daemon"); break;
   }
 }
@@ -261,6 +276,33 @@ void Agent::ArmHeartbeat() {
     Heartbeat();
     ArmHeartbeat();
   });
+}
+
+void Agent::Contact() {
+  if (fence_.fenced()) Log(LogLevel::kInfo, "fence: phalanxd is reachable again");
+  fence_.Contact(std::chrono::steady_clock::now());
+}
+
+void Agent::ArmFence() {
+  fence_timer_.expires_after(fence_.UntilDue(std::chrono::steady_clock::now()));
+  fence_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || !supervisor_) return;  // re-armed, cancelled, or completed just before Stop
+    if (fence_.Due(std::chrono::steady_clock::now())) FenceParts();
+    ArmFence();
+  });
+}
+
+void Agent::FenceParts() {
+  fence_.Fence();
+  const int64_t seconds = fence_.limit().count() / 1000;
+  const std::string reason = "fenced: no contact with phalanxd for " + std::to_string(seconds) + " s";
+  size_t n = 0;
+  for (const PartInfo& part : supervisor_->Running())
+    n += supervisor_->Stop(part.job_id, part.launch_id, options_.kill_grace, reason);
+  // Once per cut: Due stays false until the daemon is heard from again.
+  Log(LogLevel::kWarn, reason + ": stopping " + std::to_string(n) + " part(s) (SIGTERM, SIGKILL after " +
+                           std::to_string(options_.kill_grace.count() / 1000) +
+                           " s), so that a job started elsewhere never runs twice");
 }
 
 }  // namespace phalanx::agent

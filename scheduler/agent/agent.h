@@ -23,6 +23,11 @@
 //     signal -> Signal(job, launch_id, signal, checkpoint); kill -> Stop(job, launch_id, grace_s,
 //     "killed"): launch_id 0 means every part of the job (for signals: those not being stopped).
 //     Each part's PartExited carries its own launch_id.
+//   - Fence (docs/agent.md "When the agent is cut off"): the registration asks for HeartbeatAck
+//     and gets fence_after_s; every message from the daemon is a contact (FenceTimer). After
+//     fence_after_s without one, every running part is stopped (TERM, KILL after kill_grace)
+//     with reason "fenced: no contact with phalanxd for N s", reported like any other end once
+//     the link is back. fence_after_s 0 (an older daemon, agents.fence: false): never.
 // Thread-safety: Start/Stop/Running are thread-safe; everything else runs on the io thread.
 #pragma once
 
@@ -39,6 +44,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "agent/daemon_link.h"
+#include "agent/fence_timer.h"
 #include "agent/gpu_discovery.h"
 #include "agent/part_supervisor.h"
 #include "agent/user_identity.h"
@@ -93,6 +99,9 @@ class Agent {
   void Report(v1::AgentReport report, LaunchId forget_when_done);
   void Heartbeat();
   void ArmHeartbeat();
+  void Contact();
+  void ArmFence();
+  void FenceParts();
 
   AgentOptions options_;
   GpuInventory gpus_;
@@ -116,6 +125,8 @@ class Agent {
   uint64_t next_token_ = 1;
   std::chrono::milliseconds heartbeat_;
   boost::asio::steady_timer heartbeat_timer_;
+  FenceTimer fence_;
+  boost::asio::steady_timer fence_timer_;
 };
 
 }  // namespace phalanx::agent

@@ -20,7 +20,8 @@ struct AgentHello {
   uint32_t gpus = 0;    // GPUs the agent found; 0: it did not say
   std::string address;  // MASTER_ADDR for jobs whose first node it is; empty: the peer's
   std::string version;
-  std::vector<PartRef> running;  // parts that survived an agent or daemon restart
+  std::vector<PartRef> running;      // parts that survived an agent or daemon restart
+  bool wants_heartbeat_ack = false;  // the agent fences: answer its heartbeats (HeartbeatAck)
 };
 
 // The answer to a registration (RegisterResponse; the `welcome` command on a stream).
@@ -28,10 +29,12 @@ struct AgentWelcome {
   std::string session;
   int64_t heartbeat_interval_s = 0;
   std::vector<JobId> kill_jobs;  // parts the daemon does not run there: kill them
+  int64_t fence_after_s = 0;     // the agent's fence (0: none); AgentSessions::Options
 };
 
 struct AgentHeartbeat {
   std::vector<PartRef> running;
+  int64_t time = 0;  // the agent's clock (Unix seconds), echoed in HeartbeatAck
 };
 
 struct PartExit {

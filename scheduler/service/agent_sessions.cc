@@ -96,11 +96,13 @@ CallResult<AgentWelcome> AgentSessions::Register(const AgentHello& hello, const 
   s.address = !hello.address.empty() ? hello.address : peer;
   s.agent_ok = true;
   s.unconfirmed = false;
+  s.wants_heartbeat_ack = hello.wants_heartbeat_ack;
   s.last_seen = std::chrono::steady_clock::now();
   s.last_report = events_->Now();
   AgentWelcome welcome;
   welcome.session = s.id;
   welcome.heartbeat_interval_s = heartbeat_interval();
+  welcome.fence_after_s = options_.fence_after_s;
   welcome.kill_jobs = events_->Reconcile(name, hello.running);
   PHX_LOG(kInfo) << "agent registered: node " << name << " at " << s.address << " (" << hello.running.size()
                  << " parts running, " << welcome.kill_jobs.size() << " to kill, version " << hello.version << ")";
@@ -126,6 +128,7 @@ void AgentSessions::Attach(const std::shared_ptr<AgentLink>& link, const std::st
   if (!name.empty()) {
     welcome.session = report.session;
     welcome.heartbeat_interval_s = heartbeat_interval();
+    welcome.fence_after_s = options_.fence_after_s;
   } else if (hello != nullptr) {
     auto registered = Register(*hello, peer);
     if (!registered) {
@@ -188,6 +191,7 @@ void AgentSessions::Report(const std::shared_ptr<AgentLink>& link, const std::st
     nodes_.at(name).link = link;
     Welcome(link, *registered);
   } else if (const auto* heartbeat = std::get_if<AgentHeartbeat>(&report.body)) {
+    if (s.wants_heartbeat_ack) link->Send(MakeHeartbeatAckCommand(heartbeat->time));
     events_->Heartbeat(name, *heartbeat);
   } else if (const auto* exit = std::get_if<PartExit>(&report.body)) {
     events_->PartExited(name, *exit);
@@ -201,9 +205,16 @@ void AgentSessions::StreamClosed(const std::shared_ptr<AgentLink>& link) {
     if (s.link != link) continue;
     s.link.reset();
     if (stopped_) return;
-    PHX_LOG(kWarn) << "agent stream of node " << name << " closed; node goes down in " << options_.agent_grace_s
+    // A fencing agent may be alive but cut off: it stops its parts fence_after_s after its last
+    // contact, which is computed against heartbeat_timeout + grace from there.
+    double wait = options_.agent_grace_s;
+    if (options_.fence_after_s > 0 && s.agent_ok && s.wants_heartbeat_ack) {
+      const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.last_seen).count();
+      wait = std::max(wait, options_.heartbeat_timeout_s + options_.agent_grace_s - since);
+    }
+    PHX_LOG(kWarn) << "agent stream of node " << name << " closed; node goes down in " << wait
                    << " s unless it reconnects";
-    ArmGrace(name, options_.agent_grace_s, "its agent's stream broke");
+    ArmGrace(name, wait, "its agent's stream broke");
     return;
   }
 }

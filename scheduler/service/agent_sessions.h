@@ -41,6 +41,12 @@ class AgentSessions {
     double heartbeat_timeout_s = 30;
     double agent_grace_s = 60;
     double startup_grace_s = 120;
+    // > 0: agents stop their parts after this long without contact (RegisterResponse
+    // fence_after_s; their heartbeats are acked). A broken stream then downs the node only
+    // heartbeat_timeout_s + agent_grace_s after the agent's last report (not agent_grace_s after
+    // the break), the time the fence is computed for (FenceAfterSeconds), for agents that fence
+    // (their registration asked for HeartbeatAck).
+    int64_t fence_after_s = 0;
   };
   // What the sessions need from, and tell, the executor. Called on the io thread.
   class Events {
@@ -99,13 +105,14 @@ class AgentSessions {
 
  private:
   struct Session {
-    std::shared_ptr<AgentLink> link;  // the Connect stream, when attached
-    std::string id;                   // the current registration's
-    std::string address;              // for MASTER_ADDR
-    uint32_t gpus = 0;                // in the topology
-    bool agent_ok = false;            // registered and not lost
-    bool unconfirmed = false;         // after a restart: jobs run here, agent not back yet
-    Time last_report = 0;             // Unix seconds, for ListNodes
+    std::shared_ptr<AgentLink> link;   // the Connect stream, when attached
+    std::string id;                    // the current registration's
+    std::string address;               // for MASTER_ADDR
+    uint32_t gpus = 0;                 // in the topology
+    bool agent_ok = false;             // registered and not lost
+    bool unconfirmed = false;          // after a restart: jobs run here, agent not back yet
+    bool wants_heartbeat_ack = false;  // its registration asked for HeartbeatAck
+    Time last_report = 0;              // Unix seconds, for ListNodes
     std::chrono::steady_clock::time_point last_seen{};
     std::deque<v1::DaemonCommand> outbox;  // commands waiting for a stream
     std::unique_ptr<boost::asio::steady_timer> grace;

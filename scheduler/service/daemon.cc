@@ -216,6 +216,16 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   eo.sessions.heartbeat_timeout_s = config.heartbeat_timeout_s;
   eo.sessions.agent_grace_s = config.agent_grace_s;
   eo.sessions.startup_grace_s = config.startup_grace_s;
+  eo.sessions.fence_after_s = FenceAfterSeconds(config);
+  if (config.mode != "slurm") {
+    if (eo.sessions.fence_after_s > 0) {
+      PHX_LOG(kInfo) << "agents fence after " << eo.sessions.fence_after_s << " s without contact ("
+                     << FenceFormula(config) << ")";
+    } else if (!config.fence.has_value()) {
+      PHX_LOG(kWarn) << "agents: no fencing (" << FenceFormula(config)
+                     << "): a node cut off from phalanxd may run a job also started elsewhere";
+    }
+  }
   Executor* executor = nullptr;
   if (config.mode == "slurm") {
     PHX_ASSIGN_OR_RETURN(p.slurm, slurm::OpenLibslurm(config.slurm.conf));

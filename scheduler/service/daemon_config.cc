@@ -333,6 +333,14 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
          [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.startup_grace_s); });
     t.On("kill_grace",
          [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.kill_grace_s); });
+    t.On("fence", [&](const YAML::Node& x, const std::string& key) -> Status {
+      bool on = false;
+      PHX_RETURN_IF_ERROR(tc.Bool(x, key, &on));
+      c.fence = on;
+      return Status{};
+    });
+    t.On("fence_margin",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.fence_margin_s); });
     t.On("master_port_min",
          [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &c.master_port_min, 65535); });
     t.On("master_port_max",
@@ -516,6 +524,30 @@ Result<DaemonConfig> ConfigFromArgs(int argc, const char* const* argv, bool* hel
   return c;
 }
 
+namespace {
+double FenceRaw(const DaemonConfig& c) {
+  return c.heartbeat_timeout_s + c.agent_grace_s - c.kill_grace_s - c.fence_margin_s;
+}
+std::string Num(double v) {
+  std::string s = std::to_string(v);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+}  // namespace
+
+int64_t FenceAfterSeconds(const DaemonConfig& c) {
+  if (c.fence.has_value() && !*c.fence) return 0;
+  const double raw = FenceRaw(c);
+  return raw >= 1 ? static_cast<int64_t>(raw) : 0;
+}
+
+std::string FenceFormula(const DaemonConfig& c) {
+  return "heartbeat_timeout + grace - kill_grace - fence_margin = " + Num(c.heartbeat_timeout_s) + " + " +
+         Num(c.agent_grace_s) + " - " + Num(c.kill_grace_s) + " - " + Num(c.fence_margin_s) + " = " + Num(FenceRaw(c)) +
+         " s";
+}
+
 Status ValidateDaemonConfig(const DaemonConfig& c) {
   const std::string where = c.config_path.empty() ? "config" : c.config_path;
   if (c.socket_path.empty()) return Fail(where, "socket: must not be empty");
@@ -526,6 +558,11 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (c.heartbeat_interval_s <= 0) return Fail(where, "agents.heartbeat_interval: must be > 0");
   if (c.heartbeat_timeout_s < c.heartbeat_interval_s)
     return Fail(where, "agents.heartbeat_timeout: must be at least heartbeat_interval");
+  if (c.fence_margin_s < 0) return Fail(where, "agents.fence_margin: must be >= 0");
+  if (c.fence.value_or(false) && FenceAfterSeconds(c) <= 0)
+    return Fail(where, "agents.fence: the agents' fence would be " + FenceFormula(c) +
+                           ", it must be at least 1 s: raise agents.grace or heartbeat_timeout, lower "
+                           "kill_grace or fence_margin, or set fence: false");
   if (c.pass_interval_s <= 0) return Fail(where, "scheduler.pass_interval: must be > 0");
   if (c.history_interval_s > 0 && c.history_interval_s < 1)
     return Fail(where, "history.interval: must be 0 (off) or at least 1 second");

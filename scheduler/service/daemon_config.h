@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,11 @@ struct DaemonConfig {
   uint32_t master_port_min = 29500;  // MASTER_PORT = min + job id mod (max - min + 1)
   uint32_t master_port_max = 29999;
   double kill_grace_s = 30;  // SIGTERM .. SIGKILL for kills, preemptions, cancels
+  // Agent fencing (docs/agent.md "When the agent is cut off"): agents stop their parts after
+  // FenceAfterSeconds() without contact. Unset: on when that is > 0 (off, with a warning at
+  // start, for short test timeouts); true with a fence <= 0 is refused.
+  std::optional<bool> fence;
+  double fence_margin_s = 15;
 
   // Scheduling.
   std::string policy = "phalanx";  // preset (core/sched/config.h), then the knobs below
@@ -107,6 +113,13 @@ Result<DaemonConfig> ConfigFromArgs(int argc, const char* const* argv, bool* hel
 std::string DaemonUsage();
 
 // Cross-field checks (port range, durations, TLS pairs, a listener without credentials).
+// heartbeat_timeout + grace - kill_grace - fence_margin, whole seconds rounded down: the agent's
+// parts are dead (fence + the agent's kill grace) before the daemon declares the node down.
+// 0 when agents.fence is false or the value is <= 0 (see `fence`).
+int64_t FenceAfterSeconds(const DaemonConfig& c);
+// The sum FenceAfterSeconds takes, spelled out for messages ("30 + 60 - 30 - 15 = 45 s").
+std::string FenceFormula(const DaemonConfig& c);
+
 Status ValidateDaemonConfig(const DaemonConfig& config);
 
 }  // namespace phalanx::service

@@ -211,6 +211,7 @@ AgentHello AgentHelloFromProto(const v1::RegisterRequest& req) {
   h.address = req.address();
   h.version = req.version();
   h.running = PartRefs(req.running());
+  h.wants_heartbeat_ack = req.wants_heartbeat_ack();
   return h;
 }
 
@@ -219,7 +220,9 @@ AgentMessage AgentMessageFromProto(const v1::AgentReport& report) {
   m.session = report.session();
   switch (report.report_case()) {
     case v1::AgentReport::kHello: m.body = AgentHelloFromProto(report.hello()); break;
-    case v1::AgentReport::kHeartbeat: m.body = AgentHeartbeat{PartRefs(report.heartbeat().running())}; break;
+    case v1::AgentReport::kHeartbeat:
+      m.body = AgentHeartbeat{PartRefs(report.heartbeat().running()), report.heartbeat().time()};
+      break;
     case v1::AgentReport::kExited: {
       const v1::PartExited& e = report.exited();
       m.body = PartExit{PartRef{e.job_id(), e.launch_id()}, e.exit_code(), e.term_signal(), e.reason()};
@@ -241,7 +244,14 @@ v1::RegisterResponse ToProto(const AgentWelcome& welcome) {
   r.set_heartbeat_interval_s(welcome.heartbeat_interval_s);
   for (JobId id : welcome.kill_jobs) r.add_kill_jobs(id);
   r.set_stores_exits(true);
+  r.set_fence_after_s(welcome.fence_after_s);
   return r;
+}
+
+v1::DaemonCommand MakeHeartbeatAckCommand(int64_t time) {
+  v1::DaemonCommand c;
+  c.mutable_heartbeat_ack()->set_time(time);
+  return c;
 }
 
 v1::DaemonCommand MakeWelcomeCommand(const AgentWelcome& welcome) {

@@ -74,6 +74,7 @@ v1::RegisterResponse ToProto(const AgentWelcome& welcome);
 v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch);
 // The first command on a stream.
 v1::DaemonCommand MakeWelcomeCommand(const AgentWelcome& welcome);
+v1::DaemonCommand MakeHeartbeatAckCommand(int64_t time);
 // `signal` to the job's parts of `launch_id` (0: all of them); with a deadline, the checkpoint
 // signal.
 v1::DaemonCommand MakeSignalCommand(JobId job, uint64_t launch_id, int32_t signal,

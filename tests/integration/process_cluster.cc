@@ -268,11 +268,9 @@ void ProcessCluster::StartDaemon() {
   std::ofstream(config_path_) << "log_level: info\n"
                                  "agents:\n"
                                  "  heartbeat_interval: 1\n"
-                                 "  heartbeat_timeout: 3\n"
-                                 "  grace: 1\n"
                                  "  startup_grace: 10\n"
-                                 "  kill_grace: 2\n"
-                                 "scheduler:\n"
+                              << options_.agents_config
+                              << "scheduler:\n"
                                  "  pass_interval: 0.1\n"
                                  "  grow_after_idle: 1\n"
                                  "  min_runtime_before_preemption: 0\n"
@@ -324,7 +322,7 @@ void ProcessCluster::StartAgent(int i) {
   SpawnSpec s;
   s.argv = {Bins().agent,
             "--daemon",
-            "127.0.0.1:" + std::to_string(agent_port_),
+            "127.0.0.1:" + std::to_string(a.daemon_port > 0 ? a.daemon_port : agent_port_),
             "--node",
             NodeName(i),
             "--gpus",
@@ -359,6 +357,34 @@ void ProcessCluster::Start() {
     return up == options_.nodes;
   })) << "not every node came up:\n"
       << Logs();
+}
+
+void ProcessCluster::SetAgentDaemonPort(int i, int port) { agents_.at(i).daemon_port = port; }
+
+int ProcessCluster::StartProxy(int listen_port) {
+  EXPECT_LE(proxy_.pid, 0) << "a proxy already runs";
+  proxy_.log = File("proxy.log");
+  const int fd = open(proxy_.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  EXPECT_GE(fd, 0) << proxy_.log;
+  SpawnSpec s;
+  s.argv = {"/usr/bin/env", "python3", TCP_PROXY, std::to_string(listen_port), std::to_string(agent_port_)};
+  s.stdout_fd = s.stderr_fd = fd;
+  s.die_with_parent = true;
+  proxy_.pid = Spawn(s);
+  close(fd);
+  EXPECT_TRUE(WaitFor([&] { return ReadFile(proxy_.log).find("listening ") != std::string::npos; }, 10s))
+      << "tcp_proxy.py did not start:\n"
+      << ReadFile(proxy_.log);
+  const std::string line = ReadFile(proxy_.log);
+  const size_t at = line.find("listening ");
+  return at == std::string::npos ? 0 : std::stoi(line.substr(at + 10));
+}
+
+void ProcessCluster::KillProxy() {
+  if (proxy_.pid <= 0) return;
+  kill(proxy_.pid, SIGKILL);
+  WaitExit(proxy_.pid);
+  proxy_.pid = -1;
 }
 
 void ProcessCluster::KillAgent(int i, int sig) {
@@ -453,6 +479,7 @@ void ProcessCluster::Stop() {
   std::vector<Proc*> agents;
   for (auto& a : agents_) agents.push_back(&a);
   StopProcs(agents, 10s);
+  KillProxy();
   jobs_.reset();
   cluster_.reset();
   channel_.reset();

@@ -83,6 +83,9 @@ class ProcessCluster {
     int gpus = 8;                         // --gpus of every agent
     std::string config;                   // YAML appended to the defaults below (a top-level section)
     std::vector<std::string> agent_args;  // appended to every agent's command line
+    // The agents: section after heartbeat_interval (1 s) and startup_grace (10 s). With these
+    // the fence is off (3 + 1 - 2 - 15 s < 0; docs/agent.md "When the agent is cut off").
+    std::string agents_config = "  heartbeat_timeout: 3\n  grace: 1\n  kill_grace: 2\n";
   };
   ProcessCluster();
   explicit ProcessCluster(Options options);
@@ -111,6 +114,13 @@ class ProcessCluster {
   pid_t agent_pid(int i) const { return agents_.at(i).pid; }
   void KillAgent(int i, int sig);
   void StartAgent(int i);
+  // The next StartAgent(i) connects to 127.0.0.1:port instead of the daemon (0: the daemon).
+  void SetAgentDaemonPort(int i, int port);
+
+  // A TCP forwarder process to the daemon's agent port (tcp_proxy.py) on `listen_port` (0: a
+  // free one); returns its port. KillProxy cuts every link through it (SIGKILL).
+  int StartProxy(int listen_port = 0);
+  void KillProxy();
 
   // ---- gRPC (root over the Unix socket) ----
   v1::Jobs::Stub& jobs() { return *jobs_; }
@@ -136,6 +146,7 @@ class ProcessCluster {
   struct Proc {
     pid_t pid = -1;
     std::string log;
+    int daemon_port = 0;  // agents: 0: agent_port_
   };
   void StartDaemon();
   void StopProcs(const std::vector<Proc*>& procs, std::chrono::milliseconds grace);
@@ -145,6 +156,7 @@ class ProcessCluster {
   std::string dir_, socket_, token_, config_path_;
   int agent_port_ = 0, http_port_ = 0;
   Proc daemon_;
+  Proc proxy_;
   std::vector<Proc> agents_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Jobs::Stub> jobs_;

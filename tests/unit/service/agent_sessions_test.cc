@@ -204,3 +204,38 @@ TEST(AgentSessions, StopClosesStreamsAsUnavailableAndAClosedStreamThenStartsNoGr
 
 }  // namespace
 }  // namespace phalanx::service
+
+namespace phalanx::service {
+namespace {
+
+// Fencing: the welcome carries fence_after_s, and the heartbeats of an agent that asked are
+// answered with HeartbeatAck (its proof of contact), echoing the heartbeat's time; an agent
+// that did not ask (an older one) gets none.
+TEST(AgentSessions, FencingAgentsGetTheFenceAndHeartbeatAcks) {
+  boost::asio::io_context io;
+  RecordingEvents events;
+  AgentSessions::Options o;
+  o.fence_after_s = 45;
+  AgentSessions sessions(io, {{"n0", 8}, {"n1", 8}}, {}, o, &events);
+  auto fencing = sessions.Register(AgentHello{"n0", 8, "", "", {}, /*wants_heartbeat_ack=*/true}, "10.0.0.5");
+  auto older = sessions.Register(AgentHello{"n1", 8, "", "", {}, false}, "10.0.0.6");
+  ASSERT_TRUE(fencing);
+  ASSERT_TRUE(older);
+  EXPECT_EQ(fencing->fence_after_s, 45);
+  FakeStream a, b;
+  sessions.Report(a.link, "10.0.0.5", AgentMessage{fencing->session, AgentHeartbeat{{}, 1234}});
+  sessions.Report(b.link, "10.0.0.6", AgentMessage{older->session, AgentHeartbeat{{}, 1234}});
+  ASSERT_EQ(a.got.size(), 2u);
+  EXPECT_EQ(a.got[0].welcome().fence_after_s(), 45);
+  ASSERT_TRUE(a.got[1].has_heartbeat_ack());
+  EXPECT_EQ(a.got[1].heartbeat_ack().time(), 1234);
+  ASSERT_EQ(b.got.size(), 1u);  // the welcome only
+  EXPECT_TRUE(b.got[0].has_welcome());
+  sessions.Report(a.link, "", AgentMessage{fencing->session, AgentHeartbeat{{}, 1235}});
+  ASSERT_EQ(a.got.size(), 3u);
+  EXPECT_EQ(a.got[2].heartbeat_ack().time(), 1235);
+  sessions.Stop();
+}
+
+}  // namespace
+}  // namespace phalanx::service

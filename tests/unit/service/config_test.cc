@@ -64,6 +64,43 @@ TEST(DaemonConfig, HistorySection) {
   }
 }
 
+// The agents' fence: heartbeat_timeout + grace - kill_grace - fence_margin (30 + 60 - 30 - 15 =
+// 45 s by default); off when asked, or (with a warning at start) when short timeouts leave it
+// <= 0 and it was not asked for; refused when asked for and <= 0.
+TEST(DaemonConfig, FenceAfterFromTheTimeouts) {
+  auto defaults = ParseDaemonConfig("", "f.yaml");
+  ASSERT_TRUE(defaults) << defaults.error().ToString();
+  EXPECT_EQ(FenceAfterSeconds(*defaults), 45);
+  EXPECT_EQ(FenceFormula(*defaults),
+            "heartbeat_timeout + grace - kill_grace - fence_margin = 30 + 60 - 30 - 15 = 45 s");
+  auto off = ParseDaemonConfig("agents:\n  fence: false\n", "f.yaml");
+  ASSERT_TRUE(off) << off.error().ToString();
+  EXPECT_EQ(FenceAfterSeconds(*off), 0);
+  auto tuned = ParseDaemonConfig(
+      "agents:\n  heartbeat_interval: 1\n  heartbeat_timeout: 3\n  grace: 5\n  kill_grace: 2\n  fence: true\n"
+      "  fence_margin: 2\n",
+      "f.yaml");
+  ASSERT_TRUE(tuned) << tuned.error().ToString();
+  EXPECT_EQ(FenceAfterSeconds(*tuned), 4);
+  auto short_unasked = ParseDaemonConfig(
+      "agents:\n  heartbeat_interval: 1\n  heartbeat_timeout: 3\n  grace: 1\n  kill_grace: 2\n", "f.yaml");
+  ASSERT_TRUE(short_unasked) << short_unasked.error().ToString();
+  EXPECT_EQ(FenceAfterSeconds(*short_unasked), 0);
+  auto refused = ParseDaemonConfig(
+      "agents:\n  heartbeat_interval: 1\n  heartbeat_timeout: 3\n  grace: 1\n  kill_grace: 2\n  fence: true\n",
+      "f.yaml");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(
+      refused.error().ToString().find("agents.fence: the agents' fence would be heartbeat_timeout + grace - "
+                                      "kill_grace - fence_margin = 3 + 1 - 2 - 15 = -13 s, it must be at least 1 s"),
+      std::string::npos)
+      << refused.error().ToString();
+  auto bad = ParseDaemonConfig("agents:\n  fence: maybe\n", "f.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().ToString().find("f.yaml:2: agents.fence: expected true or false"), std::string::npos)
+      << bad.error().ToString();
+}
+
 TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
   struct Case {
     std::string text, expect;

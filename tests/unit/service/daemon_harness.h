@@ -81,6 +81,7 @@ class Harness {
     config.startup_grace_s = 30;
     config.pass_interval_s = 0.05;
     config.kill_grace_s = 5;
+    config.fence = false;  // short graces; the fence has its own tests (config_test, integration)
     config.log_level = getenv("PHALANX_TEST_LOG") ? LogLevel::kDebug : LogLevel::kWarn;
   }
   ~Harness() { Stop(); }
