@@ -10,8 +10,10 @@
 #                                          rounds): acknowledged jobs lost, double allocations,
 #                                          restart time (median / p99 over every round)
 #   bench/reliability.sh diskfull          the store's file system fills up (a tmpfs of DISK_MB,
-#                                          default 8, as root): submissions refused with a clear
-#                                          error, the daemon stays up; kill -9 while full; space
+#                                          default 8, as root; store.min_free MIN_FREE_KB, default
+#                                          2048): submissions refused with a clear error under the
+#                                          reserve, the daemon stays up (MIN_FREE_KB=0: the old
+#                                          last resort: it stops on the failed commit); kill -9; space
 #                                          returns: PRAGMA integrity_check, every acknowledged
 #                                          job there, submissions accepted again
 #   bench/reliability.sh netcut [ROUNDS]   an agent cut off from the daemon while its job runs:
@@ -151,14 +153,18 @@ diskfull() {
   store=$dir/store
   mkdir "$store"
   mount -t tmpfs -o "size=${DISK_MB:-8}m" tmpfs "$store" || return 1
-  echo "== diskfull: the store on a ${DISK_MB:-8} MB tmpfs ($store)"
+  # store.min_free: the reserve under which user writes are refused (MIN_FREE_KB=0: off, the
+  # last resort of a failed commit, which stops phalanxd).
+  local min_free_kb=${MIN_FREE_KB:-2048}
+  printf 'store:\n  min_free: %s\n' "$((min_free_kb * 1024))" >>"$dir/phalanxd.yaml"
+  echo "== diskfull: the store on a ${DISK_MB:-8} MB tmpfs ($store), store.min_free ${min_free_kb} KiB"
   start_daemon || return 1
   local payload
   payload=$(head -c 3000 /dev/zero | tr '\0' x)
-  # Fill the file system but for ~600 KB: the store has room for a few hundred jobs.
+  # Fill the file system but for the reserve + ~600 KB: room for some jobs before the reserve.
   local avail
   avail=$(df --output=avail -k "$store" | tail -1)
-  dd if=/dev/zero of="$store/filler" bs=1k count=$((avail - 600)) status=none 2>/dev/null
+  dd if=/dev/zero of="$store/filler" bs=1k count=$((avail - 600 - min_free_kb)) status=none 2>/dev/null
   echo "   filled: $(df -h --output=avail "$store" | tail -1 | tr -d ' ') left"
   local acked=0 refused=0 in_a_row=0 first_error="" t0
   t0=$(now_ms)
@@ -181,6 +187,32 @@ diskfull() {
   echo "   other refusals: $(sort -u "$dir/refusals" 2>/dev/null | grep -vxF "$first_error" | head -3 | cut -c1-200 | tr '\n' '|')"
   echo "   gq answers while full: $("$GQ" -a >/dev/null 2>&1 && echo yes || echo no)"
   echo "   phalanxd log lines: $(grep -c . "$dir/phalanxd.log"), first error logged: $(grep -m1 -E 'ERROR' "$dir/phalanxd.log" | cut -c1-220)"
+  echo "   first warning logged: $(grep -m1 -E 'WARN.*store: only' "$dir/phalanxd.log" | cut -c1-220); such lines: $(grep -c 'store: only' "$dir/phalanxd.log")"
+  if [ "$min_free_kb" != 0 ] && kill -0 "$daemon" 2>/dev/null; then
+    # The reserve held: phalanxd still serves; free the space, submissions are accepted again.
+    echo "   phalanxd still serves while low: $("$GQ" -a >/dev/null 2>&1 && echo yes || echo no)"
+    rm -f "$store/filler"
+    echo "   space returned: $(df -h --output=avail "$store" | tail -1 | tr -d ' ') free"
+    local after=0 t1
+    t1=$(now_ms)
+    until "$GSUB" --parsable -H -G 1 -J after-0 --wrap true >/dev/null 2>&1; do
+      [ $(($(now_ms) - t1)) -lt 10000 ] || break
+      sleep 0.05
+    done
+    echo "   first submission accepted $(($(now_ms) - t1)) ms after the space returned (cached reading: up to 1 s)"
+    echo "   logged when space returned: $(grep -m1 'free on .* again' "$dir/phalanxd.log" | cut -c1-200)"
+    for i in $(seq 20); do "$GSUB" --parsable -H -G 1 -J "after-$i" --wrap true >/dev/null 2>&1 && after=$((after + 1)); done
+    echo "   submissions accepted after space returned: $after of 20"
+    local missing=0
+    "$GQ" -a --json | jq -r '.jobs[].id' | sort -n >"$dir/present"
+    while read -r id; do grep -qx "$id" "$dir/present" || missing=$((missing + 1)); done <"$dir/acked"
+    echo "   $(wc -l <"$dir/present") jobs in the daemon; acknowledged jobs missing: $missing"
+    kill -TERM "$daemon"
+    wait "$daemon" 2>/dev/null
+    echo "   PRAGMA integrity_check after a clean stop: $(sqlite3 "$store/phalanxd.db" 'PRAGMA integrity_check' 2>&1 | head -3 | tr '\n' ' ')"
+    echo "   jobs rows: $(sqlite3 "$store/phalanxd.db" 'SELECT count(*) FROM jobs')"
+    return 0
+  fi
   if kill -0 "$daemon" 2>/dev/null; then
     kill -KILL "$daemon"
     wait "$daemon" 2>/dev/null

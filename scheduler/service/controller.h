@@ -57,6 +57,7 @@
 #include "service/launch_book.h"
 #include "service/recovery.h"
 #include "service/reply.h"
+#include "service/store_space.h"
 
 namespace phalanx::service {
 
@@ -65,6 +66,8 @@ struct ControllerOptions {
   std::string topology_fingerprint;
   PrivateData private_data;  // what others see of a job (api_views.h)
   AccessRules access;        // who may use which class and charge which account
+  // The free-space reserve (store_space.h); null: none. Owned by the daemon, outlives the Controller.
+  StoreSpace* store_space = nullptr;
 };
 
 // Counters for GetStats and /metrics.
@@ -126,7 +129,8 @@ class Controller final : public ExecutorHost {
   // ---- users: jobs (controller_jobs.cc) ------------------------------------------------
   // A submission of `spec` (its user set; id and submit time are set here). Fails: not
   // serving; the core's ValidateSpec, without its "job N" (INVALID_ARGUMENT, also for an
-  // unknown dependency; RESOURCE_EXHAUSTED for a pending-job limit).
+  // unknown dependency; RESOURCE_EXHAUSTED for a pending-job limit, and for the store's
+  // free-space reserve, as Hold, Release and Update: store_space.h).
   void Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done);
   // The access rules for a user's submission (core/queue/access.h): sets the user's default
   // account when the spec names none; PERMISSION_DENIED naming the account or class and the
@@ -171,6 +175,8 @@ class Controller final : public ExecutorHost {
   std::optional<NodeStatus> node(const std::string& name) const;
   const std::string& topology_fingerprint() const { return options_.topology_fingerprint; }
   const PrivateData& private_data() const { return options_.private_data; }
+  // Null when there is no free-space reserve.
+  StoreSpace* store_space() const { return options_.store_space; }
 
   // ExecutorHost
   const Scheduler& core() const override { return *core_; }

@@ -21,6 +21,13 @@ CallError Refused(Error e) {
   return e;
 }
 
+// A write a user causes, below the store's free-space reserve: RESOURCE_EXHAUSTED (store_space.h).
+CallStatus SpaceForUsers(StoreSpace* space) {
+  if (space == nullptr) return {};
+  if (auto st = space->CheckUserWrite(); !st) return std::unexpected(CallError(st.error()));
+  return {};
+}
+
 }  // namespace
 
 Result<const JobRecord*> Controller::FindJob(JobId id) const {
@@ -50,6 +57,7 @@ Status Controller::Authorize(const Caller& who, JobSpec* spec) const {
 
 void Controller::Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done) {
   if (auto s = Serving(); !s) return done(std::unexpected(s.error()));
+  if (auto s = SpaceForUsers(options_.store_space); !s) return done(std::unexpected(s.error()));
   const Time now = Now();
   spec.id = next_job_id_;
   spec.submit = now;
@@ -150,6 +158,7 @@ void Controller::Hold(const Caller& who, JobId id, Reply<void> done) {
   auto found = FindJob(id);
   if (!found) return done(std::unexpected(found.error()));
   if (auto st = CheckOwner(who, **found, "hold"); !st) return done(std::unexpected(st.error()));
+  if (auto s = SpaceForUsers(options_.store_space); !s) return done(std::unexpected(s.error()));
   JobEvent(
       id, "hold", [this, id] { return core_->Hold(id, Now()); }, std::move(done));
 }
@@ -158,6 +167,7 @@ void Controller::Release(const Caller& who, JobId id, Reply<void> done) {
   auto found = FindJob(id);
   if (!found) return done(std::unexpected(found.error()));
   if (auto st = CheckOwner(who, **found, "release"); !st) return done(std::unexpected(st.error()));
+  if (auto s = SpaceForUsers(options_.store_space); !s) return done(std::unexpected(s.error()));
   JobEvent(
       id, "release", [this, id] { return core_->Release(id, Now()); }, std::move(done));
 }
@@ -167,6 +177,7 @@ void Controller::Update(const Caller& who, JobId id, const Scheduler::JobUpdate&
   if (!found) return done(std::unexpected(found.error()));
   const JobRecord& job = **found;
   if (auto st = CheckOwner(who, job, "update"); !st) return done(std::unexpected(st.error()));
+  if (auto s = SpaceForUsers(options_.store_space); !s) return done(std::unexpected(s.error()));
   if (IsFinal(job.state)) return done(std::unexpected(Precondition("job " + std::to_string(id) + " has ended")));
   // The core checks the walltime's range; raising it is for admins.
   if (update.walltime && *update.walltime > job.walltime && !who.admin)

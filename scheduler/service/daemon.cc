@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <sstream>
@@ -116,6 +117,7 @@ struct Daemon::Parts {
   std::unique_ptr<AgentExecutor> executor;     // outlives the Controller, which reports through it
   std::unique_ptr<slurm::SlurmAdapter> slurm;  // mode: slurm, instead of the agents
   std::unique_ptr<SlurmExecutor> slurm_executor;
+  std::unique_ptr<StoreSpace> space;  // the free-space reserve (store.min_free); null when 0
   std::unique_ptr<Controller> controller;
   std::unique_ptr<HistorySampler> history;  // used and stopped on the io thread
   PeerRegistry peers;
@@ -246,6 +248,16 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   co.pass_interval_s = config.pass_interval_s;
   co.topology_fingerprint = fingerprint;
   co.private_data = config.private_data;
+  if (config.store_min_free > 0) {
+    StoreSpace::Options so;
+    so.dir = std::filesystem::path(config.db_path).parent_path().string();
+    if (so.dir.empty()) so.dir = ".";
+    so.min_free = config.store_min_free;
+    so.cache_s = options.store_space_cache_s;
+    p.space = std::make_unique<StoreSpace>(so, options.store_free_bytes);
+    co.store_space = p.space.get();
+    if (auto st = p.space->CheckUserWrite(); !st) PHX_LOG(kWarn) << st.error().message;
+  }
   {
     std::vector<std::string> classes;
     for (const PriorityClassSpec& cls : config.scheduler.classes.classes) classes.push_back(cls.name);

@@ -23,6 +23,7 @@
 
 #include "service/clock.h"
 #include "service/daemon_config.h"
+#include "service/store_space.h"
 #include "util/thread_annotations.h"
 
 namespace phalanx::service {
@@ -40,6 +41,9 @@ class Daemon {
   struct Options {
     const Clock* clock = nullptr;  // null: the system clock
     bool handle_signals = false;   // SIGINT/SIGTERM request a stop (the program, not tests)
+    // The store's free space (store.min_free): null reads statvfs; tests inject a reader.
+    StoreSpace::Reader store_free_bytes;
+    double store_space_cache_s = 1;  // a reading is reused this long
   };
 
   // Fails with an Error naming what could not be set up (topology file:line, store file,

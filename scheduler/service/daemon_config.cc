@@ -9,6 +9,7 @@
 #include <sstream>
 #include <utility>
 
+#include "service/store_space.h"
 #include "util/flags.h"
 
 namespace phalanx::service {
@@ -303,6 +304,12 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
       if (m == "normal") c.sync = store::SyncMode::kNormal;
       else if (m == "full") c.sync = store::SyncMode::kFull;
       else return tc.Bad(x, key, "normal or full");
+      return {};
+    });
+    t.On("min_free", [&](const YAML::Node& x, const std::string& key) -> Status {
+      auto b = x.IsScalar() ? ParseByteSize(x.Scalar()) : std::unexpected(Error{"", ""});
+      if (!b) return tc.Bad(x, key, "a size in bytes (a number, or with a unit: 64MiB, 512KiB, 2GiB; 0: off)");
+      c.store_min_free = *b;
       return {};
     });
     return t.Run();

@@ -65,6 +65,9 @@ struct DaemonConfig {
   // State.
   std::string db_path = "/var/lib/phalanx/phalanxd.db";
   store::SyncMode sync = store::SyncMode::kNormal;
+  // Free-space reserve (store_space.h): user writes are refused below this many free bytes on
+  // the store's file system; 0: off (a full disk then stops phalanxd at the failed commit).
+  uint64_t store_min_free = uint64_t{64} << 20;
   std::string topology = "gen:demo";  // a file (any format topology_loader reads) or gen:NAME
   std::string topology_format = "auto";
   bool force_topology = false;  // start even if the topology changed under running jobs

@@ -136,6 +136,14 @@ Status HttpEndpoints::RegisterMetrics() {
        {"size"},
        &overdue_},
       {"phalanx_agents_connected", "Node agents with an open Connect stream.", {}, &agents_},
+      {"phalanx_store_free_bytes",
+       "Bytes available on the store's file system (absent when store.min_free is 0 or it cannot be read).",
+       {},
+       &store_free_},
+      {"phalanx_store_low_space",
+       "1 while the store's file system has less free space than store.min_free (user writes are refused), else 0.",
+       {},
+       &store_low_},
   };
   for (const Gauge& g : gauges) {
     auto f = metrics_.AddGauge(g.name, g.help, g.labels);
@@ -212,6 +220,12 @@ void HttpEndpoints::Collect() {
   for (const auto& [account, n] : s.account_gpus) account_gpus_->WithLabels({account}).Set(n);
   for (const auto& [size, late] : s.reservation_overdue_s) overdue_->WithLabels({size}).Set(late);
   agents_->WithLabels({}).Set(static_cast<double>(controller_->agents_connected()));
+  if (StoreSpace* space = controller_->store_space(); space != nullptr) {
+    space->Refresh();
+    store_free_->Clear();
+    if (space->free_bytes()) store_free_->WithLabels({}).Set(static_cast<double>(*space->free_bytes()));
+    store_low_->WithLabels({}).Set(space->low() ? 1 : 0);
+  }
   if (server_) requests_->WithLabels({}).SetTotal(static_cast<double>(server_->stats().requests));
   // Counters from the core's per-job counts: what grew since the last scrape.
   if (have_losses_) {

@@ -72,6 +72,8 @@ class HttpEndpoints {
   http::GaugeFamily* whole_free_ = nullptr;
   http::GaugeFamily* fgd_ = nullptr;
   http::GaugeFamily* agents_ = nullptr;
+  http::GaugeFamily* store_free_ = nullptr;  // the store's file system (store.min_free)
+  http::GaugeFamily* store_low_ = nullptr;
   http::HistogramFamily* pass_ = nullptr;
   http::HistogramFamily* wait_ = nullptr;
   http::CounterFamily* decisions_ = nullptr;

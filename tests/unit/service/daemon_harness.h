@@ -86,8 +86,7 @@ class Harness {
   }
   ~Harness() { Stop(); }
 
-  void Start() {
-    Daemon::Options o;
+  void Start(Daemon::Options o = {}) {
     o.clock = &clock;
     auto d = Daemon::Start(config, o);
     ASSERT_TRUE(d) << d.error().ToString();
