@@ -3,8 +3,11 @@
 // the free bytes and the setting; a running job still ends and its end is stored; once space
 // is freed submissions are accepted again. First with an injected free-space reader (any
 // user), then on a real small tmpfs filled with a file (root only: mount).
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sqlite3.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +22,36 @@ namespace phalanx::service::testing {
 namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+// HTTP/1.0 GET on 127.0.0.1:port: the status code and the body (as daemon_jobs_test's).
+std::pair<int, std::string> HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return {0, ""};
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  (void)!write(fd, req.data(), req.size());
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  const size_t sp = text.find(' ');
+  const size_t body = text.find("\r\n\r\n");
+  if (sp == std::string::npos || body == std::string::npos) return {0, text};
+  return {std::atoi(text.c_str() + sp + 1), text.substr(body + 4)};
+}
+
+// The value of an unlabelled metric in a /metrics body; -1 when absent.
+double Metric(const std::string& body, const std::string& name) {
+  const size_t at = body.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::strtod(body.c_str() + at + name.size() + 2, nullptr);
+}
 
 // Runs a job on node0, then: refused below the reserve, the job's end stored, accepted again.
 // `fill` makes the store's file system low on space, `free` frees it.
@@ -69,10 +102,32 @@ TEST(DaemonStoreSpace, InjectedReaderRefusesBelowTheReserveAndRecovers) {
   Daemon::Options o;
   o.store_free_bytes = [&free](const std::string&) -> Result<uint64_t> { return free.load(); };
   o.store_space_cache_s = 0;
+  h.config.http_listen = "127.0.0.1:0";
   h.Start(o);
   const std::string dir = std::filesystem::path(h.config.db_path).parent_path().string();
+  const int port = h.daemon->http_port();
+#ifdef PHALANX_HAVE_HTTP
+  ASSERT_GT(port, 0) << "built with HTTP, yet no HTTP listener on 127.0.0.1:0";
+#endif
+  const auto metrics = [&] { return HttpGet(port, "/metrics").second; };
   RefuseThenRecover(
-      h, dir, [&] { free = 12 * kMiB; }, [&] { free = uint64_t{10} << 30; });
+      h, dir,
+      [&] {
+    free = 12 * kMiB;
+    if (port <= 0) return;  // built without HTTP
+    // /healthz stays 200; the condition is on /metrics.
+    EXPECT_EQ(HttpGet(port, "/healthz").first, 200);
+    const std::string m = metrics();
+    EXPECT_EQ(Metric(m, "phalanx_store_low_space"), 1) << m;
+    EXPECT_EQ(Metric(m, "phalanx_store_free_bytes"), static_cast<double>(12 * kMiB)) << m;
+      },
+      [&] {
+    free = uint64_t{10} << 30;
+    if (port <= 0) return;
+    const std::string m = metrics();
+    EXPECT_EQ(Metric(m, "phalanx_store_low_space"), 0) << m;
+    EXPECT_EQ(Metric(m, "phalanx_store_free_bytes"), static_cast<double>(uint64_t{10} << 30)) << m;
+  });
 }
 
 // Reads one value of a query on a SQLite file.
