@@ -34,6 +34,7 @@
 #include "service/recovery.h"
 #include "service/slurm_executor.h"
 #include "service/unix_listener.h"
+#include "util/file_read.h"
 #include "util/log.h"
 #include "util/strings.h"
 #ifdef PHALANX_HAVE_HTTP
@@ -43,12 +44,13 @@
 namespace phalanx::service {
 namespace {
 
+// A token is a line; 64 KiB is far more than any, and keeps /dev/zero from growing without limit.
+constexpr size_t kMaxSecretBytes = size_t{64} << 10;
+
 Result<std::string> ReadSecretFile(const std::string& path, std::string_view what) {
-  std::ifstream in(path);
-  if (!in) return Fail(path, "cannot read the " + std::string(what) + ": " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = ReadFileBounded(path, kMaxSecretBytes);
+  if (!text) return Fail(path, "cannot read the " + std::string(what) + ": " + text.error().message);
+  return *text;
 }
 
 Result<Topology> LoadClusterTopology(const DaemonConfig& c) {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "service/store_space.h"
+#include "util/file_read.h"
 #include "util/flags.h"
 
 namespace phalanx::service {
@@ -429,13 +430,14 @@ Status ParseInto(const std::string& text, const std::string& name, DaemonConfig&
   }
 }
 
+// A configuration file is a few KiB; the bound keeps `--config /dev/zero` from growing without limit.
+constexpr size_t kMaxConfigBytes = size_t{4} << 20;
+
 Status ReadFileInto(const std::string& path, DaemonConfig& c) {
-  std::ifstream in(path);
-  if (!in) return Fail(path, "cannot read the configuration file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  auto text = ReadFileBounded(path, kMaxConfigBytes);
+  if (!text) return Fail(path, "cannot read the configuration file: " + text.error().message);
   c.config_path = path;
-  return ParseInto(ss.str(), path, c);
+  return ParseInto(*text, path, c);
 }
 
 }  // namespace

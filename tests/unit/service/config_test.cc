@@ -254,5 +254,17 @@ TEST(DaemonConfig, FlagsOverrideTheFile) {
   EXPECT_NE(m.error().ToString().find("nope.yaml: cannot read"), std::string::npos) << m.error().ToString();
 }
 
+TEST(DaemonConfig, AConfigFileIsReadWithABound) {
+  // `--config /dev/zero` (or a huge file) fails fast naming the path and the limit.
+  auto z = LoadDaemonConfig("/dev/zero");
+  ASSERT_FALSE(z);
+  EXPECT_EQ(z.error().ToString(), "/dev/zero: cannot read the configuration file: larger than 4 MiB limit");
+  auto missing = LoadDaemonConfig("/nonexistent/phalanxd.yaml");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().ToString().find("/nonexistent/phalanxd.yaml: cannot read the configuration file: "),
+            std::string::npos)
+      << missing.error().ToString();
+}
+
 }  // namespace
 }  // namespace phalanx::service
