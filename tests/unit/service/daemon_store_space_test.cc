@@ -152,7 +152,12 @@ TEST(DaemonStoreSpace, RealTmpfsFilledUnderTheReserve) {
   Harness h;
   const std::string mnt = h.dir.File("state");
   std::filesystem::create_directories(mnt);
-  ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=16m,mode=0755"), 0) << std::strerror(errno);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=16m,mode=0755") != 0) {
+    // Root inside a container without CAP_SYS_ADMIN: the flow is covered with the injected
+    // reader (InjectedReaderRefusesBelowTheReserveAndRecovers); tests/skip-allowlist.txt says so.
+    if (errno == EPERM) GTEST_SKIP() << "no permission to mount a tmpfs: " << std::strerror(errno);
+    FAIL() << "mount tmpfs: " << std::strerror(errno);
+  }
   struct Unmount {
     std::string path;
     ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
