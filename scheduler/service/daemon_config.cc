@@ -46,7 +46,9 @@ class Section {
   const std::string& file() const { return file_; }
 
  private:
-  const YAML::Node& node_;
+  // By value (a handle): a Section may be made from `it->second` of a YAML iterator, whose
+  // proxy is gone at the end of that statement (ASan: stack-use-after-scope in ParseAccess).
+  const YAML::Node node_;
   std::string file_, prefix_;
   std::map<std::string, Handler> handlers_;
 };
