@@ -7,10 +7,14 @@
 // fills its command list (mutex-protected).
 #pragma once
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -20,6 +24,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "phalanx/v1/phalanx.grpc.pb.h"
@@ -340,5 +345,28 @@ class FakeAgent {
   bool ended_ = false;
   uint64_t barriers_ = 0;  // the launch id of the last Barrier's part
 };
+
+// HTTP/1.0 GET on 127.0.0.1:port: the status code and the body.
+inline std::pair<int, std::string> HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return {0, ""};
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  (void)!write(fd, req.data(), req.size());
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  const size_t sp = text.find(' ');
+  const size_t body = text.find("\r\n\r\n");
+  if (sp == std::string::npos || body == std::string::npos) return {0, text};
+  return {std::atoi(text.c_str() + sp + 1), text.substr(body + 4)};
+}
 
 }  // namespace phalanx::service::testing
