@@ -100,10 +100,32 @@ CREATE TABLE history(
 CREATE INDEX history_by_time ON history(time);
 )sql";
 
+// v4. Each job's history for the dashboard's job page (docs/dashboard.md): the job's events
+// (submit, start, checkpoint, preempt, resize, end, ...; the same rows as `events`, whose log
+// stays whole) numbered per job, at most Store's max_job_events per job (the first and the
+// latest are kept), and deleted with the history's retention once the job is final
+// (Batch::PruneHistory). Filled from the event log of an older file, with the same bound (128).
+constexpr std::string_view kV4 = R"sql(
+CREATE TABLE job_events(
+  job    INTEGER NOT NULL,
+  seq    INTEGER NOT NULL,
+  time   INTEGER NOT NULL,
+  kind   TEXT NOT NULL,
+  detail TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (job, seq)
+) WITHOUT ROWID;
+CREATE INDEX job_events_by_time ON job_events(time);
+INSERT INTO job_events(job, seq, time, kind, detail)
+  SELECT job, row_number() OVER (PARTITION BY job ORDER BY seq), time, kind, payload FROM events WHERE job != 0;
+DELETE FROM job_events WHERE seq > 1 AND
+  seq <= (SELECT max(seq) FROM job_events AS later WHERE later.job = job_events.job) - 127;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "jobs, checkpoints, nodes, events, meta", kV1},
     {2, "launch: how to run each job (opaque, the daemon's)", kV2},
     {3, "history: sampled series for dashboards", kV3},
+    {4, "job_events: each job's history, bounded", kV4},
 };
 
 }  // namespace

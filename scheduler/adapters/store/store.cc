@@ -29,6 +29,7 @@ struct Store::Statements {
   Statement select_jobs, select_job, select_nodes, select_meta, select_events, max_seq;
   Statement upsert_launch, select_launch, select_active_launch;
   Statement insert_series, insert_sample, prune_history;
+  Statement insert_job_event, trim_job_events, prune_job_events, select_job_events;
 
   static Result<std::unique_ptr<Statements>> Prepare(SqliteDb& db) {
     auto s = std::make_unique<Statements>();
@@ -73,6 +74,17 @@ struct Store::Statements {
          "INSERT INTO history(series, time, value) SELECT id, ?2, ?3 FROM history_series WHERE name = ?1 "
          "ON CONFLICT(series, time) DO UPDATE SET value = excluded.value"},
         {&s->prune_history, "DELETE FROM history WHERE time < ?1"},
+        {&s->insert_job_event,
+         "INSERT INTO job_events(job, seq, time, kind, detail) "
+         "SELECT ?1, coalesce(max(seq), 0) + 1, ?2, ?3, ?4 FROM job_events WHERE job = ?1"},
+        // The first and the latest ?2 - 1.
+        {&s->trim_job_events,
+         "DELETE FROM job_events WHERE job = ?1 AND seq > (SELECT min(seq) FROM job_events WHERE job = ?1) AND "
+         "seq <= (SELECT max(seq) FROM job_events WHERE job = ?1) - (?2 - 1)"},
+        {&s->prune_job_events,
+         "DELETE FROM job_events WHERE time < ?1 AND job IN (SELECT id FROM jobs WHERE state IN "
+         "('completed', 'failed', 'cancelled', 'killed'))"},
+        {&s->select_job_events, "SELECT seq, time, kind, detail FROM job_events WHERE job = ?1 ORDER BY seq"},
     };
     for (const auto& [stmt, sql] : all) {
       auto prepared = db.Prepare(sql);
@@ -131,11 +143,15 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
   meta.Reset();
   if (next < 1 || static_cast<uint64_t>(next) > kMaxJobId + 1)
     return Fail(path, "meta next_job_id is missing or invalid (" + std::to_string(next) + ")");
-  return std::unique_ptr<Store>(new Store(std::move(db), std::move(stmts), static_cast<JobId>(next)));
+  if (options.max_job_events < 2)
+    return Fail(
+        path, "max_job_events: " + std::to_string(options.max_job_events) + " (at least 2: the first and the latest)");
+  return std::unique_ptr<Store>(
+      new Store(std::move(db), std::move(stmts), static_cast<JobId>(next), options.max_job_events));
 }
 
-Store::Store(SqliteDb db, std::unique_ptr<Statements> stmts, JobId next_id)
-    : db_(std::move(db)), stmts_(std::move(stmts)), next_id_(next_id) {}
+Store::Store(SqliteDb db, std::unique_ptr<Statements> stmts, JobId next_id, size_t max_job_events)
+    : db_(std::move(db)), stmts_(std::move(stmts)), next_id_(next_id), max_job_events_(max_job_events) {}
 
 Store::~Store() = default;
 
@@ -158,6 +174,18 @@ Status Store::Exec(std::string_view sql) {
   return st;
 }
 
+// The event log's row, and for a job's event its history row (bounded per job).
+Status Store::InsertEvent(Time time, std::string_view kind, JobId job, std::string_view payload) {
+  Statements& s = *stmts_;
+  s.insert_event.Bind(1, time).Bind(2, kind).Bind(3, static_cast<int64_t>(job)).Bind(4, payload);
+  if (auto st = Run(s.insert_event); !st) return st;
+  if (job == kNoJob) return {};
+  s.insert_job_event.Bind(1, static_cast<int64_t>(job)).Bind(2, time).Bind(3, kind).Bind(4, payload);
+  if (auto st = Run(s.insert_job_event); !st) return st;
+  s.trim_job_events.Bind(1, static_cast<int64_t>(job)).Bind(2, static_cast<int64_t>(max_job_events_));
+  return Run(s.trim_job_events);
+}
+
 Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
   Statements& s = *stmts_;
   if (const auto* submit = std::get_if<Batch::Submit>(&op)) {
@@ -173,11 +201,7 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
     if (auto st = Run(s.insert_job); !st) return st;
     if (db_.Changes() == 0) return Fail(path(), JobWhere(spec.id) + ": already exists");
     if (spec.id >= next_id_) next_id_ = spec.id + 1;
-    s.insert_event.Bind(1, submit->now)
-        .Bind(2, std::string_view("submit"))
-        .Bind(3, static_cast<int64_t>(spec.id))
-        .Bind(4, std::string_view());
-    if (auto st = Run(s.insert_event); !st) return st;
+    if (auto st = InsertEvent(submit->now, "submit", spec.id, ""); !st) return st;
     result->submitted.push_back(spec.id);
     return {};
   }
@@ -212,11 +236,7 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
     return {};
   }
   if (const auto* event = std::get_if<Batch::Event>(&op)) {
-    s.insert_event.Bind(1, event->time)
-        .Bind(2, event->kind)
-        .Bind(3, static_cast<int64_t>(event->job))
-        .Bind(4, event->payload);
-    return Run(s.insert_event);
+    return InsertEvent(event->time, event->kind, event->job, event->payload);
   }
   if (const auto* ckpt = std::get_if<Batch::Checkpoint>(&op)) {
     s.insert_checkpoint.Bind(1, static_cast<int64_t>(ckpt->job))
@@ -254,7 +274,9 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
   }
   if (const auto* prune = std::get_if<Batch::Prune>(&op)) {
     s.prune_history.Bind(1, prune->before);
-    return Run(s.prune_history);
+    if (auto st = Run(s.prune_history); !st) return st;
+    s.prune_job_events.Bind(1, prune->before);
+    return Run(s.prune_job_events);
   }
   const auto& meta = std::get<Batch::Meta>(op);
   if (meta.key == kNextJobIdKey) return Fail(path(), "meta key 'next_job_id' belongs to the store");
@@ -514,6 +536,24 @@ Result<std::vector<StoredEvent>> Store::ReadEvents(uint64_t after_seq, size_t li
     if (!row) break;
     out.push_back(StoredEvent{static_cast<uint64_t>(q.Int(0)), q.Int(1), std::string(q.Text(2)),
                               static_cast<JobId>(q.Int(3)), std::string(q.Text(4))});
+  }
+  q.Reset();
+  return out;
+}
+
+Result<std::vector<StoredEvent>> Store::ReadJobEvents(JobId job) {
+  Statement& q = stmts_->select_job_events;
+  q.Bind(1, static_cast<int64_t>(std::min<JobId>(job, std::numeric_limits<int64_t>::max())));
+  std::vector<StoredEvent> out;
+  while (true) {
+    auto row = q.Step();
+    if (!row) {
+      q.Reset();
+      return Fail(path(), JobWhere(job) + ": reading its events: " + row.error().message);
+    }
+    if (!*row) break;
+    out.push_back(
+        StoredEvent{static_cast<uint64_t>(q.Int(0)), q.Int(1), std::string(q.Text(2)), job, std::string(q.Text(3))});
   }
   q.Reset();
   return out;

@@ -48,6 +48,9 @@ struct StoreOptions {
   bool verify_on_open = false;  // PRAGMA quick_check at open (O(file size))
   std::string vfs;              // SQLite VFS name; empty: the default (tests inject faults)
   int busy_timeout_ms = 5000;   // waiting for another connection's lock
+  // Events kept per job in job_events (the job page's history): the first and the latest
+  // max_job_events - 1. At least 2.
+  size_t max_job_events = 128;
 };
 
 // A batch of writes, applied atomically. Plain value; building one does no I/O.
@@ -60,7 +63,9 @@ class Batch {
   // The job's spec (hold/release change it) and persistent state; the job must exist.
   void SaveJobState(const JobRecord& job);
   // Appends the decision to the event log (kind = DecisionKindName, time = d.at). It does not
-  // change the job's row: save the job states the pass changed in the same batch.
+  // change the job's row: save the job states the pass changed in the same batch. Every event
+  // of a job (this, RecordEvent and SubmitJob's "submit") also goes to the job's history
+  // (ReadJobEvents), bounded per job (StoreOptions::max_job_events).
   void RecordDecision(const Decision& d);
   void RecordEvent(Time time, std::string kind, JobId job, std::string payload);
   // A checkpoint the job reported (history; the job's row holds the latest).
@@ -77,7 +82,8 @@ class Batch {
   // at the same time replaces the first). Names are non-empty, at most 200 bytes, and hold no
   // ',' or '*' (the history API's separators); values are finite.
   void RecordSamples(Time time, std::vector<std::pair<std::string, double>> samples);
-  // Deletes every history row older than `before` (retention).
+  // Deletes every history row older than `before` (retention), and the job_events rows older
+  // than `before` of jobs that are final.
   void PruneHistory(Time before);
 
   size_t size() const { return ops_.size(); }
@@ -209,6 +215,9 @@ class Store {
   Result<RecoveredState> LoadAll();
   Result<std::optional<JobRecord>> LoadJob(JobId id);
   Result<std::vector<StoredEvent>> ReadEvents(uint64_t after_seq, size_t limit);
+  // The job's history (job_events), oldest first: `seq` numbers the job's events from 1 (gaps
+  // where the bound dropped some), `payload` is the event's. Empty for an unknown job.
+  Result<std::vector<StoredEvent>> ReadJobEvents(JobId job);
   Result<std::optional<std::string>> GetMeta(std::string_view key);
   Result<std::optional<std::string>> LoadLaunchInfo(JobId id);
   // The history (Batch::RecordSamples). Fails on a SQLite error, and when the answer would hold
@@ -227,7 +236,8 @@ class Store {
 
  private:
   struct Statements;
-  Store(SqliteDb db, std::unique_ptr<Statements> stmts, JobId next_id);
+  Store(SqliteDb db, std::unique_ptr<Statements> stmts, JobId next_id, size_t max_job_events);
+  Status InsertEvent(Time time, std::string_view kind, JobId job, std::string_view payload);
   Status ApplyOne(const Batch& batch, BatchResult* result);
   Status ApplyOp(const Batch::Op& op, BatchResult* result);
   Status Run(Statement& stmt);  // Run() and record a fatal error
@@ -238,6 +248,7 @@ class Store {
   SqliteDb db_;
   std::unique_ptr<Statements> stmts_;  // destroyed before db_ (declared after it)
   JobId next_id_ = 1;                  // cached meta('next_job_id'); written with each commit
+  size_t max_job_events_ = 128;
   std::optional<Error> sticky_;
 };
 
