@@ -240,6 +240,11 @@ void HttpEndpoints::Collect() {
   have_losses_ = true;
 }
 
+void HttpEndpoints::set_history(store::Store* reader) {
+  history_ = reader;
+  if (dashboard_) dashboard_->set_store(reader);
+}
+
 h::Response HttpEndpoints::History(const h::Request& r) const {
   if (history_ == nullptr) return h::ErrorResponse(503, "history: this phalanxd keeps no history store");
   store::HistoryQuery q;
