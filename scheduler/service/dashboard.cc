@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "adapters/store/codec.h"
 #include "adapters/store/store.h"
 #include "adapters/topology/topology_text.h"
 #include "core/topology/fragmentation.h"
@@ -14,6 +15,7 @@
 #include "util/json.h"
 #include "util/log.h"
 #include "util/numbers.h"
+#include "util/strings.h"
 #include "web/web_assets.h"
 
 namespace phalanx::service {
@@ -71,6 +73,24 @@ std::string EventDetail(const JobRecord& job) {
   if (job.state == JobState::kPending && job.wait.kind != WaitKind::kNone)
     d += ", " + std::string(WaitKindName(job.wait.kind));
   return d;
+}
+
+// A stored event's payload ("gpus=0-7 reason=busbw%20360.0%20GB/s") for people: each value
+// unescaped (store::Escape), left as it is where it does not decode.
+std::string Readable(std::string_view payload) {
+  std::string out;
+  for (std::string_view field : Split(payload, ' ')) {
+    if (!out.empty()) out += ' ';
+    const size_t eq = field.find('=');
+    auto value = store::Unescape(eq == std::string_view::npos ? field : field.substr(eq + 1));
+    if (!value) {
+      out += field;
+      continue;
+    }
+    if (eq != std::string_view::npos) out += std::string(field.substr(0, eq + 1));
+    out += *value;
+  }
+  return out;
 }
 
 }  // namespace
@@ -376,7 +396,7 @@ std::string Dashboard::JobEventsJson(JobId id) const {
     // event only after its commit), also from before this phalanxd started.
     auto rows = store_->ReadJobEvents(id);
     if (rows) {
-      for (store::StoredEvent& r : *rows) stored.push_back(Event{r.time, std::move(r.kind), std::move(r.payload)});
+      for (store::StoredEvent& r : *rows) stored.push_back(Event{r.time, std::move(r.kind), Readable(r.payload)});
       events = &stored;
     } else {
       PHX_LOG(kWarn) << "dashboard: " << rows.error().ToString() << " (showing the events since the start)";

@@ -201,6 +201,7 @@ TEST_F(DaemonDashboard, JobEventsSurviveARestart) {
   ASSERT_NE(submit, std::string::npos) << before.body;
   ASSERT_NE(start, std::string::npos) << before.body;
   EXPECT_LT(submit, start);
+  EXPECT_NE(before.body.find("reason=busbw "), std::string::npos) << "the payload unescaped: " << before.body;
   EXPECT_NE(
       before.body.find("\"time\":" + std::to_string(kT0 + 60) + ",\"kind\":\"checkpoint_done\",\"detail\":\"epoch=1"),
       std::string::npos)
