@@ -81,9 +81,11 @@ struct Store::Statements {
         {&s->trim_job_events,
          "DELETE FROM job_events WHERE job = ?1 AND seq > (SELECT min(seq) FROM job_events WHERE job = ?1) AND "
          "seq <= (SELECT max(seq) FROM job_events WHERE job = ?1) - (?2 - 1)"},
+        // Through the time index, each old row's job looked up by id (an IN (SELECT ...) would
+        // scan every job at each prune).
         {&s->prune_job_events,
-         "DELETE FROM job_events WHERE time < ?1 AND job IN (SELECT id FROM jobs WHERE state IN "
-         "('completed', 'failed', 'cancelled', 'killed'))"},
+         "DELETE FROM job_events WHERE time < ?1 AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_events.job AND "
+         "jobs.state IN ('completed', 'failed', 'cancelled', 'killed'))"},
         {&s->select_job_events, "SELECT seq, time, kind, detail FROM job_events WHERE job = ?1 ORDER BY seq"},
     };
     for (const auto& [stmt, sql] : all) {
