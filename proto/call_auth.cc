@@ -96,9 +96,10 @@ std::expected<Ctx, MungeError> MakeCtx(const std::string& socket) {
 MungeError ErrorOf(munge_err_t e, munge_ctx_t ctx, const std::string& socket) {
   const char* why = munge_ctx_strerror(ctx);
   MungeError err{Classify(e), why != nullptr ? why : munge_strerror(e)};
-  if (err.kind == MungeFailure::kUnavailable)
+  // libmunge names the socket it tried ("Failed to access \"/run/munge/munge.socket.2\": ...").
+  if (err.kind == MungeFailure::kUnavailable && err.message.find("munged") == std::string::npos)
     err.message +=
-        " (munged at " + (socket.empty() ? std::string("libmunge's default socket") : socket) + "; is munged running?)";
+        " (munged's socket: " + (socket.empty() ? std::string("libmunge's default") : socket) + "; is munged running?)";
   return err;
 }
 
