@@ -106,6 +106,18 @@ std::shared_ptr<grpc::Channel> TcpChannel(const std::string& address,
                                                                  std::move(interceptors));
 }
 
+// Whether a connection to the channel's address comes up before `deadline`: false as soon as an
+// attempt fails (connection refused, no route), without waiting for gRPC's reconnect backoff.
+bool Answers(grpc::Channel& channel, std::chrono::system_clock::time_point deadline) {
+  grpc_connectivity_state state = channel.GetState(true);
+  while (state != GRPC_CHANNEL_READY) {
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) return false;
+    if (!channel.WaitForStateChange(state, deadline)) return false;
+    state = channel.GetState(true);
+  }
+  return true;
+}
+
 }  // namespace
 
 Connection::Connection(std::string socket_path, std::chrono::seconds deadline)
@@ -135,7 +147,7 @@ Connection::Connection(const Endpoint& endpoint, std::chrono::seconds deadline) 
       target_ = endpoint.servers[i];
       channel_ = TcpChannel(target_, creds, credentials_);
       if (endpoint.servers.size() == 1) break;
-      if (channel_->WaitForConnected(std::chrono::system_clock::now() + probe)) break;
+      if (Answers(*channel_, std::chrono::system_clock::now() + probe)) break;
       if (i + 1 < endpoint.servers.size()) tried_ += (tried_.empty() ? "" : ", ") + target_;
     }
   }
