@@ -100,7 +100,7 @@ TEST_F(UsersTcp, SubmitAndListAsTheCredentialsUid) {
   st = List(all, &list_cred, &listed);
   ASSERT_TRUE(st.ok()) << st.error_message();
   ASSERT_EQ(listed.jobs_size(), 1);
-  EXPECT_EQ(listed.jobs(0).job_id(), resp.job_id());
+  EXPECT_EQ(listed.jobs(0).id(), resp.job_id());
 
   // Without a credential, or with one made for another request: nothing.
   v1::ListJobsResponse none;
@@ -167,7 +167,7 @@ TEST_F(UsersTcp, WatchNeedsACredentialToo) {
   const uint64_t id = h_.SubmitOk(Harness::Spec(8, "watched"));  // through the socket
   v1::JobEvent ev;
   ASSERT_TRUE(stream->Read(&ev));
-  EXPECT_EQ(ev.job().job_id(), id);
+  EXPECT_EQ(ev.job().id(), id);
   ctx.TryCancel();
   v1::JobEvent rest;
   while (stream->Read(&rest)) {
