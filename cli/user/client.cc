@@ -34,6 +34,16 @@ std::unique_ptr<Connection> Connect(std::string_view program, std::string_view s
     PrintError(program, endpoint.error().ToString());
     return nullptr;
   }
+  if (!endpoint->tls_ca.empty()) {
+    // Read here, so that a CA that cannot be read is an error (empty roots would make gRPC trust
+    // the system's CAs instead).
+    auto ca = ReadFileBounded(endpoint->tls_ca, 1 << 20);
+    if (!ca || ca->empty()) {
+      PrintError(program, "tls_ca: " + (ca ? endpoint->tls_ca + ": empty" : ca.error().ToString()));
+      return nullptr;
+    }
+    endpoint->tls_ca_pem = std::move(*ca);
+  }
   return std::make_unique<Connection>(*endpoint, ResolveDeadline(std::getenv("PHALANX_TIMEOUT")));
 }
 
@@ -136,10 +146,9 @@ Connection::Connection(const Endpoint& endpoint, std::chrono::seconds deadline) 
     credentials_ = std::make_shared<CredentialState>();
     credentials_->munge_socket = endpoint.munge_socket;
     std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-    if (!endpoint.tls_ca.empty()) {
+    if (!endpoint.tls_ca_pem.empty()) {
       grpc::SslCredentialsOptions ssl;
-      // An unreadable CA leaves the roots empty: the TLS handshake then fails, naming the server.
-      if (auto ca = ReadFileBounded(endpoint.tls_ca, 1 << 20)) ssl.pem_root_certs = *ca;
+      ssl.pem_root_certs = endpoint.tls_ca_pem;
       creds = grpc::SslCredentials(ssl);
     }
     const auto probe = std::min<std::chrono::seconds>(deadline_, std::chrono::seconds(5));

@@ -51,6 +51,7 @@ struct Endpoint {
   std::string socket_path;           // when `servers` is empty
   std::string munge_socket;          // empty: libmunge's default
   std::string tls_ca;                // a CA file: TLS
+  std::string tls_ca_pem;            // its contents (Connect reads it; the Connection uses it)
   std::string origin;                // where the choice came from: "--server", "$PHALANX_SERVER", "file:3", ...
 };
 

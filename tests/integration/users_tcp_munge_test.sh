@@ -10,11 +10,11 @@
 #    expired one, one made for another request or another method, two at once;
 #  - munged not answering on the client: a clear error; a flood of bad calls: the log stays
 #    rate-limited and names the peer's address.
-# 77 (skipped) without munged or ip, or where network namespaces cannot be made (EPERM: a
+# 77 (skipped) without munged, ip, setpriv or openssl, or where network namespaces cannot be made (EPERM: a
 # container without CAP_SYS_ADMIN; tests/skip-allowlist.txt).
 set -u
 phalanxd=$1 gsub=$2 gq=$3 gcancel=$4 probe=$5
-for tool in munged ip setpriv; do
+for tool in munged ip setpriv openssl; do
   command -v "$tool" >/dev/null 2>&1 || { echo "$tool not found: skipped"; exit 77; }
 done
 dir=$(mktemp -d /tmp/phx-munge-XXXXXX)
@@ -129,4 +129,38 @@ records=$(grep -c "users over TCP: call from ipv4:$ns_ip:[0-9]* refused: phalanx
 [ "$records" -ge 1 ] && [ "$records" -le 4 ] || fail "$records log records of 201 calls without a credential (want 1..4)"
 grep -q "users over TCP: call from ipv4:$ns_ip:[0-9]* refused: phalanxd: invalid MUNGE credential" "$dir/d.log" ||
   fail "the forged credential was not logged with the peer's address"
-echo "users over TCP with MUNGE: ok (port $port, $records log records for 201 calls without a credential)"
+# TLS (docs/daemon.md's openssl recipe): phalanxd restarted on the same store with a certificate
+# for its address; a client with the CA in phalanx.conf is served, one without TLS is not.
+kill "${pids[0]}" && wait "${pids[0]}"
+pids=()
+(cd "$dir" &&
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=phx-test-ca -keyout ca.key -out ca.pem &&
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=phalanxd -keyout server.key -out server.csr &&
+  printf 'subjectAltName=IP:%s\n' "$host_ip" >san.ext &&
+  openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 -extfile san.ext \
+    -out server.pem) >"$dir/openssl.log" 2>&1 || { cat "$dir/openssl.log"; fail "openssl"; }
+chmod 600 "$dir/server.key" "$dir/ca.key"
+chmod 644 "$dir/ca.pem"
+printf '  tls_cert: %s\n  tls_key: %s\n' "$dir/server.pem" "$dir/server.key" >>"$dir/d.yaml"
+"$phalanxd" --config "$dir/d.yaml" >"$dir/d2.log" 2>&1 &
+pids+=($!)
+port=
+for _ in $(seq 100); do
+  port=$(sed -n 's/.*users over TCP: listening on .* (port \([0-9]*\), MUNGE credentials, TLS).*/\1/p' "$dir/d2.log")
+  [ -n "$port" ] && grep -q "phalanxd ready" "$dir/d2.log" && break
+  sleep 0.05
+done
+[ -n "$port" ] || { cat "$dir/d2.log"; fail "phalanxd with TLS did not report its port"; }
+printf 'server = %s:%s\nmunge_socket = %s\ntls_ca = %s\n' "$host_ip" "$port" "$m1" "$dir/ca.pem" >"$dir/tls.conf"
+chmod 644 "$dir/tls.conf"
+out=$(ip netns exec "$ns" setpriv --reuid=nobody --regid=nogroup --clear-groups env PHALANX_CONF="$dir/tls.conf" \
+  "$gq" -o "%i %u" --noheader 2>&1) || { cat "$dir/d2.log"; fail "gq over TLS: $out"; }
+[ "$(echo "$out" | tr -s ' ')" = "2 root" ] || fail "gq over TLS listed: '$out'"
+out=$(as_nobody "$gq" --server "$host_ip:$port" 2>&1) && fail "gq without TLS on the TLS port: $out"
+case $out in *"cannot reach phalanxd at $host_ip:$port"*) ;; *) fail "gq without TLS: '$out'" ;; esac
+printf 'server = %s:%s\ntls_ca = /nonexistent/ca.pem\n' "$host_ip" "$port" >"$dir/bad.conf"
+out=$(PHALANX_CONF=$dir/bad.conf "$gq" 2>&1)
+rc=$?
+[ "$rc" = 2 ] && [ "$out" = "gq: tls_ca: /nonexistent/ca.pem: cannot open: No such file or directory" ] ||
+  fail "gq with an unreadable tls_ca: rc $rc, '$out'"
+echo "users over TCP with MUNGE: ok (port $port, $records log records for 201 calls without a credential; TLS)"
