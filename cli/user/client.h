@@ -41,12 +41,12 @@ std::chrono::seconds ResolveDeadline(const char* env);
 struct CredentialState;
 
 // A channel to phalanxd at "unix:" + socket path, or over TCP (the Endpoint's servers) with a
-// MUNGE credential on every call (proto/call_auth.h) and TLS when the Endpoint has a CA (read
-// by Connect()). With
-// one address or the socket, creating a Connection does no I/O; gRPC connects on the first
-// call, which fails fast (UNAVAILABLE) when nothing listens. With several addresses, it tries
-// each in order (connecting, up to 5 s each) and keeps the first that answers (the last tried
-// when none does, so that the call's error names it).
+// MUNGE credential on every call (proto/call_auth.h) and TLS when the Endpoint carries a CA
+// (tls_ca_pem, read by Connect()). With one address or the socket, creating a Connection does
+// no I/O; gRPC connects on the first call, which fails fast (UNAVAILABLE) when nothing listens.
+// With several addresses, it tries each in order (connecting, up to 5 s each, less when one
+// refuses at once) and keeps the first that answers (the last tried when none does, so that
+// the call's error names it).
 class Connection {
  public:
   Connection(std::string socket_path, std::chrono::seconds deadline);
