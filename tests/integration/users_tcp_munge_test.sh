@@ -163,4 +163,10 @@ out=$(PHALANX_CONF=$dir/bad.conf "$gq" 2>&1)
 rc=$?
 [ "$rc" = 2 ] && [ "$out" = "gq: tls_ca: /nonexistent/ca.pem: cannot open: No such file or directory" ] ||
   fail "gq with an unreadable tls_ca: rc $rc, '$out'"
+# A clean stop; under ASan/UBSan (build-asan) their reports would be in the daemon's log.
+kill "${pids[0]}" && wait "${pids[0]}"
+pids=()
+if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$dir/d.log" "$dir/d2.log"; then
+  fail "sanitizer report in phalanxd's log"
+fi
 echo "users over TCP with MUNGE: ok (port $port, $records log records for 201 calls without a credential; TLS)"
