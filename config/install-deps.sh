@@ -24,6 +24,8 @@ packages=(
   # config/slurm/demo-slurm.sh). Never slurm-wlm-emulator: a front-end build that takes over the
   # slurmd alternative (docs/slurm.md)
   slurm-wlm slurmctld slurmd slurm-client munge libslurm-dev
+  # users over TCP (phalanxd users_tcp, the CLIs --server): MUNGE credentials, SHA-256 of the call
+  libmunge-dev libssl-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -24,6 +24,8 @@ constexpr OptionSpec kSpecs[] = {
     {"name", 'n', "NAME", "with -u/--me/-t: only jobs with this name"},
     {"json", 0, "", "print each job's CancelResponse or error as JSON"},
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
+    {"server", 0, "HOST:PORT[,...]",
+     "phalanxd over TCP, addresses tried in order (default $PHALANX_SERVER, /etc/phalanx/phalanx.conf)"},
     {"help", 'h', "", "this help"},
 };
 
@@ -102,8 +104,9 @@ int Run(const std::vector<std::string>& args) {
     return kExitUsage;
   }
 
-  Connection conn(ResolveSocket(o->Get("socket"), std::getenv("PHALANX_SOCKET"), CurrentDir()),
-                  ResolveDeadline(std::getenv("PHALANX_TIMEOUT")));
+  auto connection = Connect(kProgram, o->Get("server"), o->Get("socket"));
+  if (!connection) return kExitUsage;
+  Connection& conn = *connection;
   if (by_filter) {
     v1::ListJobsRequest request;
     request.set_user(o->Has("user") ? o->Get("user") : CurrentUser());

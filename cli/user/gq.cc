@@ -27,6 +27,8 @@ constexpr OptionSpec kSpecs[] = {
     {"noheader", 0, "", "no header line"},
     {"json", 0, "", "print the ListJobsResponse as JSON"},
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
+    {"server", 0, "HOST:PORT[,...]",
+     "phalanxd over TCP, addresses tried in order (default $PHALANX_SERVER, /etc/phalanx/phalanx.conf)"},
     {"help", 'h', "", "this help"},
 };
 
@@ -122,9 +124,9 @@ int Run(const std::vector<std::string>& args) {
     return kExitUsage;
   }
 
-  const std::string cwd = CurrentDir();
-  Connection conn(ResolveSocket(o->Get("socket"), std::getenv("PHALANX_SOCKET"), cwd),
-                  ResolveDeadline(std::getenv("PHALANX_TIMEOUT")));
+  auto connection = Connect(kProgram, o->Get("server"), o->Get("socket"));
+  if (!connection) return kExitUsage;
+  Connection& conn = *connection;
   v1::ListJobsResponse listed;
   int rc = kExitOk;
   if (!query->ids.empty()) {

@@ -68,8 +68,9 @@ int Run(const std::vector<std::string>& args) {
     return kExitUsage;
   }
 
-  Connection conn(ResolveSocket(plan->socket, std::getenv("PHALANX_SOCKET"), ctx.cwd),
-                  ResolveDeadline(std::getenv("PHALANX_TIMEOUT")));
+  auto connection = Connect(kProgram, plan->server, plan->socket);
+  if (!connection) return kExitUsage;
+  Connection& conn = *connection;
   v1::SubmitRequest request;
   *request.mutable_spec() = std::move(plan->spec);
   v1::SubmitResponse response;

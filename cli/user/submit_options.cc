@@ -39,6 +39,8 @@ constexpr OptionSpec kSpecs[] = {
     {"parsable", 0, "", "print only the job id"},
     {"json", 0, "", "print the SubmitResponse as JSON"},
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
+    {"server", 0, "HOST:PORT[,...]",
+     "phalanxd over TCP, addresses tried in order (default $PHALANX_SERVER, /etc/phalanx/phalanx.conf)"},
     {"help", 'h', "", "this help"},
 };
 
@@ -430,6 +432,7 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
   plan.parsable = options.Has("parsable");
   plan.json = options.Has("json");
   plan.socket = options.Get("socket");
+  plan.server = options.Get("server");
   return plan;
 }
 

@@ -49,6 +49,7 @@ struct SubmitPlan {
   bool parsable = false;
   bool json = false;
   std::string socket;  // --socket (may come from a directive); empty: the default
+  std::string server;  // --server (may come from a directive); empty: $PHALANX_SERVER, the file, the socket
 };
 
 // gsub's option table (also used for the help text).

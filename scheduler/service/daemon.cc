@@ -124,12 +124,16 @@ struct Daemon::Parts {
   std::unique_ptr<HistorySampler> history;  // used and stopped on the io thread
   PeerRegistry peers;
   std::unique_ptr<UidRateLimiter> rate;
+  std::unique_ptr<CallAuthenticator> user_auth;  // users_tcp: MUNGE credentials (outlives identity)
   std::unique_ptr<Identity> identity;
   std::unique_ptr<JobsService> jobs;
   std::unique_ptr<ClusterService> cluster;
   std::unique_ptr<AgentsService> agents;
+  std::unique_ptr<JobsService> jobs_tcp;        // the same services for users over TCP (a service
+  std::unique_ptr<ClusterService> cluster_tcp;  // object serves one gRPC server)
   std::unique_ptr<grpc::Server> user_server;
   std::unique_ptr<grpc::Server> agent_server;
+  std::unique_ptr<grpc::Server> user_tcp_server;
   std::unique_ptr<UnixListener> listener;
   std::unique_ptr<boost::asio::signal_set> signals;
 #ifdef PHALANX_HAVE_HTTP
@@ -349,6 +353,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
                                           std::set<std::string>(config.admin_groups.begin(), config.admin_groups.end()),
                                           p.rate.get());
   p.identity->set_agent_token(token);
+  if (!config.users_tcp.listen.empty()) {
+    p.user_auth = std::make_unique<CallAuthenticator>(config.users_tcp.munge_socket);
+    p.identity->set_user_auth(p.user_auth.get());
+  }
   p.jobs = std::make_unique<JobsService>(p.io, p.controller.get(), p.identity.get());
   p.cluster = std::make_unique<ClusterService>(p.io, p.controller.get(), p.identity.get());
   if (p.executor) p.agents = std::make_unique<AgentsService>(p.io, &p.executor->sessions(), p.identity.get());
@@ -384,6 +392,45 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
                        : config.agents.tls_client_ca.empty() ? "TLS + token"
                                                              : "mutual TLS")
                    << ")";
+  }
+  if (p.user_auth) {
+    const UserTcpConfig& u = config.users_tcp;
+    std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+    if (!u.tls_cert.empty()) {
+      grpc::SslServerCredentialsOptions ssl;
+      auto cert = ReadSecretFile(u.tls_cert, "TLS certificate");
+      auto key = ReadSecretFile(u.tls_key, "TLS key");
+      if (!cert || !key) {
+        d->Stop();
+        return std::unexpected(!cert ? cert.error() : key.error());
+      }
+      ssl.pem_key_cert_pairs.push_back({*key, *cert});
+      creds = grpc::SslServerCredentials(ssl);
+    }
+    if (grpc::Status st = p.user_auth->SelfCheck(); !st.ok())
+      PHX_LOG(kWarn) << "users_tcp: MUNGE does not work here yet (" << st.error_message()
+                     << "): calls over TCP are refused until it does";
+    p.jobs_tcp = std::make_unique<JobsService>(p.io, p.controller.get(), p.identity.get());
+    p.cluster_tcp = std::make_unique<ClusterService>(p.io, p.controller.get(), p.identity.get());
+    grpc::ServerBuilder b;
+    if (limits.idle_timeout_s > 0)
+      b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                           static_cast<int>(std::min(limits.idle_timeout_s * 1000, 2e9)));
+    int port = 0;
+    b.AddListeningPort(u.listen, creds, &port);
+    b.RegisterService(p.jobs_tcp.get());
+    b.RegisterService(p.cluster_tcp.get());
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(p.user_auth->MakeFactory());
+    b.experimental().SetInterceptorCreators(std::move(interceptors));
+    p.user_tcp_server = b.BuildAndStart();
+    if (!p.user_tcp_server || port == 0) {
+      d->Stop();
+      return Fail("users_tcp.listen", "cannot listen on '" + u.listen + "'");
+    }
+    d->users_tcp_port_ = port;
+    PHX_LOG(kInfo) << "users over TCP: listening on " << u.listen << " (port " << port << ", MUNGE credentials"
+                   << (u.tls_cert.empty() ? ", no TLS" : ", TLS") << ")";
   }
   p.listener = std::make_unique<UnixListener>(config.socket_path, &p.peers, limits);
   if (auto st =
@@ -455,8 +502,10 @@ void Daemon::Stop() {
   // 3. gRPC: in-flight calls finish (the io thread and the committer still run).
   const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(2);
   if (p.agent_server) p.agent_server->Shutdown(deadline);
+  if (p.user_tcp_server) p.user_tcp_server->Shutdown(deadline);
   if (p.user_server) p.user_server->Shutdown(deadline);
   if (p.agent_server) p.agent_server->Wait();
+  if (p.user_tcp_server) p.user_tcp_server->Wait();
   if (p.user_server) p.user_server->Wait();
   // 4. Everything queued is committed (callbacks still reach the io thread).
   if (p.committer) p.committer->Close();

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <utility>
 
+#include "call_auth.h"
 #include "service/store_space.h"
 #include "util/file_read.h"
 #include "util/flags.h"
@@ -324,6 +325,23 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     t.On("format", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.topology_format); });
     return t.Run();
   });
+  s.On("users_tcp", [&](const YAML::Node& v, const std::string&) -> Status {
+    Section t(v, file, "users_tcp.");
+    Conv tc{t};
+    UserTcpConfig& u = c.users_tcp;
+    t.On("listen", [&](const YAML::Node& x, const std::string& key) -> Status {
+      PHX_RETURN_IF_ERROR(tc.Str(x, key, &u.listen));
+      if (!u.listen.empty() && !auth::HaveMunge())
+        return Fail(t.Where(x), key +
+                                    ": this phalanxd was built without libmunge (libmunge-dev was not installed "
+                                    "when it was configured): install it and rebuild to serve users over TCP");
+      return {};
+    });
+    t.On("tls_cert", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &u.tls_cert); });
+    t.On("tls_key", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &u.tls_key); });
+    t.On("munge_socket", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &u.munge_socket); });
+    return t.Run();
+  });
   s.On("agents", [&](const YAML::Node& v, const std::string&) -> Status {
     Section t(v, file, "agents.");
     Conv tc{t};
@@ -595,6 +613,12 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     if (!o.starts_with("http://") && !o.starts_with("https://"))
       return Fail(where, "http.allowed_origins: '" + o + "' is not an origin (http://host[:port] or https://...)");
   }
+  const UserTcpConfig& u = c.users_tcp;
+  if (u.tls_cert.empty() != u.tls_key.empty())
+    return Fail(where, "users_tcp.tls_cert and users_tcp.tls_key go together");
+  if (u.listen.empty() && !u.tls_cert.empty()) return Fail(where, "users_tcp.tls_cert: needs users_tcp.listen");
+  if (!u.listen.empty() && !auth::HaveMunge())
+    return Fail(where, "users_tcp.listen: this phalanxd was built without libmunge (install libmunge-dev, rebuild)");
   const AgentListenerConfig& a = c.agents;
   if (a.tls_cert.empty() != a.tls_key.empty()) return Fail(where, "agents.tls_cert and agents.tls_key go together");
   if (!a.tls_client_ca.empty() && a.tls_cert.empty())

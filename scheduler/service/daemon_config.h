@@ -30,6 +30,15 @@ struct AgentListenerConfig {
   std::string tls_client_ca;      // CA of agent certificates: mutual TLS (agents must present one)
 };
 
+// Users over TCP (docs/daemon.md, "Users over TCP"): gRPC for gsub/gq/... from other machines,
+// each call authenticated by a MUNGE credential (service/call_authenticator.h). Off by default;
+// refused when phalanxd was built without libmunge.
+struct UserTcpConfig {
+  std::string listen;             // "host:port"; empty: no TCP listener for users
+  std::string tls_cert, tls_key;  // server certificate and key (PEM): TLS when both are set
+  std::string munge_socket;       // munged's socket; empty: libmunge's default
+};
+
 // mode: slurm (docs/slurm.md): Slurm runs the jobs, Phalanx places the managed ones.
 struct SlurmSection {
   std::string conf;      // slurm.conf for libslurm; empty: $SLURM_CONF or Slurm's default
@@ -61,6 +70,7 @@ struct DaemonConfig {
   std::vector<std::string> admin_groups;  // members of these groups are admins too
   PrivateData private_data;               // what others see of a job (caller.h)
   AccessConfig access;                    // who may use which class and account
+  UserTcpConfig users_tcp;                // users from other machines (off by default)
 
   // State.
   std::string db_path = "/var/lib/phalanx/phalanxd.db";

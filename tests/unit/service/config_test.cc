@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "call_auth.h"
 #include "daemon_harness.h"
 #include "service/daemon_config.h"
 
@@ -264,6 +265,49 @@ TEST(DaemonConfig, AConfigFileIsReadWithABound) {
   EXPECT_NE(missing.error().ToString().find("/nonexistent/phalanxd.yaml: cannot read the configuration file: "),
             std::string::npos)
       << missing.error().ToString();
+}
+
+// users_tcp (docs/daemon.md, "Users over TCP"): off in the example and by default; its keys; TLS
+// files in pairs; unknown keys named with the line; refused without libmunge.
+TEST(DaemonConfig, UsersTcpSection) {
+  auto example = LoadDaemonConfig(std::string(PHALANX_SOURCE_DIR) + "/config/phalanxd.example.yaml");
+  ASSERT_TRUE(example) << example.error().ToString();
+  EXPECT_TRUE(example->users_tcp.listen.empty());
+  const std::string yaml =
+      "users_tcp:\n"
+      "  listen: 0.0.0.0:6820\n"
+      "  munge_socket: /run/munge/other.socket\n"
+      "  tls_cert: /etc/phalanx/server.pem\n"
+      "  tls_key: /etc/phalanx/server.key\n";
+  auto c = ParseDaemonConfig(yaml, "d.yaml");
+  if (!auth::HaveMunge()) {
+    ASSERT_FALSE(c);
+    EXPECT_EQ(c.error().where, "d.yaml:2");
+    EXPECT_NE(c.error().message.find("users_tcp.listen: this phalanxd was built without libmunge"), std::string::npos)
+        << c.error().message;
+    return;
+  }
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->users_tcp.listen, "0.0.0.0:6820");
+  EXPECT_EQ(c->users_tcp.munge_socket, "/run/munge/other.socket");
+  EXPECT_EQ(c->users_tcp.tls_cert, "/etc/phalanx/server.pem");
+  EXPECT_TRUE(ValidateDaemonConfig(*c));
+
+  auto unknown = ParseDaemonConfig("users_tcp:\n  listen: 0.0.0.0:6820\n  tls_ca: x\n", "d.yaml");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().where, "d.yaml:3");
+  EXPECT_NE(unknown.error().message.find("tls_ca"), std::string::npos) << unknown.error().message;
+
+  auto half = ParseDaemonConfig("users_tcp:\n  listen: 0.0.0.0:6820\n  tls_cert: /a.pem\n", "d.yaml");
+  ASSERT_TRUE(half) << half.error().ToString();
+  auto st = ValidateDaemonConfig(*half);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message, "users_tcp.tls_cert and users_tcp.tls_key go together");
+  auto no_listen = ParseDaemonConfig("users_tcp:\n  tls_cert: /a.pem\n  tls_key: /a.key\n", "d.yaml");
+  ASSERT_TRUE(no_listen) << no_listen.error().ToString();
+  st = ValidateDaemonConfig(*no_listen);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message, "users_tcp.tls_cert: needs users_tcp.listen");
 }
 
 }  // namespace
