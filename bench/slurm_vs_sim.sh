@@ -110,15 +110,19 @@ lab_run() {
         v["StartTime"], v["EndTime"], v["JobState"], v["NumCPUs"], g * n, n, v["TimeLimit"], v["NodeList"] }' | sort -t'|' -k1,1n
   } >"$dir/jobs.sacct"
   stop_lab
+  trap - EXIT INT TERM
+}
+
+# starters DIR: who started each job (DIR/starter, "JobID how"), from DIR/slurmctld.log.
+starters() {
   # Who started each job: "sched: Allocate" is the main scheduler (schedule()) or the submit RPC
-  # (job_allocate at submission: the start follows the submit line directly), "backfill: Started"
+  # (job_allocate at submission: the start follows the submit line directly), "_start_job: Started"
   # is a backfill cycle.
   awk '/_slurm_rpc_submit_batch_job: JobId=/ { match($0, /JobId=[0-9]+/); sub_[substr($0, RSTART + 6, RLENGTH - 6)] = 1; last = substr($0, RSTART + 6, RLENGTH - 6) }
     /sched: Allocate JobId=/ { match($0, /JobId=[0-9]+/); id = substr($0, RSTART + 6, RLENGTH - 6); how[id] = (prev_submit == id) ? "submit" : "main" }
-    /backfill: Started JobId=/ { match($0, /JobId=[0-9]+/); how[substr($0, RSTART + 6, RLENGTH - 6)] = "backfill" }
+    /_start_job: Started JobId=/ { match($0, /JobId=[0-9]+/); how[substr($0, RSTART + 6, RLENGTH - 6)] = "backfill" }
     { if ($0 ~ /_slurm_rpc_submit_batch_job: JobId=/) prev_submit = last; else if ($0 !~ /sched: Allocate|debug/) prev_submit = "" }
-    END { for (id in how) print id, how[id] }' "$dir/slurmctld.log" | sort -n >"$dir/starter"
-  trap - EXIT INT TERM
+    END { for (id in how) print id, how[id] }' "$1/slurmctld.log" | sort -n >"$1/starter"
 }
 
 if [[ -z "$replay" ]]; then
@@ -140,6 +144,7 @@ fi
 for s in $seeds; do
   dir=$out/seed-$s
   [[ -s "$dir/jobs.sacct" ]] || { echo "no $dir/jobs.sacct" >&2; exit 1; }
+  starters "$dir"
   pol_args=()
   for p in $policies; do pol_args+=(--policy "$p"); done
   "$phalanx" sim --topology "$src/config/topologies/demo.yaml" --trace "$dir/jobs.sacct" --walltime trace \
@@ -156,7 +161,9 @@ for s in $seeds; do
       return sprintf("avg %6.1f  median %5.1f  p90 %5.1f  max %5.1f", n ? s / n : 0, n ? a[int((n + 1) / 2)] : 0, n ? a[int(n * 0.9 + 0.999)] : 0, n ? a[n] : 0) }
     BEGIN { np = split(policies, pol, " ")
       while ((getline line < starter) > 0) { split(line, f, " "); how[f[1]] = f[2] }
-      FS = ","; while ((getline line < csv) > 0) { split(line, f, ","); if (f[1] == "policy") { for (i = 1; i <= length(f); i++) col[f[i]] = i; continue }
+      FS = ","; while ((getline line < csv) > 0) { k = split(line, f, ",")
+        if (hdr && k > hdr) { # the policy spec (first column) had commas: join them back
+          x = k - hdr; for (i = 2; i <= x + 1; i++) f[1] = f[1] "," f[i]; for (i = 2; i <= hdr; i++) f[i] = f[i + x] } if (f[1] == "policy") { hdr = k; for (i = 1; i <= k; i++) col[f[i]] = i; continue }
         w[f[col["policy"]], f[col["job_id"]]] = f[col["wait_s"]] }
       FS = "|" }
     NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
