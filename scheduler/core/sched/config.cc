@@ -37,6 +37,11 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
       c.backfill_max_jobs = 500;
       c.backfill_window = 24 * 3600;
       c.main_queue_depth = 100;
+      // PriorityType's default is priority/basic: jobs in submit order (and under
+      // priority/multifactor every PriorityWeight* defaults to 0). The multifactor job-size term
+      // let large jobs jump the queue, which Slurm with its defaults never does
+      // (bench/slurm_vs_sim.sh, docs/simulator.md "slurm-like vs Slurm 22.05").
+      c.order = QueueOrder::kFifo;
     }
     return c;
   }
