@@ -160,6 +160,7 @@ void Batch::RecordSamples(Time time, std::vector<std::pair<std::string, double>>
   ops_.emplace_back(Samples{time, std::move(samples)});
 }
 void Batch::PruneHistory(Time before) { ops_.emplace_back(Prune{before}); }
+void Batch::RenewLeadership(int64_t lease_ms) { ops_.emplace_back(Renew{lease_ms}); }
 
 // ---- Open ------------------------------------------------------------------------------------
 
@@ -340,6 +341,18 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
     s.prune_history.Bind(1, prune->before);
     return Run(s.prune_history);
   }
+  if (const auto* renew = std::get_if<Batch::Renew>(&op)) {
+    // The fence of this transaction checked the epoch, with the row locked for update.
+    if (epoch_ == 0) return Fail(path(), "leadership: this store does not lead (AcquireLeadership first)");
+    if (renew->lease_ms <= 0)
+      return Fail(path(), "leadership: lease " + std::to_string(renew->lease_ms) + " ms must be > 0");
+    PHX_ASSIGN_OR_RETURN(const int64_t now, DbNowMs());
+    LeaderLease lease;
+    lease.holder = holder_;
+    lease.epoch = epoch_;
+    lease.expires_ms = now + renew->lease_ms;
+    return WriteLease(lease);
+  }
   const auto& meta = std::get<Batch::Meta>(op);
   if (meta.key == kNextJobIdKey || meta.key == kLeaderKey)
     return Fail(path(), "meta key '" + meta.key + "' belongs to the store");
@@ -375,7 +388,13 @@ std::vector<Result<BatchResult>> Store::ApplyGroup(std::span<const Batch* const>
     abort(st.error());
     return out;
   }
-  if (auto st = Fence(); !st) {
+  // A renewal writes the lease row: lock it for update from the start (a share lock upgraded
+  // later could deadlock with a standby waiting to take over).
+  const bool renews = std::any_of(batches.begin(), batches.end(), [](const Batch* b) {
+    return std::any_of(b->ops_.begin(), b->ops_.end(),
+                       [](const Batch::Op& op) { return std::holds_alternative<Batch::Renew>(op); });
+  });
+  if (auto st = Fence(renews); !st) {
     abort(st.error());
     return out;
   }
@@ -721,9 +740,9 @@ Status Store::WriteLease(const LeaderLease& lease) {
   return Run(u);
 }
 
-Status Store::Fence() {
+Status Store::Fence(bool for_update) {
   if (epoch_ == 0) return {};
-  Statement& q = stmts_->lease_share;
+  Statement& q = for_update ? stmts_->lease_update : stmts_->lease_share;
   PHX_ASSIGN_OR_RETURN(auto row, q.Step());
   const std::string value = row ? std::string(q.Text(0)) : std::string();
   q.Reset();

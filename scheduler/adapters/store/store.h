@@ -97,6 +97,10 @@ class Batch {
   void RecordSamples(Time time, std::vector<std::pair<std::string, double>> samples);
   // Deletes every history row older than `before` (retention).
   void PruneHistory(Time before);
+  // Extends this Store's leadership lease to `lease_ms` from now (the database's clock), in the
+  // batch's transaction: a leader renews through its GroupCommitter, behind its other writes.
+  // Fails when the Store does not lead; when it was deposed the fence refuses the batch anyway.
+  void RenewLeadership(int64_t lease_ms);
 
   size_t size() const { return ops_.size(); }
   bool empty() const { return ops_.empty(); }
@@ -143,7 +147,10 @@ class Batch {
   struct Prune {
     Time before;
   };
-  using Op = std::variant<Submit, Save, Event, Checkpoint, Node, Meta, Launch, Samples, Prune>;
+  struct Renew {
+    int64_t lease_ms;
+  };
+  using Op = std::variant<Submit, Save, Event, Checkpoint, Node, Meta, Launch, Samples, Prune, Renew>;
   std::vector<Op> ops_;
 };
 
@@ -278,7 +285,7 @@ class Store {
  private:
   struct Statements;
   Store(std::unique_ptr<Db> db, std::unique_ptr<Statements> stmts, JobId next_id);
-  Status Fence();                              // in a write transaction: is epoch_ current?
+  Status Fence(bool for_update);               // in a write transaction: is epoch_ current?
   Result<LeaderLease> LockLease(bool* found);  // in a transaction: read meta('leader') for update
   Result<int64_t> DbNowMs();
   Status WriteLease(const LeaderLease& lease);

@@ -104,6 +104,19 @@ TEST_P(StoreLeaderTest, RenewalKeepsTheLeaseAndResigningHandsItOver) {
     EXPECT_EQ(renewed->epoch, 1u);
     EXPECT_FALSE(b->AcquireLeadership("b", 400)) << "renewed at " << i;
   }
+  // The same through a batch (how phalanxd renews, behind its other writes in the committer).
+  {
+    GroupCommitter committer(a.get());
+    for (int i = 0; i < 3; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      Batch renew;
+      renew.RenewLeadership(400);
+      renew.RecordEvent(i, "renewed", 0, "");
+      auto r = committer.Write(std::move(renew));
+      ASSERT_TRUE(r) << r.error().ToString();
+      EXPECT_FALSE(b->AcquireLeadership("b", 400)) << "renewed by batch at " << i;
+    }
+  }
   auto same = a->AcquireLeadership("a", 400);  // the leader acquiring again renews
   ASSERT_TRUE(same);
   EXPECT_EQ(same->epoch, 1u);
@@ -123,6 +136,11 @@ TEST_P(StoreLeaderTest, BadArgumentsAndTheReservedKey) {
   EXPECT_TRUE(Has(a->AcquireLeadership("a\nb", 100).error().message, "printable"));
   EXPECT_TRUE(Has(a->AcquireLeadership("a", 0).error().message, "lease 0 ms must be > 0"));
   EXPECT_TRUE(Has(a->RenewLeadership(100).error().message, "does not lead"));
+  Batch renew;
+  renew.RenewLeadership(100);
+  auto nr = a->Apply(renew);
+  ASSERT_FALSE(nr);
+  EXPECT_TRUE(Has(nr.error().message, "does not lead")) << nr.error().message;
   Batch b;
   b.SetMeta("leader", "1 99999999999999 me");
   auto r = a->Apply(b);
