@@ -6,7 +6,8 @@
 # With --backend=postgresql or both and no --dsn, a throwaway PostgreSQL cluster is started in a
 # temporary directory (initdb + pg_ctl, Unix socket only, the server's default durability:
 # fsync on, synchronous_commit on; as the user nobody when run as root) and removed afterwards.
-# PG_BINDIR: the server's binaries (default: the newest /usr/lib/postgresql/*/bin).
+# PG_BINDIR: the server's binaries (default: the newest /usr/lib/postgresql/*/bin); PG_SERVER_OPTS:
+# more server settings, e.g. "-c synchronous_commit=off" (commits not flushed before the ack).
 # Set JOBS for parallel make (default 2); STORE_BENCH=PATH runs that binary instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,7 @@ if [ "$want_pg" = 1 ]; then
   cleanup() { "${as[@]}" "$bindir/pg_ctl" -D "$pgdir/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$pgdir"; }
   trap cleanup EXIT
   "${as[@]}" "$bindir/initdb" -D "$pgdir/data" -U phalanx --auth=trust -E UTF8 --locale=C >"$pgdir/initdb.log"
-  "${as[@]}" "$bindir/pg_ctl" -D "$pgdir/data" -o "-k $pgdir -c listen_addresses=" -l "$pgdir/server.log" -w start >/dev/null
+  "${as[@]}" "$bindir/pg_ctl" -D "$pgdir/data" -o "-k $pgdir -c listen_addresses= ${PG_SERVER_OPTS:-}" -l "$pgdir/server.log" -w start >/dev/null
   args+=("--dsn=host=$pgdir user=phalanx dbname=postgres")
 fi
 "$STORE_BENCH" "${args[@]}"
