@@ -193,6 +193,12 @@ class PgStatement final : public StatementImpl {
       PQclear(res);
       return std::unexpected(std::move(e));
     }
+    // COMMIT of a transaction that had failed "succeeds" as a ROLLBACK: that is a failure here.
+    if (sql_ == "COMMIT" && std::strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {
+      PQclear(res);
+      conn_->fatal = false;
+      return Fail(conn_->path, "'COMMIT': the transaction had failed and was rolled back");
+    }
     const char* tuples = PQcmdTuples(res);
     conn_->changes = tuples != nullptr && *tuples != '\0' ? std::strtoll(tuples, nullptr, 10) : 0;
     res_ = res;
@@ -249,6 +255,11 @@ Status PgDb::Exec(std::string_view sql) {
     Error e = conn_->MakeError("'" + text.substr(0, 60) + "'", res);
     PQclear(res);
     return std::unexpected(std::move(e));
+  }
+  if (text == "COMMIT" && std::strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {
+    PQclear(res);
+    conn_->fatal = false;
+    return Fail(conn_->path, "'COMMIT': the transaction had failed and was rolled back");
   }
   PQclear(res);
   return {};

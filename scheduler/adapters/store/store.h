@@ -289,6 +289,9 @@ class Store {
   Result<LeaderLease> LockLease(bool* found);  // in a transaction: read meta('leader') for update
   Result<int64_t> DbNowMs();
   Status WriteLease(const LeaderLease& lease);
+  // One transaction for the group, each batch in a savepoint or (savepoints false) none: then
+  // false when a batch failed -- nothing committed, `out` to be filled again.
+  bool ApplyGroupOnce(std::span<const Batch* const> batches, bool savepoints, std::vector<Result<BatchResult>>& out);
   Status ApplyOne(const Batch& batch, BatchResult* result);
   Status ApplyOp(const Batch::Op& op, BatchResult* result);
   Status Run(Statement& stmt);  // Run() and record a fatal error

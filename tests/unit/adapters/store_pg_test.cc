@@ -124,6 +124,26 @@ TEST_P(PgStore, MigratesAnOldSchemaWithItsData) {
   EXPECT_EQ((*s)->LoadLaunchInfo(7).value_or(std::nullopt).value_or(""), std::string("\0\x01launch", 8));
 }
 
+// PostgreSQL answers COMMIT of a failed transaction with ROLLBACK, not an error: PgDb makes it one.
+TEST_P(PgStore, CommitOfAFailedTransactionIsAnError) {
+  auto db = PgDb::Connect(pg_->NewDsn());
+  ASSERT_TRUE(db) << db.error().ToString();
+  ASSERT_TRUE((*db)->Exec("BEGIN"));
+  EXPECT_FALSE((*db)->Exec("SELECT 1 / 0"));
+  EXPECT_TRUE((*db)->InTransaction());
+  auto commit = (*db)->Prepare("COMMIT");
+  ASSERT_TRUE(commit);
+  auto st = commit->Run();
+  ASSERT_FALSE(st);
+  EXPECT_TRUE(Has(st.error().message, "rolled back")) << st.error().message;
+  EXPECT_FALSE((*db)->InTransaction());
+  ASSERT_TRUE((*db)->Exec("BEGIN"));
+  EXPECT_FALSE((*db)->Exec("SELECT 1 / 0"));
+  auto exec = (*db)->Exec("COMMIT");
+  ASSERT_FALSE(exec);
+  EXPECT_TRUE(Has(exec.error().message, "rolled back")) << exec.error().message;
+}
+
 TEST_P(PgStore, LostConnectionStopsWritesUntilReopened) {
   const std::string dsn = pg_->NewDsn() + " application_name=victim";
   auto s = Store::Open(dsn, options_);
