@@ -111,7 +111,7 @@ Row Summarize(std::vector<double>& lat, Clock::duration wall, uint64_t txns) {
 Row Committer(const std::string& path, SyncMode sync, int threads, int total) {
   auto store = OpenFresh(path, sync);
   std::vector<std::vector<double>> lat(threads);
-  const int per = total / threads;
+  const int per = std::max(1, total / threads);
   GroupCommitter committer(store.get());
   const auto t0 = Clock::now();
   std::vector<std::thread> ts;
