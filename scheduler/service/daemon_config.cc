@@ -303,6 +303,24 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     Section t(v, file, "store.");
     Conv tc{t};
     t.On("path", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.db_path); });
+    t.On("backend", [&](const YAML::Node& x, const std::string& key) -> Status {
+      const auto backend = store::ParseBackend(Scalar(x));
+      if (!backend) return tc.Bad(x, key, "sqlite or postgresql");
+      if (*backend == store::Backend::kPostgres && !store::PostgresBuilt())
+        return Fail(t.Where(x), key +
+                                    ": postgresql: this phalanxd was built without the PostgreSQL backend "
+                                    "(libpq-dev was not found when it was configured); use sqlite, or rebuild");
+      c.store_backend = *backend;
+      return {};
+    });
+    t.On("dsn", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.store_dsn); });
+    t.On("lease", [&](const YAML::Node& x, const std::string& key) -> Status {
+      double d = 0;
+      if (auto st = tc.Seconds(x, key, &d); !st) return st;
+      if (d < 1) return tc.Bad(x, key, "a number of seconds >= 1");
+      c.store_lease_s = d;
+      return {};
+    });
     t.On("sync", [&](const YAML::Node& x, const std::string& key) -> Status {
       const std::string m = Scalar(x);
       if (m == "normal") c.sync = store::SyncMode::kNormal;
@@ -581,6 +599,10 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   const std::string where = c.config_path.empty() ? "config" : c.config_path;
   if (c.socket_path.empty()) return Fail(where, "socket: must not be empty");
   if (c.db_path.empty()) return Fail(where, "store.path: must not be empty");
+  if (c.store_backend == store::Backend::kPostgres && c.store_dsn.empty())
+    return Fail(where,
+                "store.dsn: backend postgresql needs a libpq connection string (e.g. "
+                "\"host=/run/postgresql dbname=phalanx\")");
   if (c.master_port_min == 0 || c.master_port_min > c.master_port_max)
     return Fail(where, "agents.master_port_min/max: need 0 < min <= max (got " + std::to_string(c.master_port_min) +
                            ".." + std::to_string(c.master_port_max) + ")");

@@ -138,6 +138,43 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
   }
 }
 
+// store.backend: sqlite by default; postgresql with a dsn (and a lease), in a build with libpq.
+TEST(DaemonConfig, StoreBackend) {
+  auto d = ParseDaemonConfig("", "s.yaml");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->store_backend, store::Backend::kSqlite);
+  EXPECT_EQ(d->store_lease_s, 30);
+  const std::string pg = "store:\n  backend: postgresql\n  dsn: host=/run/postgresql dbname=phalanx\n  lease: 12\n";
+  auto c = ParseDaemonConfig(pg, "s.yaml");
+  if (store::PostgresBuilt()) {
+    ASSERT_TRUE(c) << c.error().ToString();
+    EXPECT_EQ(c->store_backend, store::Backend::kPostgres);
+    EXPECT_EQ(c->store_dsn, "host=/run/postgresql dbname=phalanx");
+    EXPECT_EQ(c->store_lease_s, 12);
+  } else {
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.error().ToString().find("s.yaml:2: store.backend: postgresql: this phalanxd was built without"),
+              std::string::npos)
+        << c.error().ToString();
+  }
+  const std::pair<std::string, std::string> bad[] = {
+      {"store:\n  backend: mysql\n", "s.yaml:2: store.backend: expected sqlite or postgresql, got 'mysql'"},
+      {"store:\n  lease: 0.5\n", "s.yaml:2: store.lease: expected a number of seconds >= 1, got '0.5'"},
+  };
+  for (const auto& [text, expect] : bad) {
+    auto r = ParseDaemonConfig(text, "s.yaml");
+    ASSERT_FALSE(r) << text;
+    EXPECT_NE(r.error().ToString().find(expect), std::string::npos) << r.error().ToString() << "\nwanted: " << expect;
+  }
+  if (store::PostgresBuilt()) {
+    auto r = ParseDaemonConfig("store:\n  backend: postgresql\n", "s.yaml");
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().ToString().find("store.dsn: backend postgresql needs a libpq connection string"),
+              std::string::npos)
+        << r.error().ToString();
+  }
+}
+
 TEST(DaemonConfig, UserLimitsHaveDefaultsAndAreRead) {
   auto d = ParseDaemonConfig("", "empty.yaml");
   ASSERT_TRUE(d) << d.error().ToString();
