@@ -1,10 +1,9 @@
 // array_bench: what a 10,000-task job array costs the core (docs/performance.md, "Job arrays").
 //
 // Cluster: a SuperPOD of 128 SUs x 32 DGX H100 nodes (32,768 GPUs), 90% of it held by long
-// 8-GPU jobs. Then N array tasks (max_array_size raised to N + 1) of 1 GPU each are submitted (Scheduler::Submit per task, as
-// phalanxd does) and one pass is timed, for three cases: the array with %8, the array without a
-// limit, and N independent jobs of the same shape (the baseline). Median of --reps fresh runs.
-// Usage: array_bench [--reps=R] [--n=N]
+// 8-GPU jobs. Then N array tasks (max_array_size raised to N + 1) of 1 GPU each are submitted (Scheduler::Submit per
+// task, as phalanxd does) and one pass is timed, for three cases: the array with %8, the array without a limit, and N
+// independent jobs of the same shape (the baseline). Median of --reps fresh runs. Usage: array_bench [--reps=R] [--n=N]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
