@@ -210,8 +210,10 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
   s.On("max_walltime",
        [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.max_walltime); });
   s.On("max_array_size", [&](const YAML::Node& v, const std::string& key) -> Status {
-    PHX_RETURN_IF_ERROR(cv.U32(v, key, &k.max_array_size, kArraySizeCeiling));
-    if (k.max_array_size == 0) return cv.Bad(v, key, "a whole number in 1.." + std::to_string(kArraySizeCeiling));
+    uint32_t n = 0;
+    if (!cv.U32(v, key, &n, kArraySizeCeiling) || n == 0)
+      return cv.Bad(v, key, "a whole number in 1.." + std::to_string(kArraySizeCeiling));
+    k.max_array_size = n;
     return {};
   });
   s.On("pass_interval",
