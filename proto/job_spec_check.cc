@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <string>
 
+#include "util/dependency.h"
+#include "util/job_array.h"
 #include "util/job_fields.h"
 
 namespace phalanx {
@@ -70,6 +72,13 @@ Status CheckJobSpec(const v1::JobSpec& p) {
     return Fail("spec.after_ok", Str(p.after_ok_size()) + " dependencies; at most " + Str(kMaxArguments));
   for (uint64_t id : p.after_ok()) {
     if (id == 0) return Fail("spec.after_ok", "job id 0 does not exist");
+  }
+  if (!p.dependency().empty()) {
+    if (p.after_ok_size() > 0) return Fail("spec.dependency", "give after_ok or dependency, not both");
+    if (auto d = ParseDependencies(p.dependency()); !d) return Fail("spec.dependency", d.error().message);
+  }
+  if (!p.array().empty()) {
+    if (auto a = ParseArraySpec(p.array(), kArraySizeCeiling); !a) return Fail("spec.array", a.error().message);
   }
   return CheckRun(p);
 }

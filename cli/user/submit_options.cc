@@ -5,6 +5,8 @@
 #include "duration.h"
 #include "job_spec_check.h"
 #include "signal_names.h"
+#include "util/dependency.h"
+#include "util/job_array.h"
 #include "util/job_fields.h"
 #include "util/strings.h"
 
@@ -30,7 +32,9 @@ constexpr OptionSpec kSpecs[] = {
     {"job-name", 'J', "NAME", "default: the script's or the command's name"},
     {"output", 'o', "PATTERN", "stdout file: %j id, %x name, %u user, %N node (default phalanx-%j.out)"},
     {"error", 'e', "PATTERN", "stderr file (default: the stdout file)"},
-    {"dependency", 'd', "afterok:ID[:ID...]", "start after these jobs completed successfully"},
+    {"dependency", 'd', "TYPE:ID[:ID...][,...]",
+     "after, afterany, afterok, afternotok (ID, ARRAY or ARRAY_TASK), singleton; ',' all, '?' any"},
+    {"array", 'a', "INDEXES[%N]", "job array: 0-99, 1,3,5-7 or 0-15:4; %N: at most N tasks running at once"},
     {"account", 'A', "NAME", "account to charge"},
     {"hold", 'H', "", "submit the job held"},
     {"chdir", 'D', "DIR", "working directory (default: the current one)"},
@@ -250,21 +254,11 @@ Result<std::pair<int, int64_t>> ParseCheckpointSignal(const OptionValue& v) {
   return std::pair{*n, seconds};
 }
 
-Result<std::vector<uint64_t>> ParseDependency(const OptionValue& v) {
-  std::vector<uint64_t> ids;
-  for (std::string_view item : Split(v.value, ',')) {
-    const std::vector<std::string_view> parts = Split(item, ':');
-    if (parts[0] != "afterok") {
-      return std::unexpected(v.Bad(Quote(item) + ": only afterok:ID[:ID...] is supported"));
-    }
-    if (parts.size() < 2) return std::unexpected(v.Bad(Quote(item) + ": afterok needs a job id"));
-    for (size_t i = 1; i < parts.size(); ++i) {
-      auto id = ParseCount(parts[i], 1, UINT64_MAX);
-      if (!id) return std::unexpected(v.Bad(Quote(item) + ": " + Quote(parts[i]) + " is not a job id"));
-      ids.push_back(*id);
-    }
-  }
-  return ids;
+// Slurm's forms (util/dependency.h), sent in its canonical text.
+Result<std::string> ParseDependency(const OptionValue& v) {
+  auto d = ParseDependencies(v.value);
+  if (!d) return std::unexpected(v.Bad(d.error().message));
+  return FormatDependencies(*d);
 }
 
 Result<std::map<std::string, std::string>> ParseExport(const OptionValue& v,
@@ -360,8 +354,13 @@ Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ct
     spec.set_stderr_pattern(v->value);
   }
   if (const OptionValue* v = o.Find("dependency")) {
-    PHX_ASSIGN_OR_RETURN(auto ids, ParseDependency(*v));
-    for (uint64_t id : ids) spec.add_after_ok(id);
+    PHX_ASSIGN_OR_RETURN(auto text, ParseDependency(*v));
+    spec.set_dependency(text);
+  }
+  if (const OptionValue* v = o.Find("array")) {
+    // The daemon's max_array_size applies there; here only Slurm's ceiling.
+    if (auto a = ParseArraySpec(v->value, kArraySizeCeiling); !a) return std::unexpected(v->Bad(a.error().message));
+    spec.set_array(v->value);
   }
   if (const OptionValue* v = o.Find("account")) {
     PHX_RETURN_IF_ERROR(Rule(*v, CheckLabel("account", v->value)));

@@ -77,7 +77,7 @@ struct GpuCount {
 Result<GpuCount> ParseGpus(const OptionValue& v);                                // N | MIN:MAX
 Result<std::pair<v1::TopologyLevel, bool>> ParseTopology(const OptionValue& v);  // level, prefer
 Result<std::pair<int, int64_t>> ParseCheckpointSignal(const OptionValue& v);     // signal, seconds
-Result<std::vector<uint64_t>> ParseDependency(const OptionValue& v);
+Result<std::string> ParseDependency(const OptionValue& v);                       // Slurm's forms -> canonical text
 Result<std::map<std::string, std::string>> ParseExport(const OptionValue& v,
                                                        const std::map<std::string, std::string>& environment);
 

@@ -63,6 +63,19 @@ std::map<std::string, std::string> BuildJobEnvironment(const LaunchSpec& spec, c
   set("NNODES", std::to_string(spec.nnodes > 0 ? spec.nnodes : 1));
   set("NPROC_PER_NODE", local);
   set("LOCAL_WORLD_SIZE", local);
+  if (spec.array_job_id != kNoJob) {
+    // Slurm's array variables (sbatch's OUTPUT ENVIRONMENT VARIABLES).
+    set("SLURM_ARRAY_JOB_ID", std::to_string(spec.array_job_id));
+    set("SLURM_ARRAY_TASK_ID", std::to_string(spec.array_task_id));
+    set("SLURM_ARRAY_TASK_COUNT", std::to_string(spec.array_shape.count));
+    set("SLURM_ARRAY_TASK_MIN", std::to_string(spec.array_shape.min));
+    set("SLURM_ARRAY_TASK_MAX", std::to_string(spec.array_shape.max));
+    set("SLURM_ARRAY_TASK_STEP", std::to_string(spec.array_shape.step));
+  } else {
+    for (const char* k : {"SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
+                          "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP"})
+      env.erase(k);  // a submitter's own, from inside another array task
+  }
   return env;
 }
 

@@ -8,6 +8,8 @@
 //   PHALANX_CHECKPOINT_EPOCH and PHALANX_CHECKPOINT_PATH (only when resuming)
 //   MASTER_ADDR, MASTER_PORT, WORLD_SIZE, NODE_RANK, NNODES, NPROC_PER_NODE and
 //   LOCAL_WORLD_SIZE (both = the number of local GPUs): what torchrun's flags want.
+//   SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT, _MIN, _MAX, _STEP: an array
+//   task's (STEP: the indices' common difference, 1 when uneven); removed for other jobs.
 //
 // Defaults, only when the job's environment lacks them: HOME, USER, LOGNAME, SHELL (from the
 // passwd entry), PATH=/usr/local/bin:/usr/bin:/bin. MASTER_ADDR defaults to the first host of

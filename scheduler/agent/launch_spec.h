@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/common/ids.h"
+#include "util/job_array.h"
 
 namespace phalanx::agent {
 
@@ -55,6 +56,11 @@ struct LaunchSpec {
   int checkpoint_signal = 0;
   uint64_t resume_epoch = 0;  // > 0: PHALANX_CHECKPOINT_EPOCH/PATH are set
   std::string resume_path;
+
+  // An array task (SLURM_ARRAY_*, %A and %a); array_job_id kNoJob: not a task.
+  JobId array_job_id = kNoJob;
+  uint32_t array_task_id = 0;
+  ArrayShape array_shape;  // of the array's indices (spec.array)
 };
 
 }  // namespace phalanx::agent

@@ -106,7 +106,8 @@ Result<LaunchedPart> Launcher::Launch(const LaunchSpec& spec, const LaunchFiles&
   }
   p.exec_name = p.argv[0];
   p.envp = EnvironmentStrings(env);
-  const PatternFields fields{spec.job_id, spec.job_name, id.name, options_.node, spec.node_rank};
+  const PatternFields fields{spec.job_id,    spec.job_name,     id.name,           options_.node,
+                             spec.node_rank, spec.array_job_id, spec.array_task_id};
   p.stdout_path =
       ExpandOutputPattern(spec.stdout_pattern.empty() ? kDefaultOutputPattern : spec.stdout_pattern, fields);
   if (!spec.stderr_pattern.empty()) p.stderr_path = ExpandOutputPattern(spec.stderr_pattern, fields);

@@ -43,6 +43,13 @@ Result<LaunchSpec> LaunchSpecFromProto(const v1::LaunchCommand& cmd) {
   s.checkpoint_signal = js.checkpoint_signal();
   s.resume_epoch = cmd.checkpoint_epoch();
   s.resume_path = cmd.checkpoint_path();
+  if (cmd.array_job_id() != 0) {
+    s.array_job_id = cmd.array_job_id();
+    s.array_task_id = cmd.array_task_id();
+    auto array = ParseArraySpec(js.array(), kArraySizeCeiling);
+    if (!array) return Fail("launch.spec.array", array.error().message);
+    s.array_shape = ShapeOfArray(array->tasks);
+  }
   return s;
 }
 

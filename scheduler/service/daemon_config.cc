@@ -13,6 +13,7 @@
 #include "service/store_space.h"
 #include "util/file_read.h"
 #include "util/flags.h"
+#include "util/job_array.h"
 
 namespace phalanx::service {
 namespace {
@@ -209,6 +210,13 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
        [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.default_walltime); });
   s.On("max_walltime",
        [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.max_walltime); });
+  s.On("max_array_size", [&](const YAML::Node& v, const std::string& key) -> Status {
+    uint32_t n = 0;
+    if (!cv.U32(v, key, &n, kArraySizeCeiling) || n == 0)
+      return cv.Bad(v, key, "a whole number in 1.." + std::to_string(kArraySizeCeiling));
+    k.max_array_size = n;
+    return {};
+  });
   s.On("pass_interval",
        [&](const YAML::Node& v, const std::string& key) { return cv.Seconds(v, key, &c.pass_interval_s); });
   s.On("limits", [&](const YAML::Node& v, const std::string&) -> Status {

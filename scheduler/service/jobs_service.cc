@@ -105,10 +105,26 @@ grpc::ServerUnaryReactor* JobsService::Cancel(grpc::CallbackServerContext* ctx, 
                                               v1::CancelResponse* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    controller_->Cancel(who, req->job_id(), req->signal(), [r, resp](CallStatus st, std::optional<JobState> state) {
+    auto answer = [r, resp](CallStatus st, std::optional<JobState> state) {
       resp->set_state(state ? ToProto(*state) : v1::JOB_STATE_UNSPECIFIED);
       r->Finish(ToGrpcStatus(st));
-    });
+    };
+    const Scheduler& core = controller_->core();
+    JobId id = req->job_id();
+    if (req->has_array_task_id()) {
+      // One task (gcancel 1234_7).
+      id = core.array_task_job(req->job_id(), req->array_task_id());
+      if (id == kNoJob) {
+        const std::string what = core.array_tasks(req->job_id()) == nullptr
+                                     ? "no such array"
+                                     : "the array has no task " + std::to_string(req->array_task_id());
+        return r->Finish(
+            grpc::Status(grpc::StatusCode::NOT_FOUND, "array " + std::to_string(req->job_id()) + ": " + what));
+      }
+    } else if (core.array_tasks(id) != nullptr) {
+      return controller_->CancelArray(who, id, req->signal(), std::move(answer));
+    }
+    controller_->Cancel(who, id, req->signal(), std::move(answer));
   });
 }
 

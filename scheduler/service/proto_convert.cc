@@ -3,6 +3,7 @@
 #include <map>
 
 #include "job_spec_check.h"
+#include "util/dependency.h"
 #include "util/hostlist.h"
 
 namespace phalanx::service {
@@ -67,6 +68,11 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
   s.checkpoint_grace = p.checkpoint_warning_s();  // the checkpoint deadline comes this long after the signal
   s.held = p.hold();
   s.after_ok.assign(p.after_ok().begin(), p.after_ok().end());
+  if (!p.dependency().empty()) {
+    auto d = ParseDependencies(p.dependency());  // checked by CheckJobSpec
+    if (!d) return Fail("spec.dependency", d.error().message);
+    s.depends = std::move(*d);
+  }
   return s;
 }
 
@@ -166,6 +172,9 @@ void FillJob(const JobRecord& job, const JobExtras& extras, const Topology& topo
   spec->set_hold(s.held);
   spec->clear_after_ok();
   for (JobId d : s.after_ok) spec->add_after_ok(d);
+  spec->set_dependency(s.depends.empty() ? "" : FormatDependencies(s.depends));
+  out->set_array_job_id(s.array_id);
+  out->set_array_task_id(s.array_task);
   out->set_user(s.user);
   out->set_state(ToProto(job.state));
   out->set_held(s.held);
@@ -314,6 +323,8 @@ v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job
   c.set_walltime_s((job.run_walltime > 0 ? job.run_walltime : job.walltime) + kAgentWalltimeMargin);
   c.set_checkpoint_epoch(job.checkpoint_epoch);
   c.set_checkpoint_path(job.checkpoint_path);
+  c.set_array_job_id(job.spec.array_id);
+  c.set_array_task_id(job.spec.array_task);
   return c;
 }
 

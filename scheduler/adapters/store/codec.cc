@@ -1,12 +1,16 @@
 #include "adapters/store/codec.h"
 
+#include <algorithm>
+#include <iterator>
 #include <limits>
 #include <type_traits>
 #include <utility>
 
 #include "core/topology/level.h"
 #include "core/topology/limits.h"
+#include "util/dependency.h"
 #include "util/numbers.h"
+#include "util/strings.h"
 
 namespace phalanx::store {
 namespace {
@@ -163,13 +167,21 @@ std::string EncodeJobSpec(const JobSpec& s) {
   out += " submit=" + std::to_string(s.submit);
   // Optional, written only when set: rows written before the field existed decode as 0.
   if (s.checkpoint_grace != 0) out += " grace=" + std::to_string(s.checkpoint_grace);
+  if (!s.depends.empty()) out += " dep=" + Escape(FormatDependencies(s.depends));
+  if (s.array_id != kNoJob) {
+    out += " array=" + std::to_string(s.array_id) + ":" + std::to_string(s.array_task) + ":" +
+           std::to_string(s.array_max_running);
+  }
   return out;
 }
 
 Result<JobSpec> DecodeJobSpec(std::string_view text) {
   // Split into exactly the expected fields, in order.
   std::string_view values[kSpecFields];
-  std::optional<std::string_view> grace;  // the optional field after them
+  // The optional fields after them, each at most once and in this order.
+  constexpr std::string_view kOptional[] = {"grace", "dep", "array"};
+  std::optional<std::string_view> optional[std::size(kOptional)];
+  size_t next_optional = 0;  // the first optional field that may still come
   size_t n = 0;
   while (true) {
     const size_t space = text.find(' ');
@@ -177,11 +189,14 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
     const size_t eq = field.find('=');
     if (eq == std::string_view::npos) return Fail("spec", "field '" + Escape(field) + "' has no '='");
     const std::string_view key = field.substr(0, eq);
-    if (n == kSpecFields && key == "grace" && !grace) {
-      grace = field.substr(eq + 1);
+    const size_t o = std::find(std::begin(kOptional), std::end(kOptional), key) - std::begin(kOptional);
+    if (n == kSpecFields && o < std::size(kOptional) && o >= next_optional) {
+      optional[o] = field.substr(eq + 1);
+      next_optional = o + 1;
     } else {
       if (n >= kSpecFields)
-        return Fail("spec", "unexpected field '" + Escape(key) + "' after '" + (grace ? "grace" : "submit") + "'");
+        return Fail("spec", "unexpected field '" + Escape(key) + "' after '" +
+                                std::string(next_optional > 0 ? kOptional[next_optional - 1] : "submit") + "'");
       if (key != kSpecKeys[n])
         return Fail("spec", "expected field '" + std::string(kSpecKeys[n]) + "', found '" + Escape(key) + "'");
       values[n++] = field.substr(eq + 1);
@@ -247,8 +262,23 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
   s.after_ok = std::move(*after);
   PHX_RETURN_IF_ERROR(num(20, &s.submit));
   // Written only when not 0, so "grace=0" is not the one encoding of any spec.
-  if (grace && (!ParseNumber(*grace, &s.checkpoint_grace) || s.checkpoint_grace == 0))
+  if (const auto& grace = optional[0]; grace && (!ParseNumber(*grace, &s.checkpoint_grace) || s.checkpoint_grace == 0))
     return Fail("spec.grace", "bad number '" + Escape(*grace) + "'");
+  if (const auto& dep = optional[1]) {
+    auto text = Unescape(*dep);
+    if (!text) return Fail("spec.dep", text.error().message);
+    auto d = ParseDependencies(*text);
+    if (!d) return Fail("spec.dep", d.error().message);
+    if (FormatDependencies(*d) != *text)  // one spec, one encoding
+      return Fail("spec.dep", "'" + Escape(*text) + "' is not written as the store writes it");
+    s.depends = std::move(*d);
+  }
+  if (const auto& array = optional[2]) {
+    const std::vector<std::string_view> parts = Split(*array, ':');
+    if (parts.size() != 3 || !ParseNumber(parts[0], &s.array_id) || s.array_id == kNoJob ||
+        !ParseNumber(parts[1], &s.array_task) || !ParseNumber(parts[2], &s.array_max_running))
+      return Fail("spec.array", "expected ARRAY:TASK:MAX_RUNNING, found '" + Escape(*array) + "'");
+  }
   return s;
 }
 

@@ -61,6 +61,8 @@ struct SchedulerConfig {
   Duration backfill_window = 0;
   Duration default_walltime = 3600;
   Duration max_walltime = 7 * 24 * 3600;
+  // Slurm's MaxArraySize: an array task's index must be below it (1001: indices 0..1000).
+  uint32_t max_array_size = 1001;
 
   // Class tiers are strict by default: one class step (30000 / 3 with four classes) outweighs
   // age + fairshare + size together (7000), so fairshare orders jobs within a class.

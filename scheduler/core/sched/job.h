@@ -12,6 +12,7 @@
 #include "core/common/ids.h"
 #include "core/common/time.h"
 #include "core/placement/placer.h"
+#include "util/dependency.h"
 
 namespace phalanx {
 
@@ -40,6 +41,15 @@ struct JobSpec {
   Duration restart_cost = 120;       // seconds of GPU time lost by any restart
   bool held = false;
   std::vector<JobId> after_ok;  // start only after these completed successfully
+  // Slurm's --dependency (util/dependency.h): after, afterany, afterok, afternotok, singleton,
+  // joined by ',' (all) or '?' (any); after_ok's ids count as afterok items of it. A target is a
+  // job, an array (every task) or one task of an array (DependItem::task).
+  Dependencies depends;
+  // An array task: the array's id (an id of its own, never also a job's: the tasks take the
+  // ids after it), the task's index, and the array's %N (0: no limit on tasks running at once).
+  JobId array_id = kNoJob;
+  uint32_t array_task = 0;
+  uint32_t array_max_running = 0;
   Time submit = 0;
 
   bool elastic() const { return min_gpus > 0 && min_gpus < shape.gpus && shape.nodes == 0; }
@@ -52,7 +62,7 @@ enum class JobState : uint8_t {
   kCompleted,
   kFailed,
   kCancelled,
-  kKilled,  // walltime exceeded, or a dependency failed
+  kKilled,  // walltime exceeded
 };
 std::string_view JobStateName(JobState state);
 inline bool IsFinal(JobState s) { return s >= JobState::kCompleted; }
@@ -68,9 +78,12 @@ enum class WaitKind : uint8_t {
   kAccountLimit,
   kHeld,
   kDependency,
-  kUnsatisfiable,  // can never run on this cluster
-  kPreempting,     // waiting for the jobs it preempts to checkpoint
+  kUnsatisfiable,    // can never run on this cluster
+  kPreempting,       // waiting for the jobs it preempts to checkpoint
+  kDependencyNever,  // a dependency can never be met (Slurm's DependencyNeverSatisfied); stays pending
+  kArrayTaskLimit,   // its array already runs %N tasks (Slurm's JobArrayTaskLimit)
 };
+inline constexpr WaitKind kLastWaitKind = WaitKind::kArrayTaskLimit;  // for loops over the kinds
 std::string_view WaitKindName(WaitKind kind);
 
 struct WaitReason {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/sched/internal/dependencies.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/spec_checks.h"
 #include "util/job_fields.h"
@@ -68,6 +69,13 @@ const std::vector<Reservation>& Scheduler::reservations() const { return s_->res
 Time Scheduler::next_backfill() const {
   return s_->config.backfill_interval > 0 ? s_->last_backfill + s_->config.backfill_interval : kForever;
 }
+
+const std::vector<JobId>* Scheduler::array_tasks(JobId array) const {
+  auto it = s_->arrays.find(array);
+  return it == s_->arrays.end() ? nullptr : &it->second;
+}
+
+JobId Scheduler::array_task_job(JobId array, uint32_t task) const { return ArrayTaskJob(*s_, array, task); }
 const std::vector<JobId>& Scheduler::queue() const { return s_->queue; }
 Time Scheduler::now() const { return s_->now; }
 
@@ -121,6 +129,7 @@ Status Scheduler::Submit(JobSpec spec, Time now) {
   s.limits.AddPending(rec.spec.user, rec.spec.account);
   JobRecord& job = s.jobs.emplace(id, std::move(rec)).first->second;
   s.pending.Insert(id, &job);
+  IndexArrayTask(s, job);
   return {};
 }
 
@@ -330,8 +339,18 @@ std::string Scheduler::CheckInvariants() const {
     // Links refer to known jobs (jobs are never forgotten); FinishRestore drops the others.
     if (!s.restoring) {
       for (JobId dep : job.spec.after_ok) {
-        if (!s.jobs.contains(dep)) out << "job " << id << ": dependency on unknown job " << dep << "\n";
+        if (!s.jobs.contains(dep) && !s.arrays.contains(dep))
+          out << "job " << id << ": dependency on unknown job " << dep << "\n";
       }
+      for (const DependItem& d : job.spec.depends.items) {
+        if (d.kind == DependKind::kSingleton) continue;
+        const bool known =
+            d.task ? ArrayTaskJob(s, d.job, *d.task) != kNoJob : s.jobs.contains(d.job) || s.arrays.contains(d.job);
+        if (!known) out << "job " << id << ": dependency on unknown " << FormatDependItem(d) << "\n";
+      }
+      if (job.spec.array_id != kNoJob && ArrayTaskJob(s, job.spec.array_id, job.spec.array_task) != id)
+        out << "job " << id << ": not indexed as task " << job.spec.array_task << " of array " << job.spec.array_id
+            << "\n";
       for (JobId v : job.victims) {
         if (!s.jobs.contains(v)) out << "job " << id << ": unknown victim " << v << "\n";
       }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/sched/internal/dependencies.h"
 #include "core/sched/internal/elastic_growth.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/preemption.h"
@@ -51,14 +52,18 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     job.wait = WaitReason{kind, std::move(detail), start};
   };
   if (job.spec.held) return wait(WaitKind::kHeld);
-  for (JobId dep : job.spec.after_ok) {
-    const JobRecord& d = s.jobs.at(dep);
-    if (d.state == JobState::kFailed || d.state == JobState::kCancelled || d.state == JobState::kKilled) {
-      (void)s.limits.RemovePending(job.spec.user, job.spec.account);
-      s.pending.Erase(id);
-      return s.Kill(job, now, "dependency: job " + std::to_string(dep) + " " + std::string(JobStateName(d.state)), out);
-    }
-    if (d.state != JobState::kCompleted) return wait(WaitKind::kDependency, "afterok:" + std::to_string(dep));
+  // A dependency that can never be met leaves the job pending (as Slurm without
+  // kill_invalid_depend): the user cancels it, or it waits for nothing forever.
+  if (DependCheck dep = CheckDependencies(s, pass, job); dep.state != DependState::kMet) {
+    return wait(dep.state == DependState::kNever ? WaitKind::kDependencyNever : WaitKind::kDependency,
+                std::move(dep.detail));
+  }
+  if (job.spec.array_max_running > 0) {
+    auto it = pass.array_active.find(job.spec.array_id);
+    if (it != pass.array_active.end() && it->second >= job.spec.array_max_running)
+      return wait(WaitKind::kArrayTaskLimit, std::to_string(it->second) + " of array " +
+                                                 std::to_string(job.spec.array_id) + " running (%" +
+                                                 std::to_string(job.spec.array_max_running) + ")");
   }
   const uint32_t n = s.MinLegalSize(job);
   if (std::string why = s.placer->Unsatisfiable(SchedulerState::ShapeFor(job, n)); !why.empty())
@@ -91,6 +96,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   if (!dominated) {
     if (auto p = TryStartNow(s, pass, job)) {
       StartJob(s, pass, job, *p, out);
+      NoteStarted(pass, job);
       return;
     }
     if (!own) pass.failed_shapes.push_back({key, n, w});
@@ -177,6 +183,7 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   // One walk over the pending jobs, in id order, touching each record once (tens of thousands
   // of records do not stay in cache from one walk to the next): claims become reservations and
   // priorities are computed; then the queue is sorted on the keys.
+  NoteActiveJobs(s, pass);
   s.policies.queue->BeginPass(now);
   for (const auto& [id, jp] : s.pending.Walk()) {
     JobRecord& j = *jp;

@@ -37,6 +37,10 @@ TEST(DaemonConfig, DefaultsWhenEmpty) {
   ASSERT_TRUE(c) << c.error().ToString();
   EXPECT_EQ(c->socket_path, "/run/phalanx/phalanxd.sock");
   EXPECT_EQ(c->scheduler.default_walltime, 3600);
+  EXPECT_EQ(c->scheduler.max_array_size, 1001u);  // Slurm's MaxArraySize default
+  auto big = ParseDaemonConfig("scheduler:\n  max_array_size: 20001\n", "a.yaml");
+  ASSERT_TRUE(big) << big.error().ToString();
+  EXPECT_EQ(big->scheduler.max_array_size, 20001u);
 }
 
 TEST(DaemonConfig, HistorySection) {
@@ -118,6 +122,10 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
       {"log_level: loud\n", "d.yaml:1: log_level: expected debug, info, warn or error"},
       {"agents:\n  master_port_max: 70000\n", "d.yaml:2: agents.master_port_max: expected a whole number in 0..65535"},
       {"admins: alice\n", "d.yaml:1: admins: expected a list of user names"},
+      {"scheduler:\n  max_array_size: 0\n",
+       "d.yaml:2: scheduler.max_array_size: expected a whole number in 1..4000001, got '0'"},
+      {"scheduler:\n  max_array_size: 5000000\n",
+       "d.yaml:2: scheduler.max_array_size: expected a whole number in 1..4000001, got '5000000'"},
       {"scheduler:\n  limits:\n    user_max_gpus: 3\n", "d.yaml:3: unknown key 'scheduler.limits.user_max_gpus'"},
       {"socket: [unclosed\n", "d.yaml:2: not valid YAML"},
       {"user_limits:\n  max_connections_per_uid: many\n",

@@ -118,6 +118,16 @@ TEST(ProtoConvert, InvalidFieldsAreNamedWithTheirValues) {
       {[](v1::JobSpec& s) { s.set_topology(static_cast<v1::TopologyLevel>(17)); },
        "spec.topology: unknown topology level 17"},
       {[](v1::JobSpec& s) { s.add_after_ok(0); }, "spec.after_ok: job id 0 does not exist"},
+      {[](v1::JobSpec& s) { s.set_dependency("afterok:1?afterany:2,after:3"); },
+       "spec.dependency: 'afterok:1?afterany:2,after:3': use ',' (all of them) or '?' (any of them), not both"},
+      {[](v1::JobSpec& s) {
+    s.set_dependency("afterok:1");
+    s.add_after_ok(2);
+       },
+       "spec.dependency: give after_ok or dependency, not both"},
+      {[](v1::JobSpec& s) { s.set_array("3-1"); }, "spec.array: '3-1': the range ends before it starts"},
+      {[](v1::JobSpec& s) { s.set_array("0-4000001"); },
+       "spec.array: index 4000001 is not below the array size limit 4000001 (MaxArraySize)"},
       };
   for (const Case& c : cases) {
     v1::JobSpec s = base();

@@ -101,9 +101,12 @@ struct SchedulerState {
   LimitTracker limits;
   Policies policies;  // made from config, classes and fairshare (declared before it)
 
-  std::map<JobId, JobRecord> jobs;        // every job ever known (never erased: records stay put)
-  PendingJobs pending;                    // pending jobs (incl. held), with their records
-  std::set<JobId> active;                 // running or checkpointing
+  std::map<JobId, JobRecord> jobs;  // every job ever known (never erased: records stay put)
+  PendingJobs pending;              // pending jobs (incl. held), with their records
+  std::set<JobId> active;           // running or checkpointing
+  // Arrays: the array's id -> its tasks' job ids, by task index (dependencies on a whole array,
+  // one task of it; the %N limit). Filled by Submit and Restore; tasks never leave.
+  std::map<JobId, std::vector<JobId>> arrays;
   std::vector<JobId> queue;               // pending jobs in the order of the last pass
   std::vector<Reservation> reservations;  // made by the last pass; the next keeps their blocks
   std::vector<Decision> outbox;           // decisions made by events, emitted by the next pass
