@@ -111,6 +111,7 @@ class Sim {
       o.submit = tj.submit;
       o.duration = tj.duration;
       o.elastic = specs[i].elastic();
+      o.user = tj.user;
       o.priority_class = specs[i].priority_class.empty() ? config.classes.default_class : specs[i].priority_class;
       res_.counters.work_gpu_s += static_cast<double>(tj.gpus) * static_cast<double>(tj.duration);
     }
@@ -448,6 +449,14 @@ class Sim {
     bool waiting_for_gpus = false;
     for (const Decision& d : decisions) {
       if (opt_.record_decisions) Print(d);
+      if (d.kind == DecisionKind::kWait) {
+        // One per pending job and pass: nothing to look up.
+        if (d.wait.kind != WaitKind::kHeld && d.wait.kind != WaitKind::kDependency &&
+            d.wait.kind != WaitKind::kUnsatisfiable) {
+          waiting_for_gpus = true;
+        }
+        continue;
+      }
       const size_t i = static_cast<size_t>(d.job - 1);
       if (i >= jobs_.size()) continue;
       SimJob& j = jobs_[i];
@@ -491,12 +500,7 @@ class Sim {
           ExtendWalltime(i, now);
           break;
         }
-        case DecisionKind::kWait:
-          if (d.wait.kind != WaitKind::kHeld && d.wait.kind != WaitKind::kDependency &&
-              d.wait.kind != WaitKind::kUnsatisfiable) {
-            waiting_for_gpus = true;
-          }
-          break;
+        case DecisionKind::kWait: break;  // above
       }
     }
     // Wake the core when what it planned comes due.
