@@ -74,7 +74,12 @@ struct SchedulerConfig {
   Duration checkpoint_grace = 300;   // deadline after the checkpoint signal
   Duration periodic_checkpoint = 0;  // default checkpoint interval for jobs (0: none)
   bool elastic = true;               // start elastic jobs at the largest legal size, shrink, grow
-  Duration grow_after_idle = 300;    // GPUs idle this long may grow elastic jobs
+  // Placement under pressure (internal/patience.h): the share of a multi-GPU job's step spent
+  // in all-reduce at its best placement, for the predicted slowdown of a worse block. A job
+  // that could start now only on a block slower than node_fit_tolerance x the best waits for a
+  // good block when the planner says one frees up before the slowdown would cost. 0: off.
+  double placement_comm_share = 0;
+  Duration grow_after_idle = 300;  // GPUs idle this long may grow elastic jobs
 
   // Not a policy: whether Schedule returns a Wait decision for every pending job (the simulator
   // and scenario scripts log them). Off, the reasons are only in the records (JobRecord::wait):
