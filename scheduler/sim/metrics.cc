@@ -92,13 +92,22 @@ Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs
       ++s.unfinished;
       continue;
     }
+    for (SizeBucket& b : s.wait_by_size) {
+      if (j.gpus >= b.lo && j.gpus <= b.hi) {
+        b.finished++;
+        b.avg_jct += static_cast<double>(j.jct());
+      }
+    }
     ++s.finished;
     last_end = std::max(last_end, j.end);
     jct.push_back(static_cast<double>(j.jct()));
     bsld.push_back(
         std::max(1.0, static_cast<double>(j.jct()) / std::max<double>(static_cast<double>(j.duration), 10.0)));
   }
-  for (SizeBucket& b : s.wait_by_size) b.avg_wait = b.jobs ? b.avg_wait / static_cast<double>(b.jobs) : 0;
+  for (SizeBucket& b : s.wait_by_size) {
+    b.avg_wait = b.jobs ? b.avg_wait / static_cast<double>(b.jobs) : 0;
+    b.avg_jct = b.finished ? b.avg_jct / static_cast<double>(b.finished) : 0;
+  }
   s.avg_jct = Mean(jct);
   s.avg_wait = Mean(wait);
   s.avg_bounded_slowdown = Mean(bsld);

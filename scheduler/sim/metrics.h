@@ -81,6 +81,8 @@ struct SizeBucket {
   uint32_t lo = 0, hi = 0;
   size_t jobs = 0;
   double avg_wait = 0, max_wait = 0;
+  size_t finished = 0;
+  double avg_jct = 0;  // over the bucket's finished jobs
 };
 std::vector<SizeBucket> DefaultSizeBuckets();
 

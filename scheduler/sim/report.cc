@@ -78,6 +78,13 @@ std::string FormatTable(const ReportInfo& info, const std::vector<PolicyRun>& ru
     add("  wait " + first.label + " GPUs (" + std::to_string(first.jobs) + ")",
         [b](S s, P) { return HumanSeconds(s.wait_by_size[b].avg_wait); });
   }
+  for (size_t b = 0; b < DefaultSizeBuckets().size(); ++b) {
+    bool any = false;
+    for (const PolicyRun& p : runs) any = any || p.summary.wait_by_size[b].jobs > 0;
+    if (!any) continue;
+    const SizeBucket& first = runs.front().summary.wait_by_size[b];
+    add("  JCT " + first.label + " GPUs", [b](S s, P) { return HumanSeconds(s.wait_by_size[b].avg_jct); });
+  }
   add("bounded slowdown", [](S s, P) { return F(s.avg_bounded_slowdown, 2); });
   add("makespan", [](S s, P) { return HumanSeconds(s.makespan); });
   add("max wait >=64 GPUs", [](S s, P) { return s.large_jobs ? HumanSeconds(s.max_wait_large) : std::string("-"); });
@@ -187,7 +194,8 @@ std::string FormatJson(const ReportInfo& info, const std::vector<PolicyRun>& run
     for (size_t b = 0; b < s.wait_by_size.size(); ++b) {
       const SizeBucket& x = s.wait_by_size[b];
       wb += std::string(b ? ", " : "") + "{\"gpus\": " + JsonQuote(x.label) + ", \"jobs\": " + std::to_string(x.jobs) +
-            ", \"avg_wait_s\": " + F(x.avg_wait, 1) + ", \"max_wait_s\": " + F(x.max_wait, 0) + "}";
+            ", \"avg_wait_s\": " + F(x.avg_wait, 1) + ", \"max_wait_s\": " + F(x.max_wait, 0) +
+            ", \"avg_jct_s\": " + F(x.avg_jct, 1) + "}";
     }
     kv("wait_by_size", wb + "]", true);
     o << "    }";

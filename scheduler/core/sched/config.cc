@@ -93,6 +93,12 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
     else return Fail(k, "topology, node-best-fit or first-fit, not '" + std::string(value) + "'");
     return {};
   }
+  if (key == "runtime") {
+    if (value == "walltime") c.runtime = RuntimeMode::kWalltime;
+    else if (value == "predicted") c.runtime = RuntimeMode::kPredicted;
+    else return Fail(k, "walltime or predicted, not '" + std::string(value) + "'");
+    return {};
+  }
   if (key == "order") {
     if (value == "priority") c.order = QueueOrder::kPriority;
     else if (value == "fifo") c.order = QueueOrder::kFifo;

@@ -22,6 +22,12 @@ enum class BackfillMode : uint8_t {
   kConservative,  // reserve for the first `reserve_depth` blocked jobs
 };
 
+// How backfill plans a job's run (RuntimeEstimator); the walltime is always the kill limit.
+enum class RuntimeMode : uint8_t {
+  kWalltime,   // the walltime asked
+  kPredicted,  // from the history of the same user, name and size (runtime_history.h)
+};
+
 enum class QueueOrder : uint8_t {
   kPriority,  // multifactor priority (class, age, fairshare, size)
   kFifo,      // submit time only
@@ -42,6 +48,7 @@ struct SchedulerConfig {
   double node_fit_tolerance =
       0.95;  // one-node jobs: fullest node first if within this of the best busbw (1: bandwidth first)
   BackfillMode backfill = BackfillMode::kConservative;
+  RuntimeMode runtime = RuntimeMode::kWalltime;
   uint32_t reserve_depth = 100;  // conservative: reserve for this many jobs; 0 = all
   // Starvation guard, mostly for EASY: jobs of at least this many GPUs, or that waited this long,
   // also get a reservation (up to reserve_depth reservations in all). 0: off.

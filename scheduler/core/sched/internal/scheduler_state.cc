@@ -16,7 +16,7 @@ SchedulerState::SchedulerState(Topology topology, SchedulerConfig cfg, PriorityC
       classes(std::move(cls)),
       fairshare(std::move(fs)),
       limits(config.limits),
-      policies(MakePolicies({config, classes, fairshare, static_cast<uint32_t>(topo->gpu_count())})) {
+      policies(MakePolicies({config, classes, fairshare, history, static_cast<uint32_t>(topo->gpu_count())})) {
   placer->set_best_fit(config.best_fit);
   placer->set_node_fit_tolerance(config.node_fit_tolerance);
 }
@@ -56,7 +56,7 @@ const SchedulerState::BestBlock& SchedulerState::Best(uint32_t gpus) {
 }
 
 Time SchedulerState::ReleaseTime(const JobRecord& r) const {
-  Time t = policies.runtime->End(r);
+  Time t = policies.runtime->End(r, now);
   if (r.state == JobState::kCheckpointing && r.after_checkpoint == JobRecord::After::kPreempt)
     t = std::min(t, r.checkpoint_deadline);
   return std::max(t, now);

@@ -110,6 +110,7 @@ struct SchedulerState {
   SchedulerConfig config;
   PriorityClassTable classes;
   FairshareTracker fairshare;
+  RuntimeHistory history;  // run times of ended jobs (RuntimeMode::kPredicted)
   LimitTracker limits;
   Policies policies;  // made from config, classes and fairshare (declared before it)
 
