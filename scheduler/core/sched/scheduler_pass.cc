@@ -93,6 +93,11 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     if (auto p = TryStartNow(s, pass, job)) {
       // Placement under pressure: a good block soon rather than a slow one now.
       if (auto r = WaitForBetterBlock(s, pass, job, *p)) {
+        if (r->start <= now) {
+          Placement good{r->gpus, {}, s.placer->model().Predict(r->gpus)};
+          StartJob(s, pass, job, good, out);
+          return;
+        }
         const Time start = r->start;
         std::string detail = std::string(LevelName(s.Best(static_cast<uint32_t>(p->gpus.size())).level)) +
                              "; a slower block is free now";

@@ -31,7 +31,11 @@ std::optional<Reservation> WaitForBetterBlock(SchedulerState& s, PassState& pass
   JobRecord good = job;
   good.spec.shape.fit = FitMode::kRequire;
   good.spec.shape.level = best.level;
+  // The block promised to the job in the last pass may be the slow one (a reservation made on
+  // its own shape): Reserve must not offer it back as good.
+  auto own = pass.promised.extract(job.spec.id);
   std::optional<Reservation> r = Reserve(s, pass, good);
+  if (!own.empty()) pass.promised.insert(std::move(own));
   if (!r || static_cast<double>(r->start - since) >= cost) return start_now();
   job.deferred_since = since;
   return r;

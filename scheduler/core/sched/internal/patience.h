@@ -25,9 +25,9 @@ struct PassState;
 struct SchedulerState;
 
 // The reservation of a good block to wait for instead of starting `job` on `now_placement`
-// now, or nullopt: start now (off, 1 GPU, the placement is good already, no good block is
-// planned, or waiting costs more). Changes nothing but the start blocks (like Reserve) and the
-// job's `deferred_since` (set when it returns a reservation, cleared when not).
+// now (its start may be now: a good block is free, start there), or nullopt: start now (off, 1 GPU, the placement is
+// good already, no good block is planned, or waiting costs more). Changes nothing but the start blocks (like Reserve)
+// and the job's `deferred_since` (set when it returns a reservation, cleared when not).
 std::optional<Reservation> WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job,
                                               const Placement& now_placement);
 
