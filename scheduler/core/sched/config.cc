@@ -24,8 +24,8 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     // Placement under pressure: the all-reduce share of a well-tuned job's step (seed 003's
     // field report: "NCCL communication overhead should be < 15% of step time").
     c.placement_comm_share = 0.15;
-    // Backfill plans on run times predicted from history, not on the (over)estimates users give.
-    c.runtime = RuntimeMode::kPredicted;
+    // Backfill plans on walltimes: runtime=predicted measured worse on both traces with
+    // placement under pressure on (docs/results/notes.md, issue 17 policy round).
     return c;
   }
   if (name == "slurm-like" || name == "ideal-backfill") {
