@@ -146,6 +146,12 @@ Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs
       ++s.unfinished;
       continue;
     }
+    for (SizeBucket& b : s.wait_by_size) {
+      if (j.gpus >= b.lo && j.gpus <= b.hi) {
+        b.finished++;
+        b.avg_jct += static_cast<double>(j.jct());
+      }
+    }
     ++s.finished;
     last_end = std::max(last_end, j.end);
     jct.push_back(static_cast<double>(j.jct()));
@@ -198,6 +204,8 @@ Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs
   s.placement_eff = c.placement_weight > 0 ? c.placement_score / c.placement_weight : 1;
   s.placement_eff_static = c.placement_weight > 0 ? c.placement_score_static / c.placement_weight : 1;
   s.placement_lost_gpu_h = c.slow_gpu_s / 3600.0;
+  s.lost_work_gpu_h = c.lost_work_gpu_s / 3600.0;
+  s.overhead_gpu_h = c.overhead_gpu_s / 3600.0;
   s.passes = c.passes;
   return s;
 }

@@ -62,6 +62,10 @@ struct RunCounters {
   // the best placement, and walltimes extended for it.
   double slow_gpu_s = 0;
   uint64_t walltime_extensions = 0;
+  // Costs of preemption, in GPU-seconds of work (SimOptions): work lost back to the last save
+  // (a job that did not answer the checkpoint signal, a node failure), and overhead (writing
+  // an answered checkpoint, restarting).
+  double lost_work_gpu_s = 0, overhead_gpu_s = 0;
   Time end = 0;  // last event time
 };
 
@@ -111,7 +115,8 @@ struct Summary {
   double placement_eff = 0, placement_eff_static = 0;  // 1 when nothing multi-GPU ran
   uint64_t preemptions = 0, resizes = 0, passes = 0;
   double ckpt_lost_gpu_h = 0;
-  double placement_lost_gpu_h = 0;  // runtime model: GPU-hours lost to slower placements
+  double lost_work_gpu_h = 0, overhead_gpu_h = 0;  // RunCounters' costs of preemption
+  double placement_lost_gpu_h = 0;                 // runtime model: GPU-hours lost to slower placements
   std::vector<SizeBucket> wait_by_size;
   // The `top_users` users with the most GPU-hours asked (ties: by name), then "others" (all the
   // rest, when there are any); the same users under every policy (the trace decides).

@@ -93,6 +93,8 @@ std::string FormatTable(const ReportInfo& info, const std::vector<PolicyRun>& ru
   add("preemptions", [](S s, P) { return std::to_string(s.preemptions); });
   add("ckpt-lost GPU-hours", [](S s, P) { return F(s.ckpt_lost_gpu_h, 1); });
   add("placement-lost GPU-h", [](S s, P) { return F(s.placement_lost_gpu_h, 1); });
+  add("preempt-lost GPU-h", [](S s, P) { return F(s.lost_work_gpu_h, 1); });
+  add("preempt-overhead GPU-h", [](S s, P) { return F(s.overhead_gpu_h, 1); });
   add("resizes", [](S s, P) { return std::to_string(s.resizes); });
   add("killed / never started",
       [](S s, P) { return std::to_string(s.killed) + " / " + std::to_string(s.never_started); });
@@ -204,6 +206,8 @@ std::string FormatJson(const ReportInfo& info, const std::vector<PolicyRun>& run
     kv("preemptions", std::to_string(s.preemptions));
     kv("ckpt_lost_gpu_h", F(s.ckpt_lost_gpu_h, 2));
     kv("placement_lost_gpu_h", F(s.placement_lost_gpu_h, 2));
+    kv("lost_work_gpu_h", F(s.lost_work_gpu_h, 2));
+    kv("overhead_gpu_h", F(s.overhead_gpu_h, 2));
     kv("walltime_extensions", std::to_string(c.walltime_extensions));
     kv("resizes", std::to_string(s.resizes));
     kv("passes", std::to_string(c.passes));

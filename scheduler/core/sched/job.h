@@ -123,6 +123,7 @@ struct JobRecord {
   WaitReason wait;
   Time idle_since = 0;  // elastic growth bookkeeping
 
+  Time deferred_since = -1;   // placement under pressure: waiting for a good block since (-1: not)
   Duration run_walltime = 0;  // limit of the current run: walltime - progress at start
   double busbw_gbs = 0;       // predicted ring bandwidth of the current placement
 

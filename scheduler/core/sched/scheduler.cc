@@ -235,6 +235,7 @@ Status Scheduler::JobEnded(JobId id, Time now, bool success) {
                 "job ended: job is " + std::string(JobStateName(job.state)));
   }
   PHX_RETURN_IF_ERROR(Advance(s, now));
+  s.history.Record(job.spec.user, job.spec.name, job.spec.shape.gpus, job.progress + (now - job.start));
   s.StopJob(job, now);
   job.state = success ? JobState::kCompleted : JobState::kFailed;
   job.end = now;

@@ -12,6 +12,7 @@
 #include "core/sched/internal/dependencies.h"
 #include "core/sched/internal/elastic_growth.h"
 #include "core/sched/internal/pass_state.h"
+#include "core/sched/internal/patience.h"
 #include "core/sched/internal/preemption.h"
 #include "core/sched/internal/reserve.h"
 #include "core/sched/internal/scheduler_state.h"
@@ -95,6 +96,19 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   }
   if (!dominated) {
     if (auto p = TryStartNow(s, pass, job)) {
+      // Placement under pressure: a good block soon rather than a slow one now.
+      if (auto r = WaitForBetterBlock(s, pass, job, *p)) {
+        if (r->start <= now) {
+          Placement good{r->gpus, {}, s.placer->model().Predict(r->gpus)};
+          StartJob(s, pass, job, good, out);
+          return;
+        }
+        const Time start = r->start;
+        std::string detail = std::string(LevelName(s.Best(static_cast<uint32_t>(p->gpus.size())).level)) +
+                             "; a slower block is free now";
+        AddReservation(s, pass, std::move(*r));
+        return wait(WaitKind::kTopologyBlock, std::move(detail), start);
+      }
       StartJob(s, pass, job, *p, out);
       NoteStarted(pass, job);
       return;

@@ -26,6 +26,8 @@ TEST(DaemonConfig, ExampleFileParsesAndKeepsTcpOff) {
   EXPECT_EQ(c->scheduler.reserve_large_gpus, preset->reserve_large_gpus);
   EXPECT_EQ(c->scheduler.reserve_after_wait, preset->reserve_after_wait);
   EXPECT_EQ(c->scheduler.node_fit_tolerance, preset->node_fit_tolerance);
+  EXPECT_EQ(c->scheduler.placement_comm_share, preset->placement_comm_share);
+  EXPECT_EQ(c->scheduler.runtime, preset->runtime);
   EXPECT_EQ(c->scheduler.charge_period, preset->charge_period);
   EXPECT_EQ(c->scheduler.placement, preset->placement);
   EXPECT_EQ(c->scheduler.preemption, preset->preemption);
