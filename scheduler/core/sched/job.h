@@ -41,6 +41,16 @@ struct JobSpec {
   bool held = false;
   std::vector<JobId> after_ok;  // start only after these completed successfully
   Time submit = 0;
+  // Slurm's --begin, -w, -x and -C (Submit checks the names and the constraint against the
+  // topology): the job starts no earlier than `begin`, and only on nodes that are in `nodelist`
+  // (when not empty), not in `exclude`, and whose features (util/constraint.h ModelFeatures of
+  // the node's model) satisfy `constraint`.
+  Time begin = 0;
+  std::vector<std::string> nodelist;
+  std::vector<std::string> exclude;
+  std::string constraint;
+
+  bool restricts_nodes() const { return !nodelist.empty() || !exclude.empty() || !constraint.empty(); }
 
   bool elastic() const { return min_gpus > 0 && min_gpus < shape.gpus && shape.nodes == 0; }
 };
@@ -70,6 +80,7 @@ enum class WaitKind : uint8_t {
   kDependency,
   kUnsatisfiable,  // can never run on this cluster
   kPreempting,     // waiting for the jobs it preempts to checkpoint
+  kBeginTime,      // its --begin time has not come
 };
 std::string_view WaitKindName(WaitKind kind);
 
@@ -112,6 +123,9 @@ struct JobRecord {
 
   Duration run_walltime = 0;  // limit of the current run: walltime - progress at start
   double busbw_gbs = 0;       // predicted ring bandwidth of the current placement
+  // By node id: 1 where spec's nodelist/exclude/constraint forbid the node; empty when they
+  // allow every node. Derived from the spec by Submit and Restore (not stored).
+  std::vector<uint8_t> forbidden_nodes;
 
   Time expected_end() const { return start + run_walltime; }
 };

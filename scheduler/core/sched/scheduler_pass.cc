@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/sched/internal/elastic_growth.h"
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/preemption.h"
 #include "core/sched/internal/reserve.h"
@@ -60,9 +61,17 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     }
     if (d.state != JobState::kCompleted) return wait(WaitKind::kDependency, "afterok:" + std::to_string(dep));
   }
+  if (job.spec.begin > now) return wait(WaitKind::kBeginTime, {}, job.spec.begin);
   const uint32_t n = s.MinLegalSize(job);
   if (std::string why = s.placer->Unsatisfiable(SchedulerState::ShapeFor(job, n)); !why.empty())
     return wait(WaitKind::kUnsatisfiable, why);
+  const bool filtered = !job.forbidden_nodes.empty();  // -w/-x/-C
+  if (filtered) {
+    if (const uint32_t allowed = AllowedGpus(*s.topo, job.forbidden_nodes); allowed < n) {
+      return wait(WaitKind::kUnsatisfiable, "the nodes it may use (nodelist/exclude/constraint) have " +
+                                                std::to_string(allowed) + " GPUs, it needs " + std::to_string(n));
+    }
+  }
   if (auto hit = s.limits.CheckStart(job.spec.user, job.spec.account, n)) {
     return wait(hit->scope == LimitScope::kAccount ? WaitKind::kAccountLimit : WaitKind::kUserLimit,
                 std::move(hit->reason));
@@ -83,7 +92,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   const Duration w = s.policies.runtime->Run(job);
   bool dominated = false;
   for (const auto& f : pass.failed_shapes) {
-    if (!own && f.key == key && f.gpus <= n && f.walltime <= w) {
+    if (!own && !filtered && f.key == key && f.gpus <= n && f.walltime <= w) {
       dominated = true;
       break;
     }
@@ -93,7 +102,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
       StartJob(s, pass, job, *p, out);
       return;
     }
-    if (!own) pass.failed_shapes.push_back({key, n, w});
+    if (!own && !filtered) pass.failed_shapes.push_back({key, n, w});
   }
   if (!pass.blocked) pass.first_blocked = id;
   pass.blocked = true;
