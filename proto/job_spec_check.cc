@@ -60,9 +60,8 @@ constexpr int64_t kMaxBeginTime = int64_t{1} << 40;
 // Slurm's --mail-type values.
 bool IsMailType(std::string_view t) {
   static constexpr std::string_view kTypes[] = {
-      "NONE",          "BEGIN",         "END",           "FAIL",         "REQUEUE",     "ALL",
-      "INVALID_DEPEND", "STAGE_OUT",    "TIME_LIMIT",    "TIME_LIMIT_90", "TIME_LIMIT_80", "TIME_LIMIT_50",
-      "ARRAY_TASKS"};
+      "NONE",      "BEGIN",      "END",           "FAIL",          "REQUEUE",       "ALL",        "INVALID_DEPEND",
+      "STAGE_OUT", "TIME_LIMIT", "TIME_LIMIT_90", "TIME_LIMIT_80", "TIME_LIMIT_50", "ARRAY_TASKS"};
   for (std::string_view k : kTypes) {
     if (k == t) return true;
   }

@@ -53,14 +53,25 @@ Result<Constraint> ParseConstraint(std::string_view text, std::string_view field
   std::vector<std::string> all;
   std::string feature;
   size_t count = 0;
+  bool blank = false;  // a blank since the last character of `feature`
   for (size_t i = 0; i <= text.size(); ++i) {
     const char ch = i < text.size() ? text[i] : '|';
+    if (ch == ' ' || ch == '\t') {  // blanks around features and operators
+      blank = !feature.empty();
+      continue;
+    }
+    if (blank && ch != '&' && ch != '|') {
+      return Fail(where, quoted + ": a blank between two features at position " + std::to_string(i) +
+                             " (join them with & or |)");
+    }
+    blank = false;
     if (ch == '&' || ch == '|') {
       if (feature.empty()) {
-        return Fail(where, quoted + ": an empty feature at position " + std::to_string(i + 1) +
-                               " (FEATURE, A&B or A|B)");
+        return Fail(where,
+                    quoted + ": an empty feature at position " + std::to_string(i + 1) + " (FEATURE, A&B or A|B)");
       }
-      if (++count > kMaxFeatures) return Fail(where, quoted + ": more than " + std::to_string(kMaxFeatures) + " features");
+      if (++count > kMaxFeatures)
+        return Fail(where, quoted + ": more than " + std::to_string(kMaxFeatures) + " features");
       all.push_back(std::move(feature));
       feature.clear();
       if (ch == '|') {
@@ -71,7 +82,8 @@ Result<Constraint> ParseConstraint(std::string_view text, std::string_view field
     }
     if (!FeatureChar(ch)) {
       const bool printable = static_cast<unsigned char>(ch) >= 0x20 && static_cast<unsigned char>(ch) < 0x7f;
-      const std::string shown = printable ? "'" + std::string(1, ch) + "'" : "byte " + std::to_string(static_cast<unsigned char>(ch));
+      const std::string shown =
+          printable ? "'" + std::string(1, ch) + "'" : "byte " + std::to_string(static_cast<unsigned char>(ch));
       return Fail(where, quoted + ": " + shown + " at position " + std::to_string(i + 1) +
                              " is not supported (features are [A-Za-z0-9_.:-], joined by & and |; Slurm's "
                              "brackets, counts and parentheses are not supported)");
@@ -88,7 +100,8 @@ std::vector<std::string> ModelFeatures(std::string_view model) {
   size_t start = 0;
   while (start <= model.size()) {
     const size_t dash = model.find('-', start);
-    const std::string_view word = model.substr(start, dash == std::string_view::npos ? std::string_view::npos : dash - start);
+    const std::string_view word =
+        model.substr(start, dash == std::string_view::npos ? std::string_view::npos : dash - start);
     if (!word.empty() && word.size() != model.size()) out.push_back(Lower(word));
     if (dash == std::string_view::npos) break;
     start = dash + 1;

@@ -1,6 +1,6 @@
 // Node constraints as Slurm's -C/--constraint writes them: features joined by '&' (and) and '|'
 // (or), '&' binding tighter: "h100|a100&nvlink" = h100 or (a100 and nvlink). A feature is
-// [A-Za-z0-9_.:-]+. Slurm's brackets, counts ("a*2") and parentheses are not supported: they are
+// [A-Za-z0-9_.:-]+; blanks are ignored. Slurm's brackets, counts ("a*2") and parentheses are not supported: they are
 // an error naming the character, not a silently different constraint.
 // Thread-safety: pure functions.
 #pragma once

@@ -115,8 +115,9 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   size_t made = 0;
   for (const Reservation& r : s.reservations) made += !r.for_preemption;
   const Topology& topo = *s.topo;
-  WaitKind kind = topo.free_gpus(topo.root()) + pass.start_blocks.blocked_gpus() < n ? WaitKind::kResources
-                                                                                     : WaitKind::kTopologyBlock;
+  const uint32_t free = filtered ? FreeAllowedGpus(topo, job.forbidden_nodes)
+                                 : topo.free_gpus(topo.root()) + pass.start_blocks.blocked_gpus();
+  WaitKind kind = free < n ? WaitKind::kResources : WaitKind::kTopologyBlock;
   std::string detail;
   if (kind == WaitKind::kTopologyBlock) {
     detail = job.spec.shape.fit == FitMode::kRequire ? std::string(LevelName(job.spec.shape.level))

@@ -6,8 +6,8 @@
 #include <string>
 #include <utility>
 
-#include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/node_filter.h"
+#include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/what_if.h"
 

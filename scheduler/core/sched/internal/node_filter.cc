@@ -60,6 +60,15 @@ uint32_t AllowedGpus(const Topology& topo, const std::vector<uint8_t>& forbidden
   return total;
 }
 
+uint32_t FreeAllowedGpus(const Topology& topo, const std::vector<uint8_t>& forbidden) {
+  if (forbidden.empty()) return topo.free_gpus(topo.root());
+  uint32_t total = 0;
+  for (uint32_t i = 0; i < forbidden.size(); ++i) {
+    if (!forbidden[i]) total += topo.free_gpus(topo.node_domain(NodeId(i)));
+  }
+  return total;
+}
+
 std::vector<GpuId> NodeFilter::Gpus(const Topology& topo, const std::vector<uint8_t>& forbidden) {
   std::vector<GpuId> out;
   for (uint32_t i = 0; i < forbidden.size(); ++i) {

@@ -25,6 +25,9 @@ Result<std::vector<uint8_t>> ForbiddenNodes(const Topology& topo, const JobSpec&
 // GPUs of the nodes the mask allows (all GPUs when it is empty).
 uint32_t AllowedGpus(const Topology& topo, const std::vector<uint8_t>& forbidden);
 
+// Free GPUs of the nodes the mask allows.
+uint32_t FreeAllowedGpus(const Topology& topo, const std::vector<uint8_t>& forbidden);
+
 // Holds the free GPUs of the forbidden nodes for as long as it lives (nothing when the mask is
 // empty), so that the Placer only sees the allowed ones.
 class NodeFilter {
