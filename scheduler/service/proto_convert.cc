@@ -67,6 +67,19 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
   s.checkpoint_grace = p.checkpoint_warning_s();  // the checkpoint deadline comes this long after the signal
   s.held = p.hold();
   s.after_ok.assign(p.after_ok().begin(), p.after_ok().end());
+  // --begin, -w, -x, -C (CheckJobSpec checked the hostlists and the constraint's syntax; the
+  // core checks the names and the constraint against the topology).
+  s.begin = p.begin_time();
+  const auto hosts = [](const std::string& list, std::string_view field, std::vector<std::string>* out) -> Status {
+    if (list.empty()) return {};
+    auto names = ExpandHostlist(list, field);
+    PHX_RETURN_IF_ERROR(names);
+    *out = std::move(*names);
+    return {};
+  };
+  PHX_RETURN_IF_ERROR(hosts(p.nodelist(), "spec.nodelist", &s.nodelist));
+  PHX_RETURN_IF_ERROR(hosts(p.exclude(), "spec.exclude", &s.exclude));
+  s.constraint = p.constraint();
   return s;
 }
 
@@ -291,7 +304,8 @@ v1::DaemonCommand MakeExitStoredCommand(const PartRef& part) {
   return c;
 }
 
-v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch) {
+v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch,
+                                    const std::string& cluster_name) {
   v1::LaunchCommand c;
   c.set_job_id(part.job);
   c.set_launch_id(part.launch_id);
@@ -314,6 +328,7 @@ v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job
   c.set_walltime_s((job.run_walltime > 0 ? job.run_walltime : job.walltime) + kAgentWalltimeMargin);
   c.set_checkpoint_epoch(job.checkpoint_epoch);
   c.set_checkpoint_path(job.checkpoint_path);
+  c.set_cluster_name(cluster_name);
   return c;
 }
 
