@@ -42,7 +42,7 @@ constexpr OptionSpec kSpecs[] = {
     {"json", 0, "", "print the SubmitResponse as JSON"},
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
     // sbatch's options (docs/user-guide.md, "Coming from Slurm").
-    {"gres", 0, "gpu[:TYPE]:N", "N GPUs (as -G); TYPE adds a constraint (-C TYPE)"},
+    {"gres", 0, "gpu[:TYPE]:N", "N GPUs per node (as --gpus-per-node); TYPE adds a constraint (-C TYPE)"},
     {"cpus-per-task", 'c', "N", "CPUs per task: recorded, exported as SLURM_CPUS_PER_TASK (not enforced)"},
     {"mem", 0, "SIZE", "memory per node, N[K|M|G|T] (MB): recorded, exported (not enforced)"},
     {"mem-per-gpu", 0, "SIZE", "memory per GPU, N[K|M|G|T] (MB): recorded, exported (not enforced)"},
@@ -131,19 +131,23 @@ Status ApplyShape(const ParsedOptions& o, v1::JobSpec& spec) {
     PHX_ASSIGN_OR_RETURN(auto parsed, ParseGpus(*g));
     gpus = parsed;
   }
+  const OptionValue* gpn = o.Find("gpus-per-node");
+  // --gres=gpu[:TYPE]:N is per node, as in Slurm: --gpus-per-node N.
+  OptionValue gres_per_node;
   if (const OptionValue* gres = o.Find("gres")) {
     auto parsed = ParseGresGpus(gres->value);
     if (!parsed) return std::unexpected(gres->Bad(parsed.error().message));
-    if (g != nullptr && (gpus.min != 0 || gpus.max != parsed->count)) {
-      return std::unexpected(gres->Bad(Quote(gres->value) + " asks for other GPUs than " + g->flag + " " + g->value));
+    if (gpn != nullptr && gpn->value != std::to_string(parsed->count)) {
+      return std::unexpected(
+          gres->Bad(Quote(gres->value) + " asks for other GPUs per node than " + gpn->flag + " " + gpn->value));
     }
-    if (g == nullptr) g = gres;
-    gpus = GpuCount{0, parsed->count, parsed->type.empty() ? gpus.type : parsed->type};
+    gres_per_node = OptionValue{std::to_string(parsed->count), gres->flag, gres->where};
+    gpn = &gres_per_node;
+    if (!parsed->type.empty()) gpus.type = parsed->type;
   }
   if (!gpus.type.empty()) spec.set_constraint(AddFeature(spec.constraint(), gpus.type));
   const bool elastic = gpus.min > 0 && gpus.min < gpus.max;
   const OptionValue* n = o.Find("nodes");
-  const OptionValue* gpn = o.Find("gpus-per-node");
   uint32_t nodes = 0, per_node = 0;
   if (n != nullptr) {
     PHX_ASSIGN_OR_RETURN(auto v, Count(*n, 1, kMaxNodes, "nodes"));

@@ -200,14 +200,24 @@ TEST(SlurmOptions, GpuTypesBecomeConstraints) {
   auto gres = Plan({"--gres=gpu:a100:4", "--", "x"});
   ASSERT_TRUE(gres) << gres.error().ToString();
   EXPECT_EQ(gres->spec.gpus(), 4u);
+  EXPECT_EQ(gres->spec.nodes(), 1u);
   EXPECT_EQ(gres->spec.constraint(), "a100");
+  // Per node, as in Slurm: Accelerate's example asks for 4 nodes x --gres=gpu:4.
+  auto nodes = Plan({"--nodes=4", "--gres=gpu:4", "--", "x"});
+  ASSERT_TRUE(nodes) << nodes.error().ToString();
+  EXPECT_EQ(nodes->spec.gpus(), 16u);
+  EXPECT_EQ(nodes->spec.nodes(), 4u);
+  EXPECT_EQ(nodes->spec.gpus_per_node(), 4u);
+  auto total = Plan({"-G", "8", "--gres=gpu:4", "--", "x"});
+  ASSERT_TRUE(total) << total.error().ToString();
+  EXPECT_EQ(total->spec.nodes(), 2u);
   auto typed = Plan({"--gpus=h100:2", "-C", "nvlink|ib", "--", "x"});
   ASSERT_TRUE(typed) << typed.error().ToString();
   EXPECT_EQ(typed->spec.gpus(), 2u);
   EXPECT_EQ(typed->spec.constraint(), "nvlink&h100|ib&h100");
   EXPECT_EQ(Plan({"--gres=gpu:2", "--", "x"})->spec.gpus(), 2u);
-  EXPECT_THAT(PlanError({"-G", "4", "--gres=gpu:2", "--", "x"}),
-              HasSubstr("--gres: 'gpu:2' asks for other GPUs than -G 4"));
+  EXPECT_THAT(PlanError({"--gpus-per-node", "4", "--gres=gpu:2", "--", "x"}),
+              HasSubstr("--gres: 'gpu:2' asks for other GPUs per node than --gpus-per-node 4"));
   EXPECT_EQ(PlanError({"--mem=1G", "--mem-per-gpu=1G", "--", "x"}),
             "--mem-per-gpu: give --mem or --mem-per-gpu, not both (as sbatch)");
 }
