@@ -316,6 +316,9 @@ constexpr Unsupported kSbatchUnsupported[] = {
     {"bbf", 0, true, true, "no burst buffers: the data would not be staged"},
     {"nodefile", 'F', true, true, "give the nodes with -w/--nodelist"},
     {"het-job", 0, true, true, "heterogeneous jobs are not supported"},
+    {"test-only", 0, false, true,
+     "not supported yet (it needs the daemon's what-if query): ignoring it would submit the job; ginfo --why ID "
+     "explains a pending job"},
     // Ignored with a warning: the job runs as it would, less a hint or an accounting detail.
     {"qos", 'q', true, false, "no QOS yet; the priority class (-p/--priority) orders jobs"},
     {"time-min", 0, true, false, "jobs are not shortened to fit"},
@@ -431,7 +434,17 @@ Result<ParsedOptions> ParseSbatchWords(const std::vector<std::string>& words, co
 std::span<const OptionSpec> SubmitOptionSpecs() { return kSpecs; }
 
 Result<ParsedOptions> ParseSubmitArgs(std::span<const std::string> args) {
-  return ParseOptions(args, kSpecs, Positionals::kStopAtFirst);
+  auto parsed = ParseOptions(args, kSpecs, Positionals::kStopAtFirst);
+  if (parsed || !parsed.error().message.starts_with("unknown option '")) return parsed;
+  // An sbatch option gsub does not have: say so, and why, rather than only "unknown".
+  const std::string& m = parsed.error().message;
+  const size_t open = m.find('\''), close = m.find('\'', open + 1);
+  const std::string flag = m.substr(open + 1, close - open - 1);
+  const Unsupported* u = flag.starts_with("--") ? FindUnsupported(flag.substr(2), 0)
+                         : flag.size() == 2     ? FindUnsupported({}, flag[1])
+                                                : nullptr;
+  if (u == nullptr) return parsed;
+  return Fail("", flag + ": an sbatch option Phalanx does not support: " + std::string(u->why));
 }
 
 Result<GpuCount> ParseGpus(const OptionValue& v) {

@@ -80,6 +80,7 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
   PHX_RETURN_IF_ERROR(hosts(p.nodelist(), "spec.nodelist", &s.nodelist));
   PHX_RETURN_IF_ERROR(hosts(p.exclude(), "spec.exclude", &s.exclude));
   s.constraint = p.constraint();
+  s.no_requeue = p.has_requeue() && !p.requeue();
   return s;
 }
 

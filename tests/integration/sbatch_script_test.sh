@@ -4,6 +4,7 @@
 #   1. "#SBATCH --gpus=2 -J x -o x-%j.out" runs on 2 GPUs under the name x, writes x-<id>.out,
 #      and the job sees the SLURM_* variables; gsub -W waits and exits with the job's code.
 #   2. -w/--nodelist and -x/--exclude decide the node (hostlist syntax).
+#      --mail-type is recorded and phalanxd logs that mail is not configured.
 #   3. An unsupported #SBATCH option is a warning naming script:line; --array is refused.
 #   4. --begin=now+1hour keeps the job pending with reason BeginTime.
 set -u
@@ -23,7 +24,7 @@ cat >job.sh <<'SCRIPT'
 #!/bin/sh
 #SBATCH --gpus=2 -J x -o x-%j.out
 #SBATCH --licenses=matlab:1
-#SBATCH -c 4 --mem=8G --comment "from slurm"
+#SBATCH -c 4 --mem=8G --comment "from slurm" --mail-type=END --mail-user=ada@example.org
 env | grep -E '^(SLURM_|CUDA_VISIBLE_DEVICES=)' | sort
 exit 3
 SCRIPT
@@ -35,6 +36,7 @@ id=$(sed -n 's/^Submitted job \([0-9]*\)$/\1/p' submit.out)
 [ -n "$id" ] || { cat submit.out; fail "no job id"; }
 [ -f "x-$id.out" ] || { ls; fail "no x-$id.out"; }
 out=x-$id.out
+grep -q "job $id: mail-type END recorded; mail is not configured" "$dir/phalanxd.log" || fail "phalanxd did not log the unsent mail"
 want() { grep -qx "$1" "$out" || { cat "$out"; fail "job output lacks '$1'"; }; }
 want "SLURM_JOB_ID=$id"
 want "SLURM_JOBID=$id"

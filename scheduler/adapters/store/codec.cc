@@ -30,7 +30,7 @@ constexpr std::string_view kSpecKeys[] = {"v",    "name",    "user", "account", 
                                           "wall", "preempt", "ckpt", "restart", "held",  "after", "submit"};
 constexpr size_t kSpecFields = std::size(kSpecKeys);
 // After them, written only when set (rows from before a field existed decode as its default).
-constexpr std::string_view kOptionalKeys[] = {"grace", "begin", "nodelist", "exclude", "constraint"};
+constexpr std::string_view kOptionalKeys[] = {"grace", "begin", "nodelist", "exclude", "constraint", "norequeue"};
 constexpr size_t kOptionalFields = std::size(kOptionalKeys);
 
 std::string JoinNames(const std::vector<std::string>& names) {
@@ -177,6 +177,7 @@ std::string EncodeJobSpec(const JobSpec& s) {
   if (!s.nodelist.empty()) out += " nodelist=" + Escape(JoinNames(s.nodelist));
   if (!s.exclude.empty()) out += " exclude=" + Escape(JoinNames(s.exclude));
   if (!s.constraint.empty()) out += " constraint=" + Escape(s.constraint);
+  if (s.no_requeue) out += " norequeue=1";
   return out;
 }
 
@@ -286,6 +287,10 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
     auto v = Unescape(*c);
     if (!v || v->empty()) return Fail("spec.constraint", "bad constraint '" + Escape(*c) + "'");
     s.constraint = std::move(*v);
+  }
+  if (const auto& nr = optional[5]) {
+    if (*nr != "1") return Fail("spec.norequeue", "expected 1, found '" + Escape(*nr) + "'");
+    s.no_requeue = true;
   }
   return s;
 }

@@ -49,6 +49,7 @@ struct JobSpec {
   std::vector<std::string> nodelist;
   std::vector<std::string> exclude;
   std::string constraint;
+  bool no_requeue = false;  // --no-requeue: a node failure ends the job (Killed) instead of requeueing it
 
   bool restricts_nodes() const { return !nodelist.empty() || !exclude.empty() || !constraint.empty(); }
 

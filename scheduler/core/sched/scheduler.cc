@@ -298,6 +298,9 @@ Status Scheduler::SetNodeState(std::string_view node, NodeState state, Time now)
         job.shrink_to = keep;
         s.FinishShrink(job, now, s.outbox);
         s.outbox.back().reason = "node " + std::string(node) + " down";
+      } else if (job.spec.no_requeue) {
+        s.StopJob(job, now);
+        s.Kill(job, now, "node " + std::string(node) + " down (no-requeue)", s.outbox);
       } else {
         s.Requeue(job, now, "node " + std::string(node) + " down", s.outbox);
       }

@@ -122,6 +122,20 @@ TEST(Sbatch, UnsupportedOptionsWarnNamingTheLineOrAreRefused) {
               HasSubstr("job.sh:1: #SBATCH --gpus-per-task: not supported"));
 }
 
+// On the command line an sbatch option gsub lacks is an error that says why; --test-only in a
+// script is refused (ignoring it would submit the job).
+TEST(Sbatch, UnsupportedOptionsOnTheCommandLineSayWhy) {
+  EXPECT_EQ(PlanError({"--test-only", "job.sh"}),
+            "--test-only: an sbatch option Phalanx does not support: not supported yet (it needs the daemon's "
+            "what-if query): ignoring it would submit the job; ginfo --why ID explains a pending job");
+  EXPECT_THAT(PlanError({"-a", "1-3", "job.sh"}),
+              HasSubstr("-a: an sbatch option Phalanx does not support: job arrays"));
+  EXPECT_EQ(PlanError({"--bogus", "job.sh"}), "unknown option '--bogus' (see --help)");
+  EXPECT_THAT(
+      PlanError({"job.sh"}, {{"job.sh", "#SBATCH --test-only\ntrue\n"}}),
+      HasSubstr("job.sh:1: #SBATCH --test-only: not supported by Phalanx, and ignoring it would run the job wrongly"));
+}
+
 TEST(Sbatch, BadValuesNameTheFileAndLine) {
   EXPECT_EQ(PlanError({"job.sh"}, {{"job.sh", "#!/bin/sh\n#SBATCH --mem=lots\ntrue\n"}}),
             "job.sh:2: --mem: 'lots' is not a size (N[K|M|G|T], megabytes without a unit)");

@@ -135,6 +135,12 @@ TEST(NodeSelection, BadSelectionsAreRefusedNamingWhat) {
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().message.find("no node of this cluster is allowed by constraint=b200"), std::string::npos)
       << st.error().ToString();
+  j.constraint = {};
+  j.begin = -5;
+  st = s->Submit(j, 0);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().ToString(), "job 1: begin: negative (-5)");
+  j.begin = 0;
   j.constraint = "h100&(x)";
   st = s->ValidateSpec(j);
   ASSERT_FALSE(st);
@@ -173,6 +179,32 @@ TEST(NodeSelection, RestoreKeepsTheSelection) {
   ASSERT_EQ(s->job(1)->state, JobState::kRunning);
   EXPECT_EQ(Nodes(*s, 1), (std::set<std::string>{"leaf1-n1"}));
   EXPECT_EQ(s->job(2)->wait.kind, WaitKind::kUnsatisfiable);
+}
+
+// --no-requeue: a node failure ends the job instead of requeueing it; the default requeues.
+TEST(NodeSelection, NoRequeueEndsTheJobOnANodeFailure) {
+  auto s = TwoModels();
+  JobSpec keep = Job(1, 8);
+  keep.nodelist = {"leaf0-n0"};
+  JobSpec once = Job(2, 8);
+  once.nodelist = {"leaf0-n1"};
+  once.no_requeue = true;
+  ASSERT_TRUE(s->Submit(keep, 0));
+  ASSERT_TRUE(s->Submit(once, 0));
+  s->Schedule(0);
+  ASSERT_EQ(s->job(1)->state, JobState::kRunning);
+  ASSERT_EQ(s->job(2)->state, JobState::kRunning);
+  ASSERT_TRUE(s->SetNodeState("leaf0-n0", NodeState::kDown, 10));
+  ASSERT_TRUE(s->SetNodeState("leaf0-n1", NodeState::kDown, 10));
+  const std::vector<Decision> ds = s->Schedule(10);
+  EXPECT_EQ(s->job(1)->state, JobState::kPending);
+  EXPECT_EQ(s->job(2)->state, JobState::kKilled);
+  bool killed = false;
+  for (const Decision& d : ds)
+    killed |= d.kind == DecisionKind::kKill && d.job == 2 && d.reason == "node leaf0-n1 down (no-requeue)";
+  EXPECT_TRUE(killed);
+  EXPECT_TRUE(s->topology().job_gpus(2).empty());
+  EXPECT_EQ(s->CheckInvariants(), "");
 }
 
 TEST(Constraint, ParseAndMatch) {
