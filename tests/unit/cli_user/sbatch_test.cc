@@ -8,6 +8,7 @@
 #include <csignal>
 #include <ctime>
 
+#include "job_spec_check.h"
 #include "slurm_values.h"
 #include "submit_options.h"
 
@@ -286,6 +287,36 @@ TEST(SlurmValues, GresAndFeatures) {
   EXPECT_FALSE(ParseGresGpus("gpu:0"));
   EXPECT_EQ(AddFeature("", "h100"), "h100");
   EXPECT_EQ(AddFeature("a|b&c", "h100"), "a&h100|b&c&h100");
+}
+
+// What a raw gRPC client sends is held to the same rules (phalanxd runs CheckJobSpec too).
+TEST(SlurmFields, CheckJobSpecNamesTheField) {
+  v1::JobSpec ok;
+  ok.set_gpus(1);
+  ok.add_command("true");
+  ASSERT_TRUE(CheckJobSpec(ok));
+  auto error = [&](auto change) {
+    v1::JobSpec s = ok;
+    change(s);
+    auto st = CheckJobSpec(s);
+    return st ? std::string("(no error)") : st.error().ToString();
+  };
+  EXPECT_THAT(error([](v1::JobSpec& s) { s.set_nodelist("node[1-"); }), HasSubstr("spec.nodelist: "));
+  EXPECT_THAT(error([](v1::JobSpec& s) { s.set_exclude("a,,b"); }), HasSubstr("spec.exclude: "));
+  EXPECT_THAT(error([](v1::JobSpec& s) { s.set_constraint("a&"); }),
+              HasSubstr("spec.constraint: 'a&': an empty feature"));
+  EXPECT_THAT(error([](v1::JobSpec& s) { s.set_begin_time(-1); }), HasSubstr("spec.begin_time: -1 is not a time"));
+  EXPECT_THAT(error([](v1::JobSpec& s) { s.set_cpus_per_task(1u << 20); }), HasSubstr("spec.cpus_per_task: "));
+  EXPECT_THAT(error([](v1::JobSpec& s) {
+                s.set_mem_per_node_mb(1);
+                s.set_mem_per_gpu_mb(1);
+              }),
+              HasSubstr("spec.mem_per_gpu_mb: give mem_per_node_mb or mem_per_gpu_mb, not both"));
+  EXPECT_THAT(error([](v1::JobSpec& s) { s.mutable_submit_info()->set_mail_type("END,SOMETIMES"); }),
+              HasSubstr("spec.submit_info.mail_type: 'SOMETIMES' is not a mail type"));
+  EXPECT_THAT(error([](v1::JobSpec& s) { s.set_comment("bad\x1b[2J"); }), HasSubstr("spec.comment: "));
+  EXPECT_THAT(error([](v1::JobSpec& s) { s.mutable_submit_info()->set_submit_dir("/a\nb"); }),
+              HasSubstr("spec.submit_info.submit_dir: "));
 }
 
 }  // namespace
