@@ -112,6 +112,7 @@ Result<LaunchedPart> Launcher::Launch(const LaunchSpec& spec, const LaunchFiles&
       ExpandOutputPattern(spec.stdout_pattern.empty() ? kDefaultOutputPattern : spec.stdout_pattern, fields);
   if (!spec.stderr_pattern.empty()) p.stderr_path = ExpandOutputPattern(spec.stderr_pattern, fields);
   if (p.stderr_path == p.stdout_path) p.stderr_path.clear();
+  p.truncate_output = spec.truncate_output;
   p.working_dir = cwd;
   p.switch_user = id.switch_user;
   p.uid = id.uid;

@@ -8,6 +8,7 @@
 #include "service/out_stream.h"
 #include "service/proto_convert.h"
 #include "service/rpc_util.h"
+#include "util/log.h"
 
 namespace phalanx::service {
 namespace {
@@ -93,8 +94,16 @@ grpc::ServerUnaryReactor* JobsService::Submit(grpc::CallbackServerContext* ctx, 
     auto spec = CoreSpecFromProto(req->spec(), who);
     if (!spec) return r->Finish(ToGrpcStatus(spec.error()));
     if (auto st = controller_->Authorize(who, &*spec); !st) return r->Finish(ToGrpcStatus(st.error()));
-    controller_->Submit(std::move(*spec), MakeLaunchInfo(req->spec(), who), [r, resp](const CallResult<JobId>& id) {
+    std::string mail = req->spec().submit_info().mail_type();
+    if (mail == "NONE") mail.clear();
+    controller_->Submit(std::move(*spec), MakeLaunchInfo(req->spec(), who),
+                        [r, resp, mail = std::move(mail)](const CallResult<JobId>& id) {
       if (!id.has_value()) return r->Finish(ToGrpcStatus(id.error()));
+      // --mail-type is recorded (in the launch info) but phalanxd sends no mail: say so once.
+      if (!mail.empty()) {
+        PHX_LOG(kInfo) << "job " << id.value() << ": mail-type " << mail
+                       << " recorded; mail is not configured (phalanxd sends no mail)";
+      }
       resp->set_job_id(id.value());
       r->Finish(grpc::Status::OK);
     });

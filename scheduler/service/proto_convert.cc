@@ -73,6 +73,20 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
     if (!d) return Fail("spec.dependency", d.error().message);
     s.depends = std::move(*d);
   }
+  // --begin, -w, -x, -C (CheckJobSpec checked the hostlists and the constraint's syntax; the
+  // core checks the names and the constraint against the topology).
+  s.begin = p.begin_time();
+  const auto hosts = [](const std::string& list, std::string_view field, std::vector<std::string>* out) -> Status {
+    if (list.empty()) return {};
+    auto names = ExpandHostlist(list, field);
+    PHX_RETURN_IF_ERROR(names);
+    *out = std::move(*names);
+    return {};
+  };
+  PHX_RETURN_IF_ERROR(hosts(p.nodelist(), "spec.nodelist", &s.nodelist));
+  PHX_RETURN_IF_ERROR(hosts(p.exclude(), "spec.exclude", &s.exclude));
+  s.constraint = p.constraint();
+  s.no_requeue = p.has_requeue() && !p.requeue();
   return s;
 }
 
@@ -300,7 +314,8 @@ v1::DaemonCommand MakeExitStoredCommand(const PartRef& part) {
   return c;
 }
 
-v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch) {
+v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch,
+                                    const std::string& cluster_name) {
   v1::LaunchCommand c;
   c.set_job_id(part.job);
   c.set_launch_id(part.launch_id);
@@ -325,6 +340,7 @@ v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job
   c.set_checkpoint_path(job.checkpoint_path);
   c.set_array_job_id(job.spec.array_id);
   c.set_array_task_id(job.spec.array_task);
+  c.set_cluster_name(cluster_name);
   return c;
 }
 

@@ -32,6 +32,16 @@ constexpr std::string_view kSpecKeys[] = {"v",    "name",    "user", "account", 
                                           "gpn",  "level",   "fit",  "excl",    "rail",  "min",   "step",
                                           "wall", "preempt", "ckpt", "restart", "held",  "after", "submit"};
 constexpr size_t kSpecFields = std::size(kSpecKeys);
+// After them, written only when set (rows from before a field existed decode as its default).
+constexpr std::string_view kOptionalKeys[] = {"grace",    "dep",        "array",    "begin",
+                                               "nodelist", "exclude", "constraint", "norequeue"};
+constexpr size_t kOptionalFields = std::size(kOptionalKeys);
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
 
 }  // namespace
 
@@ -172,31 +182,36 @@ std::string EncodeJobSpec(const JobSpec& s) {
     out += " array=" + std::to_string(s.array_id) + ":" + std::to_string(s.array_task) + ":" +
            std::to_string(s.array_max_running);
   }
+  if (s.begin != 0) out += " begin=" + std::to_string(s.begin);
+  if (!s.nodelist.empty()) out += " nodelist=" + Escape(JoinNames(s.nodelist));
+  if (!s.exclude.empty()) out += " exclude=" + Escape(JoinNames(s.exclude));
+  if (!s.constraint.empty()) out += " constraint=" + Escape(s.constraint);
+  if (s.no_requeue) out += " norequeue=1";
   return out;
 }
 
 Result<JobSpec> DecodeJobSpec(std::string_view text) {
-  // Split into exactly the expected fields, in order.
+  // Split into exactly the expected fields, in order, then the optional ones (each at most once,
+  // in kOptionalKeys' order).
   std::string_view values[kSpecFields];
-  // The optional fields after them, each at most once and in this order.
-  constexpr std::string_view kOptional[] = {"grace", "dep", "array"};
-  std::optional<std::string_view> optional[std::size(kOptional)];
-  size_t next_optional = 0;  // the first optional field that may still come
-  size_t n = 0;
+  std::optional<std::string_view> optional[kOptionalFields];
+  size_t n = 0, next_optional = 0;
   while (true) {
     const size_t space = text.find(' ');
     const std::string_view field = text.substr(0, space);
     const size_t eq = field.find('=');
     if (eq == std::string_view::npos) return Fail("spec", "field '" + Escape(field) + "' has no '='");
     const std::string_view key = field.substr(0, eq);
-    const size_t o = std::find(std::begin(kOptional), std::end(kOptional), key) - std::begin(kOptional);
-    if (n == kSpecFields && o < std::size(kOptional) && o >= next_optional) {
+    size_t o = next_optional;
+    while (n == kSpecFields && o < kOptionalFields && kOptionalKeys[o] != key) ++o;
+    if (n == kSpecFields && o < kOptionalFields) {
       optional[o] = field.substr(eq + 1);
       next_optional = o + 1;
     } else {
-      if (n >= kSpecFields)
+      if (n >= kSpecFields) {
         return Fail("spec", "unexpected field '" + Escape(key) + "' after '" +
-                                std::string(next_optional > 0 ? kOptional[next_optional - 1] : "submit") + "'");
+                                std::string(next_optional > 0 ? kOptionalKeys[next_optional - 1] : "submit") + "'");
+      }
       if (key != kSpecKeys[n])
         return Fail("spec", "expected field '" + std::string(kSpecKeys[n]) + "', found '" + Escape(key) + "'");
       values[n++] = field.substr(eq + 1);
@@ -261,9 +276,31 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
   if (!after) return Fail(where(19), after.error().message);
   s.after_ok = std::move(*after);
   PHX_RETURN_IF_ERROR(num(20, &s.submit));
-  // Written only when not 0, so "grace=0" is not the one encoding of any spec.
-  if (const auto& grace = optional[0]; grace && (!ParseNumber(*grace, &s.checkpoint_grace) || s.checkpoint_grace == 0))
+  // Written only when not 0 or empty, so "grace=0" is not the one encoding of any spec.
+  const auto& grace = optional[0];
+  if (grace && (!ParseNumber(*grace, &s.checkpoint_grace) || s.checkpoint_grace == 0))
     return Fail("spec.grace", "bad number '" + Escape(*grace) + "'");
+  if (const auto& begin = optional[3]; begin && (!ParseNumber(*begin, &s.begin) || s.begin == 0))
+    return Fail("spec.begin", "bad time '" + Escape(*begin) + "'");
+  const auto names = [&](size_t i, std::vector<std::string>* out) -> Status {
+    if (!optional[i]) return {};
+    auto v = Unescape(*optional[i]);
+    if (!v || v->empty())
+      return Fail("spec." + std::string(kOptionalKeys[i]), "bad node names '" + Escape(*optional[i]) + "'");
+    for (std::string_view name : Split(*v, ',')) out->emplace_back(name);
+    return {};
+  };
+  PHX_RETURN_IF_ERROR(names(4, &s.nodelist));
+  PHX_RETURN_IF_ERROR(names(5, &s.exclude));
+  if (const auto& c = optional[6]) {
+    auto v = Unescape(*c);
+    if (!v || v->empty()) return Fail("spec.constraint", "bad constraint '" + Escape(*c) + "'");
+    s.constraint = std::move(*v);
+  }
+  if (const auto& nr = optional[7]) {
+    if (*nr != "1") return Fail("spec.norequeue", "expected 1, found '" + Escape(*nr) + "'");
+    s.no_requeue = true;
+  }
   if (const auto& dep = optional[1]) {
     auto text = Unescape(*dep);
     if (!text) return Fail("spec.dep", text.error().message);

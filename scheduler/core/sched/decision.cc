@@ -36,6 +36,7 @@ std::string_view WaitKindName(WaitKind kind) {
     case WaitKind::kPreempting: return "Preempting";
     case WaitKind::kDependencyNever: return "DependencyNeverSatisfied";
     case WaitKind::kArrayTaskLimit: return "JobArrayTaskLimit";
+    case WaitKind::kBeginTime: return "BeginTime";
   }
   return "None";
 }

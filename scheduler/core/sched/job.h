@@ -51,6 +51,17 @@ struct JobSpec {
   uint32_t array_task = 0;
   uint32_t array_max_running = 0;
   Time submit = 0;
+  // Slurm's --begin, -w, -x and -C (Submit checks the names and the constraint against the
+  // topology): the job starts no earlier than `begin`, and only on nodes that are in `nodelist`
+  // (when not empty), not in `exclude`, and whose features (util/constraint.h ModelFeatures of
+  // the node's model) satisfy `constraint`.
+  Time begin = 0;
+  std::vector<std::string> nodelist;
+  std::vector<std::string> exclude;
+  std::string constraint;
+  bool no_requeue = false;  // --no-requeue: a node failure ends the job (Killed) instead of requeueing it
+
+  bool restricts_nodes() const { return !nodelist.empty() || !exclude.empty() || !constraint.empty(); }
 
   bool elastic() const { return min_gpus > 0 && min_gpus < shape.gpus && shape.nodes == 0; }
 };
@@ -82,8 +93,9 @@ enum class WaitKind : uint8_t {
   kPreempting,       // waiting for the jobs it preempts to checkpoint
   kDependencyNever,  // a dependency can never be met (Slurm's DependencyNeverSatisfied); stays pending
   kArrayTaskLimit,   // its array already runs %N tasks (Slurm's JobArrayTaskLimit)
+  kBeginTime,      // its --begin time has not come
 };
-inline constexpr WaitKind kLastWaitKind = WaitKind::kArrayTaskLimit;  // for loops over the kinds
+inline constexpr WaitKind kLastWaitKind = WaitKind::kBeginTime;  // for loops over the kinds
 std::string_view WaitKindName(WaitKind kind);
 
 struct WaitReason {
@@ -126,6 +138,9 @@ struct JobRecord {
   Time deferred_since = -1;   // placement under pressure: waiting for a good block since (-1: not)
   Duration run_walltime = 0;  // limit of the current run: walltime - progress at start
   double busbw_gbs = 0;       // predicted ring bandwidth of the current placement
+  // By node id: 1 where spec's nodelist/exclude/constraint forbid the node; empty when they
+  // allow every node. Derived from the spec by Submit and Restore (not stored).
+  std::vector<uint8_t> forbidden_nodes;
 
   Time expected_end() const { return start + run_walltime; }
 };

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/sched/internal/dependencies.h"
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/spec_checks.h"
 #include "util/job_fields.h"
@@ -89,6 +90,8 @@ const JobRecord* Scheduler::job(JobId id) const {
 Status Scheduler::ValidateSpec(const JobSpec& spec) const {
   const SchedulerState& s = *s_;
   PHX_RETURN_IF_ERROR(CheckSubmit(s, spec));
+  auto forbidden = ForbiddenNodes(*s.topo, spec);
+  PHX_RETURN_IF_ERROR(forbidden);
   // Can never fit: the smallest size the job may run at, on the empty cluster.
   JobRecord probe;
   probe.spec.shape = NormalisedShape(spec.shape);
@@ -119,7 +122,10 @@ Status Scheduler::Submit(JobSpec spec, Time now) {
   if (now < s.now) return Fail("time", "events must not go back in time");
   s.now = now;
   spec.shape = NormalisedShape(spec.shape);
+  auto forbidden = ForbiddenNodes(*s.topo, spec);
+  PHX_RETURN_IF_ERROR(forbidden);
   JobRecord rec;
+  rec.forbidden_nodes = std::move(*forbidden);
   rec.class_rank = static_cast<int>(cls->value);
   rec.preemptible = spec.preemptible.value_or(s.classes.preemptible_by_default(*cls));
   rec.walltime = spec.walltime > 0 ? spec.walltime : s.config.default_walltime;
@@ -302,6 +308,9 @@ Status Scheduler::SetNodeState(std::string_view node, NodeState state, Time now)
         job.shrink_to = keep;
         s.FinishShrink(job, now, s.outbox);
         s.outbox.back().reason = "node " + std::string(node) + " down";
+      } else if (job.spec.no_requeue) {
+        s.StopJob(job, now);
+        s.Kill(job, now, "node " + std::string(node) + " down (no-requeue)", s.outbox);
       } else {
         s.Requeue(job, now, "node " + std::string(node) + " down", s.outbox);
       }

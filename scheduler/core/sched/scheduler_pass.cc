@@ -11,6 +11,7 @@
 
 #include "core/sched/internal/dependencies.h"
 #include "core/sched/internal/elastic_growth.h"
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/patience.h"
 #include "core/sched/internal/preemption.h"
@@ -66,9 +67,17 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
                                                  std::to_string(job.spec.array_id) + " running (%" +
                                                  std::to_string(job.spec.array_max_running) + ")");
   }
+  if (job.spec.begin > now) return wait(WaitKind::kBeginTime, {}, job.spec.begin);
   const uint32_t n = s.MinLegalSize(job);
   if (std::string why = s.placer->Unsatisfiable(SchedulerState::ShapeFor(job, n)); !why.empty())
     return wait(WaitKind::kUnsatisfiable, why);
+  const bool filtered = !job.forbidden_nodes.empty();  // -w/-x/-C
+  if (filtered) {
+    if (const uint32_t allowed = AllowedGpus(*s.topo, job.forbidden_nodes); allowed < n) {
+      return wait(WaitKind::kUnsatisfiable, "the nodes it may use (nodelist/exclude/constraint) have " +
+                                                std::to_string(allowed) + " GPUs, it needs " + std::to_string(n));
+    }
+  }
   if (auto hit = s.limits.CheckStart(job.spec.user, job.spec.account, n)) {
     return wait(hit->scope == LimitScope::kAccount ? WaitKind::kAccountLimit : WaitKind::kUserLimit,
                 std::move(hit->reason));
@@ -89,7 +98,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   const Duration w = s.policies.runtime->Run(job);
   bool dominated = false;
   for (const auto& f : pass.failed_shapes) {
-    if (!own && f.key == key && f.gpus <= n && f.walltime <= w) {
+    if (!own && !filtered && f.key == key && f.gpus <= n && f.walltime <= w) {
       dominated = true;
       break;
     }
@@ -113,7 +122,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
       NoteStarted(pass, job);
       return;
     }
-    if (!own) pass.failed_shapes.push_back({key, n, w});
+    if (!own && !filtered) pass.failed_shapes.push_back({key, n, w});
   }
   if (!pass.blocked) pass.first_blocked = id;
   pass.blocked = true;
@@ -126,8 +135,9 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   size_t made = 0;
   for (const Reservation& r : s.reservations) made += !r.for_preemption;
   const Topology& topo = *s.topo;
-  WaitKind kind = topo.free_gpus(topo.root()) + pass.start_blocks.blocked_gpus() < n ? WaitKind::kResources
-                                                                                     : WaitKind::kTopologyBlock;
+  const uint32_t free = filtered ? FreeAllowedGpus(topo, job.forbidden_nodes)
+                                 : topo.free_gpus(topo.root()) + pass.start_blocks.blocked_gpus();
+  WaitKind kind = free < n ? WaitKind::kResources : WaitKind::kTopologyBlock;
   std::string detail;
   if (kind == WaitKind::kTopologyBlock) {
     detail = job.spec.shape.fit == FitMode::kRequire ? std::string(LevelName(job.spec.shape.level))

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/sched/internal/dependencies.h"
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/spec_checks.h"
 #include "core/sched/scheduler.h"
@@ -33,6 +34,10 @@ Status Scheduler::Restore(JobRecord record, Time now) {
   PHX_RETURN_IF_ERROR(CheckArrayFields(s, spec));
   auto cls = CheckShape(s, spec);
   PHX_RETURN_IF_ERROR(cls);
+  // -w/-x/-C naming a node gone from the topology since (or allowing none now): every node is
+  // forbidden, so the job waits Unsatisfiable, saying so, rather than failing the restore.
+  auto forbidden = ForbiddenNodes(topo, spec);
+  record.forbidden_nodes = forbidden ? std::move(*forbidden) : std::vector<uint8_t>(topo.node_count(), 1);
   if (now < s.now)
     return Fail("time",
                 "restore must not go back in time (" + std::to_string(now) + " < " + std::to_string(s.now) + ")");

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/planner/domain_planner.h"
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/what_if.h"
@@ -80,6 +81,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     pass.up_gpus = usable;
   }
   if (*pass.up_gpus < n) return std::nullopt;
+  if (!job.forbidden_nodes.empty() && AllowedGpus(topo, job.forbidden_nodes) < n) return std::nullopt;
   pass.start_blocks.Clear();
   const std::vector<std::pair<Time, JobId>>& ends = Ends(s, pass);
   // Candidate times: now, the release times (sorted already) and the reservations' bounds.
@@ -162,6 +164,11 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       else if (free_at(g)) ++free_count;
     }
   };
+  // -w/-x/-C: the forbidden nodes' GPUs are wanted by the job's own filter for all time, so they
+  // are held (counted out before `live`) now and as their jobs release them.
+  for (GpuId g : NodeFilter::Gpus(topo, job.forbidden_nodes)) {
+    if (wanted[g.value]++ == 0 && free_at(g)) --free_count;
+  }
   std::vector<JobId> released;  // before `live`: the jobs to release when it goes live
   std::vector<GpuId> gpus;
   auto release = [&](JobId id) {

@@ -48,6 +48,7 @@ Result<PriorityClassId> CheckShape(const SchedulerState& s, const JobSpec& spec)
   if (spec.step_kind == ElasticStep::kMultiple && spec.step == 0)
     return Fail(where, "step: elastic step multiple of 0");
   if (spec.walltime < 0) return Fail(where, "walltime: negative (" + std::to_string(spec.walltime) + "s)");
+  if (spec.begin < 0) return Fail(where, "begin: negative (" + std::to_string(spec.begin) + ")");
   if (spec.restart_cost < 0) return Fail(where, "restart_cost: negative (" + std::to_string(spec.restart_cost) + "s)");
   if (spec.checkpoint_interval < 0) {
     return Fail(where, "checkpoint_interval: negative (" + std::to_string(spec.checkpoint_interval) + "s)");
