@@ -6,6 +6,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev hwloc libyaml-cpp-dev
   libsqlite3-dev
+  # the PostgreSQL store backend (libpq) and the server its tests start (initdb, pg_ctl)
+  libpq-dev postgresql-15
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libboost-dev
   prometheus
   # used by the tests and the demo: HTTP checks, test certificates, the Node.js gRPC client

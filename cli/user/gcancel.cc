@@ -7,6 +7,7 @@
 
 #include "client.h"
 #include "job_table.h"
+#include "job_target.h"
 #include "options.h"
 #include "signal_names.h"
 #include "util/json.h"
@@ -30,7 +31,7 @@ constexpr OptionSpec kSpecs[] = {
 };
 
 constexpr const char* kUsage =
-    "usage: gcancel [options] ID...\n"
+    "usage: gcancel [options] ID... (ID: a job, an array, ARRAY_TASK or ARRAY_[TASKS])\n"
     "       gcancel [options] -u USER | --me | -t STATE\n"
     "\n"
     "Cancel jobs (stop them: TERM, then KILL), or send them a signal with --signal.\n"
@@ -38,7 +39,7 @@ constexpr const char* kUsage =
     "options:\n";
 
 struct Outcome {
-  uint64_t id;
+  std::string id;
   grpc::Status status;
   v1::CancelResponse response;
 };
@@ -54,14 +55,14 @@ int Run(const std::vector<std::string>& args) {
     std::fputs(OptionsHelp(kSpecs).c_str(), stdout);
     return kExitOk;
   }
-  std::vector<uint64_t> ids;
+  std::vector<JobTarget> ids;  // jobs, arrays (every task), tasks: 1234, 1234_7, 1234_[1-3]
   for (const std::string& a : o->positional) {
-    auto id = ParseCount(a, 1, UINT64_MAX);
-    if (!id) {
-      PrintError(kProgram, "'" + a + "' is not a job id");
+    auto targets = ParseJobTargets(a);
+    if (!targets) {
+      PrintError(kProgram, targets.error().message);
       return kExitUsage;
     }
-    ids.push_back(*id);
+    ids.insert(ids.end(), targets->begin(), targets->end());
   }
   int signal = 0;
   if (const OptionValue* v = o->Find("signal")) {
@@ -123,17 +124,19 @@ int Run(const std::vector<std::string>& args) {
       if (IsFinished(job.state()) || job.user() != request.user()) continue;
       if (!states.empty() && !states.contains(job.state())) continue;
       if (o->Has("name") && job.spec().name() != o->Get("name")) continue;
-      ids.push_back(job.id());
+      ids.push_back({job.id(), std::nullopt});
     }
   }
 
   std::vector<Outcome> outcomes;
   int rc = kExitOk;
-  for (uint64_t id : ids) {
+  for (const JobTarget& target : ids) {
     v1::CancelRequest request;
-    request.set_job_id(id);
+    request.set_job_id(target.id);
+    if (target.task) request.set_array_task_id(*target.task);
     request.set_signal(signal);
-    Outcome out{id, {}, {}};
+    const uint64_t id = target.id;
+    Outcome out{target.ToString(), {}, {}};
     grpc::ClientContext context;
     conn.Prepare(context);
     out.status = conn.jobs().Cancel(&context, request, &out.response);
@@ -148,7 +151,7 @@ int Run(const std::vector<std::string>& args) {
     std::string json = "{\"results\":[";
     for (size_t i = 0; i < outcomes.size(); ++i) {
       const Outcome& out = outcomes[i];
-      json += std::string(i ? "," : "") + "{\"job_id\":\"" + std::to_string(out.id) + "\",";
+      json += std::string(i ? "," : "") + "{\"job_id\":\"" + out.id + "\",";
       if (out.status.ok()) {
         json += "\"response\":" + ToJson(out.response) + "}";
       } else {

@@ -25,6 +25,7 @@ constexpr OptionSpec kSpecs[] = {
     {"long", 'l', "", "also account, class, priority, bus bandwidth and the GPUs of each job"},
     {"format", 'o', "FORMAT", "columns as %[.][WIDTH]LETTER fields (see below)"},
     {"noheader", 0, "", "no header line"},
+    {"array", 'r', "", "one line per array task (pending tasks are otherwise shown as one: 1234_[8-99%8])"},
     {"json", 0, "", "print the ListJobsResponse as JSON"},
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
     {"server", 0, "HOST:PORT[,...]",
@@ -172,6 +173,7 @@ int Run(const std::vector<std::string>& args) {
   } else {
     std::vector<v1::Job> jobs(listed.jobs().begin(), listed.jobs().end());
     if (query->ids.empty()) SortJobs(jobs);  // -j: in the order asked
+    if (!o->Has("array")) CollapseArrayTasks(jobs);
     std::fputs(FormatJobTable(jobs, *format, std::time(nullptr), !o->Has("noheader")).c_str(), stdout);
   }
   return rc;

@@ -5,6 +5,10 @@
 #include "duration.h"
 #include "job_spec_check.h"
 #include "signal_names.h"
+#include "util/dependency.h"
+#include "util/job_array.h"
+#include "util/constraint.h"
+#include "util/hostlist.h"
 #include "util/job_fields.h"
 #include "util/strings.h"
 
@@ -30,7 +34,9 @@ constexpr OptionSpec kSpecs[] = {
     {"job-name", 'J', "NAME", "default: the script's or the command's name"},
     {"output", 'o', "PATTERN", "stdout file: %j id, %x name, %u user, %N node (default phalanx-%j.out)"},
     {"error", 'e', "PATTERN", "stderr file (default: the stdout file)"},
-    {"dependency", 'd', "afterok:ID[:ID...]", "start after these jobs completed successfully"},
+    {"dependency", 'd', "TYPE:ID[:ID...][,...]",
+     "after, afterany, afterok, afternotok (ID, ARRAY or ARRAY_TASK), singleton; ',' all, '?' any"},
+    {"array", 'a', "INDEXES[%N]", "job array: 0-99, 1,3,5-7 or 0-15:4; %N: at most N tasks running at once"},
     {"account", 'A', "NAME", "account to charge"},
     {"hold", 'H', "", "submit the job held"},
     {"chdir", 'D', "DIR", "working directory (default: the current one)"},
@@ -41,6 +47,25 @@ constexpr OptionSpec kSpecs[] = {
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
     {"server", 0, "HOST:PORT[,...]",
      "phalanxd over TCP, addresses tried in order (default $PHALANX_SERVER, /etc/phalanx/phalanx.conf)"},
+    // sbatch's options (docs/user-guide.md, "Coming from Slurm").
+    {"gres", 0, "gpu[:TYPE]:N", "N GPUs per node (as --gpus-per-node); TYPE adds a constraint (-C TYPE)"},
+    {"cpus-per-task", 'c', "N", "CPUs per task: recorded, exported as SLURM_CPUS_PER_TASK (not enforced)"},
+    {"mem", 0, "SIZE", "memory per node, N[K|M|G|T] (MB): recorded, exported (not enforced)"},
+    {"mem-per-gpu", 0, "SIZE", "memory per GPU, N[K|M|G|T] (MB): recorded, exported (not enforced)"},
+    {"ntasks", 'n', "N", "tasks: exported as SLURM_NTASKS (Phalanx starts one process per node)"},
+    {"ntasks-per-node", 0, "N", "tasks per node: exported as SLURM_NTASKS_PER_NODE"},
+    {"begin", 0, "TIME", "start no earlier: now+1hour, HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], tomorrow, ..."},
+    {"nodelist", 'w', "HOSTLIST", "run only on these nodes (node[01-04],gpu7)"},
+    {"exclude", 'x', "HOSTLIST", "never run on these nodes"},
+    {"constraint", 'C', "FEATURES", "node features: the model's name or its words (h100, dgx-h100); A&B, A|B"},
+    {"signal", 0, "[B:]SIG[@SECS]", "as --checkpoint-signal (sbatch's name)", "checkpoint-signal"},
+    {"requeue", 0, "", "requeue the job after a node failure (the default)"},
+    {"no-requeue", 0, "", "fail the job on a node failure instead of requeueing it", "requeue", "false"},
+    {"wait", 'W', "", "wait for the job to end; exit with its exit code"},
+    {"comment", 0, "TEXT", "a comment, recorded with the job"},
+    {"open-mode", 0, "append|truncate", "output files: appended to (default) or emptied at the start"},
+    {"mail-type", 0, "TYPE[,TYPE]", "recorded (phalanxd sends no mail): NONE, BEGIN, END, FAIL, ALL, ..."},
+    {"mail-user", 0, "ADDRESS", "recorded (phalanxd sends no mail)"},
     {"help", 'h', "", "this help"},
 };
 
@@ -58,6 +83,8 @@ std::string FieldOrigin(std::string_view field) {
       {"spec.script", "the script"},
       {"spec.env", "the environment (--export)"},
       {"spec.working_dir", "the working directory (-D/--chdir, or the current one)"},
+      {"spec.submit_info.mail_type", "--mail-type"},
+      {"spec.constraint", "the constraint (-C, and a GPU type from -G TYPE:N or --gres)"},
   };
   for (const auto& [prefix, origin] : kOrigins) {
     if (field.starts_with(prefix)) return std::string(origin);
@@ -110,9 +137,23 @@ Status ApplyShape(const ParsedOptions& o, v1::JobSpec& spec) {
     PHX_ASSIGN_OR_RETURN(auto parsed, ParseGpus(*g));
     gpus = parsed;
   }
+  const OptionValue* gpn = o.Find("gpus-per-node");
+  // --gres=gpu[:TYPE]:N is per node, as in Slurm: --gpus-per-node N.
+  OptionValue gres_per_node;
+  if (const OptionValue* gres = o.Find("gres")) {
+    auto parsed = ParseGresGpus(gres->value);
+    if (!parsed) return std::unexpected(gres->Bad(parsed.error().message));
+    if (gpn != nullptr && gpn->value != std::to_string(parsed->count)) {
+      return std::unexpected(
+          gres->Bad(Quote(gres->value) + " asks for other GPUs per node than " + gpn->flag + " " + gpn->value));
+    }
+    gres_per_node = OptionValue{std::to_string(parsed->count), gres->flag, gres->where};
+    gpn = &gres_per_node;
+    if (!parsed->type.empty()) gpus.type = parsed->type;
+  }
+  if (!gpus.type.empty()) spec.set_constraint(AddFeature(spec.constraint(), gpus.type));
   const bool elastic = gpus.min > 0 && gpus.min < gpus.max;
   const OptionValue* n = o.Find("nodes");
-  const OptionValue* gpn = o.Find("gpus-per-node");
   uint32_t nodes = 0, per_node = 0;
   if (n != nullptr) {
     PHX_ASSIGN_OR_RETURN(auto v, Count(*n, 1, kMaxNodes, "nodes"));
@@ -180,12 +221,235 @@ Status ApplyShape(const ParsedOptions& o, v1::JobSpec& spec) {
   return {};
 }
 
+// sbatch's options beyond the shape: -c, --mem, -n, --begin, -w, -x, -C, --requeue, --comment,
+// --open-mode, --mail-*, and where the submission came from.
+Status ApplySlurmOptions(const ParsedOptions& o, const SubmitContext& ctx, v1::JobSpec& spec) {
+  if (const OptionValue* v = o.Find("cpus-per-task")) {
+    PHX_ASSIGN_OR_RETURN(auto n, Count(*v, 1, 1u << 16, "CPUs per task"));
+    spec.set_cpus_per_task(n);
+  }
+  for (const auto& [key, setter] : {std::pair{"mem", &v1::JobSpec::set_mem_per_node_mb},
+                                    std::pair{"mem-per-gpu", &v1::JobSpec::set_mem_per_gpu_mb}}) {
+    if (const OptionValue* v = o.Find(key)) {
+      auto mb = ParseMemoryMb(v->value);
+      if (!mb) return std::unexpected(v->Bad(mb.error().message));
+      (spec.*setter)(*mb);
+    }
+  }
+  if (o.Has("mem") && o.Has("mem-per-gpu")) {
+    return std::unexpected(o.Find("mem-per-gpu")->Bad("give --mem or --mem-per-gpu, not both (as sbatch)"));
+  }
+  if (const OptionValue* v = o.Find("ntasks")) {
+    PHX_ASSIGN_OR_RETURN(auto n, Count(*v, 1, kMaxGpus, "tasks"));
+    spec.set_ntasks(n);
+  }
+  if (const OptionValue* v = o.Find("ntasks-per-node")) {
+    PHX_ASSIGN_OR_RETURN(auto n, Count(*v, 1, kMaxGpus, "tasks per node"));
+    spec.set_ntasks_per_node(n);
+  }
+  if (const OptionValue* v = o.Find("begin")) {
+    if (!ctx.clock.to_local || !ctx.clock.from_local) return std::unexpected(v->Bad("no clock to read the time with"));
+    auto t = ParseBeginTime(v->value, ctx.clock);
+    if (!t) return std::unexpected(v->Bad(t.error().message));
+    spec.set_begin_time(*t);
+  }
+  for (const char* key : {"nodelist", "exclude"}) {
+    if (const OptionValue* v = o.Find(key)) {
+      auto hosts = ExpandHostlist(v->value, "");
+      if (!hosts) return std::unexpected(v->Bad(hosts.error().message));
+      key == std::string_view("nodelist") ? spec.set_nodelist(v->value) : spec.set_exclude(v->value);
+    }
+  }
+
+  if (const OptionValue* v = o.Find("constraint")) {
+    auto c = ParseConstraint(v->value, "");
+    if (!c) return std::unexpected(v->Bad(c.error().message));
+    // A GPU type from -G TYPE:N or --gres=gpu:TYPE:N is required on top.
+    spec.set_constraint(spec.constraint().empty() ? c->ToString() : AddFeature(c->ToString(), spec.constraint()));
+  }
+  if (const OptionValue* v = o.Find("requeue")) spec.set_requeue(v->value == "true");
+  if (const OptionValue* v = o.Find("comment")) {
+    PHX_RETURN_IF_ERROR(Rule(*v, CheckLabel("comment", v->value, kMaxPathBytes)));
+    spec.set_comment(v->value);
+  }
+  v1::JobSubmitInfo& info = *spec.mutable_submit_info();
+  if (const OptionValue* v = o.Find("open-mode")) {
+    if (v->value != "append" && v->value != "truncate")
+      return std::unexpected(v->Bad(Quote(v->value) + " is not append or truncate"));
+    info.set_open_truncate(v->value == "truncate");
+  }
+  if (const OptionValue* v = o.Find("mail-type")) {
+    std::string upper = v->value;
+    for (char& ch : upper) {
+      if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+    }
+    info.set_mail_type(upper);
+  }
+  if (const OptionValue* v = o.Find("mail-user")) {
+    PHX_RETURN_IF_ERROR(Rule(*v, CheckLabel("mail-user", v->value)));
+    info.set_mail_user(v->value);
+  }
+  info.set_submit_dir(ctx.cwd);
+  info.set_submit_host(ctx.hostname);
+  return {};
+}
+
+// sbatch options gsub does not have: ignored with a warning, or refused where ignoring them
+// would run the job wrongly. docs/user-guide.md ("Coming from Slurm") has the same table.
+struct Unsupported {
+  std::string_view name;
+  char short_name;
+  bool takes_value;
+  bool refuse;
+  std::string_view why;
+};
+constexpr Unsupported kSbatchUnsupported[] = {
+    // Refused: the job would run, but not as asked.
+    {"clusters", 'M', true, true, "Phalanx schedules one cluster: the job would run on this one"},
+    {"cluster", 0, true, true, "Phalanx schedules one cluster: the job would run on this one"},
+    {"reservation", 0, true, true, "Phalanx has no advance reservations: the job would run outside it"},
+    {"deadline", 0, true, true, "not enforced: the job could run after its deadline"},
+    {"input", 'i', true, true, "jobs read /dev/null: a job reading this file would run without its input"},
+    {"uid", 0, true, true, "jobs run as their submitter"},
+    {"gid", 0, true, true, "jobs run with their submitter's groups"},
+    {"gpus-per-task", 0, true, true, "GPUs are per job or per node (-G, --gpus-per-node): the GPU count would differ"},
+    {"ntasks-per-gpu", 0, true, true, "GPUs are per job or per node (-G, --gpus-per-node): the GPU count would differ"},
+    {"gpus-per-socket", 0, true, true,
+     "GPUs are per job or per node (-G, --gpus-per-node): the GPU count would differ"},
+    {"burst-buffer", 0, true, true, "no burst buffers: the data would not be staged"},
+    {"bb", 0, true, true, "no burst buffers: the data would not be staged"},
+    {"bbf", 0, true, true, "no burst buffers: the data would not be staged"},
+    {"nodefile", 'F', true, true, "give the nodes with -w/--nodelist"},
+    {"het-job", 0, true, true, "heterogeneous jobs are not supported"},
+    {"test-only", 0, false, true,
+     "not supported yet (it needs the daemon's what-if query): ignoring it would submit the job; ginfo --why ID "
+     "explains a pending job"},
+    // Ignored with a warning: the job runs as it would, less a hint or an accounting detail.
+    {"qos", 'q', true, false, "no QOS yet; the priority class (-p/--priority) orders jobs"},
+    {"time-min", 0, true, false, "jobs are not shortened to fit"},
+    {"nice", 0, true, false, "the priority class decides the order"},
+    {"licenses", 'L', true, false, "licenses are not counted"},
+    {"mem-per-cpu", 0, true, false, "memory is not modelled (--mem and --mem-per-gpu are recorded)"},
+    {"cpus-per-gpu", 0, true, false, "CPUs are not modelled (-c is recorded)"},
+    {"mincpus", 0, true, false, "CPUs are not modelled"},
+    {"switches", 0, true, false, "use --topology (node, nvlink, leaf, spine) for the block"},
+    {"get-user-env", 0, false, false, "the job gets the environment gsub exports (--export)"},
+    {"hint", 0, true, false, "CPU binding is not managed"},
+    {"distribution", 'm', true, false, "tasks are not distributed: one process per node"},
+    {"cpu-bind", 0, true, false, "CPU binding is not managed"},
+    {"mem-bind", 0, true, false, "memory binding is not managed"},
+    {"gpu-bind", 0, true, false, "GPU binding: CUDA_VISIBLE_DEVICES lists the job's GPUs on each node"},
+    {"gpu-freq", 0, true, false, "GPU clocks are not managed"},
+    {"cpu-freq", 0, true, false, "CPU clocks are not managed"},
+    {"kill-on-invalid-dep", 0, true, false, "a failed dependency ends the job"},
+    {"no-kill", 'k', false, false, "a failed node requeues or fails the job"},
+    {"wckey", 0, true, false, "no workload keys"},
+    {"overcommit", 'O', false, false, "tasks are not counted against CPUs"},
+    {"oversubscribe", 's', false, false, "GPUs are never shared (use --exclusive for whole nodes)"},
+    {"contiguous", 0, false, false, "the placement chooses the nodes (see --topology)"},
+    {"spread-job", 0, false, false, "the placement chooses the nodes (see --topology)"},
+    {"use-min-nodes", 0, false, false, "the placement chooses the nodes (see --topology)"},
+    {"tmp", 0, true, false, "disk is not modelled"},
+    {"profile", 0, true, false, "no profiling plugin"},
+    {"acctg-freq", 0, true, false, "accounting is sampled by phalanxd's history"},
+    {"propagate", 0, false, false, "resource limits are the agent's"},
+    {"quiet", 'Q', false, false, "gsub prints one line"},
+    {"verbose", 'v', false, false, "gsub prints one line"},
+    {"core-spec", 'S', true, false, "CPUs are not modelled"},
+    {"thread-spec", 0, true, false, "CPUs are not modelled"},
+    {"sockets-per-node", 0, true, false, "CPUs are not modelled"},
+    {"cores-per-socket", 0, true, false, "CPUs are not modelled"},
+    {"threads-per-core", 0, true, false, "CPUs are not modelled"},
+    {"ntasks-per-core", 0, true, false, "CPUs are not modelled"},
+    {"ntasks-per-socket", 0, true, false, "CPUs are not modelled"},
+    {"extra-node-info", 'B', true, false, "CPUs are not modelled"},
+    {"network", 0, true, false, "the fabric is the topology's"},
+    {"power", 0, true, false, "power is not managed"},
+    {"prefer", 0, true, false, "soft constraints are not supported (-C is a hard one)"},
+    {"container", 0, true, false, "containers are not managed: run one in the script"},
+    {"export-file", 0, true, false, "use --export"},
+    {"ignore-pbs", 0, false, false, "#PBS lines are never read"},
+    {"mcs-label", 0, true, false, "no MCS labels"},
+    {"delay-boot", 0, true, false, "nodes are not rebooted"},
+    {"reboot", 0, false, false, "nodes are not rebooted"},
+    {"immediate", 'I', false, false, "the job waits in the queue"},
+    {"batch", 0, true, false, "node features: use -C/--constraint"},
+    {"tres-per-task", 0, true, false, "trackable resources are not modelled"},
+    {"x11", 0, false, false, "no X11 forwarding"},
+};
+
+const Unsupported* FindUnsupported(std::string_view name, char short_name) {
+  for (const Unsupported& u : kSbatchUnsupported) {
+    if ((!name.empty() && u.name == name) || (short_name != 0 && u.short_name == short_name)) return &u;
+  }
+  return nullptr;
+}
+
+bool TakesValue(const OptionSpec& spec) { return !spec.value.empty(); }
+
+// One #SBATCH line's words: the options gsub knows go to its parser (so their errors read as
+// for #PHX); the others are refused or ignored with a warning naming the line and the option.
+Result<ParsedOptions> ParseSbatchWords(const std::vector<std::string>& words, const std::string& where,
+                                       std::vector<std::string>& warnings) {
+  std::vector<std::string> known;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.size() < 2 || w[0] != '-' || w == "--") return Fail(where, "#SBATCH takes options only, not " + Quote(w));
+    std::string name;
+    char short_name = 0;
+    bool inline_value = false;
+    if (w.starts_with("--")) {
+      const size_t eq = w.find('=');
+      name = w.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      inline_value = eq != std::string::npos;
+    } else {
+      short_name = w[1];
+      inline_value = w.size() > 2;
+    }
+    const OptionSpec* spec = nullptr;
+    for (const OptionSpec& s : kSpecs) {
+      if ((!name.empty() && s.name == name) || (short_name != 0 && s.short_name == short_name)) spec = &s;
+    }
+    if (spec != nullptr) {
+      known.push_back(w);
+      if (TakesValue(*spec) && !inline_value && i + 1 < words.size()) known.push_back(words[++i]);
+      continue;
+    }
+    const std::string shown = name.empty() ? std::string("-") + short_name : "--" + name;
+    const Unsupported* u = FindUnsupported(name, short_name);
+    const bool value_follows =
+        !inline_value && i + 1 < words.size() && !words[i + 1].starts_with("-") && (u == nullptr || u->takes_value);
+    if (value_follows) ++i;
+    if (u != nullptr && u->refuse) {
+      return Fail(where,
+                  "#SBATCH " + shown +
+                      ": not supported by Phalanx, and ignoring it would run the job wrongly: " + std::string(u->why));
+    }
+    warnings.push_back(where + ": #SBATCH " + shown + ": ignored: " +
+                       (u != nullptr ? "not supported by Phalanx: " + std::string(u->why)
+                                     : std::string("not an sbatch option gsub knows")));
+  }
+  PHX_ASSIGN_OR_RETURN(auto parsed, ParseOptions(known, kSpecs, Positionals::kInterleaved, where));
+  if (!parsed.positional.empty()) return Fail(where, "#SBATCH takes options only, not " + Quote(parsed.positional[0]));
+  return parsed;
+}
+
 }  // namespace
 
 std::span<const OptionSpec> SubmitOptionSpecs() { return kSpecs; }
 
 Result<ParsedOptions> ParseSubmitArgs(std::span<const std::string> args) {
-  return ParseOptions(args, kSpecs, Positionals::kStopAtFirst);
+  auto parsed = ParseOptions(args, kSpecs, Positionals::kStopAtFirst);
+  if (parsed || !parsed.error().message.starts_with("unknown option '")) return parsed;
+  // An sbatch option gsub does not have: say so, and why, rather than only "unknown".
+  const std::string& m = parsed.error().message;
+  const size_t open = m.find('\''), close = m.find('\'', open + 1);
+  const std::string flag = m.substr(open + 1, close - open - 1);
+  const Unsupported* u = flag.starts_with("--") ? FindUnsupported(flag.substr(2), 0)
+                         : flag.size() == 2     ? FindUnsupported({}, flag[1])
+                                                : nullptr;
+  if (u == nullptr) return parsed;
+  return Fail("", flag + ": an sbatch option Phalanx does not support: " + std::string(u->why));
 }
 
 Result<GpuCount> ParseGpus(const OptionValue& v) {
@@ -196,7 +460,13 @@ Result<GpuCount> ParseGpus(const OptionValue& v) {
     if (!n) return std::unexpected(v.Bad(n.error().message + bad));
     return GpuCount{0, static_cast<uint32_t>(*n)};
   }
-  auto lo = ParseCount(std::string_view(v.value).substr(0, colon), 1, kMaxGpus);
+  const std::string_view before = std::string_view(v.value).substr(0, colon);
+  if (!before.empty() && !(before[0] >= '0' && before[0] <= '9')) {  // TYPE:N, as sbatch's --gpus=a100:2
+    auto g = ParseGresGpus("gpu:" + v.value);
+    if (!g) return std::unexpected(v.Bad(Quote(v.value) + " is not a GPU count (N, MIN:MAX or TYPE:N)"));
+    return GpuCount{0, g->count, g->type};
+  }
+  auto lo = ParseCount(before, 1, kMaxGpus);
   auto hi = ParseCount(std::string_view(v.value).substr(colon + 1), 1, kMaxGpus);
   if (!lo || !hi) return std::unexpected(v.Bad(Quote(v.value) + " is not a GPU count" + bad));
   if (*lo > *hi) return std::unexpected(v.Bad(Quote(v.value) + ": the minimum is above the maximum"));
@@ -228,6 +498,8 @@ Result<std::pair<v1::TopologyLevel, bool>> ParseTopology(const OptionValue& v) {
 
 Result<std::pair<int, int64_t>> ParseCheckpointSignal(const OptionValue& v) {
   std::string_view sig = v.value;
+  // sbatch's --signal=B:SIG: only the batch shell; Phalanx signals the job's process group.
+  if (sig.starts_with("B:")) sig.remove_prefix(2);
   int64_t seconds = 0;
   if (const size_t at = sig.find('@'); at != std::string_view::npos) {
     const std::string_view when = sig.substr(at + 1);
@@ -250,21 +522,11 @@ Result<std::pair<int, int64_t>> ParseCheckpointSignal(const OptionValue& v) {
   return std::pair{*n, seconds};
 }
 
-Result<std::vector<uint64_t>> ParseDependency(const OptionValue& v) {
-  std::vector<uint64_t> ids;
-  for (std::string_view item : Split(v.value, ',')) {
-    const std::vector<std::string_view> parts = Split(item, ':');
-    if (parts[0] != "afterok") {
-      return std::unexpected(v.Bad(Quote(item) + ": only afterok:ID[:ID...] is supported"));
-    }
-    if (parts.size() < 2) return std::unexpected(v.Bad(Quote(item) + ": afterok needs a job id"));
-    for (size_t i = 1; i < parts.size(); ++i) {
-      auto id = ParseCount(parts[i], 1, UINT64_MAX);
-      if (!id) return std::unexpected(v.Bad(Quote(item) + ": " + Quote(parts[i]) + " is not a job id"));
-      ids.push_back(*id);
-    }
-  }
-  return ids;
+// Slurm's forms (util/dependency.h), sent in its canonical text.
+Result<std::string> ParseDependency(const OptionValue& v) {
+  auto d = ParseDependencies(v.value);
+  if (!d) return std::unexpected(v.Bad(d.error().message));
+  return FormatDependencies(*d);
 }
 
 Result<std::map<std::string, std::string>> ParseExport(const OptionValue& v,
@@ -289,8 +551,10 @@ Result<std::map<std::string, std::string>> ParseExport(const OptionValue& v,
   return out;
 }
 
-Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view script_name) {
-  ParsedOptions all;
+Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view script_name,
+                                      std::vector<std::string>* warnings) {
+  ParsedOptions all, sbatch;  // #PHX over #SBATCH, whatever their order
+  std::vector<std::string> ignored;
   size_t line_no = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -302,10 +566,19 @@ Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view sc
     line = Trim(line);
     if (line.empty()) continue;
     if (line[0] != '#') break;  // the first command ends the directives
+    const std::string where = std::string(script_name) + ":" + std::to_string(line_no);
+    if (line.starts_with("#SBATCH")) {
+      std::string_view rest = line.substr(7);
+      if (!rest.empty() && rest[0] != ' ' && rest[0] != '\t') continue;  // "#SBATCHfoo": a comment
+      auto words = SplitWords(rest);
+      if (!words) return Fail(where, "#SBATCH: " + words.error().message);
+      PHX_ASSIGN_OR_RETURN(auto parsed, ParseSbatchWords(*words, where, ignored));
+      sbatch.OverrideWith(parsed);
+      continue;
+    }
     if (!line.starts_with("#PHX")) continue;
     std::string_view rest = line.substr(4);
     if (!rest.empty() && rest[0] != ' ' && rest[0] != '\t') continue;  // "#PHXfoo": a comment
-    const std::string where = std::string(script_name) + ":" + std::to_string(line_no);
     auto words = SplitWords(rest);
     if (!words) return Fail(where, "#PHX: " + words.error().message);
     PHX_ASSIGN_OR_RETURN(auto parsed, ParseOptions(*words, kSpecs, Positionals::kInterleaved, where));
@@ -315,7 +588,9 @@ Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view sc
     }
     all.OverrideWith(parsed);
   }
-  return all;
+  if (warnings != nullptr) warnings->insert(warnings->end(), ignored.begin(), ignored.end());
+  sbatch.OverrideWith(all);
+  return sbatch;
 }
 
 Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ctx) {
@@ -360,8 +635,13 @@ Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ct
     spec.set_stderr_pattern(v->value);
   }
   if (const OptionValue* v = o.Find("dependency")) {
-    PHX_ASSIGN_OR_RETURN(auto ids, ParseDependency(*v));
-    for (uint64_t id : ids) spec.add_after_ok(id);
+    PHX_ASSIGN_OR_RETURN(auto text, ParseDependency(*v));
+    spec.set_dependency(text);
+  }
+  if (const OptionValue* v = o.Find("array")) {
+    // The daemon's max_array_size applies there; here only Slurm's ceiling.
+    if (auto a = ParseArraySpec(v->value, kArraySizeCeiling); !a) return std::unexpected(v->Bad(a.error().message));
+    spec.set_array(v->value);
   }
   if (const OptionValue* v = o.Find("account")) {
     PHX_RETURN_IF_ERROR(Rule(*v, CheckLabel("account", v->value)));
@@ -380,6 +660,7 @@ Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ct
   const OptionValue* e = o.Find("export");
   PHX_ASSIGN_OR_RETURN(auto env, ParseExport(e != nullptr ? *e : all, ctx.environment));
   spec.mutable_env()->insert(env.begin(), env.end());
+  PHX_RETURN_IF_ERROR(ApplySlurmOptions(o, ctx, spec));
   return spec;
 }
 
@@ -388,6 +669,7 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
   const OptionValue* wrap = command_line.Find("wrap");
   std::string script, script_name;
   std::vector<std::string> command;
+  std::vector<std::string> warnings;
   if (command_line.dashdash) {
     if (command_line.positional.empty()) return Fail("", "nothing to run after '--'");
     if (wrap != nullptr) return Fail("", "give --wrap or a command after '--', not both");
@@ -406,7 +688,7 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
       return Fail(script_name, "the script has " + std::to_string(script.size()) + " bytes; at most " +
                                    std::to_string(kMaxScriptBytes) + " are accepted");
     }
-    PHX_ASSIGN_OR_RETURN(auto directives, ParseDirectives(script, script_name));
+    PHX_ASSIGN_OR_RETURN(auto directives, ParseDirectives(script, script_name, &warnings));
     options = std::move(directives);
     command.assign(command_line.positional.begin() + 1, command_line.positional.end());
   } else if (wrap != nullptr) {
@@ -429,6 +711,8 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
   if (auto st = CheckJobSpec(plan.spec); !st) {
     return Fail("", FieldOrigin(st.error().where) + ": " + st.error().message);
   }
+  plan.warnings = std::move(warnings);
+  plan.wait = options.Has("wait");
   plan.parsable = options.Has("parsable");
   plan.json = options.Has("json");
   plan.socket = options.Get("socket");

@@ -94,7 +94,7 @@ void AgentExecutor::LaunchParts(JobId job, const std::vector<GpuId>& gpus, uint6
   l.launch_id = launch_id;
   for (const LaunchPart& p : plan) {
     v1::DaemonCommand c;
-    *c.mutable_launch() = MakeLaunchCommand(p, *rec, *info);
+    *c.mutable_launch() = MakeLaunchCommand(p, *rec, *info, host_->core().topology().name());
     const bool delivered = sessions_.Send(p.node, std::move(c));
     l.parts.push_back(
         RunningParts::Part{p.node, delivered ? RunningParts::PartState::kSent : RunningParts::PartState::kQueued, 0});

@@ -13,6 +13,7 @@
 #include "service/store_space.h"
 #include "util/file_read.h"
 #include "util/flags.h"
+#include "util/job_array.h"
 
 namespace phalanx::service {
 namespace {
@@ -178,8 +179,9 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
   SchedulerConfig& k = c.scheduler;
   s.On("policy", [](const YAML::Node&, const std::string&) -> Status { return {}; });
   // Knobs of the core's SchedulerConfig, parsed by the core itself (SetConfigOption).
-  for (const char* name : {"order", "backfill", "reserve_depth", "reserve_large_gpus", "placement", "preemption",
-                           "elastic", "best_fit", "whole_node_reservations", "node_fit_tolerance"}) {
+  for (const char* name :
+       {"order", "backfill", "reserve_depth", "reserve_large_gpus", "placement", "preemption", "elastic", "best_fit",
+        "whole_node_reservations", "node_fit_tolerance", "runtime", "placement_comm_share"}) {
     s.On(name, [&k, &s, name](const YAML::Node& v, const std::string& key) -> Status {
       std::string x = Scalar(v);
       if (x == "yes") x = "on";
@@ -209,6 +211,13 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
        [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.default_walltime); });
   s.On("max_walltime",
        [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.max_walltime); });
+  s.On("max_array_size", [&](const YAML::Node& v, const std::string& key) -> Status {
+    uint32_t n = 0;
+    if (!cv.U32(v, key, &n, kArraySizeCeiling) || n == 0)
+      return cv.Bad(v, key, "a whole number in 1.." + std::to_string(kArraySizeCeiling));
+    k.max_array_size = n;
+    return {};
+  });
   s.On("pass_interval",
        [&](const YAML::Node& v, const std::string& key) { return cv.Seconds(v, key, &c.pass_interval_s); });
   s.On("limits", [&](const YAML::Node& v, const std::string&) -> Status {
@@ -303,6 +312,24 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     Section t(v, file, "store.");
     Conv tc{t};
     t.On("path", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.db_path); });
+    t.On("backend", [&](const YAML::Node& x, const std::string& key) -> Status {
+      const auto backend = store::ParseBackend(Scalar(x));
+      if (!backend) return tc.Bad(x, key, "sqlite or postgresql");
+      if (*backend == store::Backend::kPostgres && !store::PostgresBuilt())
+        return Fail(t.Where(x), key +
+                                    ": postgresql: this phalanxd was built without the PostgreSQL backend "
+                                    "(libpq-dev was not found when it was configured); use sqlite, or rebuild");
+      c.store_backend = *backend;
+      return {};
+    });
+    t.On("dsn", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.store_dsn); });
+    t.On("lease", [&](const YAML::Node& x, const std::string& key) -> Status {
+      double d = 0;
+      if (auto st = tc.Seconds(x, key, &d); !st) return st;
+      if (d < 1) return tc.Bad(x, key, "a number of seconds >= 1");
+      c.store_lease_s = d;
+      return {};
+    });
     t.On("sync", [&](const YAML::Node& x, const std::string& key) -> Status {
       const std::string m = Scalar(x);
       if (m == "normal") c.sync = store::SyncMode::kNormal;
@@ -581,6 +608,10 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   const std::string where = c.config_path.empty() ? "config" : c.config_path;
   if (c.socket_path.empty()) return Fail(where, "socket: must not be empty");
   if (c.db_path.empty()) return Fail(where, "store.path: must not be empty");
+  if (c.store_backend == store::Backend::kPostgres && c.store_dsn.empty())
+    return Fail(where,
+                "store.dsn: backend postgresql needs a libpq connection string (e.g. "
+                "\"host=/run/postgresql dbname=phalanx\")");
   if (c.master_port_min == 0 || c.master_port_min > c.master_port_max)
     return Fail(where, "agents.master_port_min/max: need 0 < min <= max (got " + std::to_string(c.master_port_min) +
                            ".." + std::to_string(c.master_port_max) + ")");

@@ -75,6 +75,12 @@ struct DaemonConfig {
   // State.
   std::string db_path = "/var/lib/phalanx/phalanxd.db";
   store::SyncMode sync = store::SyncMode::kNormal;
+  // store.backend: sqlite (db_path, the default) or postgresql (store_dsn, a libpq connection
+  // string). On PostgreSQL phalanxd takes the store's leadership lease at start (refused while
+  // another phalanxd holds it) and renews it every store_lease_s / 3 (docs/store.md).
+  store::Backend store_backend = store::Backend::kSqlite;
+  std::string store_dsn;
+  double store_lease_s = 30;
   // Free-space reserve (store_space.h): user writes are refused below this many free bytes on
   // the store's file system; 0: off (a full disk then stops phalanxd at the failed commit).
   uint64_t store_min_free = uint64_t{64} << 20;

@@ -1,17 +1,25 @@
 #include "adapters/store/store.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
 #include "adapters/store/codec.h"
 #include "adapters/store/schema.h"
+#include "adapters/store/sqlite_db.h"
+#ifdef PHALANX_HAVE_POSTGRES
+#include "adapters/store/pg_db.h"
+#endif
 
 namespace phalanx::store {
 namespace {
 
 constexpr JobId kMaxJobId = (uint64_t{1} << 62) - 1;  // the core's limit
 constexpr std::string_view kNextJobIdKey = "next_job_id";
+constexpr std::string_view kLeaderKey = "leader";
+constexpr size_t kMaxHolder = 200;
 constexpr size_t kMaxSeriesName = 200;
 
 constexpr std::string_view kJobColumns =
@@ -21,7 +29,42 @@ constexpr std::string_view kJobColumns =
 
 std::string JobWhere(JobId id) { return "job " + std::to_string(id); }
 
+// meta('leader'): "EPOCH EXPIRES_MS HOLDER".
+std::string EncodeLease(const LeaderLease& l) {
+  return std::to_string(l.epoch) + " " + std::to_string(l.expires_ms) + " " + l.holder;
+}
+
+std::optional<LeaderLease> DecodeLease(std::string_view v) {
+  LeaderLease l;
+  const size_t a = v.find(' ');
+  if (a == std::string_view::npos) return std::nullopt;
+  const size_t b = v.find(' ', a + 1);
+  if (b == std::string_view::npos) return std::nullopt;
+  char* end = nullptr;
+  const std::string epoch(v.substr(0, a)), expires(v.substr(a + 1, b - a - 1));
+  l.epoch = std::strtoull(epoch.c_str(), &end, 10);
+  if (epoch.empty() || *end != '\0') return std::nullopt;
+  l.expires_ms = std::strtoll(expires.c_str(), &end, 10);
+  if (expires.empty() || *end != '\0') return std::nullopt;
+  l.holder = std::string(v.substr(b + 1));
+  return l;
+}
+
 }  // namespace
+
+std::optional<Backend> ParseBackend(std::string_view name) {
+  if (name == "sqlite") return Backend::kSqlite;
+  if (name == "postgresql") return Backend::kPostgres;
+  return std::nullopt;
+}
+
+bool PostgresBuilt() {
+#ifdef PHALANX_HAVE_POSTGRES
+  return true;
+#else
+  return false;
+#endif
+}
 
 struct Store::Statements {
   Statement begin, commit, rollback, savepoint, release, rollback_to;
@@ -30,12 +73,24 @@ struct Store::Statements {
   Statement upsert_launch, select_launch, select_active_launch;
   Statement insert_series, insert_sample, prune_history;
   Statement insert_job_event, trim_job_events, prune_job_events, select_job_events;
+  Statement begin_read, lease_share, lease_update, insert_lease, db_now;
 
-  static Result<std::unique_ptr<Statements>> Prepare(SqliteDb& db) {
+  static Result<std::unique_ptr<Statements>> Prepare(Db& db) {
     auto s = std::make_unique<Statements>();
     const std::string job_cols(kJobColumns);
+    const bool pg = db.dialect() == Dialect::kPostgres;
     const std::pair<Statement*, std::string> all[] = {
-        {&s->begin, "BEGIN IMMEDIATE"},
+        // SQLite: IMMEDIATE takes the write lock at BEGIN. PostgreSQL: rows lock as written.
+        {&s->begin, pg ? "BEGIN" : "BEGIN IMMEDIATE"},
+        // One snapshot for every statement of LoadAll.
+        {&s->begin_read, pg ? "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY" : "BEGIN"},
+        // The lease row: shared by writers (the fence), exclusive for takeover and renewal. In
+        // SQLite the transaction's write lock already orders them.
+        {&s->lease_share, std::string("SELECT value FROM meta WHERE key = 'leader'") + (pg ? " FOR SHARE" : "")},
+        {&s->lease_update, std::string("SELECT value FROM meta WHERE key = 'leader'") + (pg ? " FOR UPDATE" : "")},
+        {&s->insert_lease, "INSERT INTO meta(key, value) VALUES ('leader', ?1) ON CONFLICT(key) DO NOTHING"},
+        {&s->db_now, pg ? "SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"
+                        : "SELECT CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"},
         {&s->commit, "COMMIT"},
         {&s->rollback, "ROLLBACK"},
         {&s->savepoint, "SAVEPOINT batch"},
@@ -119,24 +174,52 @@ void Batch::RecordSamples(Time time, std::vector<std::pair<std::string, double>>
   ops_.emplace_back(Samples{time, std::move(samples)});
 }
 void Batch::PruneHistory(Time before) { ops_.emplace_back(Prune{before}); }
+void Batch::RenewLeadership(int64_t lease_ms) { ops_.emplace_back(Renew{lease_ms}); }
 
 // ---- Open ------------------------------------------------------------------------------------
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
-  PHX_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, options.create_if_missing, options.vfs));
-  PHX_RETURN_IF_ERROR(db.Exec("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout_ms)));
+namespace {
+
+Result<std::unique_ptr<Db>> OpenSqlite(const std::string& path, const StoreOptions& options) {
+  PHX_ASSIGN_OR_RETURN(auto opened, SqliteDb::Open(path, options.create_if_missing, options.vfs));
+  auto db = std::make_unique<SqliteDb>(std::move(opened));
+  PHX_RETURN_IF_ERROR(db->Exec("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout_ms)));
   // Migrate first: it refuses foreign and newer files before anything below changes them.
-  PHX_RETURN_IF_ERROR(Migrate(db, StoreMigrations()));
+  PHX_RETURN_IF_ERROR(Migrate(*db, StoreMigrations()));
   // WAL is persistent in the file; NORMAL/FULL and foreign keys are per connection.
-  PHX_ASSIGN_OR_RETURN(auto mode, db.QueryText("PRAGMA journal_mode = WAL"));
+  PHX_ASSIGN_OR_RETURN(auto mode, db->QueryText("PRAGMA journal_mode = WAL"));
   if (mode != "wal") return Fail(path, "cannot switch to WAL mode (journal_mode is '" + mode + "')");
   const char* sync = options.sync == SyncMode::kFull ? "FULL" : "NORMAL";
-  PHX_RETURN_IF_ERROR(db.Exec(std::string("PRAGMA synchronous = ") + sync + "; PRAGMA foreign_keys = ON"));
+  PHX_RETURN_IF_ERROR(db->Exec(std::string("PRAGMA synchronous = ") + sync + "; PRAGMA foreign_keys = ON"));
   if (options.verify_on_open) {
-    PHX_ASSIGN_OR_RETURN(auto check, db.QueryText("PRAGMA quick_check"));
+    PHX_ASSIGN_OR_RETURN(auto check, db->QueryText("PRAGMA quick_check"));
     if (check != "ok") return Fail(path, "quick_check failed: " + check);
   }
-  PHX_ASSIGN_OR_RETURN(auto stmts, Statements::Prepare(db));
+  return std::unique_ptr<Db>(std::move(db));
+}
+
+Result<std::unique_ptr<Db>> OpenPostgres(const std::string& dsn, const StoreOptions& options) {
+#ifdef PHALANX_HAVE_POSTGRES
+  PHX_ASSIGN_OR_RETURN(auto db, PgDb::Connect(dsn));
+  PHX_RETURN_IF_ERROR(db->Exec("SET lock_timeout = " + std::to_string(options.busy_timeout_ms)));
+  PHX_RETURN_IF_ERROR(Migrate(*db, StoreMigrations()));
+  return std::unique_ptr<Db>(std::move(db));
+#else
+  (void)dsn;
+  (void)options;
+  return Fail("store.backend",
+              "postgresql: this build has no PostgreSQL backend (libpq-dev was not found when it "
+              "was configured); use backend: sqlite, or rebuild with libpq-dev installed");
+#endif
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& target, const StoreOptions& options) {
+  const std::string& path = target;
+  PHX_ASSIGN_OR_RETURN(
+      auto db, options.backend == Backend::kPostgres ? OpenPostgres(target, options) : OpenSqlite(target, options));
+  PHX_ASSIGN_OR_RETURN(auto stmts, Statements::Prepare(*db));
   // The counter.
   Statement& meta = stmts->select_meta;
   meta.Bind(1, kNextJobIdKey);
@@ -144,15 +227,16 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
   const int64_t next = row ? meta.Int(0) : 0;
   meta.Reset();
   if (next < 1 || static_cast<uint64_t>(next) > kMaxJobId + 1)
-    return Fail(path, "meta next_job_id is missing or invalid (" + std::to_string(next) + ")");
+    return Fail(db->path(), "meta next_job_id is missing or invalid (" + std::to_string(next) + ")");
   if (options.max_job_events < 2)
-    return Fail(
-        path, "max_job_events: " + std::to_string(options.max_job_events) + " (at least 2: the first and the latest)");
+    return Fail(db->path(),
+                "max_job_events: " + std::to_string(options.max_job_events) + " (at least 2: the first and the latest)");
+  (void)path;
   return std::unique_ptr<Store>(
       new Store(std::move(db), std::move(stmts), static_cast<JobId>(next), options.max_job_events));
 }
 
-Store::Store(SqliteDb db, std::unique_ptr<Statements> stmts, JobId next_id, size_t max_job_events)
+Store::Store(std::unique_ptr<Db> db, std::unique_ptr<Statements> stmts, JobId next_id, size_t max_job_events)
     : db_(std::move(db)), stmts_(std::move(stmts)), next_id_(next_id), max_job_events_(max_job_events) {}
 
 Store::~Store() = default;
@@ -161,18 +245,19 @@ Store::~Store() = default;
 
 Status Store::CheckWritable() const {
   if (sticky_) return Fail(path(), "the store stopped writing after an earlier error (reopen it): " + sticky_->message);
+  if (deposed_) return Fail(path(), deposed_why_ + "; this store no longer writes");
   return {};
 }
 
 Status Store::Run(Statement& stmt) {
   auto st = stmt.Run();
-  if (!st && SqliteDb::IsFatal(db_.last_error()) && !sticky_) sticky_ = st.error();
+  if (!st && db_->last_error_fatal() && !sticky_) sticky_ = st.error();
   return st;
 }
 
 Status Store::Exec(std::string_view sql) {
-  auto st = db_.Exec(sql);
-  if (!st && SqliteDb::IsFatal(db_.last_error()) && !sticky_) sticky_ = st.error();
+  auto st = db_->Exec(sql);
+  if (!st && db_->last_error_fatal() && !sticky_) sticky_ = st.error();
   return st;
 }
 
@@ -201,7 +286,7 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
     if (spec.submit == 0) spec.submit = submit->now;
     s.insert_job.Bind(1, static_cast<int64_t>(spec.id)).Bind(2, spec.submit).Bind(3, EncodeJobSpec(spec));
     if (auto st = Run(s.insert_job); !st) return st;
-    if (db_.Changes() == 0) return Fail(path(), JobWhere(spec.id) + ": already exists");
+    if (db_->Changes() == 0) return Fail(path(), JobWhere(spec.id) + ": already exists");
     if (spec.id >= next_id_) next_id_ = spec.id + 1;
     if (auto st = InsertEvent(submit->now, "submit", spec.id, ""); !st) return st;
     result->submitted.push_back(spec.id);
@@ -234,7 +319,7 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
         .Bind(22, j.gpu_seconds_lost)
         .Bind(23, j.idle_since);
     if (auto st = Run(u); !st) return st;
-    if (db_.Changes() == 0) return Fail(path(), JobWhere(j.spec.id) + ": no such job to save");
+    if (db_->Changes() == 0) return Fail(path(), JobWhere(j.spec.id) + ": no such job to save");
     return {};
   }
   if (const auto* event = std::get_if<Batch::Event>(&op)) {
@@ -280,8 +365,21 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
     s.prune_job_events.Bind(1, prune->before);
     return Run(s.prune_job_events);
   }
+  if (const auto* renew = std::get_if<Batch::Renew>(&op)) {
+    // The fence of this transaction checked the epoch, with the row locked for update.
+    if (epoch_ == 0) return Fail(path(), "leadership: this store does not lead (AcquireLeadership first)");
+    if (renew->lease_ms <= 0)
+      return Fail(path(), "leadership: lease " + std::to_string(renew->lease_ms) + " ms must be > 0");
+    PHX_ASSIGN_OR_RETURN(const int64_t now, DbNowMs());
+    LeaderLease lease;
+    lease.holder = holder_;
+    lease.epoch = epoch_;
+    lease.expires_ms = now + renew->lease_ms;
+    return WriteLease(lease);
+  }
   const auto& meta = std::get<Batch::Meta>(op);
-  if (meta.key == kNextJobIdKey) return Fail(path(), "meta key 'next_job_id' belongs to the store");
+  if (meta.key == kNextJobIdKey || meta.key == kLeaderKey)
+    return Fail(path(), "meta key '" + meta.key + "' belongs to the store");
   s.upsert_meta.Bind(1, meta.key).Bind(2, meta.value);
   return Run(s.upsert_meta);
 }
@@ -295,32 +393,51 @@ Status Store::ApplyOne(const Batch& batch, BatchResult* result) {
 
 std::vector<Result<BatchResult>> Store::ApplyGroup(std::span<const Batch* const> batches) {
   std::vector<Result<BatchResult>> out(batches.size());
+  if (batches.empty()) return out;
+  // PostgreSQL: a savepoint costs two round trips per batch. Try the group without them first;
+  // only when a batch fails (rare: a duplicate id, a reserved key) is nothing committed and the
+  // group run again with them. SQLite's savepoints cost next to nothing: always.
+  if (batches.size() > 1 && db_->dialect() == Dialect::kPostgres && ApplyGroupOnce(batches, false, out)) return out;
+  ApplyGroupOnce(batches, batches.size() > 1, out);
+  return out;
+}
+
+bool Store::ApplyGroupOnce(std::span<const Batch* const> batches, bool savepoints,
+                           std::vector<Result<BatchResult>>& out) {
   const auto fail_all = [&out](const Error& e) {
     for (auto& r : out) r = std::unexpected(e);
   };
-  if (batches.empty()) return out;
   if (auto st = CheckWritable(); !st) {
     fail_all(st.error());
-    return out;
+    return true;
   }
   Statements& s = *stmts_;
   const JobId id_at_start = next_id_;
   const auto abort = [&](const Error& e) {
-    if (db_.InTransaction()) (void)s.rollback.Run();
+    if (db_->InTransaction()) (void)s.rollback.Run();
     next_id_ = id_at_start;
     fail_all(e);
   };
   if (auto st = Run(s.begin); !st) {
     abort(st.error());
-    return out;
+    return true;
   }
-  const bool savepoints = batches.size() > 1;
+  // A renewal writes the lease row: lock it for update from the start (a share lock upgraded
+  // later could deadlock with a standby waiting to take over).
+  const bool renews = std::any_of(batches.begin(), batches.end(), [](const Batch* b) {
+    return std::any_of(b->ops_.begin(), b->ops_.end(),
+                       [](const Batch::Op& op) { return std::holds_alternative<Batch::Renew>(op); });
+  });
+  if (auto st = Fence(renews); !st) {
+    abort(st.error());
+    return true;
+  }
   for (size_t i = 0; i < batches.size(); ++i) {
     const JobId id_before = next_id_;
     if (savepoints) {
       if (auto st = Run(s.savepoint); !st) {
         abort(st.error());
-        return out;
+        return true;
       }
     }
     BatchResult result;
@@ -329,37 +446,42 @@ std::vector<Result<BatchResult>> Store::ApplyGroup(std::span<const Batch* const>
       if (savepoints) {
         if (auto rel = Run(s.release); !rel) {
           abort(rel.error());
-          return out;
+          return true;
         }
       }
       out[i] = std::move(result);
       continue;
     }
     // A fatal error, or a lone batch: nothing commits.
-    if (sticky_ || !savepoints) {
+    if (sticky_ || batches.size() == 1) {
       abort(st.error());
-      return out;
+      return true;
+    }
+    if (!savepoints) {  // the optimistic try: nothing committed; again with savepoints
+      if (db_->InTransaction()) (void)s.rollback.Run();
+      next_id_ = id_at_start;
+      return false;
     }
     next_id_ = id_before;
     out[i] = std::unexpected(st.error());
     if (auto rb = Run(s.rollback_to); !rb) {
       abort(rb.error());
-      return out;
+      return true;
     }
     if (auto rel = Run(s.release); !rel) {
       abort(rel.error());
-      return out;
+      return true;
     }
   }
   if (next_id_ != id_at_start) {
     s.upsert_meta.Bind(1, kNextJobIdKey).Bind(2, std::to_string(next_id_));
     if (auto st = Run(s.upsert_meta); !st) {
       abort(st.error());
-      return out;
+      return true;
     }
   }
   if (auto st = Run(s.commit); !st) abort(st.error());
-  return out;
+  return true;
 }
 
 Result<BatchResult> Store::Apply(const Batch& batch) {
@@ -464,7 +586,7 @@ Result<JobRecord> Store::ReadJobRow(Statement& q) const {
 Result<RecoveredState> Store::LoadAll() {
   Statements& s = *stmts_;
   // One read transaction: a consistent snapshot even if another connection writes meanwhile.
-  PHX_RETURN_IF_ERROR(Exec("BEGIN"));
+  PHX_RETURN_IF_ERROR(Run(s.begin_read));
   struct EndRead {
     Store* store;
     ~EndRead() { (void)store->Exec("COMMIT"); }
@@ -594,8 +716,8 @@ Result<HistoryAnswer> Store::ReadHistory(const HistoryQuery& q) {
     std::string hi = lo;
     if (prefix) hi.back() = static_cast<char>(hi.back() + 1);  // '.' + 1 == '/'
     const std::string where = prefix ? "s.name >= ?1 AND s.name < ?2" : "s.name = ?1";
-    PHX_ASSIGN_OR_RETURN(auto stmt, db_.Prepare("SELECT s.name, " + value + from + where + " AND h.time >= ?3" + group +
-                                                " ORDER BY s.name, t"));
+    PHX_ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT s.name, " + value + from + where + " AND h.time >= ?3" +
+                                                 group + " ORDER BY s.name, t"));
     stmt.Bind(1, lo).Bind(3, q.since);
     if (prefix) stmt.Bind(2, hi);
     if (q.step > 0) stmt.Bind(4, q.step);
@@ -613,7 +735,12 @@ Result<HistoryAnswer> Store::ReadHistory(const HistoryQuery& q) {
 }
 
 Status Store::CheckIntegrity() {
-  PHX_ASSIGN_OR_RETURN(auto q, db_.Prepare("PRAGMA integrity_check(20)"));
+  if (db_->dialect() == Dialect::kPostgres) {
+    PHX_ASSIGN_OR_RETURN(auto n, db_->QueryInt("SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM events)"));
+    (void)n;
+    return {};
+  }
+  PHX_ASSIGN_OR_RETURN(auto q, db_->Prepare("PRAGMA integrity_check(20)"));
   std::string problems;
   while (true) {
     PHX_ASSIGN_OR_RETURN(auto row, q.Step());
@@ -627,10 +754,180 @@ Status Store::CheckIntegrity() {
 }
 
 Status Store::CheckpointWal() {
-  PHX_ASSIGN_OR_RETURN(auto q, db_.Prepare("PRAGMA wal_checkpoint(TRUNCATE)"));
+  if (db_->dialect() == Dialect::kPostgres) return {};
+  PHX_ASSIGN_OR_RETURN(auto q, db_->Prepare("PRAGMA wal_checkpoint(TRUNCATE)"));
   PHX_ASSIGN_OR_RETURN(auto row, q.Step());
   if (row && q.Int(0) != 0) return Fail(path(), "WAL checkpoint could not complete (another connection is reading)");
   return {};
+}
+
+// ---- leadership ------------------------------------------------------------------------------
+
+Result<int64_t> Store::DbNowMs() {
+  Statement& q = stmts_->db_now;
+  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
+  const int64_t now = row ? q.Int(0) : 0;
+  q.Reset();
+  if (!row) return Fail(path(), "the database's clock returned no row");
+  return now;
+}
+
+Result<LeaderLease> Store::LockLease(bool* found) {
+  Statement& q = stmts_->lease_update;
+  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
+  LeaderLease lease;
+  *found = row;
+  if (row) {
+    const std::string value(q.Text(0));
+    q.Reset();
+    auto decoded = DecodeLease(value);
+    if (!decoded) return Fail(path(), "meta 'leader' is malformed: '" + Escape(value) + "'");
+    lease = std::move(*decoded);
+  } else {
+    q.Reset();
+  }
+  PHX_ASSIGN_OR_RETURN(lease.now_ms, DbNowMs());
+  return lease;
+}
+
+Status Store::WriteLease(const LeaderLease& lease) {
+  Statement& u = stmts_->upsert_meta;
+  u.Bind(1, kLeaderKey).Bind(2, EncodeLease(lease));
+  return Run(u);
+}
+
+Status Store::Fence(bool for_update) {
+  if (epoch_ == 0) return {};
+  Statement& q = for_update ? stmts_->lease_update : stmts_->lease_share;
+  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
+  const std::string value = row ? std::string(q.Text(0)) : std::string();
+  q.Reset();
+  auto lease = DecodeLease(value);
+  if (lease && lease->epoch == epoch_ && lease->holder == holder_) return {};
+  deposed_ = true;
+  const std::string now = lease ? "epoch " + std::to_string(lease->epoch) + " (" + Escape(lease->holder) + ")"
+                                : std::string("no valid lease");
+  deposed_why_ = "deposed: this store led epoch " + std::to_string(epoch_) + " but the store now records " + now;
+  return Fail(path(), deposed_why_ + "; the write is refused (fencing)");
+}
+
+Result<LeaderLease> Store::AcquireLeadership(std::string_view holder, int64_t lease_ms) {
+  if (holder.empty() || holder.size() > kMaxHolder ||
+      std::any_of(holder.begin(), holder.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+    return Fail(path(), "leadership: holder '" + Escape(holder) + "' must be 1.." + std::to_string(kMaxHolder) +
+                            " printable bytes");
+  if (lease_ms <= 0) return Fail(path(), "leadership: lease " + std::to_string(lease_ms) + " ms must be > 0");
+  if (sticky_) return std::unexpected(CheckWritable().error());
+  Statements& s = *stmts_;
+  const auto abort = [&](const Error& e) -> Result<LeaderLease> {
+    if (db_->InTransaction()) (void)s.rollback.Run();
+    return std::unexpected(e);
+  };
+  if (auto st = Run(s.begin); !st) return abort(st.error());
+  bool found = false;
+  auto lease = LockLease(&found);
+  if (!lease) return abort(lease.error());
+  LeaderLease next;
+  next.holder = std::string(holder);
+  next.now_ms = lease->now_ms;
+  next.expires_ms = lease->now_ms + lease_ms;
+  if (!found) {
+    next.epoch = 1;
+    Statement& ins = s.insert_lease;
+    ins.Bind(1, EncodeLease(next));
+    if (auto st = Run(ins); !st) return abort(st.error());
+    if (db_->Changes() == 0) return abort(Error{path(), "leadership: another store took the lease first; try again"});
+  } else {
+    const bool mine = epoch_ != 0 && !deposed_ && lease->epoch == epoch_ && lease->holder == holder_;
+    if (mine) {
+      next.epoch = epoch_;
+    } else if (lease->expires_ms > lease->now_ms) {
+      return abort(Error{path(), "leadership: held by " + Escape(lease->holder) + " (epoch " +
+                                     std::to_string(lease->epoch) + ") for another " +
+                                     std::to_string(lease->expires_ms - lease->now_ms) + " ms"});
+    } else {
+      next.epoch = lease->epoch + 1;
+    }
+    if (auto st = WriteLease(next); !st) return abort(st.error());
+  }
+  // The previous leader may have moved the id counter since this Store opened.
+  Statement& meta = s.select_meta;
+  meta.Bind(1, kNextJobIdKey);
+  auto row = meta.Step();
+  if (!row) return abort(row.error());
+  const int64_t next_id = *row ? meta.Int(0) : 0;
+  meta.Reset();
+  if (next_id < 1 || static_cast<uint64_t>(next_id) > kMaxJobId + 1)
+    return abort(Error{path(), "meta next_job_id is missing or invalid (" + std::to_string(next_id) + ")"});
+  if (auto st = Run(s.commit); !st) return abort(st.error());
+  next_id_ = static_cast<JobId>(next_id);
+  epoch_ = next.epoch;
+  holder_ = next.holder;
+  deposed_ = false;
+  return next;
+}
+
+Result<LeaderLease> Store::RenewLeadership(int64_t lease_ms) {
+  if (epoch_ == 0) return Fail(path(), "leadership: this store does not lead (AcquireLeadership first)");
+  if (lease_ms <= 0) return Fail(path(), "leadership: lease " + std::to_string(lease_ms) + " ms must be > 0");
+  PHX_RETURN_IF_ERROR(CheckWritable());
+  Statements& s = *stmts_;
+  const auto abort = [&](const Error& e) -> Result<LeaderLease> {
+    if (db_->InTransaction()) (void)s.rollback.Run();
+    return std::unexpected(e);
+  };
+  if (auto st = Run(s.begin); !st) return abort(st.error());
+  bool found = false;
+  auto lease = LockLease(&found);
+  if (!lease) return abort(lease.error());
+  if (!found || lease->epoch != epoch_ || lease->holder != holder_) {
+    deposed_ = true;
+    deposed_why_ =
+        "deposed: this store led epoch " + std::to_string(epoch_) +
+        (found ? " but the store now records epoch " + std::to_string(lease->epoch) + " (" + Escape(lease->holder) + ")"
+               : std::string(" but the lease is gone"));
+    return abort(Error{path(), deposed_why_ + "; renewal refused"});
+  }
+  LeaderLease next = *lease;
+  next.expires_ms = lease->now_ms + lease_ms;
+  if (auto st = WriteLease(next); !st) return abort(st.error());
+  if (auto st = Run(s.commit); !st) return abort(st.error());
+  return next;
+}
+
+Status Store::ResignLeadership() {
+  if (epoch_ == 0) return {};
+  Statements& s = *stmts_;
+  const auto abort = [&](const Error& e) -> Status {
+    if (db_->InTransaction()) (void)s.rollback.Run();
+    return std::unexpected(e);
+  };
+  if (auto st = Run(s.begin); !st) return abort(st.error());
+  bool found = false;
+  auto lease = LockLease(&found);
+  if (!lease) return abort(lease.error());
+  if (found && lease->epoch == epoch_ && lease->holder == holder_) {
+    LeaderLease ended = *lease;
+    ended.expires_ms = 0;
+    if (auto st = WriteLease(ended); !st) return abort(st.error());
+  }
+  if (auto st = Run(s.commit); !st) return abort(st.error());
+  deposed_ = true;  // no more writes as leader
+  deposed_why_ = "this store resigned the leadership of epoch " + std::to_string(epoch_);
+  return {};
+}
+
+Result<std::optional<LeaderLease>> Store::ReadLeader() {
+  Statement& q = stmts_->select_meta;
+  q.Bind(1, kLeaderKey);
+  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
+  const std::string value = row ? std::string(q.Text(0)) : std::string();
+  q.Reset();
+  if (!row) return std::optional<LeaderLease>();
+  auto lease = DecodeLease(value);
+  if (!lease) return Fail(path(), "meta 'leader' is malformed: '" + Escape(value) + "'");
+  PHX_ASSIGN_OR_RETURN(lease->now_ms, DbNowMs());
+  return std::optional<LeaderLease>(std::move(*lease));
 }
 
 }  // namespace phalanx::store

@@ -34,6 +34,9 @@ std::string_view WaitKindName(WaitKind kind) {
     case WaitKind::kDependency: return "Dependency";
     case WaitKind::kUnsatisfiable: return "Unsatisfiable";
     case WaitKind::kPreempting: return "Preempting";
+    case WaitKind::kDependencyNever: return "DependencyNeverSatisfied";
+    case WaitKind::kArrayTaskLimit: return "JobArrayTaskLimit";
+    case WaitKind::kBeginTime: return "BeginTime";
   }
   return "None";
 }

@@ -186,6 +186,10 @@ class Scheduler {
   const SchedulerConfig& config() const;
   const JobRecord* job(JobId id) const;
   const std::map<JobId, JobRecord>& jobs() const;
+  // An array's tasks' job ids by task index (JobSpec::array_id); null for an id that is no array.
+  const std::vector<JobId>* array_tasks(JobId array) const;
+  // The job id of task `task` of `array`; kNoJob if there is none.
+  JobId array_task_job(JobId array, uint32_t task) const;
   const std::vector<Reservation>& reservations() const;
   // With config().backfill_interval > 0: when the next pass may be a backfill cycle (Slurm's
   // bf_interval after the last one); kForever otherwise.

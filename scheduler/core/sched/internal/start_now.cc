@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/what_if.h"
@@ -25,6 +26,7 @@ std::optional<Placement> TryStartNow(SchedulerState& s, PassState& pass, const J
     p.prediction = s.placer->model().Predict(p.gpus);
     if (p.prediction.busbw_gbs > 0 || p.gpus.size() == 1) return p;
   }
+  const NodeFilter filter(*s.topo, job.forbidden_nodes);  // -w/-x/-C: only the allowed nodes
   auto smallest = s.PlaceNow(SchedulerState::ShapeFor(job, min));
   if (!smallest || sizes.size() == 1) return smallest;
   // Larger elastic sizes are opportunistic: they may not take blocks promised to other jobs.
@@ -61,6 +63,7 @@ void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placemen
   job.last_checkpoint_request = now;
   job.run_walltime = RemainingWalltime(job);
   job.busbw_gbs = p.prediction.busbw_gbs;
+  job.deferred_since = -1;
   job.claim.clear();
   job.victims.clear();
   job.wait = {};
