@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <string>
 
-#include "util/dependency.h"
-#include "util/job_array.h"
 #include "util/constraint.h"
+#include "util/dependency.h"
 #include "util/hostlist.h"
+#include "util/job_array.h"
 #include "util/job_fields.h"
 #include "util/strings.h"
 

@@ -5,10 +5,10 @@
 #include "duration.h"
 #include "job_spec_check.h"
 #include "signal_names.h"
-#include "util/dependency.h"
-#include "util/job_array.h"
 #include "util/constraint.h"
+#include "util/dependency.h"
 #include "util/hostlist.h"
+#include "util/job_array.h"
 #include "util/job_fields.h"
 #include "util/strings.h"
 

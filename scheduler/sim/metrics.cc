@@ -146,12 +146,6 @@ Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs
       ++s.unfinished;
       continue;
     }
-    for (SizeBucket& b : s.wait_by_size) {
-      if (j.gpus >= b.lo && j.gpus <= b.hi) {
-        b.finished++;
-        b.avg_jct += static_cast<double>(j.jct());
-      }
-    }
     ++s.finished;
     last_end = std::max(last_end, j.end);
     jct.push_back(static_cast<double>(j.jct()));

@@ -33,8 +33,8 @@ constexpr std::string_view kSpecKeys[] = {"v",    "name",    "user", "account", 
                                           "wall", "preempt", "ckpt", "restart", "held",  "after", "submit"};
 constexpr size_t kSpecFields = std::size(kSpecKeys);
 // After them, written only when set (rows from before a field existed decode as its default).
-constexpr std::string_view kOptionalKeys[] = {"grace",    "dep",        "array",    "begin",
-                                               "nodelist", "exclude", "constraint", "norequeue"};
+constexpr std::string_view kOptionalKeys[] = {"grace",    "dep",     "array",      "begin",
+                                              "nodelist", "exclude", "constraint", "norequeue"};
 constexpr size_t kOptionalFields = std::size(kOptionalKeys);
 
 std::string JoinNames(const std::vector<std::string>& names) {

@@ -229,8 +229,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& target, const Stor
   if (next < 1 || static_cast<uint64_t>(next) > kMaxJobId + 1)
     return Fail(db->path(), "meta next_job_id is missing or invalid (" + std::to_string(next) + ")");
   if (options.max_job_events < 2)
-    return Fail(db->path(),
-                "max_job_events: " + std::to_string(options.max_job_events) + " (at least 2: the first and the latest)");
+    return Fail(db->path(), "max_job_events: " + std::to_string(options.max_job_events) +
+                                " (at least 2: the first and the latest)");
   (void)path;
   return std::unique_ptr<Store>(
       new Store(std::move(db), std::move(stmts), static_cast<JobId>(next), options.max_job_events));

@@ -93,7 +93,7 @@ enum class WaitKind : uint8_t {
   kPreempting,       // waiting for the jobs it preempts to checkpoint
   kDependencyNever,  // a dependency can never be met (Slurm's DependencyNeverSatisfied); stays pending
   kArrayTaskLimit,   // its array already runs %N tasks (Slurm's JobArrayTaskLimit)
-  kBeginTime,      // its --begin time has not come
+  kBeginTime,        // its --begin time has not come
 };
 inline constexpr WaitKind kLastWaitKind = WaitKind::kBeginTime;  // for loops over the kinds
 std::string_view WaitKindName(WaitKind kind);
