@@ -132,8 +132,8 @@ TEST(Sbatch, UnsupportedOptionsOnTheCommandLineSayWhy) {
   EXPECT_EQ(PlanError({"--test-only", "job.sh"}),
             "--test-only: an sbatch option Phalanx does not support: not supported yet (it needs the daemon's "
             "what-if query): ignoring it would submit the job; ginfo --why ID explains a pending job");
-  EXPECT_THAT(PlanError({"-a", "1-3", "job.sh"}),
-              HasSubstr("-a: an sbatch option Phalanx does not support: job arrays"));
+  EXPECT_THAT(PlanError({"-M", "other", "job.sh"}),
+              HasSubstr("-M: an sbatch option Phalanx does not support: Phalanx schedules one cluster"));
   EXPECT_EQ(PlanError({"--bogus", "job.sh"}), "unknown option '--bogus' (see --help)");
   EXPECT_THAT(
       PlanError({"job.sh"}, {{"job.sh", "#SBATCH --test-only\ntrue\n"}}),
