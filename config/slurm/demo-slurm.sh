@@ -269,6 +269,10 @@ slurm:
   fallback_delay: 30
   start_timeout: 20
 EOF
+# PHALANX_SLURM_HTTP=HOST:PORT: phalanxd's HTTP (dashboard at /, /metrics, /api/v1/...).
+if [[ -n "${PHALANX_SLURM_HTTP:-}" ]]; then
+  printf 'http:\n  listen: "%s"\n' "$PHALANX_SLURM_HTTP" >>"$demo/etc/phalanxd.yaml"
+fi
 # PHALANX_SLURM_MIN_RUNTIME: the seconds a job runs before a higher class may preempt it (the
 # core's default is 600; the tests use 0).
 if [[ -n "${PHALANX_SLURM_MIN_RUNTIME:-}" ]]; then
