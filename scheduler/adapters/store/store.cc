@@ -9,6 +9,7 @@
 #include "adapters/store/codec.h"
 #include "adapters/store/schema.h"
 #include "adapters/store/sqlite_db.h"
+#include "adapters/store/store_statements.h"
 #ifdef PHALANX_HAVE_POSTGRES
 #include "adapters/store/pg_db.h"
 #endif
@@ -16,39 +17,14 @@
 namespace phalanx::store {
 namespace {
 
-constexpr JobId kMaxJobId = (uint64_t{1} << 62) - 1;  // the core's limit
-constexpr std::string_view kNextJobIdKey = "next_job_id";
-constexpr std::string_view kLeaderKey = "leader";
-constexpr size_t kMaxHolder = 200;
+using detail::kJobColumns;
+using detail::kLeaderKey;
+using detail::kMaxJobId;
+using detail::kNextJobIdKey;
+
 constexpr size_t kMaxSeriesName = 200;
 
-constexpr std::string_view kJobColumns =
-    "id, submit, spec, state, gpus, start_time, end_time, walltime, run_walltime, progress, checkpoint_epoch, "
-    "checkpoint_path, last_checkpoint, last_checkpoint_request, checkpoint_deadline, after_checkpoint, shrink_to, "
-    "preempted_for, victims, claim, preemptions, resizes, gpu_seconds_lost, idle_since";
-
 std::string JobWhere(JobId id) { return "job " + std::to_string(id); }
-
-// meta('leader'): "EPOCH EXPIRES_MS HOLDER".
-std::string EncodeLease(const LeaderLease& l) {
-  return std::to_string(l.epoch) + " " + std::to_string(l.expires_ms) + " " + l.holder;
-}
-
-std::optional<LeaderLease> DecodeLease(std::string_view v) {
-  LeaderLease l;
-  const size_t a = v.find(' ');
-  if (a == std::string_view::npos) return std::nullopt;
-  const size_t b = v.find(' ', a + 1);
-  if (b == std::string_view::npos) return std::nullopt;
-  char* end = nullptr;
-  const std::string epoch(v.substr(0, a)), expires(v.substr(a + 1, b - a - 1));
-  l.epoch = std::strtoull(epoch.c_str(), &end, 10);
-  if (epoch.empty() || *end != '\0') return std::nullopt;
-  l.expires_ms = std::strtoll(expires.c_str(), &end, 10);
-  if (expires.empty() || *end != '\0') return std::nullopt;
-  l.holder = std::string(v.substr(b + 1));
-  return l;
-}
 
 }  // namespace
 
@@ -65,92 +41,6 @@ bool PostgresBuilt() {
   return false;
 #endif
 }
-
-struct Store::Statements {
-  Statement begin, commit, rollback, savepoint, release, rollback_to;
-  Statement insert_job, update_job, insert_event, insert_checkpoint, upsert_node, upsert_meta;
-  Statement select_jobs, select_job, select_nodes, select_meta, select_events, max_seq;
-  Statement upsert_launch, select_launch, select_active_launch;
-  Statement insert_series, insert_sample, prune_history;
-  Statement insert_job_event, trim_job_events, prune_job_events, select_job_events;
-  Statement begin_read, lease_share, lease_update, insert_lease, db_now;
-
-  static Result<std::unique_ptr<Statements>> Prepare(Db& db) {
-    auto s = std::make_unique<Statements>();
-    const std::string job_cols(kJobColumns);
-    const bool pg = db.dialect() == Dialect::kPostgres;
-    const std::pair<Statement*, std::string> all[] = {
-        // SQLite: IMMEDIATE takes the write lock at BEGIN. PostgreSQL: rows lock as written.
-        {&s->begin, pg ? "BEGIN" : "BEGIN IMMEDIATE"},
-        // One snapshot for every statement of LoadAll.
-        {&s->begin_read, pg ? "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY" : "BEGIN"},
-        // The lease row: shared by writers (the fence), exclusive for takeover and renewal. In
-        // SQLite the transaction's write lock already orders them.
-        {&s->lease_share, std::string("SELECT value FROM meta WHERE key = 'leader'") + (pg ? " FOR SHARE" : "")},
-        {&s->lease_update, std::string("SELECT value FROM meta WHERE key = 'leader'") + (pg ? " FOR UPDATE" : "")},
-        {&s->insert_lease, "INSERT INTO meta(key, value) VALUES ('leader', ?1) ON CONFLICT(key) DO NOTHING"},
-        {&s->db_now, pg ? "SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"
-                        : "SELECT CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"},
-        {&s->commit, "COMMIT"},
-        {&s->rollback, "ROLLBACK"},
-        {&s->savepoint, "SAVEPOINT batch"},
-        {&s->release, "RELEASE batch"},
-        {&s->rollback_to, "ROLLBACK TO batch"},
-        {&s->insert_job, "INSERT INTO jobs(id, submit, spec) VALUES (?1, ?2, ?3) ON CONFLICT(id) DO NOTHING"},
-        {&s->update_job,
-         "UPDATE jobs SET spec = ?2, state = ?3, gpus = ?4, start_time = ?5, end_time = ?6, walltime = ?7, "
-         "run_walltime = ?8, progress = ?9, checkpoint_epoch = ?10, checkpoint_path = ?11, last_checkpoint = ?12, "
-         "last_checkpoint_request = ?13, checkpoint_deadline = ?14, after_checkpoint = ?15, shrink_to = ?16, "
-         "preempted_for = ?17, victims = ?18, claim = ?19, preemptions = ?20, resizes = ?21, gpu_seconds_lost = ?22, "
-         "idle_since = ?23 WHERE id = ?1"},
-        {&s->insert_event, "INSERT INTO events(time, kind, job, payload) VALUES (?1, ?2, ?3, ?4)"},
-        {&s->insert_checkpoint,
-         "INSERT INTO checkpoints(job, epoch, time, path) VALUES (?1, ?2, ?3, ?4) "
-         "ON CONFLICT(job, epoch) DO UPDATE SET time = excluded.time, path = excluded.path"},
-        {&s->upsert_node,
-         "INSERT INTO nodes(name, state, since, reason) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(name) DO UPDATE SET "
-         "state = excluded.state, since = excluded.since, reason = excluded.reason"},
-        {&s->upsert_meta,
-         "INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
-        {&s->select_jobs, "SELECT " + job_cols + " FROM jobs ORDER BY id"},
-        {&s->select_job, "SELECT " + job_cols + " FROM jobs WHERE id = ?1"},
-        {&s->select_nodes, "SELECT name, state, since, reason FROM nodes ORDER BY name"},
-        {&s->select_meta, "SELECT value FROM meta WHERE key = ?1"},
-        {&s->select_events, "SELECT seq, time, kind, job, payload FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"},
-        {&s->max_seq, "SELECT coalesce(max(seq), 0) FROM events"},
-        {&s->upsert_launch,
-         "INSERT INTO launch(job, info) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET info = excluded.info"},
-        {&s->select_launch, "SELECT info FROM launch WHERE job = ?1"},
-        {&s->select_active_launch,
-         "SELECT l.job, l.info FROM launch l JOIN jobs j ON j.id = l.job "
-         "WHERE j.state IN ('pending', 'running', 'checkpointing') ORDER BY l.job"},
-        {&s->insert_series, "INSERT INTO history_series(name) VALUES (?1) ON CONFLICT(name) DO NOTHING"},
-        {&s->insert_sample,
-         "INSERT INTO history(series, time, value) SELECT id, ?2, ?3 FROM history_series WHERE name = ?1 "
-         "ON CONFLICT(series, time) DO UPDATE SET value = excluded.value"},
-        {&s->prune_history, "DELETE FROM history WHERE time < ?1"},
-        {&s->insert_job_event,
-         "INSERT INTO job_events(job, seq, time, kind, detail) "
-         "SELECT ?1, coalesce(max(seq), 0) + 1, ?2, ?3, ?4 FROM job_events WHERE job = ?1"},
-        // The first and the latest ?2 - 1.
-        {&s->trim_job_events,
-         "DELETE FROM job_events WHERE job = ?1 AND seq > (SELECT min(seq) FROM job_events WHERE job = ?1) AND "
-         "seq <= (SELECT max(seq) FROM job_events WHERE job = ?1) - (?2 - 1)"},
-        // Through the time index, each old row's job looked up by id (an IN (SELECT ...) would
-        // scan every job at each prune).
-        {&s->prune_job_events,
-         "DELETE FROM job_events WHERE time < ?1 AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_events.job AND "
-         "jobs.state IN ('completed', 'failed', 'cancelled', 'killed'))"},
-        {&s->select_job_events, "SELECT seq, time, kind, detail FROM job_events WHERE job = ?1 ORDER BY seq"},
-    };
-    for (const auto& [stmt, sql] : all) {
-      auto prepared = db.Prepare(sql);
-      if (!prepared) return Fail(db.path(), "the schema does not match this build: " + prepared.error().message);
-      *stmt = std::move(*prepared);
-    }
-    return s;
-  }
-};
 
 // ---- Batch -----------------------------------------------------------------------------------
 
@@ -759,175 +649,6 @@ Status Store::CheckpointWal() {
   PHX_ASSIGN_OR_RETURN(auto row, q.Step());
   if (row && q.Int(0) != 0) return Fail(path(), "WAL checkpoint could not complete (another connection is reading)");
   return {};
-}
-
-// ---- leadership ------------------------------------------------------------------------------
-
-Result<int64_t> Store::DbNowMs() {
-  Statement& q = stmts_->db_now;
-  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
-  const int64_t now = row ? q.Int(0) : 0;
-  q.Reset();
-  if (!row) return Fail(path(), "the database's clock returned no row");
-  return now;
-}
-
-Result<LeaderLease> Store::LockLease(bool* found) {
-  Statement& q = stmts_->lease_update;
-  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
-  LeaderLease lease;
-  *found = row;
-  if (row) {
-    const std::string value(q.Text(0));
-    q.Reset();
-    auto decoded = DecodeLease(value);
-    if (!decoded) return Fail(path(), "meta 'leader' is malformed: '" + Escape(value) + "'");
-    lease = std::move(*decoded);
-  } else {
-    q.Reset();
-  }
-  PHX_ASSIGN_OR_RETURN(lease.now_ms, DbNowMs());
-  return lease;
-}
-
-Status Store::WriteLease(const LeaderLease& lease) {
-  Statement& u = stmts_->upsert_meta;
-  u.Bind(1, kLeaderKey).Bind(2, EncodeLease(lease));
-  return Run(u);
-}
-
-Status Store::Fence(bool for_update) {
-  if (epoch_ == 0) return {};
-  Statement& q = for_update ? stmts_->lease_update : stmts_->lease_share;
-  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
-  const std::string value = row ? std::string(q.Text(0)) : std::string();
-  q.Reset();
-  auto lease = DecodeLease(value);
-  if (lease && lease->epoch == epoch_ && lease->holder == holder_) return {};
-  deposed_ = true;
-  const std::string now = lease ? "epoch " + std::to_string(lease->epoch) + " (" + Escape(lease->holder) + ")"
-                                : std::string("no valid lease");
-  deposed_why_ = "deposed: this store led epoch " + std::to_string(epoch_) + " but the store now records " + now;
-  return Fail(path(), deposed_why_ + "; the write is refused (fencing)");
-}
-
-Result<LeaderLease> Store::AcquireLeadership(std::string_view holder, int64_t lease_ms) {
-  if (holder.empty() || holder.size() > kMaxHolder ||
-      std::any_of(holder.begin(), holder.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
-    return Fail(path(), "leadership: holder '" + Escape(holder) + "' must be 1.." + std::to_string(kMaxHolder) +
-                            " printable bytes");
-  if (lease_ms <= 0) return Fail(path(), "leadership: lease " + std::to_string(lease_ms) + " ms must be > 0");
-  if (sticky_) return std::unexpected(CheckWritable().error());
-  Statements& s = *stmts_;
-  const auto abort = [&](const Error& e) -> Result<LeaderLease> {
-    if (db_->InTransaction()) (void)s.rollback.Run();
-    return std::unexpected(e);
-  };
-  if (auto st = Run(s.begin); !st) return abort(st.error());
-  bool found = false;
-  auto lease = LockLease(&found);
-  if (!lease) return abort(lease.error());
-  LeaderLease next;
-  next.holder = std::string(holder);
-  next.now_ms = lease->now_ms;
-  next.expires_ms = lease->now_ms + lease_ms;
-  if (!found) {
-    next.epoch = 1;
-    Statement& ins = s.insert_lease;
-    ins.Bind(1, EncodeLease(next));
-    if (auto st = Run(ins); !st) return abort(st.error());
-    if (db_->Changes() == 0) return abort(Error{path(), "leadership: another store took the lease first; try again"});
-  } else {
-    const bool mine = epoch_ != 0 && !deposed_ && lease->epoch == epoch_ && lease->holder == holder_;
-    if (mine) {
-      next.epoch = epoch_;
-    } else if (lease->expires_ms > lease->now_ms) {
-      return abort(Error{path(), "leadership: held by " + Escape(lease->holder) + " (epoch " +
-                                     std::to_string(lease->epoch) + ") for another " +
-                                     std::to_string(lease->expires_ms - lease->now_ms) + " ms"});
-    } else {
-      next.epoch = lease->epoch + 1;
-    }
-    if (auto st = WriteLease(next); !st) return abort(st.error());
-  }
-  // The previous leader may have moved the id counter since this Store opened.
-  Statement& meta = s.select_meta;
-  meta.Bind(1, kNextJobIdKey);
-  auto row = meta.Step();
-  if (!row) return abort(row.error());
-  const int64_t next_id = *row ? meta.Int(0) : 0;
-  meta.Reset();
-  if (next_id < 1 || static_cast<uint64_t>(next_id) > kMaxJobId + 1)
-    return abort(Error{path(), "meta next_job_id is missing or invalid (" + std::to_string(next_id) + ")"});
-  if (auto st = Run(s.commit); !st) return abort(st.error());
-  next_id_ = static_cast<JobId>(next_id);
-  epoch_ = next.epoch;
-  holder_ = next.holder;
-  deposed_ = false;
-  return next;
-}
-
-Result<LeaderLease> Store::RenewLeadership(int64_t lease_ms) {
-  if (epoch_ == 0) return Fail(path(), "leadership: this store does not lead (AcquireLeadership first)");
-  if (lease_ms <= 0) return Fail(path(), "leadership: lease " + std::to_string(lease_ms) + " ms must be > 0");
-  PHX_RETURN_IF_ERROR(CheckWritable());
-  Statements& s = *stmts_;
-  const auto abort = [&](const Error& e) -> Result<LeaderLease> {
-    if (db_->InTransaction()) (void)s.rollback.Run();
-    return std::unexpected(e);
-  };
-  if (auto st = Run(s.begin); !st) return abort(st.error());
-  bool found = false;
-  auto lease = LockLease(&found);
-  if (!lease) return abort(lease.error());
-  if (!found || lease->epoch != epoch_ || lease->holder != holder_) {
-    deposed_ = true;
-    deposed_why_ =
-        "deposed: this store led epoch " + std::to_string(epoch_) +
-        (found ? " but the store now records epoch " + std::to_string(lease->epoch) + " (" + Escape(lease->holder) + ")"
-               : std::string(" but the lease is gone"));
-    return abort(Error{path(), deposed_why_ + "; renewal refused"});
-  }
-  LeaderLease next = *lease;
-  next.expires_ms = lease->now_ms + lease_ms;
-  if (auto st = WriteLease(next); !st) return abort(st.error());
-  if (auto st = Run(s.commit); !st) return abort(st.error());
-  return next;
-}
-
-Status Store::ResignLeadership() {
-  if (epoch_ == 0) return {};
-  Statements& s = *stmts_;
-  const auto abort = [&](const Error& e) -> Status {
-    if (db_->InTransaction()) (void)s.rollback.Run();
-    return std::unexpected(e);
-  };
-  if (auto st = Run(s.begin); !st) return abort(st.error());
-  bool found = false;
-  auto lease = LockLease(&found);
-  if (!lease) return abort(lease.error());
-  if (found && lease->epoch == epoch_ && lease->holder == holder_) {
-    LeaderLease ended = *lease;
-    ended.expires_ms = 0;
-    if (auto st = WriteLease(ended); !st) return abort(st.error());
-  }
-  if (auto st = Run(s.commit); !st) return abort(st.error());
-  deposed_ = true;  // no more writes as leader
-  deposed_why_ = "this store resigned the leadership of epoch " + std::to_string(epoch_);
-  return {};
-}
-
-Result<std::optional<LeaderLease>> Store::ReadLeader() {
-  Statement& q = stmts_->select_meta;
-  q.Bind(1, kLeaderKey);
-  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
-  const std::string value = row ? std::string(q.Text(0)) : std::string();
-  q.Reset();
-  if (!row) return std::optional<LeaderLease>();
-  auto lease = DecodeLease(value);
-  if (!lease) return Fail(path(), "meta 'leader' is malformed: '" + Escape(value) + "'");
-  PHX_ASSIGN_OR_RETURN(lease->now_ms, DbNowMs());
-  return std::optional<LeaderLease>(std::move(*lease));
 }
 
 }  // namespace phalanx::store
