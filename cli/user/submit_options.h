@@ -67,7 +67,7 @@ Result<ParsedOptions> ParseSubmitArgs(std::span<const std::string> args);
 // nor a comment, as sbatch), #PHX taking precedence over #SBATCH whatever their order; errors
 // are "script_name:LINE: ...". An #SBATCH option gsub does not have is a warning naming the
 // line and the option (appended to `warnings`), or an error where ignoring it would run the
-// job wrongly (kSbatchUnsupported in submit_options.cc; docs/user-guide.md has the table).
+// job wrongly (kSbatchUnsupported in sbatch_compat.cc; docs/user-guide.md has the table).
 Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view script_name,
                                       std::vector<std::string>* warnings = nullptr);
 
