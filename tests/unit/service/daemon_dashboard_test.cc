@@ -160,7 +160,13 @@ TEST_F(DaemonDashboard, MapAndFragmentationFollowARunningJob) {
       std::string::npos)
       << frag.body;
 
-  Reply events = Get(port, "/api/v1/jobs/" + std::to_string(id) + "/events");
+  // The job page reads the store's job history: the start is there once its write is committed
+  // (group commit, behind the in-memory state the map shows).
+  Reply events;
+  EXPECT_TRUE(WaitFor([&] {
+    events = Get(port, "/api/v1/jobs/" + std::to_string(id) + "/events");
+    return events.status == 200 && events.body.find("\"kind\":\"start\"") != std::string::npos;
+  })) << events.body;
   ASSERT_EQ(events.status, 200);
   const size_t submit = events.body.find("\"kind\":\"submit\""), start = events.body.find("\"kind\":\"start\"");
   EXPECT_NE(submit, std::string::npos) << events.body;
