@@ -97,6 +97,18 @@ struct PassState {
   bool plan_built = false;
   // GPUs on nodes that are up (node states do not change during a pass); computed on first use.
   std::optional<uint32_t> up_gpus;
+  // Reserve's working memory, reused by every call of the pass (one allocation per pass, not
+  // per call: the allocator was a tenth of a pass under long queues). Contents are per call;
+  // `wanted` and `freed` are all zero between calls.
+  struct ReserveScratch {
+    std::vector<uint32_t> wanted;
+    std::vector<uint8_t> freed;
+    std::vector<uint8_t> in_window;
+    std::vector<uint32_t> by_start, by_end;
+    std::vector<Time> bounds, times;
+    std::vector<JobId> released;
+    std::vector<GpuId> gpus;
+  } reserve;
 
   // ---- preemption (preemption.cc) ----
   // Running jobs a job of each class may preempt (by class rank), until a preemption succeeds.

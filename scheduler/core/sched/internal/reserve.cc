@@ -84,14 +84,40 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   if (!job.forbidden_nodes.empty() && AllowedGpus(topo, job.forbidden_nodes) < n) return std::nullopt;
   pass.start_blocks.Clear();
   const std::vector<std::pair<Time, JobId>>& ends = Ends(s, pass);
-  // Candidate times: now, the release times (sorted already) and the reservations' bounds.
-  std::vector<Time> bounds{now};
-  for (const Reservation& r : reservations) {
-    bounds.push_back(r.start);
-    bounds.push_back(r.end);
+  PassState::ReserveScratch& scratch = pass.reserve;
+  // The reservations by start and by end (ties in any order: entering or leaving the window
+  // in any order leaves the same counts and the same held GPUs).
+  std::vector<uint32_t>& by_start = scratch.by_start;
+  std::vector<uint32_t>& by_end = scratch.by_end;
+  by_start.resize(reservations.size());
+  by_end.resize(reservations.size());
+  for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = by_end[i] = i;
+  std::sort(by_start.begin(), by_start.end(),
+            [&](uint32_t a, uint32_t b) { return reservations[a].start < reservations[b].start; });
+  std::sort(by_end.begin(), by_end.end(),
+            [&](uint32_t a, uint32_t b) { return reservations[a].end < reservations[b].end; });
+  // Candidate times: now, the release times (sorted already) and the reservations' bounds (the
+  // two sorted orders above merged, now among them).
+  std::vector<Time>& bounds = scratch.bounds;
+  bounds.clear();
+  {
+    size_t a = 0, b = 0;
+    bool now_in = false;
+    for (;;) {
+      const bool has_a = a < by_start.size(), has_b = b < by_end.size();
+      if (!has_a && !has_b) break;
+      const bool take_a = has_a && (!has_b || reservations[by_start[a]].start <= reservations[by_end[b]].end);
+      const Time next = take_a ? reservations[by_start[a++]].start : reservations[by_end[b++]].end;
+      if (!now_in && now <= next) {
+        bounds.push_back(now);
+        now_in = true;
+      }
+      bounds.push_back(next);
+    }
+    if (!now_in) bounds.push_back(now);
   }
-  std::sort(bounds.begin(), bounds.end());
-  std::vector<Time> times;
+  std::vector<Time>& times = scratch.times;
+  times.clear();
   times.reserve(ends.size() + bounds.size());
   {
     size_t b = 0;
@@ -135,20 +161,25 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   constexpr size_t kPromised = 0;
   what_if.Block({});
   bool live = false;
-  std::vector<uint32_t> wanted(topo.gpu_count(), 0);
-  std::vector<uint8_t> freed(topo.gpu_count(), 0);  // released by t, on a node that is up
+  std::vector<uint32_t>& wanted = scratch.wanted;
+  std::vector<uint8_t>& freed = scratch.freed;  // released by t, on a node that is up
+  wanted.resize(topo.gpu_count(), 0);
+  freed.resize(topo.gpu_count(), 0);
+  // All zero again when the call returns, whichever way (a few kB: cheaper than tracking).
+  struct Zero {
+    PassState::ReserveScratch& s;
+    ~Zero() {
+      std::fill(s.wanted.begin(), s.wanted.end(), 0);
+      std::fill(s.freed.begin(), s.freed.end(), 0);
+    }
+  } zero{scratch};
   // Before `live`: the GPUs free at t less those held, as the Topology would count them.
   uint32_t free_count = topo.free_gpus(topo.root());
   auto free_at = [&](GpuId g) { return freed[g.value] != 0 || topo.is_free(g); };  // before `live` only
   // Reservations enter the window when t + w passes their start and leave it for good when t
   // reaches their end (t only grows): two cursors, over the reservations by start and by end.
-  std::vector<uint8_t> in_window(reservations.size(), 0);
-  std::vector<uint32_t> by_start(reservations.size()), by_end(reservations.size());
-  for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = by_end[i] = i;
-  std::sort(by_start.begin(), by_start.end(),
-            [&](uint32_t a, uint32_t b) { return reservations[a].start < reservations[b].start; });
-  std::sort(by_end.begin(), by_end.end(),
-            [&](uint32_t a, uint32_t b) { return reservations[a].end < reservations[b].end; });
+  std::vector<uint8_t>& in_window = scratch.in_window;
+  in_window.assign(reservations.size(), 0);
   size_t entered = 0, left = 0;
   auto enter = [&](const Reservation& r) {
     for (GpuId g : r.gpus) {
@@ -169,8 +200,9 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   for (GpuId g : NodeFilter::Gpus(topo, job.forbidden_nodes)) {
     if (wanted[g.value]++ == 0 && free_at(g)) --free_count;
   }
-  std::vector<JobId> released;  // before `live`: the jobs to release when it goes live
-  std::vector<GpuId> gpus;
+  std::vector<JobId>& released = scratch.released;  // before `live`: the jobs to release when it goes live
+  released.clear();
+  std::vector<GpuId>& gpus = scratch.gpus;
   auto release = [&](JobId id) {
     const std::span<const GpuId> held = topo.job_gpus(id);  // empty if the Topology has none to give
     if (held.empty()) return;
