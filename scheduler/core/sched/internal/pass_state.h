@@ -95,6 +95,13 @@ struct PassState {
   // reservations); built on first use, nullopt after `plan_built` if inconsistent.
   std::optional<DomainPlanner> plan;
   bool plan_built = false;
+  // Reservations made after the plan was built, not added to it yet: added, in the order made,
+  // when the plan is next asked (most passes ask it no more after their last large job).
+  struct PlanPending {
+    std::vector<GpuId> gpus;
+    Time start, end;
+  };
+  std::vector<PlanPending> plan_pending;
   // GPUs on nodes that are up (node states do not change during a pass); computed on first use.
   std::optional<uint32_t> up_gpus;
   // Reserve's working memory, reused by every call of the pass (one allocation per pass, not
@@ -104,7 +111,11 @@ struct PassState {
     std::vector<uint32_t> wanted;
     std::vector<uint8_t> freed;
     std::vector<uint8_t> in_window;
+    // The reservations' indexes by start and by end, and the (start, end) of each indexed
+    // reservation when they were sorted: the orders hold as long as those are unchanged, and
+    // reservations made since are inserted into them.
     std::vector<uint32_t> by_start, by_end;
+    std::vector<std::pair<Time, Time>> sorted_bounds;
     std::vector<Time> bounds, times;
     std::vector<JobId> released;
     std::vector<GpuId> gpus;

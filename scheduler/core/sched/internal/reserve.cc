@@ -29,7 +29,14 @@ const std::vector<std::pair<Time, JobId>>& Ends(const SchedulerState& s, PassSta
 // The pass's plan of GPU counts over time per domain (running jobs until their release,
 // unavailable nodes, reservations); built on first use in a pass. nullptr if inconsistent.
 DomainPlanner* Plan(const SchedulerState& s, PassState& pass) {
-  if (pass.plan_built) return pass.plan ? &*pass.plan : nullptr;
+  if (pass.plan_built) {
+    // The reservations made since the last question, as AddReservation would have added them.
+    for (const PassState::PlanPending& r : pass.plan_pending) {
+      if (pass.plan && !pass.plan->AddAllocation(r.gpus, r.start, r.end)) pass.plan.reset();
+    }
+    pass.plan_pending.clear();
+    return pass.plan ? &*pass.plan : nullptr;
+  }
   pass.plan_built = true;
   const Time now = pass.now;
   const Topology& topo = *s.topo;
@@ -86,16 +93,32 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   const std::vector<std::pair<Time, JobId>>& ends = Ends(s, pass);
   PassState::ReserveScratch& scratch = pass.reserve;
   // The reservations by start and by end (ties in any order: entering or leaving the window
-  // in any order leaves the same counts and the same held GPUs).
+  // in any order leaves the same counts and the same held GPUs). Kept from the last call while
+  // the reservations it sorted are unchanged (most calls come after one more reservation).
   std::vector<uint32_t>& by_start = scratch.by_start;
   std::vector<uint32_t>& by_end = scratch.by_end;
-  by_start.resize(reservations.size());
-  by_end.resize(reservations.size());
-  for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = by_end[i] = i;
-  std::sort(by_start.begin(), by_start.end(),
-            [&](uint32_t a, uint32_t b) { return reservations[a].start < reservations[b].start; });
-  std::sort(by_end.begin(), by_end.end(),
-            [&](uint32_t a, uint32_t b) { return reservations[a].end < reservations[b].end; });
+  std::vector<std::pair<Time, Time>>& sorted = scratch.sorted_bounds;
+  {
+    bool valid = sorted.size() <= reservations.size();
+    for (size_t i = 0; valid && i < sorted.size(); ++i) {
+      valid = sorted[i].first == reservations[i].start && sorted[i].second == reservations[i].end;
+    }
+    if (!valid) {
+      sorted.clear();
+      by_start.clear();
+      by_end.clear();
+    }
+    for (uint32_t i = static_cast<uint32_t>(sorted.size()); i < reservations.size(); ++i) {
+      const Reservation& r = reservations[i];
+      sorted.emplace_back(r.start, r.end);
+      by_start.insert(std::upper_bound(by_start.begin(), by_start.end(), r.start,
+                                       [&](Time t, uint32_t j) { return t < reservations[j].start; }),
+                      i);
+      by_end.insert(std::upper_bound(by_end.begin(), by_end.end(), r.end,
+                                     [&](Time t, uint32_t j) { return t < reservations[j].end; }),
+                    i);
+    }
+  }
   // Candidate times: now, the release times (sorted already) and the reservations' bounds (the
   // two sorted orders above merged, now among them).
   std::vector<Time>& bounds = scratch.bounds;
@@ -306,7 +329,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
 }
 
 void AddReservation(SchedulerState& s, PassState& pass, Reservation r) {
-  if (pass.plan && !pass.plan->AddAllocation(r.gpus, r.start, r.end)) pass.plan.reset();
+  if (pass.plan) pass.plan_pending.push_back({r.gpus, r.start, r.end});  // added when the plan is next asked
   s.reservations.push_back(std::move(r));
   pass.start_blocks.Invalidate();
 }
