@@ -110,6 +110,10 @@ struct PassState {
   struct ReserveScratch {
     std::vector<uint32_t> wanted;
     std::vector<uint8_t> freed;
+    // Before Reserve goes live, by 64-GPU word: wanted by some reservation, wanted by more than
+    // one, free at t (and whether that word is known yet).
+    std::vector<uint64_t> held_bits, multi_bits, free_bits;
+    std::vector<uint8_t> free_known;
     std::vector<uint8_t> in_window;
     // The reservations' indexes by start and by end, and the (start, end) of each indexed
     // reservation when they were sorted: the orders hold as long as those are unchanged, and

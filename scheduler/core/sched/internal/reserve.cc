@@ -1,6 +1,8 @@
 #include "core/sched/internal/reserve.h"
 
 #include <algorithm>
+#include <bit>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -199,30 +201,86 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // Before `live`: the GPUs free at t less those held, as the Topology would count them.
   uint32_t free_count = topo.free_gpus(topo.root());
   auto free_at = [&](GpuId g) { return freed[g.value] != 0 || topo.is_free(g); };  // before `live` only
+  // Before `live`, who wants a GPU is kept in bits, 64 GPUs a word (a reservation's GPUs are a
+  // few words: a block is a few nodes, numbered together), not in `wanted`: `held` = wanted by
+  // at least one, `multi` = by more than one, and then `wanted` holds the count less one. Going
+  // live turns them back into counts. `free_bits` = free_at, word by word when first needed.
+  const size_t words = (topo.gpu_count() + 63) / 64;
+  std::vector<uint64_t>& held = scratch.held_bits;
+  std::vector<uint64_t>& multi = scratch.multi_bits;
+  std::vector<uint64_t>& free_bits = scratch.free_bits;
+  std::vector<uint8_t>& free_known = scratch.free_known;
+  held.assign(words, 0);
+  multi.assign(words, 0);
+  free_bits.assign(words, 0);
+  free_known.assign(words, 0);
+  auto free_word = [&](uint32_t w) -> uint64_t {
+    if (!free_known[w]) {
+      uint64_t bits = 0;
+      const uint32_t end = std::min<uint32_t>(w * 64 + 64, topo.gpu_count());
+      for (uint32_t g = w * 64; g < end; ++g) bits |= static_cast<uint64_t>(free_at(GpuId(g))) << (g - w * 64);
+      free_bits[w] = bits;
+      free_known[w] = 1;
+    }
+    return free_bits[w];
+  };
+  auto is_held = [&](GpuId g) { return (held[g.value >> 6] >> (g.value & 63)) & 1; };  // before `live`
+  // Calls f(word, bits) for the GPUs of `list`, a word at a time; a GPU listed twice comes in
+  // two calls, as it counted twice.
+  auto by_word = [](std::span<const GpuId> list, auto&& f) {
+    uint32_t cw = 0;
+    uint64_t cm = 0;
+    for (GpuId g : list) {
+      const uint32_t w = g.value >> 6;
+      const uint64_t b = uint64_t{1} << (g.value & 63);
+      if (cm != 0 && (w != cw || (cm & b) != 0)) {
+        f(cw, cm);
+        cm = 0;
+      }
+      cw = w;
+      cm |= b;
+    }
+    if (cm != 0) f(cw, cm);
+  };
+  auto want_bits = [&](uint32_t w, uint64_t m) {  // before `live`: one more want of each GPU of m
+    for (uint64_t dup = m & held[w]; dup != 0; dup &= dup - 1) {
+      ++wanted[w * 64 + static_cast<uint32_t>(std::countr_zero(dup))];
+      multi[w] |= dup & -dup;
+    }
+    const uint64_t newly = m & ~held[w];
+    held[w] |= m;
+    if (newly != 0) free_count -= static_cast<uint32_t>(std::popcount(newly & free_word(w)));
+  };
+  auto unwant_bits = [&](uint32_t w, uint64_t m) {  // before `live`: one want less of each GPU of m
+    const uint64_t still = m & multi[w];
+    for (uint64_t b = still; b != 0; b &= b - 1) {
+      const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
+      if (--wanted[g] == 0) multi[w] &= ~(b & -b);
+    }
+    const uint64_t cleared = m & ~still;
+    held[w] &= ~cleared;
+    if (cleared != 0) free_count += static_cast<uint32_t>(std::popcount(cleared & free_word(w)));
+  };
   // Reservations enter the window when t + w passes their start and leave it for good when t
   // reaches their end (t only grows): two cursors, over the reservations by start and by end.
   std::vector<uint8_t>& in_window = scratch.in_window;
   in_window.assign(reservations.size(), 0);
   size_t entered = 0, left = 0;
   auto enter = [&](const Reservation& r) {
+    if (!live) return by_word(r.gpus, want_bits);
     for (GpuId g : r.gpus) {
-      if (wanted[g.value]++ > 0) continue;
-      if (live) what_if.HoldOne(g);
-      else if (free_at(g)) --free_count;
+      if (wanted[g.value]++ == 0) what_if.HoldOne(g);
     }
   };
   auto leave = [&](const Reservation& r) {
+    if (!live) return by_word(r.gpus, unwant_bits);
     for (GpuId g : r.gpus) {
-      if (--wanted[g.value] > 0) continue;
-      if (live) what_if.UnholdOne(g);
-      else if (free_at(g)) ++free_count;
+      if (--wanted[g.value] == 0) what_if.UnholdOne(g);
     }
   };
   // -w/-x/-C: the forbidden nodes' GPUs are wanted by the job's own filter for all time, so they
   // are held (counted out before `live`) now and as their jobs release them.
-  for (GpuId g : NodeFilter::Gpus(topo, job.forbidden_nodes)) {
-    if (wanted[g.value]++ == 0 && free_at(g)) --free_count;
-  }
+  by_word(NodeFilter::Gpus(topo, job.forbidden_nodes), want_bits);
   std::vector<JobId>& released = scratch.released;  // before `live`: the jobs to release when it goes live
   released.clear();
   std::vector<GpuId>& gpus = scratch.gpus;
@@ -237,8 +295,9 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       freed[g.value] = 1;
       if (live) {
         if (wanted[g.value] > 0) what_if.HoldOne(g);
-      } else if (wanted[g.value] == 0) {
-        ++free_count;
+      } else {
+        free_bits[g.value >> 6] |= uint64_t{1} << (g.value & 63);  // (a word not known yet reads freed)
+        if (!is_held(g)) ++free_count;
       }
     }
   };
@@ -246,6 +305,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // that is free held.
   auto go_live = [&]() {
     for (JobId id : released) what_if.ReleaseJob(id);
+    for (uint32_t g = 0; g < wanted.size(); ++g) wanted[g] = is_held(GpuId(g)) ? wanted[g] + 1 : 0;
     gpus.clear();
     for (uint32_t g = 0; g < wanted.size(); ++g) {
       if (wanted[g] > 0 && topo.is_free(GpuId(g))) gpus.push_back(GpuId(g));
@@ -288,9 +348,8 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     const auto own = pass.promised.find(job.spec.id);
     const bool own_fits = own != pass.promised.end() && !request.exclusive && own->second.size() == n;
     std::optional<Placement> p;
-    if (own_fits && !live && std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) {
-          return free_at(g) && wanted[g.value] == 0;
-        })) {
+    if (own_fits && !live &&
+        std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) { return free_at(g) && !is_held(g); })) {
       p = Placement{own->second, {}, {}};  // only the GPUs make the reservation
     }
     if (!p && !live) go_live();
