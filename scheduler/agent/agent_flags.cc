@@ -12,7 +12,8 @@
 namespace phalanx::agent {
 
 const char* const kAgentUsage =
-    "usage: phalanx-agent --daemon HOST:PORT[,HOST:PORT...] (--token-file F | --tls-ca F [--tls-cert F --tls-key F]) [options]\n"
+    "usage: phalanx-agent --daemon HOST:PORT[,HOST:PORT...] (--token-file F | --tls-ca F [--tls-cert F --tls-key F]) "
+    "[options]\n"
     "       phalanx-agent checkpoint-done [--epoch N] [--path P]\n"
     "\n"
     "The Phalanx node agent: registers this node's GPUs with phalanxd, runs the job parts it is\n"

@@ -195,8 +195,8 @@ Result<store::LeaderLease> LeadOrStandBy(store::Store& store, const std::string&
   }
   end_signals();
   gate->Stop();  // the leader's listeners bind the same addresses next
-  PHX_LOG(kInfo) << "standby: took over the store's leadership (epoch " << lease->epoch << ", "
-                 << gate->refused() << " calls refused while standing by); rebuilding from the store";
+  PHX_LOG(kInfo) << "standby: took over the store's leadership (epoch " << lease->epoch << ", " << gate->refused()
+                 << " calls refused while standing by); rebuilding from the store";
   return lease;
 }
 

@@ -620,11 +620,10 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     return Fail(where,
                 "store.dsn: backend postgresql needs a libpq connection string (e.g. "
                 "\"host=/run/postgresql dbname=phalanx\")");
-  if (c.store_lease_renew_s * 2 > c.store_lease_s)
-  {
+  if (c.store_lease_renew_s * 2 > c.store_lease_s) {
     std::ostringstream m;
-    m << "store.lease_renew: " << c.store_lease_renew_s << " s is more than half of store.lease ("
-      << c.store_lease_s << " s): one late renewal would lose the lease";
+    m << "store.lease_renew: " << c.store_lease_renew_s << " s is more than half of store.lease (" << c.store_lease_s
+      << " s): one late renewal would lose the lease";
     return Fail(where, m.str());
   }
   if (c.master_port_min == 0 || c.master_port_min > c.master_port_max)
