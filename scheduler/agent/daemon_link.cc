@@ -177,6 +177,9 @@ std::string DaemonLink::Session(bool* welcomed) {
     std::lock_guard lock(mu_);
     stub = stubs_[current_].get();
     target = targets_[current_];
+    // Our backoff decides when to try; gRPC's own (grown while this address was down, e.g. a
+    // phalanxd killed and restarted as a standby that now leads) must not delay the attempt.
+    grpc::experimental::ChannelResetConnectionBackoff(channels_[current_].get());
   }
   const grpc::Status status = stub->Register(&ctx, hello, &response);
   {
