@@ -121,6 +121,9 @@ for r in $(seq 1 "$rounds"); do
   [ "$leader" = b ] && lp=$pid_b
   takes=$(grep -c "standby: took over" "$dir/$standby.log")
   readies=$(grep -c "phalanxd ready" "$dir/$standby.log")
+  # A random moment of the lease's cycle (else the kill would fall at the same phase of the
+  # standby's tries every round, right after it started).
+  sleep "$(awk -v r="$renew" -v s="$RANDOM" 'BEGIN { printf "%.3f", (s % 1000) / 1000 * 2 * r }')"
   t0=$(now_ms)
   kill -KILL "$lp"
   wait "$lp" 2>/dev/null

@@ -197,6 +197,15 @@ TEST(DaemonConfig, StoreBackend) {
     EXPECT_NE(r.error().ToString().find("store.dsn: backend postgresql needs a libpq connection string"),
               std::string::npos)
         << r.error().ToString();
+    // The high-availability example both scheduler hosts run (docs/deployment.md).
+    auto ha = LoadDaemonConfig(std::string(PHALANX_SOURCE_DIR) + "/config/ha/phalanxd.yaml");
+    ASSERT_TRUE(ha) << ha.error().ToString();
+    EXPECT_EQ(ha->store_backend, store::Backend::kPostgres);
+    EXPECT_EQ(ha->store_lease_s, 10);
+    EXPECT_EQ(ha->store_lease_renew_s, 2);
+    EXPECT_TRUE(ha->store_standby);
+    EXPECT_EQ(ha->agents.listen, "0.0.0.0:7070");
+    EXPECT_TRUE(ValidateDaemonConfig(*ha));
   }
 }
 
