@@ -147,6 +147,13 @@ deadline 30 nodes_up "$dir/a.sock" || fail "not every node came up on A"
 # 1. The standby refuses, naming the leader.
 out=$("$gq" --socket "$dir/b.sock" 2>&1) && fail "gq on the standby answered: $out"
 case $out in *"standby: the leader is"*) ;; *) fail "the standby's refusal: $out" ;; esac
+if [ -n "$munge" ]; then
+  # The standby first in the list: the client skips it (its health check says standby).
+  out=$(PHALANX_MUNGE_SOCKET=$munge "$gq" --server "127.0.0.1:$ub,127.0.0.1:$ua" 2>&1) ||
+    fail "gq --server STANDBY,LEADER: $out"
+  out=$(PHALANX_MUNGE_SOCKET=$munge "$gq" --server "127.0.0.1:$ub" 2>&1) && fail "gq on the standby over TCP: $out"
+  case $out in *"standby: the leader is"*) ;; *) fail "the standby's refusal over TCP: $out" ;; esac
+fi
 
 # Users: gsub --server A,B over TCP with MUNGE, else A's socket then B's.
 submit() {  # GPUS NAME -> job id on stdout; non-zero when no daemon acknowledged it
