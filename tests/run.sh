@@ -27,8 +27,13 @@ run_ctest build
 if [ "${1:-}" != "--no-sanitize" ]; then
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHALANX_SANITIZE=address >/dev/null
   cmake --build build-asan -j"$jobs"
-  ctest_env=(env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1)
-  run_ctest build-asan
+  # Under ASan the placer's exhaustive and randomized quality tests run a quarter of their cases
+  # (PHALANX_QUALITY_SCALE: the same code paths, 4x fewer seeds; the plain build runs them all), and
+  # SchedulerProperty.BestFitTieBreakingKeepsLargerFreeBlocks is left to the plain build: it is a
+  # statistical claim over 48 whole simulations (83 s there, 206 s under ASan), and the same
+  # scheduler paths run under ASan in SchedulerProperty's randomized runs.
+  ctest_env=(env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 PHALANX_QUALITY_SCALE=0.25)
+  run_ctest build-asan -E '^SchedulerProperty\.BestFitTieBreakingKeepsLargerFreeBlocks$'
 fi
 
 # ThreadSanitizer over the threaded parts: the daemon's io thread and gRPC's threads
