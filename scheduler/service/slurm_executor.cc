@@ -217,10 +217,6 @@ void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes, const 
     } else if (it->second->drained) {
       want = NodeAvailability::kUnconfirmed;
       why = "Slurm: drained" + (it->second->reason.empty() ? "" : " (" + it->second->reason + ")");
-    } else if (auto l = load.find(name); l != load.end() && l->second.gpus > 0) {
-      want = NodeAvailability::kUnconfirmed;
-      why = "Slurm jobs " + Joined(l->second.jobs) + " (not placed by Phalanx) use " + std::to_string(l->second.gpus) +
-            " GPUs" + (l->second.until > 0 ? " until t=" + std::to_string(l->second.until) : "");
     }
     report.last_report = now;
     report.connected = want != NodeAvailability::kAway;
@@ -231,6 +227,42 @@ void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes, const 
     report.availability = want;
     last_why = why;
     host_->NodeAvailabilityChanged(name, why);
+  }
+  // GPUs of jobs Phalanx did not place: busy in the core until their end, the rest placeable.
+  // Sent when it changes, and again while the core took fewer than asked (its own job held
+  // them: a start Slurm has not carried out, or one that ended since).
+  for (auto& [name, sent] : load_sent_) {
+    if (!load.contains(name)) sent.want = 0;
+  }
+  for (const auto& [name, l] : load) {
+    const NodeId n = topo_.find_node(name);
+    if (!n.valid()) continue;  // not in the topology Phalanx places on
+    LoadSent& sent = load_sent_[name];
+    sent.want = std::min(l.gpus, topo_.node_gpu_count(n));  // Slurm may know more GPUs than the topology
+  }
+  for (auto it = load_sent_.begin(); it != load_sent_.end();) {
+    const std::string& name = it->first;
+    LoadSent& sent = it->second;
+    auto l = load.find(name);
+    const Time until = l == load.end() ? 0 : l->second.until;
+    const bool changed = sent.want != sent.taken || until != sent.until;
+    if (changed) {
+      const uint32_t taken = host_->SetExternalLoad(name, sent.want, until);
+      if (taken != sent.taken || until != sent.until) {
+        if (sent.want == 0) {
+          PHX_LOG(kInfo) << "slurm mode: node " << name << ": no GPUs busy with Slurm's own jobs any more";
+        } else {
+          PHX_LOG(kInfo) << "slurm mode: node " << name << ": " << taken << " GPUs busy with Slurm jobs "
+                         << Joined(l->second.jobs) << " (not placed by Phalanx) until t=" << until
+                         << (taken < sent.want ? " (" + std::to_string(sent.want - taken) + " more held by Phalanx's)"
+                                               : "");
+        }
+      }
+      sent.taken = taken;
+      sent.until = until;
+    }
+    if (sent.want == 0 && sent.taken == 0) it = load_sent_.erase(it);
+    else ++it;
   }
 }
 

@@ -1,8 +1,8 @@
 // SlurmExecutor: phalanxd's Slurm mode. Slurm runs the jobs; Phalanx's core chooses where the
 // managed ones go. Every `poll_interval` it reads Slurm (one adapter, slurm_adapter.h) and
 //  - syncs nodes into the core through NodeReport: down in Slurm -> away (down), drained ->
-//    unconfirmed (drained), GPUs used by jobs Phalanx does not place -> unconfirmed until they
-//    end (a whole node: the core has no partial external load yet);
+//    unconfirmed (drained); GPUs used by jobs Phalanx does not place -> the core's external
+//    load of the node (those GPUs busy until the jobs' expected end; the rest placeable);
 //  - submits newly seen managed pending jobs to the core (SubmitFn: the Controller's Submit);
 //    their Slurm job id goes into the launch info's environment (PHALANX_SLURM_JOB_ID), so the
 //    store keeps the mapping with the submission and a restarted phalanxd re-links every
@@ -118,6 +118,11 @@ class SlurmExecutor final : public Executor {
   std::set<slurm::SlurmJobId> lease_failing_;  // jobs whose last lease renewal failed (logged once)
   std::map<std::string, NodeReport> nodes_;
   std::map<std::string, std::string> node_why_;
+  struct LoadSent {
+    uint32_t want = 0, taken = 0;
+    Time until = 0;
+  };
+  std::map<std::string, LoadSent> load_sent_;  // the external load last given to the core, by node
 };
 
 }  // namespace phalanx::service

@@ -140,6 +140,11 @@ class LibslurmAdapter final : public SlurmAdapter {
       job.start = j.start_time;
       job.end = j.end_time;
       job.nodes = Expand(j.nodes);
+      // One GRES detail per allocated node, in the node list's order ("gpu:2(IDX:0-1)").
+      if (j.gres_detail_cnt == job.nodes.size() && j.gres_detail_str != nullptr) {
+        for (uint32_t k = 0; k < j.gres_detail_cnt; ++k)
+          job.gpus_by_node.push_back(GpusInGres(Str(j.gres_detail_str[k])));
+      }
       job.req_nodes = Str(j.req_nodes);
       job.restarts = j.restart_cnt;
       job.exit_code = WIFEXITED(j.exit_code) ? WEXITSTATUS(j.exit_code) : 0;

@@ -61,6 +61,12 @@ class Host final : public ExecutorHost {
     EXPECT_TRUE(core_->SetNodeState(node, s, now));
     node_changes.push_back(node + ": " + why);
   }
+  uint32_t SetExternalLoad(const std::string& node, uint32_t gpus, Time until) override {
+    auto taken = core_->SetExternalLoad(node, gpus, until, now);
+    EXPECT_TRUE(taken) << taken.error().ToString();
+    loads.push_back(node + ":" + std::to_string(gpus) + "@" + std::to_string(until));
+    return taken ? *taken : 0;
+  }
 
   void Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done) {
     spec.id = next_id_++;
@@ -81,7 +87,7 @@ class Host final : public ExecutorHost {
   Time now = 1000;
   Executor* executor = nullptr;
   int submits = 0;
-  std::vector<std::string> ended, node_changes;
+  std::vector<std::string> ended, node_changes, loads;
 
  private:
   std::unique_ptr<Scheduler> core_;
@@ -159,8 +165,14 @@ TEST_F(SlurmExecutorTest, ManagedJobSubmittedOnceLeasedAndReleasedOnOneLeaf) {
   EXPECT_TRUE(slurm_.Calls("start").empty());
   ASSERT_FALSE(slurm_.Calls("defer").empty());
   EXPECT_EQ(slurm_.Calls("defer")[0].time, host_.now + 30);  // the lease
-  EXPECT_EQ(exec_->node("n2").availability, NodeAvailability::kUnconfirmed);
-  EXPECT_EQ(slurm_.job(3)->comment, "phalanx: TopologyBlock(leaf)");
+  // n2 and n4 stay up for the core; their GPUs are the external load until the jobs' ends.
+  EXPECT_EQ(exec_->node("n2").availability, NodeAvailability::kAvailable);
+  EXPECT_EQ(host_.core().external_load("n2").gpus, 8u);
+  EXPECT_EQ(host_.core().external_load("n2").until, 2000);
+  EXPECT_EQ(host_.core().external_load("n4").until, 1100);
+  // Backfill plans around Slurm's own jobs: n4 frees at 1100 (t=18 min), so leaf2 then.
+  EXPECT_EQ(host_.core().job(1)->wait.predicted_start, 1100);
+  EXPECT_EQ(slurm_.job(3)->comment, "phalanx: TopologyBlock(leaf) start~1970-01-01T00:18Z");
 
   host_.now += 5;
   slurm_.job(2)->state = SlurmJobState::kCompleted;  // n4 frees
@@ -283,7 +295,42 @@ TEST_F(SlurmExecutorTest, JobSlurmStartedItselfLeavesTheCore) {
   EXPECT_EQ(host_.core().job(1)->state, JobState::kCancelled);
   EXPECT_EQ(exec_->slurm_job(1), 0u);
   EXPECT_TRUE(slurm_.Calls("start").empty());
-  EXPECT_EQ(exec_->node("n3").availability, NodeAvailability::kUnconfirmed);
+  // Its GPUs are Slurm's: external load on every node it runs on, until its end.
+  EXPECT_EQ(exec_->node("n3").availability, NodeAvailability::kAvailable);
+  EXPECT_EQ(host_.core().external_load("n3").gpus, 8u);
+}
+
+// Partial nodes: an unmanaged job's GPUs on a node are busy (Slurm's per-node detail), the
+// rest of the node is placeable; its end frees them in the core.
+TEST_F(SlurmExecutorTest, PartlyBusyNodesTakeManagedJobsOnTheirFreeGpus) {
+  for (const char* n : {"n1", "n2", "n3", "n4"}) {
+    SlurmJob& u = Unmanaged(10 + static_cast<slurm::SlurmJobId>(slurm_.jobs.size()), n, 3000);
+    u.gpus_per_node = 0;
+    u.gpus_per_job = 20;  // --gpus=20 over 4 nodes would be 5 each; Slurm's detail says 4 or 6
+    u.gpus_by_node = {std::string(n) == "n1" ? 6u : 4u};
+  }
+  SlurmJob& m = Managed(3);  // -N2 --gres=gpu:4 on one leaf
+  m.gpus_per_node = 4;
+  Round();
+  Round();
+  EXPECT_EQ(host_.core().external_load("n1").gpus, 6u);
+  EXPECT_EQ(host_.core().external_load("n3").gpus, 4u);
+  for (const char* n : {"n1", "n2", "n3", "n4"})
+    EXPECT_EQ(exec_->node(n).availability, NodeAvailability::kAvailable) << n;
+  // leaf1 has 2 + 4 free, leaf2 4 + 4: the job goes to leaf2 now, beside Slurm's jobs.
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].nodes, (std::vector<std::string>{"n3", "n4"}));
+  EXPECT_EQ(host_.core().topology().free_gpus(host_.core().topology().root()), 2u + 4u);
+  // Slurm's job on n1 ends: its GPUs are free in the core at the next poll.
+  slurm_.job(10)->state = SlurmJobState::kCompleted;
+  host_.now += 2;
+  Round();
+  EXPECT_EQ(host_.core().external_load("n1").gpus, 0u);
+  EXPECT_EQ(host_.core().topology().free_gpus(host_.core().topology().find("n1")), 8u);
+  EXPECT_EQ(host_.core().CheckInvariants(), "");
+  // Sent on change only: one load per node, then n1's clearing.
+  EXPECT_EQ(host_.loads, (std::vector<std::string>{"n1:6@3000", "n2:4@3000", "n3:4@3000", "n4:4@3000", "n1:0@0"}));
 }
 
 // kill -9 between the commit of a Start and the release: the restarted executor re-links the
