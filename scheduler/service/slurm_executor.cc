@@ -180,7 +180,7 @@ void SlurmExecutor::Poll() {
     }
     managed.emplace_back(&j, **by);
   }
-  SyncNodes(*nodes, external);
+  SyncNodes(*nodes);
   for (auto& [j, o] : managed) SyncManaged(*j, o, tracked_[j->id]);
 
   // Linked jobs Slurm no longer lists (finished longer ago than MinJobAge, or purged).
@@ -197,12 +197,15 @@ void SlurmExecutor::Poll() {
   }
   std::erase_if(refused_, [&](SlurmJobId id) { return !seen.contains(id); });
   std::erase_if(lease_failing_, [&](SlurmJobId id) { return !seen.contains(id); });
+  // Last, after the managed jobs' ends: the GPUs of a managed job that ended in Slurm are free
+  // in the core only now, and a plain job Slurm started on them since must find them so before
+  // the next pass.
+  SyncLoad(external);
 }
 
-void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes, const std::vector<SlurmJob>& external) {
+void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes) {
   std::map<std::string, const slurm::SlurmNode*> by_name;
   for (const slurm::SlurmNode& n : nodes) by_name[n.name] = &n;
-  const auto load = slurm::ExternalLoadByNode(external);
   const Time now = host_->Now();
   for (auto& [name, report] : nodes_) {
     NodeAvailability want = NodeAvailability::kAvailable;
@@ -228,9 +231,13 @@ void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes, const 
     last_why = why;
     host_->NodeAvailabilityChanged(name, why);
   }
-  // GPUs of jobs Phalanx did not place: busy in the core until their end, the rest placeable.
-  // Sent when it changes, and again while the core took fewer than asked (its own job held
-  // them: a start Slurm has not carried out, or one that ended since).
+}
+
+// GPUs of jobs Phalanx did not place: busy in the core until their end, the rest placeable.
+// Sent when it changes, and again while the core took fewer than asked (its own job held them:
+// a start Slurm has not carried out yet).
+void SlurmExecutor::SyncLoad(const std::vector<SlurmJob>& external) {
+  const auto load = slurm::ExternalLoadByNode(external);
   for (auto& [name, sent] : load_sent_) {
     if (!load.contains(name)) sent.want = 0;
   }

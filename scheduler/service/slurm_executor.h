@@ -94,7 +94,8 @@ class SlurmExecutor final : public Executor {
   void Link(slurm::SlurmJobId sid, JobId job);
   void Unlink(slurm::SlurmJobId sid);
   void LinkFromLaunchInfo();
-  void SyncNodes(const std::vector<slurm::SlurmNode>& nodes, const std::vector<slurm::SlurmJob>& external);
+  void SyncNodes(const std::vector<slurm::SlurmNode>& nodes);
+  void SyncLoad(const std::vector<slurm::SlurmJob>& external);
   void SyncManaged(const slurm::SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t);
   void SubmitNew(const slurm::SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t);
   void Release(slurm::SlurmJobId sid, JobId job, Tracked& t);

@@ -333,6 +333,26 @@ TEST_F(SlurmExecutorTest, PartlyBusyNodesTakeManagedJobsOnTheirFreeGpus) {
   EXPECT_EQ(host_.loads, (std::vector<std::string>{"n1:6@3000", "n2:4@3000", "n3:4@3000", "n4:4@3000", "n1:0@0"}));
 }
 
+// One poll sees a managed job's end and a plain job Slurm started on its GPUs since: the end is
+// taken first, so the plain job's GPUs are busy before the next pass (which would otherwise
+// place a waiting job on them).
+TEST_F(SlurmExecutorTest, ManagedEndIsTakenBeforeThePlainJobOnItsGpus) {
+  Managed(3);
+  Round();
+  ASSERT_EQ(slurm_.Calls("start").size(), 1u);
+  const std::vector<std::string> on = slurm_.Calls("start")[0].nodes;
+  slurm_.job(3)->state = SlurmJobState::kRunning;
+  slurm_.job(3)->nodes = on;
+  Round();
+  slurm_.job(3)->state = SlurmJobState::kCancelled;
+  Unmanaged(20, on[0], 4000);
+  host_.now += 1;
+  exec_->Poll();
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kFailed);
+  EXPECT_EQ(host_.core().external_load(on[0]).gpus, 8u);
+  EXPECT_EQ(host_.loads, (std::vector<std::string>{on[0] + ":8@4000"}));
+}
+
 // kill -9 between the commit of a Start and the release: the restarted executor re-links the
 // job from its launch info and releases it once; a running one is left alone.
 TEST_F(SlurmExecutorTest, RestartRelinksAndPlacesOnce) {
