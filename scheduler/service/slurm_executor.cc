@@ -292,6 +292,9 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
   if (j.state == SlurmJobState::kRunning || j.state == SlurmJobState::kSuspended) {
     t.released = 0;  // started where Phalanx said
     t.requeueing = false;
+    t.nodes = j.nodes;
+    t.gpus_by_node = j.gpus_by_node;
+    t.batch_host = j.batch_host;
     return;
   }
   t.requeueing = false;  // a requeue we asked for is done once the job is pending
@@ -424,11 +427,43 @@ void SlurmExecutor::StartJob(JobId job, const std::vector<GpuId>&, uint64_t) {
   Release(it->second, job, tracked_[it->second]);
 }
 
-void SlurmExecutor::RestartJob(JobId job, const std::vector<GpuId>&, uint64_t) {
-  // A resize: Slurm 22.05 cannot grow a running job; requeue it and start it again on the GPUs
-  // the core gives it (the next poll releases it, after Slurm's requeue delay).
+std::vector<std::string> SlurmExecutor::ShrinkInPlace(const Tracked& t, const std::vector<GpuId>& gpus) const {
+  if (t.nodes.empty() || t.gpus_by_node.size() != t.nodes.size() || gpus.empty()) return {};
+  std::map<std::string, uint32_t> keep;  // node -> the core's GPUs there
+  for (GpuId g : gpus) ++keep[topo_.domain(topo_.node_domain(topo_.node_of(g))).name];
+  std::vector<std::string> nodes;
+  for (size_t k = 0; k < t.nodes.size(); ++k) {
+    auto it = keep.find(t.nodes[k]);
+    if (it == keep.end()) continue;
+    if (it->second != t.gpus_by_node[k]) return {};  // part of a node: Slurm cannot express it
+    nodes.push_back(t.nodes[k]);
+  }
+  if (nodes.size() != keep.size() || nodes.size() == t.nodes.size()) return {};  // new nodes, or no shrink
+  if (!t.batch_host.empty() && std::find(nodes.begin(), nodes.end(), t.batch_host) == nodes.end()) return {};
+  return nodes;
+}
+
+void SlurmExecutor::RestartJob(JobId job, const std::vector<GpuId>& gpus, uint64_t) {
   auto it = by_job_.find(job);
   if (it == by_job_.end()) return ReportLater(job, false, -1, "no Slurm job for it");
+  Tracked& t = tracked_[it->second];
+  // A shrink to whole nodes it has (and its batch host): Slurm cuts the running job's node list;
+  // the job goes on there (it checkpointed before; its steps on the other nodes are killed).
+  if (const auto nodes = ShrinkInPlace(t, gpus); !nodes.empty()) {
+    if (auto st = slurm_->ShrinkTo(it->second, nodes); st) {
+      PHX_LOG(kInfo) << "slurm mode: job " << job << " (Slurm " << it->second << ") shrunk in place to "
+                     << CompressHostlist(nodes);
+      t.nodes = nodes;
+      t.gpus_by_node.clear();  // the next poll reads them again
+      return;
+    } else {
+      PHX_LOG(kWarn) << "slurm mode: shrink of job " << job << " in place: " << st.error().ToString()
+                     << "; requeued instead";
+    }
+  }
+  // Else (a grow, part of a node, new nodes): Slurm 22.05 cannot grow a running job; requeue it
+  // and start it again on the GPUs the core gives it (the next poll releases it, after Slurm's
+  // requeue delay).
   if (auto st = slurm_->Requeue(it->second); !st)
     PHX_LOG(kWarn) << "slurm mode: resize of job " << job << ": " << st.error().ToString();
   tracked_[it->second].released = 0;

@@ -12,6 +12,9 @@
 //  - reports managed jobs that ended in Slurm (JobPartsEnded), and cancels in the core pending
 //    jobs whose Slurm job was cancelled.
 // Decisions: Start -> ReqNodeList = the placement's nodes (Slurm sorts them by name),
+// Resize (an elastic shrink) -> the running job's NodeList cut to the nodes it keeps when it
+// keeps whole nodes of its allocation and its batch host (22.05 shrinks a running job in place),
+// else requeue and release on the new GPUs;
 // StartTime = now (or a requeued job's own begin time: Slurm delays a requeued job by
 // cred_expire); Preempt -> requeue; Kill/Cancel -> scancel; Signal -> the signal to the batch
 // shell and steps. A released job that Slurm still has not started after `start_timeout`
@@ -88,7 +91,14 @@ class SlurmExecutor final : public Executor {
     std::string comment;      // the Comment we last wrote
     bool requeueing = false;  // we asked Slurm to requeue it (preemption, resize); not pending yet
     Time predicted = 0;       // the predicted start written into it (0: none)
+    // Where Slurm runs it (the last poll that saw it running): for a shrink in place.
+    std::vector<std::string> nodes;
+    std::vector<uint32_t> gpus_by_node;
+    std::string batch_host;
   };
+  // A shrink Slurm can do in place: the new GPUs are all the GPUs Slurm gave the job on a
+  // subset of its nodes that keeps the batch host. Those nodes, else empty.
+  std::vector<std::string> ShrinkInPlace(const Tracked& t, const std::vector<GpuId>& gpus) const;
 
   void ArmTimer();
   void Link(slurm::SlurmJobId sid, JobId job);

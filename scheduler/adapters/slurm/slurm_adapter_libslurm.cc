@@ -146,6 +146,7 @@ class LibslurmAdapter final : public SlurmAdapter {
           job.gpus_by_node.push_back(GpusInGres(Str(j.gres_detail_str[k])));
       }
       job.req_nodes = Str(j.req_nodes);
+      job.batch_host = Str(j.batch_host);
       job.restarts = j.restart_cnt;
       job.exit_code = WIFEXITED(j.exit_code) ? WEXITSTATUS(j.exit_code) : 0;
       job.exit_signal = WIFSIGNALED(j.exit_code) ? WTERMSIG(j.exit_code) : 0;
@@ -170,6 +171,18 @@ class LibslurmAdapter final : public SlurmAdapter {
     if (!c.empty()) d.comment = c.data();
     if (slurm_update_job(&d) != SLURM_SUCCESS)
       return SlurmFail("update job " + std::to_string(id) + " ReqNodeList=" + list);
+    return {};
+  }
+
+  Status ShrinkTo(SlurmJobId id, const std::vector<std::string>& nodes) override {
+    std::string list;
+    for (const std::string& n : nodes) list += (list.empty() ? "" : ",") + n;
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id;
+    d.req_nodes = list.data();  // a running job's NodeList: shrink to these nodes
+    if (slurm_update_job(&d) != SLURM_SUCCESS)
+      return SlurmFail("update job " + std::to_string(id) + " NodeList=" + list);
     return {};
   }
 

@@ -82,9 +82,10 @@ struct SlurmJob {
   // GPUs allocated on each of `nodes` (Slurm's per-node GRES detail, "gpu:2(IDX:0-1)"), in the
   // same order; empty when Slurm did not say (the counts asked for are used then).
   std::vector<uint32_t> gpus_by_node;
-  std::string req_nodes;  // ReqNodeList as Slurm keeps it
-  uint32_t restarts = 0;  // requeues so far
-  int32_t exit_code = 0;  // the wait status's exit code (finished jobs)
+  std::string req_nodes;   // ReqNodeList as Slurm keeps it
+  std::string batch_host;  // the node running the batch script (running jobs)
+  uint32_t restarts = 0;   // requeues so far
+  int32_t exit_code = 0;   // the wait status's exit code (finished jobs)
   int32_t exit_signal = 0;
   bool requeue_allowed = true;
 };

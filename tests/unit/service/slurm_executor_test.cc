@@ -81,6 +81,8 @@ class Host final : public ExecutorHost {
     for (const Decision& d : core_->Schedule(now)) {
       if (d.kind == DecisionKind::kStart) executor->StartJob(d.job, d.gpus, 1);
       if (d.kind == DecisionKind::kPreempt || d.kind == DecisionKind::kKill) executor->StopJob(d.job, d.reason);
+      if (d.kind == DecisionKind::kCheckpoint) executor->SignalJob(d.job, 10, d.deadline);
+      if (d.kind == DecisionKind::kResize) executor->RestartJob(d.job, d.gpus, 2);
     }
   }
 
@@ -351,6 +353,70 @@ TEST_F(SlurmExecutorTest, ManagedEndIsTakenBeforeThePlainJobOnItsGpus) {
   EXPECT_EQ(host_.core().job(1)->state, JobState::kFailed);
   EXPECT_EQ(host_.core().external_load(on[0]).gpus, 8u);
   EXPECT_EQ(host_.loads, (std::vector<std::string>{on[0] + ":8@4000"}));
+}
+
+// Elastic shrink (a high-class job needs a node of a low-class elastic one): the core signals the
+// checkpoint, and at the deadline shrinks it to whole nodes it already has, which Slurm 22.05 does
+// in place (NodeList update of the running job) when the batch host stays; else it is requeued.
+class SlurmShrinkTest : public SlurmExecutorTest {
+ protected:
+  // n3 and n4 busy with Slurm's jobs; the elastic job runs on n1 + n2 with its batch script on
+  // `batch`; the core keeps n2 for it and gives n1 to the high job.
+  void RunElastic(const std::string& batch) {
+    Unmanaged(1, "n3", 9000);
+    Unmanaged(2, "n4", 9000);
+    SlurmJob& e = Managed(3);
+    e.admin_comment = "phalanx:topology=leaf,elastic=8:16,checkpoint=10@5,preemptible=1,class=low";
+    e.num_nodes = 0;
+    e.gpus_per_node = 0;
+    e.gpus_per_job = 16;
+    e.time_limit = 3600;
+    Round();
+    const auto starts = slurm_.Calls("start");
+    ASSERT_EQ(starts.size(), 1u);
+    ASSERT_EQ(starts[0].nodes, (std::vector<std::string>{"n1", "n2"}));
+    SlurmJob& run = *slurm_.job(3);
+    run.state = SlurmJobState::kRunning;
+    run.nodes = {"n1", "n2"};
+    run.gpus_by_node = {8, 8};
+    run.batch_host = batch;
+    Round();
+    host_.now += 700;  // past the class's minimum runtime before preemption
+    SlurmJob& h = Managed(4, 1);
+    h.admin_comment = "phalanx:topology=node,class=high";
+    Round();
+    ASSERT_EQ(slurm_.Calls("signal").size(), 1u) << "the checkpoint signal";
+    host_.now += 6;  // past the 5 s deadline
+    Round();
+  }
+};
+
+TEST_F(SlurmShrinkTest, ToWholeNodesWithItsBatchHostItIsShrunkInPlace) {
+  RunElastic("n2");
+  const auto shrinks = slurm_.Calls("shrink");
+  ASSERT_EQ(shrinks.size(), 1u);
+  EXPECT_EQ(shrinks[0].nodes, (std::vector<std::string>{"n2"}));
+  EXPECT_TRUE(slurm_.Calls("requeue").empty());
+  EXPECT_EQ(slurm_.job(3)->state, SlurmJobState::kRunning);
+  EXPECT_EQ(slurm_.job(3)->nodes, (std::vector<std::string>{"n2"}));
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kRunning);
+  EXPECT_EQ(host_.core().job(1)->gpus.size(), 8u);
+  // The high job takes the node the shrink freed, in the same pass.
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[1].job, 4u);
+  EXPECT_EQ(starts[1].nodes, (std::vector<std::string>{"n1"}));
+  // Slurm's next report (the job on n2 alone) changes nothing.
+  Round();
+  EXPECT_EQ(slurm_.Calls("shrink").size(), 1u);
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kRunning);
+}
+
+TEST_F(SlurmShrinkTest, LosingItsBatchHostItIsRequeuedInstead) {
+  RunElastic("n1");  // the core keeps n2, the batch script runs on n1
+  EXPECT_TRUE(slurm_.Calls("shrink").empty());
+  ASSERT_EQ(slurm_.Calls("requeue").size(), 1u);
+  EXPECT_EQ(slurm_.job(3)->state, SlurmJobState::kPending);
 }
 
 // kill -9 between the commit of a Start and the release: the restarted executor re-links the
