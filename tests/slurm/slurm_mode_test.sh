@@ -225,3 +225,37 @@ else
     "$(grep -E "GPUs busy|Slurm $half|node n[1-4] is" "$log" | tail -n 8)"
 fi
 timeout 10 scancel "${part[@]}" 2>/dev/null
+
+# --- 6. elastic shrink in place: a high job takes a node of a running --phx-elastic job ----------
+# n3, n4 full and 4 GPUs of n1 busy with plain jobs: the elastic job (4 to 12 GPUs) gets 12, n1:4
+# (its batch host) + n2:8. A high-class 8-GPU node job then needs n2: the core signals the elastic
+# job (USR1), and at the 3 s deadline shrinks it to its 4 GPUs on n1; Slurm cuts the running job's
+# NodeList to n1 (22.05 frees n2; the job goes on) and the high job runs on n2.
+for j in "${part[@]}"; do until_ok 20 gone "$j"; done
+shr=()
+for n in n3 n4; do shr+=("$(sub -J "shr-$n" -w "$n" -N1 --gres=gpu:8 -t 1 --wrap 'sleep 40')"); done
+shr+=("$(sub -J shr-n1 -w n1 -N1 --gres=gpu:4 -t 1 --wrap 'sleep 40')")
+running_shr() { local j; for j in "${shr[@]}"; do is_state "$j" RUNNING || return 1; done; }
+until_ok 15 running_shr
+cat >"$out/elastic.sh" <<'ELASTIC'
+#!/bin/bash
+echo "start on $SLURM_JOB_NODELIST"
+trap 'echo "got USR1"' USR1
+for _ in $(seq 1 60); do sleep 0.5; done
+echo "end"
+ELASTIC
+chmod +x "$out/elastic.sh"
+el=$(sub -J elastic --gpus=12 -t 5 --phx-elastic=4:12 --phx-topology=leaf --phx-class=low --phx-preemptible \
+  --phx-checkpoint=USR1@3 "$out/elastic.sh")
+until_ok 20 is_state "$el" RUNNING
+el_nodes=$(nodes_of "$el")
+hi=$(sub -J high2 -N1 --gres=gpu:8 -t 5 --phx-topology=node --phx-class=high --wrap 'echo high ran on $SLURM_JOB_NODELIST')
+if until_ok 30 is_state "$hi" COMPLETED && [[ "$el_nodes" == "n[1-2]" && "$(nodes_of "$hi")" == n2 ]] &&
+  is_state "$el" RUNNING && [[ "$(nodes_of "$el")" == n1 ]] && grep -q "got USR1" "$out/elastic-$el.out" &&
+  in_log "(Slurm $el) shrunk in place to n1"; then
+  ok "elastic shrink in place: $el on $el_nodes got USR1, was shrunk to n1 (still running), the high job ran on n2"
+else
+  bad "elastic shrink in place" "elastic $(state "$el") on '$(nodes_of "$el")' (was '$el_nodes'), high $(state "$hi") on '$(nodes_of "$hi")'" \
+    "$(cat "$out/elastic-$el.out" 2>/dev/null)" "$(grep -E "Slurm $el|Slurm $hi|shrink|checkpoint|resize" "$log" | tail -n 8)"
+fi
+timeout 10 scancel "$el" "${shr[@]}" 2>/dev/null

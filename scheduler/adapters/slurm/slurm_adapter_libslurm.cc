@@ -113,7 +113,8 @@ class LibslurmAdapter final : public SlurmAdapter {
 
   Result<std::vector<SlurmJob>> LoadJobs() override {
     job_info_msg_t* msg = nullptr;
-    if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) return SlurmFail("slurm_load_jobs");
+    // SHOW_DETAIL: the per-node GRES detail (gres_detail_str), as `scontrol -d show job` shows it.
+    if (slurm_load_jobs(0, &msg, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) return SlurmFail("slurm_load_jobs");
     std::vector<SlurmJob> out;
     out.reserve(msg->record_count);
     for (uint32_t i = 0; i < msg->record_count; ++i) {
