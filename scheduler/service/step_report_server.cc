@@ -1,0 +1,194 @@
+#include "service/step_report_server.h"
+
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+
+#include <cerrno>
+#include <cstring>
+
+#include "call_auth.h"
+#include "util/log.h"
+
+namespace phalanx::service {
+namespace {
+
+constexpr size_t kMaxLine = 16 * 1024;
+constexpr size_t kMaxSessions = 64;
+constexpr auto kReadTimeout = std::chrono::seconds(2);
+
+std::string UserOf(uint32_t uid) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) return pw.pw_name;
+  return "uid:" + std::to_string(uid);
+}
+
+// True when something accepts connections at `path` (a live server, not a stale file).
+bool Live(const std::string& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+  const bool live = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  close(fd);
+  return live;
+}
+
+}  // namespace
+
+struct StepReportServer::Session {
+  explicit Session(boost::asio::io_context& io) : socket(io), timer(io), buf(kMaxLine) {}
+  boost::asio::local::stream_protocol::socket socket;
+  boost::asio::steady_timer timer;
+  boost::asio::streambuf buf;
+  std::string answer;
+};
+
+StepReportServer::StepReportServer(boost::asio::io_context& io, Options options, Handler handler)
+    : io_(io), options_(std::move(options)), handler_(std::move(handler)), acceptor_(io) {}
+
+StepReportServer::~StepReportServer() {
+  Stop();
+  worker_.join();  // a decode in flight posts to io_, which outlives this; its handler sees !alive
+}
+
+Status StepReportServer::Start() {
+  const std::string& path = options_.socket;
+  const std::string where = "slurm.report_socket " + path;
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return Fail(where, "exists and is not a socket");
+    if (Live(path)) return Fail(where, "another server already listens there");
+    unlink(path.c_str());
+  }
+  boost::system::error_code ec;
+  acceptor_.open(boost::asio::local::stream_protocol(), ec);
+  if (!ec) acceptor_.bind(boost::asio::local::stream_protocol::endpoint(path), ec);
+  if (!ec) acceptor_.listen(128, ec);
+  if (ec) return Fail(where, ec.message());
+  // Every job reports, as its own user: identity comes from the MUNGE credential, not the peer.
+  if (chmod(path.c_str(), 0666) != 0) return Fail(where, std::string("chmod: ") + std::strerror(errno));
+  PHX_LOG(kInfo) << "step reports (MUNGE) on " << path;
+  Accept();
+  return {};
+}
+
+void StepReportServer::Stop() {
+  if (!*alive_) return;
+  *alive_ = false;
+  boost::system::error_code ec;
+  if (acceptor_.is_open()) {
+    acceptor_.close(ec);
+    unlink(options_.socket.c_str());
+  }
+  for (const auto& s : sessions_) {
+    s->timer.cancel();
+    s->socket.close(ec);
+  }
+  sessions_.clear();
+}
+
+void StepReportServer::Accept() {
+  auto s = std::make_shared<Session>(io_);
+  acceptor_.async_accept(s->socket, [this, s, alive = alive_](const boost::system::error_code& ec) {
+    if (!*alive) return;
+    if (ec) {
+      refusals_.Log(LogLevel::kWarn, "accept", "step reports: accept: " + ec.message());
+      // Out of descriptors and the like: try again shortly instead of spinning.
+      auto t = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(100));
+      t->async_wait([this, t, alive](const boost::system::error_code&) {
+        if (*alive) Accept();
+      });
+      return;
+    }
+    if (sessions_.size() >= kMaxSessions) {
+      refusals_.Log(LogLevel::kWarn, "busy",
+                    "step reports: " + std::to_string(kMaxSessions) + " connections open, one more closed");
+      boost::system::error_code ignored;
+      s->socket.close(ignored);
+    } else {
+      sessions_.insert(s);
+      Read(s);
+    }
+    Accept();
+  });
+}
+
+void StepReportServer::Read(std::shared_ptr<Session> s) {
+  s->timer.expires_after(kReadTimeout);
+  s->timer.async_wait([s](const boost::system::error_code& ec) {
+    if (ec) return;  // cancelled: the line came
+    boost::system::error_code ignored;
+    s->socket.close(ignored);
+  });
+  boost::asio::async_read_until(s->socket, s->buf, '\n',
+                                [this, s, alive = alive_](const boost::system::error_code& ec, size_t n) {
+    if (!*alive) return;
+    s->timer.cancel();
+    if (ec) {  // closed early, too long, or timed out: no answer
+      sessions_.erase(s);
+      return;
+    }
+    std::string line(boost::asio::buffers_begin(s->buf.data()), boost::asio::buffers_begin(s->buf.data()) + n - 1);
+    // munged's round trip and the password database stay off the io thread.
+    boost::asio::post(worker_, [this, s, alive, line = std::move(line)] {
+      Result<StepReport> report = Fail("report", "not decoded");
+      Caller who;
+      who.user = "?";
+      auto id = auth::MungeDecode(options_.munge_socket, line);
+      if (!id) {
+        report =
+            Fail("MUNGE credential", std::string(auth::MungeFailureName(id.error().kind)) + ": " + id.error().message);
+      } else {
+        who.uid = id->uid;
+        who.gid = id->gid;
+        who.user = UserOf(id->uid);
+        who.admin = id->uid == 0 || options_.trusted_users.contains(who.user);
+        report = ParseStepReport(id->payload);
+      }
+      boost::asio::post(io_, [this, s, alive, report = std::move(report), who = std::move(who)]() mutable {
+        if (*alive) Decoded(s, std::move(report), std::move(who));
+      });
+    });
+  });
+}
+
+void StepReportServer::Decoded(std::shared_ptr<Session> s, Result<StepReport> report, Caller who) {
+  if (!report) return Answer(s, std::unexpected(report.error()), who);
+  handler_(*report, who, [this, s, who, alive = alive_](Status st) {
+    if (*alive) Answer(s, st, who);
+  });
+}
+
+void StepReportServer::Answer(std::shared_ptr<Session> s, const Status& st, const Caller& who) {
+  if (st) {
+    ++accepted_;
+    s->answer = "ok\n";
+  } else {
+    ++refused_;
+    const std::string why = st.error().ToString();
+    refusals_.Log(LogLevel::kWarn, std::to_string(static_cast<int>(st.error().code)) + ":" + who.user,
+                  "step report from " + who.user + " refused: " + why);
+    s->answer = "refused: " + why + "\n";
+  }
+  boost::asio::async_write(s->socket, boost::asio::buffer(s->answer),
+                           [this, s, alive = alive_](const boost::system::error_code&, size_t) {
+    if (!*alive) return;
+    boost::system::error_code ignored;
+    s->socket.close(ignored);
+    sessions_.erase(s);
+  });
+}
+
+}  // namespace phalanx::service
