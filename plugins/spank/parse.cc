@@ -116,7 +116,8 @@ int CopyString(std::string_view key, std::string_view value, char* out, size_t s
   return 0;
 }
 
-constexpr const char* kKeys = "socket, timeout_ms, default_topology, fallback_delay_s, checkpoint_dir, report";
+constexpr const char* kKeys =
+    "socket, timeout_ms, default_topology, fallback_delay_s, checkpoint_dir, report, munge_socket";
 
 }  // namespace
 
@@ -226,6 +227,8 @@ int phx_config_parse(phx_config* out, int ac, const char* const* av, char* err, 
       int rc = 0;
       if (key == "socket") {
         rc = CopyString(key, value, c.socket, sizeof c.socket, true, err, errlen);
+      } else if (key == "munge_socket") {
+        rc = CopyString(key, value, c.munge_socket, sizeof c.munge_socket, true, err, errlen);
       } else if (key == "timeout_ms") {
         rc = ParseInt(key, value, 1, 10000, &c.timeout_ms, err, errlen);
       } else if (key == "fallback_delay_s") {

@@ -65,15 +65,16 @@ const char* phx_level_name(enum phx_level level);
 #define PHX_PATH_MAX 1024
 
 struct phx_config {
-  char socket[PHX_SOCKET_MAX];          /* socket=       phalanxd's Unix socket */
+  char socket[PHX_SOCKET_MAX];          /* socket=       phalanxd's report socket (slurm.report_socket) */
   int timeout_ms;                       /* timeout_ms=   one report to phalanxd, 1..10000 */
   struct phx_topology default_topology; /* default_topology= for jobs without --phx-topology */
   int fallback_delay_s;                 /* fallback_delay_s= managed jobs wait this long for phalanxd, 0..3600 */
   char checkpoint_dir[PHX_PATH_MAX];    /* checkpoint_dir= where PHALANX_CHECKPOINT_FILE lies */
   int report;                           /* report=       1: report managed steps to phalanxd */
+  char munge_socket[PHX_SOCKET_MAX];    /* munge_socket= munged's socket; "": libmunge's default */
 };
 
-#define PHX_DEFAULT_SOCKET "/run/phalanx/phalanxd.sock"
+#define PHX_DEFAULT_SOCKET "/run/phalanx/phalanxd-report.sock"
 #define PHX_DEFAULT_TIMEOUT_MS 200
 #define PHX_DEFAULT_FALLBACK_DELAY_S 30
 #define PHX_DEFAULT_CHECKPOINT_DIR "/tmp"

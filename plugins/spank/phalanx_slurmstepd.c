@@ -7,13 +7,15 @@
 
 #include "args.h"
 #include "config.h"
+#include "signed_report.h"
 #include "report.h"
 
 struct plugin_context {
   struct phx_config config;
   uint32_t job_id;
   uint32_t step_id;
-  int reported; /* 1: phalanxd took the start report, so the end is reported too */
+  int reported; /* 1: phalanxd answered the start report, so the end is reported too */
+  char node[256];
 };
 
 static struct plugin_context context;
@@ -64,6 +66,14 @@ static int export_env(spank_t sp) {
   if (set_env(sp, "PHALANX_CHECKPOINT_WARNING_S", buf) < 0) return -1;
   snprintf(buf, sizeof(buf), "%s/phalanx-checkpoint.%u", context.config.checkpoint_dir, context.job_id);
   if (set_env(sp, "PHALANX_CHECKPOINT_FILE", buf) < 0) return -1;
+  if (context.config.report) { /* for phalanx-ckpt-done */
+    if (set_env(sp, "PHALANX_REPORT_SOCKET", context.config.socket) < 0) return -1;
+    snprintf(buf, sizeof(buf), "%d", context.config.timeout_ms);
+    if (set_env(sp, "PHALANX_REPORT_TIMEOUT_MS", buf) < 0) return -1;
+    if (context.config.munge_socket[0] != '\0' &&
+        set_env(sp, "PHALANX_MUNGE_SOCKET", context.config.munge_socket) < 0)
+      return -1;
+  }
   if (!phx_args_managed()) return 0;
   /* The job's own options, normalised: an inner srun reads them back (args.h fallbacks). */
   if (t->level != PHX_LEVEL_UNSET) {
@@ -79,18 +89,38 @@ static int export_env(spank_t sp) {
   return 0;
 }
 
-/* One report, bounded by timeout_ms; a failure is one info line and never fails the step. */
+/* The step's name in reports and log lines: batch, extern, interactive or its number. */
+static const char* step_name(char* buf, size_t len) {
+  if (context.step_id == 0xfffffffb) return "batch";  /* SLURM_BATCH_SCRIPT */
+  if (context.step_id == 0xfffffffc) return "extern"; /* SLURM_EXTERN_CONT */
+  if (context.step_id == 0xfffffffa) return "interactive";
+  snprintf(buf, len, "%u", context.step_id);
+  return buf;
+}
+
+/* One MUNGE-signed report (signed_report.h), bounded by timeout_ms; a failure is one info line and
+ * never fails the step. user_init runs as the job's user, exit as root: the credential carries
+ * that uid, which phalanxd checks against the job's owner. */
 static void report(const char* what) {
-  char why[128], step[16];
-  if (phx_report_step(context.config.socket, context.config.timeout_ms, why, sizeof(why)) == 0) {
+  char why[256], step[16], payload[1024];
+  const char* s = step_name(step, sizeof(step));
+  int rc = -1;
+  if (phx_report_format(payload, sizeof(payload), what, context.job_id, s, context.node, -1, NULL) < 0)
+    snprintf(why, sizeof(why), "report too long");
+  else
+    rc = phx_report_signed(context.config.socket, context.config.munge_socket, context.config.timeout_ms, payload,
+                           why, sizeof(why));
+  if (rc == 0) {
     context.reported = 1;
     return;
   }
-  if (context.step_id == 0xfffffffb) /* SLURM_BATCH_SCRIPT */
-    snprintf(step, sizeof(step), "batch");
-  else snprintf(step, sizeof(step), "%u", context.step_id);
+  if (rc == 1) {
+    slurm_info("phalanx: phalanxd refused the report of job %u step %s %s (%s), the job runs", context.job_id, s, what,
+               why);
+    return;
+  }
   slurm_info("phalanx: phalanxd not reachable at %s (%s): job %u step %s %s not reported, the job runs",
-             context.config.socket, why, context.job_id, step, what);
+             context.config.socket, why, context.job_id, s, what);
 }
 
 int phx_slurmstepd_user_init(spank_t sp, int ac, char** av) {
@@ -102,6 +132,7 @@ int phx_slurmstepd_user_init(spank_t sp, int ac, char** av) {
     return -1;
   }
   if (export_env(sp) < 0) return -1;
+  if (spank_getenv(sp, "SLURMD_NODENAME", context.node, sizeof(context.node)) != ESPANK_SUCCESS) context.node[0] = 0;
   if (phx_args_managed() && context.config.report) report("start");
   return 0;
 }

@@ -159,18 +159,20 @@ TEST(SpankConfig, DefaultsFirst) {
   EXPECT_LE(c.fallback_delay_s, 60);  // issue 11: a dead phalanxd delays managed jobs at most a minute
   EXPECT_STREQ(c.checkpoint_dir, PHX_DEFAULT_CHECKPOINT_DIR);
   EXPECT_EQ(c.report, 1);
+  EXPECT_STREQ(c.munge_socket, "");  // libmunge's default
 }
 
 TEST(SpankConfig, EveryKey) {
   phx_config c;
   Err e;
   ASSERT_EQ(ParseConfig({"socket=/tmp/p.sock", "timeout_ms=50", "default_topology=leaf:prefer", "fallback_delay_s=0",
-                         "checkpoint_dir=/scratch/ckpt", "report=no", "timeout_ms=75"},
+                         "checkpoint_dir=/scratch/ckpt", "report=no", "timeout_ms=75", "munge_socket=/run/m.sock"},
                         &c, &e),
             0)
       << e.text;
   EXPECT_STREQ(c.socket, "/tmp/p.sock");
   EXPECT_EQ(c.timeout_ms, 75);  // a later key overrides
+  EXPECT_STREQ(c.munge_socket, "/run/m.sock");
   EXPECT_EQ(c.default_topology.level, PHX_LEVEL_LEAF);
   EXPECT_EQ(c.default_topology.prefer, 1);
   EXPECT_EQ(c.fallback_delay_s, 0);
@@ -185,10 +187,10 @@ TEST(SpankConfig, StrictErrorsNameTheKey) {
   } cases[] = {
       {{"bogus_key=1"},
        "plugstack.conf: unknown key 'bogus_key' (keys: socket, timeout_ms, default_topology, fallback_delay_s, "
-       "checkpoint_dir, report)"},
+       "checkpoint_dir, report, munge_socket)"},
       {{"timeout_ms"},
        "plugstack.conf: 'timeout_ms' is not key=value (keys: socket, timeout_ms, default_topology, fallback_delay_s, "
-       "checkpoint_dir, report)"},
+       "checkpoint_dir, report, munge_socket)"},
       {{"=5"}, nullptr},
       {{"timeout_ms=abc"}, "plugstack.conf: timeout_ms=abc: not a whole number in 1..10000"},
       {{"timeout_ms=0"}, "plugstack.conf: timeout_ms=0: not a whole number in 1..10000"},
