@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "signed_report.h"
 #include "report.h"
+#include "signed_report.h"
 
 static int usage(const char* why) {
   fprintf(stderr, "phalanx-ckpt-done: %s\nusage: phalanx-ckpt-done [--epoch N] [--path P]\n", why);

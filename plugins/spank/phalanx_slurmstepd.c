@@ -7,8 +7,8 @@
 
 #include "args.h"
 #include "config.h"
-#include "signed_report.h"
 #include "report.h"
+#include "signed_report.h"
 
 struct plugin_context {
   struct phx_config config;
@@ -70,8 +70,7 @@ static int export_env(spank_t sp) {
     if (set_env(sp, "PHALANX_REPORT_SOCKET", context.config.socket) < 0) return -1;
     snprintf(buf, sizeof(buf), "%d", context.config.timeout_ms);
     if (set_env(sp, "PHALANX_REPORT_TIMEOUT_MS", buf) < 0) return -1;
-    if (context.config.munge_socket[0] != '\0' &&
-        set_env(sp, "PHALANX_MUNGE_SOCKET", context.config.munge_socket) < 0)
+    if (context.config.munge_socket[0] != '\0' && set_env(sp, "PHALANX_MUNGE_SOCKET", context.config.munge_socket) < 0)
       return -1;
   }
   if (!phx_args_managed()) return 0;
@@ -108,8 +107,8 @@ static void report(const char* what) {
   if (phx_report_format(payload, sizeof(payload), what, context.job_id, s, context.node, -1, NULL) < 0)
     snprintf(why, sizeof(why), "report too long");
   else
-    rc = phx_report_signed(context.config.socket, context.config.munge_socket, context.config.timeout_ms, payload,
-                           why, sizeof(why));
+    rc = phx_report_signed(context.config.socket, context.config.munge_socket, context.config.timeout_ms, payload, why,
+                           sizeof(why));
   if (rc == 0) {
     context.reported = 1;
     return;

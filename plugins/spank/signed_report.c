@@ -46,8 +46,8 @@ int phx_munge_encode(const char* munge_socket, const char* payload, char** cred,
 
 #endif
 
-int phx_report_signed(const char* socket_path, const char* munge_socket, int timeout_ms, const char* payload,
-                      char* why, size_t whylen) {
+int phx_report_signed(const char* socket_path, const char* munge_socket, int timeout_ms, const char* payload, char* why,
+                      size_t whylen) {
   char* cred = NULL;
   char mwhy[200];
   int rc;

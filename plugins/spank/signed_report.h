@@ -18,8 +18,8 @@ int phx_munge_encode(const char* munge_socket, const char* payload, char** cred,
 /* One signed report: phx_munge_encode(payload), then report.h's phx_report_send. The same
  * returns as phx_report_send (0 ok, 1 refused, -1 not reported), a MUNGE failure is -1 with
  * "MUNGE: ..." in `why`. */
-int phx_report_signed(const char* socket_path, const char* munge_socket, int timeout_ms, const char* payload,
-                      char* why, size_t whylen);
+int phx_report_signed(const char* socket_path, const char* munge_socket, int timeout_ms, const char* payload, char* why,
+                      size_t whylen);
 
 #ifdef __cplusplus
 }

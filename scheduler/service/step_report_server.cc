@@ -145,7 +145,7 @@ void StepReportServer::Read(std::shared_ptr<Session> s) {
     boost::asio::post(worker_, [this, s, alive, line = std::move(line)] {
       Result<StepReport> report = Fail("report", "not decoded");
       Caller who;
-      who.user = "?";
+      who.user = "(no valid credential)";
       auto id = auth::MungeDecode(options_.munge_socket, line);
       if (!id) {
         report =
