@@ -169,6 +169,8 @@ for g in $(seq 0 $((gpus - 1))); do
 done
 # A copy: rebuilding the plugin does not change what the running daemons loaded.
 cp "$plugin" "$demo/lib/phalanx_spank.so"
+# A job's "checkpoint done" to phalanxd (docs/slurm.md, "Step reports"), when built.
+[[ -x "$build/plugins/spank/phalanx-ckpt-done" ]] && cp "$build/plugins/spank/phalanx-ckpt-done" "$demo/lib/"
 
 # 3. munge with a private key and socket
 [[ -s "$demo/munge/munge.key" ]] || mungekey -c -k "$demo/munge/munge.key"
@@ -242,7 +244,7 @@ EOF
 # phalanxd is not running in the lab (its Slurm mode is not written yet): every managed step
 # logs one line about it and runs.
 cat >"$demo/etc/plugstack.conf" <<EOF
-required $demo/lib/phalanx_spank.so socket=$demo/run/phalanxd.sock timeout_ms=200 checkpoint_dir=$demo/ckpt ${PHALANX_SLURM_PLUGIN_ARGS:-}
+required $demo/lib/phalanx_spank.so socket=$demo/run/phalanxd-report.sock munge_socket=$demo/munge/munge.sock timeout_ms=200 checkpoint_dir=$demo/ckpt ${PHALANX_SLURM_PLUGIN_ARGS:-}
 EOF
 hold=false
 [[ "${PHALANX_SLURM_HOLD:-0}" == 1 ]] && hold=true
@@ -268,6 +270,8 @@ slurm:
   poll_interval: ${PHALANX_SLURM_POLL:-1}
   fallback_delay: 30
   start_timeout: 20
+  report_socket: $demo/run/phalanxd-report.sock
+  munge_socket: $demo/munge/munge.sock
 EOF
 # PHALANX_SLURM_HTTP=HOST:PORT: phalanxd's HTTP (dashboard at /, /metrics, /api/v1/...).
 if [[ -n "${PHALANX_SLURM_HTTP:-}" ]]; then
