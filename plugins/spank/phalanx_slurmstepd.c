@@ -8,6 +8,7 @@
 #include "args.h"
 #include "config.h"
 #include "report.h"
+#include "ring.h"
 #include "signed_report.h"
 
 struct plugin_context {
@@ -122,6 +123,46 @@ static void report(const char* what) {
              context.config.socket, why, context.job_id, s, what);
 }
 
+/* This node's name: slurmstepd has no item for it and SLURMD_NODENAME reaches only the tasks, so
+ * the S_JOB_NODEID-th name of the step's (or the batch step's: the job's) node list. */
+static void node_name(spank_t sp) {
+  char list[4096];
+  uint32_t id = 0;
+  context.node[0] = '\0';
+  if (spank_get_item(sp, S_JOB_NODEID, &id) != ESPANK_SUCCESS) return;
+  if (spank_getenv(sp, "SLURM_STEP_NODELIST", list, sizeof(list)) != ESPANK_SUCCESS &&
+      spank_getenv(sp, "SLURM_JOB_NODELIST", list, sizeof(list)) != ESPANK_SUCCESS)
+    return;
+  if (phx_hostlist_nth(list, id, context.node, sizeof(context.node)) < 0) context.node[0] = '\0';
+}
+
+/* CUDA_VISIBLE_DEVICES along the best ring of the node's gpu_topology= (ring.h); a failure is
+ * one line and leaves Slurm's order. */
+static void order_gpus(spank_t sp) {
+  static char matrix[65536];
+  char visible[1024], gpus[1024], out[1024], err[256];
+  size_t n;
+  FILE* f;
+  if (context.config.gpu_topology[0] == '\0') return;
+  if (spank_getenv(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof(visible)) != ESPANK_SUCCESS) return;
+  if (spank_getenv(sp, "SLURM_STEP_GPUS", gpus, sizeof(gpus)) != ESPANK_SUCCESS &&
+      spank_getenv(sp, "SLURM_JOB_GPUS", gpus, sizeof(gpus)) != ESPANK_SUCCESS)
+    gpus[0] = '\0';
+  if ((f = fopen(context.config.gpu_topology, "r")) == NULL) {
+    slurm_info("phalanx: gpu_topology=%s: %m; job %u keeps Slurm's GPU order", context.config.gpu_topology,
+               context.job_id);
+    return;
+  }
+  n = fread(matrix, 1, sizeof(matrix) - 1, f);
+  fclose(f);
+  matrix[n] = '\0';
+  if (phx_ring_order(matrix, visible, gpus, out, sizeof(out), err, sizeof(err)) < 0) {
+    slurm_info("phalanx: %s (%s); job %u keeps Slurm's GPU order", err, context.config.gpu_topology, context.job_id);
+    return;
+  }
+  if (strcmp(out, visible) != 0) set_env(sp, "CUDA_VISIBLE_DEVICES", out);
+}
+
 int phx_slurmstepd_user_init(spank_t sp, int ac, char** av) {
   (void)ac;
   (void)av;
@@ -131,7 +172,8 @@ int phx_slurmstepd_user_init(spank_t sp, int ac, char** av) {
     return -1;
   }
   if (export_env(sp) < 0) return -1;
-  if (spank_getenv(sp, "SLURMD_NODENAME", context.node, sizeof(context.node)) != ESPANK_SUCCESS) context.node[0] = 0;
+  node_name(sp);
+  order_gpus(sp);
   if (phx_args_managed() && context.config.report) report("start");
   return 0;
 }

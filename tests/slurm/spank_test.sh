@@ -114,7 +114,7 @@ mkdir -p "$lab/client"
 sed "s#^PlugStackConfig=.*#PlugStackConfig=$lab/client/plugstack.conf#" "$lab/etc/slurm.conf" >"$lab/client/slurm.conf"
 sed 's/$/ bogus_key=1/' "$lab/etc/plugstack.conf" >"$lab/client/plugstack.conf"
 refused "plugstack.conf bogus_key=1 is refused, naming the key" \
-  "sbatch: error: phalanx: plugstack.conf: unknown key 'bogus_key' (keys: socket, timeout_ms, default_topology, fallback_delay_s, checkpoint_dir, report, munge_socket)" \
+  "sbatch: error: phalanx: plugstack.conf: unknown key 'bogus_key' (keys: socket, timeout_ms, default_topology, fallback_delay_s, checkpoint_dir, report, munge_socket, gpu_topology)" \
   env -i PATH=/usr/bin:/bin "SLURM_CONF=$lab/client/slurm.conf" sbatch --wrap true
 sed 's/$/ timeout_ms=soon/' "$lab/etc/plugstack.conf" >"$lab/client/plugstack.conf"
 refused "plugstack.conf timeout_ms=soon is refused, naming the value" \

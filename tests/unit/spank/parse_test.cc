@@ -187,10 +187,10 @@ TEST(SpankConfig, StrictErrorsNameTheKey) {
   } cases[] = {
       {{"bogus_key=1"},
        "plugstack.conf: unknown key 'bogus_key' (keys: socket, timeout_ms, default_topology, fallback_delay_s, "
-       "checkpoint_dir, report, munge_socket)"},
+       "checkpoint_dir, report, munge_socket, gpu_topology)"},
       {{"timeout_ms"},
        "plugstack.conf: 'timeout_ms' is not key=value (keys: socket, timeout_ms, default_topology, fallback_delay_s, "
-       "checkpoint_dir, report, munge_socket)"},
+       "checkpoint_dir, report, munge_socket, gpu_topology)"},
       {{"=5"}, nullptr},
       {{"timeout_ms=abc"}, "plugstack.conf: timeout_ms=abc: not a whole number in 1..10000"},
       {{"timeout_ms=0"}, "plugstack.conf: timeout_ms=0: not a whole number in 1..10000"},
@@ -222,3 +222,14 @@ TEST(SpankConfig, StrictErrorsNameTheKey) {
 }
 
 }  // namespace
+
+TEST(SpankHostlist, NthName) {
+  char out[16];
+  ASSERT_EQ(phx_hostlist_nth("n[3-4]", 0, out, sizeof out), 0);
+  EXPECT_STREQ(out, "n3");
+  ASSERT_EQ(phx_hostlist_nth("n[3-4],gpu[09-10]", 3, out, sizeof out), 0);
+  EXPECT_STREQ(out, "gpu10");
+  EXPECT_EQ(phx_hostlist_nth("n[3-4]", 2, out, sizeof out), -1);
+  EXPECT_EQ(phx_hostlist_nth("n[3-", 0, out, sizeof out), -1);
+  EXPECT_EQ(phx_hostlist_nth("averyveryverylongnodename", 0, out, sizeof out), -1);
+}
