@@ -243,8 +243,22 @@ SwitchName=spine Switches=leaf[1-2]
 EOF
 # phalanxd is not running in the lab (its Slurm mode is not written yet): every managed step
 # logs one line about it and runs.
+# The fake GPUs' links as `nvidia-smi topo -m` would show them (the plugin's gpu_topology=: a
+# managed step's CUDA_VISIBLE_DEVICES follows the best ring): 0-3 on CPU 0, 4-7 on CPU 1, NVLink
+# bridges pairing 0-2, 1-3, 4-6, 5-7, PCIe switches within a CPU.
+{
+  printf '\tGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tGPU7\tCPU Affinity\n'
+  for r in 0 1 2 3 4 5 6 7; do
+    printf 'GPU%s' "$r"
+    for c in 0 1 2 3 4 5 6 7; do
+      if ((r == c)); then l=' X '; elif ((r / 4 != c / 4)); then l=SYS; elif (((r ^ c) == 2)); then l=NV4; else l=PIX; fi
+      printf '\t%s' "$l"
+    done
+    printf '\t%s\n' "$((r / 4 * 16))-$((r / 4 * 16 + 15))"
+  done
+} >"$demo/etc/gpu-topology.txt"
 cat >"$demo/etc/plugstack.conf" <<EOF
-required $demo/lib/phalanx_spank.so socket=$demo/run/phalanxd-report.sock munge_socket=$demo/munge/munge.sock timeout_ms=200 checkpoint_dir=$demo/ckpt ${PHALANX_SLURM_PLUGIN_ARGS:-}
+required $demo/lib/phalanx_spank.so socket=$demo/run/phalanxd-report.sock munge_socket=$demo/munge/munge.sock timeout_ms=200 checkpoint_dir=$demo/ckpt gpu_topology=$demo/etc/gpu-topology.txt ${PHALANX_SLURM_PLUGIN_ARGS:-}
 EOF
 hold=false
 [[ "${PHALANX_SLURM_HOLD:-0}" == 1 ]] && hold=true

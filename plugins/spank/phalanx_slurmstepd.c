@@ -136,14 +136,14 @@ static void node_name(spank_t sp) {
   if (phx_hostlist_nth(list, id, context.node, sizeof(context.node)) < 0) context.node[0] = '\0';
 }
 
-/* CUDA_VISIBLE_DEVICES along the best ring of the node's gpu_topology= (ring.h); a failure is
- * one line and leaves Slurm's order. */
+/* A managed job's CUDA_VISIBLE_DEVICES along the best ring of the node's gpu_topology= (ring.h);
+ * a failure is one line and leaves Slurm's order. */
 static void order_gpus(spank_t sp) {
   static char matrix[65536];
   char visible[1024], gpus[1024], out[1024], err[256];
   size_t n;
   FILE* f;
-  if (context.config.gpu_topology[0] == '\0') return;
+  if (context.config.gpu_topology[0] == '\0' || !phx_args_managed()) return;
   if (spank_getenv(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof(visible)) != ESPANK_SUCCESS) return;
   if (spank_getenv(sp, "SLURM_STEP_GPUS", gpus, sizeof(gpus)) != ESPANK_SUCCESS &&
       spank_getenv(sp, "SLURM_JOB_GPUS", gpus, sizeof(gpus)) != ESPANK_SUCCESS)

@@ -117,7 +117,7 @@ else
 fi
 
 # --- 2. the owner's own hold (-H) is the owner's; when released, Phalanx places it -------------------
-held=$(sub -J held -H -N1 --gres=gpu:2 -t 5 --phx-topology=node --wrap 'echo ran')
+held=$(sub -J held -H -N1 --gres=gpu:4 -t 5 --phx-topology=node --wrap 'echo ran CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES gpus=$SLURM_JOB_GPUS')
 sleep 3
 start_held=$(timeout 5 squeue -h -j "$held" -o '%r %S')
 if [[ "$(state "$held")" == PENDING ]] && ! in_log "Slurm job $held is job"; then
@@ -130,6 +130,13 @@ if until_ok 20 is_state "$held" COMPLETED && in_log "Slurm job $held is job" && 
   ok "released by its owner, it is placed by Phalanx: $(grep -o "(Slurm $held) released on [^ ]*" "$log")"
 else
   bad "released by its owner, Phalanx places it" "state $(state "$held")" "$(grep "Slurm $held\|Slurm job $held" "$log")"
+fi
+# The step's GPUs along the best ring of the lab's gpu_topology= (NVLink pairs 0-2 and 1-3): Slurm
+# gave 0,1,2,3 (four PCIe hops); the plugin ordered them 0,1,3,2 (NVLink hops 1-3 and 2-0).
+if grep -q "^ran CUDA_VISIBLE_DEVICES=0,1,3,2 gpus=0,1,2,3$" "$out/held-$held.out"; then
+  ok "CUDA_VISIBLE_DEVICES along the NVLink ring: $(grep -o 'CUDA_VISIBLE_DEVICES=[^ ]* gpus=[^ ]*' "$out/held-$held.out")"
+else
+  bad "CUDA_VISIBLE_DEVICES along the NVLink ring" "$(cat "$out/held-$held.out")"
 fi
 
 # --- 3. kill -9 of phalanxd while jobs are held: after a restart each is placed once ---------------
