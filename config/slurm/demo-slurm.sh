@@ -257,8 +257,12 @@ EOF
     printf '\t%s\n' "$((r / 4 * 16))-$((r / 4 * 16 + 15))"
   done
 } >"$demo/etc/gpu-topology.txt"
+# Step reports go to phalanxd's Unix socket, or with PHALANX_SLURM_REPORT=tcp to its TCP port
+# (PHALANX_SLURM_PORT_BASE + 9), as compute nodes on other hosts would send them.
+report_target=$demo/run/phalanxd-report.sock
+[[ "${PHALANX_SLURM_REPORT:-unix}" == tcp ]] && report_target=127.0.0.1:$((port + 9))
 cat >"$demo/etc/plugstack.conf" <<EOF
-required $demo/lib/phalanx_spank.so socket=$demo/run/phalanxd-report.sock munge_socket=$demo/munge/munge.sock timeout_ms=200 checkpoint_dir=$demo/ckpt gpu_topology=$demo/etc/gpu-topology.txt ${PHALANX_SLURM_PLUGIN_ARGS:-}
+required $demo/lib/phalanx_spank.so socket=$report_target munge_socket=$demo/munge/munge.sock timeout_ms=200 checkpoint_dir=$demo/ckpt gpu_topology=$demo/etc/gpu-topology.txt ${PHALANX_SLURM_PLUGIN_ARGS:-}
 EOF
 hold=false
 [[ "${PHALANX_SLURM_HOLD:-0}" == 1 ]] && hold=true
@@ -287,6 +291,9 @@ slurm:
   report_socket: $demo/run/phalanxd-report.sock
   munge_socket: $demo/munge/munge.sock
 EOF
+if [[ "$report_target" != /* ]]; then
+  printf '  report_listen: "%s"\n' "$report_target" >>"$demo/etc/phalanxd.yaml"
+fi
 # PHALANX_SLURM_HTTP=HOST:PORT: phalanxd's HTTP (dashboard at /, /metrics, /api/v1/...).
 if [[ -n "${PHALANX_SLURM_HTTP:-}" ]]; then
   printf 'http:\n  listen: "%s"\n' "$PHALANX_SLURM_HTTP" >>"$demo/etc/phalanxd.yaml"

@@ -236,8 +236,14 @@ int phx_config_parse(phx_config* out, int ac, const char* const* av, char* err, 
       }
       const std::string_view key = arg.substr(0, eq), value = arg.substr(eq + 1);
       int rc = 0;
-      if (key == "socket") {
-        rc = CopyString(key, value, c.socket, sizeof c.socket, true, err, errlen);
+      if (key == "socket") {  // a Unix socket's path, or HOST:PORT (TCP)
+        const size_t colon = value.rfind(':');
+        const bool tcp = !value.empty() && value[0] != '/' && colon != std::string_view::npos && colon > 0 &&
+                         colon + 1 < value.size() && ParseCount(value.substr(colon + 1), 1, 65535).has_value();
+        if (!value.empty() && value[0] != '/' && !tcp)
+          return Fail(err, errlen,
+                      "plugstack.conf: socket=" + std::string(value) + ": not an absolute path or HOST:PORT");
+        rc = CopyString(key, value, c.socket, sizeof c.socket, false, err, errlen);
       } else if (key == "gpu_topology") {
         rc = CopyString(key, value, c.gpu_topology, sizeof c.gpu_topology, true, err, errlen);
       } else if (key == "munge_socket") {

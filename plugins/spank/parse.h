@@ -69,7 +69,8 @@ const char* phx_level_name(enum phx_level level);
 #define PHX_PATH_MAX 1024
 
 struct phx_config {
-  char socket[PHX_SOCKET_MAX];          /* socket=       phalanxd's report socket (slurm.report_socket) */
+  char socket[PHX_SOCKET_MAX];          /* socket=       phalanxd's report socket: a path (slurm.report_socket)
+                                           or HOST:PORT (slurm.report_listen) */
   int timeout_ms;                       /* timeout_ms=   one report to phalanxd, 1..10000 */
   struct phx_topology default_topology; /* default_topology= for jobs without --phx-topology */
   int fallback_delay_s;                 /* fallback_delay_s= managed jobs wait this long for phalanxd, 0..3600 */

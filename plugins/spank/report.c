@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,21 +17,66 @@ static long long now_ms(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The address of `target`: an absolute path (a Unix socket) or HOST:PORT (TCP; HOST a numeric
+ * address or a name the resolver answers at once, e.g. from /etc/hosts; [v6]:PORT). 0 or -1. */
+static int resolve(const char* target, struct sockaddr_storage* addr, socklen_t* alen, char* why, size_t whylen) {
+  memset(addr, 0, sizeof(*addr));
+  if (target != NULL && target[0] == '/') {
+    struct sockaddr_un* un = (struct sockaddr_un*)addr;
+    if (strlen(target) >= sizeof(un->sun_path)) {
+      snprintf(why, whylen, "socket path too long");
+      return -1;
+    }
+    un->sun_family = AF_UNIX;
+    strcpy(un->sun_path, target);
+    *alen = sizeof(*un);
+    return 0;
+  }
+  {
+    char host[256];
+    const char *colon = target ? strrchr(target, ':') : NULL, *h = target;
+    size_t hlen;
+    struct addrinfo hints, *res = NULL;
+    int rc;
+    if (colon == NULL || colon == target || colon[1] == '\0') {
+      snprintf(why, whylen, "'%s' is neither an absolute path nor HOST:PORT", target ? target : "");
+      return -1;
+    }
+    hlen = (size_t)(colon - target);
+    if (h[0] == '[' && hlen > 2 && h[hlen - 1] == ']') {
+      ++h;
+      hlen -= 2;
+    }
+    if (hlen >= sizeof(host)) {
+      snprintf(why, whylen, "host name too long");
+      return -1;
+    }
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    if ((rc = getaddrinfo(host, colon + 1, &hints, &res)) != 0 || res == NULL) {
+      snprintf(why, whylen, "%s: %s", target, rc ? gai_strerror(rc) : "no address");
+      return -1;
+    }
+    memcpy(addr, res->ai_addr, res->ai_addrlen);
+    *alen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+  }
+}
+
 /* A connected socket within the deadline, or -1 with `why`. */
-static int connect_bounded(const char* socket_path, int timeout_ms, long long deadline, char* why, size_t whylen) {
-  struct sockaddr_un addr;
+static int connect_bounded(const char* target, int timeout_ms, long long deadline, char* why, size_t whylen) {
+  struct sockaddr_storage addr;
+  socklen_t alen = 0;
   struct pollfd pfd;
   socklen_t len = sizeof(int);
   int fd = -1, rc, soerr = 0;
 
-  memset(&addr, 0, sizeof(addr));
-  addr.sun_family = AF_UNIX;
-  if (socket_path == NULL || strlen(socket_path) >= sizeof(addr.sun_path)) {
-    snprintf(why, whylen, "socket path too long");
-    goto out;
-  }
-  strcpy(addr.sun_path, socket_path);
-  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (resolve(target, &addr, &alen, why, whylen) < 0) goto out;
+  fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     snprintf(why, whylen, "socket: %s", strerror(errno));
     goto out;
@@ -38,7 +84,7 @@ static int connect_bounded(const char* socket_path, int timeout_ms, long long de
   /* Non-blocking: a listener with a full backlog answers EAGAIN at once; a slow one is polled
    * until the deadline. */
   for (;;) {
-    rc = connect(fd, (struct sockaddr*)&addr, sizeof(addr));
+    rc = connect(fd, (struct sockaddr*)&addr, alen);
     if (rc == 0) break;
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EINPROGRESS) {

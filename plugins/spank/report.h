@@ -2,7 +2,8 @@
  * does (absent, refusing, slow, hung), phx_report_send returns within about timeout_ms and never
  * signals or exits.
  *
- * A report is one connection to phalanxd's report socket (its slurm.report_socket): the client
+ * A report is one connection to phalanxd's report socket (its slurm.report_socket, or over TCP
+ * its slurm.report_listen): the client
  * writes one MUNGE credential (phx_munge_encode, signed_report.h) holding the report's text
  * (phx_report_format) and '\n'; phalanxd answers "ok" or "refused: <why>" and closes. munged
  * gives the credential the sender's uid, which phalanxd checks against the job's owner.
@@ -23,7 +24,9 @@ extern "C" {
 int phx_report_format(char* out, size_t outlen, const char* kind, unsigned job, const char* step, const char* node,
                       long long epoch, const char* path);
 
-/* Sends `line` (no newline in it) and reads the answer, all within timeout_ms.
+/* `socket_path` here and below: phalanxd's report socket, an absolute path (Unix) or HOST:PORT
+ * (TCP, its slurm.report_listen; HOST numeric or resolved at once, e.g. from /etc/hosts).
+ * Sends `line` (no newline in it) and reads the answer, all within timeout_ms.
  * 0: phalanxd answered "ok". 1: it answered "refused: ..." (`why` holds its words after
  * "refused: "). -1: no answer: not reachable, timed out, closed early; `why` (whylen bytes)
  * says why in a few words ("No such file or directory", "timed out after 200 ms"). */

@@ -375,9 +375,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
       });
     };
   }
-  if (p.slurm_executor && !config.slurm.report_socket.empty()) {
+  if (p.slurm_executor && (!config.slurm.report_socket.empty() || !config.slurm.report_listen.empty())) {
     StepReportServer::Options ro;
     ro.socket = config.slurm.report_socket;
+    ro.listen = config.slurm.report_listen;
     ro.munge_socket = config.slurm.munge_socket;
     ro.trusted_users = {config.slurm.report_users.begin(), config.slurm.report_users.end()};
     p.step_reports =

@@ -426,6 +426,10 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     t.On("comments", [&](const YAML::Node& x, const std::string& key) { return tc.Bool(x, key, &sl.comments); });
     t.On("report_socket",
          [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.report_socket); });
+    t.On("report_listen",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.report_listen); });
+    t.On("report_listen",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.report_listen); });
     t.On("munge_socket", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.munge_socket); });
     for (auto [name, list] : {std::pair{"partitions", &sl.partitions}, std::pair{"qos", &sl.qos},
                               std::pair{"report_users", &sl.report_users}}) {

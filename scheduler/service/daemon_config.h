@@ -52,6 +52,7 @@ struct SlurmSection {
   // The compute nodes' step reports (step_report_server.h): a Unix socket the SPANK plugin and
   // phalanx-ckpt-done send MUNGE-signed reports to; empty: none taken.
   std::string report_socket;
+  std::string report_listen;              // the same over TCP, "ADDRESS:PORT" (numeric); empty: none
   std::string munge_socket;               // munged's socket; empty: libmunge's default
   std::vector<std::string> report_users;  // besides root and the job's owner (SlurmUser)
 };

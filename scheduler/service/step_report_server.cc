@@ -6,6 +6,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -17,6 +19,7 @@
 
 #include "call_auth.h"
 #include "util/log.h"
+#include "util/numbers.h"
 
 namespace phalanx::service {
 namespace {
@@ -49,38 +52,67 @@ bool Live(const std::string& path) {
 
 struct StepReportServer::Session {
   explicit Session(boost::asio::io_context& io) : socket(io), timer(io), buf(kMaxLine) {}
-  boost::asio::local::stream_protocol::socket socket;
+  boost::asio::generic::stream_protocol::socket socket;
   boost::asio::steady_timer timer;
   boost::asio::streambuf buf;
   std::string answer;
 };
 
 StepReportServer::StepReportServer(boost::asio::io_context& io, Options options, Handler handler)
-    : io_(io), options_(std::move(options)), handler_(std::move(handler)), acceptor_(io) {}
+    : io_(io), options_(std::move(options)), handler_(std::move(handler)) {}
 
 StepReportServer::~StepReportServer() {
   Stop();
   worker_.join();  // a decode in flight posts to io_, which outlives this; its handler sees !alive
 }
 
-Status StepReportServer::Start() {
-  const std::string& path = options_.socket;
-  const std::string where = "slurm.report_socket " + path;
-  struct stat st {};
-  if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return Fail(where, "exists and is not a socket");
-    if (Live(path)) return Fail(where, "another server already listens there");
-    unlink(path.c_str());
-  }
+Status StepReportServer::Listen(const boost::asio::generic::stream_protocol::endpoint& ep, const std::string& where) {
+  auto a = std::make_unique<Acceptor>(io_);
   boost::system::error_code ec;
-  acceptor_.open(boost::asio::local::stream_protocol(), ec);
-  if (!ec) acceptor_.bind(boost::asio::local::stream_protocol::endpoint(path), ec);
-  if (!ec) acceptor_.listen(128, ec);
+  a->open(ep.protocol(), ec);
+  if (!ec && ep.protocol().family() != AF_UNIX) a->set_option(boost::asio::socket_base::reuse_address(true), ec);
+  if (!ec) a->bind(ep, ec);
+  if (!ec) a->listen(128, ec);
   if (ec) return Fail(where, ec.message());
-  // Every job reports, as its own user: identity comes from the MUNGE credential, not the peer.
-  if (chmod(path.c_str(), 0666) != 0) return Fail(where, std::string("chmod: ") + std::strerror(errno));
-  PHX_LOG(kInfo) << "step reports (MUNGE) on " << path;
-  Accept();
+  acceptors_.push_back(std::move(a));
+  return {};
+}
+
+Status StepReportServer::Start() {
+  if (!options_.socket.empty()) {
+    const std::string& path = options_.socket;
+    const std::string where = "slurm.report_socket " + path;
+    struct stat st {};
+    if (lstat(path.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode)) return Fail(where, "exists and is not a socket");
+      if (Live(path)) return Fail(where, "another server already listens there");
+      unlink(path.c_str());
+    }
+    PHX_RETURN_IF_ERROR(Listen(boost::asio::local::stream_protocol::endpoint(path), where));
+    unix_bound_ = true;
+    // Every job reports, as its own user: identity comes from the MUNGE credential, not the peer.
+    if (chmod(path.c_str(), 0666) != 0) return Fail(where, std::string("chmod: ") + std::strerror(errno));
+    PHX_LOG(kInfo) << "step reports (MUNGE) on " << path;
+  }
+  if (!options_.listen.empty()) {
+    const std::string& l = options_.listen;
+    const std::string where = "slurm.report_listen " + l;
+    const size_t colon = l.rfind(':');
+    if (colon == std::string::npos) return Fail(where, "not ADDRESS:PORT");
+    std::string host = l.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    auto port = ParseNumber<uint16_t>(std::string_view(l).substr(colon + 1));
+    boost::system::error_code ec;
+    const auto addr = boost::asio::ip::make_address(host, ec);
+    if (ec || !port) return Fail(where, "not ADDRESS:PORT with a numeric address (0.0.0.0:6820, [::]:6820)");
+    PHX_RETURN_IF_ERROR(Listen(boost::asio::ip::tcp::endpoint(addr, *port), where));
+    boost::asio::ip::tcp::endpoint bound;
+    bound.resize(acceptors_.back()->local_endpoint().size());
+    std::memcpy(bound.data(), acceptors_.back()->local_endpoint().data(), bound.size());
+    tcp_port_ = bound.port();
+    PHX_LOG(kInfo) << "step reports (MUNGE) on TCP " << host << ":" << tcp_port_;
+  }
+  for (const auto& a : acceptors_) Accept(a.get());
   return {};
 }
 
@@ -88,10 +120,9 @@ void StepReportServer::Stop() {
   if (!*alive_) return;
   *alive_ = false;
   boost::system::error_code ec;
-  if (acceptor_.is_open()) {
-    acceptor_.close(ec);
-    unlink(options_.socket.c_str());
-  }
+  for (const auto& a : acceptors_) a->close(ec);
+  if (unix_bound_) unlink(options_.socket.c_str());
+  unix_bound_ = false;
   for (const auto& s : sessions_) {
     s->timer.cancel();
     s->socket.close(ec);
@@ -99,16 +130,16 @@ void StepReportServer::Stop() {
   sessions_.clear();
 }
 
-void StepReportServer::Accept() {
+void StepReportServer::Accept(Acceptor* acceptor) {
   auto s = std::make_shared<Session>(io_);
-  acceptor_.async_accept(s->socket, [this, s, alive = alive_](const boost::system::error_code& ec) {
+  acceptor->async_accept(s->socket, [this, s, acceptor, alive = alive_](const boost::system::error_code& ec) {
     if (!*alive) return;
     if (ec) {
       refusals_.Log(LogLevel::kWarn, "accept", "step reports: accept: " + ec.message());
       // Out of descriptors and the like: try again shortly instead of spinning.
       auto t = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(100));
-      t->async_wait([this, t, alive](const boost::system::error_code&) {
-        if (*alive) Accept();
+      t->async_wait([this, t, acceptor, alive](const boost::system::error_code&) {
+        if (*alive) Accept(acceptor);
       });
       return;
     }
@@ -121,7 +152,7 @@ void StepReportServer::Accept() {
       sessions_.insert(s);
       Read(s);
     }
-    Accept();
+    Accept(acceptor);
   });
 }
 

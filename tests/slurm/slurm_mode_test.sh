@@ -18,6 +18,7 @@ export PHALANX_SLURM_DEMO_DIR=$lab PHALANX_SLURM_DEMO_JOBS=0 PHALANX_SLURM_PHALA
 http_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export PHALANX_SLURM_HTTP=127.0.0.1:$http_port  # the dashboard in Slurm mode (check 1)
 export PHALANX_SLURM_MIN_RUNTIME=0
+export PHALANX_SLURM_REPORT=tcp # step reports over TCP, as from compute nodes on other hosts
 export PHALANX_SLURM_PORT_BASE=${PHALANX_SLURM_MODE_TEST_PORT:-${PHALANX_SLURM_PORT_BASE:-17917}} # apart from slurm.spank's 17817
 t0=$SECONDS
 cleanup() {
@@ -106,7 +107,7 @@ fi
 # start, as root at the end), reach phalanxd and name the node.
 if until_ok 10 in_log "Slurm job $leaf (job [0-9]*) step batch ended on n3" &&
   in_log "Slurm job $leaf (job [0-9]*) step batch started on n3 (reported by root)"; then
-  ok "the step's start and end reach phalanxd as MUNGE-signed reports: $(grep -o "Slurm job $leaf (job [0-9]*) step batch started on [^ ]*" "$log")"
+  ok "the step's start and end reach phalanxd as MUNGE-signed reports over TCP ($(grep -o ' socket=[^ ]*' "$lab/etc/plugstack.conf" | head -n 1 | tr -d ' ')): $(grep -o "Slurm job $leaf (job [0-9]*) step batch started on [^ ]*" "$log")"
 else
   bad "the step's start and end reach phalanxd" "$(grep "Slurm job $leaf \|step report" "$log")"
 fi
@@ -194,7 +195,7 @@ for n in a b; do
     --phx-checkpoint=USR1@60 --open-mode=append "$out/victim.sh")")
 done
 until_ok 20 is_state "${low[0]}" RUNNING && until_ok 20 is_state "${low[1]}" RUNNING
-other=$(runuser -u nobody -- env "SLURM_JOB_ID=${low[0]}" "PHALANX_REPORT_SOCKET=$lab/run/phalanxd-report.sock" \
+other=$(runuser -u nobody -- env "SLURM_JOB_ID=${low[0]}" "PHALANX_REPORT_SOCKET=127.0.0.1:$((PHALANX_SLURM_PORT_BASE + 9))" \
   "PHALANX_MUNGE_SOCKET=$lab/munge/munge.sock" "$lab/lib/phalanx-ckpt-done" 2>&1)
 other_rc=$?
 if [[ $other_rc == 1 && "$other" == *"refused by phalanxd"*"not to nobody"* ]] &&

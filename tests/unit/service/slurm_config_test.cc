@@ -10,7 +10,8 @@ TEST(SlurmConfig, SectionParsed) {
   auto c = ParseDaemonConfig(
       "mode: slurm\nslurm:\n  topology: /etc/slurm/topology.conf\n  gres: /etc/slurm/gres.conf\n"
       "  poll_interval: 0.5\n  fallback_delay: 20\n  start_timeout: 15\n  partitions: [phx, gang]\n"
-      "  qos: [high]\n  comments: false\n  report_socket: /run/phx/report.sock\n  munge_socket: /run/m.sock\n"
+      "  qos: [high]\n  comments: false\n  report_socket: /run/phx/report.sock\n  report_listen: 0.0.0.0:6820\n  "
+      "munge_socket: /run/m.sock\n"
       "  report_users: [slurm]\n",
       "p.yaml");
   ASSERT_TRUE(c) << c.error().ToString();
@@ -25,6 +26,7 @@ TEST(SlurmConfig, SectionParsed) {
   EXPECT_FALSE(c->slurm.comments);
   EXPECT_EQ(c->slurm.report_socket, "/run/phx/report.sock");
   EXPECT_EQ(c->slurm.munge_socket, "/run/m.sock");
+  EXPECT_EQ(c->slurm.report_listen, "0.0.0.0:6820");
   EXPECT_EQ(c->slurm.report_users, (std::vector<std::string>{"slurm"}));
 }
 

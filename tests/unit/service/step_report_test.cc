@@ -11,6 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -228,6 +229,39 @@ TEST_F(StepReportServerTest, RefusalsAreAnswered) {
     EXPECT_EQ(server_->accepted(), 1u);
     EXPECT_EQ(server_->refused(), 5u);
   });
+}
+
+// Compute nodes on other hosts: the same reports over TCP (slurm.report_listen).
+TEST_F(StepReportServerTest, OverTcp) {
+  StepReportServer::Options o;
+  o.listen = "127.0.0.1:0";
+  o.munge_socket = munged_.socket();
+  std::atomic<uint32_t> job{0};
+  StepReportServer tcp(io_, o, [&job](const StepReport& r, const Caller&, std::function<void(Status)> done) {
+    job = r.slurm_job;
+    done({});
+  });
+  ASSERT_TRUE(tcp.Start());
+  ASSERT_GT(tcp.tcp_port(), 0);
+  const std::string target = "127.0.0.1:" + std::to_string(tcp.tcp_port());
+  char why[256] = "";
+  const std::string payload = Format("start", 31, "0", "n9", -1, nullptr);
+  EXPECT_EQ(phx_report_signed(target.c_str(), munged_.socket().c_str(), 5000, payload.c_str(), why, sizeof why), 0)
+      << why;
+  EXPECT_EQ(job.load(), 31u);
+  std::string w;
+  char buf[256] = "";
+  EXPECT_EQ(phx_report_send(target.c_str(), 5000, "MUNGE:forged:", buf, sizeof buf), 1);
+  EXPECT_NE(std::string(buf).find("MUNGE credential: invalid"), std::string::npos) << buf;
+  OnIo([&tcp] { tcp.Stop(); });
+  StepReportServer::Options bad;
+  bad.listen = "head-node:6820";
+  StepReportServer named(io_, bad,
+                         [](const StepReport&, const Caller&, std::function<void(Status)> done) { done({}); });
+  auto st = named.Start();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().ToString(),
+            "slurm.report_listen head-node:6820: not ADDRESS:PORT with a numeric address (0.0.0.0:6820, [::]:6820)");
 }
 
 TEST_F(StepReportServerTest, ALiveServerIsNotReplaced) {

@@ -180,6 +180,15 @@ TEST(SpankConfig, EveryKey) {
   EXPECT_EQ(c.report, 0);
 }
 
+TEST(SpankConfig, SocketIsAPathOrHostPort) {
+  phx_config c;
+  Err e;
+  for (const char* arg : {"socket=head:6820", "socket=10.0.0.1:6820", "socket=[fe80::1]:6820", "socket=/run/r.sock"}) {
+    ASSERT_EQ(ParseConfig({arg}, &c, &e), 0) << arg << ": " << e.text;
+    EXPECT_STREQ(c.socket, arg + 7);
+  }
+}
+
 TEST(SpankConfig, StrictErrorsNameTheKey) {
   const struct {
     std::vector<const char*> args;
@@ -196,7 +205,8 @@ TEST(SpankConfig, StrictErrorsNameTheKey) {
       {{"timeout_ms=0"}, "plugstack.conf: timeout_ms=0: not a whole number in 1..10000"},
       {{"timeout_ms=10001"}, nullptr},
       {{"fallback_delay_s=-1"}, "plugstack.conf: fallback_delay_s=-1: not a whole number in 0..3600"},
-      {{"socket=relative.sock"}, "plugstack.conf: socket=relative.sock: not an absolute path"},
+      {{"socket=relative.sock"}, "plugstack.conf: socket=relative.sock: not an absolute path or HOST:PORT"},
+      {{"socket=head:0"}, "plugstack.conf: socket=head:0: not an absolute path or HOST:PORT"},
       {{"socket="}, "plugstack.conf: socket=: empty value"},
       {{"default_topology=rack"},
        "plugstack.conf: default_topology=rack: 'rack' is not a level (node, nvlink, leaf, spine or any, with :prefer)"},
