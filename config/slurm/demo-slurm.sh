@@ -15,7 +15,8 @@
 # Everything (config, state, logs, pid files, munge key and socket, fake devices, job output)
 # lives in $PHALANX_SLURM_DEMO_DIR (default /tmp/phalanx-slurm-demo); nothing in /etc is read or
 # written. Clients: `source $PHALANX_SLURM_DEMO_DIR/env.sh` (sets SLURM_CONF).
-# Knobs: PHALANX_SLURM_PORT_BASE (slurmctld's port, slurmd's are the next 4; default 16817),
+# Knobs: PHALANX_SLURM_PORT_BASE (slurmctld's port, slurmd's are the next 4, phalanxd's report
+# port with PHALANX_SLURM_REPORT=tcp the 9th after it; default 16817),
 # PHALANX_SLURM_PLUGIN_ARGS (extra plugstack.conf arguments, e.g. "timeout_ms=100"),
 # PHALANX_SLURM_DEMO_JOBS=0 (start the cluster only: the tests), PHALANX_SLURM_CRED_EXPIRE
 # (seconds before a requeued job may run again; default 10, Slurm's is 120), PHALANX_SLURM_HOLD=1

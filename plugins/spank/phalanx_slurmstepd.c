@@ -67,6 +67,7 @@ static int export_env(spank_t sp) {
   if (set_env(sp, "PHALANX_CHECKPOINT_WARNING_S", buf) < 0) return -1;
   snprintf(buf, sizeof(buf), "%s/phalanx-checkpoint.%u", context.config.checkpoint_dir, context.job_id);
   if (set_env(sp, "PHALANX_CHECKPOINT_FILE", buf) < 0) return -1;
+  if (!phx_args_managed()) return 0;
   if (context.config.report) { /* for phalanx-ckpt-done */
     if (set_env(sp, "PHALANX_REPORT_SOCKET", context.config.socket) < 0) return -1;
     snprintf(buf, sizeof(buf), "%d", context.config.timeout_ms);
@@ -74,7 +75,6 @@ static int export_env(spank_t sp) {
     if (context.config.munge_socket[0] != '\0' && set_env(sp, "PHALANX_MUNGE_SOCKET", context.config.munge_socket) < 0)
       return -1;
   }
-  if (!phx_args_managed()) return 0;
   /* The job's own options, normalised: an inner srun reads them back (args.h fallbacks). */
   if (t->level != PHX_LEVEL_UNSET) {
     snprintf(buf, sizeof(buf), "%s%s", phx_level_name(t->level), t->prefer ? ":prefer" : "");
