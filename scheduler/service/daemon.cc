@@ -38,6 +38,7 @@
 #include "service/recovery.h"
 #include "service/slurm_executor.h"
 #include "service/standby_gate.h"
+#include "service/step_report_server.h"
 #include "service/unix_listener.h"
 #include "util/file_read.h"
 #include "util/log.h"
@@ -107,6 +108,36 @@ void FitFileLimit(UserLimits& limits) {
                    << " (open files limit " << rl.rlim_cur << ")";
     limits.max_connections = static_cast<uint32_t>(room);
   }
+}
+
+// The compute nodes' reports in Slurm mode (docs/slurm.md, "Step reports"): the sender must be
+// the job's owner, root or a trusted user (Controller::CheckOwner); a checkpoint goes to the
+// core as the owner's ReportCheckpoint (a preemption waiting for it goes on at once).
+StepReportServer::Handler SlurmReportHandler(Controller* c, const SlurmExecutor* slurm) {
+  return [c, slurm](const StepReport& r, const Caller& who, std::function<void(Status)> done) {
+    const std::string sjob = "Slurm job " + std::to_string(r.slurm_job);
+    const JobId id = slurm->core_job(r.slurm_job);
+    if (id == kNoJob) return done(Fail(ErrorCode::kNotFound, sjob, "not a job Phalanx manages"));
+    auto found = c->FindJob(id);
+    if (!found) return done(std::unexpected(found.error()));
+    if (r.kind == StepReport::Kind::kCheckpoint) {
+      c->ReportCheckpoint(who, id, r.epoch, r.path, [done, sjob, id, who, node = r.node](CallStatus st) {
+        if (!st) {
+          if (st.error().unavailable) return done(Fail(ErrorCode::kInternal, "phalanxd", st.error().error.message));
+          return done(std::unexpected(st.error().error));
+        }
+        PHX_LOG(kInfo) << sjob << " (job " << id << ") checkpoint done, reported by " << who.user
+                       << (node.empty() ? "" : " on " + node);
+        done({});
+      });
+      return;
+    }
+    if (auto st = c->CheckOwner(who, **found, "report a step of"); !st) return done(st);
+    PHX_LOG(kInfo) << sjob << " (job " << id << ") step " << (r.step.empty() ? "?" : r.step) << " "
+                   << (r.kind == StepReport::Kind::kStart ? "started" : "ended")
+                   << (r.node.empty() ? "" : " on " + r.node) << " (reported by " << who.user << ")";
+    done({});
+  };
 }
 
 // users_tcp's server credentials: TLS when a certificate is configured, else plaintext.
@@ -217,6 +248,7 @@ struct Daemon::Parts {
   std::unique_ptr<SlurmExecutor> slurm_executor;
   std::unique_ptr<StoreSpace> space;  // the free-space reserve (store.min_free); null when 0
   std::unique_ptr<Controller> controller;
+  std::unique_ptr<StepReportServer> step_reports;          // mode: slurm with slurm.report_socket
   std::unique_ptr<HistorySampler> history;                 // used and stopped on the io thread
   std::unique_ptr<boost::asio::steady_timer> lease_timer;  // PostgreSQL: renews the leadership lease
   std::function<void()> renew_lease;                       // arms lease_timer; on the io thread
@@ -438,6 +470,16 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
       });
     };
   }
+  if (p.slurm_executor && (!config.slurm.report_socket.empty() || !config.slurm.report_listen.empty())) {
+    StepReportServer::Options ro;
+    ro.socket = config.slurm.report_socket;
+    ro.listen = config.slurm.report_listen;
+    ro.munge_socket = config.slurm.munge_socket;
+    ro.trusted_users = {config.slurm.report_users.begin(), config.slurm.report_users.end()};
+    p.step_reports =
+        std::make_unique<StepReportServer>(p.io, ro, SlurmReportHandler(p.controller.get(), p.slurm_executor.get()));
+    if (auto st = p.step_reports->Start(); !st) return std::unexpected(st.error());
+  }
   boost::asio::post(p.io, [c = p.controller.get(), h = p.history.get(), &p] {
     c->Start();
     if (h) h->Start();
@@ -629,6 +671,7 @@ void Daemon::Stop() {
   if (p.io_thread.joinable() && p.controller)
     RunOnIo([&p](Controller& c) {
       if (p.history) p.history->Stop();
+      if (p.step_reports) p.step_reports->Stop();
       p.renew_lease = nullptr;
       if (p.lease_timer) p.lease_timer->cancel();
       c.Stop();
@@ -656,6 +699,7 @@ void Daemon::Stop() {
     p.io_thread.join();
   }
   p.history.reset();
+  p.step_reports.reset();
   p.controller.reset();
   p.executor.reset();
   p.slurm_executor.reset();

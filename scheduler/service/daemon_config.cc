@@ -432,7 +432,15 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     t.On("start_timeout",
          [&](const YAML::Node& x, const std::string& key) { return tc.WholeSeconds(x, key, &sl.start_timeout_s); });
     t.On("comments", [&](const YAML::Node& x, const std::string& key) { return tc.Bool(x, key, &sl.comments); });
-    for (auto [name, list] : {std::pair{"partitions", &sl.partitions}, std::pair{"qos", &sl.qos}}) {
+    t.On("report_socket",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.report_socket); });
+    t.On("report_listen",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.report_listen); });
+    t.On("report_listen",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.report_listen); });
+    t.On("munge_socket", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.munge_socket); });
+    for (auto [name, list] : {std::pair{"partitions", &sl.partitions}, std::pair{"qos", &sl.qos},
+                              std::pair{"report_users", &sl.report_users}}) {
       t.On(name, [&tc, list](const YAML::Node& x, const std::string& key) -> Status {
         if (x.IsNull()) return {};
         if (!x.IsSequence()) return tc.Bad(x, key, "a list of names");
@@ -648,6 +656,9 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     if (c.slurm.fallback_delay_s < 2 * c.slurm.poll_interval_s)
       return Fail(where, "slurm.fallback_delay: must be at least twice slurm.poll_interval");
     if (!c.agents.listen.empty()) return Fail(where, "agents.listen: there are no agents in mode: slurm");
+    if (!c.slurm.report_socket.empty() && (c.slurm.report_socket[0] != '/' || c.slurm.report_socket.size() >= 108))
+      return Fail(where, "slurm.report_socket: '" + c.slurm.report_socket +
+                             "' must be an absolute path shorter than 108 bytes");
   }
   if (c.scheduler.default_walltime <= 0 || c.scheduler.max_walltime < c.scheduler.default_walltime)
     return Fail(where, "scheduler: need 0 < default_walltime <= max_walltime");

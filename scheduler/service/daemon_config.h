@@ -49,6 +49,12 @@ struct SlurmSection {
   Duration start_timeout_s = 30;             // a released job Slurm has not started by then is taken back
   std::vector<std::string> partitions, qos;  // every job there is managed (besides --phx-* tags)
   bool comments = true;                      // Phalanx's wait reason into the job's Comment
+  // The compute nodes' step reports (step_report_server.h): a Unix socket the SPANK plugin and
+  // phalanx-ckpt-done send MUNGE-signed reports to; empty: none taken.
+  std::string report_socket;
+  std::string report_listen;              // the same over TCP, "ADDRESS:PORT" (numeric); empty: none
+  std::string munge_socket;               // munged's socket; empty: libmunge's default
+  std::vector<std::string> report_users;  // besides root and the job's owner (SlurmUser)
 };
 
 // Who may read the HTTP side (docs/http.md, "Access").

@@ -73,6 +73,11 @@ SlurmJobId SlurmExecutor::slurm_job(JobId job) const {
   return it == by_job_.end() ? 0 : it->second;
 }
 
+JobId SlurmExecutor::core_job(SlurmJobId sid) const {
+  auto it = tracked_.find(sid);
+  return it == tracked_.end() ? kNoJob : it->second.job;
+}
+
 void SlurmExecutor::Link(SlurmJobId sid, JobId job) {
   Tracked& t = tracked_[sid];
   if (t.job != kNoJob && t.job != job) by_job_.erase(t.job);

@@ -66,6 +66,8 @@ class SlurmExecutor final : public Executor {
   void Poll();
   // The Slurm job of a core job; 0 when none.
   slurm::SlurmJobId slurm_job(JobId job) const;
+  // The core job of a Slurm job; kNoJob when it is not one Phalanx manages (or not yet).
+  JobId core_job(slurm::SlurmJobId sid) const;
 
   // Executor
   void Attach(ExecutorHost* host) override { host_ = host; }
