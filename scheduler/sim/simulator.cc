@@ -298,6 +298,8 @@ class Sim {
       if (best > 0 && w > 0) {
         res_.counters.placement_weight += w;
         res_.counters.placement_score += w * std::min(1.0, j.busbw / best);
+        res_.jobs[i].placement_weight += w;
+        res_.jobs[i].placement_score += w * std::min(1.0, j.busbw / best);
         res_.counters.placement_score_static += w * std::min(1.0, j.busbw_static / best);
       }
     }
