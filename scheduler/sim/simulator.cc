@@ -595,6 +595,9 @@ class Sim {
         if (r.start > now) Wake(r.start);
       }
     }
+    // A job held back for a good block starts on a slower one at its bound.
+    if (const Time due = sched_->next_patience_deadline(); due < kForever && opt_.wake_for_reservations)
+      Wake(std::max(now + 1, due));
     // Slurm's backfill runs on its own clock (bf_interval): wake for the next cycle while jobs
     // wait for GPUs.
     if (waiting_for_gpus && sched_->next_backfill() < kForever) Wake(std::max(now + 1, sched_->next_backfill()));
