@@ -27,7 +27,7 @@ namespace phalanx::cli {
 namespace {
 
 // The share of multi-GPU trace jobs made elastic unless --elastic-share says otherwise.
-constexpr double kDefaultElasticShare = 0.3;
+constexpr double kDefaultElasticShare = 0;
 std::string FormatShare(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
@@ -76,7 +76,7 @@ constexpr FlagSpec kFlags[] = {
      "runtime model: share of a multi-GPU job's step spent in all-reduce at its best placement, slowed by best/actual "
      "bandwidth elsewhere (default 0.15; 0: off)"},
     {"elastic-share", "F",
-     "seeded share of multi-GPU jobs that are elastic down to half their size (default 0.3; 0: none; class rules "
+     "seeded share of multi-GPU jobs that are elastic down to half their size (default 0: none; e.g. 0.3; class rules "
      "override)"},
     {"elastic-scaling", "B",
      "elastic jobs of trace size g0 on g GPUs work at g0 x (g/g0)^B GPU-seconds per second (default 0.8; 1: linear)"},
