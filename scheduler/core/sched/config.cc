@@ -24,6 +24,8 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     // Placement under pressure: the all-reduce share of a well-tuned job's step (seed 003's
     // field report: "NCCL communication overhead should be < 15% of step time").
     c.placement_comm_share = 0.15;
+    // Elastic jobs shrink for waiting jobs of their class too, and grow back when GPUs idle.
+    c.shrink_for_waiting = true;
     // Backfill plans on walltimes: runtime=predicted measured worse on both traces with
     // placement under pressure on (docs/results/notes.md, issue 17 policy round).
     return c;
@@ -112,13 +114,15 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
     else return Fail(k, "priority or fifo, not '" + std::string(value) + "'");
     return {};
   }
-  if (key == "preemption" || key == "elastic" || key == "best_fit" || key == "whole_node_reservations") {
+  if (key == "preemption" || key == "elastic" || key == "best_fit" || key == "whole_node_reservations" ||
+      key == "shrink_for_waiting") {
     auto v = OnOff(key, value);
     PHX_RETURN_IF_ERROR(v);
-    (key == "preemption" ? c.preemption
-     : key == "elastic"  ? c.elastic
-     : key == "best_fit" ? c.best_fit
-                         : c.whole_node_reservations) = *v;
+    (key == "preemption"           ? c.preemption
+     : key == "elastic"            ? c.elastic
+     : key == "best_fit"           ? c.best_fit
+     : key == "shrink_for_waiting" ? c.shrink_for_waiting
+                                   : c.whole_node_reservations) = *v;
     return {};
   }
   auto v = Number(key, value);

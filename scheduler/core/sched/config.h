@@ -89,6 +89,10 @@ struct SchedulerConfig {
   // good block when the planner says one frees up before the slowdown would cost. 0: off.
   double placement_comm_share = 0;
   Duration grow_after_idle = 300;  // GPUs idle this long may grow elastic jobs
+  // Elastic jobs of the same or a lower class give GPUs up (a shrink, through a checkpoint) to a
+  // job that cannot start now, as a higher class's preemption would, once they have run their
+  // class's minimum runtime since their last start or resize; they grow back when GPUs idle.
+  bool shrink_for_waiting = false;
 
   // Not a policy: whether Schedule returns a Wait decision for every pending job (the simulator
   // and scenario scripts log them). Off, the reasons are only in the records (JobRecord::wait):
@@ -108,7 +112,7 @@ std::vector<std::string_view> PolicyPresetNames();
 
 // Sets one knob by name (backfill=easy|conservative|none, reserve_depth=N, placement=topology|
 // node-best-fit|first-fit, order=priority|fifo, preemption|elastic|best_fit|
-// whole_node_reservations=on|off, node_fit_tolerance=X, checkpoint_grace, periodic_checkpoint,
+// whole_node_reservations|shrink_for_waiting=on|off, node_fit_tolerance=X, checkpoint_grace, periodic_checkpoint,
 // grow_after_idle, default_walltime, max_walltime = seconds). Fails naming the key and value.
 Status SetConfigOption(SchedulerConfig& config, std::string_view key, std::string_view value);
 // "PRESET" or "PRESET:KEY=VALUE,KEY=VALUE" (e.g. "phalanx:backfill=easy"); the name is the spec.

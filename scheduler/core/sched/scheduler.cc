@@ -70,6 +70,7 @@ const std::vector<Reservation>& Scheduler::reservations() const { return s_->res
 Time Scheduler::next_backfill() const {
   return s_->config.backfill_interval > 0 ? s_->last_backfill + s_->config.backfill_interval : kForever;
 }
+Time Scheduler::next_patience_deadline() const { return s_->patience_due; }
 
 const std::vector<JobId>* Scheduler::array_tasks(JobId array) const {
   auto it = s_->arrays.find(array);

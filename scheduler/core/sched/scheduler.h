@@ -44,6 +44,7 @@ struct Reservation {
   Time start = 0, end = 0;
   std::vector<GpuId> gpus;
   bool for_preemption = false;  // the GPUs a preemptor's victims free (or will free) for it
+  bool for_patience = false;    // a good block a job waits for (placement under pressure, patience.h)
 };
 
 struct SchedulerState;  // core/sched/internal/scheduler_state.h
@@ -210,6 +211,9 @@ class Scheduler {
   // With config().backfill_interval > 0: when the next pass may be a backfill cycle (Slurm's
   // bf_interval after the last one); kForever otherwise.
   Time next_backfill() const;
+  // Placement under pressure: the earliest time a job the last pass held back for a good block
+  // reaches its bound and starts on whatever block is free (a pass is due then); kForever if none.
+  Time next_patience_deadline() const;
   // Pending jobs in the order of the last pass.
   const std::vector<JobId>& queue() const;
   Time now() const;

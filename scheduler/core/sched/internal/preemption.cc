@@ -36,6 +36,7 @@ std::vector<GpuId> TrimClaim(SchedulerState& s, const JobRecord& job, std::vecto
 // true when victims were chosen and told to checkpoint.
 bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, const PlacementRequest& request,
                 const std::vector<JobId>& candidates, std::vector<Decision>& out) {
+  const PriorityClassId cls(static_cast<uint32_t>(job.class_rank));
   const Time now = pass.now;
   const Topology& topo = *s.topo;
   const PreemptionPolicy& policy = *s.policies.preemption;
@@ -49,6 +50,12 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, 
   for (JobId vid : candidates) {
     const JobRecord& v = s.jobs.at(vid);
     if (v.state != JobState::kRunning || v.preempted_for != kNoJob) continue;
+    // A job the class table does not let it preempt is a candidate only to shrink
+    // (shrink_for_waiting), once it has run its class's minimum since its last start or resize.
+    const bool shrink_only = !policy.MayPreempt(cls, v);
+    if (shrink_only &&
+        now - v.start < s.classes.min_runtime_before_preemption(PriorityClassId(static_cast<uint32_t>(v.class_rank))))
+      continue;
     if (s.config.elastic && v.spec.elastic() && !v.spec.shape.exclusive) {
       const uint32_t keep = s.MinLegalSize(v);
       if (keep < v.gpus.size()) {
@@ -58,6 +65,7 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, 
         }
       }
     }
+    if (shrink_only) continue;
     if (const std::optional<double> cost = policy.Cost(v, false, now)) {
       victims.push_back({vid, false, static_cast<uint32_t>(v.gpus.size()), *cost});
     }
@@ -199,9 +207,14 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
   auto it = pass.victims_by_class.find(job.class_rank);
   if (it == pass.victims_by_class.end()) {
     std::vector<JobId> ids;
+    const bool shrink = s.config.elastic && s.config.shrink_for_waiting;
     for (JobId vid : s.active) {
       const JobRecord& v = s.jobs.at(vid);
-      if (v.state == JobState::kRunning && v.preempted_for == kNoJob && s.policies.preemption->MayPreempt(cls, v))
+      if (v.state != JobState::kRunning || v.preempted_for != kNoJob) continue;
+      // shrink_for_waiting: elastic jobs of the same or a lower class above their smallest size
+      // may also give GPUs up (a shrink, through a checkpoint) to a job that waits.
+      if (s.policies.preemption->MayPreempt(cls, v) ||
+          (shrink && v.spec.elastic() && v.class_rank <= job.class_rank && v.gpus.size() > s.MinLegalSize(v)))
         ids.push_back(vid);
     }
     it = pass.victims_by_class.emplace(job.class_rank, std::move(ids)).first;

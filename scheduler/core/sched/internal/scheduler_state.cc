@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <utility>
 
 #include "core/placement/simple_placers.h"
@@ -51,6 +52,14 @@ const SchedulerState::BestBlock& SchedulerState::Best(uint32_t gpus) {
     DomainId d = empty_topo->gpu_domain(o.placement.gpus.front());
     for (GpuId g : o.placement.gpus) d = empty_topo->lowest_common_ancestor(d, empty_topo->gpu_domain(g));
     b.level = std::max(empty_topo->domain(d).level, Level::kNode);
+    std::map<uint32_t, uint32_t> per_node;  // node -> GPUs of the placement there
+    for (GpuId g : o.placement.gpus) ++per_node[empty_topo->node_of(g).value];
+    const uint32_t p = per_node.begin()->second;
+    if (per_node.size() > 1 &&
+        std::all_of(per_node.begin(), per_node.end(), [&](const auto& e) { return e.second == p; })) {
+      b.nodes = static_cast<uint32_t>(per_node.size());
+      b.gpus_per_node = p;
+    }
   }
   return best_blocks.emplace(gpus, b).first->second;
 }

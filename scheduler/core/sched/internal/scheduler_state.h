@@ -69,10 +69,13 @@ struct SchedulerState {
   }
   // The best placement of `gpus` GPUs in the empty cluster (the Placer on a copy of the topology
   // as it was created): its predicted bus bandwidth and the level of the smallest domain that
-  // holds it. Cached per size. Used by placement under pressure (patience.h).
+  // holds it; when it spans several nodes with the same number of GPUs on each, that shape
+  // (`nodes` x `gpus_per_node`; 0: one node, or uneven). Cached per size. Used by placement
+  // under pressure (patience.h).
   struct BestBlock {
     double busbw_gbs = 0;
     Level level = Level::kCore;
+    uint32_t nodes = 0, gpus_per_node = 0;
   };
   const BestBlock& Best(uint32_t gpus);
   // When an active job is planned to give its GPUs back: the end of its run as estimated
@@ -137,6 +140,7 @@ struct SchedulerState {
   Time idle_since = 0;             // since when GPUs have been free with nobody waiting (GrowElastic)
   Time last_freed = 0;             // last time GPUs were given back (ends, shrinks, node up)
   Time last_backfill = -kForever;  // the last backfill cycle (config.backfill_interval > 0)
+  Time patience_due = kForever;    // the last pass: the earliest bound of a job waiting for a good block
   // Between the first Restore and FinishRestore: the jobs restored so far (scheduler_restore.cc).
   bool restoring = false;
   std::vector<JobId> restored;
