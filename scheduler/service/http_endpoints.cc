@@ -199,7 +199,7 @@ void HttpEndpoints::Collect() {
   nodes_->WithLabels({"drained"}).Set(s.nodes_drained);
   nodes_->WithLabels({"down"}).Set(s.nodes_down);
   // Every reason, 0 included: a series that comes and goes breaks rate() and alerts.
-  for (int k = static_cast<int>(WaitKind::kNone); k <= static_cast<int>(WaitKind::kPreempting); ++k) {
+  for (int k = static_cast<int>(WaitKind::kNone); k <= static_cast<int>(WaitKind::kPartitionDown); ++k) {
     const std::string reason(WaitKindName(static_cast<WaitKind>(k)));
     auto it = s.queue_by_reason.find(reason);
     queue_->WithLabels({reason}).Set(it == s.queue_by_reason.end() ? 0 : it->second);

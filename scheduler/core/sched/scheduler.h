@@ -68,7 +68,8 @@ class Scheduler {
   // Changes a pending or active job's walltime, priority class or name (unset fields stay).
   // A running job's current run ends `walltime` after its start minus the work it resumed from;
   // lowering it below the time already run ends the job at the next pass (walltime kill). Fails
-  // on a final job, an unknown class, a walltime outside (0, max_walltime], or a name with
+  // on a final job, an unknown class, a walltime outside (0, the smallest max_walltime of its
+  // partitions], or a name with
   // control characters or invalid UTF-8 (util/job_fields.h CheckLabel); permissions are
   // the glue's. Reservations are recomputed by the next pass.
   struct JobUpdate {
@@ -148,6 +149,8 @@ class Scheduler {
   const Topology& topology() const;
   const Placer& placer() const;
   const SchedulerConfig& config() const;
+  // The partitions, resolved (partition.h); always at least one (the default).
+  const PartitionTable& partitions() const;
   const JobRecord* job(JobId id) const;
   const std::map<JobId, JobRecord>& jobs() const;
   const std::vector<Reservation>& reservations() const;

@@ -31,7 +31,7 @@ void GrowElastic(SchedulerState& s, const PassState& pass, std::vector<Decision>
       what_if.ReleaseJob(id);
       for (uint32_t size : sizes) {
         if (size <= job.gpus.size()) break;
-        if ((grown = s.PlaceNow(SchedulerState::ShapeFor(job, size)))) break;
+        if ((grown = s.PlaceNow(job, SchedulerState::ShapeFor(job, size)))) break;
       }
     }
     if (!grown) continue;
