@@ -100,10 +100,18 @@ CREATE TABLE history(
 CREATE INDEX history_by_time ON history(time);
 )sql";
 
+// v4. Partitions (core/sched/partition.h): the partitions a job names, comma-separated (rows
+// from before have '' and so run in the default partition); who drained or downed a node.
+constexpr std::string_view kV4 = R"sql(
+ALTER TABLE jobs ADD COLUMN partitions TEXT NOT NULL DEFAULT '';
+ALTER TABLE nodes ADD COLUMN reason_user TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "jobs, checkpoints, nodes, events, meta", kV1},
     {2, "launch: how to run each job (opaque, the daemon's)", kV2},
     {3, "history: sampled series for dashboards", kV3},
+    {4, "partitions of jobs, who set a node's state", kV4},
 };
 
 }  // namespace

@@ -17,9 +17,27 @@ constexpr size_t kMaxSeriesName = 200;
 constexpr std::string_view kJobColumns =
     "id, submit, spec, state, gpus, start_time, end_time, walltime, run_walltime, progress, checkpoint_epoch, "
     "checkpoint_path, last_checkpoint, last_checkpoint_request, checkpoint_deadline, after_checkpoint, shrink_to, "
-    "preempted_for, victims, claim, preemptions, resizes, gpu_seconds_lost, idle_since";
+    "preempted_for, victims, claim, preemptions, resizes, gpu_seconds_lost, idle_since, partitions";
 
 std::string JobWhere(JobId id) { return "job " + std::to_string(id); }
+
+// A job's partitions in their column: "a,b" ('' for none: the default partition). Partition
+// names have no commas (PartitionTable::Build refuses them).
+std::string JoinPartitions(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+std::vector<std::string> SplitPartitions(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    out.emplace_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -40,25 +58,27 @@ struct Store::Statements {
         {&s->savepoint, "SAVEPOINT batch"},
         {&s->release, "RELEASE batch"},
         {&s->rollback_to, "ROLLBACK TO batch"},
-        {&s->insert_job, "INSERT INTO jobs(id, submit, spec) VALUES (?1, ?2, ?3) ON CONFLICT(id) DO NOTHING"},
+        {&s->insert_job,
+         "INSERT INTO jobs(id, submit, spec, partitions) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(id) DO NOTHING"},
         {&s->update_job,
          "UPDATE jobs SET spec = ?2, state = ?3, gpus = ?4, start_time = ?5, end_time = ?6, walltime = ?7, "
          "run_walltime = ?8, progress = ?9, checkpoint_epoch = ?10, checkpoint_path = ?11, last_checkpoint = ?12, "
          "last_checkpoint_request = ?13, checkpoint_deadline = ?14, after_checkpoint = ?15, shrink_to = ?16, "
          "preempted_for = ?17, victims = ?18, claim = ?19, preemptions = ?20, resizes = ?21, gpu_seconds_lost = ?22, "
-         "idle_since = ?23 WHERE id = ?1"},
+         "idle_since = ?23, partitions = ?24 WHERE id = ?1"},
         {&s->insert_event, "INSERT INTO events(time, kind, job, payload) VALUES (?1, ?2, ?3, ?4)"},
         {&s->insert_checkpoint,
          "INSERT INTO checkpoints(job, epoch, time, path) VALUES (?1, ?2, ?3, ?4) "
          "ON CONFLICT(job, epoch) DO UPDATE SET time = excluded.time, path = excluded.path"},
         {&s->upsert_node,
-         "INSERT INTO nodes(name, state, since, reason) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(name) DO UPDATE SET "
-         "state = excluded.state, since = excluded.since, reason = excluded.reason"},
+         "INSERT INTO nodes(name, state, since, reason, reason_user) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(name) "
+         "DO UPDATE SET state = excluded.state, since = excluded.since, reason = excluded.reason, "
+         "reason_user = excluded.reason_user"},
         {&s->upsert_meta,
          "INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
         {&s->select_jobs, "SELECT " + job_cols + " FROM jobs ORDER BY id"},
         {&s->select_job, "SELECT " + job_cols + " FROM jobs WHERE id = ?1"},
-        {&s->select_nodes, "SELECT name, state, since, reason FROM nodes ORDER BY name"},
+        {&s->select_nodes, "SELECT name, state, since, reason, reason_user FROM nodes ORDER BY name"},
         {&s->select_meta, "SELECT value FROM meta WHERE key = ?1"},
         {&s->select_events, "SELECT seq, time, kind, job, payload FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"},
         {&s->max_seq, "SELECT coalesce(max(seq), 0) FROM events"},
@@ -96,8 +116,8 @@ void Batch::RecordEvent(Time time, std::string kind, JobId job, std::string payl
 void Batch::RecordCheckpoint(JobId job, uint64_t epoch, Time time, std::string path) {
   ops_.emplace_back(Checkpoint{job, epoch, time, std::move(path)});
 }
-void Batch::SetNodeState(std::string name, NodeState state, Time now, std::string reason) {
-  ops_.emplace_back(Node{std::move(name), state, now, std::move(reason)});
+void Batch::SetNodeState(std::string name, NodeState state, Time now, std::string reason, std::string user) {
+  ops_.emplace_back(Node{std::move(name), state, now, std::move(reason), std::move(user)});
 }
 void Batch::SetMeta(std::string key, std::string value) { ops_.emplace_back(Meta{std::move(key), std::move(value)}); }
 void Batch::SetLaunchInfo(JobId job, std::string info) { ops_.emplace_back(Launch{job, std::move(info)}); }
@@ -169,7 +189,10 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
       return Fail(path(), JobWhere(spec.id) + ": job ids must be in 1..2^62-1");
     }
     if (spec.submit == 0) spec.submit = submit->now;
-    s.insert_job.Bind(1, static_cast<int64_t>(spec.id)).Bind(2, spec.submit).Bind(3, EncodeJobSpec(spec));
+    s.insert_job.Bind(1, static_cast<int64_t>(spec.id))
+        .Bind(2, spec.submit)
+        .Bind(3, EncodeJobSpec(spec))
+        .Bind(4, JoinPartitions(spec.partitions));
     if (auto st = Run(s.insert_job); !st) return st;
     if (db_.Changes() == 0) return Fail(path(), JobWhere(spec.id) + ": already exists");
     if (spec.id >= next_id_) next_id_ = spec.id + 1;
@@ -206,7 +229,8 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
         .Bind(20, int64_t{j.preemptions})
         .Bind(21, int64_t{j.resizes})
         .Bind(22, j.gpu_seconds_lost)
-        .Bind(23, j.idle_since);
+        .Bind(23, j.idle_since)
+        .Bind(24, JoinPartitions(j.spec.partitions));
     if (auto st = Run(u); !st) return st;
     if (db_.Changes() == 0) return Fail(path(), JobWhere(j.spec.id) + ": no such job to save");
     return {};
@@ -230,7 +254,11 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
   }
   if (const auto* node = std::get_if<Batch::Node>(&op)) {
     if (node->name.empty()) return Fail(path(), "node state: empty node name");
-    s.upsert_node.Bind(1, node->name).Bind(2, NodeStateName(node->state)).Bind(3, node->now).Bind(4, node->reason);
+    s.upsert_node.Bind(1, node->name)
+        .Bind(2, NodeStateName(node->state))
+        .Bind(3, node->now)
+        .Bind(4, node->reason)
+        .Bind(5, node->user);
     return Run(s.upsert_node);
   }
   if (const auto* launch = std::get_if<Batch::Launch>(&op)) {
@@ -434,6 +462,7 @@ Result<JobRecord> Store::ReadJobRow(Statement& q) const {
   PHX_RETURN_IF_ERROR(u32(21, "resizes", &j.resizes));
   j.gpu_seconds_lost = q.Real(22);
   j.idle_since = q.Int(23);
+  j.spec.partitions = SplitPartitions(q.Text(24));
   return j;
 }
 
@@ -472,6 +501,7 @@ Result<RecoveredState> Store::LoadAll() {
     n.state = *state;
     n.since = s.select_nodes.Int(2);
     n.reason = std::string(s.select_nodes.Text(3));
+    n.reason_user = std::string(s.select_nodes.Text(4));
     out.nodes.push_back(std::move(n));
   }
   s.select_nodes.Reset();

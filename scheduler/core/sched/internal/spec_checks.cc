@@ -117,8 +117,9 @@ Result<std::vector<uint32_t>> CheckPartitions(const SchedulerState& s, const Job
                   in + "state " + std::string(PartitionStateName(p.state)) + ": no new jobs");
     }
     if (spec.walltime > p.max_walltime) {
-      return Fail(where, in + "walltime " + FormatSlurmDuration(spec.walltime) + " exceeds its MaxTime " +
-                             FormatSlurmDuration(p.max_walltime));
+      return Fail(where, "walltime " + std::to_string(spec.walltime) + "s exceeds the maximum " +
+                             std::to_string(p.max_walltime) + "s of partition " + p.name + " (MaxTime " +
+                             FormatSlurmDuration(p.max_walltime) + ")");
     }
     if (p.max_gpus_per_job > 0 && gpus > p.max_gpus_per_job) {
       return Fail(where,
