@@ -162,6 +162,18 @@ Status Scheduler::Cancel(JobId id, Time now) {
   return {};
 }
 
+Status Scheduler::Requeue(JobId id, Time now, std::string reason) {
+  SchedulerState& s = *s_;
+  auto j = FindJob(s, id, "requeue");
+  PHX_RETURN_IF_ERROR(j);
+  if ((*j)->state != JobState::kRunning && (*j)->state != JobState::kCheckpointing)
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
+                "requeue: only running jobs can be requeued (it is " + std::string(JobStateName((*j)->state)) + ")");
+  PHX_RETURN_IF_ERROR(Advance(s, now));
+  s.Requeue(**j, now, std::move(reason), s.outbox);
+  return {};
+}
+
 Status Scheduler::Hold(JobId id, Time now) {
   SchedulerState& s = *s_;
   auto j = FindJob(s, id, "hold");

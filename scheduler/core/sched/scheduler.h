@@ -65,6 +65,10 @@ class Scheduler {
   Status Cancel(JobId job, Time now);
   Status Hold(JobId job, Time now);
   Status Release(JobId job, Time now);
+  // A running or checkpointing job back to the queue (an admin's requeue): its GPUs are freed
+  // and the next pass returns Preempt{requeue} with `reason` for the glue to stop it; it
+  // resumes from its last checkpoint. Fails: kNotFound, kFailedPrecondition (not active).
+  Status Requeue(JobId job, Time now, std::string reason);
   // Changes a pending or active job's walltime, priority class or name (unset fields stay).
   // A running job's current run ends `walltime` after its start minus the work it resumed from;
   // lowering it below the time already run ends the job at the next pass (walltime kill). Fails
