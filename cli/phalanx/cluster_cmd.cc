@@ -86,7 +86,7 @@ std::string ShowPartition(const v1::Partition& p) {
   const auto list = [](const auto& xs) {
     std::string s;
     for (const std::string& x : xs) s += (s.empty() ? "" : ",") + Printable(x);
-    return s.empty() ? std::string("ALL") : s;
+    return s.empty() ? std::string("-") : s;
   };
   const bool open = p.allow_users().empty() && p.allow_groups().empty() && p.allow_accounts().empty();
   std::string out = "PartitionName=" + Printable(p.name()) + "\n";
