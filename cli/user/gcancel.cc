@@ -1,5 +1,6 @@
 // gcancel: cancel or signal jobs (scancel's habits). Every job is tried; the exit status is 1
 // when any of them failed. See docs/user-guide.md.
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -101,10 +102,6 @@ int Run(const std::vector<std::string>& args) {
     PrintError(kProgram, "give job ids or filters (-u, --me, -t, -n, -p), not both");
     return kExitUsage;
   }
-  if (const OptionValue* v = o->Find("user"); v && !UserExists(v->value)) {
-    PrintError(kProgram, v->Bad("unknown user '" + v->value + "'").ToString());
-    return kExitUsage;
-  }
   std::set<std::string> partitions;
   if (const OptionValue* v = o->Find("partition")) {
     for (std::string_view p : SplitNonEmpty(v->value, ',')) partitions.emplace(p);
@@ -127,6 +124,13 @@ int Run(const std::vector<std::string>& args) {
     if (!status.ok()) {
       PrintError(kProgram, conn.Describe(status));
       return kExitServer;
+    }
+    // As scancel, a user who does not exist is an error (no passwd entry, no job in phalanxd).
+    if (const OptionValue* v = o->Find("user"); v && !UserExists(v->value) &&
+                                                std::none_of(listed.jobs().begin(), listed.jobs().end(),
+                                                             [&](const v1::Job& j) { return j.user() == v->value; })) {
+      PrintError(kProgram, v->Bad("unknown user '" + v->value + "'").ToString());
+      return kExitUsage;
     }
     for (const v1::Job& job : listed.jobs()) {
       if (IsFinished(job.state()) || job.user() != request.user()) continue;

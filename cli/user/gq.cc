@@ -20,7 +20,7 @@ namespace {
 constexpr const char* kProgram = "gq";
 
 constexpr OptionSpec kSpecs[] = {
-    {"user", 'u', "USER[,USER...]", "only these users' jobs (an unknown user is an error)"},
+    {"user", 'u', "USER[,USER...]", "only these users' jobs (a user unknown here and to phalanxd is an error)"},
     {"name", 'n', "NAME[,NAME...]", "only jobs with these names"},
     {"partition", 'p', "PART[,PART...]", "only jobs in these partitions"},
     {"nodelist", 'w', "HOSTLIST", "only jobs on these nodes (node[01-04],gpu7)"},
@@ -74,9 +74,6 @@ Result<Query> BuildQuery(const ParsedOptions& o) {
   if (const OptionValue* v = o.Find("user")) {
     for (const std::string_view u : SplitNonEmpty(v->value, ',')) q.users.emplace(u);
     if (q.users.empty()) return std::unexpected(v->Bad("'' names no user"));
-    for (const std::string& u : q.users) {
-      if (!UserExists(u)) return std::unexpected(v->Bad("unknown user '" + u + "'"));
-    }
   }
   if (const OptionValue* v = o.Find("name")) {
     for (const std::string_view n : SplitNonEmpty(v->value, ',')) q.names.emplace(n);
@@ -167,6 +164,15 @@ int ListOnce(const ParsedOptions& o, const Query& query, const std::vector<JobFi
       PrintError(kProgram, conn.Describe(status));
       return kExitServer;
     }
+    // As squeue, a user who does not exist is an error, not an empty list: one with no passwd
+    // entry here and no job in phalanxd (a user of another machine may still have jobs).
+    for (const std::string& u : query.users) {
+      if (UserExists(u) ||
+          std::any_of(response.jobs().begin(), response.jobs().end(), [&](const v1::Job& j) { return j.user() == u; }))
+        continue;
+      PrintError(kProgram, o.Find("user")->Bad("unknown user '" + u + "'").ToString());
+      return kExitUsage;
+    }
     // The daemon filters too; filtering again keeps several users (-u a,b) and old daemons right.
     for (v1::Job& job : *response.mutable_jobs()) {
       if (Wanted(query, job)) *listed.add_jobs() = std::move(job);
@@ -251,7 +257,7 @@ int Run(const std::vector<std::string>& args) {
       std::printf("%s\n", when);
     }
     const int rc = ListOnce(*o, *query, *format, conn);
-    if (iterate == 0 || rc == kExitServer) return rc;
+    if (iterate == 0 || rc != kExitOk) return rc;
     std::fflush(stdout);
     std::this_thread::sleep_for(std::chrono::seconds(iterate));
   }
