@@ -176,15 +176,16 @@ void Controller::Cancel(const Caller& who, JobId id, int32_t signal,
     return done(std::unexpected(Error{"", "signal: not a signal number (got " + std::to_string(signal) + ")"}),
                 std::nullopt);
   if (IsFinal(job.state))
-    return done(std::unexpected(
-                    Precondition("job " + std::to_string(id) + (signal != 0 ? " cannot be signalled: it" : "") +
-                                 " is already " + std::string(JobStateName(job.state)))),
-                job.state);
+    return done(
+        std::unexpected(Precondition("job " + std::to_string(id) + (signal != 0 ? " cannot be signalled: it" : "") +
+                                     " is already " + std::string(JobStateName(job.state)))),
+        job.state);
   if (signal != 0) {
     // A signal for the job's processes (scancel --signal): the job is not cancelled.
     if (!Active(job))
-      return done(std::unexpected(Precondition("job " + std::to_string(id) + " cannot be signalled: it is not running")),
-                  job.state);
+      return done(
+          std::unexpected(Precondition("job " + std::to_string(id) + " cannot be signalled: it is not running")),
+          job.state);
     PHX_LOG(kInfo) << "signal " << signal << " to job=" << id << " by " << who.user;
     executor_->SignalJob(id, signal, std::nullopt);
     return done({}, job.state);
