@@ -44,6 +44,10 @@ std::map<std::string, std::string> BuildJobEnvironment(const LaunchSpec& spec, c
   set("PHALANX_JOB_ID", std::to_string(spec.job_id));
   set("PHALANX_LAUNCH_ID", std::to_string(spec.launch_id));
   set("PHALANX_JOB_NAME", spec.job_name);
+  if (!spec.partition.empty()) {
+    set("PHALANX_PARTITION", spec.partition);
+    set("SLURM_JOB_PARTITION", spec.partition);
+  }
   set("PHALANX_NODE", ctx.node);
   set("PHALANX_NODELIST", spec.nodelist.empty() ? ctx.node : spec.nodelist);
   set("PHALANX_NODE_RANK", std::to_string(spec.node_rank));

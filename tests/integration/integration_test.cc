@@ -99,6 +99,8 @@ TEST(Integration, GangJobGetsOnePartPerNodeWithItsEnvironment) {
     EXPECT_EQ(Val(e, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
     EXPECT_EQ(Val(e, "PHALANX_JOB_ID"), std::to_string(id));
     EXPECT_EQ(Val(e, "PHALANX_JOB_NAME"), "gang");
+    EXPECT_EQ(Val(e, "SLURM_JOB_PARTITION"), "default");  // no partitions configured: the one default
+    EXPECT_EQ(Val(e, "PHALANX_PARTITION"), "default");
     EXPECT_EQ(Val(e, "PHALANX_NODELIST"), running.nodelist());
     EXPECT_EQ(Val(e, "WORLD_SIZE"), "16");
     EXPECT_EQ(Val(e, "NNODES"), "2");

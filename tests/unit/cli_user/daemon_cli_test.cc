@@ -263,6 +263,11 @@ TEST(Partitions, GsubPartitionQosAndTheOneWalltimeLimit) {
   ASSERT_TRUE(c.h.WaitState(a, v1::JOB_STATE_RUNNING));
   job = c.h.Get(a);
   EXPECT_TRUE(job.nodelist() == "node2" || job.nodelist() == "node3") << job.nodelist();
+  // The launch tells the agent the partition (SLURM_JOB_PARTITION, PHALANX_PARTITION).
+  auto launch = c.agents[job.nodelist() == "node2" ? 2 : 3]->WaitLaunch(a);
+  ASSERT_TRUE(launch);
+  ASSERT_EQ(launch->spec().partitions_size(), 1);
+  EXPECT_EQ(launch->spec().partitions(0), "debug");
   EXPECT_EQ(job.walltime_s(), 3600) << "no default_walltime: the daemon's";
   const uint64_t b = c.GsubOk({"-G", "1", "-q", "low"});
   EXPECT_EQ(c.h.Get(b).partition(), "gpu");
