@@ -1,15 +1,19 @@
-// store_bench: the SQLite store's figures for docs/store.md.
+// store_bench: the store's figures for docs/store.md, on SQLite and (--dsn=...) PostgreSQL.
 //
-// 1. Durable submissions per second through a GroupCommitter with 1, 4 and 16 submitting
-//    threads (each thread: SubmitJob, wait for the commit, repeat), with p50/p99/max
-//    acknowledgement latency; plus one thread calling Store::SubmitJob directly (one
-//    transaction per job) for comparison. For synchronous=NORMAL (the default) and FULL.
+// 1. Durable submissions per second through a GroupCommitter with 1, 4, 16 and 64 submitting
+//    threads (each thread: SubmitJob, wait for the commit, repeat: 64 threads = 64 in flight),
+//    with p50/p99/max acknowledgement latency; plus one thread calling Store::SubmitJob
+//    directly (one transaction per job) for comparison. SQLite: for synchronous=NORMAL (the
+//    default) and FULL. PostgreSQL: the server's settings decide (run_store_bench.sh starts a
+//    throwaway cluster with the defaults: fsync on, synchronous_commit on); each row uses a
+//    fresh schema `store_bench`.
 // 2. Restart: a store holding --restart-jobs jobs (60% completed, 25% pending, 15% running on
 //    8 GPUs; one submit event each and a start event per started job) is closed, then timed:
 //    Store::Open, LoadAll, rebuilding the id -> JobRecord map, and re-submitting the pending
 //    jobs into a fresh Scheduler (128 SUs x 32 DGX H100, built before the clock starts).
 //    The file was just written, so it is in the page cache (a warm restart).
 // Usage: store_bench [--dir=DIR] [--jobs=N] [--restart-jobs=N] [--sync=normal|full|both]
+//                    [--dsn=LIBPQ_CONNECTION_STRING] [--backend=sqlite|postgresql|both]
 #include <stdlib.h>
 
 #include <algorithm>
@@ -25,6 +29,9 @@
 
 #include "adapters/store/group_committer.h"
 #include "adapters/store/store.h"
+#ifdef PHALANX_HAVE_POSTGRES
+#include "adapters/store/pg_db.h"
+#endif
 #include "core/sched/scheduler.h"
 #include "core/topology/node_models.h"
 
@@ -37,6 +44,9 @@ using store::GroupCommitter;
 using store::Store;
 using store::StoreOptions;
 using store::SyncMode;
+
+store::Backend g_backend = store::Backend::kSqlite;
+std::string g_dsn;  // PostgreSQL: the server; the store lives in schema store_bench
 
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "store_bench: %s\n", what.c_str());
@@ -56,13 +66,27 @@ JobSpec MakeSpec(uint64_t n, std::mt19937& rng) {
   return s;
 }
 
+std::string Target(const std::string& path) {
+  return g_backend == store::Backend::kPostgres ? g_dsn + " options='-c search_path=store_bench'" : path;
+}
+
 std::unique_ptr<Store> OpenFresh(const std::string& path, SyncMode sync) {
-  std::filesystem::remove(path);
-  std::filesystem::remove(path + "-wal");
-  std::filesystem::remove(path + "-shm");
   StoreOptions options;
   options.sync = sync;
-  auto s = Store::Open(path, options);
+  options.backend = g_backend;
+  if (g_backend == store::Backend::kPostgres) {
+#ifdef PHALANX_HAVE_POSTGRES
+    auto admin = store::PgDb::Connect(g_dsn);
+    if (!admin) Die(admin.error().ToString());
+    if (auto st = (*admin)->Exec("DROP SCHEMA IF EXISTS store_bench CASCADE; CREATE SCHEMA store_bench"); !st)
+      Die(st.error().ToString());
+#endif
+  } else {
+    std::filesystem::remove(path);
+    std::filesystem::remove(path + "-wal");
+    std::filesystem::remove(path + "-shm");
+  }
+  auto s = Store::Open(Target(path), options);
   if (!s) Die(s.error().ToString());
   return std::move(*s);
 }
@@ -87,7 +111,7 @@ Row Summarize(std::vector<double>& lat, Clock::duration wall, uint64_t txns) {
 Row Committer(const std::string& path, SyncMode sync, int threads, int total) {
   auto store = OpenFresh(path, sync);
   std::vector<std::vector<double>> lat(threads);
-  const int per = total / threads;
+  const int per = std::max(1, total / threads);
   GroupCommitter committer(store.get());
   const auto t0 = Clock::now();
   std::vector<std::thread> ts;
@@ -170,7 +194,9 @@ void Restart(const std::string& path, size_t n) {
     }
     if (auto r = store->Apply(b); !r) Die(r.error().ToString());
   }
-  const double mib = static_cast<double>(std::filesystem::file_size(path)) / (1 << 20);
+  const double mib = g_backend == store::Backend::kSqlite
+                         ? static_cast<double>(std::filesystem::file_size(path)) / (1 << 20)
+                         : 0.0;  // PostgreSQL: the server's files
 
   auto spec = GenerateSuperPod({.scalable_units = 128, .nodes_per_su = 32, .model = "dgx-h100"});
   if (!spec) Die(spec.error().ToString());
@@ -180,8 +206,10 @@ void Restart(const std::string& path, size_t n) {
   if (!created) Die(created.error().ToString());
   Scheduler& sched = **created;
 
+  StoreOptions open_options;
+  open_options.backend = g_backend;
   const auto t0 = Clock::now();
-  auto store = Store::Open(path);
+  auto store = Store::Open(Target(path), open_options);
   if (!store) Die(store.error().ToString());
   const auto t1 = Clock::now();
   auto state = (*store)->LoadAll();
@@ -201,10 +229,10 @@ void Restart(const std::string& path, size_t n) {
   auto check = (*store)->CheckIntegrity();
   const auto t5 = Clock::now();
   if (!check) Die(check.error().ToString());
-  StoreOptions verify;
+  StoreOptions verify = open_options;
   verify.verify_on_open = true;
   const auto t6 = Clock::now();
-  auto verified = Store::Open(path, verify);
+  auto verified = Store::Open(Target(path), verify);
   const auto t7 = Clock::now();
   if (!verified) Die(verified.error().ToString());
 
@@ -225,6 +253,8 @@ int Main(int argc, char** argv) {
   int total = 20000;
   size_t restart_jobs = 100000;
   std::vector<SyncMode> modes = {SyncMode::kNormal, SyncMode::kFull};
+  std::vector<store::Backend> backends;
+  bool backend_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.starts_with("--dir=")) {
@@ -238,11 +268,27 @@ int Main(int argc, char** argv) {
     } else if (a == "--sync=full") {
       modes = {SyncMode::kFull};
     } else if (a == "--sync=both") {
+    } else if (a.starts_with("--dsn=")) {
+      g_dsn = a.substr(6);
+    } else if (a.starts_with("--backend=") && store::ParseBackend(a.substr(10))) {
+      backends = {*store::ParseBackend(a.substr(10))};
+      backend_given = true;
+    } else if (a == "--backend=both") {
+      backends = {store::Backend::kSqlite, store::Backend::kPostgres};
+      backend_given = true;
     } else {
-      std::fprintf(stderr, "usage: store_bench [--dir=DIR] [--jobs=N] [--restart-jobs=N] [--sync=normal|full|both]\n");
+      std::fprintf(stderr,
+                   "usage: store_bench [--dir=DIR] [--jobs=N] [--restart-jobs=N] [--sync=normal|full|both] "
+                   "[--dsn=CONNINFO] [--backend=sqlite|postgresql|both]\n");
       return 2;
     }
   }
+  if (backends.empty()) backends = {store::Backend::kSqlite};
+  if (!g_dsn.empty() && backends.size() == 1 && backends[0] == store::Backend::kSqlite && !backend_given)
+    backends = {store::Backend::kSqlite, store::Backend::kPostgres};
+  for (store::Backend b : backends)
+    if (b == store::Backend::kPostgres && (g_dsn.empty() || !store::PostgresBuilt()))
+      Die("postgresql needs --dsn=... and a build with libpq");
   bool made_dir = false;
   if (dir.empty()) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "store-bench-XXXXXX").string();
@@ -253,19 +299,30 @@ int Main(int argc, char** argv) {
   const std::string path = dir + "/bench.db";
   std::printf("Durable submissions (%d per row, %u hardware threads, store in %s)\n", total,
               std::thread::hardware_concurrency(), dir.c_str());
-  std::printf("  %-7s %-10s %7s %9s %8s %8s %8s %8s %9s\n", "sync", "path", "threads", "subs/s", "p50 ms", "p99 ms",
-              "max ms", "txns", "per txn");
-  for (SyncMode sync : modes) {
-    const char* name = sync == SyncMode::kFull ? "full" : "normal";
-    const int n = sync == SyncMode::kFull ? std::max(16, total / 4) : total;  // fsyncs are slow
-    const auto print = [&](const char* how, int threads, const Row& r) {
-      std::printf("  %-7s %-10s %7d %9.0f %8.3f %8.3f %8.2f %8llu %9.1f\n", name, how, threads, r.per_s, r.p50, r.p99,
-                  r.max, static_cast<unsigned long long>(r.txns), r.group);
-    };
-    print("direct", 1, Direct(path, sync, n));
-    for (int threads : {1, 4, 16}) print("committer", threads, Committer(path, sync, threads, n));
+  std::printf("  %-10s %-7s %-10s %7s %9s %8s %8s %8s %8s %9s\n", "backend", "sync", "path", "threads", "subs/s",
+              "p50 ms", "p99 ms", "max ms", "txns", "per txn");
+  for (store::Backend backend : backends) {
+    g_backend = backend;
+    const bool pg = backend == store::Backend::kPostgres;
+    for (SyncMode sync : modes) {
+      if (pg && sync == SyncMode::kFull) continue;  // PostgreSQL: the server's settings, one row set
+      const char* name = pg ? "server" : sync == SyncMode::kFull ? "full" : "normal";
+      const int n = !pg && sync == SyncMode::kFull ? std::max(16, total / 4) : total;  // fsyncs are slow
+      const auto print = [&](const char* how, int threads, const Row& r) {
+        std::printf("  %-10s %-7s %-10s %7d %9.0f %8.3f %8.3f %8.2f %8llu %9.1f\n", pg ? "postgresql" : "sqlite", name,
+                    how, threads, r.per_s, r.p50, r.p99, r.max, static_cast<unsigned long long>(r.txns), r.group);
+      };
+      print("direct", 1, Direct(path, sync, pg ? std::max(16, total / 4) : n));
+      for (int threads : {1, 4, 16, 64}) print("committer", threads, Committer(path, sync, threads, n));
+    }
   }
-  if (restart_jobs > 0) Restart(path, restart_jobs);
+  for (store::Backend backend : backends) {
+    g_backend = backend;
+    if (restart_jobs > 0) {
+      std::printf("\n[%s]", backend == store::Backend::kPostgres ? "postgresql" : "sqlite");
+      Restart(path, restart_jobs);
+    }
+  }
   if (made_dir) std::filesystem::remove_all(dir);
   return 0;
 }

@@ -6,6 +6,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev hwloc libyaml-cpp-dev
   libsqlite3-dev
+  # the PostgreSQL store backend (libpq) and the server its tests start (initdb, pg_ctl)
+  libpq-dev postgresql-15
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libboost-dev
   prometheus
   # used by the tests and the demo: HTTP checks, test certificates, the Node.js gRPC client
@@ -24,6 +26,8 @@ packages=(
   # config/slurm/demo-slurm.sh). Never slurm-wlm-emulator: a front-end build that takes over the
   # slurmd alternative (docs/slurm.md)
   slurm-wlm slurmctld slurmd slurm-client munge libslurm-dev
+  # users over TCP (phalanxd users_tcp, the CLIs --server): MUNGE credentials, SHA-256 of the call
+  libmunge-dev libssl-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -30,6 +30,8 @@ constexpr OptionSpec kSpecs[] = {
     {"name", 'J', "NAME", "update: the new name"},
     {"json", 0, "", "print the daemon's answers as JSON"},
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
+    {"server", 0, "HOST:PORT[,...]",
+     "phalanxd over TCP, addresses tried in order (default $PHALANX_SERVER, /etc/phalanx/phalanx.conf)"},
     {"help", 'h', "", "this help"},
 };
 
@@ -193,8 +195,9 @@ int RunJob(std::span<const std::string> args) {
     }
   }
 
-  Connection conn(ResolveSocket(o->Get("socket"), std::getenv("PHALANX_SOCKET"), CurrentDir()),
-                  ResolveDeadline(std::getenv("PHALANX_TIMEOUT")));
+  auto connection = Connect(kProgram, o->Get("server"), o->Get("socket"));
+  if (!connection) return kExitUsage;
+  Connection& conn = *connection;
   std::vector<Outcome> outcomes;
   int rc = kExitOk;
   for (uint64_t id : ids) {

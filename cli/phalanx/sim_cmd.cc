@@ -56,8 +56,13 @@ constexpr FlagSpec kFlags[] = {
     {"seed", "S", "seed of every random choice (default 1)"},
     {"window", "A:B", "replay only jobs submitted in [A, B) seconds (e.g. 1209600:8467200)"},
     {"load-scale", "F", "divide submit times by F (F x the offered load; applied after --window)"},
-    {"checkpoint-delay", "S", "seconds a job takes to answer a checkpoint request (default 30)"},
-    {"restart-overhead", "S", "seconds added at every resume or resize (default 0)"},
+    {"checkpoint-delay", "S", "seconds a job takes to write the checkpoint it was asked for (default 30)"},
+    {"checkpoint-answer", "F",
+     "share of jobs that answer a checkpoint request (default 0.8; the others lose the work since their last own "
+     "save)"},
+    {"checkpoint-interval", "S", "jobs save on their own every S seconds of a run (default 3600; 0: never)"},
+    {"requeue-delay", "S", "seconds a requeued job is held before it may start again (default 121, Slurm's)"},
+    {"restart-overhead", "S", "seconds of no progress at every resume or resize (default 120)"},
     {"comm-share", "C",
      "runtime model: share of a multi-GPU job's step spent in all-reduce at its best placement, slowed by best/actual "
      "bandwidth elsewhere (default 0.15; 0: off)"},
@@ -208,11 +213,13 @@ int RunSim(std::span<const std::string> raw) {
   }
   auto seed = Whole(*args, "seed", 1);
   auto delay = Whole(*args, "checkpoint-delay", 30);
-  auto restart = Whole(*args, "restart-overhead", 0);
+  auto restart = Whole(*args, "restart-overhead", 120);
+  auto ckpt_every = Whole(*args, "checkpoint-interval", 3600);
+  auto requeue = Whole(*args, "requeue-delay", 121);
   auto sample = Whole(*args, "sample-interval", 0);
   auto mtbf = Whole(*args, "node-mtbf", 0);
   auto repair = Whole(*args, "node-repair", 3600);
-  for (const auto* r : {&seed, &delay, &restart, &sample, &mtbf, &repair}) {
+  for (const auto* r : {&seed, &delay, &restart, &ckpt_every, &requeue, &sample, &mtbf, &repair}) {
     if (!*r) {
       PrintError(r->error().ToString());
       return 2;
@@ -221,6 +228,17 @@ int RunSim(std::span<const std::string> raw) {
   opt.seed = static_cast<uint64_t>(*seed);
   opt.checkpoint_delay = *delay;
   opt.restart_overhead = *restart;
+  opt.checkpoint_interval = *ckpt_every;
+  opt.requeue_delay = *requeue;
+  if (args->Has("checkpoint-answer")) {
+    const std::string v = args->Get("checkpoint-answer");
+    const auto a = ParseNumber<double>(v);
+    if (!a || !(*a >= 0 && *a <= 1)) {
+      PrintError("option '--checkpoint-answer': '" + v + "' is not a number in [0, 1]");
+      return 2;
+    }
+    opt.checkpoint_answer_share = *a;
+  }
   opt.comm_share = 0.15;
   if (args->Has("comm-share")) {
     const std::string v = args->Get("comm-share");

@@ -3,12 +3,18 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <mutex>
 #include <vector>
 
+#include <google/protobuf/message_lite.h>
 #include <google/protobuf/util/json_util.h>
+#include <grpcpp/support/client_interceptor.h>
 
+#include "call_auth.h"
 #include "options.h"
+#include "util/file_read.h"
 #include "util/printable.h"
 
 namespace phalanx::cli {
@@ -21,15 +27,139 @@ std::string ResolveSocket(std::string_view flag, const char* env, std::string_vi
   return path;
 }
 
+std::unique_ptr<Connection> Connect(std::string_view program, std::string_view server_flag,
+                                    std::string_view socket_flag) {
+  auto endpoint = ResolveEndpointFromEnv(server_flag, socket_flag);
+  if (!endpoint) {
+    PrintError(program, endpoint.error().ToString());
+    return nullptr;
+  }
+  if (!endpoint->tls_ca.empty()) {
+    // Read here, so that a CA that cannot be read is an error (empty roots would make gRPC trust
+    // the system's CAs instead).
+    auto ca = ReadFileBounded(endpoint->tls_ca, 1 << 20);
+    if (!ca || ca->empty()) {
+      PrintError(program, "tls_ca: " + (ca ? endpoint->tls_ca + ": empty" : ca.error().ToString()));
+      return nullptr;
+    }
+    endpoint->tls_ca_pem = std::move(*ca);
+  }
+  return std::make_unique<Connection>(*endpoint, ResolveDeadline(std::getenv("PHALANX_TIMEOUT")));
+}
+
 std::chrono::seconds ResolveDeadline(const char* env) {
   if (env == nullptr) return kDefaultDeadline;
   auto n = ParseCount(env, 1, 3600);
   return n ? std::chrono::seconds(*n) : kDefaultDeadline;
 }
 
+struct CredentialState {
+  std::string munge_socket;
+  std::mutex mu;
+  std::string error;  // the last credential that could not be made, and why
+};
+
+namespace {
+
+// Puts a MUNGE credential bound to the call (its method and request) in the metadata.
+class MungeInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  MungeInterceptor(grpc::experimental::ClientRpcInfo* info, std::shared_ptr<CredentialState> state)
+      : info_(info), state_(std::move(state)) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* m) override {
+    using grpc::experimental::InterceptionHookPoints;
+    if (m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      // Unary and server-streaming calls send the request in the same batch, not yet serialized.
+      const void* message =
+          m->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE) ? m->GetSendMessage() : nullptr;
+      if (message == nullptr) {
+        std::lock_guard lock(state_->mu);
+        state_->error = "no request to bind a MUNGE credential to";
+      } else {
+        // The stubs of phalanx.v1 send generated messages.
+        const auto& request = *static_cast<const google::protobuf::MessageLite*>(message);
+        auto cred = auth::MungeEncode(state_->munge_socket, auth::CallPayload(info_->method(), request));
+        if (cred) {
+          m->GetSendInitialMetadata()->emplace(auth::kMungeMetadata, *cred);
+        } else {
+          std::lock_guard lock(state_->mu);
+          state_->error = cred.error().message;
+        }
+      }
+    }
+    m->Proceed();
+  }
+
+ private:
+  grpc::experimental::ClientRpcInfo* const info_;
+  const std::shared_ptr<CredentialState> state_;
+};
+
+class MungeInterceptorFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit MungeInterceptorFactory(std::shared_ptr<CredentialState> state) : state_(std::move(state)) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(grpc::experimental::ClientRpcInfo* info) override {
+    return new MungeInterceptor(info, state_);
+  }
+
+ private:
+  const std::shared_ptr<CredentialState> state_;
+};
+
+std::shared_ptr<grpc::Channel> TcpChannel(const std::string& address,
+                                          const std::shared_ptr<grpc::ChannelCredentials>& creds,
+                                          const std::shared_ptr<CredentialState>& state) {
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<MungeInterceptorFactory>(state));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(address, creds, grpc::ChannelArguments(),
+                                                                 std::move(interceptors));
+}
+
+// Whether a connection to the channel's address comes up before `deadline`: false as soon as an
+// attempt fails (connection refused, no route), without waiting for gRPC's reconnect backoff.
+bool Answers(grpc::Channel& channel, std::chrono::system_clock::time_point deadline) {
+  grpc_connectivity_state state = channel.GetState(true);
+  while (state != GRPC_CHANNEL_READY) {
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) return false;
+    if (!channel.WaitForStateChange(state, deadline)) return false;
+    state = channel.GetState(true);
+  }
+  return true;
+}
+
+}  // namespace
+
 Connection::Connection(std::string socket_path, std::chrono::seconds deadline)
     : target_("unix:" + std::move(socket_path)), deadline_(deadline) {
   channel_ = grpc::CreateChannel(target_, grpc::InsecureChannelCredentials());
+  jobs_ = v1::Jobs::NewStub(channel_);
+  cluster_ = v1::Cluster::NewStub(channel_);
+}
+
+Connection::Connection(const Endpoint& endpoint, std::chrono::seconds deadline) : deadline_(deadline) {
+  if (endpoint.servers.empty()) {
+    target_ = "unix:" + endpoint.socket_path;
+    channel_ = grpc::CreateChannel(target_, grpc::InsecureChannelCredentials());
+  } else {
+    tcp_ = true;
+    credentials_ = std::make_shared<CredentialState>();
+    credentials_->munge_socket = endpoint.munge_socket;
+    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+    if (!endpoint.tls_ca_pem.empty()) {
+      grpc::SslCredentialsOptions ssl;
+      ssl.pem_root_certs = endpoint.tls_ca_pem;
+      creds = grpc::SslCredentials(ssl);
+    }
+    const auto probe = std::min<std::chrono::seconds>(deadline_, std::chrono::seconds(5));
+    for (size_t i = 0; i < endpoint.servers.size(); ++i) {
+      target_ = endpoint.servers[i];
+      channel_ = TcpChannel(target_, creds, credentials_);
+      if (endpoint.servers.size() == 1) break;
+      if (Answers(*channel_, std::chrono::system_clock::now() + probe)) break;
+      if (i + 1 < endpoint.servers.size()) tried_ += (tried_.empty() ? "" : ", ") + target_;
+    }
+  }
   jobs_ = v1::Jobs::NewStub(channel_);
   cluster_ = v1::Cluster::NewStub(channel_);
 }
@@ -46,9 +176,19 @@ std::string Connection::Describe(const grpc::Status& status) const {
       std::string why = status.error_message();
       if (const size_t at = why.rfind(target_ + ": "); at != std::string::npos) why.erase(0, at + target_.size() + 2);
       if (why.empty()) why = "unavailable";
+      if (tcp_)
+        return "cannot reach phalanxd at " + target_ + (tried_.empty() ? "" : " (nor at " + tried_ + ")") + ": " + why +
+               " (--server, $PHALANX_SERVER or /etc/phalanx/phalanx.conf choose the daemon)";
       return "cannot reach phalanxd at " + target_ + ": " + why +
              " (is phalanxd running? --socket or $PHALANX_SOCKET choose the socket)";
     }
+    case grpc::StatusCode::UNAUTHENTICATED:
+      if (credentials_) {
+        std::lock_guard lock(credentials_->mu);
+        if (!credentials_->error.empty())
+          return "cannot get a MUNGE credential to reach phalanxd at " + target_ + ": " + credentials_->error;
+      }
+      return status.error_message().empty() ? std::string(CodeWords(status.error_code())) : status.error_message();
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return "phalanxd at " + target_ + " did not answer within " + std::to_string(deadline_.count()) +
              " s ($PHALANX_TIMEOUT sets the limit)";

@@ -1,4 +1,5 @@
-// phalanx_client: what every user command shares: where phalanxd listens, a channel with a
+// phalanx_client: what every user command shares: where phalanxd listens (server_config.h: the
+// local socket or a TCP address list), a channel with a
 // deadline per call, gRPC status -> one readable line, JSON output (hand-written strings are
 // quoted with util/json.h's JsonQuote), the caller's user name, and the exit codes.
 //
@@ -17,6 +18,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "phalanx/v1/phalanx.grpc.pb.h"
+#include "server_config.h"
 
 namespace phalanx::cli {
 
@@ -35,11 +37,20 @@ std::string ResolveSocket(std::string_view flag, const char* env, std::string_vi
 // kDefaultDeadline.
 std::chrono::seconds ResolveDeadline(const char* env);
 
-// A channel to phalanxd at "unix:" + socket path. Creating one does no I/O; gRPC connects on the
-// first call, which fails fast (UNAVAILABLE) when nothing listens.
+// What the channel's MUNGE interceptor saw last (over TCP): why it could not make a credential.
+struct CredentialState;
+
+// A channel to phalanxd at "unix:" + socket path, or over TCP (the Endpoint's servers) with a
+// MUNGE credential on every call (proto/call_auth.h) and TLS when the Endpoint carries a CA
+// (tls_ca_pem, read by Connect()). With one address or the socket, creating a Connection does
+// no I/O; gRPC connects on the first call, which fails fast (UNAVAILABLE) when nothing listens.
+// With several addresses, it tries each in order (connecting, up to 5 s each, less when one
+// refuses at once) and keeps the first that answers (the last tried when none does, so that
+// the call's error names it).
 class Connection {
  public:
   Connection(std::string socket_path, std::chrono::seconds deadline);
+  Connection(const Endpoint& endpoint, std::chrono::seconds deadline);
 
   v1::Jobs::Stub& jobs() { return *jobs_; }
   v1::Cluster::Stub& cluster() { return *cluster_; }
@@ -61,10 +72,18 @@ class Connection {
  private:
   std::string target_;
   std::chrono::seconds deadline_;
+  bool tcp_ = false;
+  std::string tried_;  // the addresses tried before target_ (several servers), for messages
+  std::shared_ptr<CredentialState> credentials_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Jobs::Stub> jobs_;
   std::unique_ptr<v1::Cluster::Stub> cluster_;
 };
+
+// The Connection that --server / --socket, the environment and the client configuration file
+// choose (server_config.h); null after printing "<program>: <error>" (exit with kExitUsage).
+std::unique_ptr<Connection> Connect(std::string_view program, std::string_view server_flag,
+                                    std::string_view socket_flag);
 
 // "not found", "permission denied", ... for a status code.
 std::string_view CodeWords(grpc::StatusCode code);

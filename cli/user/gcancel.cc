@@ -8,6 +8,7 @@
 
 #include "client.h"
 #include "job_table.h"
+#include "job_target.h"
 #include "options.h"
 #include "signal_names.h"
 #include "util/json.h"
@@ -28,11 +29,13 @@ constexpr OptionSpec kSpecs[] = {
     {"partition", 'p', "PART[,PART...]", "only jobs in these partitions"},
     {"json", 0, "", "print each job's CancelResponse or error as JSON"},
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
+    {"server", 0, "HOST:PORT[,...]",
+     "phalanxd over TCP, addresses tried in order (default $PHALANX_SERVER, /etc/phalanx/phalanx.conf)"},
     {"help", 'h', "", "this help"},
 };
 
 constexpr const char* kUsage =
-    "usage: gcancel [options] ID...\n"
+    "usage: gcancel [options] ID... (ID: a job, an array, ARRAY_TASK or ARRAY_[TASKS])\n"
     "       gcancel [options] -u USER | --me | -t STATE | -n NAME | -p PART\n"
     "\n"
     "Cancel jobs (stop them: TERM, then KILL), or send them a signal with --signal.\n"
@@ -41,7 +44,7 @@ constexpr const char* kUsage =
     "options:\n";
 
 struct Outcome {
-  uint64_t id;
+  std::string id;
   grpc::Status status;
   v1::CancelResponse response;
 };
@@ -57,14 +60,14 @@ int Run(const std::vector<std::string>& args) {
     std::fputs(OptionsHelp(kSpecs).c_str(), stdout);
     return kExitOk;
   }
-  std::vector<uint64_t> ids;
+  std::vector<JobTarget> ids;  // jobs, arrays (every task), tasks: 1234, 1234_7, 1234_[1-3]
   for (const std::string& a : o->positional) {
-    auto id = ParseCount(a, 1, UINT64_MAX);
-    if (!id) {
-      PrintError(kProgram, "'" + a + "' is not a job id");
+    auto targets = ParseJobTargets(a);
+    if (!targets) {
+      PrintError(kProgram, targets.error().message);
       return kExitUsage;
     }
-    ids.push_back(*id);
+    ids.insert(ids.end(), targets->begin(), targets->end());
   }
   int signal = 0;
   if (const OptionValue* v = o->Find("signal")) {
@@ -111,8 +114,9 @@ int Run(const std::vector<std::string>& args) {
     }
   }
 
-  Connection conn(ResolveSocket(o->Get("socket"), std::getenv("PHALANX_SOCKET"), CurrentDir()),
-                  ResolveDeadline(std::getenv("PHALANX_TIMEOUT")));
+  auto connection = Connect(kProgram, o->Get("server"), o->Get("socket"));
+  if (!connection) return kExitUsage;
+  Connection& conn = *connection;
   if (by_filter) {
     v1::ListJobsRequest request;
     request.set_user(o->Has("user") ? o->Get("user") : CurrentUser());
@@ -137,17 +141,19 @@ int Run(const std::vector<std::string>& args) {
       if (!states.empty() && !states.contains(job.state())) continue;
       if (o->Has("name") && job.spec().name() != o->Get("name")) continue;
       if (!partitions.empty() && !partitions.contains(job.partition())) continue;
-      ids.push_back(job.id());
+      ids.push_back({job.id(), std::nullopt});
     }
   }
 
   std::vector<Outcome> outcomes;
   int rc = kExitOk;
-  for (uint64_t id : ids) {
+  for (const JobTarget& target : ids) {
     v1::CancelRequest request;
-    request.set_job_id(id);
+    request.set_job_id(target.id);
+    if (target.task) request.set_array_task_id(*target.task);
     request.set_signal(signal);
-    Outcome out{id, {}, {}};
+    const uint64_t id = target.id;
+    Outcome out{target.ToString(), {}, {}};
     grpc::ClientContext context;
     conn.Prepare(context);
     out.status = conn.jobs().Cancel(&context, request, &out.response);
@@ -162,7 +168,7 @@ int Run(const std::vector<std::string>& args) {
     std::string json = "{\"results\":[";
     for (size_t i = 0; i < outcomes.size(); ++i) {
       const Outcome& out = outcomes[i];
-      json += std::string(i ? "," : "") + "{\"job_id\":\"" + std::to_string(out.id) + "\",";
+      json += std::string(i ? "," : "") + "{\"job_id\":\"" + out.id + "\",";
       if (out.status.ok()) {
         json += "\"response\":" + ToJson(out.response) + "}";
       } else {

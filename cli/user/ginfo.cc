@@ -33,6 +33,8 @@ constexpr OptionSpec kSpecs[] = {
     {"why", 0, "ID", "why job ID is pending: reason, queue position, predicted start, reserved GPUs"},
     {"json", 0, "", "print the responses as JSON"},
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
+    {"server", 0, "HOST:PORT[,...]",
+     "phalanxd over TCP, addresses tried in order (default $PHALANX_SERVER, /etc/phalanx/phalanx.conf)"},
     {"help", 0, "", "this help"},
 };
 
@@ -94,8 +96,9 @@ int Run(const std::vector<std::string>& args) {
     PrintError(kProgram, "unexpected argument '" + o->positional[0] + "' (see --help)");
     return kExitUsage;
   }
-  Connection conn(ResolveSocket(o->Get("socket"), std::getenv("PHALANX_SOCKET"), CurrentDir()),
-                  ResolveDeadline(std::getenv("PHALANX_TIMEOUT")));
+  auto connection = Connect(kProgram, o->Get("server"), o->Get("socket"));
+  if (!connection) return kExitUsage;
+  Connection& conn = *connection;
   if (const OptionValue* why = o->Find("why")) return Why(conn, *why, o->Has("json"));
   PartitionFilter filter;
   if (const OptionValue* v = o->Find("partition")) {

@@ -35,8 +35,11 @@ constexpr OptionSpec kSpecs[] = {
     {"long", 'l', "", "also account, class, priority, bus bandwidth and the GPUs of each job"},
     {"format", 'o', "FORMAT", "columns as %[.][WIDTH]LETTER fields (see below)"},
     {"noheader", 'h', "", "no header line (as squeue -h; help is --help)"},
+    {"array", 'r', "", "one line per array task (pending tasks are otherwise shown as one: 1234_[8-99%8])"},
     {"json", 0, "", "print the ListJobsResponse as JSON"},
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
+    {"server", 0, "HOST:PORT[,...]",
+     "phalanxd over TCP, addresses tried in order (default $PHALANX_SERVER, /etc/phalanx/phalanx.conf)"},
     {"help", 0, "", "this help"},
 };
 
@@ -185,6 +188,7 @@ int ListOnce(const ParsedOptions& o, const Query& query, const std::vector<JobFi
     std::vector<v1::Job> jobs(listed.jobs().begin(), listed.jobs().end());
     if (query.ids.empty()) SortJobs(jobs);  // -j: in the order asked
     if (const OptionValue* v = o.Find("sort")) (void)SortJobsBy(jobs, v->value, std::time(nullptr));  // checked
+    if (!o.Has("array")) CollapseArrayTasks(jobs);
     std::fputs(FormatJobTable(jobs, format, std::time(nullptr), !o.Has("noheader")).c_str(), stdout);
   }
   return rc;
@@ -245,9 +249,9 @@ int Run(const std::vector<std::string>& args) {
     return kExitUsage;
   }
 
-  const std::string cwd = CurrentDir();
-  Connection conn(ResolveSocket(o->Get("socket"), std::getenv("PHALANX_SOCKET"), cwd),
-                  ResolveDeadline(std::getenv("PHALANX_TIMEOUT")));
+  auto connection = Connect(kProgram, o->Get("server"), o->Get("socket"));
+  if (!connection) return kExitUsage;
+  Connection& conn = *connection;
   while (true) {
     if (iterate > 0) {
       // As squeue -i: a time line before each listing.

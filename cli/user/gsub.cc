@@ -1,11 +1,15 @@
 // gsub: submit a job to phalanxd (sbatch's habits). See docs/user-guide.md.
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client.h"
@@ -24,8 +28,10 @@ constexpr const char* kUsage =
     "       gsub [options] -- COMMAND [ARGS...]\n"
     "       gsub [options] --wrap \"COMMAND LINE\"\n"
     "\n"
-    "Submit a job to phalanxd and print \"Submitted job N\". A SCRIPT's #PHX lines at its top take\n"
-    "the same options (like #SBATCH); options on the command line override them.\n"
+    "Submit a job to phalanxd and print \"Submitted job N\". A SCRIPT's #PHX and #SBATCH lines at\n"
+    "its top take the same options (#PHX over #SBATCH); options on the command line override both.\n"
+    "An #SBATCH option gsub does not have is a warning, or an error where ignoring it would run\n"
+    "the job wrongly.\n"
     "\n"
     "options:\n";
 
@@ -48,6 +54,71 @@ Result<std::string> ReadFile(const std::string& path) {
   return text;
 }
 
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return {};
+  return name;
+}
+
+BeginClock LocalClock() {
+  BeginClock c;
+  c.now = static_cast<int64_t>(std::time(nullptr));
+  c.to_local = [](int64_t t) {
+    const std::time_t tt = static_cast<std::time_t>(t);
+    std::tm tm{};
+    localtime_r(&tt, &tm);
+    return tm;
+  };
+  c.from_local = [](std::tm tm) { return static_cast<int64_t>(std::mktime(&tm)); };
+  return c;
+}
+
+bool Final(v1::JobState s) {
+  return s == v1::JOB_STATE_COMPLETED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED ||
+         s == v1::JOB_STATE_KILLED;
+}
+
+// -W/--wait: the job's end, through Watch (re-opened if the stream breaks; a Get between, so an
+// end missed while it was down is seen). Exits as sbatch -W: the job's exit code; 1 when it
+// failed without one, was cancelled or killed.
+int WaitForEnd(Connection& conn, uint64_t id) {
+  for (int attempt = 0;; ++attempt) {
+    v1::Job job;
+    {
+      grpc::ClientContext context;
+      conn.Prepare(context);
+      v1::GetJobRequest get;
+      get.set_job_id(id);
+      if (const grpc::Status st = conn.jobs().Get(&context, get, &job); !st.ok()) {
+        PrintError(kProgram, conn.DescribeJob(id, st));
+        return kExitServer;
+      }
+    }
+    if (!Final(job.state())) {
+      grpc::ClientContext context;  // no deadline: the job may run for days
+      v1::WatchRequest watch;
+      watch.set_job_id(id);
+      watch.set_send_initial(true);
+      auto stream = conn.jobs().Watch(&context, watch);
+      v1::JobEvent event;
+      while (stream->Read(&event)) {
+        if (event.job().id() == id && Final(event.job().state())) {
+          job = event.job();
+          context.TryCancel();
+          break;
+        }
+      }
+      (void)stream->Finish();
+      if (!Final(job.state())) {
+        std::this_thread::sleep_for(std::chrono::seconds(attempt < 5 ? 1 : 5));
+        continue;
+      }
+    }
+    if (job.exit_code() != 0) return job.exit_code() & 0xff;
+    return job.state() == v1::JOB_STATE_COMPLETED ? kExitOk : kExitServer;
+  }
+}
+
 int Run(const std::vector<std::string>& args) {
   auto command_line = ParseSubmitArgs(args);
   if (!command_line) {
@@ -61,15 +132,17 @@ int Run(const std::vector<std::string>& args) {
   }
   const mode_t mask = umask(022);  // reading the umask means setting it: put it back at once
   umask(mask);
-  SubmitContext ctx{CurrentDir(), Environment(), ReadFile, static_cast<uint32_t>(mask)};
+  SubmitContext ctx{CurrentDir(), Environment(), ReadFile, static_cast<uint32_t>(mask), HostName(), LocalClock()};
   auto plan = PlanSubmit(*command_line, ctx);
   if (!plan) {
     PrintError(kProgram, plan.error().ToString());
     return kExitUsage;
   }
+  for (const std::string& w : plan->warnings) PrintError(kProgram, "warning: " + w);
 
-  Connection conn(ResolveSocket(plan->socket, std::getenv("PHALANX_SOCKET"), ctx.cwd),
-                  ResolveDeadline(std::getenv("PHALANX_TIMEOUT")));
+  auto connection = Connect(kProgram, plan->server, plan->socket);
+  if (!connection) return kExitUsage;
+  Connection& conn = *connection;
   v1::SubmitRequest request;
   *request.mutable_spec() = std::move(plan->spec);
   v1::SubmitResponse response;
@@ -86,6 +159,10 @@ int Run(const std::vector<std::string>& args) {
     std::printf("%llu\n", static_cast<unsigned long long>(response.job_id()));
   } else {
     std::printf("Submitted job %llu\n", static_cast<unsigned long long>(response.job_id()));
+  }
+  if (plan->wait) {
+    std::fflush(stdout);
+    return WaitForEnd(conn, response.job_id());
   }
   return kExitOk;
 }

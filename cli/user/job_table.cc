@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <map>
 #include <set>
 
 #include "duration.h"
 #include "options.h"
+#include "util/job_array.h"
 #include "util/printable.h"
 
 namespace phalanx::cli {
@@ -129,6 +131,31 @@ Result<std::vector<JobField>> ParseJobFormat(std::string_view format) {
   return out;
 }
 
+void CollapseArrayTasks(std::vector<v1::Job>& jobs) {
+  std::map<uint64_t, size_t> first;  // array -> the row that stands for its pending tasks
+  std::map<uint64_t, std::vector<uint32_t>> tasks;
+  std::vector<v1::Job> out;
+  out.reserve(jobs.size());
+  for (v1::Job& job : jobs) {
+    if (job.array_job_id() == 0 || job.state() != v1::JOB_STATE_PENDING) {
+      out.push_back(std::move(job));
+      continue;
+    }
+    tasks[job.array_job_id()].push_back(job.array_task_id());
+    if (first.emplace(job.array_job_id(), out.size()).second) out.push_back(std::move(job));
+  }
+  for (auto& [array, row] : first) {
+    std::vector<uint32_t>& t = tasks[array];
+    if (t.size() < 2) continue;
+    std::sort(t.begin(), t.end());
+    std::string text = FormatArrayTasks(t);
+    const std::string& spec = out[row].spec().array();
+    if (const size_t pct = spec.find('%'); pct != std::string::npos) text += spec.substr(pct);
+    out[row].set_array_task_str(text);
+  }
+  jobs = std::move(out);
+}
+
 void SortJobs(std::vector<v1::Job>& jobs) {
   auto group = [](const v1::Job& j) { return Active(j.state()) ? 0 : j.state() == v1::JOB_STATE_PENDING ? 1 : 2; };
   std::stable_sort(jobs.begin(), jobs.end(), [&](const v1::Job& a, const v1::Job& b) {
@@ -142,7 +169,10 @@ std::string JobFieldValue(const v1::Job& job, char letter, int64_t now) {
   const v1::JobSpec& s = job.spec();
   const bool pending = job.state() == v1::JOB_STATE_PENDING;
   switch (letter) {
-    case 'i': return std::to_string(job.id());
+    case 'i':
+      if (job.array_job_id() == 0) return std::to_string(job.id());
+      return std::to_string(job.array_job_id()) + "_" +
+             (job.array_task_str().empty() ? std::to_string(job.array_task_id()) : "[" + job.array_task_str() + "]");
     case 'j': return s.name();
     case 'u': return job.user();
     case 'a': return s.account().empty() ? "-" : s.account();
@@ -175,6 +205,7 @@ std::string JobFieldValue(const v1::Job& job, char letter, int64_t now) {
     case 'p': return Fixed(job.priority(), 0);
     case 'Z': return s.working_dir();
     case 'E': {
+      if (!s.dependency().empty()) return s.dependency();
       if (s.after_ok_size() == 0) return "-";
       std::string out = "afterok";
       for (uint64_t id : s.after_ok()) out += ":" + std::to_string(id);

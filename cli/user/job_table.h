@@ -60,6 +60,11 @@ Result<std::vector<JobField>> ParseJobFormat(std::string_view format);
 std::string FormatJobTable(const std::vector<v1::Job>& jobs, const std::vector<JobField>& format, int64_t now,
                            bool header = true);
 
+// Pending tasks of one array collapse into one row, as squeue shows them: the first one's job
+// with array_task_str set to the indices and the array's %N ("8-99%8"); %i then reads
+// "1234_[8-99%8]" (a task alone: "1234_7"). The rows keep their order (the first task's place).
+void CollapseArrayTasks(std::vector<v1::Job>& jobs);
+
 // gq's order: running and checkpointing jobs by id, then pending jobs by priority (highest
 // first; ties by id), then finished jobs by id.
 void SortJobs(std::vector<v1::Job>& jobs);

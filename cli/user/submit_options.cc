@@ -4,7 +4,12 @@
 
 #include "duration.h"
 #include "job_spec_check.h"
+#include "sbatch_compat.h"
 #include "signal_names.h"
+#include "util/constraint.h"
+#include "util/dependency.h"
+#include "util/hostlist.h"
+#include "util/job_array.h"
 #include "util/job_fields.h"
 #include "util/strings.h"
 
@@ -37,7 +42,9 @@ constexpr OptionSpec kSpecs[] = {
     {"job-name", 'J', "NAME", "default: the script's or the command's name"},
     {"output", 'o', "PATTERN", "stdout file: %j id, %x name, %u user, %N node (default phalanx-%j.out)"},
     {"error", 'e', "PATTERN", "stderr file (default: the stdout file)"},
-    {"dependency", 'd', "afterok:ID[:ID...]", "start after these jobs completed successfully"},
+    {"dependency", 'd', "TYPE:ID[:ID...][,...]",
+     "after, afterany, afterok, afternotok (ID, ARRAY or ARRAY_TASK), singleton; ',' all, '?' any"},
+    {"array", 'a', "INDEXES[%N]", "job array: 0-99, 1,3,5-7 or 0-15:4; %N: at most N tasks running at once"},
     {"account", 'A', "NAME", "account to charge"},
     {"hold", 'H', "", "submit the job held"},
     {"chdir", 'D', "DIR", "working directory (default: the current one)"},
@@ -46,6 +53,27 @@ constexpr OptionSpec kSpecs[] = {
     {"parsable", 0, "", "print only the job id"},
     {"json", 0, "", "print the SubmitResponse as JSON"},
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
+    {"server", 0, "HOST:PORT[,...]",
+     "phalanxd over TCP, addresses tried in order (default $PHALANX_SERVER, /etc/phalanx/phalanx.conf)"},
+    // sbatch's options (docs/user-guide.md, "Coming from Slurm").
+    {"gres", 0, "gpu[:TYPE]:N", "N GPUs per node (as --gpus-per-node); TYPE adds a constraint (-C TYPE)"},
+    {"cpus-per-task", 'c', "N", "CPUs per task: recorded, exported as SLURM_CPUS_PER_TASK (not enforced)"},
+    {"mem", 0, "SIZE", "memory per node, N[K|M|G|T] (MB): recorded, exported (not enforced)"},
+    {"mem-per-gpu", 0, "SIZE", "memory per GPU, N[K|M|G|T] (MB): recorded, exported (not enforced)"},
+    {"ntasks", 'n', "N", "tasks: exported as SLURM_NTASKS (Phalanx starts one process per node)"},
+    {"ntasks-per-node", 0, "N", "tasks per node: exported as SLURM_NTASKS_PER_NODE"},
+    {"begin", 0, "TIME", "start no earlier: now+1hour, HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], tomorrow, ..."},
+    {"nodelist", 'w', "HOSTLIST", "run only on these nodes (node[01-04],gpu7)"},
+    {"exclude", 'x', "HOSTLIST", "never run on these nodes"},
+    {"constraint", 'C', "FEATURES", "node features: the model's name or its words (h100, dgx-h100); A&B, A|B"},
+    {"signal", 0, "[B:]SIG[@SECS]", "as --checkpoint-signal (sbatch's name)", "checkpoint-signal"},
+    {"requeue", 0, "", "requeue the job after a node failure (the default)"},
+    {"no-requeue", 0, "", "fail the job on a node failure instead of requeueing it", "requeue", "false"},
+    {"wait", 'W', "", "wait for the job to end; exit with its exit code"},
+    {"comment", 0, "TEXT", "a comment, recorded with the job"},
+    {"open-mode", 0, "append|truncate", "output files: appended to (default) or emptied at the start"},
+    {"mail-type", 0, "TYPE[,TYPE]", "recorded (phalanxd sends no mail): NONE, BEGIN, END, FAIL, ALL, ..."},
+    {"mail-user", 0, "ADDRESS", "recorded (phalanxd sends no mail)"},
     {"help", 'h', "", "this help"},
 };
 
@@ -63,6 +91,8 @@ std::string FieldOrigin(std::string_view field) {
       {"spec.script", "the script"},
       {"spec.env", "the environment (--export)"},
       {"spec.working_dir", "the working directory (-D/--chdir, or the current one)"},
+      {"spec.submit_info.mail_type", "--mail-type"},
+      {"spec.constraint", "the constraint (-C, and a GPU type from -G TYPE:N or --gres)"},
   };
   for (const auto& [prefix, origin] : kOrigins) {
     if (field.starts_with(prefix)) return std::string(origin);
@@ -115,9 +145,23 @@ Status ApplyShape(const ParsedOptions& o, v1::JobSpec& spec) {
     PHX_ASSIGN_OR_RETURN(auto parsed, ParseGpus(*g));
     gpus = parsed;
   }
+  const OptionValue* gpn = o.Find("gpus-per-node");
+  // --gres=gpu[:TYPE]:N is per node, as in Slurm: --gpus-per-node N.
+  OptionValue gres_per_node;
+  if (const OptionValue* gres = o.Find("gres")) {
+    auto parsed = ParseGresGpus(gres->value);
+    if (!parsed) return std::unexpected(gres->Bad(parsed.error().message));
+    if (gpn != nullptr && gpn->value != std::to_string(parsed->count)) {
+      return std::unexpected(
+          gres->Bad(Quote(gres->value) + " asks for other GPUs per node than " + gpn->flag + " " + gpn->value));
+    }
+    gres_per_node = OptionValue{std::to_string(parsed->count), gres->flag, gres->where};
+    gpn = &gres_per_node;
+    if (!parsed->type.empty()) gpus.type = parsed->type;
+  }
+  if (!gpus.type.empty()) spec.set_constraint(AddFeature(spec.constraint(), gpus.type));
   const bool elastic = gpus.min > 0 && gpus.min < gpus.max;
   const OptionValue* n = o.Find("nodes");
-  const OptionValue* gpn = o.Find("gpus-per-node");
   uint32_t nodes = 0, per_node = 0;
   if (n != nullptr) {
     PHX_ASSIGN_OR_RETURN(auto v, Count(*n, 1, kMaxNodes, "nodes"));
@@ -185,12 +229,95 @@ Status ApplyShape(const ParsedOptions& o, v1::JobSpec& spec) {
   return {};
 }
 
+// sbatch's options beyond the shape: -c, --mem, -n, --begin, -w, -x, -C, --requeue, --comment,
+// --open-mode, --mail-*, and where the submission came from.
+Status ApplySlurmOptions(const ParsedOptions& o, const SubmitContext& ctx, v1::JobSpec& spec) {
+  if (const OptionValue* v = o.Find("cpus-per-task")) {
+    PHX_ASSIGN_OR_RETURN(auto n, Count(*v, 1, 1u << 16, "CPUs per task"));
+    spec.set_cpus_per_task(n);
+  }
+  for (const auto& [key, setter] : {std::pair{"mem", &v1::JobSpec::set_mem_per_node_mb},
+                                    std::pair{"mem-per-gpu", &v1::JobSpec::set_mem_per_gpu_mb}}) {
+    if (const OptionValue* v = o.Find(key)) {
+      auto mb = ParseMemoryMb(v->value);
+      if (!mb) return std::unexpected(v->Bad(mb.error().message));
+      (spec.*setter)(*mb);
+    }
+  }
+  if (o.Has("mem") && o.Has("mem-per-gpu")) {
+    return std::unexpected(o.Find("mem-per-gpu")->Bad("give --mem or --mem-per-gpu, not both (as sbatch)"));
+  }
+  if (const OptionValue* v = o.Find("ntasks")) {
+    PHX_ASSIGN_OR_RETURN(auto n, Count(*v, 1, kMaxGpus, "tasks"));
+    spec.set_ntasks(n);
+  }
+  if (const OptionValue* v = o.Find("ntasks-per-node")) {
+    PHX_ASSIGN_OR_RETURN(auto n, Count(*v, 1, kMaxGpus, "tasks per node"));
+    spec.set_ntasks_per_node(n);
+  }
+  if (const OptionValue* v = o.Find("begin")) {
+    if (!ctx.clock.to_local || !ctx.clock.from_local) return std::unexpected(v->Bad("no clock to read the time with"));
+    auto t = ParseBeginTime(v->value, ctx.clock);
+    if (!t) return std::unexpected(v->Bad(t.error().message));
+    spec.set_begin_time(*t);
+  }
+  for (const char* key : {"nodelist", "exclude"}) {
+    if (const OptionValue* v = o.Find(key)) {
+      auto hosts = ExpandHostlist(v->value, "");
+      if (!hosts) return std::unexpected(v->Bad(hosts.error().message));
+      key == std::string_view("nodelist") ? spec.set_nodelist(v->value) : spec.set_exclude(v->value);
+    }
+  }
+
+  if (const OptionValue* v = o.Find("constraint")) {
+    auto c = ParseConstraint(v->value, "");
+    if (!c) return std::unexpected(v->Bad(c.error().message));
+    // A GPU type from -G TYPE:N or --gres=gpu:TYPE:N is required on top.
+    spec.set_constraint(spec.constraint().empty() ? c->ToString() : AddFeature(c->ToString(), spec.constraint()));
+  }
+  if (const OptionValue* v = o.Find("requeue")) spec.set_requeue(v->value == "true");
+  if (const OptionValue* v = o.Find("comment")) {
+    PHX_RETURN_IF_ERROR(Rule(*v, CheckLabel("comment", v->value, kMaxPathBytes)));
+    spec.set_comment(v->value);
+  }
+  v1::JobSubmitInfo& info = *spec.mutable_submit_info();
+  if (const OptionValue* v = o.Find("open-mode")) {
+    if (v->value != "append" && v->value != "truncate")
+      return std::unexpected(v->Bad(Quote(v->value) + " is not append or truncate"));
+    info.set_open_truncate(v->value == "truncate");
+  }
+  if (const OptionValue* v = o.Find("mail-type")) {
+    std::string upper = v->value;
+    for (char& ch : upper) {
+      if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+    }
+    info.set_mail_type(upper);
+  }
+  if (const OptionValue* v = o.Find("mail-user")) {
+    PHX_RETURN_IF_ERROR(Rule(*v, CheckLabel("mail-user", v->value)));
+    info.set_mail_user(v->value);
+  }
+  info.set_submit_dir(ctx.cwd);
+  info.set_submit_host(ctx.hostname);
+  return {};
+}
+
 }  // namespace
 
 std::span<const OptionSpec> SubmitOptionSpecs() { return kSpecs; }
 
 Result<ParsedOptions> ParseSubmitArgs(std::span<const std::string> args) {
-  return ParseOptions(args, kSpecs, Positionals::kStopAtFirst);
+  auto parsed = ParseOptions(args, kSpecs, Positionals::kStopAtFirst);
+  if (parsed || !parsed.error().message.starts_with("unknown option '")) return parsed;
+  // An sbatch option gsub does not have: say so, and why, rather than only "unknown".
+  const std::string& m = parsed.error().message;
+  const size_t open = m.find('\''), close = m.find('\'', open + 1);
+  const std::string flag = m.substr(open + 1, close - open - 1);
+  const Unsupported* u = flag.starts_with("--") ? FindUnsupported(flag.substr(2), 0)
+                         : flag.size() == 2     ? FindUnsupported({}, flag[1])
+                                                : nullptr;
+  if (u == nullptr) return parsed;
+  return Fail("", flag + ": an sbatch option Phalanx does not support: " + std::string(u->why));
 }
 
 Result<GpuCount> ParseGpus(const OptionValue& v) {
@@ -201,7 +328,13 @@ Result<GpuCount> ParseGpus(const OptionValue& v) {
     if (!n) return std::unexpected(v.Bad(n.error().message + bad));
     return GpuCount{0, static_cast<uint32_t>(*n)};
   }
-  auto lo = ParseCount(std::string_view(v.value).substr(0, colon), 1, kMaxGpus);
+  const std::string_view before = std::string_view(v.value).substr(0, colon);
+  if (!before.empty() && !(before[0] >= '0' && before[0] <= '9')) {  // TYPE:N, as sbatch's --gpus=a100:2
+    auto g = ParseGresGpus("gpu:" + v.value);
+    if (!g) return std::unexpected(v.Bad(Quote(v.value) + " is not a GPU count (N, MIN:MAX or TYPE:N)"));
+    return GpuCount{0, g->count, g->type};
+  }
+  auto lo = ParseCount(before, 1, kMaxGpus);
   auto hi = ParseCount(std::string_view(v.value).substr(colon + 1), 1, kMaxGpus);
   if (!lo || !hi) return std::unexpected(v.Bad(Quote(v.value) + " is not a GPU count" + bad));
   if (*lo > *hi) return std::unexpected(v.Bad(Quote(v.value) + ": the minimum is above the maximum"));
@@ -233,6 +366,8 @@ Result<std::pair<v1::TopologyLevel, bool>> ParseTopology(const OptionValue& v) {
 
 Result<std::pair<int, int64_t>> ParseCheckpointSignal(const OptionValue& v) {
   std::string_view sig = v.value;
+  // sbatch's --signal=B:SIG: only the batch shell; Phalanx signals the job's process group.
+  if (sig.starts_with("B:")) sig.remove_prefix(2);
   int64_t seconds = 0;
   if (const size_t at = sig.find('@'); at != std::string_view::npos) {
     const std::string_view when = sig.substr(at + 1);
@@ -255,21 +390,11 @@ Result<std::pair<int, int64_t>> ParseCheckpointSignal(const OptionValue& v) {
   return std::pair{*n, seconds};
 }
 
-Result<std::vector<uint64_t>> ParseDependency(const OptionValue& v) {
-  std::vector<uint64_t> ids;
-  for (std::string_view item : Split(v.value, ',')) {
-    const std::vector<std::string_view> parts = Split(item, ':');
-    if (parts[0] != "afterok") {
-      return std::unexpected(v.Bad(Quote(item) + ": only afterok:ID[:ID...] is supported"));
-    }
-    if (parts.size() < 2) return std::unexpected(v.Bad(Quote(item) + ": afterok needs a job id"));
-    for (size_t i = 1; i < parts.size(); ++i) {
-      auto id = ParseCount(parts[i], 1, UINT64_MAX);
-      if (!id) return std::unexpected(v.Bad(Quote(item) + ": " + Quote(parts[i]) + " is not a job id"));
-      ids.push_back(*id);
-    }
-  }
-  return ids;
+// Slurm's forms (util/dependency.h), sent in its canonical text.
+Result<std::string> ParseDependency(const OptionValue& v) {
+  auto d = ParseDependencies(v.value);
+  if (!d) return std::unexpected(v.Bad(d.error().message));
+  return FormatDependencies(*d);
 }
 
 Result<std::map<std::string, std::string>> ParseExport(const OptionValue& v,
@@ -294,8 +419,10 @@ Result<std::map<std::string, std::string>> ParseExport(const OptionValue& v,
   return out;
 }
 
-Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view script_name) {
-  ParsedOptions all;
+Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view script_name,
+                                      std::vector<std::string>* warnings) {
+  ParsedOptions all, sbatch;  // #PHX over #SBATCH, whatever their order
+  std::vector<std::string> ignored;
   size_t line_no = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -307,10 +434,19 @@ Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view sc
     line = Trim(line);
     if (line.empty()) continue;
     if (line[0] != '#') break;  // the first command ends the directives
+    const std::string where = std::string(script_name) + ":" + std::to_string(line_no);
+    if (line.starts_with("#SBATCH")) {
+      std::string_view rest = line.substr(7);
+      if (!rest.empty() && rest[0] != ' ' && rest[0] != '\t') continue;  // "#SBATCHfoo": a comment
+      auto words = SplitWords(rest);
+      if (!words) return Fail(where, "#SBATCH: " + words.error().message);
+      PHX_ASSIGN_OR_RETURN(auto parsed, ParseSbatchWords(*words, where, kSpecs, ignored));
+      sbatch.OverrideWith(parsed);
+      continue;
+    }
     if (!line.starts_with("#PHX")) continue;
     std::string_view rest = line.substr(4);
     if (!rest.empty() && rest[0] != ' ' && rest[0] != '\t') continue;  // "#PHXfoo": a comment
-    const std::string where = std::string(script_name) + ":" + std::to_string(line_no);
     auto words = SplitWords(rest);
     if (!words) return Fail(where, "#PHX: " + words.error().message);
     PHX_ASSIGN_OR_RETURN(auto parsed, ParseOptions(*words, kSpecs, Positionals::kInterleaved, where));
@@ -320,7 +456,9 @@ Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view sc
     }
     all.OverrideWith(parsed);
   }
-  return all;
+  if (warnings != nullptr) warnings->insert(warnings->end(), ignored.begin(), ignored.end());
+  sbatch.OverrideWith(all);
+  return sbatch;
 }
 
 Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ctx) {
@@ -379,8 +517,13 @@ Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ct
     spec.set_stderr_pattern(v->value);
   }
   if (const OptionValue* v = o.Find("dependency")) {
-    PHX_ASSIGN_OR_RETURN(auto ids, ParseDependency(*v));
-    for (uint64_t id : ids) spec.add_after_ok(id);
+    PHX_ASSIGN_OR_RETURN(auto text, ParseDependency(*v));
+    spec.set_dependency(text);
+  }
+  if (const OptionValue* v = o.Find("array")) {
+    // The daemon's max_array_size applies there; here only Slurm's ceiling.
+    if (auto a = ParseArraySpec(v->value, kArraySizeCeiling); !a) return std::unexpected(v->Bad(a.error().message));
+    spec.set_array(v->value);
   }
   if (const OptionValue* v = o.Find("account")) {
     PHX_RETURN_IF_ERROR(Rule(*v, CheckLabel("account", v->value)));
@@ -399,6 +542,7 @@ Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ct
   const OptionValue* e = o.Find("export");
   PHX_ASSIGN_OR_RETURN(auto env, ParseExport(e != nullptr ? *e : all, ctx.environment));
   spec.mutable_env()->insert(env.begin(), env.end());
+  PHX_RETURN_IF_ERROR(ApplySlurmOptions(o, ctx, spec));
   return spec;
 }
 
@@ -407,6 +551,7 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
   const OptionValue* wrap = command_line.Find("wrap");
   std::string script, script_name;
   std::vector<std::string> command;
+  std::vector<std::string> warnings;
   if (command_line.dashdash) {
     if (command_line.positional.empty()) return Fail("", "nothing to run after '--'");
     if (wrap != nullptr) return Fail("", "give --wrap or a command after '--', not both");
@@ -425,7 +570,7 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
       return Fail(script_name, "the script has " + std::to_string(script.size()) + " bytes; at most " +
                                    std::to_string(kMaxScriptBytes) + " are accepted");
     }
-    PHX_ASSIGN_OR_RETURN(auto directives, ParseDirectives(script, script_name));
+    PHX_ASSIGN_OR_RETURN(auto directives, ParseDirectives(script, script_name, &warnings));
     options = std::move(directives);
     command.assign(command_line.positional.begin() + 1, command_line.positional.end());
   } else if (wrap != nullptr) {
@@ -448,9 +593,12 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
   if (auto st = CheckJobSpec(plan.spec); !st) {
     return Fail("", FieldOrigin(st.error().where) + ": " + st.error().message);
   }
+  plan.warnings = std::move(warnings);
+  plan.wait = options.Has("wait");
   plan.parsable = options.Has("parsable");
   plan.json = options.Has("json");
   plan.socket = options.Get("socket");
+  plan.server = options.Get("server");
   return plan;
 }
 

@@ -28,6 +28,7 @@
 #include "core/common/result.h"
 #include "options.h"
 #include "phalanx/v1/phalanx.pb.h"
+#include "slurm_values.h"
 
 namespace phalanx::cli {
 
@@ -42,13 +43,18 @@ struct SubmitContext {
   std::function<Result<std::string>(const std::string& path)> read_file;
   // The submitter's umask, sent as JobSpec.umask (the job's files get it); nullopt: not sent.
   std::optional<uint32_t> umask = {};
+  std::string hostname = {};  // SLURM_SUBMIT_HOST; empty: not sent
+  BeginClock clock = {};      // for --begin
 };
 
 struct SubmitPlan {
   v1::JobSpec spec;
+  std::vector<std::string> warnings;  // "job.sh:3: #SBATCH --licenses=x: ignored: ..." for stderr
   bool parsable = false;
   bool json = false;
+  bool wait = false;   // -W/--wait
   std::string socket;  // --socket (may come from a directive); empty: the default
+  std::string server;  // --server (may come from a directive); empty: $PHALANX_SERVER, the file, the socket
 };
 
 // gsub's option table (also used for the help text).
@@ -57,8 +63,13 @@ std::span<const OptionSpec> SubmitOptionSpecs();
 // The command line: options up to the script (or "--"); the rest is what to run.
 Result<ParsedOptions> ParseSubmitArgs(std::span<const std::string> args);
 
-// #PHX directives at the top of `text`; errors are "script_name:LINE: ...".
-Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view script_name);
+// #PHX and #SBATCH directives at the top of `text` (until the first line that is neither blank
+// nor a comment, as sbatch), #PHX taking precedence over #SBATCH whatever their order; errors
+// are "script_name:LINE: ...". An #SBATCH option gsub does not have is a warning naming the
+// line and the option (appended to `warnings`), or an error where ignoring it would run the
+// job wrongly (kSbatchUnsupported in sbatch_compat.cc; docs/user-guide.md has the table).
+Result<ParsedOptions> ParseDirectives(std::string_view text, std::string_view script_name,
+                                      std::vector<std::string>* warnings = nullptr);
 
 // The resource and run fields of a JobSpec from merged options (not command/script/name).
 // Fails on a bad value, or on options that contradict each other (-N with a -G that does not
@@ -72,11 +83,12 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
 struct GpuCount {
   uint32_t min = 0;  // < max: elastic; 0 (or == max): a fixed size
   uint32_t max = 0;
+  std::string type = {};  // TYPE:N (sbatch's --gpus=a100:2): a constraint
 };
-Result<GpuCount> ParseGpus(const OptionValue& v);                                // N | MIN:MAX
+Result<GpuCount> ParseGpus(const OptionValue& v);                                // N | MIN:MAX | TYPE:N
 Result<std::pair<v1::TopologyLevel, bool>> ParseTopology(const OptionValue& v);  // level, prefer
 Result<std::pair<int, int64_t>> ParseCheckpointSignal(const OptionValue& v);     // signal, seconds
-Result<std::vector<uint64_t>> ParseDependency(const OptionValue& v);
+Result<std::string> ParseDependency(const OptionValue& v);                       // Slurm's forms -> canonical text
 Result<std::map<std::string, std::string>> ParseExport(const OptionValue& v,
                                                        const std::map<std::string, std::string>& environment);
 

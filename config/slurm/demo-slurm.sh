@@ -23,7 +23,11 @@
 # PHALANX_SLURM_PHALANXD=1 (start BUILD_DIR's phalanxd in Slurm mode, with HOLD on; the default
 # when demo jobs are submitted: it places the managed ones; config $PHALANX_SLURM_DEMO_DIR/etc/
 # phalanxd.yaml, log log/phalanxd.log, store state/phalanxd/), PHALANX_SLURM_MIN_RUNTIME (its
-# scheduler.min_runtime_before_preemption; default the core's 600 s).
+# scheduler.min_runtime_before_preemption; default the core's 600 s), PHALANX_SLURM_SCHED_PARAMS
+# (slurm.conf SchedulerParameters; default "bf_interval=1,sched_interval=2", the lab's fast cycles;
+# empty: Slurm's defaults), PHALANX_SLURM_DEBUG_FLAGS (DebugFlags, e.g. Backfill; default none),
+# PHALANX_SLURM_CTLD_DEBUG (SlurmctldDebug, default info), PHALANX_SLURM_MIN_JOB_AGE (seconds a
+# finished job stays in scontrol show job, default 600).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -114,7 +118,7 @@ case "${1:-}" in
     exit 0
     ;;
   -h | --help)
-    sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
 esac
@@ -194,7 +198,7 @@ SlurmctldPidFile=$demo/run/slurmctld.pid
 SlurmdPidFile=$demo/run/slurmd-%n.pid
 SlurmctldLogFile=$demo/log/slurmctld.log
 SlurmdLogFile=$demo/log/slurmd-%n.log
-SlurmctldDebug=info
+SlurmctldDebug=${PHALANX_SLURM_CTLD_DEBUG:-info}
 SlurmdDebug=info
 PlugStackConfig=$demo/etc/plugstack.conf
 JobSubmitPlugins=lua
@@ -212,7 +216,8 @@ GresTypes=gpu
 MailProg=/bin/true
 TopologyPlugin=topology/tree
 SchedulerType=sched/backfill
-SchedulerParameters=bf_interval=1,sched_interval=2
+$(sp=${PHALANX_SLURM_SCHED_PARAMS-bf_interval=1,sched_interval=2}; [[ -n "$sp" ]] && echo "SchedulerParameters=$sp")
+$([[ -n "${PHALANX_SLURM_DEBUG_FLAGS:-}" ]] && echo "DebugFlags=$PHALANX_SLURM_DEBUG_FLAGS")
 ReturnToService=2
 # The nodes declare more CPUs than this machine has.
 SlurmdParameters=config_overrides
@@ -220,7 +225,7 @@ SlurmdTimeout=30
 SlurmctldTimeout=30
 InactiveLimit=0
 KillWait=5
-MinJobAge=600
+MinJobAge=${PHALANX_SLURM_MIN_JOB_AGE:-600}
 MessageTimeout=10
 $node_lines
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
@@ -264,6 +269,10 @@ slurm:
   fallback_delay: 30
   start_timeout: 20
 EOF
+# PHALANX_SLURM_HTTP=HOST:PORT: phalanxd's HTTP (dashboard at /, /metrics, /api/v1/...).
+if [[ -n "${PHALANX_SLURM_HTTP:-}" ]]; then
+  printf 'http:\n  listen: "%s"\n' "$PHALANX_SLURM_HTTP" >>"$demo/etc/phalanxd.yaml"
+fi
 # PHALANX_SLURM_MIN_RUNTIME: the seconds a job runs before a higher class may preempt it (the
 # core's default is 600; the tests use 0).
 if [[ -n "${PHALANX_SLURM_MIN_RUNTIME:-}" ]]; then

@@ -91,7 +91,7 @@ int OpenOnto(const char* path, int flags, int target) {
   }
   if (chdir(p.working_dir.c_str()) < 0) Die(report_fd, ChildStep::kChdir, errno);
   if (OpenOnto("/dev/null", O_RDONLY, 0) < 0) Die(report_fd, ChildStep::kStdin, errno);
-  const int out_flags = O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY;
+  const int out_flags = O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY | (p.truncate_output ? O_TRUNC : 0);
   if (OpenOnto(p.stdout_path.c_str(), out_flags, 1) < 0) Die(report_fd, ChildStep::kStdout, errno);
   if (p.stderr_path.empty()) {
     if (dup2(1, 2) < 0) Die(report_fd, ChildStep::kStderr, errno);

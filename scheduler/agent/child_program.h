@@ -46,7 +46,8 @@ struct ChildProgram {
   std::vector<std::string> envp;  // "KEY=VALUE"
   std::string working_dir;
   std::string stdout_path;
-  std::string stderr_path;  // empty: stdout's file
+  std::string stderr_path;       // empty: stdout's file
+  bool truncate_output = false;  // --open-mode=truncate: O_TRUNC (default: appended to)
   bool switch_user = false;
   uid_t uid = 0;
   gid_t gid = 0;

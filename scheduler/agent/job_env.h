@@ -8,6 +8,20 @@
 //   PHALANX_CHECKPOINT_EPOCH and PHALANX_CHECKPOINT_PATH (only when resuming)
 //   MASTER_ADDR, MASTER_PORT, WORLD_SIZE, NODE_RANK, NNODES, NPROC_PER_NODE and
 //   LOCAL_WORLD_SIZE (both = the number of local GPUs): what torchrun's flags want.
+//   Slurm's, for launchers that read them (docs/user-guide.md, "Coming from Slurm"), as a batch
+//   step of one task per node sees them: SLURM_JOB_ID, SLURM_JOBID, SLURM_JOB_NAME,
+//   SLURM_JOB_NODELIST = SLURM_NODELIST (the hostlist), SLURM_NNODES = SLURM_JOB_NUM_NODES,
+//   SLURMD_NODENAME, SLURM_NODEID = SLURM_PROCID (the node's rank), SLURM_LOCALID=0,
+//   SLURM_NTASKS = SLURM_NPROCS (-n, else --ntasks-per-node x nodes, else the node count),
+//   SLURM_NTASKS_PER_NODE, SLURM_TASKS_PER_NODE ("2(x3)"), SLURM_GPUS_ON_NODE, SLURM_JOB_GPUS
+//   (the local indices), SLURM_GPUS (all the job's), SLURM_CPUS_PER_TASK, SLURM_MEM_PER_NODE and
+//   SLURM_MEM_PER_GPU (MB; only when asked for), SLURM_SUBMIT_DIR (gsub's cwd; else the working
+//   dir), SLURM_SUBMIT_HOST, SLURM_JOB_USER, SLURM_JOB_UID, SLURM_JOB_GID, SLURM_JOB_ACCOUNT,
+//   SLURM_JOB_PARTITION (the partition it runs in; "default" when unknown), SLURM_CLUSTER_NAME
+//   (the topology's name). Every SLURM_* of the submitter's environment is dropped first (it
+//   would describe another job).
+//   SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT, _MIN, _MAX, _STEP: an array
+//   task's (STEP: the indices' common difference, 1 when uneven); removed for other jobs.
 //
 // Defaults, only when the job's environment lacks them: HOME, USER, LOGNAME, SHELL (from the
 // passwd entry), PATH=/usr/local/bin:/usr/bin:/bin. MASTER_ADDR defaults to the first host of

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/common/ids.h"
+#include "util/job_array.h"
 
 namespace phalanx::agent {
 
@@ -41,6 +42,7 @@ struct LaunchSpec {
   std::string stdout_pattern;              // %j %x %u %N %n %%; empty: phalanx-%j.out
   std::string stderr_pattern;              // empty: the stdout file
   std::optional<mode_t> umask;             // the submitter's; nullopt: LauncherOptions::umask
+  bool truncate_output = false;            // --open-mode=truncate: output files emptied at the start
 
   // Placement (torchrun-style); see job_env.h for the variables they become.
   std::vector<uint32_t> gpu_indices;  // local indices -> CUDA_VISIBLE_DEVICES
@@ -51,11 +53,29 @@ struct LaunchSpec {
   uint32_t node_rank = 0;
   uint32_t nnodes = 1;
 
+  // What Slurm's variables say beyond the placement (job_env.h SLURM_*); 0 / empty: not given.
+  struct Slurm {
+    std::string account;
+    std::string cluster;      // SLURM_CLUSTER_NAME
+    std::string submit_dir;   // empty: working_dir
+    std::string submit_host;  // empty: not set
+    uint32_t cpus_per_task = 0;
+    uint32_t ntasks = 0;  // 0: one task per node
+    uint32_t ntasks_per_node = 0;
+    uint64_t mem_per_node_mb = 0;
+    uint64_t mem_per_gpu_mb = 0;
+  } slurm;
+
   // Lifetime. walltime 0: none. checkpoint_signal 0: SIGUSR1.
   std::chrono::milliseconds walltime{0};
   int checkpoint_signal = 0;
   uint64_t resume_epoch = 0;  // > 0: PHALANX_CHECKPOINT_EPOCH/PATH are set
   std::string resume_path;
+
+  // An array task (SLURM_ARRAY_*, %A and %a); array_job_id kNoJob: not a task.
+  JobId array_job_id = kNoJob;
+  uint32_t array_task_id = 0;
+  ArrayShape array_shape;  // of the array's indices (spec.array)
 };
 
 }  // namespace phalanx::agent

@@ -106,11 +106,13 @@ Result<LaunchedPart> Launcher::Launch(const LaunchSpec& spec, const LaunchFiles&
   }
   p.exec_name = p.argv[0];
   p.envp = EnvironmentStrings(env);
-  const PatternFields fields{spec.job_id, spec.job_name, id.name, options_.node, spec.node_rank};
+  const PatternFields fields{spec.job_id,    spec.job_name,     id.name,           options_.node,
+                             spec.node_rank, spec.array_job_id, spec.array_task_id};
   p.stdout_path =
       ExpandOutputPattern(spec.stdout_pattern.empty() ? kDefaultOutputPattern : spec.stdout_pattern, fields);
   if (!spec.stderr_pattern.empty()) p.stderr_path = ExpandOutputPattern(spec.stderr_pattern, fields);
   if (p.stderr_path == p.stdout_path) p.stderr_path.clear();
+  p.truncate_output = spec.truncate_output;
   p.working_dir = cwd;
   p.switch_user = id.switch_user;
   p.uid = id.uid;

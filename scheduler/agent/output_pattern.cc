@@ -18,6 +18,8 @@ std::string ExpandOutputPattern(std::string_view pattern, const PatternFields& f
       case 'u': out += fields.user; break;
       case 'N': out += fields.node; break;
       case 'n': out += std::to_string(fields.node_rank); break;
+      case 'A': out += std::to_string(fields.array_job_id != kNoJob ? fields.array_job_id : fields.job_id); break;
+      case 'a': out += fields.array_job_id != kNoJob ? std::to_string(fields.array_task_id) : "4294967294"; break;
       case '%': out += '%'; break;
       default: out += '%'; out += k;
     }

@@ -32,6 +32,16 @@ Result<LaunchSpec> LaunchSpecFromProto(const v1::LaunchCommand& cmd) {
     }
     s.umask = static_cast<mode_t>(js.umask());
   }
+  s.truncate_output = js.submit_info().open_truncate();
+  s.slurm.account = js.account();
+  s.slurm.cluster = cmd.cluster_name();
+  s.slurm.submit_dir = js.submit_info().submit_dir();
+  s.slurm.submit_host = js.submit_info().submit_host();
+  s.slurm.cpus_per_task = js.cpus_per_task();
+  s.slurm.ntasks = js.ntasks();
+  s.slurm.ntasks_per_node = js.ntasks_per_node();
+  s.slurm.mem_per_node_mb = js.mem_per_node_mb();
+  s.slurm.mem_per_gpu_mb = js.mem_per_gpu_mb();
   s.gpu_indices.assign(cmd.gpu_indices().begin(), cmd.gpu_indices().end());
   s.nodelist = cmd.nodelist();
   s.master_addr = cmd.master_addr();
@@ -44,6 +54,13 @@ Result<LaunchSpec> LaunchSpecFromProto(const v1::LaunchCommand& cmd) {
   s.checkpoint_signal = js.checkpoint_signal();
   s.resume_epoch = cmd.checkpoint_epoch();
   s.resume_path = cmd.checkpoint_path();
+  if (cmd.array_job_id() != 0) {
+    s.array_job_id = cmd.array_job_id();
+    s.array_task_id = cmd.array_task_id();
+    auto array = ParseArraySpec(js.array(), kArraySizeCeiling);
+    if (!array) return Fail("launch.spec.array", array.error().message);
+    s.array_shape = ShapeOfArray(array->tasks);
+  }
   return s;
 }
 

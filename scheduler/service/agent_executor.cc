@@ -94,7 +94,7 @@ void AgentExecutor::LaunchParts(JobId job, const std::vector<GpuId>& gpus, uint6
   l.launch_id = launch_id;
   for (const LaunchPart& p : plan) {
     v1::DaemonCommand c;
-    *c.mutable_launch() = MakeLaunchCommand(p, *rec, *info);
+    *c.mutable_launch() = MakeLaunchCommand(p, *rec, *info, host_->core().topology().name());
     // The partition it runs in, first of spec.partitions (SLURM_JOB_PARTITION on the node).
     {
       const PartitionTable& parts = host_->core().partitions();

@@ -130,7 +130,10 @@ class Controller final : public ExecutorHost {
   void Stop();
 
   // ---- users: jobs (controller_jobs.cc) ------------------------------------------------
-  // A submission of `spec` (its user set; id and submit time are set here). Fails: not
+  // A submission of `spec` (its user set; id and submit time are set here). With
+  // launch.spec().array set (Slurm's --array), one job per task: the array takes the next id
+  // and its tasks the ids after it, in index order, each with the array's %N; `done` gets the
+  // array's id (INVALID_ARGUMENT "spec.array: ..." past the core's max_array_size). Fails: not
   // serving; the core's ValidateSpec, without its "job N" (INVALID_ARGUMENT, also for an
   // unknown dependency; RESOURCE_EXHAUSTED for a pending-job limit, and for the store's
   // free-space reserve, as Hold, Release and Update: store_space.h).
@@ -149,6 +152,12 @@ class Controller final : public ExecutorHost {
   // job that is not running), the core's Cancel.
   void Cancel(const Caller& who, JobId id, int32_t signal,
               std::function<void(CallStatus, std::optional<JobState>)> done);
+  // The same for every unfinished task of an array (gcancel 1234), in one batch; a signal goes
+  // to its running tasks. Answers kCancelled (a signal: kRunning). Fails: NOT_FOUND (no such
+  // array), PERMISSION_DENIED, INVALID_ARGUMENT (signal), FAILED_PRECONDITION (every task
+  // ended; a signal and no task running).
+  void CancelArray(const Caller& who, JobId array, int32_t signal,
+                   std::function<void(CallStatus, std::optional<JobState>)> done);
   // Fail: NOT_FOUND, PERMISSION_DENIED, the core's Hold / Release.
   void Hold(const Caller& who, JobId id, Reply<void> done);
   // An admin's requeue of a running job (Scheduler::Requeue). PERMISSION_DENIED for others,

@@ -4,6 +4,7 @@
 
 #include "adapters/store/codec.h"
 #include "service/controller.h"
+#include "util/job_array.h"
 #include "util/log.h"
 
 namespace phalanx::service {
@@ -109,41 +110,72 @@ void Controller::Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done) {
   if (auto s = Serving(); !s) return done(std::unexpected(s.error()));
   if (auto s = SpaceForUsers(options_.store_space); !s) return done(std::unexpected(s.error()));
   const Time now = Now();
-  spec.id = next_job_id_;
   spec.submit = now;
-  if (auto st = core_->ValidateSpec(spec); !st) return done(std::unexpected(Refused(st.error())));
-  ++next_job_id_;  // an id whose batch fails is skipped, never reused
-  store::Batch b;
-  b.SubmitJob(spec, now);
-  b.SetLaunchInfo(spec.id, LaunchBook::Encode(launch));
-  Commit(std::move(b),
-         [this, spec = std::move(spec), launch = std::move(launch), done = std::move(done)](CallStatus st) mutable {
-    if (!st) return done(std::unexpected(st.error()));
-    const JobId id = spec.id;
-    const Time t = Now();
-    if (auto s = core_->Submit(spec, t); !s) {
-      // Stored, then refused: something changed between the check and the commit (another
-      // submission reached a pending-job limit). The stored job is marked failed.
-      JobRecord rec;
-      rec.spec = spec;
-      rec.state = JobState::kFailed;
-      rec.end = t;
-      store::Batch fb;
-      fb.SaveJobState(rec);
-      fb.RecordEvent(t, "rejected", id, store::Escape(s.error().message));
-      Commit(std::move(fb), [](CallStatus) {});
-      PHX_LOG(kWarn) << "job " << id << " stored but refused by the core: " << s.error().message;
-      return done(std::unexpected(Refused(s.error())));
+  // One job, or one per array task (the array's id first, then its tasks' ids).
+  std::vector<JobSpec> specs;
+  JobId answer = next_job_id_;
+  if (launch.spec().array().empty()) {
+    spec.id = next_job_id_;
+    specs.push_back(std::move(spec));
+  } else {
+    auto array = ParseArraySpec(launch.spec().array(), core_->config().max_array_size);
+    if (!array) return done(std::unexpected(CallError(Error{"", "spec.array: " + array.error().message})));
+    specs.reserve(array->tasks.size());
+    for (size_t i = 0; i < array->tasks.size(); ++i) {
+      JobSpec& t = specs.emplace_back(spec);
+      t.id = answer + 1 + i;
+      t.array_id = answer;
+      t.array_task = array->tasks[i];
+      t.array_max_running = array->max_running;
     }
-    launch_.Add(id, std::move(launch));
-    Track(*core_->job(id));
-    ++stats_.submitted;
-    if (observer_.submitted) observer_.submitted();
-    PHX_LOG(kInfo) << "submit job=" << id << " user=" << spec.user << " gpus=" << core_->job(id)->spec.shape.gpus
-                   << (spec.name.empty() ? "" : " name=" + spec.name);
-    Publish("submit", id);
+  }
+  // The tasks differ only in their ids and indices: the first one's check is every one's.
+  if (auto st = core_->ValidateSpec(specs.front()); !st) return done(std::unexpected(Refused(st.error())));
+  next_job_id_ = specs.back().id + 1;  // ids whose batch fails are skipped, never reused
+  store::Batch b;
+  const std::string launch_blob = LaunchBook::Encode(launch);
+  for (const JobSpec& t : specs) {
+    b.SubmitJob(t, now);
+    b.SetLaunchInfo(t.id, launch_blob);
+  }
+  Commit(std::move(b), [this, specs = std::move(specs), launch = std::move(launch), answer,
+                        done = std::move(done)](CallStatus st) mutable {
+    if (!st) return done(std::unexpected(st.error()));
+    const Time t = Now();
+    std::optional<Error> refused;
+    size_t accepted = 0;
+    for (const JobSpec& spec : specs) {
+      const JobId id = spec.id;
+      if (auto s = core_->Submit(spec, t); !s) {
+        // Stored, then refused: something changed between the check and the commit (another
+        // submission reached a pending-job limit). The stored job is marked failed.
+        JobRecord rec;
+        rec.spec = spec;
+        rec.state = JobState::kFailed;
+        rec.end = t;
+        store::Batch fb;
+        fb.SaveJobState(rec);
+        fb.RecordEvent(t, "rejected", id, store::Escape(s.error().message));
+        Commit(std::move(fb), [](CallStatus) {});
+        PHX_LOG(kWarn) << "job " << id << " stored but refused by the core: " << s.error().message;
+        if (!refused) refused = s.error();
+        continue;
+      }
+      ++accepted;
+      launch_.Add(id, launch);
+      Track(*core_->job(id));
+      ++stats_.submitted;
+      if (observer_.submitted) observer_.submitted();
+      Publish("submit", id);
+    }
+    const JobSpec& first = specs.front();
+    PHX_LOG(kInfo) << "submit job=" << answer << " user=" << first.user << " gpus=" << first.shape.gpus
+                   << (first.array_id != kNoJob ? " tasks=" + std::to_string(accepted) : "")
+                   << (first.name.empty() ? "" : " name=" + first.name);
+    // An array with some tasks refused is still the array (the refused tasks are failed jobs).
+    if (accepted == 0 && refused) return done(std::unexpected(Refused(*refused)));
     RequestPass();
-    done(id);
+    done(answer);
   });
 }
 
@@ -207,6 +239,60 @@ void Controller::Cancel(const Caller& who, JobId id, int32_t signal,
     PHX_LOG(kInfo) << "cancel job=" << id << " by " << by;
     if (was_active) executor_->StopJob(id, "cancelled by " + by);
       });
+}
+
+void Controller::CancelArray(const Caller& who, JobId array, int32_t signal,
+                             std::function<void(CallStatus, std::optional<JobState>)> done) {
+  const std::vector<JobId>* tasks = core_->array_tasks(array);
+  if (tasks == nullptr || tasks->empty())
+    return done(std::unexpected(Error{"array " + std::to_string(array), "no such array", ErrorCode::kNotFound}),
+                std::nullopt);
+  if (auto st = CheckOwner(who, *core_->job(tasks->front()), "cancel"); !st)
+    return done(std::unexpected(st.error()), std::nullopt);
+  if (signal < 0 || signal > 64)
+    return done(std::unexpected(Error{"", "signal: not a signal number (got " + std::to_string(signal) + ")"}),
+                std::nullopt);
+  if (auto s = Serving(); !s) return done(s, std::nullopt);
+  std::vector<JobId> live;
+  for (JobId t : *tasks) {
+    if (!IsFinal(core_->job(t)->state)) live.push_back(t);
+  }
+  if (live.empty())
+    return done(std::unexpected(Precondition("array " + std::to_string(array) + ": every task has ended")),
+                JobState::kCompleted);
+  if (signal != 0) {
+    size_t sent = 0;
+    for (JobId t : live) {
+      if (!Active(*core_->job(t))) continue;
+      executor_->SignalJob(t, signal, std::nullopt);
+      ++sent;
+    }
+    if (sent == 0)
+      return done(std::unexpected(Precondition("array " + std::to_string(array) + ": no task is running")),
+                  JobState::kPending);
+    PHX_LOG(kInfo) << "signal " << signal << " to " << sent << " tasks of array=" << array << " by " << who.user;
+    return done({}, JobState::kRunning);
+  }
+  const Time now = Now();
+  const std::string by = who.user;
+  store::Batch b;
+  std::vector<JobId> stop;
+  for (JobId t : live) {
+    const bool was_active = Active(*core_->job(t));
+    if (!core_->Cancel(t, now)) continue;
+    launch_.SetOutcome(t, 0, "cancelled by " + by);
+    b.RecordEvent(now, "cancel", t, "");
+    if (was_active) stop.push_back(t);
+  }
+  SaveChanged(b, live);
+  Commit(std::move(b), [this, array, live = std::move(live), stop = std::move(stop), by, done](CallStatus st) {
+    if (!st) return done(st, std::nullopt);
+    PHX_LOG(kInfo) << "cancel array=" << array << " (" << live.size() << " tasks) by " << by;
+    for (JobId t : stop) executor_->StopJob(t, "cancelled by " + by);
+    for (JobId t : live) Publish("cancel", t);
+    RequestPass();
+    done({}, JobState::kCancelled);
+  });
 }
 
 void Controller::Hold(const Caller& who, JobId id, Reply<void> done) {

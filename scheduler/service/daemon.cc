@@ -13,12 +13,14 @@
 #include <grpcpp/server_posix.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <sstream>
 
@@ -121,15 +123,21 @@ struct Daemon::Parts {
   std::unique_ptr<SlurmExecutor> slurm_executor;
   std::unique_ptr<StoreSpace> space;  // the free-space reserve (store.min_free); null when 0
   std::unique_ptr<Controller> controller;
-  std::unique_ptr<HistorySampler> history;  // used and stopped on the io thread
+  std::unique_ptr<HistorySampler> history;                 // used and stopped on the io thread
+  std::unique_ptr<boost::asio::steady_timer> lease_timer;  // PostgreSQL: renews the leadership lease
+  std::function<void()> renew_lease;                       // arms lease_timer; on the io thread
   PeerRegistry peers;
   std::unique_ptr<UidRateLimiter> rate;
+  std::unique_ptr<CallAuthenticator> user_auth;  // users_tcp: MUNGE credentials (outlives identity)
   std::unique_ptr<Identity> identity;
   std::unique_ptr<JobsService> jobs;
   std::unique_ptr<ClusterService> cluster;
   std::unique_ptr<AgentsService> agents;
+  std::unique_ptr<JobsService> jobs_tcp;        // the same services for users over TCP (a service
+  std::unique_ptr<ClusterService> cluster_tcp;  // object serves one gRPC server)
   std::unique_ptr<grpc::Server> user_server;
   std::unique_ptr<grpc::Server> agent_server;
+  std::unique_ptr<grpc::Server> user_tcp_server;
   std::unique_ptr<UnixListener> listener;
   std::unique_ptr<boost::asio::signal_set> signals;
 #ifdef PHALANX_HAVE_HTTP
@@ -156,18 +164,34 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   PHX_ASSIGN_OR_RETURN(auto topology, LoadClusterTopology(config));
   const std::string fingerprint = TopologyFingerprint(topology);
 
-  // One daemon per store.
-  PHX_RETURN_IF_ERROR(MakeParentDirs(config.db_path));
-  const std::string lock_path = config.db_path + ".lock";
-  p.lock_fd = open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-  if (p.lock_fd < 0) return Fail(lock_path, std::string("cannot open the lock file: ") + std::strerror(errno));
-  if (flock(p.lock_fd, LOCK_EX | LOCK_NB) != 0)
-    return Fail(config.db_path, "another phalanxd uses this store (" + lock_path + " is locked)");
+  // One daemon per store: a lock file beside a SQLite file; on PostgreSQL the store's
+  // leadership lease (docs/store.md, "Leadership").
+  const bool postgres = config.store_backend == store::Backend::kPostgres;
+  const std::string store_target = postgres ? config.store_dsn : config.db_path;
+  if (!postgres) {
+    PHX_RETURN_IF_ERROR(MakeParentDirs(config.db_path));
+    const std::string lock_path = config.db_path + ".lock";
+    p.lock_fd = open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    if (p.lock_fd < 0) return Fail(lock_path, std::string("cannot open the lock file: ") + std::strerror(errno));
+    if (flock(p.lock_fd, LOCK_EX | LOCK_NB) != 0)
+      return Fail(config.db_path, "another phalanxd uses this store (" + lock_path + " is locked)");
+  }
 
   store::StoreOptions so;
   so.sync = config.sync;
-  PHX_ASSIGN_OR_RETURN(auto opened, store::Store::Open(config.db_path, so));
+  so.backend = config.store_backend;
+  PHX_ASSIGN_OR_RETURN(auto opened, store::Store::Open(store_target, so));
   p.store = std::move(opened);
+  const auto lease_ms = static_cast<int64_t>(config.store_lease_s * 1000);
+  if (postgres) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    const std::string holder = std::string(host) + ":" + std::to_string(getpid());
+    auto lease = p.store->AcquireLeadership(holder, lease_ms);
+    if (!lease) return Fail(p.store->path(), "another phalanxd leads this store: " + lease.error().message);
+    PHX_LOG(kInfo) << "store " << p.store->path() << ": leading as " << holder << ", epoch " << lease->epoch
+                   << " (lease " << config.store_lease_s << " s, renewed every " << config.store_lease_s / 3 << " s)";
+  }
 
   RecoveryOptions ro;
   ro.force_topology = config.force_topology;
@@ -176,13 +200,13 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   core_config.wait_decisions = false;  // the controller reads wait reasons from the job records
   PHX_ASSIGN_OR_RETURN(auto recovered, Recover(*p.store, std::move(topology), std::move(core_config), ro));
   for (const std::string& note : recovered.notes) PHX_LOG(kWarn) << "recovery: " << note;
-  PHX_LOG(kInfo) << "recovered " << recovered.jobs << " jobs from " << config.db_path << " (" << recovered.unfinished
+  PHX_LOG(kInfo) << "recovered " << recovered.jobs << " jobs from " << p.store->path() << " (" << recovered.unfinished
                  << " unfinished, " << recovered.running << " running; " << recovered.unconfirmed.size()
                  << " nodes wait for their agents)";
   PHX_RETURN_IF_ERROR(p.store->Apply(recovered.batch));
   recovered.batch.Clear();
 
-  PHX_ASSIGN_OR_RETURN(auto reader, store::Store::Open(config.db_path, so));
+  PHX_ASSIGN_OR_RETURN(auto reader, store::Store::Open(store_target, so));
   p.reader = std::move(reader);
 
   // Agents' credentials, before anything listens.
@@ -250,7 +274,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   co.pass_interval_s = config.pass_interval_s;
   co.topology_fingerprint = fingerprint;
   co.private_data = config.private_data;
-  if (config.store_min_free > 0) {
+  if (config.store_min_free > 0 && !postgres) {  // PostgreSQL's disk is the server's
     StoreSpace::Options so;
     so.dir = std::filesystem::path(config.db_path).parent_path().string();
     if (so.dir.empty()) so.dir = ".";
@@ -298,9 +322,32 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
     ho.retention_s = config.history_retention_s;
     p.history = std::make_unique<HistorySampler>(p.io, p.controller.get(), p.committer.get(), ho);
   }
-  boost::asio::post(p.io, [c = p.controller.get(), h = p.history.get()] {
+  if (postgres) {
+    // Renew the lease every third of it, through the committer (behind the other writes). A
+    // failed renewal -- deposed by another phalanxd, or the database gone -- stops this one.
+    p.lease_timer = std::make_unique<boost::asio::steady_timer>(p.io);
+    p.renew_lease = [&p, self, lease_ms] {
+      p.lease_timer->expires_after(std::chrono::milliseconds(lease_ms / 3));
+      p.lease_timer->async_wait([&p, self, lease_ms](const boost::system::error_code& ec) {
+        if (ec) return;
+        store::Batch renew;
+        renew.RenewLeadership(lease_ms);
+        p.committer->Enqueue(std::move(renew), [&p, self](Result<store::BatchResult> r) {
+          boost::asio::post(p.io, [&p, self, r = std::move(r)] {
+            if (!r) {
+              self->RequestStop("renewing the store's leadership failed: " + r.error().ToString());
+              return;
+            }
+            if (p.renew_lease) p.renew_lease();
+          });
+        });
+      });
+    };
+  }
+  boost::asio::post(p.io, [c = p.controller.get(), h = p.history.get(), &p] {
     c->Start();
     if (h) h->Start();
+    if (p.renew_lease) p.renew_lease();
   });
   p.io_thread = std::thread([&io = p.io] { io.run(); });
 
@@ -350,6 +397,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
                                           std::set<std::string>(config.admin_groups.begin(), config.admin_groups.end()),
                                           p.rate.get());
   p.identity->set_agent_token(token);
+  if (!config.users_tcp.listen.empty()) {
+    p.user_auth = std::make_unique<CallAuthenticator>(config.users_tcp.munge_socket);
+    p.identity->set_user_auth(p.user_auth.get());
+  }
   p.jobs = std::make_unique<JobsService>(p.io, p.controller.get(), p.identity.get());
   p.cluster = std::make_unique<ClusterService>(p.io, p.controller.get(), p.identity.get());
   if (p.executor) p.agents = std::make_unique<AgentsService>(p.io, &p.executor->sessions(), p.identity.get());
@@ -386,6 +437,45 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
                                                              : "mutual TLS")
                    << ")";
   }
+  if (p.user_auth) {
+    const UserTcpConfig& u = config.users_tcp;
+    std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+    if (!u.tls_cert.empty()) {
+      grpc::SslServerCredentialsOptions ssl;
+      auto cert = ReadSecretFile(u.tls_cert, "TLS certificate");
+      auto key = ReadSecretFile(u.tls_key, "TLS key");
+      if (!cert || !key) {
+        d->Stop();
+        return std::unexpected(!cert ? cert.error() : key.error());
+      }
+      ssl.pem_key_cert_pairs.push_back({*key, *cert});
+      creds = grpc::SslServerCredentials(ssl);
+    }
+    if (grpc::Status st = p.user_auth->SelfCheck(); !st.ok())
+      PHX_LOG(kWarn) << "users_tcp: MUNGE does not work here yet (" << st.error_message()
+                     << "): calls over TCP are refused until it does";
+    p.jobs_tcp = std::make_unique<JobsService>(p.io, p.controller.get(), p.identity.get());
+    p.cluster_tcp = std::make_unique<ClusterService>(p.io, p.controller.get(), p.identity.get());
+    grpc::ServerBuilder b;
+    if (limits.idle_timeout_s > 0)
+      b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                           static_cast<int>(std::min(limits.idle_timeout_s * 1000, 2e9)));
+    int port = 0;
+    b.AddListeningPort(u.listen, creds, &port);
+    b.RegisterService(p.jobs_tcp.get());
+    b.RegisterService(p.cluster_tcp.get());
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(p.user_auth->MakeFactory());
+    b.experimental().SetInterceptorCreators(std::move(interceptors));
+    p.user_tcp_server = b.BuildAndStart();
+    if (!p.user_tcp_server || port == 0) {
+      d->Stop();
+      return Fail("users_tcp.listen", "cannot listen on '" + u.listen + "'");
+    }
+    d->users_tcp_port_ = port;
+    PHX_LOG(kInfo) << "users over TCP: listening on " << u.listen << " (port " << port << ", MUNGE credentials"
+                   << (u.tls_cert.empty() ? ", no TLS" : ", TLS") << ")";
+  }
   p.listener = std::make_unique<UnixListener>(config.socket_path, &p.peers, limits);
   if (auto st =
           p.listener->Start([server = p.user_server.get()](int fd) { grpc::AddInsecureChannelFromFd(server, fd); });
@@ -393,7 +483,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
     d->Stop();
     return std::unexpected(st.error());
   }
-  PHX_LOG(kInfo) << "phalanxd ready: users on " << config.socket_path << ", store " << config.db_path << ", topology "
+  PHX_LOG(kInfo) << "phalanxd ready: users on " << config.socket_path << ", store " << p.store->path() << ", topology "
                  << (config.mode == "slurm" ? config.slurm.topology : config.topology) << " (" << fingerprint << ")";
   return d;
 }
@@ -451,13 +541,17 @@ void Daemon::Stop() {
   if (p.io_thread.joinable() && p.controller)
     RunOnIo([&p](Controller& c) {
       if (p.history) p.history->Stop();
+      p.renew_lease = nullptr;
+      if (p.lease_timer) p.lease_timer->cancel();
       c.Stop();
     });
   // 3. gRPC: in-flight calls finish (the io thread and the committer still run).
   const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(2);
   if (p.agent_server) p.agent_server->Shutdown(deadline);
+  if (p.user_tcp_server) p.user_tcp_server->Shutdown(deadline);
   if (p.user_server) p.user_server->Shutdown(deadline);
   if (p.agent_server) p.agent_server->Wait();
+  if (p.user_tcp_server) p.user_tcp_server->Wait();
   if (p.user_server) p.user_server->Wait();
   // 4. Everything queued is committed (callbacks still reach the io thread).
   if (p.committer) p.committer->Close();

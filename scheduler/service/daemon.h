@@ -60,6 +60,7 @@ class Daemon {
   void Stop();
 
   int agent_port() const { return agent_port_; }
+  int users_tcp_port() const { return users_tcp_port_; }  // users_tcp.listen's port; 0: off
   int http_port() const;
   const DaemonConfig& config() const { return config_; }
   // The users' socket's counters (user_limits, docs/daemon.md); safe from any thread after Start.
@@ -78,6 +79,7 @@ class Daemon {
   const DaemonConfig config_;
   std::unique_ptr<Parts> parts_;
   int agent_port_ = 0;
+  int users_tcp_port_ = 0;
   bool stopped_ = false;
   Mutex mu_;
   CondVar cv_{&mu_};

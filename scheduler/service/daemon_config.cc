@@ -10,12 +10,14 @@
 #include <sstream>
 #include <utility>
 
+#include "call_auth.h"
 #include "service/store_space.h"
 #include "util/duration.h"
 #include "util/file_read.h"
 #include "util/flags.h"
 #include "util/hostlist.h"
 #include "util/job_fields.h"
+#include "util/job_array.h"
 
 namespace phalanx::service {
 namespace {
@@ -187,8 +189,9 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
   SchedulerConfig& k = c.scheduler;
   s.On("policy", [](const YAML::Node&, const std::string&) -> Status { return {}; });
   // Knobs of the core's SchedulerConfig, parsed by the core itself (SetConfigOption).
-  for (const char* name : {"order", "backfill", "reserve_depth", "reserve_large_gpus", "placement", "preemption",
-                           "elastic", "best_fit", "whole_node_reservations", "node_fit_tolerance"}) {
+  for (const char* name :
+       {"order", "backfill", "reserve_depth", "reserve_large_gpus", "placement", "preemption", "elastic", "best_fit",
+        "whole_node_reservations", "node_fit_tolerance", "runtime", "placement_comm_share"}) {
     s.On(name, [&k, &s, name](const YAML::Node& v, const std::string& key) -> Status {
       std::string x = Scalar(v);
       if (x == "yes") x = "on";
@@ -218,6 +221,13 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
        [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.default_walltime); });
   s.On("max_walltime",
        [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.max_walltime); });
+  s.On("max_array_size", [&](const YAML::Node& v, const std::string& key) -> Status {
+    uint32_t n = 0;
+    if (!cv.U32(v, key, &n, kArraySizeCeiling) || n == 0)
+      return cv.Bad(v, key, "a whole number in 1.." + std::to_string(kArraySizeCeiling));
+    k.max_array_size = n;
+    return {};
+  });
   s.On("pass_interval",
        [&](const YAML::Node& v, const std::string& key) { return cv.Seconds(v, key, &c.pass_interval_s); });
   s.On("limits", [&](const YAML::Node& v, const std::string&) -> Status {
@@ -395,6 +405,24 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     Section t(v, file, "store.");
     Conv tc{t};
     t.On("path", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.db_path); });
+    t.On("backend", [&](const YAML::Node& x, const std::string& key) -> Status {
+      const auto backend = store::ParseBackend(Scalar(x));
+      if (!backend) return tc.Bad(x, key, "sqlite or postgresql");
+      if (*backend == store::Backend::kPostgres && !store::PostgresBuilt())
+        return Fail(t.Where(x), key +
+                                    ": postgresql: this phalanxd was built without the PostgreSQL backend "
+                                    "(libpq-dev was not found when it was configured); use sqlite, or rebuild");
+      c.store_backend = *backend;
+      return {};
+    });
+    t.On("dsn", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.store_dsn); });
+    t.On("lease", [&](const YAML::Node& x, const std::string& key) -> Status {
+      double d = 0;
+      if (auto st = tc.Seconds(x, key, &d); !st) return st;
+      if (d < 1) return tc.Bad(x, key, "a number of seconds >= 1");
+      c.store_lease_s = d;
+      return {};
+    });
     t.On("sync", [&](const YAML::Node& x, const std::string& key) -> Status {
       const std::string m = Scalar(x);
       if (m == "normal") c.sync = store::SyncMode::kNormal;
@@ -415,6 +443,23 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     Conv tc{t};
     t.On("source", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.topology); });
     t.On("format", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.topology_format); });
+    return t.Run();
+  });
+  s.On("users_tcp", [&](const YAML::Node& v, const std::string&) -> Status {
+    Section t(v, file, "users_tcp.");
+    Conv tc{t};
+    UserTcpConfig& u = c.users_tcp;
+    t.On("listen", [&](const YAML::Node& x, const std::string& key) -> Status {
+      PHX_RETURN_IF_ERROR(tc.Str(x, key, &u.listen));
+      if (!u.listen.empty() && !auth::HaveMunge())
+        return Fail(t.Where(x), key +
+                                    ": this phalanxd was built without libmunge (libmunge-dev was not installed "
+                                    "when it was configured): install it and rebuild to serve users over TCP");
+      return {};
+    });
+    t.On("tls_cert", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &u.tls_cert); });
+    t.On("tls_key", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &u.tls_key); });
+    t.On("munge_socket", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &u.munge_socket); });
     return t.Run();
   });
   s.On("agents", [&](const YAML::Node& v, const std::string&) -> Status {
@@ -657,6 +702,10 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   const std::string where = c.config_path.empty() ? "config" : c.config_path;
   if (c.socket_path.empty()) return Fail(where, "socket: must not be empty");
   if (c.db_path.empty()) return Fail(where, "store.path: must not be empty");
+  if (c.store_backend == store::Backend::kPostgres && c.store_dsn.empty())
+    return Fail(where,
+                "store.dsn: backend postgresql needs a libpq connection string (e.g. "
+                "\"host=/run/postgresql dbname=phalanx\")");
   if (c.master_port_min == 0 || c.master_port_min > c.master_port_max)
     return Fail(where, "agents.master_port_min/max: need 0 < min <= max (got " + std::to_string(c.master_port_min) +
                            ".." + std::to_string(c.master_port_max) + ")");
@@ -693,6 +742,12 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     if (!o.starts_with("http://") && !o.starts_with("https://"))
       return Fail(where, "http.allowed_origins: '" + o + "' is not an origin (http://host[:port] or https://...)");
   }
+  const UserTcpConfig& u = c.users_tcp;
+  if (u.tls_cert.empty() != u.tls_key.empty())
+    return Fail(where, "users_tcp.tls_cert and users_tcp.tls_key go together");
+  if (u.listen.empty() && !u.tls_cert.empty()) return Fail(where, "users_tcp.tls_cert: needs users_tcp.listen");
+  if (!u.listen.empty() && !auth::HaveMunge())
+    return Fail(where, "users_tcp.listen: this phalanxd was built without libmunge (install libmunge-dev, rebuild)");
   const AgentListenerConfig& a = c.agents;
   if (a.tls_cert.empty() != a.tls_key.empty()) return Fail(where, "agents.tls_cert and agents.tls_key go together");
   if (!a.tls_client_ca.empty() && a.tls_cert.empty())

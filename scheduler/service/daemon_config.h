@@ -30,6 +30,15 @@ struct AgentListenerConfig {
   std::string tls_client_ca;      // CA of agent certificates: mutual TLS (agents must present one)
 };
 
+// Users over TCP (docs/daemon.md, "Users over TCP"): gRPC for gsub/gq/... from other machines,
+// each call authenticated by a MUNGE credential (service/call_authenticator.h). Off by default;
+// refused when phalanxd was built without libmunge.
+struct UserTcpConfig {
+  std::string listen;             // "host:port"; empty: no TCP listener for users
+  std::string tls_cert, tls_key;  // server certificate and key (PEM): TLS when both are set
+  std::string munge_socket;       // munged's socket; empty: libmunge's default
+};
+
 // mode: slurm (docs/slurm.md): Slurm runs the jobs, Phalanx places the managed ones.
 struct SlurmSection {
   std::string conf;      // slurm.conf for libslurm; empty: $SLURM_CONF or Slurm's default
@@ -71,10 +80,17 @@ struct DaemonConfig {
   std::vector<std::string> admin_groups;  // members of these groups are admins too
   PrivateData private_data;               // what others see of a job (caller.h)
   AccessConfig access;                    // who may use which class and account
+  UserTcpConfig users_tcp;                // users from other machines (off by default)
 
   // State.
   std::string db_path = "/var/lib/phalanx/phalanxd.db";
   store::SyncMode sync = store::SyncMode::kNormal;
+  // store.backend: sqlite (db_path, the default) or postgresql (store_dsn, a libpq connection
+  // string). On PostgreSQL phalanxd takes the store's leadership lease at start (refused while
+  // another phalanxd holds it) and renews it every store_lease_s / 3 (docs/store.md).
+  store::Backend store_backend = store::Backend::kSqlite;
+  std::string store_dsn;
+  double store_lease_s = 30;
   // Free-space reserve (store_space.h): user writes are refused below this many free bytes on
   // the store's file system; 0: off (a full disk then stops phalanxd at the failed commit).
   uint64_t store_min_free = uint64_t{64} << 20;

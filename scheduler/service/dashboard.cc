@@ -6,12 +6,16 @@
 #include <cstdio>
 #include <set>
 
+#include "adapters/store/codec.h"
+#include "adapters/store/store.h"
 #include "adapters/topology/topology_text.h"
 #include "core/topology/fragmentation.h"
 #include "service/api_views.h"
 #include "service/http/responses.h"
 #include "util/json.h"
+#include "util/log.h"
 #include "util/numbers.h"
+#include "util/strings.h"
 #include "web/web_assets.h"
 
 namespace phalanx::service {
@@ -71,6 +75,24 @@ std::string EventDetail(const JobRecord& job) {
   return d;
 }
 
+// A stored event's payload ("gpus=0-7 reason=busbw%20360.0%20GB/s") for people: each value
+// unescaped (store::Escape), left as it is where it does not decode.
+std::string Readable(std::string_view payload) {
+  std::string out;
+  for (std::string_view field : Split(payload, ' ')) {
+    if (!out.empty()) out += ' ';
+    const size_t eq = field.find('=');
+    auto value = store::Unescape(eq == std::string_view::npos ? field : field.substr(eq + 1));
+    if (!value) {
+      out += field;
+      continue;
+    }
+    if (eq != std::string_view::npos) out += std::string(field.substr(0, eq + 1));
+    out += *value;
+  }
+  return out;
+}
+
 }  // namespace
 
 // Job events into the history (the Controller's Watch of every job).
@@ -125,6 +147,7 @@ void Dashboard::Watch() {
 }
 
 void Dashboard::Record(Time time, std::string_view kind, const JobRecord& job) {
+  placeable_stale_ = true;
   std::vector<Event>& events = history_[job.spec.id];
   if (events.size() >= options_.max_events_per_job) events.erase(events.begin() + 1);  // keep the first
   events.push_back(Event{time, std::string(kind), EventDetail(job)});
@@ -160,6 +183,7 @@ Dashboard::Sample Dashboard::TakeSample() const {
 }
 
 void Dashboard::AfterPass() {
+  placeable_stale_ = true;
   // Node states change without a job event (drain, resume, an agent lost): say so.
   const Topology& topo = controller_->core().topology();
   std::vector<uint8_t> states(topo.node_count());
@@ -255,56 +279,99 @@ std::string Dashboard::PlaceableJson() const {
   const Scheduler& core = controller_->core();
   const Topology& topo = core.topology();
   const auto largest = LargestFreeBlocks(topo);
-  std::string o = "{\"now\":" + std::to_string(core.now()) + ",\"levels\":[";
-  bool first_level = true;
-  for (int l = kLevelCount - 1; l >= static_cast<int>(Level::kNode); --l) {
-    const Level level = static_cast<Level>(l);
-    // Free blocks by size: domains of the level by their free GPUs (0 left out).
-    std::map<uint32_t, uint32_t> by_free;
+  // Common sizes per level: powers of two up to the level's domain, and the whole domain. The
+  // core level asks for no topology constraint at all.
+  struct LevelInfo {
+    Level level = Level::kNode;
     uint32_t domains = 0, domain_gpus = 0;
+    std::map<uint32_t, uint32_t> by_free;  // free GPUs -> domains (0 left out)
+  };
+  std::vector<LevelInfo> levels;
+  for (int l = kLevelCount - 1; l >= static_cast<int>(Level::kNode); --l) {
+    LevelInfo info;
+    info.level = static_cast<Level>(l);
     for (uint32_t d = 0; d < topo.domain_count(); ++d) {
       const Domain& dom = topo.domain(DomainId(d));
-      if (dom.level != level) continue;
-      ++domains;
-      domain_gpus = std::max(domain_gpus, dom.gpu_count);
-      if (const uint32_t f = topo.free_gpus(DomainId(d)); f > 0) ++by_free[f];
+      if (dom.level != info.level) continue;
+      ++info.domains;
+      info.domain_gpus = std::max(info.domain_gpus, dom.gpu_count);
+      if (const uint32_t f = topo.free_gpus(DomainId(d)); f > 0) ++info.by_free[f];
     }
-    if (domains == 0) continue;
-    if (!first_level) o += ',';
-    first_level = false;
-    o += "{\"level\":\"" + std::string(LevelName(level)) + "\",\"domains\":" + std::to_string(domains) +
-         ",\"domain_gpus\":" + std::to_string(domain_gpus) + ",\"largest_free_block\":" + std::to_string(largest[l]) +
-         ",\"free_blocks\":[";
+    if (info.domains > 0) levels.push_back(std::move(info));
+  }
+  // The answers per shape: the Placer and the core's what-if, whose cost grows with the shapes'
+  // sizes (on 4,096 busy nodes, seconds: docs/dashboard.md). Made again only after a pass, a
+  // job event or a new event time, and then no sooner than 9x their last cost after it (at
+  // most a tenth of the io thread); in between the last ones are served, with their time.
+  const std::pair<uint64_t, Time> version{controller_->stats().passes, core.now()};
+  const auto steady = std::chrono::steady_clock::now();
+  if (shape_json_.size() != levels.size() ||
+      ((placeable_stale_ || placeable_version_ != version) && steady >= next_answers_)) {
+    std::vector<JobSpec> shapes;
+    std::vector<size_t> per_level;
+    for (const LevelInfo& info : levels) {
+      std::set<uint32_t> sizes;
+      for (uint32_t g = 1; g <= info.domain_gpus; g *= 2) sizes.insert(g);
+      sizes.insert(info.domain_gpus);
+      per_level.push_back(sizes.size());
+      for (uint32_t g : sizes) {
+        JobSpec& spec = shapes.emplace_back();
+        spec.shape.gpus = g;
+        spec.shape.level = info.level;
+        spec.shape.fit = info.level == Level::kCore ? FitMode::kAny : FitMode::kRequire;
+      }
+    }
+    const auto answers = core.WhatIfStarts(shapes, core.now());
+    shape_json_.assign(levels.size(), "");
+    size_t next = 0;
+    for (size_t li = 0; li < levels.size(); ++li) {
+      std::string& o = shape_json_[li];
+      for (size_t k = 0; k < per_level[li]; ++k, ++next) {
+        const JobSpec& spec = shapes[next];
+        const auto& answer = answers[next];
+        // Now, on the GPUs free now (the Placer, reservations aside), and when (the core's
+        // what-if: reservations kept, the job behind every pending one).
+        const PlaceOutcome out = core.placer().Place(spec.shape);
+        if (k > 0) o += ',';
+        o += "{\"gpus\":" + std::to_string(spec.shape.gpus) + ",\"status\":\"" +
+             std::string(PlaceStatusName(out.status)) + "\"";
+        if (out.status == PlaceStatus::kPlaced) o += ",\"busbw_gbs\":" + Num(out.placement.prediction.busbw_gbs);
+        if (!out.reason.empty()) o += ",\"reason\":" + JsonQuote(out.reason);
+        if (answer) {
+          o += ",\"start_s\":" + (answer->start == kForever ? std::string("null") : std::to_string(answer->start));
+          o += ",\"promised\":" + std::string(answer->promised ? "true" : "false");
+          if (answer->wait != WaitKind::kNone) o += ",\"wait\":\"" + std::string(WaitKindName(answer->wait)) + "\"";
+          if (!answer->reason.empty()) o += ",\"why\":" + JsonQuote(answer->reason);
+        } else {
+          o += ",\"start_s\":null,\"why\":" + JsonQuote(answer.error().ToString());
+        }
+        o += "}";
+      }
+    }
+    const auto done = std::chrono::steady_clock::now();
+    next_answers_ = done + 9 * (done - steady);
+    answers_at_ = core.now();
+    answers_ms_ = std::chrono::duration<double, std::milli>(done - steady).count();
+    placeable_version_ = version;
+    placeable_stale_ = false;
+  }
+  std::string o = "{\"now\":" + std::to_string(core.now()) + ",\"answers_at\":" + std::to_string(answers_at_) +
+                  ",\"answers_ms\":" + Num(answers_ms_) + ",\"levels\":[";
+  for (size_t li = 0; li < levels.size(); ++li) {
+    const LevelInfo& info = levels[li];
+    if (li > 0) o += ',';
+    o += "{\"level\":\"" + std::string(LevelName(info.level)) + "\",\"domains\":" + std::to_string(info.domains) +
+         ",\"domain_gpus\":" + std::to_string(info.domain_gpus) +
+         ",\"largest_free_block\":" + std::to_string(largest[static_cast<int>(info.level)]) + ",\"free_blocks\":[";
     bool first = true;
-    for (const auto& [free, count] : by_free) {
+    for (const auto& [free, count] : info.by_free) {
       if (!first) o += ',';
       first = false;
       o += "[" + std::to_string(free) + "," + std::to_string(count) + "]";
     }
-    // Common sizes: powers of two up to the level's domain, and the whole domain. The core
-    // level asks for no topology constraint at all.
-    o += "],\"shapes\":[";
-    std::set<uint32_t> sizes;
-    for (uint32_t g = 1; g <= domain_gpus; g *= 2) sizes.insert(g);
-    sizes.insert(domain_gpus);
-    first = true;
-    for (uint32_t g : sizes) {
-      PlacementRequest req;
-      req.gpus = g;
-      req.level = level;
-      req.fit = level == Level::kCore ? FitMode::kAny : FitMode::kRequire;
-      const PlaceOutcome out = core.placer().Place(req);
-      if (!first) o += ',';
-      first = false;
-      o += "{\"gpus\":" + std::to_string(g) + ",\"status\":\"" + std::string(PlaceStatusName(out.status)) + "\"";
-      if (out.status == PlaceStatus::kPlaced) o += ",\"busbw_gbs\":" + Num(out.placement.prediction.busbw_gbs);
-      if (!out.reason.empty()) o += ",\"reason\":" + JsonQuote(out.reason);
-      o += "}";
-    }
-    o += "]}";
+    o += "],\"shapes\":[" + shape_json_[li] + "]}";
   }
-  o += "]}";
-  return o;
+  return o + "]}";
 }
 
 std::string Dashboard::SamplesJson(int64_t since) const {
@@ -322,8 +389,23 @@ std::string Dashboard::SamplesJson(int64_t since) const {
 
 std::string Dashboard::JobEventsJson(JobId id) const {
   const JobRecord* job = controller_->core().job(id);
-  auto it = history_.find(id);
-  if (job == nullptr && it == history_.end()) return "";
+  std::vector<Event> stored;
+  const std::vector<Event>* events = nullptr;
+  if (store_ != nullptr) {
+    // The store's history: every committed event of the job (the Controller publishes an
+    // event only after its commit), also from before this phalanxd started.
+    auto rows = store_->ReadJobEvents(id);
+    if (rows) {
+      for (store::StoredEvent& r : *rows) stored.push_back(Event{r.time, std::move(r.kind), Readable(r.payload)});
+      events = &stored;
+    } else {
+      PHX_LOG(kWarn) << "dashboard: " << rows.error().ToString() << " (showing the events since the start)";
+    }
+  }
+  if (events == nullptr) {
+    if (auto it = history_.find(id); it != history_.end()) events = &it->second;
+  }
+  if (job == nullptr && (events == nullptr || events->empty())) return "";
   std::string o = "{\"job_id\":" + std::to_string(id) + ",\"events\":[";
   bool first = true;
   const auto add = [&](Time t, std::string_view kind, const std::string& detail) {
@@ -331,11 +413,12 @@ std::string Dashboard::JobEventsJson(JobId id) const {
     first = false;
     o += "{\"time\":" + std::to_string(t) + ",\"kind\":" + JsonQuote(kind) + ",\"detail\":" + JsonQuote(detail) + "}";
   };
-  // A job submitted before this phalanxd started has no recorded submit: say when it was.
-  if (job != nullptr && (it == history_.end() || it->second.empty() || it->second.front().kind != "submit"))
-    add(job->spec.submit, "submit", "before this phalanxd started");
-  if (it != history_.end()) {
-    for (const Event& e : it->second) add(e.time, e.kind, e.detail);
+  // A job whose submit is not recorded (submitted before this phalanxd started, without a
+  // store): say when it was.
+  if (job != nullptr && (events == nullptr || events->empty() || events->front().kind != "submit"))
+    add(job->spec.submit, "submit", events == nullptr || events->empty() ? "before this phalanxd started" : "");
+  if (events != nullptr) {
+    for (const Event& e : *events) add(e.time, e.kind, e.detail);
   }
   return o + "]}";
 }

@@ -5,9 +5,11 @@
 //    predicted bus bandwidth next to the best the cluster could give a job of its size;
 //  - /api/v1/placeable: per level, free blocks by size, and for common job sizes whether a
 //    job of N GPUs within one domain of the level could start now (the core's Placer's
-//    answer: placed, busy or unsatisfiable with its reason);
+//    answer: placed, busy or unsatisfiable with its reason) and when it would start if
+//    submitted now (the core's Scheduler::WhatIfStarts: now, a time, or never);
 //  - /api/v1/jobs/{id}/events: a job's events (submit, start, checkpoint, preempt, resize,
-//    end, ...) seen since phalanxd started;
+//    end, ...): from the store's job history when there is one (set_store: it survives a
+//    restart), else those seen since phalanxd started;
 //  - /api/v1/samples: utilization samples (allocated, unavailable, pending, running, FGD,
 //    largest free block) taken after passes, at most one per sample_interval, since start;
 //  - /api/v1/events: Server-Sent Events, one "job" event per Controller event (the API's
@@ -24,12 +26,17 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/common/result.h"
 #include "service/caller.h"
 #include "service/controller.h"
 #include "service/http/router.h"
+
+namespace phalanx::store {
+class Store;
+}
 
 namespace phalanx::service {
 
@@ -56,6 +63,9 @@ class Dashboard {
   void AddRoutes(http::Router& router, const ViewerOf& viewer, std::vector<Status>* added);
   // Starts watching the Controller (job events into the history). Call once, after Start.
   void Watch();
+  // Job events are read from `reader`'s job history (Store::ReadJobEvents; a connection used
+  // on the io thread only) instead of the in-memory history. nullptr: in memory.
+  void set_store(store::Store* reader) { store_ = reader; }
   // After each scheduling pass (the Controller's observer): a "nodes" event when node states
   // changed since the last pass; a sample when one is due.
   void AfterPass();
@@ -89,6 +99,7 @@ class Dashboard {
 
   Controller* const controller_;
   const DashboardOptions options_;
+  store::Store* store_ = nullptr;
   std::map<JobId, std::vector<Event>> history_;
   std::deque<Sample> samples_;
   std::chrono::steady_clock::time_point next_sample_{};
@@ -98,6 +109,14 @@ class Dashboard {
   bool has_history_ = false;
   mutable std::unique_ptr<Topology> empty_;
   mutable std::map<uint32_t, double> best_busbw_;
+  // PlaceableJson's answers per shape (JSON, per level), the core's (passes, now) they were
+  // made at, its time, their cost, and when they may be made again (paced by their cost).
+  mutable std::vector<std::string> shape_json_;
+  mutable std::pair<uint64_t, Time> placeable_version_{};
+  mutable bool placeable_stale_ = true;  // a job event or a pass since
+  mutable Time answers_at_ = 0;
+  mutable double answers_ms_ = 0;
+  mutable std::chrono::steady_clock::time_point next_answers_{};
 };
 
 }  // namespace phalanx::service

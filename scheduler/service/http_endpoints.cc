@@ -199,7 +199,7 @@ void HttpEndpoints::Collect() {
   nodes_->WithLabels({"drained"}).Set(s.nodes_drained);
   nodes_->WithLabels({"down"}).Set(s.nodes_down);
   // Every reason, 0 included: a series that comes and goes breaks rate() and alerts.
-  for (int k = static_cast<int>(WaitKind::kNone); k <= static_cast<int>(WaitKind::kPartitionDown); ++k) {
+  for (int k = static_cast<int>(WaitKind::kNone); k <= static_cast<int>(kLastWaitKind); ++k) {
     const std::string reason(WaitKindName(static_cast<WaitKind>(k)));
     auto it = s.queue_by_reason.find(reason);
     queue_->WithLabels({reason}).Set(it == s.queue_by_reason.end() ? 0 : it->second);
@@ -238,6 +238,11 @@ void HttpEndpoints::Collect() {
   }
   last_losses_ = s.job_losses;
   have_losses_ = true;
+}
+
+void HttpEndpoints::set_history(store::Store* reader) {
+  history_ = reader;
+  if (dashboard_) dashboard_->set_store(reader);
 }
 
 h::Response HttpEndpoints::History(const h::Request& r) const {

@@ -39,8 +39,8 @@ class HttpEndpoints {
   void Stop();
   uint16_t port() const { return server_ ? server_->port() : 0; }
   // The store GET /api/v1/history reads (a read connection used on the io thread); without
-  // one it answers 503.
-  void set_history(store::Store* reader) { history_ = reader; }
+  // one it answers 503. The dashboard's job pages read their events from it too.
+  void set_history(store::Store* reader);
 
  private:
   HttpEndpoints() = default;

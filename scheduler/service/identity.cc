@@ -78,6 +78,12 @@ Identity::Names Identity::Resolve(uint32_t uid, uint32_t gid) const {
 
 grpc::Status Identity::User(const grpc::CallbackServerContext& ctx, Caller* out) const {
   auto cred = peers_ ? peers_->Lookup(ctx.peer()) : std::nullopt;
+  const bool over_tcp = !cred && user_auth_ != nullptr && !ctx.peer().starts_with("fd:");
+  if (over_tcp) {
+    CallAuthenticator::Verdict v = user_auth_->Of(ctx);
+    if (!v.status.ok()) return v.status;
+    cred = v.cred;
+  }
   if (!cred)
     return grpc::Status(
         grpc::StatusCode::UNAUTHENTICATED,
@@ -90,7 +96,9 @@ grpc::Status Identity::User(const grpc::CallbackServerContext& ctx, Caller* out)
             << ": user_limits.requests_per_second, request_burst)";
       const std::string why = why_s.str();
       log_.Log(LogLevel::kWarn, "rate:" + std::to_string(cred->uid),
-               "users' socket: request from uid " + std::to_string(cred->uid) + " pid " + std::to_string(cred->pid) +
+               (!over_tcp ? "users' socket: request from uid " + std::to_string(cred->uid) + " pid " +
+                                std::to_string(cred->pid)
+                          : "users over TCP: request from uid " + std::to_string(cred->uid) + " at " + ctx.peer()) +
                    " refused: " + why);
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "phalanxd: " + why + "; try again later");
     }

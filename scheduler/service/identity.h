@@ -3,7 +3,9 @@
 //    UnixListener under "fd:N"), the user name from the password database and the group
 //    names (getgrouplist), admin when uid 0, listed in `admins` or a member of one of
 //    `admin_groups`. Names and groups are cached per (uid, gid) for a minute. Calls that did
-//    not come through the Unix socket are refused (UNAUTHENTICATED). Each uid's calls go
+//    not come through the Unix socket are refused (UNAUTHENTICATED), unless they came over
+//    TCP with a MUNGE credential the CallAuthenticator accepted (users_tcp, its uid and gid
+//    then stand for SO_PEERCRED's; pid 0). Each uid's calls, on either path, go
 //    through its token bucket (UidRateLimiter, user_limits.requests_per_second /
 //    request_burst): a call without a token is answered RESOURCE_EXHAUSTED naming the limit,
 //    and logged a few times per 10 s per uid.
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "core/common/result.h"
+#include "service/call_authenticator.h"
 #include "service/caller.h"
 #include "service/unix_listener.h"
 #include "service/user_limits.h"
@@ -45,7 +48,12 @@ class Identity {
            UidRateLimiter* rate = nullptr)
       : peers_(peers), admins_(std::move(admins)), admin_groups_(std::move(admin_groups)), rate_(rate) {}
 
-  // The user behind a call on the Unix socket; UNAUTHENTICATED otherwise, RESOURCE_EXHAUSTED
+  // Users over TCP (users_tcp): calls that did not come through the Unix socket take their
+  // uid and gid from `auth`'s verdict. Set before serving.
+  void set_user_auth(const CallAuthenticator* auth) { user_auth_ = auth; }
+
+  // The user behind a call on the Unix socket (or over TCP with an accepted MUNGE credential);
+  // UNAUTHENTICATED otherwise, RESOURCE_EXHAUSTED
   // when the uid is over its request rate.
   grpc::Status User(const grpc::CallbackServerContext& ctx, Caller* out) const PHALANX_EXCLUDES(mu_);
 
@@ -69,7 +77,8 @@ class Identity {
   const std::set<std::string> admins_;
   const std::set<std::string> admin_groups_;
   UidRateLimiter* const rate_;
-  std::string token_;  // set before serving
+  std::string token_;                             // set before serving
+  const CallAuthenticator* user_auth_ = nullptr;  // set before serving
   mutable RateLimitedLog log_;
   mutable Mutex mu_;
   mutable std::map<std::pair<uint32_t, uint32_t>, Names> names_ PHALANX_GUARDED_BY(mu_);

@@ -8,6 +8,7 @@
 #include "service/out_stream.h"
 #include "service/proto_convert.h"
 #include "service/rpc_util.h"
+#include "util/log.h"
 
 namespace phalanx::service {
 namespace {
@@ -94,8 +95,16 @@ grpc::ServerUnaryReactor* JobsService::Submit(grpc::CallbackServerContext* ctx, 
     if (!spec) return r->Finish(ToGrpcStatus(spec.error()));
     if (auto st = controller_->Authorize(who, &*spec, req->spec().walltime_max()); !st)
       return r->Finish(ToGrpcStatus(st.error()));
-    controller_->Submit(std::move(*spec), MakeLaunchInfo(req->spec(), who), [r, resp](const CallResult<JobId>& id) {
+    std::string mail = req->spec().submit_info().mail_type();
+    if (mail == "NONE") mail.clear();
+    controller_->Submit(std::move(*spec), MakeLaunchInfo(req->spec(), who),
+                        [r, resp, mail = std::move(mail)](const CallResult<JobId>& id) {
       if (!id.has_value()) return r->Finish(ToGrpcStatus(id.error()));
+      // --mail-type is recorded (in the launch info) but phalanxd sends no mail: say so once.
+      if (!mail.empty()) {
+        PHX_LOG(kInfo) << "job " << id.value() << ": mail-type " << mail
+                       << " recorded; mail is not configured (phalanxd sends no mail)";
+      }
       resp->set_job_id(id.value());
       r->Finish(grpc::Status::OK);
     });
@@ -106,10 +115,26 @@ grpc::ServerUnaryReactor* JobsService::Cancel(grpc::CallbackServerContext* ctx, 
                                               v1::CancelResponse* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
-    controller_->Cancel(who, req->job_id(), req->signal(), [r, resp](CallStatus st, std::optional<JobState> state) {
+    auto answer = [r, resp](CallStatus st, std::optional<JobState> state) {
       resp->set_state(state ? ToProto(*state) : v1::JOB_STATE_UNSPECIFIED);
       r->Finish(ToGrpcStatus(st));
-    });
+    };
+    const Scheduler& core = controller_->core();
+    JobId id = req->job_id();
+    if (req->has_array_task_id()) {
+      // One task (gcancel 1234_7).
+      id = core.array_task_job(req->job_id(), req->array_task_id());
+      if (id == kNoJob) {
+        const std::string what = core.array_tasks(req->job_id()) == nullptr
+                                     ? "no such array"
+                                     : "the array has no task " + std::to_string(req->array_task_id());
+        return r->Finish(
+            grpc::Status(grpc::StatusCode::NOT_FOUND, "array " + std::to_string(req->job_id()) + ": " + what));
+      }
+    } else if (core.array_tasks(id) != nullptr) {
+      return controller_->CancelArray(who, id, req->signal(), std::move(answer));
+    }
+    controller_->Cancel(who, id, req->signal(), std::move(answer));
   });
 }
 

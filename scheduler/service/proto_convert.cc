@@ -3,6 +3,7 @@
 #include <map>
 
 #include "job_spec_check.h"
+#include "util/dependency.h"
 #include "util/hostlist.h"
 #include "util/job_fields.h"
 
@@ -77,6 +78,25 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
   s.checkpoint_grace = p.checkpoint_warning_s();  // the checkpoint deadline comes this long after the signal
   s.held = p.hold();
   s.after_ok.assign(p.after_ok().begin(), p.after_ok().end());
+  if (!p.dependency().empty()) {
+    auto d = ParseDependencies(p.dependency());  // checked by CheckJobSpec
+    if (!d) return Fail("spec.dependency", d.error().message);
+    s.depends = std::move(*d);
+  }
+  // --begin, -w, -x, -C (CheckJobSpec checked the hostlists and the constraint's syntax; the
+  // core checks the names and the constraint against the topology).
+  s.begin = p.begin_time();
+  const auto hosts = [](const std::string& list, std::string_view field, std::vector<std::string>* out) -> Status {
+    if (list.empty()) return {};
+    auto names = ExpandHostlist(list, field);
+    PHX_RETURN_IF_ERROR(names);
+    *out = std::move(*names);
+    return {};
+  };
+  PHX_RETURN_IF_ERROR(hosts(p.nodelist(), "spec.nodelist", &s.nodelist));
+  PHX_RETURN_IF_ERROR(hosts(p.exclude(), "spec.exclude", &s.exclude));
+  s.constraint = p.constraint();
+  s.no_requeue = p.has_requeue() && !p.requeue();
   return s;
 }
 
@@ -178,6 +198,9 @@ void FillJob(const JobRecord& job, const JobExtras& extras, const Topology& topo
   spec->set_hold(s.held);
   spec->clear_after_ok();
   for (JobId d : s.after_ok) spec->add_after_ok(d);
+  spec->set_dependency(s.depends.empty() ? "" : FormatDependencies(s.depends));
+  out->set_array_job_id(s.array_id);
+  out->set_array_task_id(s.array_task);
   out->set_user(s.user);
   out->set_state(ToProto(job.state));
   out->set_held(s.held);
@@ -311,7 +334,8 @@ v1::DaemonCommand MakeExitStoredCommand(const PartRef& part) {
   return c;
 }
 
-v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch) {
+v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch,
+                                    const std::string& cluster_name) {
   v1::LaunchCommand c;
   c.set_job_id(part.job);
   c.set_launch_id(part.launch_id);
@@ -334,6 +358,9 @@ v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job
   c.set_walltime_s((job.run_walltime > 0 ? job.run_walltime : job.walltime) + kAgentWalltimeMargin);
   c.set_checkpoint_epoch(job.checkpoint_epoch);
   c.set_checkpoint_path(job.checkpoint_path);
+  c.set_array_job_id(job.spec.array_id);
+  c.set_array_task_id(job.spec.array_task);
+  c.set_cluster_name(cluster_name);
   return c;
 }
 

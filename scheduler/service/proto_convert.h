@@ -72,8 +72,10 @@ AgentMessage AgentMessageFromProto(const v1::AgentReport& report);
 // With stores_exits set: this daemon answers every PartExited with ExitStored.
 v1::RegisterResponse ToProto(const AgentWelcome& welcome);
 
-// The agent's command for one part of a start.
-v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch);
+// The agent's command for one part of a start; `cluster_name` (the topology's) becomes
+// SLURM_CLUSTER_NAME.
+v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job, const v1::Job& launch,
+                                    const std::string& cluster_name = {});
 // The first command on a stream.
 v1::DaemonCommand MakeWelcomeCommand(const AgentWelcome& welcome);
 v1::DaemonCommand MakeHeartbeatAckCommand(int64_t time);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace phalanx {
 
@@ -54,15 +55,59 @@ double Mean(const std::vector<double>& v) {
   for (double x : v) s += x;
   return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
+
+// Summary::by_user, users and jain_slowdown from the users' sums (avg_wait and
+// avg_bounded_slowdown hold sums here).
+void SummarizeUsers(std::map<std::string, UserRow>& users, size_t top, Summary& s) {
+  double sum = 0, sum_sq = 0;
+  size_t n = 0;
+  for (auto& [name, u] : users) {
+    if (u.finished == 0) continue;
+    const double x = u.avg_bounded_slowdown / static_cast<double>(u.finished);
+    sum += x;
+    sum_sq += x * x;
+    ++n;
+  }
+  s.jain_slowdown = n > 0 && sum_sq > 0 ? sum * sum / (static_cast<double>(n) * sum_sq) : 1;
+  s.users = users.size();
+  std::vector<UserRow> rows;
+  rows.reserve(users.size());
+  for (auto& [name, u] : users) rows.push_back(std::move(u));
+  std::sort(rows.begin(), rows.end(), [](const UserRow& a, const UserRow& b) {
+    if (a.gpu_h != b.gpu_h) return a.gpu_h > b.gpu_h;
+    return a.user < b.user;
+  });
+  if (rows.size() > top) {
+    UserRow others;
+    others.user = "others";
+    for (size_t i = top; i < rows.size(); ++i) {
+      others.jobs += rows[i].jobs;
+      others.finished += rows[i].finished;
+      others.gpu_h += rows[i].gpu_h;
+      others.avg_wait += rows[i].avg_wait;
+      others.avg_bounded_slowdown += rows[i].avg_bounded_slowdown;
+    }
+    rows.resize(top);
+    rows.push_back(std::move(others));
+  }
+  for (UserRow& u : rows) {
+    u.avg_wait = u.jobs ? u.avg_wait / static_cast<double>(u.jobs) : 0;
+    u.avg_bounded_slowdown = u.finished ? u.avg_bounded_slowdown / static_cast<double>(u.finished) : 0;
+  }
+  s.by_user = std::move(rows);
+}
+
 }  // namespace
 
 Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs, const std::vector<Sample>& series,
-                  const RunCounters& c, uint32_t cluster_gpus) {
+                  const RunCounters& c, uint32_t cluster_gpus, size_t top_users) {
   Summary s;
   s.policy = policy;
   s.jobs = jobs.size();
   s.wait_by_size = DefaultSizeBuckets();
   std::vector<double> jct, wait, bsld;
+  std::vector<std::vector<double>> bucket_wait(s.wait_by_size.size()), bucket_jct(s.wait_by_size.size());
+  std::map<std::string, UserRow> users;
   Time last_end = 0;
   for (const JobOutcome& j : jobs) {
     if (j.rejected) {
@@ -77,13 +122,22 @@ Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs
     const double w = j.first_start >= 0 ? static_cast<double>(j.wait()) : static_cast<double>(c.end - j.submit);
     if (j.first_start < 0) ++s.never_started;
     wait.push_back(w);
-    for (SizeBucket& b : s.wait_by_size) {
+    size_t bucket = s.wait_by_size.size();
+    for (size_t k = 0; k < s.wait_by_size.size(); ++k) {
+      SizeBucket& b = s.wait_by_size[k];
       if (j.gpus >= b.lo && j.gpus <= b.hi) {
         b.jobs++;
         b.avg_wait += w;
         b.max_wait = std::max(b.max_wait, w);
+        bucket_wait[k].push_back(w);
+        bucket = k;
       }
     }
+    UserRow& u = users[j.user];
+    u.user = j.user;
+    u.jobs++;
+    u.gpu_h += static_cast<double>(j.gpus) * static_cast<double>(j.duration) / 3600.0;
+    u.avg_wait += w;
     if (j.gpus >= 64) {
       ++s.large_jobs;
       s.max_wait_large = std::max(s.max_wait_large, w);
@@ -97,8 +151,24 @@ Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs
     jct.push_back(static_cast<double>(j.jct()));
     bsld.push_back(
         std::max(1.0, static_cast<double>(j.jct()) / std::max<double>(static_cast<double>(j.duration), 10.0)));
+    if (bucket < s.wait_by_size.size()) {
+      SizeBucket& b = s.wait_by_size[bucket];
+      b.finished++;
+      b.avg_jct += jct.back();
+      b.max_jct = std::max(b.max_jct, jct.back());
+      bucket_jct[bucket].push_back(jct.back());
+    }
+    u.finished++;
+    u.avg_bounded_slowdown += bsld.back();
   }
-  for (SizeBucket& b : s.wait_by_size) b.avg_wait = b.jobs ? b.avg_wait / static_cast<double>(b.jobs) : 0;
+  for (size_t k = 0; k < s.wait_by_size.size(); ++k) {
+    SizeBucket& b = s.wait_by_size[k];
+    b.avg_wait = b.jobs ? b.avg_wait / static_cast<double>(b.jobs) : 0;
+    b.avg_jct = b.finished ? b.avg_jct / static_cast<double>(b.finished) : 0;
+    b.p99_wait = Quantile(bucket_wait[k], 0.99);
+    b.p99_jct = Quantile(bucket_jct[k], 0.99);
+  }
+  SummarizeUsers(users, top_users, s);
   s.avg_jct = Mean(jct);
   s.avg_wait = Mean(wait);
   s.avg_bounded_slowdown = Mean(bsld);
@@ -128,6 +198,8 @@ Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs
   s.placement_eff = c.placement_weight > 0 ? c.placement_score / c.placement_weight : 1;
   s.placement_eff_static = c.placement_weight > 0 ? c.placement_score_static / c.placement_weight : 1;
   s.placement_lost_gpu_h = c.slow_gpu_s / 3600.0;
+  s.lost_work_gpu_h = c.lost_work_gpu_s / 3600.0;
+  s.overhead_gpu_h = c.overhead_gpu_s / 3600.0;
   s.passes = c.passes;
   return s;
 }

@@ -28,6 +28,7 @@ struct JobOutcome {
   bool rejected = false;  // the core refused the submit
   bool elastic = false, preemptible = false;
   std::string priority_class;
+  std::string user;  // as in the trace
   uint32_t preemptions = 0, resizes = 0;
   double lost_gpu_s = 0;  // work lost by preemptions/failures (GPU-seconds, the core's count)
 
@@ -61,6 +62,10 @@ struct RunCounters {
   // the best placement, and walltimes extended for it.
   double slow_gpu_s = 0;
   uint64_t walltime_extensions = 0;
+  // Costs of preemption, in GPU-seconds of work (SimOptions): work lost back to the last save
+  // (a job that did not answer the checkpoint signal, a node failure), and overhead (writing
+  // an answered checkpoint, restarting).
+  double lost_work_gpu_s = 0, overhead_gpu_s = 0;
   Time end = 0;  // last event time
 };
 
@@ -77,8 +82,21 @@ struct SizeBucket {
   uint32_t lo = 0, hi = 0;
   size_t jobs = 0;
   double avg_wait = 0, max_wait = 0;
+  double p99_wait = 0;
+  size_t finished = 0;
+  double avg_jct = 0;  // over the bucket's finished jobs
+  double p99_jct = 0, max_jct = 0;
 };
 std::vector<SizeBucket> DefaultSizeBuckets();
+
+// One user's jobs (or the rest's, user "others"): GPU-hours asked (gpus x trace duration), the
+// average wait (jobs still waiting count with the time waited so far) and the average bounded
+// slowdown of the finished jobs.
+struct UserRow {
+  std::string user;
+  size_t jobs = 0, finished = 0;
+  double gpu_h = 0, avg_wait = 0, avg_bounded_slowdown = 0;
+};
 
 struct Summary {
   std::string policy;
@@ -97,12 +115,20 @@ struct Summary {
   double placement_eff = 0, placement_eff_static = 0;  // 1 when nothing multi-GPU ran
   uint64_t preemptions = 0, resizes = 0, passes = 0;
   double ckpt_lost_gpu_h = 0;
-  double placement_lost_gpu_h = 0;  // runtime model: GPU-hours lost to slower placements
+  double lost_work_gpu_h = 0, overhead_gpu_h = 0;  // RunCounters' costs of preemption
+  double placement_lost_gpu_h = 0;                 // runtime model: GPU-hours lost to slower placements
   std::vector<SizeBucket> wait_by_size;
+  // The `top_users` users with the most GPU-hours asked (ties: by name), then "others" (all the
+  // rest, when there are any); the same users under every policy (the trace decides).
+  std::vector<UserRow> by_user;
+  size_t users = 0;  // users with a job
+  // Jain's fairness index over the users' average bounded slowdowns (users with a finished
+  // job): (sum x)^2 / (n sum x^2), 1 = all equal, 1/n = one user takes all; 1 with no user.
+  double jain_slowdown = 1;
 };
 
 Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs, const std::vector<Sample>& series,
-                  const RunCounters& counters, uint32_t cluster_gpus);
+                  const RunCounters& counters, uint32_t cluster_gpus, size_t top_users = 10);
 
 // Quantile q in [0, 1] of `v` (sorted in place; nearest rank). 0 for an empty vector.
 double Quantile(std::vector<double>& v, double q);

@@ -93,6 +93,8 @@ std::string FormatTable(const ReportInfo& info, const std::vector<PolicyRun>& ru
   add("preemptions", [](S s, P) { return std::to_string(s.preemptions); });
   add("ckpt-lost GPU-hours", [](S s, P) { return F(s.ckpt_lost_gpu_h, 1); });
   add("placement-lost GPU-h", [](S s, P) { return F(s.placement_lost_gpu_h, 1); });
+  add("preempt-lost GPU-h", [](S s, P) { return F(s.lost_work_gpu_h, 1); });
+  add("preempt-overhead GPU-h", [](S s, P) { return F(s.overhead_gpu_h, 1); });
   add("resizes", [](S s, P) { return std::to_string(s.resizes); });
   add("killed / never started",
       [](S s, P) { return std::to_string(s.killed) + " / " + std::to_string(s.never_started); });
@@ -100,6 +102,35 @@ std::string FormatTable(const ReportInfo& info, const std::vector<PolicyRun>& ru
   bool timed = false;
   for (const PolicyRun& p : runs) timed = timed || p.wall_s >= 0;
   if (timed) add("run time", [](S, P p) { return p.wall_s >= 0 ? F(p.wall_s, 1) + "s" : std::string("-"); });
+  // By job size and by user: sections of the same table.
+  auto section = [&](std::string name) { rows.push_back({std::move(name), std::vector<std::string>(runs.size())}); };
+  section("by job size: avg/p99/max");
+  for (size_t b = 0; b < DefaultSizeBuckets().size(); ++b) {
+    bool any = false;
+    for (const PolicyRun& p : runs) any = any || p.summary.wait_by_size[b].jobs > 0;
+    if (!any) continue;
+    const std::string label = runs.front().summary.wait_by_size[b].label;
+    add("  wait " + label + " GPUs", [b](S s, P) {
+      const SizeBucket& x = s.wait_by_size[b];
+      return HumanSeconds(x.avg_wait) + "/" + HumanSeconds(x.p99_wait) + "/" + HumanSeconds(x.max_wait);
+    });
+    add("  JCT " + label + " GPUs", [b](S s, P) {
+      const SizeBucket& x = s.wait_by_size[b];
+      if (x.finished == 0) return std::string("-");
+      return HumanSeconds(x.avg_jct) + "/" + HumanSeconds(x.p99_jct) + "/" + HumanSeconds(x.max_jct);
+    });
+  }
+  const Summary& first = runs.front().summary;
+  section("by user (" + std::to_string(first.users) + "): avg wait/bounded slowdown");
+  for (size_t i = 0; i < first.by_user.size(); ++i) {
+    const UserRow& u = first.by_user[i];
+    add("  " + u.user + " (" + F(u.gpu_h, 0) + " GPU-h, " + std::to_string(u.jobs) + " jobs)", [i](S s, P) {
+      if (i >= s.by_user.size()) return std::string("-");
+      const UserRow& x = s.by_user[i];
+      return HumanSeconds(x.avg_wait) + "/" + (x.finished ? F(x.avg_bounded_slowdown, 2) : std::string("-"));
+    });
+  }
+  add("Jain fairness (slowdown)", [](S s, P) { return F(s.jain_slowdown, 3); });
 
   size_t w0 = 6;
   for (const Row& r : rows) w0 = std::max(w0, r.name.size());
@@ -175,6 +206,8 @@ std::string FormatJson(const ReportInfo& info, const std::vector<PolicyRun>& run
     kv("preemptions", std::to_string(s.preemptions));
     kv("ckpt_lost_gpu_h", F(s.ckpt_lost_gpu_h, 2));
     kv("placement_lost_gpu_h", F(s.placement_lost_gpu_h, 2));
+    kv("lost_work_gpu_h", F(s.lost_work_gpu_h, 2));
+    kv("overhead_gpu_h", F(s.overhead_gpu_h, 2));
     kv("walltime_extensions", std::to_string(c.walltime_extensions));
     kv("resizes", std::to_string(s.resizes));
     kv("passes", std::to_string(c.passes));
@@ -183,9 +216,23 @@ std::string FormatJson(const ReportInfo& info, const std::vector<PolicyRun>& run
     for (size_t b = 0; b < s.wait_by_size.size(); ++b) {
       const SizeBucket& x = s.wait_by_size[b];
       wb += std::string(b ? ", " : "") + "{\"gpus\": " + JsonQuote(x.label) + ", \"jobs\": " + std::to_string(x.jobs) +
-            ", \"avg_wait_s\": " + F(x.avg_wait, 1) + ", \"max_wait_s\": " + F(x.max_wait, 0) + "}";
+            ", \"avg_wait_s\": " + F(x.avg_wait, 1) + ", \"max_wait_s\": " + F(x.max_wait, 0) +
+            ", \"p99_wait_s\": " + F(x.p99_wait, 0) + ", \"finished\": " + std::to_string(x.finished) +
+            ", \"avg_jct_s\": " + F(x.avg_jct, 1) + ", \"p99_jct_s\": " + F(x.p99_jct, 0) +
+            ", \"max_jct_s\": " + F(x.max_jct, 0) + "}";
     }
-    kv("wait_by_size", wb + "]", true);
+    kv("wait_by_size", wb + "]");
+    std::string bu = "[";
+    for (size_t i = 0; i < s.by_user.size(); ++i) {
+      const UserRow& u = s.by_user[i];
+      bu += std::string(i ? ", " : "") + "{\"user\": " + JsonQuote(u.user) + ", \"jobs\": " + std::to_string(u.jobs) +
+            ", \"finished\": " + std::to_string(u.finished) + ", \"gpu_h\": " + F(u.gpu_h, 2) +
+            ", \"avg_wait_s\": " + F(u.avg_wait, 1) + ", \"avg_bounded_slowdown\": " + F(u.avg_bounded_slowdown, 4) +
+            "}";
+    }
+    kv("users", std::to_string(s.users));
+    kv("by_user", bu + "]");
+    kv("jain_slowdown", F(s.jain_slowdown, 4), true);
     o << "    }";
   }
   o << "\n  ]\n}\n";

@@ -310,7 +310,7 @@ class Runner {
       }
       if (key == "wait") {
         if (!at_time || e.state != JobState::kPending) return unfit();
-        e.wait = ByName(WaitKindName, WaitKind::kPartitionDown, value);
+        e.wait = ByName(WaitKindName, kLastWaitKind, value);
         if (!e.wait)
           return Err("expect: wait=" + std::string(value) +
                      ": not a wait reason (Priority, Resources, TopologyBlock, "

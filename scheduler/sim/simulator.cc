@@ -25,6 +25,7 @@ enum class Ev : uint8_t {
   kWakeDeadline = 4,  // a checkpoint deadline (pass if the job is still checkpointing)
   kWakeWalltime = 5,  // a walltime end (pass if the same run is still going)
   kWake = 6,          // a reservation start or an elastic growth check
+  kRelease = 7,       // a requeued job's delay is over (SimOptions::requeue_delay)
 };
 
 struct Event {
@@ -50,10 +51,15 @@ struct SimJob {
   uint64_t gen = 0;   // bumps on every start/resize/stop: invalidates End events
   uint64_t run = 0;   // bumps on every start/stop: invalidates checkpoint events
   double busbw = 0, busbw_static = 0;
-  double speed = 1;        // work per GPU-second in this segment (runtime model, <= 1)
-  Duration walltime0 = 0;  // the walltime asked at submission
-  Duration ckpt_interval = 0;
-  bool failure = false;  // the trace says it failed: reported as a failed end
+  double speed = 1;              // work per GPU-second in this segment (runtime model, <= 1)
+  Duration walltime0 = 0;        // the walltime asked at submission
+  Duration ckpt_interval = 0;    // the class rule's: checkpoints reported to the core
+  Duration save_interval = 0;    // periodic saves of the work model (SimOptions::checkpoint_interval)
+  Time compute_start = 0;        // when the current run began computing (after its restart overhead)
+  bool answers = true;           // answers checkpoint signals (SimOptions::checkpoint_answer_share)
+  Time signal_at = -1;           // the pending Checkpoint decision's signal (-1: none)
+  bool saved_at_signal = false;  // the last save answered a signal: work since then is overhead
+  bool failure = false;          // the trace says it failed: reported as a failed end
 };
 
 class Sim {
@@ -104,6 +110,8 @@ class Sim {
       jobs_[i].work_total = static_cast<double>(tj.gpus) * static_cast<double>(std::max<Duration>(tj.duration, 1));
       jobs_[i].failure = StatusIsFailure(tj.status);
       jobs_[i].ckpt_interval = ckpt_intervals[i];
+      jobs_[i].save_interval = ckpt_intervals[i] > 0 ? ckpt_intervals[i] : opt_.checkpoint_interval;
+      jobs_[i].answers = SeededUniform(opt_.seed ^ 0x636b7074ull, i, 0) < opt_.checkpoint_answer_share;
       jobs_[i].walltime0 = specs[i].walltime;
       JobOutcome& o = res_.jobs[i];
       o.id = tj.id;
@@ -111,6 +119,7 @@ class Sim {
       o.submit = tj.submit;
       o.duration = tj.duration;
       o.elastic = specs[i].elastic();
+      o.user = tj.user;
       o.priority_class = specs[i].priority_class.empty() ? config.classes.default_class : specs[i].priority_class;
       res_.counters.work_gpu_s += static_cast<double>(tj.gpus) * static_cast<double>(tj.duration);
     }
@@ -253,8 +262,33 @@ class Sim {
     return b;
   }
 
+  // The job's own periodic saves (save_interval of computing in the current run) up to `t` in
+  // the current segment: the last one becomes its saved work.
+  void PeriodicSave(size_t i, Time t) {
+    SimJob& j = jobs_[i];
+    if (j.save_interval <= 0 || j.rate == 0 || t <= j.compute_start) return;
+    const Time last = j.compute_start + (t - j.compute_start) / j.save_interval * j.save_interval;
+    if (last <= j.compute_start || last < j.seg_start) return;
+    const double w = WorkAt(j, last);
+    if (w > j.work_saved) {
+      j.work_saved = w;
+      j.saved_at_signal = false;
+    }
+  }
+
+  // Back to the saved work (a stop or a shrink restarts from the last save): what was done
+  // since is overhead when the save answered the signal (the job wrote it as of the signal,
+  // then computed on while writing), else lost.
+  void Rollback(size_t i) {
+    SimJob& j = jobs_[i];
+    const double since = j.work_done - j.work_saved;
+    if (since > 0) (j.saved_at_signal ? res_.counters.overhead_gpu_s : res_.counters.lost_work_gpu_s) += since;
+    j.work_done = std::min(j.work_done, j.work_saved);
+  }
+
   // Closes the current placement segment at `t` (placement efficiency, work done).
   void CloseSegment(size_t i, Time t) {
+    PeriodicSave(i, t);
     SimJob& j = jobs_[i];
     if (j.rate > 1 && t > j.seg_start)
       res_.counters.slow_gpu_s += static_cast<double>(j.rate) * static_cast<double>(t - j.seg_start) * (1 - j.speed);
@@ -287,10 +321,29 @@ class Sim {
     if (restart && opt_.restart_overhead > 0) {
       // The restart's seconds compute nothing: start counting work after them.
       j.seg_start = t + opt_.restart_overhead;
+      res_.counters.overhead_gpu_s += static_cast<double>(j.rate) * static_cast<double>(opt_.restart_overhead);
     }
     Push(t + dt, Ev::kEnd, i, j.gen);
     const JobRecord* r = sched_->job(static_cast<JobId>(i + 1));
+    if (restart && r && r->expected_end() < t + dt) ExtendForRestart(i, t, t + dt);
     if (r && r->expected_end() < t + dt) Push(r->expected_end(), Ev::kWakeWalltime, i, j.run);
+  }
+
+  // A resumed or resized run needs its restart overhead and the work lost since its last save
+  // on top of what is left: its walltime grows so the run can end (Slurm gives a requeued job
+  // its whole time limit again; the core's run limit is the walltime less the saved progress).
+  // Through Scheduler::Update, like ExtendWalltime; counted as a walltime extension.
+  void ExtendForRestart(size_t i, Time now, Time end) {
+    const JobId id = static_cast<JobId>(i + 1);
+    const JobRecord* r = sched_->job(id);
+    if (!r) return;
+    const Duration wall = std::min<Duration>(max_walltime_, r->walltime + (end - r->expected_end()));
+    if (wall <= r->walltime) return;
+    ++res_.counters.walltime_extensions;
+    if (opt_.record_decisions) script_ << "at " << now << " update id=" << id << " time=" << wall << "\n";
+    Scheduler::JobUpdate u;
+    u.walltime = wall;
+    if (auto s = sched_->Update(id, u, now); !s) Refused("update", now, s.error());
   }
 
   // Step time at `busbw` relative to the best placement of `gpus` GPUs (>= 1).
@@ -396,6 +449,16 @@ class Sim {
       pass = true;
       return {};
     }
+    if (e.kind == Ev::kRelease) {
+      const JobId rid = static_cast<JobId>(e.job + 1);
+      const JobRecord* rr = sched_->job(rid);
+      if (!rr || rr->state != JobState::kPending || !rr->spec.held || e.gen != jobs_[e.job].run) return {};
+      ++res_.counters.events;
+      if (opt_.record_decisions) script_ << "at " << now << " release id=" << rid << "\n";
+      if (auto s = sched_->Release(rid, now); !s) Refused("release", now, s.error());
+      pass = true;
+      return {};
+    }
     const size_t i = e.job;
     SimJob& j = jobs_[i];
     const JobId id = static_cast<JobId>(i + 1);
@@ -424,8 +487,14 @@ class Sim {
         if (opt_.record_decisions) script_ << "at " << now << " checkpoint id=" << id << " epoch=" << epoch << "\n";
         if (auto s = sched_->CheckpointDone(id, now, epoch, "sim"); !s) {
           Refused("checkpoint", now, s.error());
+        } else if (e.kind == Ev::kAnswer && j.signal_at >= j.seg_start) {
+          // Saved as of the signal; the seconds spent writing it are overhead if the job stops.
+          j.work_saved = std::max(j.work_saved, WorkAt(j, j.signal_at));
+          j.saved_at_signal = true;
+          j.signal_at = -1;
         } else {
-          j.work_saved = WorkAt(j, now);
+          j.work_saved = std::max(j.work_saved, WorkAt(j, now));
+          j.saved_at_signal = false;
         }
         if (e.kind == Ev::kSelfCheckpoint && j.ckpt_interval > 0)
           Push(now + j.ckpt_interval, Ev::kSelfCheckpoint, i, j.run);
@@ -448,6 +517,14 @@ class Sim {
     bool waiting_for_gpus = false;
     for (const Decision& d : decisions) {
       if (opt_.record_decisions) Print(d);
+      if (d.kind == DecisionKind::kWait) {
+        // One per pending job and pass: nothing to look up.
+        if (d.wait.kind != WaitKind::kHeld && d.wait.kind != WaitKind::kDependency &&
+            d.wait.kind != WaitKind::kUnsatisfiable) {
+          waiting_for_gpus = true;
+        }
+        continue;
+      }
       const size_t i = static_cast<size_t>(d.job - 1);
       if (i >= jobs_.size()) continue;
       SimJob& j = jobs_[i];
@@ -460,22 +537,36 @@ class Sim {
           if (!resume) o.first_start = now;
           j.work_done = j.work_saved;
           ++j.run;
+          j.signal_at = -1;
           SetHeld(i);
           OpenSegment(i, now, d.gpus, r ? r->busbw_gbs : 0, resume);
+          j.compute_start = j.seg_start;
           ExtendWalltime(i, now);
           if (j.ckpt_interval > 0) Push(now + j.ckpt_interval, Ev::kSelfCheckpoint, i, j.run);
           break;
         }
         case DecisionKind::kCheckpoint:
           ++res_.counters.checkpoints_requested;
-          Push(now + opt_.checkpoint_delay, Ev::kAnswer, i, j.run);
+          if (j.answers) {
+            j.signal_at = now;
+            Push(now + opt_.checkpoint_delay, Ev::kAnswer, i, j.run);
+          }
           Push(d.deadline, Ev::kWakeDeadline, i, j.run);
           break;
         case DecisionKind::kPreempt:
           ++res_.counters.preemptions;
           StopRunning(i, now);
-          j.work_done = j.work_saved;
+          Rollback(i);
           if (!d.requeue) ++finished_;
+          if (d.requeue && opt_.requeue_delay > 0 && r && r->state == JobState::kPending && !r->spec.held) {
+            // Slurm holds a requeued batch job back (its begin time) before it may start again.
+            if (opt_.record_decisions) script_ << "at " << now << " hold id=" << d.job << "\n";
+            if (auto s = sched_->Hold(d.job, now); !s) {
+              Refused("hold", now, s.error());
+            } else {
+              Push(now + opt_.requeue_delay, Ev::kRelease, i, j.run);
+            }
+          }
           break;
         case DecisionKind::kKill:
           ++res_.counters.kills;
@@ -485,18 +576,15 @@ class Sim {
         case DecisionKind::kResize: {
           ++res_.counters.resizes;
           CloseSegment(i, now);
-          if (!d.removed.empty()) j.work_done = std::min(j.work_done, j.work_saved);  // restart from the checkpoint
+          if (!d.removed.empty()) Rollback(i);  // restart from the checkpoint
+          j.signal_at = -1;
           SetHeld(i);
           OpenSegment(i, now, d.gpus, mirror_placer_->model().Predict(d.gpus).busbw_gbs, true);
+          if (!d.removed.empty()) j.compute_start = j.seg_start;
           ExtendWalltime(i, now);
           break;
         }
-        case DecisionKind::kWait:
-          if (d.wait.kind != WaitKind::kHeld && d.wait.kind != WaitKind::kDependency &&
-              d.wait.kind != WaitKind::kUnsatisfiable) {
-            waiting_for_gpus = true;
-          }
-          break;
+        case DecisionKind::kWait: break;  // above
       }
     }
     // Wake the core when what it planned comes due.

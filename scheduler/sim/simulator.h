@@ -45,8 +45,20 @@ struct SimOptions {
   uint64_t seed = 1;
   WalltimeModel walltime;
   std::vector<ClassRule> rules;
-  Duration checkpoint_delay = 30;  // a Checkpoint decision is answered this much later
-  Duration restart_overhead = 0;   // seconds added to the remaining run at every resume/resize
+  // Costs of preemption (docs/simulator.md, "Costs of preemption"); the same for every policy.
+  // A job that answers a Checkpoint decision saves its state as of the signal and takes
+  // `checkpoint_delay` seconds to write it (GPUs held, no progress: overhead). A seeded share
+  // `checkpoint_answer_share` of the jobs answers at all; the others run on until the core's
+  // deadline and lose the work since their last periodic save: every job saves on its own every
+  // `checkpoint_interval` seconds of a run (its class rule's ckpt where set; 0: never). A
+  // requeued job is held `requeue_delay` seconds before it may start again (Slurm delays a
+  // requeued batch job by its credential lifetime + 1 s: 121 s by default), and every resume
+  // and resize spends `restart_overhead` seconds on its GPUs before computing again.
+  Duration checkpoint_delay = 30;
+  double checkpoint_answer_share = 0.8;
+  Duration checkpoint_interval = 3600;
+  Duration requeue_delay = 121;
+  Duration restart_overhead = 120;
   // Placement-dependent run time (docs/simulator.md#runtime-model). A trace duration is the
   // job's run time at the best placement of its size on this topology; a multi-GPU job spends
   // `comm_share` of each step in all-reduce, which slows down by best/actual predicted bus

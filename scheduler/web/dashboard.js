@@ -197,12 +197,22 @@
       rows.push(tr);
       const answers = document.createElement('span');
       for (const s of l.shapes) {
+        // When: the core's what-if (start_s: now, a time, or null for never); status: the
+        // Placer on the GPUs free now, reservations aside.
         const a = document.createElement('span');
-        a.className = s.status === 'placed' ? 'ok' : s.status === 'busy' ? 'busy' : 'never';
-        a.textContent = `${s.gpus}: ${s.status === 'placed' ? 'now' : s.status === 'busy' ? 'not now' : 'never'}  `;
-        a.title = s.status === 'placed' ? `predicted busbw ${s.busbw_gbs.toFixed(1)} GB/s` : s.reason || '';
+        const when = startText(s.start_s, p.now);
+        a.className = when === 'now' ? 'ok' : when === 'never' ? 'never' : 'busy';
+        a.textContent = `${s.gpus}: ${when}  `;
+        const tip = [];
+        if (s.status === 'placed') tip.push(`predicted busbw ${s.busbw_gbs.toFixed(1)} GB/s`);
+        if (s.wait) tip.push('waits for ' + s.wait + (s.why ? ' (' + s.why + ')' : ''));
+        else if (s.why) tip.push(s.why);
+        if (s.start_s !== null && s.start_s > p.now && !s.promised) tip.push('no reservation promised: later jobs may take it');
+        if (s.reason && s.status !== 'placed') tip.push(s.reason);
+        a.title = tip.join('; ');
         a.dataset.gpus = String(s.gpus);
         a.dataset.status = s.status;
+        a.dataset.start = s.start_s === null || s.start_s === undefined ? 'never' : String(s.start_s);
         answers.appendChild(a);
       }
       const tr2 = row([l.level === 'core' ? 'cluster (any placement)' : l.level, answers]);
@@ -211,6 +221,24 @@
     }
     $('frag-table').tBodies[0].replaceChildren(...rows);
     $('shapes-table').tBodies[0].replaceChildren(...shapes);
+  }
+  // "now", "at 14:05 (in 2h 10m)" (with the date past a day), or "never".
+  function startText(start, now) {
+    if (start === null || start === undefined) return 'never';
+    if (start <= now) return 'now';
+    const d = new Date(start * 1000);
+    const p2 = (n) => String(n).padStart(2, '0');
+    let at = p2(d.getHours()) + ':' + p2(d.getMinutes());
+    if (start - now >= 86400) at = d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' }) + ' ' + at;
+    return `at ${at} (in ${inDur(start - now)})`;
+  }
+  function inDur(s) {
+    s = Math.round(s);
+    const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+    if (d > 0) return `${d}d ${h}h`;
+    if (h > 0) return `${h}h ${m}m`;
+    if (m > 0) return `${m}m`;
+    return `${s}s`;
   }
   function wholeFree(l) {
     const whole = l.free_blocks.find(([g]) => g === l.domain_gpus);

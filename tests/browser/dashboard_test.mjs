@@ -58,6 +58,14 @@ try {
   check(leaf32 === 'busy', `32 GPUs within the spine: busy now (${leaf32})`);
   const leaf16 = await page.$eval('#shapes-table tr[data-level="leaf"] [data-gpus="16"]', (e) => e.dataset.status).catch(() => 'none');
   check(leaf16 === 'placed', `16 GPUs within one leaf: could start now (${leaf16})`);
+  // When: the core's what-if. 32 GPUs within the spine wait for job 1's walltime end; 16 within
+  // a leaf start now.
+  const end1 = (await (await fetch(url + '/api/v1/map')).json()).jobs['1'].expected_end;
+  const when32 = await page.$eval('#shapes-table tr[data-level="spine"] [data-gpus="32"]', (e) => ({ start: e.dataset.start, text: e.textContent.trim() }));
+  check(when32.start === String(end1) && /^32: at \d\d:\d\d \(in (\d+[dhms] ?)+\)$/.test(when32.text),
+    `32 GPUs within the spine: at job 1's end ${end1}: ${JSON.stringify(when32)}`);
+  const when16 = await page.$eval('#shapes-table tr[data-level="leaf"] [data-gpus="16"]', (e) => e.textContent.trim());
+  check(when16 === '16: now', `16 GPUs within one leaf: "${when16}"`);
   await page.screenshot({ path: join(shots, 'dashboard.png'), fullPage: true });
 
   // ---- live: a job submitted with gsub appears, then leaves when it has finished ----

@@ -242,12 +242,78 @@ TEST(Integration, AfterOkDependencyStartsOnlyAfterTheFirstJobCompleted) {
   EXPECT_GT(b_start, a_end);
   EXPECT_GE(c.Get(b).start_time(), c.Get(a).end_time());
 
-  // A failing dependency: the dependent job is killed, never run.
+  // A failing dependency: the dependent job stays pending, never run (DependencyNeverSatisfied,
+  // as Slurm), until its user cancels it.
   const uint64_t bad = c.Gsub({"-G", "1", "--wrap", "exit 1"}, work);
   const uint64_t never = c.Gsub({"-G", "1", "-d", "afterok:" + std::to_string(bad), "--wrap", "touch never.ran"}, work);
   ASSERT_TRUE(c.WaitState(bad, v1::JOB_STATE_FAILED));
-  ASSERT_TRUE(c.WaitState(never, v1::JOB_STATE_KILLED));
+  ASSERT_TRUE(WaitFor([&] { return c.Get(never).reason() == "DependencyNeverSatisfied"; }))
+      << c.Get(never).ShortDebugString();
+  EXPECT_EQ(c.State(never), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(c.Cli("gcancel", {std::to_string(never)}).exit_code, 0);
+  ASSERT_TRUE(c.WaitState(never, v1::JOB_STATE_CANCELLED));
   EXPECT_FALSE(Exists(work + "/never.ran"));
+}
+
+// A job array of 4 tasks, at most 2 running (%2): each task sees SLURM_ARRAY_* and writes the
+// file its %A/%a pattern names; gq collapses the pending tasks; gcancel takes one task, some
+// tasks or the whole array.
+TEST(Integration, JobArrayRunsTwoTasksAtATimeWithSlurmsVariablesAndFiles) {
+  ProcessCluster c;
+  ASSERT_NO_FATAL_FAILURE(c.Start());
+  const std::string work = c.MakeDir("work");
+  const uint64_t a = c.Gsub({"-G", "1", "--array=0-3%2", "-J", "arr", "-o", "arr-%A_%a.out", "--wrap",
+                             "env | sort; i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"},
+                            work);
+  ASSERT_NE(a, 0u);
+  const auto task = [&](uint32_t i) { return a + 1 + i; };  // the tasks take the ids after the array's
+  ASSERT_TRUE(c.WaitState(task(0), v1::JOB_STATE_RUNNING));
+  ASSERT_TRUE(c.WaitState(task(1), v1::JOB_STATE_RUNNING));
+  ASSERT_TRUE(WaitFor([&] { return c.Get(task(3)).reason() == "JobArrayTaskLimit"; }))
+      << c.Get(task(3)).ShortDebugString();
+  EXPECT_EQ(c.State(task(2)), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(c.Get(task(2)).array_job_id(), a);
+  EXPECT_EQ(c.Get(task(2)).array_task_id(), 2u);
+  const std::string A = std::to_string(a);
+  const RunResult gq = c.Cli("gq", {"-o", "%t %i", "--noheader"});  // ST is 2 wide; no trailing blanks
+  EXPECT_TRUE(Contains(gq.out, "R  " + A + "_0\n")) << gq.Describe();
+  EXPECT_TRUE(Contains(gq.out, "R  " + A + "_1\n")) << gq.Describe();
+  EXPECT_TRUE(Contains(gq.out, "PD " + A + "_[2-3%2]\n")) << gq.Describe();
+  const RunResult gq_r = c.Cli("gq", {"-r", "-o", "%i", "--noheader"});
+  EXPECT_TRUE(Contains(gq_r.out, A + "_3\n")) << gq_r.Describe();
+  WriteFile(work + "/go", "");
+  for (uint32_t i = 0; i < 4; ++i) ASSERT_TRUE(c.WaitState(task(i), v1::JOB_STATE_COMPLETED)) << i;
+  // %2 held: the last two started only after the first two ended.
+  EXPECT_GE(c.Get(task(2)).start_time(), std::min(c.Get(task(0)).end_time(), c.Get(task(1)).end_time()));
+  for (uint32_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE("task " + std::to_string(i));
+    const std::string out = work + "/arr-" + A + "_" + std::to_string(i) + ".out";
+    ASSERT_TRUE(Exists(out)) << out;
+    const auto e = ParseEnv(ReadFile(out));
+    EXPECT_EQ(Val(e, "SLURM_ARRAY_JOB_ID"), A);
+    EXPECT_EQ(Val(e, "SLURM_ARRAY_TASK_ID"), std::to_string(i));
+    EXPECT_EQ(Val(e, "SLURM_ARRAY_TASK_COUNT"), "4");
+    EXPECT_EQ(Val(e, "SLURM_ARRAY_TASK_MIN"), "0");
+    EXPECT_EQ(Val(e, "SLURM_ARRAY_TASK_MAX"), "3");
+    EXPECT_EQ(Val(e, "SLURM_ARRAY_TASK_STEP"), "1");
+    EXPECT_EQ(Val(e, "PHALANX_JOB_ID"), std::to_string(task(i)));
+  }
+
+  // gcancel: one task, some tasks, then the rest of the array (held, so nothing runs).
+  const uint64_t h = c.Gsub({"-G", "1", "-H", "--array=0-5", "--wrap", "true"}, work);
+  ASSERT_NE(h, 0u);
+  const std::string H = std::to_string(h);
+  EXPECT_EQ(c.Cli("gcancel", {H + "_1"}).exit_code, 0);
+  EXPECT_EQ(c.Cli("gcancel", {H + "_[3-4]"}).exit_code, 0);
+  EXPECT_EQ(c.State(h + 2), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(c.State(h + 4), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(c.State(h + 5), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(c.State(h + 1), v1::JOB_STATE_PENDING);
+  const RunResult no_task = c.Cli("gcancel", {H + "_9"});
+  EXPECT_NE(no_task.exit_code, 0);
+  EXPECT_TRUE(Contains(no_task.err, "has no task 9")) << no_task.Describe();
+  EXPECT_EQ(c.Cli("gcancel", {H}).exit_code, 0);
+  for (uint64_t t = h + 1; t <= h + 6; ++t) EXPECT_EQ(c.State(t), v1::JOB_STATE_CANCELLED) << t;
 }
 
 // (f) Checkpoint preemption as the job sees it: a low-priority job traps the checkpoint signal

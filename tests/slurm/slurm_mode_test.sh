@@ -15,6 +15,8 @@ need_lab
 
 lab=$(mktemp -d /tmp/phalanx-slurm-mode-test.XXXXXX)
 export PHALANX_SLURM_DEMO_DIR=$lab PHALANX_SLURM_DEMO_JOBS=0 PHALANX_SLURM_PHALANXD=1 PHALANX_SLURM_CRED_EXPIRE=5
+http_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+export PHALANX_SLURM_HTTP=127.0.0.1:$http_port  # the dashboard in Slurm mode (check 1)
 export PHALANX_SLURM_MIN_RUNTIME=0
 export PHALANX_SLURM_PORT_BASE=${PHALANX_SLURM_MODE_TEST_PORT:-17917} # apart from slurm.spank's 17817
 t0=$SECONDS
@@ -78,6 +80,21 @@ if [[ "$slurm_choice" == *"nodes n[1,3]"* && "$comment" == "BeginTime|phalanx: T
   ok "with n2 and n4 busy Slurm alone would split it (${slurm_choice##*using }); Phalanx holds it: $comment"
 else
   bad "Slurm's own choice splits, Phalanx waits for a leaf" "sbatch --test-only: $slurm_choice" "squeue %r|%k: $comment"
+fi
+# The dashboard is served in Slurm mode too: the page, and the map with the GPUs of Slurm's own
+# jobs on n2 and n4 busy (the core holds them for the unmanaged jobs) while the leaf job waits.
+map_busy() {
+  curl -sf --max-time 5 http://$PHALANX_SLURM_HTTP/api/v1/map | python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+names = [d[1] for d in m["domains"] if d[0] == "node"]
+busy = sum(1 for o in m["owner"] if o != 0)
+sys.exit(0 if {"n1", "n2", "n3", "n4"} <= set(names) and busy >= 8 else 1)'
+}
+if curl -sf --max-time 5 http://$PHALANX_SLURM_HTTP/ | grep -qi "<html" && until_ok 10 map_busy; then
+  ok "the dashboard is served in Slurm mode: / and /api/v1/map with Slurm's busy GPUs"
+else
+  bad "the dashboard in Slurm mode" "$(curl -s --max-time 5 http://$PHALANX_SLURM_HTTP/api/v1/map | head -c 300)"
 fi
 if until_ok 30 is_state "$leaf" COMPLETED && [[ "$(nodes_of "$leaf")" == "n[3-4]" ]] &&
   [[ "$(count_log "(Slurm $leaf) released on n\[3-4\]")" == 1 ]]; then

@@ -1,12 +1,16 @@
 #include "adapters/store/codec.h"
 
+#include <algorithm>
+#include <iterator>
 #include <limits>
 #include <type_traits>
 #include <utility>
 
 #include "core/topology/level.h"
 #include "core/topology/limits.h"
+#include "util/dependency.h"
 #include "util/numbers.h"
+#include "util/strings.h"
 
 namespace phalanx::store {
 namespace {
@@ -28,6 +32,16 @@ constexpr std::string_view kSpecKeys[] = {"v",    "name",    "user", "account", 
                                           "gpn",  "level",   "fit",  "excl",    "rail",  "min",   "step",
                                           "wall", "preempt", "ckpt", "restart", "held",  "after", "submit"};
 constexpr size_t kSpecFields = std::size(kSpecKeys);
+// After them, written only when set (rows from before a field existed decode as its default).
+constexpr std::string_view kOptionalKeys[] = {"grace",    "dep",     "array",      "begin",
+                                              "nodelist", "exclude", "constraint", "norequeue"};
+constexpr size_t kOptionalFields = std::size(kOptionalKeys);
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
 
 }  // namespace
 
@@ -163,25 +177,41 @@ std::string EncodeJobSpec(const JobSpec& s) {
   out += " submit=" + std::to_string(s.submit);
   // Optional, written only when set: rows written before the field existed decode as 0.
   if (s.checkpoint_grace != 0) out += " grace=" + std::to_string(s.checkpoint_grace);
+  if (!s.depends.empty()) out += " dep=" + Escape(FormatDependencies(s.depends));
+  if (s.array_id != kNoJob) {
+    out += " array=" + std::to_string(s.array_id) + ":" + std::to_string(s.array_task) + ":" +
+           std::to_string(s.array_max_running);
+  }
+  if (s.begin != 0) out += " begin=" + std::to_string(s.begin);
+  if (!s.nodelist.empty()) out += " nodelist=" + Escape(JoinNames(s.nodelist));
+  if (!s.exclude.empty()) out += " exclude=" + Escape(JoinNames(s.exclude));
+  if (!s.constraint.empty()) out += " constraint=" + Escape(s.constraint);
+  if (s.no_requeue) out += " norequeue=1";
   return out;
 }
 
 Result<JobSpec> DecodeJobSpec(std::string_view text) {
-  // Split into exactly the expected fields, in order.
+  // Split into exactly the expected fields, in order, then the optional ones (each at most once,
+  // in kOptionalKeys' order).
   std::string_view values[kSpecFields];
-  std::optional<std::string_view> grace;  // the optional field after them
-  size_t n = 0;
+  std::optional<std::string_view> optional[kOptionalFields];
+  size_t n = 0, next_optional = 0;
   while (true) {
     const size_t space = text.find(' ');
     const std::string_view field = text.substr(0, space);
     const size_t eq = field.find('=');
     if (eq == std::string_view::npos) return Fail("spec", "field '" + Escape(field) + "' has no '='");
     const std::string_view key = field.substr(0, eq);
-    if (n == kSpecFields && key == "grace" && !grace) {
-      grace = field.substr(eq + 1);
+    size_t o = next_optional;
+    while (n == kSpecFields && o < kOptionalFields && kOptionalKeys[o] != key) ++o;
+    if (n == kSpecFields && o < kOptionalFields) {
+      optional[o] = field.substr(eq + 1);
+      next_optional = o + 1;
     } else {
-      if (n >= kSpecFields)
-        return Fail("spec", "unexpected field '" + Escape(key) + "' after '" + (grace ? "grace" : "submit") + "'");
+      if (n >= kSpecFields) {
+        return Fail("spec", "unexpected field '" + Escape(key) + "' after '" +
+                                std::string(next_optional > 0 ? kOptionalKeys[next_optional - 1] : "submit") + "'");
+      }
       if (key != kSpecKeys[n])
         return Fail("spec", "expected field '" + std::string(kSpecKeys[n]) + "', found '" + Escape(key) + "'");
       values[n++] = field.substr(eq + 1);
@@ -246,9 +276,46 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
   if (!after) return Fail(where(19), after.error().message);
   s.after_ok = std::move(*after);
   PHX_RETURN_IF_ERROR(num(20, &s.submit));
-  // Written only when not 0, so "grace=0" is not the one encoding of any spec.
+  // Written only when not 0 or empty, so "grace=0" is not the one encoding of any spec.
+  const auto& grace = optional[0];
   if (grace && (!ParseNumber(*grace, &s.checkpoint_grace) || s.checkpoint_grace == 0))
     return Fail("spec.grace", "bad number '" + Escape(*grace) + "'");
+  if (const auto& begin = optional[3]; begin && (!ParseNumber(*begin, &s.begin) || s.begin == 0))
+    return Fail("spec.begin", "bad time '" + Escape(*begin) + "'");
+  const auto names = [&](size_t i, std::vector<std::string>* out) -> Status {
+    if (!optional[i]) return {};
+    auto v = Unescape(*optional[i]);
+    if (!v || v->empty())
+      return Fail("spec." + std::string(kOptionalKeys[i]), "bad node names '" + Escape(*optional[i]) + "'");
+    for (std::string_view name : Split(*v, ',')) out->emplace_back(name);
+    return {};
+  };
+  PHX_RETURN_IF_ERROR(names(4, &s.nodelist));
+  PHX_RETURN_IF_ERROR(names(5, &s.exclude));
+  if (const auto& c = optional[6]) {
+    auto v = Unescape(*c);
+    if (!v || v->empty()) return Fail("spec.constraint", "bad constraint '" + Escape(*c) + "'");
+    s.constraint = std::move(*v);
+  }
+  if (const auto& nr = optional[7]) {
+    if (*nr != "1") return Fail("spec.norequeue", "expected 1, found '" + Escape(*nr) + "'");
+    s.no_requeue = true;
+  }
+  if (const auto& dep = optional[1]) {
+    auto text = Unescape(*dep);
+    if (!text) return Fail("spec.dep", text.error().message);
+    auto d = ParseDependencies(*text);
+    if (!d) return Fail("spec.dep", d.error().message);
+    if (FormatDependencies(*d) != *text)  // one spec, one encoding
+      return Fail("spec.dep", "'" + Escape(*text) + "' is not written as the store writes it");
+    s.depends = std::move(*d);
+  }
+  if (const auto& array = optional[2]) {
+    const std::vector<std::string_view> parts = Split(*array, ':');
+    if (parts.size() != 3 || !ParseNumber(parts[0], &s.array_id) || s.array_id == kNoJob ||
+        !ParseNumber(parts[1], &s.array_task) || !ParseNumber(parts[2], &s.array_max_running))
+      return Fail("spec.array", "expected ARRAY:TASK:MAX_RUNNING, found '" + Escape(*array) + "'");
+  }
   return s;
 }
 

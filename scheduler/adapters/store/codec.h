@@ -4,8 +4,12 @@
 //             fit=require excl=0 rail=1 min=0 step=any:0 wall=3600 preempt=- ckpt=0 restart=120
 //             held=0 after=3,5 submit=100 grace=60"
 //             Every field, always in this order (one spec has exactly one encoding), except
-//             `grace` (the per-job checkpoint grace): written only when not 0, so rows written
-//             before it existed decode with 0 (and re-encode unchanged); strings
+//             the optional ones after `submit`, in this order, each written only when set, so
+//             rows written before it existed decode without it (and re-encode unchanged):
+//             `grace` (the per-job checkpoint grace, not 0), `dep` (the dependencies as
+//             Slurm's text, util/dependency.h, escaped: "dep=afterok:3,singleton",
+//             "dep=afterok:3%3Fafterany:4"), `array`
+//             (an array task: "array=ARRAY:TASK:MAX_RUNNING"); strings
 //             percent-escaped (anything but [A-Za-z0-9._~:/@+,-]); the job id is not part of it
 //             (it is the row's key). `preempt` is "-" (unset), "0" or "1".
 //   GPU list  "0-7,16,18-19": global GPU indices, ascending runs (the input order is kept:

@@ -6,7 +6,7 @@
 
 namespace phalanx::store {
 
-struct Statement::Conn {
+struct SqliteDb::Conn {
   sqlite3* db = nullptr;
   std::string path;
   int last_error = 0;
@@ -23,78 +23,56 @@ struct Statement::Conn {
   }
 };
 
-Statement::Statement(Statement&& other) noexcept
-    : stmt_(std::exchange(other.stmt_, nullptr)), conn_(std::exchange(other.conn_, nullptr)) {}
+namespace {
 
-Statement& Statement::operator=(Statement&& other) noexcept {
-  if (this != &other) {
-    sqlite3_finalize(stmt_);
-    stmt_ = std::exchange(other.stmt_, nullptr);
-    conn_ = std::exchange(other.conn_, nullptr);
+class SqliteStatement final : public StatementImpl {
+ public:
+  SqliteStatement(sqlite3_stmt* stmt, SqliteDb::Conn* conn) : stmt_(stmt), conn_(conn) {}
+  ~SqliteStatement() override { sqlite3_finalize(stmt_); }
+  SqliteStatement(const SqliteStatement&) = delete;
+  SqliteStatement& operator=(const SqliteStatement&) = delete;
+
+  void Bind(int index, int64_t value) override { sqlite3_bind_int64(stmt_, index, value); }
+  void Bind(int index, double value) override { sqlite3_bind_double(stmt_, index, value); }
+  void Bind(int index, std::string_view text) override {
+    // An empty view may have a null data(), which SQLite would bind as NULL.
+    sqlite3_bind_text64(stmt_, index, text.data() != nullptr ? text.data() : "", text.size(), SQLITE_TRANSIENT,
+                        SQLITE_UTF8);
   }
-  return *this;
-}
-
-Statement::~Statement() { sqlite3_finalize(stmt_); }
-
-Statement& Statement::Bind(int index, int64_t value) {
-  sqlite3_bind_int64(stmt_, index, value);
-  return *this;
-}
-
-Statement& Statement::Bind(int index, double value) {
-  sqlite3_bind_double(stmt_, index, value);
-  return *this;
-}
-
-Statement& Statement::Bind(int index, std::string_view text) {
-  // An empty view may have a null data(), which SQLite would bind as NULL.
-  sqlite3_bind_text64(stmt_, index, text.data() != nullptr ? text.data() : "", text.size(), SQLITE_TRANSIENT,
-                      SQLITE_UTF8);
-  return *this;
-}
-
-Statement& Statement::BindBlob(int index, std::string_view bytes) {
-  sqlite3_bind_blob64(stmt_, index, bytes.data() != nullptr ? bytes.data() : "", bytes.size(), SQLITE_TRANSIENT);
-  return *this;
-}
-
-Result<bool> Statement::Step() {
-  const int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  Error e = conn_->MakeError(rc, std::string("'") + sqlite3_sql(stmt_) + "'");
-  sqlite3_reset(stmt_);
-  return std::unexpected(std::move(e));
-}
-
-Status Statement::Run() {
-  while (true) {
-    PHX_ASSIGN_OR_RETURN(auto row, Step());
-    if (!row) break;
+  void BindBlob(int index, std::string_view bytes) override {
+    sqlite3_bind_blob64(stmt_, index, bytes.data() != nullptr ? bytes.data() : "", bytes.size(), SQLITE_TRANSIENT);
   }
-  sqlite3_reset(stmt_);
-  return {};
-}
+  Result<bool> Step() override {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    Error e = conn_->MakeError(rc, std::string("'") + sqlite3_sql(stmt_) + "'");
+    sqlite3_reset(stmt_);
+    return std::unexpected(std::move(e));
+  }
+  void Reset() override { sqlite3_reset(stmt_); }
+  int64_t Int(int column) const override { return sqlite3_column_int64(stmt_, column); }
+  double Real(int column) const override { return sqlite3_column_double(stmt_, column); }
+  std::string_view Text(int column) const override {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+    if (p == nullptr) return {};
+    return std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+  }
+  std::string_view Blob(int column) const override {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, column));
+    if (p == nullptr) return {};
+    return std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+  }
 
-void Statement::Reset() { sqlite3_reset(stmt_); }
+ private:
+  sqlite3_stmt* stmt_;
+  SqliteDb::Conn* conn_;  // owned by the SqliteDb, which outlives its statements
+};
 
-int64_t Statement::Int(int column) const { return sqlite3_column_int64(stmt_, column); }
-double Statement::Real(int column) const { return sqlite3_column_double(stmt_, column); }
-std::string_view Statement::Text(int column) const {
-  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
-  if (p == nullptr) return {};
-  return std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
-}
-
-std::string_view Statement::Blob(int column) const {
-  const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, column));
-  if (p == nullptr) return {};
-  return std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
-}
+}  // namespace
 
 Result<SqliteDb> SqliteDb::Open(const std::string& path, bool create, const std::string& vfs) {
-  auto conn = std::make_unique<Statement::Conn>();
+  auto conn = std::make_unique<Conn>();
   conn->path = path;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (create) flags |= SQLITE_OPEN_CREATE;
@@ -109,7 +87,7 @@ Result<SqliteDb> SqliteDb::Open(const std::string& path, bool create, const std:
   return SqliteDb(std::move(conn));
 }
 
-SqliteDb::SqliteDb(std::unique_ptr<Statement::Conn> conn) : conn_(std::move(conn)) {}
+SqliteDb::SqliteDb(std::unique_ptr<Conn> conn) : conn_(std::move(conn)) {}
 SqliteDb::SqliteDb(SqliteDb&& other) noexcept = default;
 SqliteDb& SqliteDb::operator=(SqliteDb&& other) noexcept {
   if (this != &other) {
@@ -142,21 +120,7 @@ Result<Statement> SqliteDb::Prepare(std::string_view sql) {
     sqlite3_finalize(stmt);
     return std::unexpected(conn_->MakeError(rc, "preparing '" + std::string(sql.substr(0, 60)) + "'"));
   }
-  return Statement(stmt, conn_.get());
-}
-
-Result<std::string> SqliteDb::QueryText(std::string_view sql) {
-  PHX_ASSIGN_OR_RETURN(auto stmt, Prepare(sql));
-  PHX_ASSIGN_OR_RETURN(auto row, stmt.Step());
-  if (!row) return Fail(path(), "'" + std::string(sql) + "' returned no row");
-  return std::string(stmt.Text(0));
-}
-
-Result<int64_t> SqliteDb::QueryInt(std::string_view sql) {
-  PHX_ASSIGN_OR_RETURN(auto stmt, Prepare(sql));
-  PHX_ASSIGN_OR_RETURN(auto row, stmt.Step());
-  if (!row) return Fail(path(), "'" + std::string(sql) + "' returned no row");
-  return stmt.Int(0);
+  return Statement(std::make_unique<SqliteStatement>(stmt, conn_.get()));
 }
 
 int64_t SqliteDb::Changes() const { return sqlite3_changes64(conn_->db); }

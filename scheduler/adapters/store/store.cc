@@ -1,23 +1,28 @@
 #include "adapters/store/store.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
 #include "adapters/store/codec.h"
 #include "adapters/store/schema.h"
+#include "adapters/store/sqlite_db.h"
+#include "adapters/store/store_statements.h"
+#ifdef PHALANX_HAVE_POSTGRES
+#include "adapters/store/pg_db.h"
+#endif
 
 namespace phalanx::store {
 namespace {
 
-constexpr JobId kMaxJobId = (uint64_t{1} << 62) - 1;  // the core's limit
-constexpr std::string_view kNextJobIdKey = "next_job_id";
-constexpr size_t kMaxSeriesName = 200;
+using detail::kJobColumns;
+using detail::kLeaderKey;
+using detail::kMaxJobId;
+using detail::kNextJobIdKey;
 
-constexpr std::string_view kJobColumns =
-    "id, submit, spec, state, gpus, start_time, end_time, walltime, run_walltime, progress, checkpoint_epoch, "
-    "checkpoint_path, last_checkpoint, last_checkpoint_request, checkpoint_deadline, after_checkpoint, shrink_to, "
-    "preempted_for, victims, claim, preemptions, resizes, gpu_seconds_lost, idle_since, partitions";
+constexpr size_t kMaxSeriesName = 200;
 
 std::string JobWhere(JobId id) { return "job " + std::to_string(id); }
 
@@ -41,67 +46,19 @@ std::vector<std::string> SplitPartitions(std::string_view text) {
 
 }  // namespace
 
-struct Store::Statements {
-  Statement begin, commit, rollback, savepoint, release, rollback_to;
-  Statement insert_job, update_job, insert_event, insert_checkpoint, upsert_node, upsert_meta;
-  Statement select_jobs, select_job, select_nodes, select_meta, select_events, max_seq;
-  Statement upsert_launch, select_launch, select_active_launch;
-  Statement insert_series, insert_sample, prune_history;
+std::optional<Backend> ParseBackend(std::string_view name) {
+  if (name == "sqlite") return Backend::kSqlite;
+  if (name == "postgresql") return Backend::kPostgres;
+  return std::nullopt;
+}
 
-  static Result<std::unique_ptr<Statements>> Prepare(SqliteDb& db) {
-    auto s = std::make_unique<Statements>();
-    const std::string job_cols(kJobColumns);
-    const std::pair<Statement*, std::string> all[] = {
-        {&s->begin, "BEGIN IMMEDIATE"},
-        {&s->commit, "COMMIT"},
-        {&s->rollback, "ROLLBACK"},
-        {&s->savepoint, "SAVEPOINT batch"},
-        {&s->release, "RELEASE batch"},
-        {&s->rollback_to, "ROLLBACK TO batch"},
-        {&s->insert_job,
-         "INSERT INTO jobs(id, submit, spec, partitions) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(id) DO NOTHING"},
-        {&s->update_job,
-         "UPDATE jobs SET spec = ?2, state = ?3, gpus = ?4, start_time = ?5, end_time = ?6, walltime = ?7, "
-         "run_walltime = ?8, progress = ?9, checkpoint_epoch = ?10, checkpoint_path = ?11, last_checkpoint = ?12, "
-         "last_checkpoint_request = ?13, checkpoint_deadline = ?14, after_checkpoint = ?15, shrink_to = ?16, "
-         "preempted_for = ?17, victims = ?18, claim = ?19, preemptions = ?20, resizes = ?21, gpu_seconds_lost = ?22, "
-         "idle_since = ?23, partitions = ?24 WHERE id = ?1"},
-        {&s->insert_event, "INSERT INTO events(time, kind, job, payload) VALUES (?1, ?2, ?3, ?4)"},
-        {&s->insert_checkpoint,
-         "INSERT INTO checkpoints(job, epoch, time, path) VALUES (?1, ?2, ?3, ?4) "
-         "ON CONFLICT(job, epoch) DO UPDATE SET time = excluded.time, path = excluded.path"},
-        {&s->upsert_node,
-         "INSERT INTO nodes(name, state, since, reason, reason_user) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(name) "
-         "DO UPDATE SET state = excluded.state, since = excluded.since, reason = excluded.reason, "
-         "reason_user = excluded.reason_user"},
-        {&s->upsert_meta,
-         "INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
-        {&s->select_jobs, "SELECT " + job_cols + " FROM jobs ORDER BY id"},
-        {&s->select_job, "SELECT " + job_cols + " FROM jobs WHERE id = ?1"},
-        {&s->select_nodes, "SELECT name, state, since, reason, reason_user FROM nodes ORDER BY name"},
-        {&s->select_meta, "SELECT value FROM meta WHERE key = ?1"},
-        {&s->select_events, "SELECT seq, time, kind, job, payload FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"},
-        {&s->max_seq, "SELECT coalesce(max(seq), 0) FROM events"},
-        {&s->upsert_launch,
-         "INSERT INTO launch(job, info) VALUES (?1, ?2) ON CONFLICT(job) DO UPDATE SET info = excluded.info"},
-        {&s->select_launch, "SELECT info FROM launch WHERE job = ?1"},
-        {&s->select_active_launch,
-         "SELECT l.job, l.info FROM launch l JOIN jobs j ON j.id = l.job "
-         "WHERE j.state IN ('pending', 'running', 'checkpointing') ORDER BY l.job"},
-        {&s->insert_series, "INSERT INTO history_series(name) VALUES (?1) ON CONFLICT(name) DO NOTHING"},
-        {&s->insert_sample,
-         "INSERT INTO history(series, time, value) SELECT id, ?2, ?3 FROM history_series WHERE name = ?1 "
-         "ON CONFLICT(series, time) DO UPDATE SET value = excluded.value"},
-        {&s->prune_history, "DELETE FROM history WHERE time < ?1"},
-    };
-    for (const auto& [stmt, sql] : all) {
-      auto prepared = db.Prepare(sql);
-      if (!prepared) return Fail(db.path(), "the schema does not match this build: " + prepared.error().message);
-      *stmt = std::move(*prepared);
-    }
-    return s;
-  }
-};
+bool PostgresBuilt() {
+#ifdef PHALANX_HAVE_POSTGRES
+  return true;
+#else
+  return false;
+#endif
+}
 
 // ---- Batch -----------------------------------------------------------------------------------
 
@@ -125,24 +82,52 @@ void Batch::RecordSamples(Time time, std::vector<std::pair<std::string, double>>
   ops_.emplace_back(Samples{time, std::move(samples)});
 }
 void Batch::PruneHistory(Time before) { ops_.emplace_back(Prune{before}); }
+void Batch::RenewLeadership(int64_t lease_ms) { ops_.emplace_back(Renew{lease_ms}); }
 
 // ---- Open ------------------------------------------------------------------------------------
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
-  PHX_ASSIGN_OR_RETURN(auto db, SqliteDb::Open(path, options.create_if_missing, options.vfs));
-  PHX_RETURN_IF_ERROR(db.Exec("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout_ms)));
+namespace {
+
+Result<std::unique_ptr<Db>> OpenSqlite(const std::string& path, const StoreOptions& options) {
+  PHX_ASSIGN_OR_RETURN(auto opened, SqliteDb::Open(path, options.create_if_missing, options.vfs));
+  auto db = std::make_unique<SqliteDb>(std::move(opened));
+  PHX_RETURN_IF_ERROR(db->Exec("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout_ms)));
   // Migrate first: it refuses foreign and newer files before anything below changes them.
-  PHX_RETURN_IF_ERROR(Migrate(db, StoreMigrations()));
+  PHX_RETURN_IF_ERROR(Migrate(*db, StoreMigrations()));
   // WAL is persistent in the file; NORMAL/FULL and foreign keys are per connection.
-  PHX_ASSIGN_OR_RETURN(auto mode, db.QueryText("PRAGMA journal_mode = WAL"));
+  PHX_ASSIGN_OR_RETURN(auto mode, db->QueryText("PRAGMA journal_mode = WAL"));
   if (mode != "wal") return Fail(path, "cannot switch to WAL mode (journal_mode is '" + mode + "')");
   const char* sync = options.sync == SyncMode::kFull ? "FULL" : "NORMAL";
-  PHX_RETURN_IF_ERROR(db.Exec(std::string("PRAGMA synchronous = ") + sync + "; PRAGMA foreign_keys = ON"));
+  PHX_RETURN_IF_ERROR(db->Exec(std::string("PRAGMA synchronous = ") + sync + "; PRAGMA foreign_keys = ON"));
   if (options.verify_on_open) {
-    PHX_ASSIGN_OR_RETURN(auto check, db.QueryText("PRAGMA quick_check"));
+    PHX_ASSIGN_OR_RETURN(auto check, db->QueryText("PRAGMA quick_check"));
     if (check != "ok") return Fail(path, "quick_check failed: " + check);
   }
-  PHX_ASSIGN_OR_RETURN(auto stmts, Statements::Prepare(db));
+  return std::unique_ptr<Db>(std::move(db));
+}
+
+Result<std::unique_ptr<Db>> OpenPostgres(const std::string& dsn, const StoreOptions& options) {
+#ifdef PHALANX_HAVE_POSTGRES
+  PHX_ASSIGN_OR_RETURN(auto db, PgDb::Connect(dsn));
+  PHX_RETURN_IF_ERROR(db->Exec("SET lock_timeout = " + std::to_string(options.busy_timeout_ms)));
+  PHX_RETURN_IF_ERROR(Migrate(*db, StoreMigrations()));
+  return std::unique_ptr<Db>(std::move(db));
+#else
+  (void)dsn;
+  (void)options;
+  return Fail("store.backend",
+              "postgresql: this build has no PostgreSQL backend (libpq-dev was not found when it "
+              "was configured); use backend: sqlite, or rebuild with libpq-dev installed");
+#endif
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& target, const StoreOptions& options) {
+  const std::string& path = target;
+  PHX_ASSIGN_OR_RETURN(
+      auto db, options.backend == Backend::kPostgres ? OpenPostgres(target, options) : OpenSqlite(target, options));
+  PHX_ASSIGN_OR_RETURN(auto stmts, Statements::Prepare(*db));
   // The counter.
   Statement& meta = stmts->select_meta;
   meta.Bind(1, kNextJobIdKey);
@@ -150,12 +135,17 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
   const int64_t next = row ? meta.Int(0) : 0;
   meta.Reset();
   if (next < 1 || static_cast<uint64_t>(next) > kMaxJobId + 1)
-    return Fail(path, "meta next_job_id is missing or invalid (" + std::to_string(next) + ")");
-  return std::unique_ptr<Store>(new Store(std::move(db), std::move(stmts), static_cast<JobId>(next)));
+    return Fail(db->path(), "meta next_job_id is missing or invalid (" + std::to_string(next) + ")");
+  if (options.max_job_events < 2)
+    return Fail(db->path(), "max_job_events: " + std::to_string(options.max_job_events) +
+                                " (at least 2: the first and the latest)");
+  (void)path;
+  return std::unique_ptr<Store>(
+      new Store(std::move(db), std::move(stmts), static_cast<JobId>(next), options.max_job_events));
 }
 
-Store::Store(SqliteDb db, std::unique_ptr<Statements> stmts, JobId next_id)
-    : db_(std::move(db)), stmts_(std::move(stmts)), next_id_(next_id) {}
+Store::Store(std::unique_ptr<Db> db, std::unique_ptr<Statements> stmts, JobId next_id, size_t max_job_events)
+    : db_(std::move(db)), stmts_(std::move(stmts)), next_id_(next_id), max_job_events_(max_job_events) {}
 
 Store::~Store() = default;
 
@@ -163,19 +153,32 @@ Store::~Store() = default;
 
 Status Store::CheckWritable() const {
   if (sticky_) return Fail(path(), "the store stopped writing after an earlier error (reopen it): " + sticky_->message);
+  if (deposed_) return Fail(path(), deposed_why_ + "; this store no longer writes");
   return {};
 }
 
 Status Store::Run(Statement& stmt) {
   auto st = stmt.Run();
-  if (!st && SqliteDb::IsFatal(db_.last_error()) && !sticky_) sticky_ = st.error();
+  if (!st && db_->last_error_fatal() && !sticky_) sticky_ = st.error();
   return st;
 }
 
 Status Store::Exec(std::string_view sql) {
-  auto st = db_.Exec(sql);
-  if (!st && SqliteDb::IsFatal(db_.last_error()) && !sticky_) sticky_ = st.error();
+  auto st = db_->Exec(sql);
+  if (!st && db_->last_error_fatal() && !sticky_) sticky_ = st.error();
   return st;
+}
+
+// The event log's row, and for a job's event its history row (bounded per job).
+Status Store::InsertEvent(Time time, std::string_view kind, JobId job, std::string_view payload) {
+  Statements& s = *stmts_;
+  s.insert_event.Bind(1, time).Bind(2, kind).Bind(3, static_cast<int64_t>(job)).Bind(4, payload);
+  if (auto st = Run(s.insert_event); !st) return st;
+  if (job == kNoJob) return {};
+  s.insert_job_event.Bind(1, static_cast<int64_t>(job)).Bind(2, time).Bind(3, kind).Bind(4, payload);
+  if (auto st = Run(s.insert_job_event); !st) return st;
+  s.trim_job_events.Bind(1, static_cast<int64_t>(job)).Bind(2, static_cast<int64_t>(max_job_events_));
+  return Run(s.trim_job_events);
 }
 
 Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
@@ -194,13 +197,9 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
         .Bind(3, EncodeJobSpec(spec))
         .Bind(4, JoinPartitions(spec.partitions));
     if (auto st = Run(s.insert_job); !st) return st;
-    if (db_.Changes() == 0) return Fail(path(), JobWhere(spec.id) + ": already exists");
+    if (db_->Changes() == 0) return Fail(path(), JobWhere(spec.id) + ": already exists");
     if (spec.id >= next_id_) next_id_ = spec.id + 1;
-    s.insert_event.Bind(1, submit->now)
-        .Bind(2, std::string_view("submit"))
-        .Bind(3, static_cast<int64_t>(spec.id))
-        .Bind(4, std::string_view());
-    if (auto st = Run(s.insert_event); !st) return st;
+    if (auto st = InsertEvent(submit->now, "submit", spec.id, ""); !st) return st;
     result->submitted.push_back(spec.id);
     return {};
   }
@@ -232,15 +231,11 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
         .Bind(23, j.idle_since)
         .Bind(24, JoinPartitions(j.spec.partitions));
     if (auto st = Run(u); !st) return st;
-    if (db_.Changes() == 0) return Fail(path(), JobWhere(j.spec.id) + ": no such job to save");
+    if (db_->Changes() == 0) return Fail(path(), JobWhere(j.spec.id) + ": no such job to save");
     return {};
   }
   if (const auto* event = std::get_if<Batch::Event>(&op)) {
-    s.insert_event.Bind(1, event->time)
-        .Bind(2, event->kind)
-        .Bind(3, static_cast<int64_t>(event->job))
-        .Bind(4, event->payload);
-    return Run(s.insert_event);
+    return InsertEvent(event->time, event->kind, event->job, event->payload);
   }
   if (const auto* ckpt = std::get_if<Batch::Checkpoint>(&op)) {
     s.insert_checkpoint.Bind(1, static_cast<int64_t>(ckpt->job))
@@ -282,10 +277,25 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
   }
   if (const auto* prune = std::get_if<Batch::Prune>(&op)) {
     s.prune_history.Bind(1, prune->before);
-    return Run(s.prune_history);
+    if (auto st = Run(s.prune_history); !st) return st;
+    s.prune_job_events.Bind(1, prune->before);
+    return Run(s.prune_job_events);
+  }
+  if (const auto* renew = std::get_if<Batch::Renew>(&op)) {
+    // The fence of this transaction checked the epoch, with the row locked for update.
+    if (epoch_ == 0) return Fail(path(), "leadership: this store does not lead (AcquireLeadership first)");
+    if (renew->lease_ms <= 0)
+      return Fail(path(), "leadership: lease " + std::to_string(renew->lease_ms) + " ms must be > 0");
+    PHX_ASSIGN_OR_RETURN(const int64_t now, DbNowMs());
+    LeaderLease lease;
+    lease.holder = holder_;
+    lease.epoch = epoch_;
+    lease.expires_ms = now + renew->lease_ms;
+    return WriteLease(lease);
   }
   const auto& meta = std::get<Batch::Meta>(op);
-  if (meta.key == kNextJobIdKey) return Fail(path(), "meta key 'next_job_id' belongs to the store");
+  if (meta.key == kNextJobIdKey || meta.key == kLeaderKey)
+    return Fail(path(), "meta key '" + meta.key + "' belongs to the store");
   s.upsert_meta.Bind(1, meta.key).Bind(2, meta.value);
   return Run(s.upsert_meta);
 }
@@ -299,32 +309,51 @@ Status Store::ApplyOne(const Batch& batch, BatchResult* result) {
 
 std::vector<Result<BatchResult>> Store::ApplyGroup(std::span<const Batch* const> batches) {
   std::vector<Result<BatchResult>> out(batches.size());
+  if (batches.empty()) return out;
+  // PostgreSQL: a savepoint costs two round trips per batch. Try the group without them first;
+  // only when a batch fails (rare: a duplicate id, a reserved key) is nothing committed and the
+  // group run again with them. SQLite's savepoints cost next to nothing: always.
+  if (batches.size() > 1 && db_->dialect() == Dialect::kPostgres && ApplyGroupOnce(batches, false, out)) return out;
+  ApplyGroupOnce(batches, batches.size() > 1, out);
+  return out;
+}
+
+bool Store::ApplyGroupOnce(std::span<const Batch* const> batches, bool savepoints,
+                           std::vector<Result<BatchResult>>& out) {
   const auto fail_all = [&out](const Error& e) {
     for (auto& r : out) r = std::unexpected(e);
   };
-  if (batches.empty()) return out;
   if (auto st = CheckWritable(); !st) {
     fail_all(st.error());
-    return out;
+    return true;
   }
   Statements& s = *stmts_;
   const JobId id_at_start = next_id_;
   const auto abort = [&](const Error& e) {
-    if (db_.InTransaction()) (void)s.rollback.Run();
+    if (db_->InTransaction()) (void)s.rollback.Run();
     next_id_ = id_at_start;
     fail_all(e);
   };
   if (auto st = Run(s.begin); !st) {
     abort(st.error());
-    return out;
+    return true;
   }
-  const bool savepoints = batches.size() > 1;
+  // A renewal writes the lease row: lock it for update from the start (a share lock upgraded
+  // later could deadlock with a standby waiting to take over).
+  const bool renews = std::any_of(batches.begin(), batches.end(), [](const Batch* b) {
+    return std::any_of(b->ops_.begin(), b->ops_.end(),
+                       [](const Batch::Op& op) { return std::holds_alternative<Batch::Renew>(op); });
+  });
+  if (auto st = Fence(renews); !st) {
+    abort(st.error());
+    return true;
+  }
   for (size_t i = 0; i < batches.size(); ++i) {
     const JobId id_before = next_id_;
     if (savepoints) {
       if (auto st = Run(s.savepoint); !st) {
         abort(st.error());
-        return out;
+        return true;
       }
     }
     BatchResult result;
@@ -333,37 +362,42 @@ std::vector<Result<BatchResult>> Store::ApplyGroup(std::span<const Batch* const>
       if (savepoints) {
         if (auto rel = Run(s.release); !rel) {
           abort(rel.error());
-          return out;
+          return true;
         }
       }
       out[i] = std::move(result);
       continue;
     }
     // A fatal error, or a lone batch: nothing commits.
-    if (sticky_ || !savepoints) {
+    if (sticky_ || batches.size() == 1) {
       abort(st.error());
-      return out;
+      return true;
+    }
+    if (!savepoints) {  // the optimistic try: nothing committed; again with savepoints
+      if (db_->InTransaction()) (void)s.rollback.Run();
+      next_id_ = id_at_start;
+      return false;
     }
     next_id_ = id_before;
     out[i] = std::unexpected(st.error());
     if (auto rb = Run(s.rollback_to); !rb) {
       abort(rb.error());
-      return out;
+      return true;
     }
     if (auto rel = Run(s.release); !rel) {
       abort(rel.error());
-      return out;
+      return true;
     }
   }
   if (next_id_ != id_at_start) {
     s.upsert_meta.Bind(1, kNextJobIdKey).Bind(2, std::to_string(next_id_));
     if (auto st = Run(s.upsert_meta); !st) {
       abort(st.error());
-      return out;
+      return true;
     }
   }
   if (auto st = Run(s.commit); !st) abort(st.error());
-  return out;
+  return true;
 }
 
 Result<BatchResult> Store::Apply(const Batch& batch) {
@@ -469,7 +503,7 @@ Result<JobRecord> Store::ReadJobRow(Statement& q) const {
 Result<RecoveredState> Store::LoadAll() {
   Statements& s = *stmts_;
   // One read transaction: a consistent snapshot even if another connection writes meanwhile.
-  PHX_RETURN_IF_ERROR(Exec("BEGIN"));
+  PHX_RETURN_IF_ERROR(Run(s.begin_read));
   struct EndRead {
     Store* store;
     ~EndRead() { (void)store->Exec("COMMIT"); }
@@ -549,6 +583,24 @@ Result<std::vector<StoredEvent>> Store::ReadEvents(uint64_t after_seq, size_t li
   return out;
 }
 
+Result<std::vector<StoredEvent>> Store::ReadJobEvents(JobId job) {
+  Statement& q = stmts_->select_job_events;
+  q.Bind(1, static_cast<int64_t>(std::min<JobId>(job, std::numeric_limits<int64_t>::max())));
+  std::vector<StoredEvent> out;
+  while (true) {
+    auto row = q.Step();
+    if (!row) {
+      q.Reset();
+      return Fail(path(), JobWhere(job) + ": reading its events: " + row.error().message);
+    }
+    if (!*row) break;
+    out.push_back(
+        StoredEvent{static_cast<uint64_t>(q.Int(0)), q.Int(1), std::string(q.Text(2)), job, std::string(q.Text(3))});
+  }
+  q.Reset();
+  return out;
+}
+
 Result<std::optional<std::string>> Store::GetMeta(std::string_view key) {
   Statement& q = stmts_->select_meta;
   q.Bind(1, key);
@@ -582,8 +634,8 @@ Result<HistoryAnswer> Store::ReadHistory(const HistoryQuery& q) {
     std::string hi = lo;
     if (prefix) hi.back() = static_cast<char>(hi.back() + 1);  // '.' + 1 == '/'
     const std::string where = prefix ? "s.name >= ?1 AND s.name < ?2" : "s.name = ?1";
-    PHX_ASSIGN_OR_RETURN(auto stmt, db_.Prepare("SELECT s.name, " + value + from + where + " AND h.time >= ?3" + group +
-                                                " ORDER BY s.name, t"));
+    PHX_ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT s.name, " + value + from + where + " AND h.time >= ?3" +
+                                                 group + " ORDER BY s.name, t"));
     stmt.Bind(1, lo).Bind(3, q.since);
     if (prefix) stmt.Bind(2, hi);
     if (q.step > 0) stmt.Bind(4, q.step);
@@ -601,7 +653,12 @@ Result<HistoryAnswer> Store::ReadHistory(const HistoryQuery& q) {
 }
 
 Status Store::CheckIntegrity() {
-  PHX_ASSIGN_OR_RETURN(auto q, db_.Prepare("PRAGMA integrity_check(20)"));
+  if (db_->dialect() == Dialect::kPostgres) {
+    PHX_ASSIGN_OR_RETURN(auto n, db_->QueryInt("SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM events)"));
+    (void)n;
+    return {};
+  }
+  PHX_ASSIGN_OR_RETURN(auto q, db_->Prepare("PRAGMA integrity_check(20)"));
   std::string problems;
   while (true) {
     PHX_ASSIGN_OR_RETURN(auto row, q.Step());
@@ -615,7 +672,8 @@ Status Store::CheckIntegrity() {
 }
 
 Status Store::CheckpointWal() {
-  PHX_ASSIGN_OR_RETURN(auto q, db_.Prepare("PRAGMA wal_checkpoint(TRUNCATE)"));
+  if (db_->dialect() == Dialect::kPostgres) return {};
+  PHX_ASSIGN_OR_RETURN(auto q, db_->Prepare("PRAGMA wal_checkpoint(TRUNCATE)"));
   PHX_ASSIGN_OR_RETURN(auto row, q.Step());
   if (row && q.Int(0) != 0) return Fail(path(), "WAL checkpoint could not complete (another connection is reading)");
   return {};

@@ -21,6 +21,11 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     // small jobs more than it helps the few large ones.
     c.backfill = BackfillMode::kEasy;
     c.reserve_after_wait = 2 * 24 * 3600;
+    // Placement under pressure: the all-reduce share of a well-tuned job's step (seed 003's
+    // field report: "NCCL communication overhead should be < 15% of step time").
+    c.placement_comm_share = 0.15;
+    // Backfill plans on walltimes: runtime=predicted measured worse on both traces with
+    // placement under pressure on (docs/results/notes.md, issue 17 policy round).
     return c;
   }
   if (name == "slurm-like" || name == "ideal-backfill") {
@@ -37,6 +42,11 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
       c.backfill_max_jobs = 500;
       c.backfill_window = 24 * 3600;
       c.main_queue_depth = 100;
+      // PriorityType's default is priority/basic: jobs in submit order (and under
+      // priority/multifactor every PriorityWeight* defaults to 0). The multifactor job-size term
+      // let large jobs jump the queue, which Slurm with its defaults never does
+      // (bench/slurm_vs_sim.sh, docs/simulator.md "slurm-like vs Slurm 22.05").
+      c.order = QueueOrder::kFifo;
     }
     return c;
   }
@@ -90,6 +100,12 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
     else return Fail(k, "topology, node-best-fit or first-fit, not '" + std::string(value) + "'");
     return {};
   }
+  if (key == "runtime") {
+    if (value == "walltime") c.runtime = RuntimeMode::kWalltime;
+    else if (value == "predicted") c.runtime = RuntimeMode::kPredicted;
+    else return Fail(k, "walltime or predicted, not '" + std::string(value) + "'");
+    return {};
+  }
   if (key == "order") {
     if (value == "priority") c.order = QueueOrder::kPriority;
     else if (value == "fifo") c.order = QueueOrder::kFifo;
@@ -108,7 +124,10 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   auto v = Number(key, value);
   PHX_RETURN_IF_ERROR(v);
   const auto seconds = static_cast<Duration>(*v);
-  if (key == "node_fit_tolerance") {
+  if (key == "placement_comm_share") {
+    if (*v >= 1) return Fail(k, "must be in [0, 1), got '" + std::string(value) + "'");
+    c.placement_comm_share = *v;
+  } else if (key == "node_fit_tolerance") {
     if (*v > 1) return Fail(k, "must be in [0, 1], got '" + std::string(value) + "'");
     c.node_fit_tolerance = *v;
   } else if (key == "reserve_depth") c.reserve_depth = static_cast<uint32_t>(*v);

@@ -23,6 +23,12 @@ enum class BackfillMode : uint8_t {
   kConservative,  // reserve for the first `reserve_depth` blocked jobs
 };
 
+// How backfill plans a job's run (RuntimeEstimator); the walltime is always the kill limit.
+enum class RuntimeMode : uint8_t {
+  kWalltime,   // the walltime asked
+  kPredicted,  // from the history of the same user, name and size (runtime_history.h)
+};
+
 enum class QueueOrder : uint8_t {
   kPriority,  // multifactor priority (class, age, fairshare, size)
   kFifo,      // submit time only
@@ -43,6 +49,7 @@ struct SchedulerConfig {
   double node_fit_tolerance =
       0.95;  // one-node jobs: fullest node first if within this of the best busbw (1: bandwidth first)
   BackfillMode backfill = BackfillMode::kConservative;
+  RuntimeMode runtime = RuntimeMode::kWalltime;
   uint32_t reserve_depth = 100;  // conservative: reserve for this many jobs; 0 = all
   // Starvation guard, mostly for EASY: jobs of at least this many GPUs, or that waited this long,
   // also get a reservation (up to reserve_depth reservations in all). 0: off.
@@ -65,6 +72,8 @@ struct SchedulerConfig {
   // Named node sets with their own limits (partition.h); empty: one "default" of every node.
   // default_walltime and max_walltime above are the defaults of a partition that sets none.
   std::vector<PartitionConfig> partitions;
+  // Slurm's MaxArraySize: an array task's index must be below it (1001: indices 0..1000).
+  uint32_t max_array_size = 1001;
 
   // Class tiers are strict by default: one class step (30000 / 3 with four classes) outweighs
   // age + fairshare + size together (7000), so fairshare orders jobs within a class.
@@ -78,7 +87,12 @@ struct SchedulerConfig {
   Duration checkpoint_grace = 300;   // deadline after the checkpoint signal
   Duration periodic_checkpoint = 0;  // default checkpoint interval for jobs (0: none)
   bool elastic = true;               // start elastic jobs at the largest legal size, shrink, grow
-  Duration grow_after_idle = 300;    // GPUs idle this long may grow elastic jobs
+  // Placement under pressure (internal/patience.h): the share of a multi-GPU job's step spent
+  // in all-reduce at its best placement, for the predicted slowdown of a worse block. A job
+  // that could start now only on a block slower than node_fit_tolerance x the best waits for a
+  // good block when the planner says one frees up before the slowdown would cost. 0: off.
+  double placement_comm_share = 0;
+  Duration grow_after_idle = 300;  // GPUs idle this long may grow elastic jobs
 
   // Not a policy: whether Schedule returns a Wait decision for every pending job (the simulator
   // and scenario scripts log them). Off, the reasons are only in the records (JobRecord::wait):

@@ -35,6 +35,9 @@ std::string_view WaitKindName(WaitKind kind) {
     case WaitKind::kUnsatisfiable: return "Unsatisfiable";
     case WaitKind::kPartitionDown: return "PartitionDown";
     case WaitKind::kPreempting: return "Preempting";
+    case WaitKind::kDependencyNever: return "DependencyNeverSatisfied";
+    case WaitKind::kArrayTaskLimit: return "JobArrayTaskLimit";
+    case WaitKind::kBeginTime: return "BeginTime";
   }
   return "None";
 }

@@ -19,7 +19,7 @@ enum class DecisionKind : uint8_t {
   kCheckpoint,  // send the job its checkpoint signal; it must report by `deadline`
   kPreempt,     // stop the job; `requeue`: it is pending again and resumes from its checkpoint
   kResize,      // elastic job now runs on `gpus` (`added` / `removed` relative to before)
-  kKill,        // stop the job for good (`reason`: walltime, dependency, ...)
+  kKill,        // stop the job for good (`reason`: walltime, ...)
   kWait,        // the job stays pending: `wait` says why and when it is predicted to start
 };
 std::string_view DecisionKindName(DecisionKind kind);

@@ -12,6 +12,7 @@
 #include "core/common/ids.h"
 #include "core/common/time.h"
 #include "core/placement/placer.h"
+#include "util/dependency.h"
 
 namespace phalanx {
 
@@ -41,7 +42,27 @@ struct JobSpec {
   Duration restart_cost = 120;       // seconds of GPU time lost by any restart
   bool held = false;
   std::vector<JobId> after_ok;  // start only after these completed successfully
+  // Slurm's --dependency (util/dependency.h): after, afterany, afterok, afternotok, singleton,
+  // joined by ',' (all) or '?' (any); after_ok's ids count as afterok items of it. A target is a
+  // job, an array (every task) or one task of an array (DependItem::task).
+  Dependencies depends;
+  // An array task: the array's id (an id of its own, never also a job's: the tasks take the
+  // ids after it), the task's index, and the array's %N (0: no limit on tasks running at once).
+  JobId array_id = kNoJob;
+  uint32_t array_task = 0;
+  uint32_t array_max_running = 0;
   Time submit = 0;
+  // Slurm's --begin, -w, -x and -C (Submit checks the names and the constraint against the
+  // topology): the job starts no earlier than `begin`, and only on nodes that are in `nodelist`
+  // (when not empty), not in `exclude`, and whose features (util/constraint.h ModelFeatures of
+  // the node's model) satisfy `constraint`.
+  Time begin = 0;
+  std::vector<std::string> nodelist;
+  std::vector<std::string> exclude;
+  std::string constraint;
+  bool no_requeue = false;  // --no-requeue: a node failure ends the job (Killed) instead of requeueing it
+
+  bool restricts_nodes() const { return !nodelist.empty() || !exclude.empty() || !constraint.empty(); }
 
   bool elastic() const { return min_gpus > 0 && min_gpus < shape.gpus && shape.nodes == 0; }
 };
@@ -53,7 +74,7 @@ enum class JobState : uint8_t {
   kCompleted,
   kFailed,
   kCancelled,
-  kKilled,  // walltime exceeded, or a dependency failed
+  kKilled,  // walltime exceeded
 };
 std::string_view JobStateName(JobState state);
 inline bool IsFinal(JobState s) { return s >= JobState::kCompleted; }
@@ -69,10 +90,14 @@ enum class WaitKind : uint8_t {
   kAccountLimit,
   kHeld,
   kDependency,
-  kUnsatisfiable,  // can never run on this cluster
-  kPreempting,     // waiting for the jobs it preempts to checkpoint
-  kPartitionDown,  // every partition it may run in is DOWN or INACTIVE
+  kUnsatisfiable,    // can never run on this cluster
+  kPreempting,       // waiting for the jobs it preempts to checkpoint
+  kDependencyNever,  // a dependency can never be met (Slurm's DependencyNeverSatisfied); stays pending
+  kArrayTaskLimit,   // its array already runs %N tasks (Slurm's JobArrayTaskLimit)
+  kBeginTime,        // its --begin time has not come
+  kPartitionDown,    // every partition it may run in is DOWN or INACTIVE
 };
+inline constexpr WaitKind kLastWaitKind = WaitKind::kPartitionDown;  // for loops over the kinds
 std::string_view WaitKindName(WaitKind kind);
 
 struct WaitReason {
@@ -115,8 +140,12 @@ struct JobRecord {
   WaitReason wait;
   Time idle_since = 0;  // elastic growth bookkeeping
 
+  Time deferred_since = -1;   // placement under pressure: waiting for a good block since (-1: not)
   Duration run_walltime = 0;  // limit of the current run: walltime - progress at start
   double busbw_gbs = 0;       // predicted ring bandwidth of the current placement
+  // By node id: 1 where spec's nodelist/exclude/constraint forbid the node; empty when they
+  // allow every node. Derived from the spec by Submit and Restore (not stored).
+  std::vector<uint8_t> forbidden_nodes;
 
   Time expected_end() const { return start + run_walltime; }
 };

@@ -7,6 +7,8 @@
 #include <optional>
 #include <sstream>
 
+#include "core/sched/internal/dependencies.h"
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/spec_checks.h"
 #include "util/job_fields.h"
@@ -72,6 +74,13 @@ const std::vector<Reservation>& Scheduler::reservations() const { return s_->res
 Time Scheduler::next_backfill() const {
   return s_->config.backfill_interval > 0 ? s_->last_backfill + s_->config.backfill_interval : kForever;
 }
+
+const std::vector<JobId>* Scheduler::array_tasks(JobId array) const {
+  auto it = s_->arrays.find(array);
+  return it == s_->arrays.end() ? nullptr : &it->second;
+}
+
+JobId Scheduler::array_task_job(JobId array, uint32_t task) const { return ArrayTaskJob(*s_, array, task); }
 const std::vector<JobId>& Scheduler::queue() const { return s_->queue; }
 Time Scheduler::now() const { return s_->now; }
 
@@ -85,6 +94,8 @@ const JobRecord* Scheduler::job(JobId id) const {
 Status Scheduler::ValidateSpec(const JobSpec& spec) const {
   const SchedulerState& s = *s_;
   PHX_RETURN_IF_ERROR(CheckSubmit(s, spec));
+  auto forbidden = ForbiddenNodes(*s.topo, spec);
+  PHX_RETURN_IF_ERROR(forbidden);
   // Can never fit: the smallest size the job may run at, on the empty cluster.
   JobRecord probe;
   probe.spec.shape = NormalisedShape(spec.shape);
@@ -118,8 +129,11 @@ Status Scheduler::Submit(JobSpec spec, Time now) {
   if (now < s.now) return Fail("time", "events must not go back in time");
   s.now = now;
   spec.shape = NormalisedShape(spec.shape);
+  auto forbidden = ForbiddenNodes(*s.topo, spec);
+  PHX_RETURN_IF_ERROR(forbidden);
   JobRecord rec;
   rec.partition_ids = *s.partitions.Resolve(spec.partitions);  // CheckSubmit resolved them
+  rec.forbidden_nodes = std::move(*forbidden);
   rec.class_rank = static_cast<int>(cls->value);
   rec.preemptible = spec.preemptible.value_or(s.classes.preemptible_by_default(*cls));
   rec.walltime = spec.walltime > 0 ? spec.walltime : DefaultWalltime(s, rec.partition_ids);
@@ -129,6 +143,7 @@ Status Scheduler::Submit(JobSpec spec, Time now) {
   s.limits.AddPending(rec.spec.user, rec.spec.account);
   JobRecord& job = s.jobs.emplace(id, std::move(rec)).first->second;
   s.pending.Insert(id, &job);
+  IndexArrayTask(s, job);
   return {};
 }
 
@@ -246,6 +261,7 @@ Status Scheduler::JobEnded(JobId id, Time now, bool success) {
                 "job ended: job is " + std::string(JobStateName(job.state)));
   }
   PHX_RETURN_IF_ERROR(Advance(s, now));
+  s.history.Record(job.spec.user, job.spec.name, job.spec.shape.gpus, job.progress + (now - job.start));
   s.StopJob(job, now);
   job.state = success ? JobState::kCompleted : JobState::kFailed;
   job.end = now;
@@ -312,6 +328,9 @@ Status Scheduler::SetNodeState(std::string_view node, NodeState state, Time now)
         job.shrink_to = keep;
         s.FinishShrink(job, now, s.outbox);
         s.outbox.back().reason = "node " + std::string(node) + " down";
+      } else if (job.spec.no_requeue) {
+        s.StopJob(job, now);
+        s.Kill(job, now, "node " + std::string(node) + " down (no-requeue)", s.outbox);
       } else {
         s.Requeue(job, now, "node " + std::string(node) + " down", s.outbox);
       }
@@ -350,8 +369,18 @@ std::string Scheduler::CheckInvariants() const {
     // Links refer to known jobs (jobs are never forgotten); FinishRestore drops the others.
     if (!s.restoring) {
       for (JobId dep : job.spec.after_ok) {
-        if (!s.jobs.contains(dep)) out << "job " << id << ": dependency on unknown job " << dep << "\n";
+        if (!s.jobs.contains(dep) && !s.arrays.contains(dep))
+          out << "job " << id << ": dependency on unknown job " << dep << "\n";
       }
+      for (const DependItem& d : job.spec.depends.items) {
+        if (d.kind == DependKind::kSingleton) continue;
+        const bool known =
+            d.task ? ArrayTaskJob(s, d.job, *d.task) != kNoJob : s.jobs.contains(d.job) || s.arrays.contains(d.job);
+        if (!known) out << "job " << id << ": dependency on unknown " << FormatDependItem(d) << "\n";
+      }
+      if (job.spec.array_id != kNoJob && ArrayTaskJob(s, job.spec.array_id, job.spec.array_task) != id)
+        out << "job " << id << ": not indexed as task " << job.spec.array_task << " of array " << job.spec.array_id
+            << "\n";
       for (JobId v : job.victims) {
         if (!s.jobs.contains(v)) out << "job " << id << ": unknown victim " << v << "\n";
       }

@@ -149,6 +149,42 @@ class Scheduler {
   // `now` goes back or no restore is in progress.
   Result<std::vector<std::string>> FinishRestore(Time now);
 
+  // ---- what if (scheduler_what_if.cc) ------------------------------------------------------
+  // "A job of this shape submitted now would start at T": the pass's own answer (TryStartNow,
+  // then Reserve: the same code, on the same state) for a job of `spec` placed behind every
+  // pending job in the queue, so that every reservation the last pass made is kept, as a real
+  // submission at the back of the queue would see them in the next pass at the same time.
+  // The spec needs only its shape (and may name a priority class and a walltime; 0: the
+  // configured default); id, user, account, dependencies and holds are ignored, and so are
+  // the user's and account's limits. Not modelled: preemption (a job of a class that may
+  // preempt could start sooner), strict order (backfill none: nothing passes a blocked job)
+  // and Slurm's pass limits (backfill_max_jobs, main_queue_depth).
+  //
+  // Changes nothing: the Topology is changed only through WhatIfs undone before it returns,
+  // as in every pass, and nothing else is written (checked by scheduler_what_if_test).
+  // Cost: one reservation walk per shape (the running jobs' release times and the
+  // reservations' bounds, a Placer call at each time where enough GPUs are free);
+  // docs/dashboard.md has the figures on 4,096 nodes (bench/what_if_bench.cc).
+  // Fails (kInvalidArgument) on a bad shape or an unknown class, naming the field, or a
+  // restore in progress (kFailedPrecondition).
+  struct WhatIfAnswer {
+    // now (could start now), a later time, or kForever (never: see reason).
+    Time start = kForever;
+    // Would the backfill policy promise it (a reservation: conservative backfill's depth,
+    // EASY's first blocked job, the starvation guard)? Always true when it starts now. A
+    // start that is not promised is what the reservations made so far allow (the pass itself
+    // predicts nothing for such a job); jobs submitted later may still take its place.
+    bool promised = false;
+    // Why it would not start now, as the pass would say (Resources, TopologyBlock,
+    // ReservedFor, Priority past the policy's reservations), or Unsatisfiable.
+    WaitKind wait = WaitKind::kNone;
+    // For kForever: why never (the Placer's reason, or no GPUs up); for ReservedFor: the job.
+    std::string reason;
+  };
+  Result<WhatIfAnswer> WhatIfStart(const JobSpec& spec, Time now) const;
+  // The same for many shapes at once (one walk each; the release times are sorted once).
+  std::vector<Result<WhatIfAnswer>> WhatIfStarts(const std::vector<JobSpec>& specs, Time now) const;
+
   // ---- queries ---------------------------------------------------------------------------
   const Topology& topology() const;
   const Placer& placer() const;
@@ -157,6 +193,10 @@ class Scheduler {
   const PartitionTable& partitions() const;
   const JobRecord* job(JobId id) const;
   const std::map<JobId, JobRecord>& jobs() const;
+  // An array's tasks' job ids by task index (JobSpec::array_id); null for an id that is no array.
+  const std::vector<JobId>* array_tasks(JobId array) const;
+  // The job id of task `task` of `array`; kNoJob if there is none.
+  JobId array_task_job(JobId array, uint32_t task) const;
   const std::vector<Reservation>& reservations() const;
   // With config().backfill_interval > 0: when the next pass may be a backfill cycle (Slurm's
   // bf_interval after the last one); kForever otherwise.

@@ -9,8 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/sched/internal/dependencies.h"
 #include "core/sched/internal/elastic_growth.h"
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
+#include "core/sched/internal/patience.h"
 #include "core/sched/internal/preemption.h"
 #include "core/sched/internal/reserve.h"
 #include "core/sched/internal/scheduler_state.h"
@@ -52,15 +55,20 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     job.wait = WaitReason{kind, std::move(detail), start};
   };
   if (job.spec.held) return wait(WaitKind::kHeld);
-  for (JobId dep : job.spec.after_ok) {
-    const JobRecord& d = s.jobs.at(dep);
-    if (d.state == JobState::kFailed || d.state == JobState::kCancelled || d.state == JobState::kKilled) {
-      (void)s.limits.RemovePending(job.spec.user, job.spec.account);
-      s.pending.Erase(id);
-      return s.Kill(job, now, "dependency: job " + std::to_string(dep) + " " + std::string(JobStateName(d.state)), out);
-    }
-    if (d.state != JobState::kCompleted) return wait(WaitKind::kDependency, "afterok:" + std::to_string(dep));
+  // A dependency that can never be met leaves the job pending (as Slurm without
+  // kill_invalid_depend): the user cancels it, or it waits for nothing forever.
+  if (DependCheck dep = CheckDependencies(s, pass, job); dep.state != DependState::kMet) {
+    return wait(dep.state == DependState::kNever ? WaitKind::kDependencyNever : WaitKind::kDependency,
+                std::move(dep.detail));
   }
+  if (job.spec.array_max_running > 0) {
+    auto it = pass.array_active.find(job.spec.array_id);
+    if (it != pass.array_active.end() && it->second >= job.spec.array_max_running)
+      return wait(WaitKind::kArrayTaskLimit, std::to_string(it->second) + " of array " +
+                                                 std::to_string(job.spec.array_id) + " running (%" +
+                                                 std::to_string(job.spec.array_max_running) + ")");
+  }
+  if (job.spec.begin > now) return wait(WaitKind::kBeginTime, {}, job.spec.begin);
   const uint32_t n = s.MinLegalSize(job);
   if (job.partition_ids.empty()) {
     const std::string names = job.spec.partitions.empty() ? "" : job.spec.partitions.front();
@@ -75,6 +83,13 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     return wait(WaitKind::kUnsatisfiable, why);
   if (std::string why = PartitionsUnsatisfiable(s, job.spec, job.partition_ids, n); !why.empty())
     return wait(WaitKind::kUnsatisfiable, why);
+  const bool filtered = !job.forbidden_nodes.empty();  // -w/-x/-C
+  if (filtered) {
+    if (const uint32_t allowed = AllowedGpus(*s.topo, job.forbidden_nodes); allowed < n) {
+      return wait(WaitKind::kUnsatisfiable, "the nodes it may use (nodelist/exclude/constraint) have " +
+                                                std::to_string(allowed) + " GPUs, it needs " + std::to_string(n));
+    }
+  }
   if (auto hit = s.limits.CheckStart(job.spec.user, job.spec.account, n)) {
     return wait(hit->scope == LimitScope::kAccount ? WaitKind::kAccountLimit : WaitKind::kUserLimit,
                 std::move(hit->reason));
@@ -95,17 +110,31 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   const Duration w = s.policies.runtime->Run(job);
   bool dominated = false;
   for (const auto& f : pass.failed_shapes) {
-    if (!own && f.key == key && f.gpus <= n && f.walltime <= w) {
+    if (!own && !filtered && f.key == key && f.gpus <= n && f.walltime <= w) {
       dominated = true;
       break;
     }
   }
   if (!dominated) {
     if (auto p = TryStartNow(s, pass, job)) {
+      // Placement under pressure: a good block soon rather than a slow one now.
+      if (auto r = WaitForBetterBlock(s, pass, job, *p)) {
+        if (r->start <= now) {
+          Placement good{r->gpus, {}, s.placer->model().Predict(r->gpus)};
+          StartJob(s, pass, job, good, out);
+          return;
+        }
+        const Time start = r->start;
+        std::string detail = std::string(LevelName(s.Best(static_cast<uint32_t>(p->gpus.size())).level)) +
+                             "; a slower block is free now";
+        AddReservation(s, pass, std::move(*r));
+        return wait(WaitKind::kTopologyBlock, std::move(detail), start);
+      }
       StartJob(s, pass, job, *p, out);
+      NoteStarted(pass, job);
       return;
     }
-    if (!own) pass.failed_shapes.push_back({key, n, w});
+    if (!own && !filtered) pass.failed_shapes.push_back({key, n, w});
   }
   if (!pass.blocked) pass.first_blocked = id;
   pass.blocked = true;
@@ -118,8 +147,9 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   size_t made = 0;
   for (const Reservation& r : s.reservations) made += !r.for_preemption;
   const Topology& topo = *s.topo;
-  WaitKind kind = topo.free_gpus(topo.root()) + pass.start_blocks.blocked_gpus() < n ? WaitKind::kResources
-                                                                                     : WaitKind::kTopologyBlock;
+  const uint32_t free = filtered ? FreeAllowedGpus(topo, job.forbidden_nodes)
+                                 : topo.free_gpus(topo.root()) + pass.start_blocks.blocked_gpus();
+  WaitKind kind = free < n ? WaitKind::kResources : WaitKind::kTopologyBlock;
   std::string detail;
   if (kind == WaitKind::kTopologyBlock) {
     detail = job.spec.shape.fit == FitMode::kRequire ? std::string(LevelName(job.spec.shape.level))
@@ -190,6 +220,7 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   // One walk over the pending jobs, in id order, touching each record once (tens of thousands
   // of records do not stay in cache from one walk to the next): claims become reservations and
   // priorities are computed; then the queue is sorted on the keys.
+  NoteActiveJobs(s, pass);
   s.policies.queue->BeginPass(now);
   for (const auto& [id, jp] : s.pending.Walk()) {
     JobRecord& j = *jp;

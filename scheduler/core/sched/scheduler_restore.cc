@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/sched/internal/dependencies.h"
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/spec_checks.h"
 #include "core/sched/scheduler.h"
@@ -29,8 +31,13 @@ Status Scheduler::Restore(JobRecord record, Time now) {
   JobSpec& spec = record.spec;
   const std::string where = JobWhere(spec.id);
   PHX_RETURN_IF_ERROR(CheckNewId(s, spec.id));
+  PHX_RETURN_IF_ERROR(CheckArrayFields(s, spec));
   auto cls = CheckShape(s, spec);
   PHX_RETURN_IF_ERROR(cls);
+  // -w/-x/-C naming a node gone from the topology since (or allowing none now): every node is
+  // forbidden, so the job waits Unsatisfiable, saying so, rather than failing the restore.
+  auto forbidden = ForbiddenNodes(topo, spec);
+  record.forbidden_nodes = forbidden ? std::move(*forbidden) : std::vector<uint8_t>(topo.node_count(), 1);
   if (now < s.now)
     return Fail("time",
                 "restore must not go back in time (" + std::to_string(now) + " < " + std::to_string(s.now) + ")");
@@ -103,6 +110,7 @@ Status Scheduler::Restore(JobRecord record, Time now) {
     record.walltime = spec.walltime > 0 ? spec.walltime : DefaultWalltime(s, record.partition_ids);
   const JobId id = spec.id;
   JobRecord& job = s.jobs.emplace(id, std::move(record)).first->second;
+  IndexArrayTask(s, job);
   if (job.state == JobState::kPending) {
     s.pending.Insert(id, &job);
     s.limits.AddPending(job.spec.user, job.spec.account);
@@ -136,8 +144,17 @@ Result<std::vector<std::string>> Scheduler::FinishRestore(Time now) {
         notes.push_back(who() + "dependency on itself dropped");
         return true;
       }
-      if (s.jobs.contains(dep)) return false;
+      if (s.jobs.contains(dep) || s.arrays.contains(dep)) return false;
       notes.push_back(who() + "dependency on unknown job " + std::to_string(dep) + " lifted");
+      return true;
+    });
+    std::erase_if(job.spec.depends.items, [&](const DependItem& d) {
+      if (d.kind == DependKind::kSingleton) return false;
+      const bool known =
+          d.task ? ArrayTaskJob(s, d.job, *d.task) != kNoJob : s.jobs.contains(d.job) || s.arrays.contains(d.job);
+      if (known && !(d.job == id && !d.task)) return false;
+      notes.push_back(who() + "dependency " + FormatDependItem(d) +
+                      (known ? " on itself dropped" : " on an unknown job lifted"));
       return true;
     });
     std::erase_if(job.victims, [&](JobId v) {

@@ -67,15 +67,30 @@ void Topology::ChangeNodeFree(NodeId n, uint32_t before, uint32_t after, uint32_
   }
 }
 
-void Topology::ChangeGpu(GpuId g, bool becomes_free) {
-  const NodeId n = gpu_node_[g.value];
-  if (node_state_[n.value] != NodeState::kUp) return;  // not counted while unavailable
-  const uint32_t before = node_free(n);
-  const uint32_t after = becomes_free ? before + 1 : before - 1;
-  for (DomainId a = gpu_domain_[g.value]; a.valid(); a = domains_[a.value].parent) {
-    free_[a.value] = becomes_free ? free_[a.value] + 1 : free_[a.value] - 1;
+void Topology::ChangeGpus(std::span<const GpuId> gpus, bool becomes_free) {
+  // One node at a time: the GPUs of a node come in a run (allocations are sorted, and GPU ids
+  // follow the tree), so the node and the domains above it change once per run, not per GPU.
+  // The counters end as they would one GPU at a time.
+  for (size_t i = 0; i < gpus.size();) {
+    const NodeId n = gpu_node_[gpus[i].value];
+    size_t j = i;
+    while (j < gpus.size() && gpu_node_[gpus[j].value] == n) ++j;
+    if (node_state_[n.value] == NodeState::kUp) {
+      const DomainId node = node_domain_[n.value];
+      const auto k = static_cast<uint32_t>(j - i);
+      for (size_t x = i; x < j; ++x) {  // the GPU's own domain and any group below the node
+        for (DomainId a = gpu_domain_[gpus[x].value]; a != node; a = domains_[a.value].parent) {
+          free_[a.value] = becomes_free ? free_[a.value] + 1 : free_[a.value] - 1;
+        }
+      }
+      const uint32_t before = node_free(n);
+      for (DomainId a = node; a.valid(); a = domains_[a.value].parent) {
+        free_[a.value] = becomes_free ? free_[a.value] + k : free_[a.value] - k;
+      }
+      ChangeNodeFree(n, before, becomes_free ? before + k : before - k, node_gpu_count(n));
+    }
+    i = j;
   }
-  ChangeNodeFree(n, before, after, node_gpu_count(n));
 }
 
 std::span<const GpuId> Topology::job_gpus(JobId job) const {
@@ -95,10 +110,8 @@ Status Topology::Hold(std::span<const GpuId> gpus) {
   for (GpuId g : gpus) {
     if (g.value >= gpu_count() || !is_free(g)) return Fail("hold", "GPU " + std::to_string(g.value) + " is not free");
   }
-  for (GpuId g : gpus) {
-    owner_[g.value] = kHeld;
-    ChangeGpu(g, false);
-  }
+  for (GpuId g : gpus) owner_[g.value] = kHeld;
+  ChangeGpus(gpus, false);
   return {};
 }
 
@@ -107,20 +120,16 @@ Status Topology::Unhold(std::span<const GpuId> gpus) {
     if (g.value >= gpu_count() || owner_[g.value] != kHeld)
       return Fail("unhold", "GPU " + std::to_string(g.value) + " is not held");
   }
-  for (GpuId g : gpus) {
-    owner_[g.value] = kNoJob;
-    ChangeGpu(g, true);
-  }
+  for (GpuId g : gpus) owner_[g.value] = kNoJob;
+  ChangeGpus(gpus, true);
   return {};
 }
 
 Status Topology::Suspend(JobId job) {
   auto it = jobs_.find(job);
   if (it == jobs_.end() || it->second.suspended) return Fail("job " + std::to_string(job), "holds no GPUs to suspend");
-  for (GpuId g : it->second.gpus) {
-    owner_[g.value] = kNoJob;
-    ChangeGpu(g, true);
-  }
+  for (GpuId g : it->second.gpus) owner_[g.value] = kNoJob;
+  ChangeGpus(it->second.gpus, true);
   Charge(it->second, -1);
   it->second.suspended = true;
   return {};
@@ -133,10 +142,8 @@ Status Topology::Resume(JobId job) {
     if (owner_[g.value] != kNoJob)
       return Fail("job " + std::to_string(job), "GPU " + std::to_string(g.value) + " was taken while suspended");
   }
-  for (GpuId g : it->second.gpus) {
-    owner_[g.value] = job;
-    ChangeGpu(g, false);
-  }
+  for (GpuId g : it->second.gpus) owner_[g.value] = job;
+  ChangeGpus(it->second.gpus, false);
   Charge(it->second, +1);
   it->second.suspended = false;
   return {};
@@ -193,10 +200,8 @@ Status Topology::DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_
     }
     std::sort(alloc.crossed.begin(), alloc.crossed.end());
   }
-  for (GpuId g : sorted) {
-    owner_[g.value] = job;
-    ChangeGpu(g, false);
-  }
+  for (GpuId g : sorted) owner_[g.value] = job;
+  ChangeGpus(sorted, false);
   for (DomainId d : alloc.crossed) {
     load_mbs_[d.value] += alloc.ring_mbs;
     load_jobs_[d.value]++;
@@ -209,10 +214,8 @@ Status Topology::DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_
 Status Topology::Release(JobId job) {
   auto it = jobs_.find(job);
   if (it == jobs_.end() || it->second.suspended) return Fail("job " + std::to_string(job), "holds no GPUs");
-  for (GpuId g : it->second.gpus) {
-    owner_[g.value] = kNoJob;
-    ChangeGpu(g, true);
-  }
+  for (GpuId g : it->second.gpus) owner_[g.value] = kNoJob;
+  ChangeGpus(it->second.gpus, true);
   for (DomainId d : it->second.crossed) {
     load_mbs_[d.value] -= it->second.ring_mbs;
     load_jobs_[d.value]--;

@@ -144,7 +144,9 @@ class Topology {
   };
   void Charge(const JobAlloc& alloc, int sign);
   Status DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_gbs, bool any_node_state);
-  void ChangeGpu(GpuId g, bool becomes_free);
+  // Counters for GPUs that become free or busy (no-op on unavailable nodes); O(depth) per node
+  // touched plus O(levels below the node) per GPU.
+  void ChangeGpus(std::span<const GpuId> gpus, bool becomes_free);
   void ChangeNodeFree(NodeId n, uint32_t before, uint32_t after, uint32_t total);
   uint32_t node_free(NodeId n) const { return free_[node_domain_[n.value].value]; }
 

@@ -21,14 +21,16 @@ namespace {
 using testing::FaultVfs;
 using testing::TempDir;
 
-TEST(GroupCommitter, ManyThreadsEveryAcknowledgedJobIsInTheFile) {
-  TempDir dir;
-  const std::string path = dir.File("g.db");
+class GroupCommitterTest : public testing::StoreBackendTest {};
+INSTANTIATE_BOTH_BACKENDS(GroupCommitterTest);
+
+TEST_P(GroupCommitterTest, ManyThreadsEveryAcknowledgedJobIsInTheFile) {
+  const std::string path = Target("g.db");
   constexpr int kThreads = 16, kPerThread = 300;
   std::vector<std::vector<JobId>> ids(kThreads);
   GroupCommitter::Stats stats;
   {
-    auto store = Store::Open(path);
+    auto store = Store::Open(path, Options());
     ASSERT_TRUE(store) << store.error().ToString();
     GroupCommitter committer(store->get());
     std::vector<std::thread> threads;
@@ -55,7 +57,7 @@ TEST(GroupCommitter, ManyThreadsEveryAcknowledgedJobIsInTheFile) {
   std::printf("  %d submissions in %llu transactions (largest group %zu)\n", kThreads * kPerThread,
               static_cast<unsigned long long>(stats.groups), stats.largest_group);
 
-  auto store = Store::Open(path);
+  auto store = Store::Open(path, Options());
   ASSERT_TRUE(store);
   auto all = (*store)->LoadAll();
   ASSERT_TRUE(all) << all.error().ToString();
@@ -78,9 +80,8 @@ TEST(GroupCommitter, ManyThreadsEveryAcknowledgedJobIsInTheFile) {
   EXPECT_TRUE((*store)->CheckIntegrity());
 }
 
-TEST(GroupCommitter, FailuresStayWithTheirBatch) {
-  TempDir dir;
-  auto store = Store::Open(dir.File("g.db"));
+TEST_P(GroupCommitterTest, FailuresStayWithTheirBatch) {
+  auto store = Store::Open(Target("g.db"), Options());
   ASSERT_TRUE(store);
   GroupCommitter committer(store->get());
   constexpr int kThreads = 8, kPerThread = 200;
@@ -108,9 +109,8 @@ TEST(GroupCommitter, FailuresStayWithTheirBatch) {
   EXPECT_EQ(all->jobs.size(), size_t{kPerThread});
 }
 
-TEST(GroupCommitter, CloseDrainsTheQueueThenRefuses) {
-  TempDir dir;
-  auto store = Store::Open(dir.File("g.db"));
+TEST_P(GroupCommitterTest, CloseDrainsTheQueueThenRefuses) {
+  auto store = Store::Open(Target("g.db"), Options());
   ASSERT_TRUE(store);
   std::atomic<int> done{0};
   {

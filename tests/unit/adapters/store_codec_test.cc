@@ -7,9 +7,11 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "store_test_util.h"
+#include "util/dependency.h"
 
 namespace phalanx::store {
 namespace {
@@ -105,6 +107,101 @@ TEST(StoreCodec, SpecGraceIsOptionalAndOldRowsDecodeAsZero) {
     ASSERT_FALSE(r) << bad;
     EXPECT_EQ(r.error().where, "spec") << bad << " -> " << r.error().ToString();
     EXPECT_NE(r.error().message.find("after 'grace'"), std::string::npos) << r.error().message;
+  }
+}
+
+// Dependencies and array membership came later too: written only when set (old rows keep their
+// encoding), after grace, round-tripping; a bad one names spec.dep / spec.array.
+TEST(StoreCodec, SpecDependenciesAndArrayAreOptionalAndRoundTrip) {
+  const std::string old_row =
+      "v=1 name=x user=alice account=ml class= gpus=8 nodes=0 gpn=0 level=node fit=require excl=0 rail=0 "
+      "min=0 step=any:0 wall=3600 preempt=- ckpt=0 restart=120 held=0 after= submit=100";
+  auto old_spec = DecodeJobSpec(old_row);
+  ASSERT_TRUE(old_spec) << old_spec.error().ToString();
+  EXPECT_TRUE(old_spec->depends.empty());
+  EXPECT_EQ(old_spec->array_id, kNoJob);
+  JobSpec s = *old_spec;
+  s.checkpoint_grace = 5;
+  s.depends = *ParseDependencies("afterok:3:4_2,singleton");
+  s.array_id = 40;
+  s.array_task = 7;
+  s.array_max_running = 8;
+  const std::string text = EncodeJobSpec(s);
+  EXPECT_EQ(text, old_row + " grace=5 dep=afterok:3:4_2,singleton array=40:7:8");
+  auto back = DecodeJobSpec(text);
+  ASSERT_TRUE(back) << back.error().ToString();
+  EXPECT_EQ(back->depends, s.depends);
+  EXPECT_EQ(back->array_id, 40u);
+  EXPECT_EQ(back->array_task, 7u);
+  EXPECT_EQ(back->array_max_running, 8u);
+  EXPECT_EQ(EncodeJobSpec(*back), text);
+  s.checkpoint_grace = 0;
+  s.depends = {};
+  EXPECT_EQ(EncodeJobSpec(s), old_row + " array=40:7:8");
+  for (const auto& [bad, where] : std::vector<std::pair<std::string, std::string>>{
+           {old_row + " dep=before:3", "spec.dep"},
+           {old_row + " dep=afterok:3,afterok:4", "spec.dep"},  // written afterok:3:4
+           {old_row + " array=0:1:0", "spec.array"},
+           {old_row + " array=4:1", "spec.array"},
+           {old_row + " array=4:1:0 dep=afterok:1", "spec"},  // out of order
+           {old_row + " dep=afterok:1 grace=4", "spec"}}) {
+    auto r = DecodeJobSpec(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().where, where) << bad << " -> " << r.error().ToString();
+  }
+}
+
+// --begin, -w, -x and -C came later still: optional fields after grace, written only when set,
+// so a row from before them (with or without grace) decodes to the defaults and keeps its
+// encoding; set ones round-trip in one order; a bad or repeated one is an error naming it.
+TEST(StoreCodec, NodeSelectionAndBeginAreOptional) {
+  const std::string old_row =
+      "v=1 name=x user=alice account= class= gpus=8 nodes=0 gpn=0 level=core fit=any excl=0 rail=0 "
+      "min=0 step=any:0 wall=3600 preempt=- ckpt=0 restart=120 held=0 after= submit=100";
+  for (const std::string& row : {old_row, old_row + " grace=30"}) {
+    auto old_spec = DecodeJobSpec(row);
+    ASSERT_TRUE(old_spec) << old_spec.error().ToString();
+    EXPECT_EQ(old_spec->begin, 0);
+    EXPECT_TRUE(old_spec->nodelist.empty());
+    EXPECT_TRUE(old_spec->exclude.empty());
+    EXPECT_EQ(old_spec->constraint, "");
+    EXPECT_EQ(EncodeJobSpec(*old_spec), row);
+  }
+  JobSpec s = *DecodeJobSpec(old_row);
+  s.checkpoint_grace = 30;
+  s.begin = 1700000000;
+  s.nodelist = {"dgx01", "dgx02"};
+  s.exclude = {"dgx03"};
+  s.constraint = "h100&nvlink|a100";
+  s.no_requeue = true;
+  const std::string text = EncodeJobSpec(s);
+  EXPECT_EQ(
+      text,
+      old_row +
+          " grace=30 begin=1700000000 nodelist=dgx01,dgx02 exclude=dgx03 constraint=h100%26nvlink%7Ca100 norequeue=1");
+  auto back = DecodeJobSpec(text);
+  ASSERT_TRUE(back) << back.error().ToString();
+  EXPECT_EQ(back->begin, s.begin);
+  EXPECT_EQ(back->nodelist, s.nodelist);
+  EXPECT_EQ(back->exclude, s.exclude);
+  EXPECT_EQ(back->constraint, s.constraint);
+  EXPECT_TRUE(back->no_requeue);
+  EXPECT_EQ(EncodeJobSpec(*back), text);
+  JobSpec only = *DecodeJobSpec(old_row);
+  only.exclude = {"n1"};
+  EXPECT_EQ(*DecodeJobSpec(EncodeJobSpec(only))->exclude.begin(), "n1");
+
+  for (const auto& [bad, where] :
+       std::vector<std::pair<std::string, std::string>>{{old_row + " begin=0", "spec.begin"},
+                                                        {old_row + " begin=soon", "spec.begin"},
+                                                        {old_row + " nodelist=", "spec.nodelist"},
+                                                        {old_row + " constraint=", "spec.constraint"},
+                                                        {old_row + " norequeue=0", "spec.norequeue"},
+                                                        {old_row + " exclude=a exclude=b", "spec"},
+                                                        {old_row + " exclude=a nodelist=b", "spec"}}) {
+    auto r = DecodeJobSpec(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().where, where) << bad << " -> " << r.error().ToString();
   }
 }
 

@@ -2,7 +2,8 @@
 // to a pipe; the parent SIGKILLs it at a random moment, reopens the store, and checks that
 // every acknowledged id is there and that the file passes PRAGMA integrity_check. Rounds reuse
 // the file, so each child also recovers the previous child's hot WAL; some kills land during
-// that open. Seeded: PHALANX_CRASH_SEED=N reproduces a run.
+// that open. On PostgreSQL the same rounds kill the client mid-transaction (the server rolls
+// its transaction back). Seeded: PHALANX_CRASH_SEED=N reproduces a run.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -25,8 +26,6 @@
 namespace phalanx::store {
 namespace {
 
-using testing::TempDir;
-
 // Writes all of `text` to `fd` (a pipe); an id line is shorter than PIPE_BUF, so atomic.
 void WriteAll(int fd, const std::string& text) {
   const char* p = text.data();
@@ -41,8 +40,7 @@ void WriteAll(int fd, const std::string& text) {
 
 // The child: never returns. mode 0: Store::SubmitJob in one thread; mode 1: 4 threads through a
 // GroupCommitter; mode 2: batches of several jobs.
-[[noreturn]] void Child(const std::string& path, int fd, int mode, uint32_t seed) {
-  StoreOptions options;
+[[noreturn]] void Child(const std::string& path, StoreOptions options, int fd, int mode, uint32_t seed) {
   options.sync = seed % 2 ? SyncMode::kFull : SyncMode::kNormal;
   auto store = Store::Open(path, options);
   if (!store) {
@@ -105,13 +103,15 @@ bool Drain(int fd, int ms, std::string& partial, std::set<JobId>& acked, std::st
   return true;
 }
 
-TEST(StoreCrash, KilledWriterLosesNoAcknowledgedSubmission) {
+class StoreCrashTest : public testing::StoreBackendTest {};
+INSTANTIATE_BOTH_BACKENDS(StoreCrashTest);
+
+TEST_P(StoreCrashTest, KilledWriterLosesNoAcknowledgedSubmission) {
   uint32_t seed = 20240611;
   if (const char* env = std::getenv("PHALANX_CRASH_SEED")) seed = static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
   SCOPED_TRACE("PHALANX_CRASH_SEED=" + std::to_string(seed));
   std::mt19937 rng(seed);
-  TempDir dir;
-  const std::string path = dir.File("crash.db");
+  const std::string path = Target("crash.db");
   std::set<JobId> acked;  // across all rounds
   constexpr int kRounds = 12;
   for (int round = 0; round < kRounds; ++round) {
@@ -126,7 +126,7 @@ TEST(StoreCrash, KilledWriterLosesNoAcknowledgedSubmission) {
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       close(fds[0]);
-      Child(path, fds[1], mode, child_seed);
+      Child(path, Options(), fds[1], mode, child_seed);
     }
     close(fds[1]);
     std::string partial, child_error;
@@ -147,7 +147,7 @@ TEST(StoreCrash, KilledWriterLosesNoAcknowledgedSubmission) {
     ASSERT_TRUE(child_error.empty()) << child_error;
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child exited on its own, status " << status;
 
-    auto store = Store::Open(path);
+    auto store = Store::Open(path, Options());
     ASSERT_TRUE(store) << store.error().ToString();
     auto integrity = (*store)->CheckIntegrity();
     ASSERT_TRUE(integrity) << integrity.error().ToString();

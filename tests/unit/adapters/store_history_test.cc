@@ -25,11 +25,13 @@ std::vector<std::pair<Time, double>> Points(const HistoryAnswer& a, const std::s
   return out;
 }
 
-TEST(StoreHistory, SamplesSurviveReopenAndReadByNameAndPrefix) {
-  TempDir dir;
-  const std::string path = dir.File("h.db");
+class StoreHistoryTest : public testing::StoreBackendTest {};
+INSTANTIATE_BOTH_BACKENDS(StoreHistoryTest);
+
+TEST_P(StoreHistoryTest, SamplesSurviveReopenAndReadByNameAndPrefix) {
+  const std::string path = Target("h.db");
   {
-    auto store = OpenOrDie(path);
+    auto store = OpenOrDie(path, Options());
     for (Time t = 100; t <= 400; t += 100) {
       Batch b;
       b.RecordSamples(t, {{"gpus_allocated", static_cast<double>(t / 10)},
@@ -39,7 +41,7 @@ TEST(StoreHistory, SamplesSurviveReopenAndReadByNameAndPrefix) {
       ASSERT_TRUE(store->Apply(b)) << t;
     }
   }
-  auto store = OpenOrDie(path);
+  auto store = OpenOrDie(path, Options());
   HistoryQuery q;
   q.names = {"gpus_allocated", "user_gpus.*", "nothing_here"};
   q.since = 200;
@@ -55,9 +57,8 @@ TEST(StoreHistory, SamplesSurviveReopenAndReadByNameAndPrefix) {
   EXPECT_EQ(a->size(), 4u);
 }
 
-TEST(StoreHistory, StepAveragesBucketsAndSameTimeReplaces) {
-  TempDir dir;
-  auto store = OpenOrDie(dir.File("h.db"));
+TEST_P(StoreHistoryTest, StepAveragesBucketsAndSameTimeReplaces) {
+  auto store = OpenOrDie(Target("h.db"), Options());
   Batch b;
   for (Time t = 0; t < 120; t += 10) b.RecordSamples(t, {{"fgd", static_cast<double>(t)}});
   b.RecordSamples(110, {{"fgd", 1000}});  // replaces 110
@@ -76,9 +77,8 @@ TEST(StoreHistory, StepAveragesBucketsAndSameTimeReplaces) {
   EXPECT_NEAR(got[1].second, 1400.0 / 6, 1e-9);
 }
 
-TEST(StoreHistory, PruneDeletesOlderRowsOnly) {
-  TempDir dir;
-  auto store = OpenOrDie(dir.File("h.db"));
+TEST_P(StoreHistoryTest, PruneDeletesOlderRowsOnly) {
+  auto store = OpenOrDie(Target("h.db"), Options());
   Batch b;
   for (Time t = 1; t <= 10; ++t) b.RecordSamples(t, {{"a", 1}, {"b", 2}});
   ASSERT_TRUE(store->Apply(b));
@@ -94,9 +94,8 @@ TEST(StoreHistory, PruneDeletesOlderRowsOnly) {
   EXPECT_EQ(Points(*a, "b"), (P{{8, 2}, {9, 2}, {10, 2}}));
 }
 
-TEST(StoreHistory, BadNamesAndValuesAreRefusedNamingThem) {
-  TempDir dir;
-  auto store = OpenOrDie(dir.File("h.db"));
+TEST_P(StoreHistoryTest, BadNamesAndValuesAreRefusedNamingThem) {
+  auto store = OpenOrDie(Target("h.db"), Options());
   const std::pair<std::string, std::string> bad[] = {
       {"", "bad series name ''"},
       {"a,b", "bad series name 'a,b'"},
@@ -123,9 +122,8 @@ TEST(StoreHistory, BadNamesAndValuesAreRefusedNamingThem) {
   EXPECT_TRUE(a->at("fine").empty());
 }
 
-TEST(StoreHistory, MaxPointsBoundsTheAnswer) {
-  TempDir dir;
-  auto store = OpenOrDie(dir.File("h.db"));
+TEST_P(StoreHistoryTest, MaxPointsBoundsTheAnswer) {
+  auto store = OpenOrDie(Target("h.db"), Options());
   Batch b;
   for (Time t = 0; t < 50; ++t) b.RecordSamples(t, {{"a", 1}});
   ASSERT_TRUE(store->Apply(b));

@@ -7,11 +7,16 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "adapters/store/sqlite_db.h"
+#ifdef PHALANX_HAVE_POSTGRES
+#include "adapters/store/pg_db.h"
+#endif
 #include "store_fault_vfs.h"
 #include "store_test_util.h"
 
@@ -77,13 +82,15 @@ void ExpectRecordEq(const JobRecord& a, const JobRecord& b) {
   EXPECT_EQ(a.idle_since, b.idle_since);
 }
 
-TEST(Store, SubmitAssignsIdsAndSurvivesReopen) {
-  TempDir dir;
-  const std::string path = dir.File("s.db");
+class StoreTest : public testing::StoreBackendTest {};
+INSTANTIATE_BOTH_BACKENDS(StoreTest);
+
+TEST_P(StoreTest, SubmitAssignsIdsAndSurvivesReopen) {
+  const std::string path = Target("s.db");
   std::mt19937 rng(1);
   std::vector<JobSpec> specs;
   {
-    auto store = OpenOrDie(path);
+    auto store = OpenOrDie(path, Options());
     ASSERT_TRUE(store);
     for (JobId want = 1; want <= 3; ++want) {
       JobSpec s = RandomSpec(rng);
@@ -102,14 +109,14 @@ TEST(Store, SubmitAssignsIdsAndSurvivesReopen) {
     EXPECT_EQ(store->next_job_id(), 101u);
     auto dup = store->SubmitJob(fixed, 61);
     ASSERT_FALSE(dup);
-    EXPECT_EQ(dup.error().where, path);
+    EXPECT_EQ(dup.error().where, store->path());
     EXPECT_NE(dup.error().message.find("job 100: already exists"), std::string::npos);
     JobSpec huge;
     huge.id = uint64_t{1} << 62;
     EXPECT_FALSE(store->SubmitJob(huge, 61));
     EXPECT_EQ(store->next_job_id(), 101u);
   }
-  auto store = OpenOrDie(path);
+  auto store = OpenOrDie(path, Options());
   ASSERT_TRUE(store);
   EXPECT_EQ(store->next_job_id(), 101u);
   auto all = store->LoadAll();
@@ -124,13 +131,12 @@ TEST(Store, SubmitAssignsIdsAndSurvivesReopen) {
   EXPECT_TRUE(store->CheckIntegrity());
 }
 
-TEST(Store, SavesEveryPersistentField) {
-  TempDir dir;
-  const std::string path = dir.File("s.db");
+TEST_P(StoreTest, SavesEveryPersistentField) {
+  const std::string path = Target("s.db");
   std::mt19937 rng(9);
   JobRecord rec;
   {
-    auto store = OpenOrDie(path);
+    auto store = OpenOrDie(path, Options());
     ASSERT_TRUE(store);
     auto id = store->SubmitJob(RandomSpec(rng), 1);
     ASSERT_TRUE(id);
@@ -147,7 +153,7 @@ TEST(Store, SavesEveryPersistentField) {
     ASSERT_FALSE(st);
     EXPECT_NE(st.error().message.find("job 555: no such job"), std::string::npos);
   }
-  auto store = OpenOrDie(path);
+  auto store = OpenOrDie(path, Options());
   ASSERT_TRUE(store);
   auto all = store->LoadAll();
   ASSERT_TRUE(all);
@@ -156,9 +162,8 @@ TEST(Store, SavesEveryPersistentField) {
   EXPECT_EQ(all->jobs[0].priority, 0);
 }
 
-TEST(Store, BatchIsAllOrNothing) {
-  TempDir dir;
-  auto store = OpenOrDie(dir.File("s.db"));
+TEST_P(StoreTest, BatchIsAllOrNothing) {
+  auto store = OpenOrDie(Target("s.db"), Options());
   ASSERT_TRUE(store);
   Batch b;
   b.SubmitJob(JobSpec{}, 1);
@@ -177,9 +182,8 @@ TEST(Store, BatchIsAllOrNothing) {
   EXPECT_EQ(store->SubmitJob(JobSpec{}, 2).value_or(0), 1u);
 }
 
-TEST(Store, GroupIsolatesFailingBatches) {
-  TempDir dir;
-  auto store = OpenOrDie(dir.File("s.db"));
+TEST_P(StoreTest, GroupIsolatesFailingBatches) {
+  auto store = OpenOrDie(Target("s.db"), Options());
   ASSERT_TRUE(store);
   Batch good1, bad, good2;
   good1.SubmitJob(JobSpec{}, 1);
@@ -202,11 +206,10 @@ TEST(Store, GroupIsolatesFailingBatches) {
   EXPECT_EQ(all->next_job_id, 4u);
 }
 
-TEST(Store, EventLogIsAppendOnly) {
-  TempDir dir;
-  const std::string path = dir.File("s.db");
+TEST_P(StoreTest, EventLogIsAppendOnly) {
+  const std::string path = Target("s.db");
   {
-    auto store = OpenOrDie(path);
+    auto store = OpenOrDie(path, Options());
     ASSERT_TRUE(store);
     ASSERT_TRUE(store->SubmitJob(JobSpec{}, 10));
     Decision start;
@@ -247,22 +250,31 @@ TEST(Store, EventLogIsAppendOnly) {
     ASSERT_FALSE(bad);
     EXPECT_NE(bad.error().message.find("job 404: recording checkpoint 1"), std::string::npos) << bad.error().message;
   }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  for (const char* sql : {"UPDATE events SET kind = 'x'", "DELETE FROM events"}) {
-    char* err = nullptr;
-    EXPECT_NE(sqlite3_exec(db, sql, nullptr, nullptr, &err), SQLITE_OK) << sql;
-    EXPECT_NE(std::string(err ? err : "").find("append-only"), std::string::npos);
-    sqlite3_free(err);
+  // Another connection cannot change the log either.
+  std::unique_ptr<Db> db;
+#ifdef PHALANX_HAVE_POSTGRES
+  if (postgres()) {
+    auto pg = PgDb::Connect(path);
+    ASSERT_TRUE(pg) << pg.error().ToString();
+    db = std::move(*pg);
   }
-  sqlite3_close(db);
+#endif
+  if (!db) {
+    auto lite = SqliteDb::Open(path, false, "");
+    ASSERT_TRUE(lite) << lite.error().ToString();
+    db = std::make_unique<SqliteDb>(std::move(*lite));
+  }
+  for (const char* sql : {"UPDATE events SET kind = 'x'", "DELETE FROM events"}) {
+    auto st = db->Exec(sql);
+    ASSERT_FALSE(st) << sql;
+    EXPECT_NE(st.error().message.find("append-only"), std::string::npos) << st.error().message;
+  }
 }
 
-TEST(Store, NodesAndMeta) {
-  TempDir dir;
-  const std::string path = dir.File("s.db");
+TEST_P(StoreTest, NodesAndMeta) {
+  const std::string path = Target("s.db");
   {
-    auto store = OpenOrDie(path);
+    auto store = OpenOrDie(path, Options());
     ASSERT_TRUE(store);
     ASSERT_TRUE(store->SetNodeState("n2", NodeState::kDown, 5));
     ASSERT_TRUE(store->SetNodeState("n1", NodeState::kDrain, 6));
@@ -272,7 +284,7 @@ TEST(Store, NodesAndMeta) {
     b.SetMeta("topology", "sha256:abc");
     ASSERT_TRUE(store->Apply(b));
   }
-  auto store = OpenOrDie(path);
+  auto store = OpenOrDie(path, Options());
   ASSERT_TRUE(store);
   auto all = store->LoadAll();
   ASSERT_TRUE(all);
@@ -287,12 +299,11 @@ TEST(Store, NodesAndMeta) {
 
 // Launch info (schema v2): an opaque blob per job, any bytes; LoadAll returns it for the jobs
 // that are not final, LoadLaunchInfo for any job; it needs the job to exist.
-TEST(Store, LaunchInfoIsKeptAsOpaqueBytes) {
-  TempDir dir;
-  const std::string path = dir.File("s.db");
+TEST_P(StoreTest, LaunchInfoIsKeptAsOpaqueBytes) {
+  const std::string path = Target("s.db");
   const std::string blob("\x0a\x00\xff launch \x00 info", 17);
   {
-    auto store = OpenOrDie(path);
+    auto store = OpenOrDie(path, Options());
     ASSERT_TRUE(store);
     JobSpec spec;
     spec.shape.gpus = 1;
@@ -316,7 +327,7 @@ TEST(Store, LaunchInfoIsKeptAsOpaqueBytes) {
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().message.find("job 77: launch info"), std::string::npos) << r.error().ToString();
   }
-  auto store = OpenOrDie(path);
+  auto store = OpenOrDie(path, Options());
   ASSERT_TRUE(store);
   auto all = store->LoadAll();
   ASSERT_TRUE(all) << all.error().ToString();

@@ -1,18 +1,23 @@
 // Helpers shared by the store tests: a temporary directory (mkdtemp, removed with its files),
-// random job specs that exercise every JobSpec field, a field-by-field spec comparison, and
-// opening a store that must open.
+// random job specs that exercise every JobSpec field, a field-by-field spec comparison, opening
+// a store that must open, and StoreBackendTest: a fixture whose tests run once per backend
+// (SQLite, and PostgreSQL in the test cluster of pg_cluster.h where this build has it).
 #pragma once
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
 
 #include "adapters/store/store.h"
 #include "core/sched/job.h"
+#ifdef PHALANX_HAVE_POSTGRES
+#include "pg_cluster.h"
+#endif
 
 namespace phalanx::store::testing {
 
@@ -109,4 +114,63 @@ inline std::unique_ptr<Store> OpenOrDie(const std::string& path, const StoreOpti
   return s ? std::move(*s) : nullptr;
 }
 
+// A test that runs on each backend (TEST_P; INSTANTIATE_BOTH_BACKENDS below). Target(name)
+// is where a store named `name` lives: a file in the test's temporary directory, or a fresh
+// schema of the test cluster (the same name gives the same place within one test).
+class StoreBackendTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+#ifdef PHALANX_HAVE_POSTGRES
+    if (GetParam() == Backend::kPostgres) {
+      std::string why;
+      pg_ = PgCluster::Get(&why);
+      if (pg_ == nullptr) GTEST_SKIP() << "no PostgreSQL test cluster: " << why;
+    }
+#endif
+  }
+  bool postgres() const { return GetParam() == Backend::kPostgres; }
+  std::string Target(const std::string& name) {
+    auto it = targets_.find(name);
+    if (it != targets_.end()) return it->second;
+    std::string target = dir_.File(name);
+#ifdef PHALANX_HAVE_POSTGRES
+    if (postgres()) target = pg_->NewDsn();
+#endif
+    targets_[name] = target;
+    return target;
+  }
+  StoreOptions Options() const {
+    StoreOptions o;
+    o.backend = GetParam();
+    return o;
+  }
+  std::unique_ptr<Store> Open(const std::string& name) { return OpenOrDie(Target(name), Options()); }
+
+  TempDir dir_;
+#ifdef PHALANX_HAVE_POSTGRES
+  PgCluster* pg_ = nullptr;
+#endif
+
+ private:
+  std::map<std::string, std::string> targets_;
+};
+
+inline std::string BackendName(const ::testing::TestParamInfo<Backend>& info) {
+  return info.param == Backend::kPostgres ? "postgresql" : "sqlite";
+}
+
 }  // namespace phalanx::store::testing
+
+// Instantiates FIXTURE (a StoreBackendTest) as Sqlite/FIXTURE.NAME/sqlite and, where built,
+// Postgres/FIXTURE.NAME/postgresql (ctest runs the Postgres/* tests in one process).
+#ifdef PHALANX_HAVE_POSTGRES
+#define INSTANTIATE_BOTH_BACKENDS(FIXTURE)                                                             \
+  INSTANTIATE_TEST_SUITE_P(Sqlite, FIXTURE, ::testing::Values(::phalanx::store::Backend::kSqlite),     \
+                           ::phalanx::store::testing::BackendName);                                    \
+  INSTANTIATE_TEST_SUITE_P(Postgres, FIXTURE, ::testing::Values(::phalanx::store::Backend::kPostgres), \
+                           ::phalanx::store::testing::BackendName)
+#else
+#define INSTANTIATE_BOTH_BACKENDS(FIXTURE)                                                         \
+  INSTANTIATE_TEST_SUITE_P(Sqlite, FIXTURE, ::testing::Values(::phalanx::store::Backend::kSqlite), \
+                           ::phalanx::store::testing::BackendName)
+#endif

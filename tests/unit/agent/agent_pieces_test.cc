@@ -7,6 +7,7 @@
 #include "agent/agent_flags.h"
 #include "agent/checkpoint_cli.h"
 #include "agent/checkpoint_file.h"
+#include "agent/job_env.h"
 #include "agent/output_pattern.h"
 #include "agent/part_record.h"
 #include "agent/part_state_dir.h"
@@ -24,6 +25,45 @@ TEST(OutputPattern, ExpandsSlurmStyleFields) {
   EXPECT_EQ(ExpandOutputPattern("%x-%j.%N.%u.%n.out", f), "train-42.dgx01.ada.3.out");
   EXPECT_EQ(ExpandOutputPattern("100%%-%q-%", f), "100%-%q-%");  // unknown kept, trailing % kept
   EXPECT_EQ(ExpandOutputPattern(kDefaultOutputPattern, f), "phalanx-42.out");
+}
+
+// Array tasks: %A the array's id, %a the task; other jobs as sbatch writes them.
+TEST(OutputPattern, ArrayFields) {
+  PatternFields f{.job_id = 42, .job_name = "t", .user = "ada", .node = "n", .node_rank = 0};
+  EXPECT_EQ(ExpandOutputPattern("%A_%a.out", f), "42_4294967294.out");
+  f.array_job_id = 40;
+  f.array_task_id = 7;
+  EXPECT_EQ(ExpandOutputPattern("%A_%a-%j.out", f), "40_7-42.out");
+}
+
+// SLURM_ARRAY_* from the launch command (the shape from spec.array); a job that is no task
+// loses a submitter's own.
+TEST(JobEnv, ArrayTasksSeeSlurmsArrayVariables) {
+  v1::LaunchCommand cmd;
+  cmd.set_job_id(42);
+  cmd.set_launch_id(1);
+  cmd.set_array_job_id(40);
+  cmd.set_array_task_id(8);
+  cmd.mutable_spec()->set_array("0-15:4%2");
+  auto spec = LaunchSpecFromProto(cmd);
+  ASSERT_TRUE(spec) << spec.error().ToString();
+  JobEnvContext ctx;
+  ctx.node = "n";
+  auto env = BuildJobEnvironment(*spec, ctx);
+  EXPECT_EQ(env["SLURM_ARRAY_JOB_ID"], "40");
+  EXPECT_EQ(env["SLURM_ARRAY_TASK_ID"], "8");
+  EXPECT_EQ(env["SLURM_ARRAY_TASK_COUNT"], "4");
+  EXPECT_EQ(env["SLURM_ARRAY_TASK_MIN"], "0");
+  EXPECT_EQ(env["SLURM_ARRAY_TASK_MAX"], "12");
+  EXPECT_EQ(env["SLURM_ARRAY_TASK_STEP"], "4");
+  cmd.clear_array_job_id();
+  cmd.mutable_spec()->mutable_env()->insert({"SLURM_ARRAY_TASK_ID", "3"});
+  auto plain = LaunchSpecFromProto(cmd);
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(BuildJobEnvironment(*plain, ctx).contains("SLURM_ARRAY_TASK_ID"));
+  cmd.set_array_job_id(40);
+  cmd.mutable_spec()->set_array("9-1");
+  EXPECT_EQ(LaunchSpecFromProto(cmd).error().where, "launch.spec.array");
 }
 
 TEST(PartRecord, RoundTripsAndNamesBadFields) {

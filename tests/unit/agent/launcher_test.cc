@@ -87,6 +87,79 @@ TEST_F(LauncherTest, JobSeesItsEnvironment) {
   EXPECT_FALSE(env["USER"].empty());
 }
 
+// Slurm's variables (job_env.h), from the placement and the spec's Slurm fields; a stale
+// SLURM_* of the submitter's shell is dropped, not passed on.
+TEST_F(LauncherTest, JobSeesSlurmVariables) {
+  LaunchSpec spec = ShellJob("env > env.txt", Dir(), 42, 4201);
+  spec.job_name = "train";
+  spec.env["SLURM_JOB_ID"] = "999";       // from a Slurm job gsub ran in: not this job
+  spec.env["SLURM_ARRAY_TASK_ID"] = "3";  // nor this
+  spec.gpu_indices = {2, 3};
+  spec.nodelist = "node[06-07]";
+  spec.world_size = 4;
+  spec.node_rank = 1;
+  spec.nnodes = 2;
+  spec.slurm.account = "ml";
+  spec.slurm.cluster = "demo";
+  spec.slurm.submit_dir = "/home/alice/exp";
+  spec.slurm.submit_host = "login1";
+  spec.slurm.cpus_per_task = 6;
+  spec.slurm.mem_per_node_mb = 64000;
+  spec.slurm.ntasks_per_node = 2;
+  ASSERT_EQ(Run(spec), 0);
+  auto env = ParseEnv(ReadFile(tmp_ / "env.txt"));
+  EXPECT_EQ(env["SLURM_JOB_ID"], "42");
+  EXPECT_EQ(env["SLURM_JOBID"], "42");
+  EXPECT_EQ(env["SLURM_JOB_NAME"], "train");
+  EXPECT_EQ(env["SLURM_JOB_NODELIST"], "node[06-07]");
+  EXPECT_EQ(env["SLURM_NODELIST"], "node[06-07]");
+  EXPECT_EQ(env["SLURM_NNODES"], "2");
+  EXPECT_EQ(env["SLURM_JOB_NUM_NODES"], "2");
+  EXPECT_EQ(env["SLURMD_NODENAME"], "node07");
+  EXPECT_EQ(env["SLURM_NODEID"], "1");
+  EXPECT_EQ(env["SLURM_PROCID"], "1");
+  EXPECT_EQ(env["SLURM_LOCALID"], "0");
+  EXPECT_EQ(env["SLURM_NTASKS"], "4");  // 2 per node x 2 nodes
+  EXPECT_EQ(env["SLURM_NTASKS_PER_NODE"], "2");
+  EXPECT_EQ(env["SLURM_TASKS_PER_NODE"], "2(x2)");
+  EXPECT_EQ(env["SLURM_GPUS_ON_NODE"], "2");
+  EXPECT_EQ(env["SLURM_JOB_GPUS"], "2,3");
+  EXPECT_EQ(env["SLURM_GPUS"], "4");
+  EXPECT_EQ(env["SLURM_CPUS_PER_TASK"], "6");
+  EXPECT_EQ(env["SLURM_MEM_PER_NODE"], "64000");
+  EXPECT_EQ(env.count("SLURM_MEM_PER_GPU"), 0u);
+  EXPECT_EQ(env["SLURM_SUBMIT_DIR"], "/home/alice/exp");
+  EXPECT_EQ(env["SLURM_SUBMIT_HOST"], "login1");
+  EXPECT_EQ(env["SLURM_JOB_USER"], env["USER"]);
+  EXPECT_EQ(env["SLURM_JOB_UID"], std::to_string(spec.uid));
+  EXPECT_EQ(env["SLURM_JOB_ACCOUNT"], "ml");
+  EXPECT_EQ(env["SLURM_JOB_PARTITION"], "default");
+  EXPECT_EQ(env["SLURM_CLUSTER_NAME"], "demo");
+  EXPECT_EQ(env.count("SLURM_ARRAY_TASK_ID"), 0u);
+}
+
+TEST_F(LauncherTest, SlurmDefaultsWithoutSlurmOptions) {
+  LaunchSpec spec = ShellJob("env > env.txt", Dir());
+  ASSERT_EQ(Run(spec), 0);
+  auto env = ParseEnv(ReadFile(tmp_ / "env.txt"));
+  EXPECT_EQ(env["SLURM_NODELIST"], "node07");  // no nodelist: this node
+  EXPECT_EQ(env["SLURM_NNODES"], "1");
+  EXPECT_EQ(env["SLURM_NTASKS"], "1");  // one task per node
+  EXPECT_EQ(env["SLURM_TASKS_PER_NODE"], "1");
+  EXPECT_EQ(env["SLURM_SUBMIT_DIR"], Dir());  // not sent: the working dir
+  EXPECT_EQ(env.count("SLURM_SUBMIT_HOST"), 0u);
+  EXPECT_EQ(env.count("SLURM_CPUS_PER_TASK"), 0u);
+  EXPECT_EQ(env.count("SLURM_JOB_ACCOUNT"), 0u);
+}
+
+TEST_F(LauncherTest, OpenModeTruncateEmptiesTheOutputFile) {
+  testing::WriteFile(tmp_ / "phalanx-7.out", "before\n");
+  LaunchSpec spec = ShellJob("echo out", Dir());
+  spec.truncate_output = true;
+  ASSERT_EQ(Run(spec), 0);
+  EXPECT_EQ(ReadFile(tmp_ / "phalanx-7.out"), "out\n");
+}
+
 TEST_F(LauncherTest, FreshStartHasNoResumeVariables) {
   LaunchSpec spec = ShellJob("env > env.txt", Dir());
   spec.env["PHALANX_CHECKPOINT_EPOCH"] = "3";  // stale, from the submitter's shell

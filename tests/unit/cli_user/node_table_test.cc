@@ -87,6 +87,31 @@ TEST(NodeTable, OneLinePerNode) {
   EXPECT_THAT(t, HasSubstr("dgx08  idle*     8     8"));
 }
 
+// Issue 14: wide names (CJK, emoji, fullwidth) in ginfo's tables keep every column at the same
+// terminal column (util/printable.h DisplayWidth), and a control byte never reaches the terminal.
+TEST(NodeTable, WideNamesStayAligned) {
+  v1::ListNodesResponse r;
+  const std::vector<std::string> names = {"节点01", "\xf0\x9f\x9a\x80n2", "ｎ３", "n4"};
+  const std::vector<std::string> reasons = {"", "风扇坏了", "fan\x1b[2J", ""};
+  for (size_t i = 0; i < names.size(); ++i) {
+    v1::Node* n = r.add_nodes();
+    n->set_name(names[i]);
+    n->set_state(reasons[i].empty() ? v1::NODE_STATE_UP : v1::NODE_STATE_DRAIN);
+    n->set_gpus(8);
+    n->set_gpus_free(8);
+    n->set_model("模型-h100");
+    n->set_leaf("叶0");
+    n->set_reason(reasons[i]);
+    n->set_agent_connected(true);
+  }
+  EXPECT_EQ(FormatNodeLines(r),
+            "NODE    STATE  GPUS  FREE  MODEL      LEAF  JOBS  REASON\n"
+            "节点01  idle      8     8  模型-h100  叶0   -\n"
+            "\xf0\x9f\x9a\x80n2    drain     8     8  模型-h100  叶0   -     风扇坏了\n"
+            "ｎ３    drain     8     8  模型-h100  叶0   -     fan\\x1b[2J\n"
+            "n4      idle      8     8  模型-h100  叶0   -\n");
+}
+
 TEST(NodeTable, DrainingWhileJobsRun) {
   v1::Node n;
   n.set_state(v1::NODE_STATE_DRAIN);

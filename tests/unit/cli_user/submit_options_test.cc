@@ -195,7 +195,8 @@ TEST(SubmitOptions, EverythingElse) {
   EXPECT_EQ(s->name(), "llama");
   EXPECT_EQ(s->stdout_pattern(), "out-%j.log");
   EXPECT_EQ(s->stderr_pattern(), "err-%j.log");
-  EXPECT_THAT(s->after_ok(), ElementsAre(12u, 13u, 14u));
+  EXPECT_EQ(s->dependency(), "afterok:12:13:14");
+  EXPECT_EQ(s->after_ok_size(), 0);
   EXPECT_EQ(s->account(), "ml");
   EXPECT_TRUE(s->hold());
   EXPECT_EQ(s->working_dir(), "/home/ada/work/runs/a");
@@ -206,6 +207,22 @@ TEST(SubmitOptions, EverythingElse) {
   EXPECT_EQ(d->walltime_s(), 0);
   EXPECT_EQ(Spec({"-D", "/scratch"})->working_dir(), "/scratch");
   EXPECT_TRUE(Spec({"--preemptible"})->preemptible());
+}
+
+// --array (also -a and #PHX --array) is sent as written; its shape is checked here against
+// Slurm's ceiling, the daemon's max_array_size there. Dependencies in every Slurm form.
+TEST(SubmitOptions, ArraysAndDependencies) {
+  EXPECT_EQ(Spec({"--array=0-99%8"})->array(), "0-99%8");
+  EXPECT_EQ(Spec({"-a", "1,3,5-7"})->array(), "1,3,5-7");
+  EXPECT_EQ(Spec({})->array(), "");
+  EXPECT_EQ(Spec({"-d", "afterany:4?afternotok:5_2"})->dependency(), "afterany:4?afternotok:5_2");
+  EXPECT_EQ(Spec({"--dependency=singleton"})->dependency(), "singleton");
+  EXPECT_EQ(Spec({"-d", "after:7,afterok:1234"})->dependency(), "after:7,afterok:1234");
+  auto d = ParseDirectives("#!/bin/sh\n#PHX --array=0-15:4%2\n", "a.sh");
+  ASSERT_TRUE(d.has_value()) << d.error().ToString();
+  EXPECT_EQ(d->Get("array"), "0-15:4%2");
+  EXPECT_EQ(PlanError({"a.sh"}, {{"a.sh", "#PHX --array=9-1\nrun\n"}}),
+            "a.sh:1: --array: '9-1': the range ends before it starts");
 }
 
 // The submitter's umask travels in the spec (the agent applies it to the job); without one in
@@ -252,9 +269,15 @@ TEST(SubmitOptions, ValueErrors) {
   EXPECT_EQ(SpecError({"-q", "very high"}), "-q: 'very high' is not a class name (low, normal, high, urgent)");
   EXPECT_EQ(SpecError({"-p", "gpu,very high"}),
             "-p: 'very high' is not a partition name (letters, digits, _ and -; a,b for several)");
-  EXPECT_EQ(SpecError({"-d", "afterany:12"}), "-d: 'afterany:12': only afterok:ID[:ID...] is supported");
+  EXPECT_EQ(SpecError({"-d", "before:12"}),
+            "-d: 'before:12': unknown dependency type 'before' (after, afterany, afterok, afternotok, singleton)");
   EXPECT_EQ(SpecError({"--dependency", "afterok"}), "--dependency: 'afterok': afterok needs a job id");
-  EXPECT_EQ(SpecError({"-d", "afterok:12:x"}), "-d: 'afterok:12:x': 'x' is not a job id");
+  EXPECT_EQ(SpecError({"-d", "afterok:12:x"}), "-d: 'afterok:12:x': 'x' is not a job id (ID or ARRAYID_TASK)");
+  EXPECT_EQ(SpecError({"-d", "afterok:1,afterany:2?singleton"}),
+            "-d: 'afterok:1,afterany:2?singleton': use ',' (all of them) or '?' (any of them), not both");
+  EXPECT_EQ(SpecError({"--array", "5-3"}), "--array: '5-3': the range ends before it starts");
+  EXPECT_EQ(SpecError({"-a", "0-9%0"}),
+            "-a: '0-9%0': the limit after '%' must be a whole number of at least 1, not '0'");
   EXPECT_EQ(SpecError({"-J", ""}), "-J: the name is empty");
   EXPECT_EQ(SpecError({"--exclusive=yes"}), "option '--exclusive' takes no value");
 }

@@ -70,10 +70,11 @@ struct Made {
       : config(std::move(c)),
         classes(*PriorityClassTable::Build(config.classes)),
         fairshare(*FairshareTracker::Create(config.fairshare)),
-        policies(MakePolicies({config, classes, fairshare, 64})) {}
+        policies(MakePolicies({config, classes, fairshare, history, 64})) {}
   SchedulerConfig config;
   PriorityClassTable classes;
   FairshareTracker fairshare;
+  RuntimeHistory history;
   Policies policies;
 };
 
@@ -190,7 +191,7 @@ TEST(SchedPolicies, TheWalltimeEstimatorPlansTheRemainingWalltime) {
   EXPECT_EQ(m.policies.runtime->Run(j), 1);
   j.start = 50;
   j.run_walltime = 400;
-  EXPECT_EQ(m.policies.runtime->End(j), 450);
+  EXPECT_EQ(m.policies.runtime->End(j, 0), 450);
 }
 
 // Numeric settings: a clear error naming the key and the value for anything that is not a finite,
@@ -210,6 +211,53 @@ TEST(SchedPolicies, NumericSettingsRefuseNonFiniteNegativeAndHugeValues) {
   EXPECT_EQ(huge.error().ToString(), "max_walltime: '1e300' is too large");
   ASSERT_TRUE(SetConfigOption(c, "checkpoint_grace", "90.5"));
   EXPECT_EQ(c.checkpoint_grace, 90);
+}
+
+// Runtime prediction (Tsafrir et al.): the mean of the last two run times of the same user, name
+// and size, never above the walltime; the walltime without history, and once a run is past its
+// prediction.
+TEST(SchedPolicies, ThePredictedEstimatorPlansTheLastTwoRunsOfTheSameKind) {
+  SchedulerConfig c;
+  c.runtime = RuntimeMode::kPredicted;
+  Made m(c);
+  JobRecord j;
+  j.spec.user = "ann";
+  j.spec.name = "train";
+  j.spec.shape.gpus = 8;
+  j.walltime = 1000;
+  EXPECT_EQ(m.policies.runtime->Run(j), 1000);  // no history
+  m.history.Record("ann", "train", 8, 300);
+  EXPECT_EQ(m.policies.runtime->Run(j), 300);
+  m.history.Record("ann", "train", 8, 500);
+  EXPECT_EQ(m.policies.runtime->Run(j), 400);
+  m.history.Record("ann", "train", 8, 100);  // the oldest is forgotten
+  EXPECT_EQ(m.policies.runtime->Run(j), 300);
+  m.history.Record("ann", "other", 8, 5);  // another name, another size, another user: no effect
+  m.history.Record("ann", "train", 4, 5);
+  m.history.Record("bob", "train", 8, 5);
+  EXPECT_EQ(m.policies.runtime->Run(j), 300);
+  JobRecord unnamed = j;  // a name never seen: the user's last two jobs of the size (100, 5)
+  unnamed.spec.name = "new";
+  EXPECT_EQ(m.policies.runtime->Run(unnamed), 53);
+  j.progress = 250;  // resumed: what is left of the prediction
+  EXPECT_EQ(m.policies.runtime->Run(j), 50);
+  j.progress = 400;  // past it: the walltime left
+  EXPECT_EQ(m.policies.runtime->Run(j), 600);
+  j.progress = 0;
+  m.history.Record("ann", "train", 8, 5000);
+  m.history.Record("ann", "train", 8, 5000);
+  EXPECT_EQ(m.policies.runtime->Run(j), 1000);  // never above the walltime
+  // Running from 100 with a run limit of 1000: planned to end at 100 + 300 with a 300 s
+  // prediction, at its walltime end (1100) once it runs past 400.
+  m.history.Record("ann", "train", 8, 300);
+  m.history.Record("ann", "train", 8, 300);
+  j.start = 100;
+  j.run_walltime = 1000;
+  EXPECT_EQ(m.policies.runtime->End(j, 200), 400);
+  EXPECT_EQ(m.policies.runtime->End(j, 400), 1100);
+  EXPECT_TRUE(SetConfigOption(c, "runtime", "walltime"));
+  EXPECT_EQ(c.runtime, RuntimeMode::kWalltime);
+  EXPECT_FALSE(SetConfigOption(c, "runtime", "guess"));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "call_auth.h"
 #include "daemon_harness.h"
 #include "service/daemon_config.h"
 
@@ -25,6 +26,8 @@ TEST(DaemonConfig, ExampleFileParsesAndKeepsTcpOff) {
   EXPECT_EQ(c->scheduler.reserve_large_gpus, preset->reserve_large_gpus);
   EXPECT_EQ(c->scheduler.reserve_after_wait, preset->reserve_after_wait);
   EXPECT_EQ(c->scheduler.node_fit_tolerance, preset->node_fit_tolerance);
+  EXPECT_EQ(c->scheduler.placement_comm_share, preset->placement_comm_share);
+  EXPECT_EQ(c->scheduler.runtime, preset->runtime);
   EXPECT_EQ(c->scheduler.charge_period, preset->charge_period);
   EXPECT_EQ(c->scheduler.placement, preset->placement);
   EXPECT_EQ(c->scheduler.preemption, preset->preemption);
@@ -36,6 +39,10 @@ TEST(DaemonConfig, DefaultsWhenEmpty) {
   ASSERT_TRUE(c) << c.error().ToString();
   EXPECT_EQ(c->socket_path, "/run/phalanx/phalanxd.sock");
   EXPECT_EQ(c->scheduler.default_walltime, 3600);
+  EXPECT_EQ(c->scheduler.max_array_size, 1001u);  // Slurm's MaxArraySize default
+  auto big = ParseDaemonConfig("scheduler:\n  max_array_size: 20001\n", "a.yaml");
+  ASSERT_TRUE(big) << big.error().ToString();
+  EXPECT_EQ(big->scheduler.max_array_size, 20001u);
 }
 
 TEST(DaemonConfig, HistorySection) {
@@ -176,6 +183,10 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
       {"log_level: loud\n", "d.yaml:1: log_level: expected debug, info, warn or error"},
       {"agents:\n  master_port_max: 70000\n", "d.yaml:2: agents.master_port_max: expected a whole number in 0..65535"},
       {"admins: alice\n", "d.yaml:1: admins: expected a list of user names"},
+      {"scheduler:\n  max_array_size: 0\n",
+       "d.yaml:2: scheduler.max_array_size: expected a whole number in 1..4000001, got '0'"},
+      {"scheduler:\n  max_array_size: 5000000\n",
+       "d.yaml:2: scheduler.max_array_size: expected a whole number in 1..4000001, got '5000000'"},
       {"scheduler:\n  limits:\n    user_max_gpus: 3\n", "d.yaml:3: unknown key 'scheduler.limits.user_max_gpus'"},
       {"socket: [unclosed\n", "d.yaml:2: not valid YAML"},
       {"user_limits:\n  max_connections_per_uid: many\n",
@@ -193,6 +204,43 @@ TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
     ASSERT_FALSE(r) << c.text;
     EXPECT_NE(r.error().ToString().find(c.expect), std::string::npos)
         << r.error().ToString() << "\nwanted: " << c.expect;
+  }
+}
+
+// store.backend: sqlite by default; postgresql with a dsn (and a lease), in a build with libpq.
+TEST(DaemonConfig, StoreBackend) {
+  auto d = ParseDaemonConfig("", "s.yaml");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->store_backend, store::Backend::kSqlite);
+  EXPECT_EQ(d->store_lease_s, 30);
+  const std::string pg = "store:\n  backend: postgresql\n  dsn: host=/run/postgresql dbname=phalanx\n  lease: 12\n";
+  auto c = ParseDaemonConfig(pg, "s.yaml");
+  if (store::PostgresBuilt()) {
+    ASSERT_TRUE(c) << c.error().ToString();
+    EXPECT_EQ(c->store_backend, store::Backend::kPostgres);
+    EXPECT_EQ(c->store_dsn, "host=/run/postgresql dbname=phalanx");
+    EXPECT_EQ(c->store_lease_s, 12);
+  } else {
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.error().ToString().find("s.yaml:2: store.backend: postgresql: this phalanxd was built without"),
+              std::string::npos)
+        << c.error().ToString();
+  }
+  const std::pair<std::string, std::string> bad[] = {
+      {"store:\n  backend: mysql\n", "s.yaml:2: store.backend: expected sqlite or postgresql, got 'mysql'"},
+      {"store:\n  lease: 0.5\n", "s.yaml:2: store.lease: expected a number of seconds >= 1, got '0.5'"},
+  };
+  for (const auto& [text, expect] : bad) {
+    auto r = ParseDaemonConfig(text, "s.yaml");
+    ASSERT_FALSE(r) << text;
+    EXPECT_NE(r.error().ToString().find(expect), std::string::npos) << r.error().ToString() << "\nwanted: " << expect;
+  }
+  if (store::PostgresBuilt()) {
+    auto r = ParseDaemonConfig("store:\n  backend: postgresql\n", "s.yaml");
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().ToString().find("store.dsn: backend postgresql needs a libpq connection string"),
+              std::string::npos)
+        << r.error().ToString();
   }
 }
 
@@ -323,6 +371,46 @@ TEST(DaemonConfig, AConfigFileIsReadWithABound) {
   EXPECT_NE(missing.error().ToString().find("/nonexistent/phalanxd.yaml: cannot read the configuration file: "),
             std::string::npos)
       << missing.error().ToString();
+}
+
+// users_tcp (docs/daemon.md, "Users over TCP"): off in the example and by default; its keys; TLS
+// files in pairs; unknown keys named with the line; refused without libmunge.
+TEST(DaemonConfig, UsersTcpSection) {
+  auto example = LoadDaemonConfig(std::string(PHALANX_SOURCE_DIR) + "/config/phalanxd.example.yaml");
+  ASSERT_TRUE(example) << example.error().ToString();
+  EXPECT_TRUE(example->users_tcp.listen.empty());
+  const std::string yaml =
+      "users_tcp:\n"
+      "  listen: 0.0.0.0:6820\n"
+      "  munge_socket: /run/munge/other.socket\n"
+      "  tls_cert: /etc/phalanx/server.pem\n"
+      "  tls_key: /etc/phalanx/server.key\n";
+  auto c = ParseDaemonConfig(yaml, "d.yaml");
+  if (!auth::HaveMunge()) {
+    ASSERT_FALSE(c);
+    EXPECT_EQ(c.error().where, "d.yaml:2");
+    EXPECT_NE(c.error().message.find("users_tcp.listen: this phalanxd was built without libmunge"), std::string::npos)
+        << c.error().message;
+    return;
+  }
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->users_tcp.listen, "0.0.0.0:6820");
+  EXPECT_EQ(c->users_tcp.munge_socket, "/run/munge/other.socket");
+  EXPECT_EQ(c->users_tcp.tls_cert, "/etc/phalanx/server.pem");
+  EXPECT_TRUE(ValidateDaemonConfig(*c));
+
+  auto unknown = ParseDaemonConfig("users_tcp:\n  listen: 0.0.0.0:6820\n  tls_ca: x\n", "d.yaml");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().where, "d.yaml:3");
+  EXPECT_NE(unknown.error().message.find("tls_ca"), std::string::npos) << unknown.error().message;
+
+  // Parsing validates: half a TLS pair, or TLS without a listener, is refused there.
+  auto half = ParseDaemonConfig("users_tcp:\n  listen: 0.0.0.0:6820\n  tls_cert: /a.pem\n", "d.yaml");
+  ASSERT_FALSE(half);
+  EXPECT_EQ(half.error().message, "users_tcp.tls_cert and users_tcp.tls_key go together");
+  auto no_listen = ParseDaemonConfig("users_tcp:\n  tls_cert: /a.pem\n  tls_key: /a.key\n", "d.yaml");
+  ASSERT_FALSE(no_listen);
+  EXPECT_EQ(no_listen.error().message, "users_tcp.tls_cert: needs users_tcp.listen");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The dashboard's side of phalanxd (service/dashboard.h) through its HTTP port, on the demo
 // cluster with four fake agents: the page and its files (ETag, 304), the cluster map (every
-// GPU's owner, the job's busbw and the best for its size), the fragmentation answers, a job's
-// events, samples, and the Server-Sent Events stream.
+// GPU's owner, the job's busbw and the best for its size), the fragmentation answers (now and
+// when), a job's events (from the store: they survive a restart), samples, and the
+// Server-Sent Events stream.
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -143,12 +144,29 @@ TEST_F(DaemonDashboard, MapAndFragmentationFollowARunningJob) {
                            "\"free_blocks\":[[16,1]]"),
             std::string::npos)
       << frag.body;
-  EXPECT_NE(frag.body.find("{\"gpus\":32,\"status\":\"busy\",\"reason\":\"Resources: 32 GPUs requested, 16 free\"}"),
+  // When (the core's what-if): 32 GPUs at the job's walltime end, 16 now.
+  const std::string end_key = "\"expected_end\":";
+  const size_t end_at = map.body.find(end_key);
+  ASSERT_NE(end_at, std::string::npos) << map.body;
+  const long end = std::atol(map.body.c_str() + end_at + end_key.size());
+  const std::string now = std::to_string(std::atol(frag.body.c_str() + std::string("{\"now\":").size()));
+  EXPECT_NE(frag.body.find("{\"gpus\":32,\"status\":\"busy\",\"reason\":\"Resources: 32 GPUs requested, 16 free\","
+                           "\"start_s\":" +
+                           std::to_string(end) + ",\"promised\":true,\"wait\":\"Resources\"}"),
             std::string::npos)
       << frag.body;
-  EXPECT_NE(frag.body.find("{\"gpus\":16,\"status\":\"placed\",\"busbw_gbs\":360}"), std::string::npos) << frag.body;
+  EXPECT_NE(
+      frag.body.find("{\"gpus\":16,\"status\":\"placed\",\"busbw_gbs\":360,\"start_s\":" + now + ",\"promised\":true}"),
+      std::string::npos)
+      << frag.body;
 
-  Reply events = Get(port, "/api/v1/jobs/" + std::to_string(id) + "/events");
+  // The job page reads the store's job history: the start is there once its write is committed
+  // (group commit, behind the in-memory state the map shows).
+  Reply events;
+  EXPECT_TRUE(WaitFor([&] {
+    events = Get(port, "/api/v1/jobs/" + std::to_string(id) + "/events");
+    return events.status == 200 && events.body.find("\"kind\":\"start\"") != std::string::npos;
+  })) << events.body;
   ASSERT_EQ(events.status, 200);
   const size_t submit = events.body.find("\"kind\":\"submit\""), start = events.body.find("\"kind\":\"start\"");
   EXPECT_NE(submit, std::string::npos) << events.body;
@@ -160,6 +178,60 @@ TEST_F(DaemonDashboard, MapAndFragmentationFollowARunningJob) {
   EXPECT_EQ(samples.status, 200);
   EXPECT_NE(samples.body.find("\"samples\":[{\"time\":"), std::string::npos) << samples.body;
   EXPECT_EQ(Get(port, "/api/v1/samples?since=soon").status, 400);
+}
+
+// The job page's history comes from the store: after a restart the submit, start and
+// checkpoint from before it are still there (the in-memory history starts empty), and new
+// events follow them.
+TEST_F(DaemonDashboard, JobEventsSurviveARestart) {
+  const uint64_t id = h.SubmitOk(Harness::Spec(8, "kept"));
+  ASSERT_TRUE(h.WaitState(id, v1::JOB_STATE_RUNNING));
+  FakeAgent* runs = nullptr;
+  ASSERT_TRUE(WaitFor([&] {
+    for (auto& a : agents) {
+      for (const auto& c : a->Commands()) {
+        if (c.has_launch() && c.launch().job_id() == id) runs = a.get();
+      }
+    }
+    return runs != nullptr;
+  }));
+  h.clock.Advance(60);
+  ASSERT_TRUE(runs->Checkpoint(id, 1, "/ckpt/1"));
+  const std::string path = "/api/v1/jobs/" + std::to_string(id) + "/events";
+  Reply before;
+  ASSERT_TRUE(WaitFor([&] {
+    before = Get(port, path);
+    return before.body.find("\"kind\":\"checkpoint_done\"") != std::string::npos;
+  })) << before.body;
+  const size_t submit = before.body.find("\"kind\":\"submit\""), start = before.body.find("\"kind\":\"start\"");
+  ASSERT_NE(submit, std::string::npos) << before.body;
+  ASSERT_NE(start, std::string::npos) << before.body;
+  EXPECT_LT(submit, start);
+  EXPECT_NE(before.body.find("reason=busbw "), std::string::npos) << "the payload unescaped: " << before.body;
+  EXPECT_NE(
+      before.body.find("\"time\":" + std::to_string(kT0 + 60) + ",\"kind\":\"checkpoint_done\",\"detail\":\"epoch=1"),
+      std::string::npos)
+      << before.body;
+
+  h.Stop();
+  for (auto& a : agents) a->Disconnect();
+  h.clock.Advance(10);
+  h.Start();
+  port = h.daemon->http_port();
+  Reply after = Get(port, path);
+  ASSERT_EQ(after.status, 200) << after.body;
+  // The same events, in the same order, with nothing claiming they predate this phalanxd.
+  ASSERT_GE(after.body.size(), before.body.size() - 2) << after.body;
+  EXPECT_EQ(after.body.substr(0, before.body.size() - 2), before.body.substr(0, before.body.size() - 2))
+      << "before: " << before.body << "\nafter: " << after.body;
+  EXPECT_EQ(after.body.find("before this phalanxd started"), std::string::npos) << after.body;
+  // A new event follows them.
+  ASSERT_TRUE(h.Cancel(id).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    after = Get(port, path);
+    return after.body.find("\"kind\":\"cancel") != std::string::npos;
+  })) << after.body;
+  EXPECT_EQ(after.body.substr(0, before.body.size() - 2), before.body.substr(0, before.body.size() - 2));
 }
 
 TEST_F(DaemonDashboard, EventStreamCarriesJobEvents) {

@@ -345,3 +345,70 @@ TEST(DaemonRestart, ExitsSentAgainAfterARestartAreAnsweredOnce) {
 
 }  // namespace
 }  // namespace phalanx::service::testing
+
+namespace phalanx::service::testing {
+namespace {
+
+// Arrays and dependencies live in the store: after a restart the tasks are still the array's
+// (gcancel of the array or one task works), their %N and the dependency text are kept, and the
+// array size limit (max_array_size) is the config's, with a clear error.
+TEST(DaemonRestart, ArrayMembershipAndDependenciesSurviveARestart) {
+  Harness h;
+  h.config.scheduler.max_array_size = 10;
+  h.Start();
+  v1::JobSpec arr = Harness::Spec(1, "arr");
+  arr.set_array("0-4%2");
+  arr.set_hold(true);
+  const uint64_t a = h.SubmitOk(arr);
+  v1::JobSpec dep = Harness::Spec(1, "dep");
+  dep.set_dependency("afterok:" + std::to_string(a) + "_3,afterany:" + std::to_string(a));
+  const uint64_t d = h.SubmitOk(dep);
+  EXPECT_EQ(d, a + 6) << "the array's id, then its 5 tasks'";
+  v1::JobSpec big = Harness::Spec(1, "big");
+  big.set_array("0-10");
+  uint64_t unused = 0;
+  const grpc::Status refused = h.Submit(big, &unused);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(refused.error_message(), "spec.array: index 10 is not below the array size limit 10 (MaxArraySize)");
+  v1::JobSpec unknown = Harness::Spec(1, "x");
+  unknown.set_dependency("afterok:" + std::to_string(a) + "_7");
+  EXPECT_EQ(h.Submit(unknown, &unused).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  h.Stop();
+  h.clock.Advance(10);
+  h.Start();
+  for (uint32_t i = 0; i < 5; ++i) {
+    const v1::Job t = h.Get(a + 1 + i);
+    EXPECT_EQ(t.array_job_id(), a) << i;
+    EXPECT_EQ(t.array_task_id(), i);
+    EXPECT_EQ(t.spec().array(), "0-4%2");
+  }
+  EXPECT_EQ(h.Get(d).spec().dependency(), "afterok:" + std::to_string(a) + "_3,afterany:" + std::to_string(a));
+  EXPECT_EQ(h.Get(d).reason(), "Dependency");
+  // One task, then the whole array, by the array's id.
+  {
+    grpc::ClientContext ctx;
+    v1::CancelRequest req;
+    req.set_job_id(a);
+    req.set_array_task_id(3);
+    v1::CancelResponse resp;
+    ASSERT_TRUE(h.jobs->Cancel(&ctx, req, &resp).ok());
+    EXPECT_EQ(h.State(a + 4), v1::JOB_STATE_CANCELLED);
+    EXPECT_EQ(h.State(a + 1), v1::JOB_STATE_PENDING);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::CancelRequest req;
+    req.set_job_id(a);
+    v1::CancelResponse resp;
+    ASSERT_TRUE(h.jobs->Cancel(&ctx, req, &resp).ok());
+    EXPECT_EQ(resp.state(), v1::JOB_STATE_CANCELLED);
+    for (uint32_t i = 0; i < 5; ++i) EXPECT_EQ(h.State(a + 1 + i), v1::JOB_STATE_CANCELLED) << i;
+  }
+  // Task 3 cancelled: afterok on it can never be met; the job stays pending.
+  ASSERT_TRUE(WaitFor([&] { return h.Get(d).reason() == "DependencyNeverSatisfied"; })) << h.Get(d).ShortDebugString();
+  EXPECT_EQ(h.State(d), v1::JOB_STATE_PENDING);
+}
+
+}  // namespace
+}  // namespace phalanx::service::testing

@@ -118,6 +118,16 @@ TEST(ProtoConvert, InvalidFieldsAreNamedWithTheirValues) {
       {[](v1::JobSpec& s) { s.set_topology(static_cast<v1::TopologyLevel>(17)); },
        "spec.topology: unknown topology level 17"},
       {[](v1::JobSpec& s) { s.add_after_ok(0); }, "spec.after_ok: job id 0 does not exist"},
+      {[](v1::JobSpec& s) { s.set_dependency("afterok:1?afterany:2,after:3"); },
+       "spec.dependency: 'afterok:1?afterany:2,after:3': use ',' (all of them) or '?' (any of them), not both"},
+      {[](v1::JobSpec& s) {
+    s.set_dependency("afterok:1");
+    s.add_after_ok(2);
+       },
+       "spec.dependency: give after_ok or dependency, not both"},
+      {[](v1::JobSpec& s) { s.set_array("3-1"); }, "spec.array: '3-1': the range ends before it starts"},
+      {[](v1::JobSpec& s) { s.set_array("0-4000001"); },
+       "spec.array: index 4000001 is not below the array size limit 4000001 (MaxArraySize)"},
       };
   for (const Case& c : cases) {
     v1::JobSpec s = base();
@@ -176,6 +186,51 @@ TEST(ProtoConvert, ScriptWithArgumentsIsAccepted) {
   EXPECT_EQ(cmd.spec().command(1), "");
   EXPECT_EQ(cmd.spec().command(2), "--lr=0.1");
   EXPECT_EQ(cmd.launch_id(), 9u);
+}
+
+// sbatch's -w/-x (hostlists, expanded), -C, --begin and --no-requeue reach the core; the Slurm
+// fields the launch needs reach the agent's LaunchCommand, with the cluster's name.
+TEST(ProtoConvert, SlurmFieldsReachTheCoreAndTheAgent) {
+  Caller who{1000, 1000, 0, "alice", false};
+  v1::JobSpec s;
+  s.set_gpus(8);
+  s.add_command("train");
+  s.set_nodelist("node[1-2]");
+  s.set_exclude("node2");
+  s.set_constraint("h100|a100");
+  s.set_begin_time(1800000000);
+  s.set_requeue(false);
+  s.set_cpus_per_task(6);
+  s.mutable_submit_info()->set_submit_dir("/home/alice/exp");
+  s.mutable_submit_info()->set_open_truncate(true);
+  auto core = CoreSpecFromProto(s, who);
+  ASSERT_TRUE(core) << core.error().ToString();
+  EXPECT_EQ(core->nodelist, (std::vector<std::string>{"node1", "node2"}));
+  EXPECT_EQ(core->exclude, (std::vector<std::string>{"node2"}));
+  EXPECT_EQ(core->constraint, "h100|a100");
+  EXPECT_EQ(core->begin, 1800000000);
+  EXPECT_TRUE(core->no_requeue);
+  s.clear_requeue();
+  EXPECT_FALSE(CoreSpecFromProto(s, who)->no_requeue);  // unset: requeue, the default
+  s.set_nodelist("node[");
+  EXPECT_TRUE(CoreSpecFromProto(s, who).error().ToString().starts_with("spec.nodelist: "))
+      << CoreSpecFromProto(s, who).error().ToString();
+  s.set_nodelist("node1");
+
+  auto info = DecodeLaunchInfo(EncodeLaunchInfo(MakeLaunchInfo(s, who)), 5);
+  ASSERT_TRUE(info);
+  JobRecord rec;
+  rec.spec = *CoreSpecFromProto(s, who);
+  rec.spec.id = 5;
+  LaunchPart part;
+  part.job = 5;
+  part.launch_id = 9;
+  part.node = "node1";
+  const v1::LaunchCommand cmd = MakeLaunchCommand(part, rec, *info, "demo");
+  EXPECT_EQ(cmd.cluster_name(), "demo");
+  EXPECT_EQ(cmd.spec().cpus_per_task(), 6u);
+  EXPECT_EQ(cmd.spec().submit_info().submit_dir(), "/home/alice/exp");
+  EXPECT_TRUE(cmd.spec().submit_info().open_truncate());
 }
 
 TEST(ProtoConvert, LaunchInfoRoundTripsAndEnvIsHiddenUnlessAsked) {

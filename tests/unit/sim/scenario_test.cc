@@ -117,20 +117,20 @@ TEST(ScenarioErrors, NameFileAndLine) {
 // runs on leaf0, job 2 (low, preemptible) on leaf1; urgent job 3 preempts job 2 through a
 // checkpoint and starts on leaf1; job 4 does not fit until job 1 ends; job 5's submit is refused.
 constexpr const char* kScript =
-    "topology gen:demo\n"                                          // 1
-    "policy phalanx\n"                                             // 2
-    "set checkpoint_grace=100 backfill=easy max_walltime=50000\n"  // 3
-    "at 0 submit id=1 gpus=16 time=10000 preemptible=no\n"         // 4
-    "at 0 submit id=2 gpus=16 time=10000 class=low\n"              // 5
-    "at 0 schedule\n"                                              // 6
-    "at 900 submit id=3 gpus=16 time=600 class=urgent\n"           // 7
-    "at 900 submit id=4 gpus=32 time=100\n"                        // 8
-    "at 900 schedule\n"                                            // 9
-    "at 950 checkpoint id=2 epoch=1\n"                             // 10
-    "at 950 schedule\n"                                            // 11
-    "at 950 submit id=5 gpus=8 time=99999\n"                       // 12
-    "at 1000 end id=1\n"                                           // 13
-    "at 1000 schedule\n";                                          // 14
+    "topology gen:demo\n"                                                           // 1
+    "policy phalanx\n"                                                              // 2
+    "set checkpoint_grace=100 backfill=easy max_walltime=50000 runtime=walltime\n"  // 3
+    "at 0 submit id=1 gpus=16 time=10000 preemptible=no\n"                          // 4
+    "at 0 submit id=2 gpus=16 time=10000 class=low\n"                               // 5
+    "at 0 schedule\n"                                                               // 6
+    "at 900 submit id=3 gpus=16 time=600 class=urgent\n"                            // 7
+    "at 900 submit id=4 gpus=32 time=100\n"                                         // 8
+    "at 900 schedule\n"                                                             // 9
+    "at 950 checkpoint id=2 epoch=1\n"                                              // 10
+    "at 950 schedule\n"                                                             // 11
+    "at 950 submit id=5 gpus=8 time=99999\n"                                        // 12
+    "at 1000 end id=1\n"                                                            // 13
+    "at 1000 schedule\n";                                                           // 14
 
 // Runs kScript with `lines` inserted after line `after` (1-based; 14 = at the end).
 Result<std::string> RunWith(int after, const std::string& lines) {

@@ -90,28 +90,89 @@ TEST(SimGolden, WalltimeFactorKeepsRealEnds) {
   EXPECT_EQ(MakeJobSpec(Golden4().jobs[1], 1, o).walltime, 4000);
 }
 
-// Preemption through checkpoints: a high-priority 32-GPU job arrives while two preemptible
-// 16-GPU jobs run. They are asked to checkpoint (answered after 30 s), requeued, and resume from
-// the checkpoint when the big job is done: no work lost, each runs its full duration.
-TEST(SimGolden, PreemptionResumesFromCheckpoint) {
-  auto t = ReadTraceCsv("job_id,submit_s,gpus,duration_s\na,0,16,10000\nb,0,16,10000\nbig,1000,32,500\n", "p.csv");
-  ASSERT_TRUE(t);
+// Preemption through checkpoints, with the default costs: a high-priority 32-GPU job arrives at
+// 1000 while two preemptible 16-GPU jobs run. They are signalled at 1000, save their state as of
+// the signal and take 30 s to write it (checkpoint_delay), are requeued at 1030 and held 121 s
+// (requeue_delay), and resume when the big job is done (1530), spending 120 s restarting
+// (restart_overhead) before the 9000 s of work left: 1530 + 120 + 9000. Nothing is lost; the
+// overhead is 2 x 16 GPUs x (30 + 120) s.
+Trace PreemptionTrace(Duration big_duration = 500) {
+  auto t = ReadTraceCsv(
+      "job_id,submit_s,gpus,duration_s\na,0,16,10000\nb,0,16,10000\nbig,1000,32," + std::to_string(big_duration) + "\n",
+      "p.csv");
+  EXPECT_TRUE(t);
+  return t ? *t : Trace{};
+}
+
+SimOptions PreemptionRules() {
   SimOptions o;
+  o.checkpoint_answer_share = 1;
   o.rules.push_back(*ParseClassRule("gpus>=32:class=high"));
   o.rules.push_back(*ParseClassRule("gpus<=16:class=low,preemptible=yes"));
-  const SimResult r = SimRun(*t, "phalanx", o);
+  return o;
+}
+
+TEST(SimGolden, PreemptionResumesFromCheckpoint) {
+  const SimOptions o = PreemptionRules();
+  const SimResult r = SimRun(PreemptionTrace(), "phalanx", o);
   EXPECT_EQ(r.jobs[2].first_start, 1030);
   EXPECT_EQ(r.jobs[2].end, 1530);
   EXPECT_EQ(r.jobs[0].preemptions, 1u);
   EXPECT_EQ(r.jobs[1].preemptions, 1u);
-  // 1030 s done before the preemption (saved by the checkpoint), 8970 s after 1530.
-  EXPECT_EQ(r.jobs[0].end, 1530 + 8970);
-  EXPECT_DOUBLE_EQ(r.jobs[0].lost_gpu_s, 0);
+  EXPECT_EQ(r.jobs[0].end, 1530 + 120 + 9000);
+  EXPECT_EQ(r.jobs[0].state, JobState::kCompleted);  // its walltime grew by the restart's costs
+  EXPECT_EQ(r.jobs[1].state, JobState::kCompleted);
+  EXPECT_DOUBLE_EQ(r.counters.lost_work_gpu_s, 0);
+  EXPECT_DOUBLE_EQ(r.counters.overhead_gpu_s, 2 * 16 * (30 + 120));
   const Summary s = Sum(r);
   EXPECT_EQ(s.preemptions, 2u);
+  EXPECT_DOUBLE_EQ(s.overhead_gpu_h, 2 * 16 * 150 / 3600.0);
   // Slurm-like has no preemption: the big job waits for both to end.
-  const SimResult b = SimRun(*t, "slurm-like", o);
+  const SimResult b = SimRun(PreemptionTrace(), "slurm-like", o);
   EXPECT_EQ(b.jobs[2].first_start, 10000);
+  // Without costs the jobs resume at 1530 with the 8970 s left after 1030 s of saved work
+  // (saved at the answer, no restart time), and nothing is overhead.
+  SimOptions free = o;
+  free.checkpoint_delay = 0;
+  free.requeue_delay = 0;
+  free.restart_overhead = 0;
+  const SimResult f = SimRun(PreemptionTrace(), "phalanx", free);
+  EXPECT_EQ(f.jobs[2].first_start, 1000);
+  EXPECT_EQ(f.jobs[0].end, 1500 + 9000);
+  EXPECT_DOUBLE_EQ(f.counters.overhead_gpu_s, 0);
+}
+
+// A job that does not answer the signal runs on until the core's deadline (checkpoint_grace,
+// 300 s: 1300), is requeued then and resumes from its own last save: every 300 s of its run
+// (checkpoint_interval), so at 1200. Lost: 100 s x 16 GPUs per job. The big job starts at 1300.
+TEST(SimGolden, UnansweredCheckpointLosesWorkSinceLastSave) {
+  SimOptions o = PreemptionRules();
+  o.checkpoint_answer_share = 0;
+  o.checkpoint_interval = 300;
+  const SimResult r = SimRun(PreemptionTrace(), "phalanx", o);
+  EXPECT_EQ(r.jobs[2].first_start, 1300);
+  EXPECT_EQ(r.jobs[2].end, 1800);
+  EXPECT_EQ(r.jobs[0].end, 1800 + 120 + (10000 - 1200));
+  EXPECT_EQ(r.jobs[0].state, JobState::kCompleted);
+  EXPECT_DOUBLE_EQ(r.counters.lost_work_gpu_s, 2 * 16 * 100);
+  EXPECT_DOUBLE_EQ(r.counters.overhead_gpu_s, 2 * 16 * 120);
+  // Never saving: everything done before 1300 is lost and the run starts over.
+  o.checkpoint_interval = 0;
+  const SimResult n = SimRun(PreemptionTrace(), "phalanx", o);
+  EXPECT_EQ(n.jobs[0].end, 1800 + 120 + 10000);
+  EXPECT_DOUBLE_EQ(n.counters.lost_work_gpu_s, 2 * 16 * 1300);
+}
+
+// The requeue delay holds a preempted job back even when GPUs are free: the big job (50 s) is
+// done at 1080, but a and b may start only at 1030 + 121 = 1151.
+TEST(SimGolden, RequeuedJobWaitsTheRequeueDelay) {
+  SimOptions o = PreemptionRules();
+  const SimResult r = SimRun(PreemptionTrace(50), "phalanx", o);
+  EXPECT_EQ(r.jobs[2].end, 1080);
+  EXPECT_EQ(r.jobs[0].end, 1151 + 120 + 9000);
+  o.requeue_delay = 0;
+  const SimResult z = SimRun(PreemptionTrace(50), "phalanx", o);
+  EXPECT_EQ(z.jobs[0].end, 1080 + 120 + 9000);
 }
 
 // Elastic: work = gpus_max x duration. A 32-GPU elastic job (min 8) that starts alone and is
@@ -120,18 +181,20 @@ TEST(SimGolden, ElasticWorkScalesWithGpus) {
   auto t = ReadTraceCsv("job_id,submit_s,gpus,duration_s\nel,0,32,4000\nhi,1000,16,1000\n", "e.csv");
   ASSERT_TRUE(t);
   SimOptions o;
+  o.checkpoint_answer_share = 1;
   o.rules.push_back(*ParseClassRule("gpus=32:elastic=0.25,class=low"));
   o.rules.push_back(*ParseClassRule("gpus=16:class=high"));
   const SimResult r = SimRun(*t, "phalanx", o);
-  // Shrink completes at 1030 (checkpoint answered); hi runs 1030..2030; el has done 1030 x 32
-  // GPU-s at 32 GPUs, then runs on 16 GPUs until it grows back after 300 s of idle GPUs.
+  // Shrink completes at 1030 (checkpoint answered, saved as of the signal at 1000); hi runs
+  // 1030..2030; el restarts on 16 GPUs (120 s of restart: computing from 1150) until it grows
+  // back after 300 s of idle GPUs (2330), restarts again (120 s) and runs on 32.
   EXPECT_EQ(r.jobs[1].first_start, 1030);
   EXPECT_GE(r.jobs[0].resizes, 2u);
   EXPECT_TRUE(r.jobs[0].elastic);
   const double work = 32.0 * 4000;
-  // 0..1030 at 32, 1030..2330 at 16 (grow after 300 s idle from 2030), then 32.
-  const double done = 32.0 * 1030 + 16.0 * (2330 - 1030);
-  EXPECT_EQ(r.jobs[0].end, 2330 + static_cast<Time>(std::ceil((work - done) / 32)));
+  const double done = 32.0 * 1000 + 16.0 * (2330 - 1150);
+  EXPECT_EQ(r.jobs[0].end, 2330 + 120 + static_cast<Time>(std::ceil((work - done) / 32)));
+  EXPECT_DOUBLE_EQ(r.counters.overhead_gpu_s, 32 * 30 + 16 * 120 + 32 * 120);
 }
 
 // Runtime model: four 7-GPU jobs leave one GPU free per node, so a 4-GPU job must span all

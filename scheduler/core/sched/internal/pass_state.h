@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -108,6 +109,10 @@ struct PassState {
     uint32_t gpus;
   };
   std::vector<FailedPreempt> failed_preempts;
+  // Active tasks per array (for %N) and the active jobs' (user, name) (for singleton), from
+  // the active set at the start of the pass plus the jobs the pass starts.
+  std::map<JobId, uint32_t> array_active;
+  std::set<std::pair<std::string, std::string>> named_active;
 };
 
 inline PassState::PassState(Topology& topology, PassBuffers& b, Time t) : now(t), buffers(b), start_blocks(topology) {

@@ -186,6 +186,9 @@ void ReserveClaim(SchedulerState& s, PassState& pass, JobRecord& j) {
 
 bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<Decision>& out) {
   if (!s.policies.preemption) return false;
+  // A job restricted to some nodes (-w/-x/-C) does not preempt: the victims are chosen by shape
+  // alone and might free the wrong nodes. It waits for its nodes like any job.
+  if (!job.forbidden_nodes.empty()) return false;
   const PriorityClassId cls(static_cast<uint32_t>(job.class_rank));
   const uint32_t n = s.MinLegalSize(job);
   const PlacementRequest request = SchedulerState::ShapeFor(job, n);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/planner/domain_planner.h"
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/what_if.h"
@@ -80,6 +81,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     pass.up_gpus = usable;
   }
   if (*pass.up_gpus < n) return std::nullopt;
+  if (!job.forbidden_nodes.empty() && AllowedGpus(topo, job.forbidden_nodes) < n) return std::nullopt;
   pass.start_blocks.Clear();
   const std::vector<std::pair<Time, JobId>>& ends = Ends(s, pass);
   // Candidate times: now, the release times (sorted already) and the reservations' bounds.
@@ -116,14 +118,28 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // The state at t: the jobs released by then, and the GPUs of every reservation that overlaps
   // [t, t + w) held while free (more become free as jobs are released). Kept incrementally as t
   // advances: `wanted` counts, per GPU, the overlapping reservations that list it (two may share
-  // GPUs at different times), and a GPU is held while its count is above zero and no running job
-  // owns it, so each step touches only the reservations that enter or leave the window and the
-  // GPUs of the jobs released. Block 0 holds the blocks promised in the last pass to jobs not
-  // re-planned yet, made anew at each candidate time.
+  // GPUs at different times), and a GPU is held while its count is above zero and it is free
+  // (no running job owns it, or its job is released by t), so each step touches only the
+  // reservations that enter or leave the window and the GPUs of the jobs released. Block 0 holds
+  // the blocks promised in the last pass to jobs not re-planned yet, made anew at each candidate
+  // time.
+  //
+  // The Topology is changed only from the first time whose free-GPU count is enough for the job
+  // (`live`): before it, the walk keeps the count alone (`free`, `freed`), which is what the
+  // skipped times would have checked; most walks try the Placer once, at their last step, so the
+  // releases and holds of every earlier step cost array updates, not Topology counters. At that
+  // time the Topology is brought to the same state the step-by-step walk would have left (the
+  // same jobs released, the same GPUs held; the counters depend only on which), and from there
+  // on every step changes it as it goes.
   WhatIf what_if(topo);
   constexpr size_t kPromised = 0;
   what_if.Block({});
+  bool live = false;
   std::vector<uint32_t> wanted(topo.gpu_count(), 0);
+  std::vector<uint8_t> freed(topo.gpu_count(), 0);  // released by t, on a node that is up
+  // Before `live`: the GPUs free at t less those held, as the Topology would count them.
+  uint32_t free_count = topo.free_gpus(topo.root());
+  auto free_at = [&](GpuId g) { return freed[g.value] != 0 || topo.is_free(g); };  // before `live` only
   // Reservations enter the window when t + w passes their start and leave it for good when t
   // reaches their end (t only grows): two cursors, over the reservations by start and by end.
   std::vector<uint8_t> in_window(reservations.size(), 0);
@@ -136,18 +152,51 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   size_t entered = 0, left = 0;
   auto enter = [&](const Reservation& r) {
     for (GpuId g : r.gpus) {
-      if (wanted[g.value]++ == 0) what_if.HoldOne(g);
+      if (wanted[g.value]++ > 0) continue;
+      if (live) what_if.HoldOne(g);
+      else if (free_at(g)) --free_count;
     }
   };
   auto leave = [&](const Reservation& r) {
     for (GpuId g : r.gpus) {
-      if (--wanted[g.value] == 0) what_if.UnholdOne(g);
+      if (--wanted[g.value] > 0) continue;
+      if (live) what_if.UnholdOne(g);
+      else if (free_at(g)) ++free_count;
     }
   };
-  auto freed = [&](const std::vector<GpuId>& gpus) {
+  // -w/-x/-C: the forbidden nodes' GPUs are wanted by the job's own filter for all time, so they
+  // are held (counted out before `live`) now and as their jobs release them.
+  for (GpuId g : NodeFilter::Gpus(topo, job.forbidden_nodes)) {
+    if (wanted[g.value]++ == 0 && free_at(g)) --free_count;
+  }
+  std::vector<JobId> released;  // before `live`: the jobs to release when it goes live
+  std::vector<GpuId> gpus;
+  auto release = [&](JobId id) {
+    const std::span<const GpuId> held = topo.job_gpus(id);  // empty if the Topology has none to give
+    if (held.empty()) return;
+    gpus.assign(held.begin(), held.end());  // Suspend hides them from job_gpus
+    if (live) what_if.ReleaseJob(id);
+    else released.push_back(id);
     for (GpuId g : gpus) {
-      if (wanted[g.value] > 0) what_if.HoldOne(g);
+      if (topo.node_state(topo.node_of(g)) != NodeState::kUp) continue;  // not free: the node takes no work
+      freed[g.value] = 1;
+      if (live) {
+        if (wanted[g.value] > 0) what_if.HoldOne(g);
+      } else if (wanted[g.value] == 0) {
+        ++free_count;
+      }
     }
+  };
+  // The Topology at t as the step-by-step walk leaves it: the jobs released, every wanted GPU
+  // that is free held.
+  auto go_live = [&]() {
+    for (JobId id : released) what_if.ReleaseJob(id);
+    gpus.clear();
+    for (uint32_t g = 0; g < wanted.size(); ++g) {
+      if (wanted[g] > 0 && topo.is_free(GpuId(g))) gpus.push_back(GpuId(g));
+    }
+    what_if.HoldEach(gpus);
+    live = true;
   };
   size_t next = 0;
   for (size_t ti = 0; ti < times.size(); ++ti) {
@@ -162,12 +211,8 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         t = times[ti];
       }
     }
-    what_if.Empty(kPromised);
-    while (next < ends.size() && ends[next].first <= t) {
-      const JobId released = ends[next++].second;
-      what_if.ReleaseJob(released);
-      freed(s.jobs.at(released).gpus);
-    }
+    if (live) what_if.Empty(kPromised);
+    while (next < ends.size() && ends[next].first <= t) release(ends[next++].second);
     for (; left < by_end.size() && reservations[by_end[left]].end <= t; ++left) {
       const uint32_t i = by_end[left];
       if (in_window[i] == 1) leave(reservations[i]);
@@ -180,15 +225,23 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         enter(reservations[i]);
       }
     }
-    if (topo.free_gpus(topo.root()) < n) continue;
+    if ((live ? topo.free_gpus(topo.root()) : free_count) < n) continue;
     // Stability keeps conservative backfill's promises: the job's own block from the last pass
     // if it is free at t; else a block that avoids those promised to jobs not re-planned yet;
-    // else any block.
+    // else any block. Whether the own block is free at t needs no Topology: free at t and
+    // not held.
+    const auto own = pass.promised.find(job.spec.id);
+    const bool own_fits = own != pass.promised.end() && !request.exclusive && own->second.size() == n;
     std::optional<Placement> p;
-    if (auto own = pass.promised.find(job.spec.id);
-        own != pass.promised.end() && !request.exclusive && own->second.size() == n &&
+    if (own_fits && !live && std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) {
+          return free_at(g) && wanted[g.value] == 0;
+        })) {
+      p = Placement{own->second, {}, {}};  // only the GPUs make the reservation
+    }
+    if (!p && !live) go_live();
+    if (!p && own_fits &&
         std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) { return topo.is_free(g); })) {
-      p = Placement{own->second, {}, s.placer->model().Predict(own->second)};
+      p = Placement{own->second, {}, {}};
     }
     if (!p) {
       for (const auto& [other, gpus] : pass.promised) {

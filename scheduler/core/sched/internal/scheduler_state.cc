@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/placement/simple_placers.h"
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/timers.h"
 #include "core/sched/internal/what_if.h"
 
@@ -17,7 +18,7 @@ SchedulerState::SchedulerState(Topology topology, SchedulerConfig cfg, PriorityC
       classes(std::move(cls)),
       fairshare(std::move(fs)),
       limits(config.limits),
-      policies(MakePolicies({config, classes, fairshare, static_cast<uint32_t>(topo->gpu_count())})) {
+      policies(MakePolicies({config, classes, fairshare, history, static_cast<uint32_t>(topo->gpu_count())})) {
   placer->set_best_fit(config.best_fit);
   placer->set_node_fit_tolerance(config.node_fit_tolerance);
 }
@@ -38,6 +39,7 @@ bool Starts(PartitionState s) { return s == PartitionState::kUp || s == Partitio
 }  // namespace
 
 std::optional<Placement> SchedulerState::PlaceNow(const JobRecord& job, const PlacementRequest& request) const {
+  const NodeFilter filter(*topo, job.forbidden_nodes);  // -w/-x/-C: only the allowed nodes
   for (uint32_t i : job.partition_ids) {
     const Partition& part = partitions.at(i);
     if (!Starts(part.state)) continue;
@@ -57,8 +59,31 @@ bool SchedulerState::PartitionOpen(const JobRecord& job) const {
                      [&](uint32_t i) { return Starts(partitions.at(i).state); });
 }
 
+const SchedulerState::BestBlock& SchedulerState::Best(uint32_t gpus) {
+  auto it = best_blocks.find(gpus);
+  if (it != best_blocks.end()) return it->second;
+  if (!empty_topo) {
+    empty_topo = std::make_unique<Topology>(*topo);
+    for (const auto& [id, job] : jobs) {
+      if (!job.gpus.empty()) (void)empty_topo->Release(id);
+    }
+    empty_placer = std::make_unique<Placer>(*empty_topo, config.model);
+  }
+  BestBlock b;
+  PlacementRequest r;
+  r.gpus = gpus;
+  const PlaceOutcome o = empty_placer->Place(r);
+  if (o.status == PlaceStatus::kPlaced && !o.placement.gpus.empty()) {
+    b.busbw_gbs = o.placement.prediction.busbw_gbs;
+    DomainId d = empty_topo->gpu_domain(o.placement.gpus.front());
+    for (GpuId g : o.placement.gpus) d = empty_topo->lowest_common_ancestor(d, empty_topo->gpu_domain(g));
+    b.level = std::max(empty_topo->domain(d).level, Level::kNode);
+  }
+  return best_blocks.emplace(gpus, b).first->second;
+}
+
 Time SchedulerState::ReleaseTime(const JobRecord& r) const {
-  Time t = policies.runtime->End(r);
+  Time t = policies.runtime->End(r, now);
   if (r.state == JobState::kCheckpointing && r.after_checkpoint == JobRecord::After::kPreempt)
     t = std::min(t, r.checkpoint_deadline);
   return std::max(t, now);

@@ -64,8 +64,9 @@ struct SchedulerState {
   // The configured placement (config.placement) on the Topology as it is now, what-ifs
   // included; nullopt unless placed.
   std::optional<Placement> PlaceNow(const PlacementRequest& request) const;
-  // The same for `job`, inside its partitions: in each of them in order that is UP or DRAIN,
-  // with the free GPUs outside it held for the call; the first placement found.
+  // The same for `job`, on the nodes its -w/-x/-C allow (node_filter.h) and inside its
+  // partitions: in each of them in order that is UP or DRAIN, with the free GPUs outside it held
+  // for the call; the first placement found.
   std::optional<Placement> PlaceNow(const JobRecord& job, const PlacementRequest& request) const;
   // Whether any of the job's partitions lets jobs start (UP or DRAIN).
   bool PartitionOpen(const JobRecord& job) const;
@@ -73,6 +74,14 @@ struct SchedulerState {
   Duration CheckpointGrace(const JobRecord& job) const {
     return job.spec.checkpoint_grace > 0 ? job.spec.checkpoint_grace : config.checkpoint_grace;
   }
+  // The best placement of `gpus` GPUs in the empty cluster (the Placer on a copy of the topology
+  // as it was created): its predicted bus bandwidth and the level of the smallest domain that
+  // holds it. Cached per size. Used by placement under pressure (patience.h).
+  struct BestBlock {
+    double busbw_gbs = 0;
+    Level level = Level::kCore;
+  };
+  const BestBlock& Best(uint32_t gpus);
   // When an active job is planned to give its GPUs back: the end of its run as estimated
   // (policies.runtime), its checkpoint deadline if it is being preempted, not before `now`.
   Time ReleaseTime(const JobRecord& running) const;
@@ -101,16 +110,24 @@ struct SchedulerState {
   // ---- the core's state -------------------------------------------------------------------
   std::unique_ptr<Topology> topo;
   std::unique_ptr<Placer> placer;  // over *topo
+  // The topology as created, never allocated, and a Placer over it (Best); made on first use.
+  std::unique_ptr<Topology> empty_topo;
+  std::unique_ptr<Placer> empty_placer;
+  std::map<uint32_t, BestBlock> best_blocks;
   SchedulerConfig config;
   PriorityClassTable classes;
   PartitionTable partitions;  // set by Scheduler::Create
   FairshareTracker fairshare;
+  RuntimeHistory history;  // run times of ended jobs (RuntimeMode::kPredicted)
   LimitTracker limits;
   Policies policies;  // made from config, classes and fairshare (declared before it)
 
-  std::map<JobId, JobRecord> jobs;        // every job ever known (never erased: records stay put)
-  PendingJobs pending;                    // pending jobs (incl. held), with their records
-  std::set<JobId> active;                 // running or checkpointing
+  std::map<JobId, JobRecord> jobs;  // every job ever known (never erased: records stay put)
+  PendingJobs pending;              // pending jobs (incl. held), with their records
+  std::set<JobId> active;           // running or checkpointing
+  // Arrays: the array's id -> its tasks' job ids, by task index (dependencies on a whole array,
+  // one task of it; the %N limit). Filled by Submit and Restore; tasks never leave.
+  std::map<JobId, std::vector<JobId>> arrays;
   std::vector<JobId> queue;               // pending jobs in the order of the last pass
   std::vector<Reservation> reservations;  // made by the last pass; the next keeps their blocks
   std::vector<Decision> outbox;           // decisions made by events, emitted by the next pass

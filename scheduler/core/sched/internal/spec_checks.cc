@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "core/sched/internal/dependencies.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "util/duration.h"
 #include "util/job_fields.h"
@@ -49,6 +50,7 @@ Result<PriorityClassId> CheckShape(const SchedulerState& s, const JobSpec& spec)
   if (spec.step_kind == ElasticStep::kMultiple && spec.step == 0)
     return Fail(where, "step: elastic step multiple of 0");
   if (spec.walltime < 0) return Fail(where, "walltime: negative (" + std::to_string(spec.walltime) + "s)");
+  if (spec.begin < 0) return Fail(where, "begin: negative (" + std::to_string(spec.begin) + ")");
   if (spec.restart_cost < 0) return Fail(where, "restart_cost: negative (" + std::to_string(spec.restart_cost) + "s)");
   if (spec.checkpoint_interval < 0) {
     return Fail(where, "checkpoint_interval: negative (" + std::to_string(spec.checkpoint_interval) + "s)");
@@ -93,12 +95,9 @@ Result<PriorityClassId> CheckSubmit(const SchedulerState& s, const JobSpec& spec
   auto cls = CheckShape(s, spec);
   PHX_RETURN_IF_ERROR(cls);
   PHX_RETURN_IF_ERROR(CheckElasticSizes(spec));
-  PHX_RETURN_IF_ERROR(CheckPartitions(s, spec));
-  for (JobId dep : spec.after_ok) {
-    if (dep == spec.id) return Fail(where, "after_ok: a job cannot depend on itself");
-    if (!s.jobs.contains(dep))
-      return Fail(ErrorCode::kNotFound, where, "after_ok: dependency on unknown job " + std::to_string(dep));
-  }
+  PHX_RETURN_IF_ERROR(CheckPartitions(s, spec));  // a partition's MaxTime is the walltime limit
+  PHX_RETURN_IF_ERROR(CheckArrayFields(s, spec));
+  PHX_RETURN_IF_ERROR(CheckDependencyTargets(s, spec));
   if (auto hit = s.limits.CheckSubmit(spec.user, spec.account))
     return Fail(ErrorCode::kResourceExhausted, where, hit->ToString());
   return cls;

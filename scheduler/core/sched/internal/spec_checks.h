@@ -34,7 +34,7 @@ Status CheckSubmittedText(const JobSpec& spec);
 Status CheckElasticSizes(const JobSpec& spec);
 // All of Submit's checks on a spec: no restore in progress, CheckNewId, CheckSubmittedText, CheckShape,
 // CheckElasticSizes, walltime
-// within the maximum, dependencies known (kNotFound), the pending-job limits
+// within the maximum, array fields (dependencies.h), dependencies known (kNotFound), the pending-job limits
 // (kResourceExhausted); returns the class.
 Result<PriorityClassId> CheckSubmit(const SchedulerState& s, const JobSpec& spec);
 // The job's partitions (spec.partitions resolved), each accepting new jobs (UP or DOWN, not

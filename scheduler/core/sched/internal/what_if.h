@@ -10,6 +10,7 @@
 // Thread-safety: none; the Scheduler's thread only. Internal to core/sched.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -65,6 +66,14 @@ class WhatIf {
     ++blocked_gpus_;
     return true;
   }
+  // HoldOne on each of `gpus`, which must all be free (and distinct): one Topology::Hold.
+  void HoldEach(const std::vector<GpuId>& gpus) {
+    if (gpus.empty() || !t_.Hold(gpus)) return;
+    if (one_held_.size() < t_.gpu_count()) one_held_.resize(t_.gpu_count(), 0);
+    for (GpuId g : gpus) one_held_[g.value] = 1;
+    ones_.insert(ones_.end(), gpus.begin(), gpus.end());
+    blocked_gpus_ += gpus.size();
+  }
   // Gives back GPU `g` if HoldOne holds it.
   void UnholdOne(GpuId g) {
     if (g.value >= one_held_.size() || !one_held_[g.value]) return;
@@ -76,7 +85,17 @@ class WhatIf {
   size_t blocked_gpus() const { return blocked_gpus_; }
   void Unblock() {
     while (!blocks_.empty()) PopBlock();
-    for (GpuId g : ones_) UnholdOne(g);
+    // Those HoldOne still holds, given back in one Topology::Unhold.
+    std::vector<GpuId> back;
+    for (GpuId g : ones_) {
+      if (one_held_[g.value]) {
+        one_held_[g.value] = 0;
+        back.push_back(g);
+      }
+    }
+    std::sort(back.begin(), back.end());  // a node's GPUs together: one counter update per node
+    (void)t_.Unhold(back);
+    blocked_gpus_ -= back.size();
     ones_.clear();
   }
   void Undo() {

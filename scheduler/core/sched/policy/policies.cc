@@ -39,7 +39,7 @@ Policies MakePolicies(const PolicyInputs& in) {
   p.queue = Make(kQueuePolicies, in.config.order, in);
   p.backfill = Make(kBackfillPolicies, in.config.backfill, in);
   p.preemption = Make(kPreemptionPolicies, in.config.preemption, in);
-  p.runtime = MakeWalltimeEstimator(in);
+  p.runtime = in.config.runtime == RuntimeMode::kPredicted ? MakePredictedEstimator(in) : MakeWalltimeEstimator(in);
   return p;
 }
 

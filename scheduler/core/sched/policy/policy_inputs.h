@@ -8,6 +8,7 @@
 #include "core/queue/fairshare.h"
 #include "core/queue/priority.h"
 #include "core/sched/config.h"
+#include "core/sched/policy/runtime_history.h"
 
 namespace phalanx {
 
@@ -15,6 +16,7 @@ struct PolicyInputs {
   const SchedulerConfig& config;
   const PriorityClassTable& classes;
   const FairshareTracker& fairshare;  // current usage: changes as jobs run
+  const RuntimeHistory& history;      // run times of ended jobs: grows as jobs end
   uint32_t cluster_gpus = 0;
 };
 

@@ -6,7 +6,7 @@
 //
 // Contract:
 //  1. Run(job) >= 1: the seconds a job that starts now is planned to run.
-//  2. End(running) is when the running job's current run is planned to end; the pass itself
+//  2. End(running, now) is when the running job's current run is planned to end; the pass itself
 //     plans a job being preempted to end by its checkpoint deadline, and a run past its planned
 //     end to end now.
 // Thread-safety: none; the Scheduler's thread only.
@@ -24,11 +24,15 @@ class RuntimeEstimator {
  public:
   virtual ~RuntimeEstimator() = default;
   virtual Duration Run(const JobRecord& job) const = 0;
-  virtual Time End(const JobRecord& running) const = 0;
+  virtual Time End(const JobRecord& running, Time now) const = 0;
 };
 
 // The walltime (runtime_walltime.cc): a job runs its walltime, less the work its checkpoints
 // saved (JobRecord::run_walltime once started).
 std::unique_ptr<RuntimeEstimator> MakeWalltimeEstimator(const PolicyInputs& in);
+// Predicted (runtime_predicted.cc): the mean run time of the last two jobs of the same user,
+// name and size (RuntimeHistory), at most the walltime; the walltime without history or once a
+// run passes its prediction.
+std::unique_ptr<RuntimeEstimator> MakePredictedEstimator(const PolicyInputs& in);
 
 }  // namespace phalanx
