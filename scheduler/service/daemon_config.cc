@@ -16,8 +16,8 @@
 #include "util/file_read.h"
 #include "util/flags.h"
 #include "util/hostlist.h"
-#include "util/job_fields.h"
 #include "util/job_array.h"
+#include "util/job_fields.h"
 
 namespace phalanx::service {
 namespace {

@@ -105,11 +105,11 @@ TEST(Store, MigratesOldFilesAndRefusesNewerOnes) {
   }
 }
 
-// Schema v4: a v3 file's jobs (no partitions column) load with none named, so the core puts
+// Schema v5: a v4 file's jobs (no partitions column) load with none named, so the core puts
 // them in the default partition; nodes have no reason_user. New rows keep both.
-TEST(Store, MigratesV3JobsToTheDefaultPartition) {
+TEST(Store, MigratesV4JobsToTheDefaultPartition) {
   TempDir dir;
-  const std::string path = dir.File("v3.db");
+  const std::string path = dir.File("v4.db");
   JobSpec spec;
   spec.id = 1;
   spec.name = "old";
@@ -118,9 +118,9 @@ TEST(Store, MigratesV3JobsToTheDefaultPartition) {
   {
     auto db = SqliteDb::Open(path, true, "");
     ASSERT_TRUE(db);
-    auto r = Migrate(*db, StoreMigrations().first(3));
+    auto r = Migrate(*db, StoreMigrations().first(4));
     ASSERT_TRUE(r) << r.error().ToString();
-    ASSERT_EQ(r->to, 3);
+    ASSERT_EQ(r->to, 4);
   }
   RawSql(path, "INSERT INTO jobs(id, submit, spec) VALUES (1, 5, '" + EncodeJobSpec(spec) + "');" +
                    "INSERT INTO nodes(name, state, since, reason) VALUES ('n1', 'drain', 9, 'fan');");
