@@ -15,6 +15,11 @@ int RunSim(std::span<const std::string> args);
 // client library, PHALANX_HAVE_CLIENT). Exit status: 0, 1 when phalanxd refused a job or could
 // not be reached, 2 a usage error.
 int RunJob(std::span<const std::string> args);
+// node drain|down|resume|show, partition show, topology show --socket (the daemon's live tree):
+// through phalanxd (cluster_cmd.cc; PHALANX_HAVE_CLIENT only). Exit status as RunJob's.
+int RunNode(std::span<const std::string> args);
+int RunPartition(std::span<const std::string> args);
+int RunTopologyLive(std::span<const std::string> args);
 
 // Prints "phalanx: <message>" to stderr.
 void PrintError(const std::string& message);

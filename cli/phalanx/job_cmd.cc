@@ -3,6 +3,7 @@
 // connection, socket discovery, error lines, durations and JSON are the users' client library's
 // (cli/user: phalanx_client); this file is built only when that library is (PHALANX_HAVE_CLIENT).
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -39,12 +40,18 @@ constexpr const char* kUsage =
     "       phalanx job release ID...\n"
     "       phalanx job update ID [--time DURATION] [--priority CLASS] [--name NAME]\n"
     "       phalanx job show ID...\n"
+    "       phalanx job requeue ID...\n"
+    "       phalanx job suspend|resume ID...\n"
     "\n"
     "Hold pending jobs (they wait until released), release them, change a job's walltime,\n"
     "priority class or name, or show what phalanxd knows about jobs (scontrol hold, release,\n"
     "update job, show job). The owner, root and phalanxd's admins may hold, release and update a\n"
     "job; users may only lower a walltime. Every job is tried; the exit status is 1 when any\n"
     "failed, 2 for a usage error.\n"
+    "requeue (admins only): a running job is stopped and queued again, to resume from its last\n"
+    "checkpoint. suspend/resume: SIGSTOP/SIGCONT to a running job's processes (the owner may too);\n"
+    "the job keeps its GPUs and its walltime keeps running, unlike Slurm's suspend. top: not\n"
+    "supported (multifactor priority orders the queue; raise the class with update --priority).\n"
     "\n"
     "options:\n";
 
@@ -93,7 +100,7 @@ std::string ShowJob(const v1::Job& job, int64_t now) {
   out += "   RunTime=" + field('M') + " TimeLimit=" + field('l') + " TimeLeft=" + field('L') + "\n";
   out += "   NumGPUs=" + field('G') + " NumNodes=" + field('D') +
          " NodeList=" + (job.nodelist().empty() ? "(null)" : Printable(job.nodelist())) + " BusBW=" + field('b') + "\n";
-  out += "   GPUs=" + field('P') + "\n";
+  out += "   Partition=" + field('P') + " GPUs=" + field('Y') + "\n";
   out += "   Preemptions=" + std::to_string(job.preemptions()) + " Resizes=" + std::to_string(job.resizes()) +
          " CheckpointEpoch=" + std::to_string(job.checkpoint_epoch()) + " Dependency=" + field('E') + "\n";
   out += "   Command=" + command + "\n";
@@ -134,9 +141,16 @@ int RunJob(std::span<const std::string> args) {
     std::fputs(OptionsHelp(kSpecs).c_str(), stdout);
     return kExitOk;
   }
-  if (action != "hold" && action != "release" && action != "update" && action != "show") {
+  if (action == "top") {
     PrintError(kProgram,
-               "job: unknown action '" + action + "' (hold, release, update or show; see phalanx job --help)");
+               "job top: not supported: the queue is ordered by multifactor priority, not by position; raise "
+               "the job's class instead (phalanx job update ID --priority high)");
+    return kExitUsage;
+  }
+  if (action != "hold" && action != "release" && action != "update" && action != "show" && action != "requeue" &&
+      action != "suspend" && action != "resume") {
+    PrintError(kProgram, "job: unknown action '" + action +
+                             "' (hold, release, update, show, requeue, suspend or resume; see phalanx job --help)");
     return kExitUsage;
   }
   std::vector<uint64_t> ids;
@@ -200,6 +214,15 @@ int RunJob(std::span<const std::string> args) {
     } else if (action == "update") {
       update.set_job_id(id);
       out.status = conn.jobs().Update(&context, update, &out.job);
+    } else if (action == "requeue") {
+      out.status = conn.jobs().Requeue(&context, ref, &out.job);
+    } else if (action == "suspend" || action == "resume") {
+      // SIGSTOP / SIGCONT to the job's processes through the agents (the Cancel RPC's signal).
+      v1::CancelRequest signal;
+      signal.set_job_id(id);
+      signal.set_signal(action == "suspend" ? SIGSTOP : SIGCONT);
+      v1::CancelResponse answer;
+      out.status = conn.jobs().Cancel(&context, signal, &answer);
     } else {
       v1::GetJobRequest get;
       get.set_job_id(id);

@@ -1,6 +1,7 @@
 // phalanx: the admin program of the Phalanx GPU gang scheduler. This file only dispatches to
 // one command per file (topology_cmd.cc, demo_cmd.cc, sim_cmd.cc; job_cmd.cc when built with
 // the users' client library).
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -23,6 +24,11 @@ constexpr const char* kUsage =
     "  job hold|release ID   hold pending jobs / release them (through phalanxd)\n"
     "  job update ID         change a job's walltime, priority class or name\n"
     "  job show ID           everything phalanxd knows about a job\n"
+    "  job requeue ID        (admins) a running job back to the queue\n"
+    "  job suspend|resume ID SIGSTOP / SIGCONT to a running job's processes\n"
+    "  node drain|down|resume|show NODES [--reason TEXT]   (admins, but show) scontrol's node states\n"
+    "  partition show [NAME] the daemon's partitions\n"
+    "  topology show --socket PATH   the daemon's live tree (free GPUs as allocated now)\n"
 #endif
     "\n"
     "FILE is a Phalanx YAML file, a Slurm topology.conf, `nvidia-smi topo -m` output, an hwloc\n"
@@ -45,6 +51,14 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+#ifdef PHALANX_HAVE_CLIENT
+  if (command == "topology" && std::any_of(rest.begin(), rest.end(), [](const std::string& a) {
+        return a == "--socket" || a.starts_with("--socket=");
+      }))
+    return phalanx::cli::RunTopologyLive(rest);
+  if (command == "node") return phalanx::cli::RunNode(rest);
+  if (command == "partition") return phalanx::cli::RunPartition(rest);
+#endif
   if (command == "topology") return phalanx::cli::RunTopology(rest);
   if (command == "demo") return phalanx::cli::RunDemo(rest);
   if (command == "sim") return phalanx::cli::RunSim(rest);

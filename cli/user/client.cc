@@ -301,6 +301,14 @@ std::string CurrentUser() {
   return std::to_string(uid);
 }
 
+bool UserExists(const std::string& name) {
+  long size = sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buf(size > 0 ? static_cast<size_t>(size) : 16384);
+  passwd pw{};
+  passwd* result = nullptr;
+  return getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &result) == 0 && result != nullptr;
+}
+
 std::string CurrentDir() {
   std::vector<char> buf(4096);
   if (getcwd(buf.data(), buf.size()) == nullptr) return "/";

@@ -97,6 +97,9 @@ std::string ToJson(const google::protobuf::Message& message);
 // The caller's user name (the passwd entry of getuid()), or the uid as text.
 std::string CurrentUser();
 
+// Whether `name` is a user of this machine (a passwd entry), as squeue and scancel check -u.
+bool UserExists(const std::string& name);
+
 // The current directory, or "/" when it cannot be read.
 std::string CurrentDir();
 

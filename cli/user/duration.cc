@@ -46,20 +46,6 @@ Result<int64_t> ParseDuration(std::string_view text, bool allow_zero) {
   return *v;
 }
 
-std::string FormatDuration(int64_t seconds) {
-  if (seconds < 0) seconds = 0;
-  const int64_t d = seconds / 86400, h = seconds / 3600 % 24, m = seconds / 60 % 60, s = seconds % 60;
-  char buf[48];
-  if (d > 0) {
-    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(d), static_cast<long long>(h),
-                  static_cast<long long>(m), static_cast<long long>(s));
-  } else if (h > 0) {
-    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(h), static_cast<long long>(m),
-                  static_cast<long long>(s));
-  } else {
-    std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(m), static_cast<long long>(s));
-  }
-  return buf;
-}
+std::string FormatDuration(int64_t seconds) { return FormatSlurmDuration(seconds); }
 
 }  // namespace phalanx::cli

@@ -1,5 +1,6 @@
 // gcancel: cancel or signal jobs (scancel's habits). Every job is tried; the exit status is 1
 // when any of them failed. See docs/user-guide.md.
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -11,6 +12,7 @@
 #include "options.h"
 #include "signal_names.h"
 #include "util/json.h"
+#include "util/strings.h"
 
 namespace phalanx::cli {
 namespace {
@@ -21,8 +23,10 @@ constexpr OptionSpec kSpecs[] = {
     {"signal", 's', "SIG", "send SIG (USR1, SIGTERM, 10, ...) instead of stopping the job"},
     {"user", 'u', "USER", "all of USER's pending and running jobs"},
     {"me", 0, "", "all of your pending and running jobs"},
-    {"states", 't', "STATE[,STATE...]", "with -u/--me: only jobs in these states (PD, R, CK; -t alone: your jobs)"},
-    {"name", 'n', "NAME", "with -u/--me/-t: only jobs with this name"},
+    {"states", 't', "STATE[,STATE...]", "only jobs in these states (PD, R, CK)"},
+    {"state", 0, "STATE[,STATE...]", "the same as -t/--states (scancel's name)", "states"},
+    {"name", 'n', "NAME", "only jobs with this name"},
+    {"partition", 'p', "PART[,PART...]", "only jobs in these partitions"},
     {"json", 0, "", "print each job's CancelResponse or error as JSON"},
     {"socket", 0, "PATH", "phalanxd's socket (default $PHALANX_SOCKET, /run/phalanx/phalanxd.sock)"},
     {"server", 0, "HOST:PORT[,...]",
@@ -32,9 +36,10 @@ constexpr OptionSpec kSpecs[] = {
 
 constexpr const char* kUsage =
     "usage: gcancel [options] ID... (ID: a job, an array, ARRAY_TASK or ARRAY_[TASKS])\n"
-    "       gcancel [options] -u USER | --me | -t STATE\n"
+    "       gcancel [options] -u USER | --me | -t STATE | -n NAME | -p PART\n"
     "\n"
     "Cancel jobs (stop them: TERM, then KILL), or send them a signal with --signal.\n"
+    "Filters (-t, -n, -p) pick among your jobs, or USER's with -u; given together, a job must match all.\n"
     "\n"
     "options:\n";
 
@@ -91,18 +96,22 @@ int Run(const std::vector<std::string>& args) {
       start = i + 1;
     }
   }
-  const bool by_filter = o->Has("user") || o->Has("me") || o->Has("states") || o->Has("name");
+  const bool by_filter = o->Has("user") || o->Has("me") || o->Has("states") || o->Has("name") || o->Has("partition");
   if (ids.empty() && !by_filter) {
-    PrintError(kProgram, "no job given: gcancel ID... or -u USER / --me / -t STATE (see --help)");
+    PrintError(kProgram, "no job given: gcancel ID... or -u USER / --me / -t STATE / -n NAME / -p PART (see --help)");
     return kExitUsage;
   }
   if (!ids.empty() && by_filter) {
-    PrintError(kProgram, "give job ids or filters (-u, --me, -t, -n), not both");
+    PrintError(kProgram, "give job ids or filters (-u, --me, -t, -n, -p), not both");
     return kExitUsage;
   }
-  if (o->Has("name") && !(o->Has("user") || o->Has("me") || o->Has("states"))) {
-    PrintError(kProgram, "-n/--name needs -u USER, --me or -t STATE");
-    return kExitUsage;
+  std::set<std::string> partitions;
+  if (const OptionValue* v = o->Find("partition")) {
+    for (std::string_view p : SplitNonEmpty(v->value, ',')) partitions.emplace(p);
+    if (partitions.empty()) {
+      PrintError(kProgram, v->Bad("'' names no partition").ToString());
+      return kExitUsage;
+    }
   }
 
   auto connection = Connect(kProgram, o->Get("server"), o->Get("socket"));
@@ -120,10 +129,18 @@ int Run(const std::vector<std::string>& args) {
       PrintError(kProgram, conn.Describe(status));
       return kExitServer;
     }
+    // As scancel, a user who does not exist is an error (no passwd entry, no job in phalanxd).
+    if (const OptionValue* v = o->Find("user"); v && !UserExists(v->value) &&
+                                                std::none_of(listed.jobs().begin(), listed.jobs().end(),
+                                                             [&](const v1::Job& j) { return j.user() == v->value; })) {
+      PrintError(kProgram, v->Bad("unknown user '" + v->value + "'").ToString());
+      return kExitUsage;
+    }
     for (const v1::Job& job : listed.jobs()) {
       if (IsFinished(job.state()) || job.user() != request.user()) continue;
       if (!states.empty() && !states.contains(job.state())) continue;
       if (o->Has("name") && job.spec().name() != o->Get("name")) continue;
+      if (!partitions.empty() && !partitions.contains(job.partition())) continue;
       ids.push_back({job.id(), std::nullopt});
     }
   }

@@ -1,7 +1,9 @@
 #include "job_table.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <set>
@@ -40,7 +42,9 @@ constexpr Field kFields[] = {
     {'r', "REASON"},
     {'R', "NODELIST(REASON)"},
     {'b', "BUSBW"},
-    {'P', "PLACEMENT"},
+    {'P', "PARTITION"},
+    {'Y', "PLACEMENT"},
+    {'p', "PRIORITY"},
     {'Z', "WORK_DIR"},
     {'E', "DEPENDENCY"},
 };
@@ -196,7 +200,9 @@ std::string JobFieldValue(const v1::Job& job, char letter, int64_t now) {
       if (!pending && job.reason().empty()) return "";
       return ReasonText(job.reason(), job.reason_detail(), job.held());
     case 'b': return job.busbw_gbs() > 0 ? Fixed(job.busbw_gbs(), 1) : "-";
-    case 'P': return FormatGpuRefs(job.gpus());
+    case 'P': return job.partition().empty() ? "-" : job.partition();
+    case 'Y': return FormatGpuRefs(job.gpus());
+    case 'p': return Fixed(job.priority(), 0);
     case 'Z': return s.working_dir();
     case 'E': {
       if (!s.dependency().empty()) return s.dependency();
@@ -330,6 +336,106 @@ std::string FormatGpuRefs(const google::protobuf::RepeatedPtrField<v1::GpuRef>& 
     }
   }
   return out;
+}
+
+namespace {
+
+struct LongField {
+  std::string_view name;
+  char letter;
+};
+constexpr LongField kLongFields[] = {
+    {"jobid", 'i'},        {"name", 'j'},         {"username", 'u'},   {"account", 'a'},      {"qos", 'q'},
+    {"priority", 'p'},     {"prioritylong", 'Q'}, {"state", 'T'},      {"statecompact", 't'}, {"numgpus", 'G'},
+    {"tres-per-job", 'G'}, {"numnodes", 'D'},     {"timeused", 'M'},   {"timeleft", 'L'},     {"timelimit", 'l'},
+    {"starttime", 'S'},    {"submittime", 'V'},   {"endtime", 'e'},    {"nodelist", 'N'},     {"reason", 'r'},
+    {"reasonlist", 'R'},   {"partition", 'P'},    {"schednodes", 'Y'}, {"workdir", 'Z'},      {"dependency", 'E'},
+    {"busbw", 'b'},
+};
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Numbers compare as numbers ("10" after "9"), the rest as text.
+bool Less(const std::string& a, const std::string& b) {
+  double x = 0, y = 0;
+  char* ea = nullptr;
+  char* eb = nullptr;
+  x = std::strtod(a.c_str(), &ea);
+  y = std::strtod(b.c_str(), &eb);
+  if (!a.empty() && !b.empty() && *ea == '\0' && *eb == '\0') return x < y;
+  return a < b;
+}
+
+}  // namespace
+
+Result<std::string> LongFormat(std::string_view spec) {
+  std::string out;
+  size_t start = 0;
+  for (size_t i = 0; i <= spec.size(); ++i) {
+    if (i < spec.size() && spec[i] != ',') continue;
+    std::string_view item = spec.substr(start, i - start);
+    start = i + 1;
+    if (item.empty()) continue;
+    std::string_view width;
+    if (const size_t colon = item.find(':'); colon != std::string_view::npos) {
+      width = item.substr(colon + 1);
+      item = item.substr(0, colon);
+    }
+    const std::string name = Lower(item);
+    const LongField* f = nullptr;
+    for (const LongField& l : kLongFields) {
+      if (l.name == name) f = &l;
+    }
+    if (f == nullptr) {
+      std::string known;
+      for (const LongField& l : kLongFields) known += (known.empty() ? "" : ", ") + std::string(l.name);
+      return Fail("", "unknown field '" + std::string(item) + "' (known, any case: " + known + ")");
+    }
+    const bool right = width.starts_with('.');
+    if (right) width.remove_prefix(1);
+    if (!width.empty() && !std::all_of(width.begin(), width.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return Fail("", "field '" + std::string(item) + "': width '" + std::string(width) + "' is not a number");
+    out += (out.empty() ? "" : "  ") + std::string("%") + (right ? "." : "") + std::string(width) + f->letter;
+  }
+  if (out.empty()) return Fail("", "'" + std::string(spec) + "' names no field");
+  return out;
+}
+
+Status SortJobsBy(std::vector<v1::Job>& jobs, std::string_view spec, int64_t now) {
+  struct Key {
+    char letter;
+    bool descending;
+  };
+  std::vector<Key> keys;
+  size_t start = 0;
+  for (size_t i = 0; i <= spec.size(); ++i) {
+    if (i < spec.size() && spec[i] != ',') continue;
+    std::string_view item = spec.substr(start, i - start);
+    start = i + 1;
+    if (item.empty()) continue;
+    bool desc = false;
+    if (item.front() == '-' || item.front() == '+') {
+      desc = item.front() == '-';
+      item.remove_prefix(1);
+    }
+    if (item.size() != 1 || Header(item[0]).empty())
+      return Fail("", "'" + std::string(item) + "' is not a field letter (i, j, u, t, T, p, P, S, ... as in -o)");
+    keys.push_back({item[0], desc});
+  }
+  if (keys.empty()) return Fail("", "'" + std::string(spec) + "' names no field");
+  std::stable_sort(jobs.begin(), jobs.end(), [&](const v1::Job& a, const v1::Job& b) {
+    for (const Key& k : keys) {
+      const std::string x = JobFieldValue(a, k.letter, now), y = JobFieldValue(b, k.letter, now);
+      if (x == y) continue;
+      return k.descending ? Less(y, x) : Less(x, y);
+    }
+    return false;
+  });
+  return {};
 }
 
 }  // namespace phalanx::cli

@@ -9,7 +9,10 @@
 //   %i JOBID     %j NAME       %u USER       %a ACCOUNT    %q CLASS      %Q PRIORITY
 //   %T STATE     %t ST         %G GPUS       %D NODES      %M TIME       %L TIME_LEFT
 //   %l TIME_LIMIT %S START     %V SUBMIT     %e END        %N NODELIST   %r REASON
-//   %R NODELIST(REASON)        %b BUSBW      %P PLACEMENT  %Z WORK_DIR   %E DEPENDENCY
+//   %R NODELIST(REASON)        %b BUSBW      %P PARTITION  %Y PLACEMENT  %Z WORK_DIR
+//   %E DEPENDENCY %p PRIORITY (as %Q)
+// (%P was PLACEMENT before partitions; squeue's %P is the partition, so PLACEMENT moved to %Y,
+// squeue's "nodes the pending job is expected to use".)
 // TIME is the run time (running jobs; 0:00 while pending); TIME_LEFT the walltime left (running)
 // or the limit (pending); START the predicted start of a pending job (N/A when unknown) or the
 // start of a running one, in local time (YYYY-MM-DDTHH:MM:SS). GPUS is MIN:MAX for a pending
@@ -28,8 +31,19 @@
 
 namespace phalanx::cli {
 
-inline constexpr std::string_view kDefaultJobFormat = "%.i  %j  %u  %T  %.G  %.D  %.M  %.L  %S  %R";
-inline constexpr std::string_view kLongJobFormat = "%.i  %j  %u  %a  %q  %.Q  %T  %.G  %.D  %.M  %.L  %S  %.b  %R  %P";
+inline constexpr std::string_view kDefaultJobFormat = "%.i  %P  %j  %u  %T  %.G  %.D  %.M  %.L  %S  %R";
+inline constexpr std::string_view kLongJobFormat =
+    "%.i  %P  %j  %u  %a  %q  %.Q  %T  %.G  %.D  %.M  %.L  %S  %.b  %R  %Y";
+// squeue --start: pending jobs and when they are expected to start.
+inline constexpr std::string_view kStartJobFormat = "%.i  %P  %j  %u  %t  %S  %.D  %Y  %R";
+
+// squeue's -O/--Format: "JobID,Name:30,UserName:.10" (a name, then ":[.]WIDTH") as a format
+// of %-fields; names are squeue's (case-insensitive). Fails naming an unknown field.
+Result<std::string> LongFormat(std::string_view spec);
+
+// squeue's -S: "-t,p" sorts by the %t field descending, then %p; letters as in formats.
+// Fails naming an unknown letter. Stable: equal jobs keep the order they had.
+Status SortJobsBy(std::vector<v1::Job>& jobs, std::string_view spec, int64_t now);
 
 struct JobField {
   std::string literal;  // text before the field (or the whole item when letter == 0)

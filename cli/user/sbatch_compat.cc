@@ -27,7 +27,6 @@ constexpr Unsupported kSbatchUnsupported[] = {
      "not supported yet (it needs the daemon's what-if query): ignoring it would submit the job; ginfo --why ID "
      "explains a pending job"},
     // Ignored with a warning: the job runs as it would, less a hint or an accounting detail.
-    {"qos", 'q', true, false, "no QOS yet; the priority class (-p/--priority) orders jobs"},
     {"time-min", 0, true, false, "jobs are not shortened to fit"},
     {"nice", 0, true, false, "the priority class decides the order"},
     {"licenses", 'L', true, false, "licenses are not counted"},

@@ -24,8 +24,15 @@ constexpr OptionSpec kSpecs[] = {
     {"elastic-step", 0, "N|pow2", "elastic sizes: multiples of N, or powers of two"},
     {"nodes", 'N', "N", "exactly N nodes (with --gpus-per-node, or a -G that N divides)"},
     {"gpus-per-node", 0, "N", "GPUs on each node"},
-    {"time", 't', "DUR", "walltime: MM, MM:SS, HH:MM:SS, D-HH[:MM[:SS]], 90s, 30m, 2h, 1d"},
-    {"priority", 'p', "CLASS", "priority class (low, normal, high, urgent; default: the site's)"},
+    {"time", 't', "DUR",
+     "walltime: MM, MM:SS, HH:MM:SS, D-HH[:MM[:SS]], 90s, 30m, 2h, 1d; UNLIMITED or 0: the partition's maximum "
+     "(default: the partition's default)"},
+    {"partition", 'p', "NAME[,NAME...]",
+     "partition(s); the job runs in the first where it can start (default: the "
+     "site's default partition; ginfo lists them)"},
+    {"qos", 'q', "CLASS",
+     "QOS: the priority class (low, normal, high, urgent; default: the partition's or the site's)"},
+    {"priority", 0, "CLASS", "the same as --qos (its name before partitions)", "qos"},
     {"topology", 0, "LEVEL[:prefer]", "node, nvlink, leaf, spine or any; :prefer prefers, not requires"},
     {"exclusive", 0, "", "whole nodes only"},
     {"preemptible", 0, "", "the job may be preempted (default: its class decides)"},
@@ -458,10 +465,24 @@ Result<v1::JobSpec> BuildJobSpec(const ParsedOptions& o, const SubmitContext& ct
   v1::JobSpec spec;
   PHX_RETURN_IF_ERROR(ApplyShape(o, spec));
   if (const OptionValue* v = o.Find("time")) {
-    PHX_ASSIGN_OR_RETURN(auto d, Duration(*v));
-    spec.set_walltime_s(d);
+    // As sbatch: UNLIMITED (INFINITE) and 0 mean the partition's maximum; the daemon knows it.
+    if (v->value == "UNLIMITED" || v->value == "unlimited" || v->value == "INFINITE" || v->value == "infinite" ||
+        v->value == "0") {
+      spec.set_walltime_max(true);
+    } else {
+      PHX_ASSIGN_OR_RETURN(auto d, Duration(*v));
+      spec.set_walltime_s(d);
+    }
   }
-  if (const OptionValue* v = o.Find("priority")) {
+  if (const OptionValue* v = o.Find("partition")) {
+    for (std::string_view name : Split(v->value, ',')) {
+      if (!IsClassName(name))
+        return std::unexpected(
+            v->Bad(Quote(name) + " is not a partition name (letters, digits, _ and -; a,b for several)"));
+      spec.add_partitions(std::string(name));
+    }
+  }
+  if (const OptionValue* v = o.Find("qos")) {
     if (!IsClassName(v->value))
       return std::unexpected(v->Bad(Quote(v->value) + " is not a class name (low, normal, high, urgent)"));
     spec.set_priority_class(v->value);

@@ -67,7 +67,7 @@ void SetSlurmVariables(const LaunchSpec& spec, const JobEnvContext& ctx, std::ma
   set("SLURM_JOB_UID", std::to_string(spec.uid));
   set("SLURM_JOB_GID", std::to_string(spec.gid));
   if (!s.account.empty()) set("SLURM_JOB_ACCOUNT", s.account);
-  set("SLURM_JOB_PARTITION", "default");  // partitions: not yet
+  set("SLURM_JOB_PARTITION", spec.partition.empty() ? "default" : spec.partition);
   if (!s.cluster.empty()) set("SLURM_CLUSTER_NAME", s.cluster);
 }
 
@@ -90,6 +90,7 @@ std::map<std::string, std::string> BuildJobEnvironment(const LaunchSpec& spec, c
   set("PHALANX_JOB_ID", std::to_string(spec.job_id));
   set("PHALANX_LAUNCH_ID", std::to_string(spec.launch_id));
   set("PHALANX_JOB_NAME", spec.job_name);
+  if (!spec.partition.empty()) set("PHALANX_PARTITION", spec.partition);
   set("PHALANX_NODE", ctx.node);
   set("PHALANX_NODELIST", spec.nodelist.empty() ? ctx.node : spec.nodelist);
   set("PHALANX_NODE_RANK", std::to_string(spec.node_rank));

@@ -17,8 +17,9 @@
 //   (the local indices), SLURM_GPUS (all the job's), SLURM_CPUS_PER_TASK, SLURM_MEM_PER_NODE and
 //   SLURM_MEM_PER_GPU (MB; only when asked for), SLURM_SUBMIT_DIR (gsub's cwd; else the working
 //   dir), SLURM_SUBMIT_HOST, SLURM_JOB_USER, SLURM_JOB_UID, SLURM_JOB_GID, SLURM_JOB_ACCOUNT,
-//   SLURM_JOB_PARTITION ("default"), SLURM_CLUSTER_NAME (the topology's name). Every SLURM_*
-//   of the submitter's environment is dropped first (it would describe another job).
+//   SLURM_JOB_PARTITION (the partition it runs in; "default" when unknown), SLURM_CLUSTER_NAME
+//   (the topology's name). Every SLURM_* of the submitter's environment is dropped first (it
+//   would describe another job).
 //   SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT, _MIN, _MAX, _STEP: an array
 //   task's (STEP: the indices' common difference, 1 when uneven); removed for other jobs.
 //

@@ -24,7 +24,8 @@ using LaunchId = uint64_t;
 struct LaunchSpec {
   JobId job_id = kNoJob;
   LaunchId launch_id = 0;
-  std::string job_name;  // %x
+  std::string job_name;   // %x
+  std::string partition;  // the partition it runs in (SLURM_JOB_PARTITION); empty: unknown
 
   // Who runs it. When the agent runs as root the part runs as uid/gid with the user's
   // supplementary groups; otherwise uid must be the agent's own uid.

@@ -14,6 +14,7 @@ Result<LaunchSpec> LaunchSpecFromProto(const v1::LaunchCommand& cmd) {
   s.job_id = cmd.job_id();
   s.launch_id = cmd.launch_id();
   s.job_name = js.name();
+  if (!js.partitions().empty()) s.partition = js.partitions(0);
   s.user = cmd.user();
   s.uid = cmd.uid();
   s.gid = cmd.gid();

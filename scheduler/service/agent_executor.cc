@@ -95,6 +95,15 @@ void AgentExecutor::LaunchParts(JobId job, const std::vector<GpuId>& gpus, uint6
   for (const LaunchPart& p : plan) {
     v1::DaemonCommand c;
     *c.mutable_launch() = MakeLaunchCommand(p, *rec, *info, host_->core().topology().name());
+    // The partition it runs in, first of spec.partitions (SLURM_JOB_PARTITION on the node).
+    {
+      const PartitionTable& parts = host_->core().partitions();
+      v1::JobSpec* spec = c.mutable_launch()->mutable_spec();
+      spec->clear_partitions();
+      spec->add_partitions(rec->partition_ids.empty()
+                               ? parts.default_name()
+                               : parts.at(parts.Holding(rec->partition_ids, gpus, host_->core().topology())).name);
+    }
     const bool delivered = sessions_.Send(p.node, std::move(c));
     l.parts.push_back(
         RunningParts::Part{p.node, delivered ? RunningParts::PartState::kSent : RunningParts::PartState::kQueued, 0});

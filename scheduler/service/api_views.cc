@@ -8,6 +8,7 @@
 #include "core/topology/fragmentation.h"
 #include "service/proto_convert.h"
 #include "service/rpc_util.h"
+#include "util/hostlist.h"
 
 namespace phalanx::service::views {
 
@@ -40,6 +41,7 @@ bool FillJob(Controller& c, const JobRecord& job, const Caller& viewer, bool inc
   if (view == JobView::kHidden) return false;
   JobExtras extras;
   extras.launch = c.FindLaunchInfo(job);
+  extras.partitions = &c.core().partitions();
   phalanx::service::FillJob(job, extras, c.core().topology(), include_env && view == JobView::kFull, out);
   if (view == JobView::kPublic) Redact(c.private_data(), out);
   return true;
@@ -68,6 +70,13 @@ void FillNode(const Controller& c, const std::string& name, v1::Node* out) {
     case NodeAvailability::kAvailable: out->set_reason(status->admin.reason); break;
     case NodeAvailability::kUnconfirmed: out->set_reason("waiting for its agent after a restart"); break;
     case NodeAvailability::kAway: out->set_reason("no agent"); break;
+  }
+  if (status->report.availability == NodeAvailability::kAvailable && status->admin.state != NodeState::kUp) {
+    out->set_reason_user(status->admin.user);
+    out->set_reason_time(status->admin.since);
+  }
+  for (const Partition& p : c.core().partitions().all()) {
+    if (p.has_node[status->id.value]) out->add_partitions(p.name);
   }
   out->set_gpus(dom.gpu_count);
   out->set_gpus_free(topo.free_gpus(d));
@@ -136,6 +145,41 @@ grpc::Status ListNodes(const Controller& c, v1::ListNodesResponse* out) {
   const Topology& topo = c.core().topology();
   for (uint32_t n = 0; n < topo.node_count(); ++n)
     FillNode(c, topo.domain(topo.node_domain(NodeId(n))).name, out->add_nodes());
+  return grpc::Status::OK;
+}
+
+grpc::Status ListPartitions(const Controller& c, v1::PartitionListResponse* out) {
+  const Topology& topo = c.core().topology();
+  const PartitionTable& table = c.core().partitions();
+  for (uint32_t i = 0; i < table.size(); ++i) {
+    const Partition& p = table.at(i);
+    v1::Partition* o = out->add_partitions();
+    o->set_name(p.name);
+    o->set_state(std::string(PartitionStateName(p.state)));
+    o->set_is_default(i == table.default_index());
+    std::vector<std::string> nodes;
+    uint32_t free = 0;
+    for (uint32_t n = 0; n < topo.node_count(); ++n) {
+      if (!p.has_node[n]) continue;
+      nodes.push_back(topo.domain(topo.node_domain(NodeId(n))).name);
+      free += topo.free_gpus(topo.node_domain(NodeId(n)));
+    }
+    for (const std::string& n : nodes) o->add_nodes(n);
+    o->set_nodelist(CompressHostlist(nodes));
+    o->set_default_walltime_s(p.default_walltime);
+    o->set_max_walltime_s(p.max_walltime);
+    o->set_max_walltime_unlimited(p.max_walltime >= kUnlimitedWalltime);
+    o->set_max_gpus_per_job(p.max_gpus_per_job);
+    o->set_gpus(p.gpus);
+    o->set_gpus_free(free);
+    for (const PartitionOptions& opt : c.partition_options()) {
+      if (opt.name != p.name) continue;
+      o->set_default_qos(opt.default_class);
+      for (const std::string& x : opt.allow.users) o->add_allow_users(x);
+      for (const std::string& x : opt.allow.groups) o->add_allow_groups(x);
+      for (const std::string& x : opt.allow.accounts) o->add_allow_accounts(x);
+    }
+  }
   return grpc::Status::OK;
 }
 

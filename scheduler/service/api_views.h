@@ -40,6 +40,7 @@ grpc::Status ListJobs(Controller& c, const Caller& who, const v1::ListJobsReques
 grpc::Status CheckUserFilter(const Controller& c, const Caller& who, const std::string& user);
 grpc::Status GetTopology(const Controller& c, v1::GetTopologyResponse* out);
 grpc::Status ListNodes(const Controller& c, v1::ListNodesResponse* out);
+grpc::Status ListPartitions(const Controller& c, v1::PartitionListResponse* out);
 grpc::Status GetStats(Controller& c, v1::GetStatsResponse* out);
 grpc::Status GetFragmentation(const Controller& c, v1::GetFragmentationResponse* out);
 // NOT_FOUND (also for a job private_data jobs hides from `who`); FAILED_PRECONDITION when the

@@ -43,6 +43,19 @@ grpc::ServerUnaryReactor* ClusterService::ResumeNode(grpc::CallbackServerContext
   return SetNode(ctx, req, resp, NodeState::kUp);
 }
 
+grpc::ServerUnaryReactor* ClusterService::DownNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req,
+                                                   v1::Node* resp) {
+  return SetNode(ctx, req, resp, NodeState::kDown);
+}
+
+grpc::ServerUnaryReactor* ClusterService::ListPartitions(grpc::CallbackServerContext* ctx,
+                                                         const v1::PartitionListRequest*,
+                                                         v1::PartitionListResponse* resp) {
+  PHX_CALLER(ctx);
+  return OnIo(ctx, io_,
+              [this, resp](grpc::ServerUnaryReactor* r) { r->Finish(views::ListPartitions(*controller_, resp)); });
+}
+
 grpc::ServerUnaryReactor* ClusterService::GetStats(grpc::CallbackServerContext* ctx, const v1::GetStatsRequest*,
                                                    v1::GetStatsResponse* resp) {
   PHX_CALLER(ctx);

@@ -31,6 +31,10 @@ class ClusterService final : public v1::Cluster::CallbackService {
                                              v1::GetFragmentationResponse* resp) override;
   grpc::ServerUnaryReactor* ExplainPending(grpc::CallbackServerContext* ctx, const v1::ExplainPendingRequest* req,
                                            v1::ExplainPendingResponse* resp) override;
+  grpc::ServerUnaryReactor* ListPartitions(grpc::CallbackServerContext* ctx, const v1::PartitionListRequest* req,
+                                           v1::PartitionListResponse* resp) override;
+  grpc::ServerUnaryReactor* DownNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req,
+                                     v1::Node* resp) override;
 
  private:
   grpc::ServerUnaryReactor* SetNode(grpc::CallbackServerContext* ctx, const v1::NodeRequest* req, v1::Node* resp,

@@ -53,6 +53,7 @@
 #include "core/sched/scheduler.h"
 #include "service/caller.h"
 #include "service/clock.h"
+#include "service/daemon_config.h"
 #include "service/executor.h"
 #include "service/launch_book.h"
 #include "service/recovery.h"
@@ -66,6 +67,8 @@ struct ControllerOptions {
   std::string topology_fingerprint;
   PrivateData private_data;  // what others see of a job (api_views.h)
   AccessRules access;        // who may use which class and charge which account
+  // The partitions' service-side options (daemon_config.h), by name: allow lists, default class.
+  std::vector<PartitionOptions> partitions;
   // The free-space reserve (store_space.h); null: none. Owned by the daemon, outlives the Controller.
   StoreSpace* store_space = nullptr;
 };
@@ -138,7 +141,11 @@ class Controller final : public ExecutorHost {
   // The access rules for a user's submission (core/queue/access.h): sets the user's default
   // account when the spec names none; PERMISSION_DENIED naming the account or class and the
   // rule. Slurm mode's submissions are Slurm's business and do not come through here.
-  Status Authorize(const Caller& who, JobSpec* spec) const;
+  // Partitions: none named becomes the default one (stored by name); each named must allow
+  // the user (allow_users, allow_groups, allow_accounts; admins pass), PERMISSION_DENIED naming
+  // the partition and its lists; a job naming no class gets its first partition's default_qos;
+  // `walltime_max` (-t UNLIMITED) sets the walltime to its partitions' smallest MaxTime.
+  Status Authorize(const Caller& who, JobSpec* spec, bool walltime_max = false) const;
   // `signal` 0: cancel the job; else send the signal to its processes (it must be running).
   // Answers the job's state, when there is a job. Fails: NOT_FOUND, PERMISSION_DENIED,
   // INVALID_ARGUMENT (signal out of 0..64), FAILED_PRECONDITION (already final; a signal to a
@@ -153,6 +160,9 @@ class Controller final : public ExecutorHost {
                    std::function<void(CallStatus, std::optional<JobState>)> done);
   // Fail: NOT_FOUND, PERMISSION_DENIED, the core's Hold / Release.
   void Hold(const Caller& who, JobId id, Reply<void> done);
+  // An admin's requeue of a running job (Scheduler::Requeue). PERMISSION_DENIED for others,
+  // NOT_FOUND, FAILED_PRECONDITION unless running.
+  void Requeue(const Caller& who, JobId id, Reply<void> done);
   void Release(const Caller& who, JobId id, Reply<void> done);
   // Fails: NOT_FOUND, PERMISSION_DENIED (also a user raising the walltime, or a class the
   // access rules refuse the caller),
@@ -166,7 +176,7 @@ class Controller final : public ExecutorHost {
   void Watch(const WatchFilter& filter, std::shared_ptr<JobEventSink> sink);
 
   // ---- users: nodes (controller_nodes.cc) ------------------------------------------------
-  // Drain (with a reason) or resume a node. Fails: PERMISSION_DENIED (not an admin),
+  // Drain or down (with a reason) or resume a node; down requeues its jobs. Fails: PERMISSION_DENIED (not an admin),
   // NOT_FOUND, not serving.
   void SetNodeAdmin(const Caller& who, const std::string& node, NodeState state, const std::string& reason,
                     Reply<void> done);
@@ -184,6 +194,7 @@ class Controller final : public ExecutorHost {
   std::optional<NodeStatus> node(const std::string& name) const;
   const std::string& topology_fingerprint() const { return options_.topology_fingerprint; }
   const PrivateData& private_data() const { return options_.private_data; }
+  const std::vector<PartitionOptions>& partition_options() const { return options_.partitions; }
   // Null when there is no free-space reserve.
   StoreSpace* store_space() const { return options_.store_space; }
 
@@ -202,6 +213,7 @@ class Controller final : public ExecutorHost {
   size_t watcher_count() const { return watchers_.size(); }
 
  private:
+  Status AuthorizePartitions(const Caller& who, JobSpec* spec, bool walltime_max) const;
   // A decision of a pass, with the launch id assigned to it (starts and resizes).
   struct Action {
     Decision d;

@@ -46,12 +46,62 @@ Status Controller::CheckOwner(const Caller& who, const JobRecord& job, std::stri
                   (p.users ? "is not yours" : "belongs to " + job.spec.user + ", not to " + who.user));
 }
 
-Status Controller::Authorize(const Caller& who, JobSpec* spec) const {
+namespace {
+
+bool Listed(const std::vector<std::string>& list, const std::string& x) {
+  return std::find(list.begin(), list.end(), x) != list.end();
+}
+
+std::string Joined(const std::vector<std::string>& list) {
+  std::string out;
+  for (const std::string& x : list) out += (out.empty() ? "" : ",") + x;
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+Status Controller::AuthorizePartitions(const Caller& who, JobSpec* spec, bool walltime_max) const {
+  const PartitionTable& table = core_->partitions();
+  if (spec->partitions.empty()) spec->partitions.push_back(table.default_name());
+  auto ids = table.Resolve(spec->partitions);
+  if (!ids) return Fail(ids.error().where, ids.error().message);
+  for (uint32_t i : *ids) {
+    const std::string& name = table.at(i).name;
+    auto opt = std::find_if(options_.partitions.begin(), options_.partitions.end(),
+                            [&](const PartitionOptions& o) { return o.name == name; });
+    if (opt == options_.partitions.end() || !opt->restricted || who.admin) continue;
+    const AccessList& a = opt->allow;
+    bool ok = Listed(a.users, who.user) || (!spec->account.empty() && Listed(a.accounts, spec->account));
+    for (const std::string& g : who.groups) ok = ok || Listed(a.groups, g);
+    if (!ok) {
+      return Fail(ErrorCode::kPermissionDenied, "partition",
+                  "partition " + name + ": user " + who.user +
+                      (spec->account.empty() ? "" : " (account " + spec->account + ")") +
+                      " may not use it (AllowUsers=" + Joined(a.users) + " AllowGroups=" + Joined(a.groups) +
+                      " AllowAccounts=" + Joined(a.accounts) + ")");
+    }
+  }
+  if (spec->priority_class.empty()) {
+    const std::string& first = table.at(ids->front()).name;
+    for (const PartitionOptions& o : options_.partitions) {
+      if (o.name == first && !o.default_class.empty()) spec->priority_class = o.default_class;
+    }
+  }
+  if (walltime_max) {
+    Duration max = kUnlimitedWalltime;
+    for (uint32_t i : *ids) max = std::min(max, table.at(i).max_walltime);
+    spec->walltime = max;
+  }
+  return {};
+}
+
+Status Controller::Authorize(const Caller& who, JobSpec* spec, bool walltime_max) const {
   const AccessRules& rules = options_.access;
-  if (rules.empty()) return {};
+  if (rules.empty()) return AuthorizePartitions(who, spec, walltime_max);
   const Requester r{who.user, who.groups, who.admin};
   spec->account = rules.AccountFor(who.user, spec->account);
   PHX_RETURN_IF_ERROR(rules.CheckAccount(r, spec->account));
+  PHX_RETURN_IF_ERROR(AuthorizePartitions(who, spec, walltime_max));
   const std::string cls = spec->priority_class.empty() ? core_->config().classes.default_class : spec->priority_class;
   return rules.CheckClass(r, cls, spec->account);
 }
@@ -151,18 +201,23 @@ void Controller::Cancel(const Caller& who, JobId id, int32_t signal,
   auto found = FindJob(id);
   if (!found) return done(std::unexpected(found.error()), std::nullopt);
   const JobRecord& job = **found;
-  if (auto st = CheckOwner(who, job, "cancel"); !st) return done(std::unexpected(st.error()), std::nullopt);
+  // A signal is not a cancel: the messages say which one was refused.
+  if (auto st = CheckOwner(who, job, signal != 0 ? "signal" : "cancel"); !st)
+    return done(std::unexpected(st.error()), std::nullopt);
   if (signal < 0 || signal > 64)
     return done(std::unexpected(Error{"", "signal: not a signal number (got " + std::to_string(signal) + ")"}),
                 std::nullopt);
   if (IsFinal(job.state))
-    return done(std::unexpected(
-                    Precondition("job " + std::to_string(id) + " is already " + std::string(JobStateName(job.state)))),
-                job.state);
+    return done(
+        std::unexpected(Precondition("job " + std::to_string(id) + (signal != 0 ? " cannot be signalled: it" : "") +
+                                     " is already " + std::string(JobStateName(job.state)))),
+        job.state);
   if (signal != 0) {
     // A signal for the job's processes (scancel --signal): the job is not cancelled.
     if (!Active(job))
-      return done(std::unexpected(Precondition("job " + std::to_string(id) + " is not running")), job.state);
+      return done(
+          std::unexpected(Precondition("job " + std::to_string(id) + " cannot be signalled: it is not running")),
+          job.state);
     PHX_LOG(kInfo) << "signal " << signal << " to job=" << id << " by " << who.user;
     executor_->SignalJob(id, signal, std::nullopt);
     return done({}, job.state);
@@ -247,6 +302,15 @@ void Controller::Hold(const Caller& who, JobId id, Reply<void> done) {
   if (auto s = SpaceForUsers(options_.store_space); !s) return done(std::unexpected(s.error()));
   JobEvent(
       id, "hold", [this, id] { return core_->Hold(id, Now()); }, std::move(done));
+}
+
+void Controller::Requeue(const Caller& who, JobId id, Reply<void> done) {
+  if (!who.admin)
+    return done(std::unexpected(
+        Error{"", "requeue job: admins only (" + who.user + " is not one)", ErrorCode::kPermissionDenied}));
+  if (auto found = FindJob(id); !found) return done(std::unexpected(found.error()));
+  JobEvent(
+      id, "requeue", [this, id, who] { return core_->Requeue(id, Now(), "requeued by " + who.user); }, std::move(done));
 }
 
 void Controller::Release(const Caller& who, JobId id, Reply<void> done) {

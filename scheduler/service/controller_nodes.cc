@@ -14,7 +14,7 @@ std::optional<NodeStatus> Controller::node(const std::string& name) const {
 
 void Controller::SetNodeAdmin(const Caller& who, const std::string& name, NodeState state, const std::string& reason,
                               Reply<void> done) {
-  const char* verb = state == NodeState::kDrain ? "drain" : "resume";
+  const char* verb = state == NodeState::kDrain ? "drain" : state == NodeState::kDown ? "down" : "resume";
   if (!who.admin)
     return done(std::unexpected(Error{"", std::string(verb) + " node: admins only (" + who.user + " is not one)",
                                       ErrorCode::kPermissionDenied}));
@@ -22,11 +22,12 @@ void Controller::SetNodeAdmin(const Caller& who, const std::string& name, NodeSt
   if (it == nodes_.end()) return done(std::unexpected(Error{"node " + name, "no such node", ErrorCode::kNotFound}));
   if (auto s = Serving(); !s) return done(s);
   Node& node = it->second;
-  node.admin = NodeAdmin{state, state == NodeState::kDrain ? reason : std::string()};
-  PHX_LOG(kInfo) << verb << " node " << name << " by " << who.user << (reason.empty() ? "" : ": " + reason);
   const Time now = Now();
+  const bool up = state == NodeState::kUp;
+  node.admin = NodeAdmin{state, up ? std::string() : reason, up ? std::string() : who.user, now};
+  PHX_LOG(kInfo) << verb << " node " << name << " by " << who.user << (reason.empty() ? "" : ": " + reason);
   store::Batch b;
-  b.SetNodeState(name, state, now, node.admin.reason);
+  b.SetNodeState(name, state, now, node.admin.reason, node.admin.user);
   b.RecordEvent(now, verb, kNoJob, "node=" + name + " by=" + who.user);
   ApplyNodeState(name, std::string(verb) + " by " + who.user);
   Commit(std::move(b), std::move(done));

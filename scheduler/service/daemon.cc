@@ -414,6 +414,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
     std::vector<std::string> classes;
     for (const PriorityClassSpec& cls : config.scheduler.classes.classes) classes.push_back(cls.name);
     PHX_ASSIGN_OR_RETURN(co.access, AccessRules::Build(config.access, classes));
+    co.partitions = config.partitions;
   }
   Daemon* self = d.get();
   p.controller = std::make_unique<Controller>(p.io, std::move(recovered), p.committer.get(), p.reader.get(), p.clock,

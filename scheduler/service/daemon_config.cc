@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -11,9 +12,12 @@
 
 #include "call_auth.h"
 #include "service/store_space.h"
+#include "util/duration.h"
 #include "util/file_read.h"
 #include "util/flags.h"
+#include "util/hostlist.h"
 #include "util/job_array.h"
+#include "util/job_fields.h"
 
 namespace phalanx::service {
 namespace {
@@ -54,6 +58,12 @@ class Section {
   std::string file_, prefix_;
   std::map<std::string, Handler> handlers_;
 };
+
+// A policy preset keeps the partitions already read (the YAML keys come in any order).
+SchedulerConfig WithPartitions(SchedulerConfig preset, const std::vector<PartitionConfig>& partitions) {
+  preset.partitions = partitions;
+  return preset;
+}
 
 std::string Scalar(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : std::string("<not a scalar>"); }
 
@@ -172,7 +182,7 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
     if (!preset)
       return Fail(file + ":" + std::to_string(p.Mark().line + 1), "scheduler.policy: " + preset.error().message);
     c.policy = Scalar(p);
-    c.scheduler = *preset;
+    c.scheduler = WithPartitions(*preset, c.scheduler.partitions);
   }
   Section s(node, file, "scheduler.");
   Conv cv{s};
@@ -239,6 +249,89 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
     return l.Run();
   });
   return s.Run();
+}
+
+// A walltime limit: seconds, a Slurm time (D-HH:MM:SS, ...) or UNLIMITED (max_walltime only).
+Status Walltime(const Conv& cv, const YAML::Node& v, const std::string& key, bool unlimited, Duration* out) {
+  if (v.IsScalar()) {
+    const std::string x = v.Scalar();
+    if (unlimited && (x == "UNLIMITED" || x == "unlimited" || x == "INFINITE" || x == "infinite")) {
+      *out = kUnlimitedWalltime;
+      return {};
+    }
+    int64_t n = 0;
+    if (YAML::convert<int64_t>::decode(v, n) && n > 0 && n <= kMaxJobSeconds) {
+      *out = n;
+      return {};
+    }
+    if (auto d = ParseSlurmDuration(x); d && *d > 0 && *d <= kMaxJobSeconds) {
+      *out = *d;
+      return {};
+    }
+  }
+  return cv.Bad(
+      v, key,
+      std::string("seconds or a Slurm time (D-HH:MM:SS) in 1 s..365 days") + (unlimited ? " or UNLIMITED" : ""));
+}
+
+// partitions: a list of {name, nodes, state, default, default_walltime, max_walltime,
+// max_gpus_per_job, default_qos, allow_users, allow_groups, allow_accounts}.
+Status ParsePartitions(const YAML::Node& node, const std::string& file, DaemonConfig& c) {
+  if (!node.IsSequence())
+    return Fail(file + ":" + std::to_string(node.Mark().line + 1), "partitions: expected a list of partitions");
+  c.scheduler.partitions.clear();
+  c.partitions.clear();
+  for (size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node item = node[i];
+    PartitionConfig core;
+    PartitionOptions opt;
+    const std::string prefix = "partitions[" + std::to_string(i) + "].";
+    Section s(item, file, prefix);
+    Conv cv{s};
+    s.On("name", [&](const YAML::Node& v, const std::string& key) { return cv.Str(v, key, &core.name); });
+    s.On("nodes", [&](const YAML::Node& v, const std::string& key) -> Status {
+      if (!v.IsScalar()) return cv.Bad(v, key, "a hostlist (node[01-04],gpu7)");
+      auto names = ExpandHostlist(v.Scalar(), s.Where(v) + ": " + key);
+      if (!names) return std::unexpected(names.error());
+      core.nodes = std::move(*names);
+      opt.nodes_text = v.Scalar();
+      return {};
+    });
+    s.On("state", [&](const YAML::Node& v, const std::string& key) -> Status {
+      auto st = ParsePartitionState(Scalar(v));
+      if (!st) return cv.Bad(v, key, "UP, DOWN, DRAIN or INACTIVE");
+      core.state = *st;
+      return {};
+    });
+    s.On("default", [&](const YAML::Node& v, const std::string& key) { return cv.Bool(v, key, &core.is_default); });
+    s.On("default_walltime", [&](const YAML::Node& v, const std::string& key) {
+      return Walltime(cv, v, key, false, &core.default_walltime);
+    });
+    s.On("max_walltime",
+         [&](const YAML::Node& v, const std::string& key) { return Walltime(cv, v, key, true, &core.max_walltime); });
+    s.On("max_gpus_per_job",
+         [&](const YAML::Node& v, const std::string& key) { return cv.U32(v, key, &core.max_gpus_per_job); });
+    s.On("default_qos",
+         [&](const YAML::Node& v, const std::string& key) { return cv.Str(v, key, &opt.default_class); });
+    s.On("allow_users", [&](const YAML::Node& v, const std::string& key) {
+      opt.restricted = true;
+      return NameList(cv, v, key, &opt.allow.users);
+    });
+    s.On("allow_groups", [&](const YAML::Node& v, const std::string& key) {
+      opt.restricted = true;
+      return NameList(cv, v, key, &opt.allow.groups);
+    });
+    s.On("allow_accounts", [&](const YAML::Node& v, const std::string& key) {
+      opt.restricted = true;
+      return NameList(cv, v, key, &opt.allow.accounts);
+    });
+    PHX_RETURN_IF_ERROR(s.Run());
+    if (core.name.empty()) return Fail(s.Where(item), prefix + "name: every partition needs a name");
+    opt.name = core.name;
+    c.scheduler.partitions.push_back(std::move(core));
+    c.partitions.push_back(std::move(opt));
+  }
+  return {};
 }
 
 Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& c) {
@@ -411,6 +504,7 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     return t.Run();
   });
   s.On("scheduler", [&](const YAML::Node& v, const std::string&) { return ParseScheduler(v, file, c); });
+  s.On("partitions", [&](const YAML::Node& v, const std::string&) { return ParsePartitions(v, file, c); });
   s.On("mode", [&](const YAML::Node& v, const std::string& key) -> Status {
     const std::string m = Scalar(v);
     if (m != "standalone" && m != "slurm") return cv.Bad(v, key, "standalone or slurm");
@@ -588,7 +682,7 @@ Result<DaemonConfig> ConfigFromArgs(int argc, const char* const* argv, bool* hel
     auto preset = PolicyPreset(value);
     if (!preset) return Fail("--policy", preset.error().message);
     c.policy = value;
-    c.scheduler = *preset;
+    c.scheduler = WithPartitions(*preset, c.scheduler.partitions);
   }
   for (std::string& admin : flags->GetAll("admin")) c.admins.push_back(std::move(admin));
   if (flags->Has("force-topology")) c.force_topology = true;
@@ -665,6 +759,10 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   std::vector<std::string> classes;
   for (const PriorityClassSpec& cls : c.scheduler.classes.classes) classes.push_back(cls.name);
   if (auto rules = AccessRules::Build(c.access, classes); !rules) return Fail(where, rules.error().ToString());
+  for (const PartitionOptions& p : c.partitions) {
+    if (!p.default_class.empty() && std::find(classes.begin(), classes.end(), p.default_class) == classes.end())
+      return Fail(where, "partitions." + p.name + ".default_qos: unknown class '" + p.default_class + "'");
+  }
   for (const std::string& o : c.http.allowed_origins) {
     if (!o.starts_with("http://") && !o.starts_with("https://"))
       return Fail(where, "http.allowed_origins: '" + o + "' is not an origin (http://host[:port] or https://...)");

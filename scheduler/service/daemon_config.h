@@ -64,6 +64,16 @@ struct HttpAccessConfig {
   std::vector<std::string> allowed_origins;  // Origins besides this server's own ("http://host:port")
 };
 
+// A partition's service-side options (its nodes, state and limits are the core's, in
+// DaemonConfig::scheduler.partitions, in the same order).
+struct PartitionOptions {
+  std::string name;
+  std::string default_class;  // jobs that name no --qos get it (empty: the class table's default)
+  AccessList allow;           // users, groups, accounts allowed (Slurm's AllowGroups/AllowAccounts)
+  bool restricted = false;    // any allow_* list given: only those (and admins) may submit
+  std::string nodes_text;     // the hostlist as written (empty: every node)
+};
+
 struct DaemonConfig {
   std::string config_path;          // the file read, if any (for messages)
   std::string mode = "standalone";  // or "slurm": Slurm runs the jobs (the `slurm:` section)
@@ -116,7 +126,8 @@ struct DaemonConfig {
   // Scheduling.
   std::string policy = "phalanx";  // preset (core/sched/config.h), then the knobs below
   SchedulerConfig scheduler;
-  double pass_interval_s = 1;  // periodic pass (walltimes, deadlines, checkpoints)
+  std::vector<PartitionOptions> partitions;  // `partitions:` (docs/daemon.md); empty: one "default"
+  double pass_interval_s = 1;                // periodic pass (walltimes, deadlines, checkpoints)
 
   // Operations.
   LogLevel log_level = LogLevel::kInfo;

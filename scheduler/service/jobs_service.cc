@@ -93,7 +93,8 @@ grpc::ServerUnaryReactor* JobsService::Submit(grpc::CallbackServerContext* ctx, 
     if (auto s = controller_->Serving(); !s) return r->Finish(ToGrpcStatus(s));
     auto spec = CoreSpecFromProto(req->spec(), who);
     if (!spec) return r->Finish(ToGrpcStatus(spec.error()));
-    if (auto st = controller_->Authorize(who, &*spec); !st) return r->Finish(ToGrpcStatus(st.error()));
+    if (auto st = controller_->Authorize(who, &*spec, req->spec().walltime_max()); !st)
+      return r->Finish(ToGrpcStatus(st.error()));
     std::string mail = req->spec().submit_info().mail_type();
     if (mail == "NONE") mail.clear();
     controller_->Submit(std::move(*spec), MakeLaunchInfo(req->spec(), who),
@@ -164,6 +165,13 @@ grpc::ServerUnaryReactor* JobsService::Hold(grpc::CallbackServerContext* ctx, co
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
     controller_->Hold(who, req->job_id(), AnswerJob(controller_, who, req->job_id(), r, resp));
+  });
+}
+
+grpc::ServerUnaryReactor* JobsService::Requeue(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) {
+  PHX_CALLER(ctx);
+  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
+    controller_->Requeue(who, req->job_id(), AnswerJob(controller_, who, req->job_id(), r, resp));
   });
 }
 

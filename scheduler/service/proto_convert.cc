@@ -5,6 +5,7 @@
 #include "job_spec_check.h"
 #include "util/dependency.h"
 #include "util/hostlist.h"
+#include "util/job_fields.h"
 
 namespace phalanx::service {
 namespace {
@@ -63,6 +64,15 @@ Result<JobSpec> CoreSpecFromProto(const v1::JobSpec& p, const Caller& who) {
     default: s.step_kind = ElasticStep::kAny; break;
   }
   s.walltime = p.walltime_s();
+  if (p.walltime_max() && p.walltime_s() != 0)
+    return Bad("walltime_max",
+               "walltime_max (-t UNLIMITED) goes with walltime_s 0, got " + std::to_string(p.walltime_s()));
+  s.partitions.assign(p.partitions().begin(), p.partitions().end());
+  for (const std::string& part : s.partitions) {
+    if (auto st = CheckLabel("partitions", part); !st) return Bad("partitions", st.error().message);
+    if (part.empty() || part.find(',') != std::string::npos)
+      return Bad("partitions", "'" + part + "' is not a partition name (empty, or with a comma)");
+  }
   if (p.has_preemptible()) s.preemptible = p.preemptible();
   s.checkpoint_interval = p.checkpoint_interval_s();
   s.checkpoint_grace = p.checkpoint_warning_s();  // the checkpoint deadline comes this long after the signal
@@ -183,6 +193,8 @@ void FillJob(const JobRecord& job, const JobExtras& extras, const Topology& topo
   spec->set_gpus_per_node(s.shape.gpus_per_node);
   spec->set_exclusive(s.shape.exclusive);
   spec->set_walltime_s(s.walltime);
+  spec->clear_partitions();
+  for (const std::string& part : s.partitions) spec->add_partitions(part);
   spec->set_hold(s.held);
   spec->clear_after_ok();
   for (JobId d : s.after_ok) spec->add_after_ok(d);
@@ -219,6 +231,14 @@ void FillJob(const JobRecord& job, const JobExtras& extras, const Topology& topo
   out->set_checkpoint_epoch(job.checkpoint_epoch);
   out->set_walltime_s(job.walltime);
   out->set_priority(job.priority);
+  if (extras.partitions != nullptr) {
+    const PartitionTable& t = *extras.partitions;
+    if (!job.partition_ids.empty()) {
+      out->set_partition(t.at(t.Holding(job.partition_ids, job.gpus, topo)).name);
+    } else {
+      out->set_partition(s.partitions.empty() ? t.default_name() : s.partitions.front());
+    }
+  }
 }
 
 void SetLastPlacement(const std::vector<GpuId>& gpus, const Topology& topo, v1::Job* info) {

@@ -51,6 +51,8 @@ struct JobExtras {
   // Launch info; null when unknown. For a final job it also holds the outcome: exit_code,
   // reason (how it ended) and the last placement (gpus, nodelist; SetLastPlacement).
   const v1::Job* launch = nullptr;
+  // The partitions, for Job.partition (the one it runs in, else the first it names); null: empty.
+  const PartitionTable* partitions = nullptr;
 };
 
 // The API view of a job. The environment is included only when `include_env`. A final job's

@@ -90,7 +90,7 @@ Result<Recovered> Recover(store::Store& store, Topology topology, SchedulerConfi
       r.notes.push_back("stored node " + n.name + " is not in the topology; ignored");
       continue;
     }
-    if (n.state == NodeState::kDrain) r.admin[n.name] = NodeAdmin{NodeState::kDrain, n.reason};
+    if (n.state != NodeState::kUp) r.admin[n.name] = NodeAdmin{n.state, n.reason, n.reason_user, n.since};
   }
   std::set<NodeId> busy;
   for (const JobRecord& j : state.jobs) {

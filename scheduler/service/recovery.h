@@ -34,8 +34,10 @@ namespace phalanx::service {
 std::string TopologyFingerprint(const Topology& topo);
 
 struct NodeAdmin {
-  NodeState state = NodeState::kUp;  // kUp or kDrain: the admin's choice (persisted)
+  NodeState state = NodeState::kUp;  // kUp, kDrain or kDown: the admin's choice (persisted)
   std::string reason;
+  std::string user;  // the admin who set it
+  Time since = 0;
 };
 
 struct Recovered {

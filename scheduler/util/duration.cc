@@ -1,5 +1,6 @@
 #include "util/duration.h"
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,22 @@ std::optional<int64_t> Seconds(std::string_view text) {
 Result<int64_t> ParseSlurmDuration(std::string_view text) {
   if (auto s = Seconds(text)) return *s;
   return Fail("", Quote(text) + " is not a Slurm duration (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)");
+}
+
+std::string FormatSlurmDuration(int64_t seconds) {
+  if (seconds < 0) seconds = 0;
+  const int64_t d = seconds / 86400, h = seconds / 3600 % 24, m = seconds / 60 % 60, s = seconds % 60;
+  char buf[48];
+  if (d > 0) {
+    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(d), static_cast<long long>(h),
+                  static_cast<long long>(m), static_cast<long long>(s));
+  } else if (h > 0) {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(h), static_cast<long long>(m),
+                  static_cast<long long>(s));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(m), static_cast<long long>(s));
+  }
+  return buf;
 }
 
 }  // namespace phalanx

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/common/result.h"
@@ -22,5 +23,9 @@ namespace phalanx {
 // Fails with "'<text>' is not a Slurm duration (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or
 // D-HH:MM:SS)" on anything but the forms above (an empty text, spaces, signs, fractions).
 Result<int64_t> ParseSlurmDuration(std::string_view text);
+
+// Seconds the way squeue and sinfo print a time: "M:SS", "H:MM:SS", "D-HH:MM:SS"; a negative
+// value prints as "0:00".
+std::string FormatSlurmDuration(int64_t seconds);
 
 }  // namespace phalanx

@@ -99,6 +99,8 @@ TEST(Integration, GangJobGetsOnePartPerNodeWithItsEnvironment) {
     EXPECT_EQ(Val(e, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
     EXPECT_EQ(Val(e, "PHALANX_JOB_ID"), std::to_string(id));
     EXPECT_EQ(Val(e, "PHALANX_JOB_NAME"), "gang");
+    EXPECT_EQ(Val(e, "SLURM_JOB_PARTITION"), "default");  // no partitions configured: the one default
+    EXPECT_EQ(Val(e, "PHALANX_PARTITION"), "default");
     EXPECT_EQ(Val(e, "PHALANX_NODELIST"), running.nodelist());
     EXPECT_EQ(Val(e, "WORLD_SIZE"), "16");
     EXPECT_EQ(Val(e, "NNODES"), "2");
@@ -323,7 +325,7 @@ TEST(Integration, CheckpointPreemptionIsSeenByTheJobAndItResumes) {
   ASSERT_NO_FATAL_FAILURE(c.Start());
   const std::string work = c.MakeDir("work");
   // Three nodes held by a job that cannot be preempted, so the urgent job needs the low job's node.
-  const uint64_t filler = c.Gsub({"-N", "3", "--gpus-per-node", "8", "-p", "high", "-J", "filler", "--wrap",
+  const uint64_t filler = c.Gsub({"-N", "3", "--gpus-per-node", "8", "-q", "high", "-J", "filler", "--wrap",
                                   "i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done"},
                                  work);
   ASSERT_TRUE(c.WaitState(filler, v1::JOB_STATE_RUNNING));
@@ -354,7 +356,7 @@ TEST(Integration, CheckpointPreemptionIsSeenByTheJobAndItResumes) {
   const v1::Job before = c.Get(low_id);
   EXPECT_EQ(before.preemptions(), 0u);
 
-  const uint64_t urgent = c.Gsub({"-G", "8", "-p", "urgent", "-J", "urgent", "-o", "urgent.out", "--wrap",
+  const uint64_t urgent = c.Gsub({"-G", "8", "-q", "urgent", "-J", "urgent", "-o", "urgent.out", "--wrap",
                                   "date +%s%N > urgent.start; echo urgent on $PHALANX_NODE; sleep 1"},
                                  work);
   ASSERT_NE(urgent, 0u);
@@ -404,7 +406,7 @@ TEST(Integration, ElasticJobShrinksForAHigherClassAndGrowsBack) {
   ASSERT_NO_FATAL_FAILURE(c.Start());
   const std::string work = c.MakeDir("work");
   const uint64_t el = c.Gsub(
-      {"-G", "8:32", "--elastic-step", "8", "-p", "low", "-J", "elastic", "-o", "el-%j-%N.out", "--wrap",
+      {"-G", "8:32", "--elastic-step", "8", "-q", "low", "-J", "elastic", "-o", "el-%j-%N.out", "--wrap",
        "echo \"launch=$PHALANX_LAUNCH_ID world=$WORLD_SIZE nnodes=$NNODES epoch=${PHALANX_CHECKPOINT_EPOCH:-none}\"\n"
        "trap 'echo \"$((${PHALANX_CHECKPOINT_EPOCH:-0} + 1)) /ckpt/el\" > \"$PHALANX_CHECKPOINT_FILE\"' USR1\n"
        "i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done"},
@@ -415,7 +417,7 @@ TEST(Integration, ElasticJobShrinksForAHigherClassAndGrowsBack) {
   ASSERT_TRUE(WaitFor([&] { return ReadAll(work, "el-").find("world=32") != std::string::npos; }));
 
   const uint64_t hi =
-      c.Gsub({"-G", "16", "-p", "high", "-J", "hi", "-o", "hi.out", "--wrap", "echo hi $WORLD_SIZE; sleep 2"}, work);
+      c.Gsub({"-G", "16", "-q", "high", "-J", "hi", "-o", "hi.out", "--wrap", "echo hi $WORLD_SIZE; sleep 2"}, work);
   ASSERT_NE(hi, 0u);
   ASSERT_TRUE(c.WaitState(hi, v1::JOB_STATE_RUNNING));
   // Shrunk to 16 (two nodes), restarted from its checkpoint.

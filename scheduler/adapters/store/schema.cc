@@ -204,11 +204,19 @@ DELETE FROM job_events WHERE seq > 1 AND
   seq <= (SELECT max(seq) FROM job_events AS later WHERE later.job = job_events.job) - 127;
 )sql";
 
+// v5. Partitions (core/sched/partition.h): the partitions a job names, comma-separated (rows
+// from before have '' and so run in the default partition); who drained or downed a node.
+constexpr std::string_view kV5 = R"sql(
+ALTER TABLE jobs ADD COLUMN partitions TEXT NOT NULL DEFAULT '';
+ALTER TABLE nodes ADD COLUMN reason_user TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "jobs, checkpoints, nodes, events, meta", kV1, kV1Postgres},
     {2, "launch: how to run each job (opaque, the daemon's)", kV2},
     {3, "history: sampled series for dashboards", kV3, kV3Postgres},
     {4, "job_events: each job's history, bounded", kV4},
+    {5, "partitions of jobs, who set a node's state", kV5},
 };
 
 bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }

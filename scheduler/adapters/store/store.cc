@@ -26,6 +26,24 @@ constexpr size_t kMaxSeriesName = 200;
 
 std::string JobWhere(JobId id) { return "job " + std::to_string(id); }
 
+// A job's partitions in their column: "a,b" ('' for none: the default partition). Partition
+// names have no commas (PartitionTable::Build refuses them).
+std::string JoinPartitions(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+std::vector<std::string> SplitPartitions(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    out.emplace_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<Backend> ParseBackend(std::string_view name) {
@@ -55,8 +73,8 @@ void Batch::RecordEvent(Time time, std::string kind, JobId job, std::string payl
 void Batch::RecordCheckpoint(JobId job, uint64_t epoch, Time time, std::string path) {
   ops_.emplace_back(Checkpoint{job, epoch, time, std::move(path)});
 }
-void Batch::SetNodeState(std::string name, NodeState state, Time now, std::string reason) {
-  ops_.emplace_back(Node{std::move(name), state, now, std::move(reason)});
+void Batch::SetNodeState(std::string name, NodeState state, Time now, std::string reason, std::string user) {
+  ops_.emplace_back(Node{std::move(name), state, now, std::move(reason), std::move(user)});
 }
 void Batch::SetMeta(std::string key, std::string value) { ops_.emplace_back(Meta{std::move(key), std::move(value)}); }
 void Batch::SetLaunchInfo(JobId job, std::string info) { ops_.emplace_back(Launch{job, std::move(info)}); }
@@ -174,7 +192,10 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
       return Fail(path(), JobWhere(spec.id) + ": job ids must be in 1..2^62-1");
     }
     if (spec.submit == 0) spec.submit = submit->now;
-    s.insert_job.Bind(1, static_cast<int64_t>(spec.id)).Bind(2, spec.submit).Bind(3, EncodeJobSpec(spec));
+    s.insert_job.Bind(1, static_cast<int64_t>(spec.id))
+        .Bind(2, spec.submit)
+        .Bind(3, EncodeJobSpec(spec))
+        .Bind(4, JoinPartitions(spec.partitions));
     if (auto st = Run(s.insert_job); !st) return st;
     if (db_->Changes() == 0) return Fail(path(), JobWhere(spec.id) + ": already exists");
     if (spec.id >= next_id_) next_id_ = spec.id + 1;
@@ -207,7 +228,8 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
         .Bind(20, int64_t{j.preemptions})
         .Bind(21, int64_t{j.resizes})
         .Bind(22, j.gpu_seconds_lost)
-        .Bind(23, j.idle_since);
+        .Bind(23, j.idle_since)
+        .Bind(24, JoinPartitions(j.spec.partitions));
     if (auto st = Run(u); !st) return st;
     if (db_->Changes() == 0) return Fail(path(), JobWhere(j.spec.id) + ": no such job to save");
     return {};
@@ -227,7 +249,11 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
   }
   if (const auto* node = std::get_if<Batch::Node>(&op)) {
     if (node->name.empty()) return Fail(path(), "node state: empty node name");
-    s.upsert_node.Bind(1, node->name).Bind(2, NodeStateName(node->state)).Bind(3, node->now).Bind(4, node->reason);
+    s.upsert_node.Bind(1, node->name)
+        .Bind(2, NodeStateName(node->state))
+        .Bind(3, node->now)
+        .Bind(4, node->reason)
+        .Bind(5, node->user);
     return Run(s.upsert_node);
   }
   if (const auto* launch = std::get_if<Batch::Launch>(&op)) {
@@ -470,6 +496,7 @@ Result<JobRecord> Store::ReadJobRow(Statement& q) const {
   PHX_RETURN_IF_ERROR(u32(21, "resizes", &j.resizes));
   j.gpu_seconds_lost = q.Real(22);
   j.idle_since = q.Int(23);
+  j.spec.partitions = SplitPartitions(q.Text(24));
   return j;
 }
 
@@ -508,6 +535,7 @@ Result<RecoveredState> Store::LoadAll() {
     n.state = *state;
     n.since = s.select_nodes.Int(2);
     n.reason = std::string(s.select_nodes.Text(3));
+    n.reason_user = std::string(s.select_nodes.Text(4));
     out.nodes.push_back(std::move(n));
   }
   s.select_nodes.Reset();

@@ -88,7 +88,8 @@ class Batch {
   void RecordEvent(Time time, std::string kind, JobId job, std::string payload);
   // A checkpoint the job reported (history; the job's row holds the latest).
   void RecordCheckpoint(JobId job, uint64_t epoch, Time time, std::string path);
-  void SetNodeState(std::string name, NodeState state, Time now, std::string reason = {});
+  // `user`: who set it (an admin's name; empty: phalanxd itself).
+  void SetNodeState(std::string name, NodeState state, Time now, std::string reason = {}, std::string user = {});
   // How to run the job: an opaque blob (phalanxd stores a serialized phalanx.v1.Job with the
   // API spec and the submitter's identity). Replaces an earlier one; the job must exist (in
   // the store or earlier in this batch).
@@ -138,6 +139,7 @@ class Batch {
     NodeState state;
     Time now;
     std::string reason;
+    std::string user;
   };
   struct Meta {
     std::string key, value;
@@ -169,6 +171,7 @@ struct StoredNode {
   NodeState state = NodeState::kUp;
   Time since = 0;
   std::string reason;
+  std::string reason_user;  // who set the state (empty: phalanxd itself, or before schema v5)
 };
 
 struct StoredEvent {

@@ -19,7 +19,7 @@ inline constexpr std::string_view kLeaderKey = "leader";  // meta('leader'): the
 inline constexpr std::string_view kJobColumns =
     "id, submit, spec, state, gpus, start_time, end_time, walltime, run_walltime, progress, checkpoint_epoch, "
     "checkpoint_path, last_checkpoint, last_checkpoint_request, checkpoint_deadline, after_checkpoint, shrink_to, "
-    "preempted_for, victims, claim, preemptions, resizes, gpu_seconds_lost, idle_since";
+    "preempted_for, victims, claim, preemptions, resizes, gpu_seconds_lost, idle_since, partitions";
 
 }  // namespace detail
 
@@ -53,25 +53,27 @@ struct Store::Statements {
         {&s->savepoint, "SAVEPOINT batch"},
         {&s->release, "RELEASE batch"},
         {&s->rollback_to, "ROLLBACK TO batch"},
-        {&s->insert_job, "INSERT INTO jobs(id, submit, spec) VALUES (?1, ?2, ?3) ON CONFLICT(id) DO NOTHING"},
+        {&s->insert_job,
+         "INSERT INTO jobs(id, submit, spec, partitions) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(id) DO NOTHING"},
         {&s->update_job,
          "UPDATE jobs SET spec = ?2, state = ?3, gpus = ?4, start_time = ?5, end_time = ?6, walltime = ?7, "
          "run_walltime = ?8, progress = ?9, checkpoint_epoch = ?10, checkpoint_path = ?11, last_checkpoint = ?12, "
          "last_checkpoint_request = ?13, checkpoint_deadline = ?14, after_checkpoint = ?15, shrink_to = ?16, "
          "preempted_for = ?17, victims = ?18, claim = ?19, preemptions = ?20, resizes = ?21, gpu_seconds_lost = ?22, "
-         "idle_since = ?23 WHERE id = ?1"},
+         "idle_since = ?23, partitions = ?24 WHERE id = ?1"},
         {&s->insert_event, "INSERT INTO events(time, kind, job, payload) VALUES (?1, ?2, ?3, ?4)"},
         {&s->insert_checkpoint,
          "INSERT INTO checkpoints(job, epoch, time, path) VALUES (?1, ?2, ?3, ?4) "
          "ON CONFLICT(job, epoch) DO UPDATE SET time = excluded.time, path = excluded.path"},
         {&s->upsert_node,
-         "INSERT INTO nodes(name, state, since, reason) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(name) DO UPDATE SET "
-         "state = excluded.state, since = excluded.since, reason = excluded.reason"},
+         "INSERT INTO nodes(name, state, since, reason, reason_user) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(name) "
+         "DO UPDATE SET state = excluded.state, since = excluded.since, reason = excluded.reason, "
+         "reason_user = excluded.reason_user"},
         {&s->upsert_meta,
          "INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
         {&s->select_jobs, "SELECT " + job_cols + " FROM jobs ORDER BY id"},
         {&s->select_job, "SELECT " + job_cols + " FROM jobs WHERE id = ?1"},
-        {&s->select_nodes, "SELECT name, state, since, reason FROM nodes ORDER BY name"},
+        {&s->select_nodes, "SELECT name, state, since, reason, reason_user FROM nodes ORDER BY name"},
         {&s->select_meta, "SELECT value FROM meta WHERE key = ?1"},
         {&s->select_events, "SELECT seq, time, kind, job, payload FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"},
         {&s->max_seq, "SELECT coalesce(max(seq), 0) FROM events"},

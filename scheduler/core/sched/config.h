@@ -13,6 +13,7 @@
 #include "core/queue/fairshare.h"
 #include "core/queue/limits.h"
 #include "core/queue/priority.h"
+#include "core/sched/partition.h"
 
 namespace phalanx {
 
@@ -68,6 +69,9 @@ struct SchedulerConfig {
   Duration backfill_window = 0;
   Duration default_walltime = 3600;
   Duration max_walltime = 7 * 24 * 3600;
+  // Named node sets with their own limits (partition.h); empty: one "default" of every node.
+  // default_walltime and max_walltime above are the defaults of a partition that sets none.
+  std::vector<PartitionConfig> partitions;
   // Slurm's MaxArraySize: an array task's index must be below it (1001: indices 0..1000).
   uint32_t max_array_size = 1001;
 

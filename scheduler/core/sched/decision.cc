@@ -33,6 +33,7 @@ std::string_view WaitKindName(WaitKind kind) {
     case WaitKind::kHeld: return "Held";
     case WaitKind::kDependency: return "Dependency";
     case WaitKind::kUnsatisfiable: return "Unsatisfiable";
+    case WaitKind::kPartitionDown: return "PartitionDown";
     case WaitKind::kPreempting: return "Preempting";
     case WaitKind::kDependencyNever: return "DependencyNeverSatisfied";
     case WaitKind::kArrayTaskLimit: return "JobArrayTaskLimit";

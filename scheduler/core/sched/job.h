@@ -28,9 +28,10 @@ struct JobSpec {
   std::string name;
   std::string user;
   std::string account;
-  std::string priority_class;  // empty: the configured default
-  PlacementRequest shape;      // gpus (the maximum for elastic jobs), nodes x gpn, level...
-  uint32_t min_gpus = 0;       // elastic when 0 < min_gpus < shape.gpus
+  std::string priority_class;           // empty: the configured default
+  std::vector<std::string> partitions;  // in order of preference; empty: the default partition
+  PlacementRequest shape;               // gpus (the maximum for elastic jobs), nodes x gpn, level...
+  uint32_t min_gpus = 0;                // elastic when 0 < min_gpus < shape.gpus
   ElasticStep step_kind = ElasticStep::kAny;
   uint32_t step = 0;                 // for kMultiple
   Duration walltime = 0;             // 0: the configured default
@@ -94,8 +95,9 @@ enum class WaitKind : uint8_t {
   kDependencyNever,  // a dependency can never be met (Slurm's DependencyNeverSatisfied); stays pending
   kArrayTaskLimit,   // its array already runs %N tasks (Slurm's JobArrayTaskLimit)
   kBeginTime,        // its --begin time has not come
+  kPartitionDown,    // every partition it may run in is DOWN or INACTIVE
 };
-inline constexpr WaitKind kLastWaitKind = WaitKind::kBeginTime;  // for loops over the kinds
+inline constexpr WaitKind kLastWaitKind = WaitKind::kPartitionDown;  // for loops over the kinds
 std::string_view WaitKindName(WaitKind kind);
 
 struct WaitReason {
@@ -109,6 +111,9 @@ struct WaitReason {
 // A job's record inside the core.
 struct JobRecord {
   JobSpec spec;
+  // spec.partitions resolved (core/sched/partition.h), in order; empty when a restored job names
+  // a partition that is no longer configured (it then waits Unsatisfiable).
+  std::vector<uint32_t> partition_ids;
   JobState state = JobState::kPending;
   std::vector<GpuId> gpus;  // held while running / checkpointing
   Time start = 0;           // of the current run

@@ -49,8 +49,11 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(Topology topology, Schedule
       config.charge_period < 0) {
     return Fail("config", "durations must not be negative");
   }
+  auto partitions = PartitionTable::Build(config.partitions, topology, config.default_walltime, config.max_walltime);
+  PHX_RETURN_IF_ERROR(partitions);
   auto state = std::make_unique<SchedulerState>(std::move(topology), std::move(config), std::move(*classes),
                                                 std::move(*fairshare));
+  state->partitions = std::move(*partitions);
   if (!state->policies.queue || !state->policies.backfill)
     return Fail("config", "no policy for this queue order or backfill mode");
   return std::unique_ptr<Scheduler>(new Scheduler(std::move(state)));
@@ -66,6 +69,7 @@ const Topology& Scheduler::topology() const { return *s_->topo; }
 const Placer& Scheduler::placer() const { return *s_->placer; }
 const SchedulerConfig& Scheduler::config() const { return s_->config; }
 const std::map<JobId, JobRecord>& Scheduler::jobs() const { return s_->jobs; }
+const PartitionTable& Scheduler::partitions() const { return s_->partitions; }
 const std::vector<Reservation>& Scheduler::reservations() const { return s_->reservations; }
 Time Scheduler::next_backfill() const {
   return s_->config.backfill_interval > 0 ? s_->last_backfill + s_->config.backfill_interval : kForever;
@@ -111,6 +115,9 @@ Status Scheduler::ValidateSpec(const JobSpec& spec) const {
     const std::string size = elastic ? " (at its smallest legal size, " + std::to_string(n) + " GPUs)" : "";
     return Fail(JobWhere(spec.id), "shape: can never fit this cluster" + size + ": " + why);
   }
+  auto ids = s.partitions.Resolve(spec.partitions);  // CheckSubmit resolved them already
+  if (std::string why = ids ? PartitionsUnsatisfiable(s, probe.spec, *ids, n) : std::string(); !why.empty())
+    return Fail(JobWhere(spec.id), "partition: can never fit: " + why);
   return {};
 }
 
@@ -126,10 +133,11 @@ Status Scheduler::Submit(JobSpec spec, Time now) {
   auto forbidden = ForbiddenNodes(*s.topo, spec);
   PHX_RETURN_IF_ERROR(forbidden);
   JobRecord rec;
+  rec.partition_ids = *s.partitions.Resolve(spec.partitions);  // CheckSubmit resolved them
   rec.forbidden_nodes = std::move(*forbidden);
   rec.class_rank = static_cast<int>(cls->value);
   rec.preemptible = spec.preemptible.value_or(s.classes.preemptible_by_default(*cls));
-  rec.walltime = spec.walltime > 0 ? spec.walltime : s.config.default_walltime;
+  rec.walltime = spec.walltime > 0 ? spec.walltime : DefaultWalltime(s, rec.partition_ids);
   if (spec.submit == 0) spec.submit = now;
   rec.spec = std::move(spec);
   const JobId id = rec.spec.id;
@@ -170,6 +178,18 @@ Status Scheduler::Cancel(JobId id, Time now) {
   return {};
 }
 
+Status Scheduler::Requeue(JobId id, Time now, std::string reason) {
+  SchedulerState& s = *s_;
+  auto j = FindJob(s, id, "requeue");
+  PHX_RETURN_IF_ERROR(j);
+  if ((*j)->state != JobState::kRunning && (*j)->state != JobState::kCheckpointing)
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
+                "requeue: only running jobs can be requeued (it is " + std::string(JobStateName((*j)->state)) + ")");
+  PHX_RETURN_IF_ERROR(Advance(s, now));
+  s.Requeue(**j, now, std::move(reason), s.outbox);
+  return {};
+}
+
 Status Scheduler::Hold(JobId id, Time now) {
   SchedulerState& s = *s_;
   auto j = FindJob(s, id, "hold");
@@ -200,9 +220,9 @@ Status Scheduler::Update(JobId id, const JobUpdate& u, Time now) {
   const std::string where = JobWhere(id);
   if (IsFinal(job.state))
     return Fail(ErrorCode::kFailedPrecondition, where, "update: already " + std::string(JobStateName(job.state)));
-  if (u.walltime && (*u.walltime <= 0 || *u.walltime > s.config.max_walltime)) {
-    return Fail(where, "walltime: " + std::to_string(*u.walltime) + "s is outside 1.." +
-                           std::to_string(s.config.max_walltime) + "s");
+  if (const Duration max = MaxWalltime(s, job.partition_ids); u.walltime && (*u.walltime <= 0 || *u.walltime > max)) {
+    return Fail(where, "walltime: " + std::to_string(*u.walltime) + "s is outside 1.." + std::to_string(max) +
+                           "s (the MaxTime of its partitions)");
   }
   std::optional<PriorityClassId> cls;
   if (u.priority_class) {

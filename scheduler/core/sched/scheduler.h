@@ -66,10 +66,15 @@ class Scheduler {
   Status Cancel(JobId job, Time now);
   Status Hold(JobId job, Time now);
   Status Release(JobId job, Time now);
+  // A running or checkpointing job back to the queue (an admin's requeue): its GPUs are freed
+  // and the next pass returns Preempt{requeue} with `reason` for the glue to stop it; it
+  // resumes from its last checkpoint. Fails: kNotFound, kFailedPrecondition (not active).
+  Status Requeue(JobId job, Time now, std::string reason);
   // Changes a pending or active job's walltime, priority class or name (unset fields stay).
   // A running job's current run ends `walltime` after its start minus the work it resumed from;
   // lowering it below the time already run ends the job at the next pass (walltime kill). Fails
-  // on a final job, an unknown class, a walltime outside (0, max_walltime], or a name with
+  // on a final job, an unknown class, a walltime outside (0, the smallest max_walltime of its
+  // partitions], or a name with
   // control characters or invalid UTF-8 (util/job_fields.h CheckLabel); permissions are
   // the glue's. Reservations are recomputed by the next pass.
   struct JobUpdate {
@@ -201,6 +206,8 @@ class Scheduler {
   const Topology& topology() const;
   const Placer& placer() const;
   const SchedulerConfig& config() const;
+  // The partitions, resolved (partition.h); always at least one (the default).
+  const PartitionTable& partitions() const;
   const JobRecord* job(JobId id) const;
   const std::map<JobId, JobRecord>& jobs() const;
   // An array's tasks' job ids by task index (JobSpec::array_id); null for an id that is no array.

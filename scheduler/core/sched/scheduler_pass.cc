@@ -17,6 +17,7 @@
 #include "core/sched/internal/preemption.h"
 #include "core/sched/internal/reserve.h"
 #include "core/sched/internal/scheduler_state.h"
+#include "core/sched/internal/spec_checks.h"
 #include "core/sched/internal/start_now.h"
 #include "core/sched/internal/timers.h"
 #include "core/sched/scheduler.h"
@@ -69,7 +70,18 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   }
   if (job.spec.begin > now) return wait(WaitKind::kBeginTime, {}, job.spec.begin);
   const uint32_t n = s.MinLegalSize(job);
+  if (job.partition_ids.empty()) {
+    const std::string names = job.spec.partitions.empty() ? "" : job.spec.partitions.front();
+    return wait(WaitKind::kUnsatisfiable, "partition '" + names + "' is no longer configured");
+  }
+  if (!s.PartitionOpen(job)) {
+    return wait(WaitKind::kPartitionDown,
+                "partition " + s.partitions.at(job.partition_ids.front()).name + " is " +
+                    std::string(PartitionStateName(s.partitions.at(job.partition_ids.front()).state)));
+  }
   if (std::string why = s.placer->Unsatisfiable(SchedulerState::ShapeFor(job, n)); !why.empty())
+    return wait(WaitKind::kUnsatisfiable, why);
+  if (std::string why = PartitionsUnsatisfiable(s, job.spec, job.partition_ids, n); !why.empty())
     return wait(WaitKind::kUnsatisfiable, why);
   const bool filtered = !job.forbidden_nodes.empty();  // -w/-x/-C
   if (filtered) {
@@ -94,7 +106,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   ++pass.tested;
 
   // Start now, unless a job of the same shape class that was no bigger and no longer failed.
-  const ShapeKey key = ShapeKey::Of(job.spec.shape);
+  const ShapeKey key = ShapeKey::Of(job.spec.shape, PartitionMask(job.partition_ids));
   const Duration w = s.policies.runtime->Run(job);
   bool dominated = false;
   for (const auto& f : pass.failed_shapes) {
@@ -153,7 +165,8 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     return wait(kind, detail);
   }
   pass.start_blocks.Clear();
-  if (kind == WaitKind::kTopologyBlock && !s.reservations.empty() && s.PlaceNow(SchedulerState::ShapeFor(job, n))) {
+  if (kind == WaitKind::kTopologyBlock && !s.reservations.empty() &&
+      s.PlaceNow(job, SchedulerState::ShapeFor(job, n))) {
     // It would fit, but only on GPUs promised to others.
     for (const Reservation& r : s.reservations) {
       if (r.job != id && r.start < now + w) {

@@ -103,7 +103,11 @@ Status Scheduler::Restore(JobRecord record, Time now) {
   record.wait = {};
   record.busbw_gbs = ring;
   // A record without its effective walltime gets it as Submit would.
-  if (record.walltime <= 0) record.walltime = spec.walltime > 0 ? spec.walltime : s.config.default_walltime;
+  // A partition no longer configured: the job keeps its names and waits Unsatisfiable.
+  auto ids = s.partitions.Resolve(spec.partitions);
+  record.partition_ids = ids ? *ids : std::vector<uint32_t>{};
+  if (record.walltime <= 0)
+    record.walltime = spec.walltime > 0 ? spec.walltime : DefaultWalltime(s, record.partition_ids);
   const JobId id = spec.id;
   JobRecord& job = s.jobs.emplace(id, std::move(record)).first->second;
   IndexArrayTask(s, job);

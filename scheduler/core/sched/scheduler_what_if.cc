@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/reserve.h"
 #include "core/sched/internal/scheduler_state.h"
@@ -22,8 +23,12 @@ using Answer = Scheduler::WhatIfAnswer;
 
 // The record Submit would make of `spec` (scheduler.cc), with no id: no reservation, claim or
 // promise names it.
-JobRecord Hypothetical(const SchedulerState& s, const JobSpec& spec, PriorityClassId cls, Time now) {
+JobRecord Hypothetical(const SchedulerState& s, const JobSpec& spec, PriorityClassId cls, Time now,
+                       std::vector<uint32_t> partition_ids, std::vector<uint8_t> forbidden) {
   JobRecord rec;
+  rec.partition_ids = std::move(partition_ids);
+  rec.forbidden_nodes = std::move(forbidden);
+  rec.spec.partitions = spec.partitions;
   rec.spec.shape = NormalisedShape(spec.shape);
   rec.spec.min_gpus = spec.min_gpus;
   rec.spec.step_kind = spec.step_kind;
@@ -33,7 +38,7 @@ JobRecord Hypothetical(const SchedulerState& s, const JobSpec& spec, PriorityCla
   rec.spec.submit = now;
   rec.class_rank = static_cast<int>(cls.value);
   rec.preemptible = spec.preemptible.value_or(s.classes.preemptible_by_default(cls));
-  rec.walltime = spec.walltime > 0 ? spec.walltime : s.config.default_walltime;
+  rec.walltime = spec.walltime > 0 ? spec.walltime : DefaultWalltime(s, rec.partition_ids);
   return rec;
 }
 
@@ -43,6 +48,24 @@ Answer Ask(SchedulerState& s, PassState& pass, const JobRecord& job) {
   if (std::string why = s.placer->Unsatisfiable(SchedulerState::ShapeFor(job, n)); !why.empty()) {
     a.wait = WaitKind::kUnsatisfiable;
     a.reason = std::move(why);
+    return a;
+  }
+  if (std::string why = PartitionsUnsatisfiable(s, job.spec, job.partition_ids, n); !why.empty()) {
+    a.wait = WaitKind::kUnsatisfiable;
+    a.reason = std::move(why);
+    return a;
+  }
+  if (const uint32_t allowed = AllowedGpus(*s.topo, job.forbidden_nodes); allowed < n) {
+    a.wait = WaitKind::kUnsatisfiable;
+    a.reason = "the nodes it may use (nodelist/exclude/constraint) have " + std::to_string(allowed) +
+               " GPUs, it needs " + std::to_string(n);
+    return a;
+  }
+  if (!s.PartitionOpen(job)) {
+    // Until an admin brings one of its partitions up: no time can be predicted.
+    const Partition& p = s.partitions.at(job.partition_ids.front());
+    a.wait = WaitKind::kPartitionDown;
+    a.reason = "partition " + p.name + " is " + std::string(PartitionStateName(p.state));
     return a;
   }
   // As ScheduleJob: start now (avoiding every reservation it would overlap), else reserve.
@@ -63,7 +86,7 @@ Answer Ask(SchedulerState& s, PassState& pass, const JobRecord& job) {
     // Beyond the reservations the policy makes: the pass says higher-priority jobs hold them.
     if (made > 0) a.wait = WaitKind::kPriority;
   } else if (a.wait == WaitKind::kTopologyBlock && !s.reservations.empty() &&
-             s.PlaceNow(SchedulerState::ShapeFor(job, n))) {
+             s.PlaceNow(job, SchedulerState::ShapeFor(job, n))) {
     // It would fit, but only on GPUs promised to others.
     const Duration w = s.policies.runtime->Run(job);
     for (const Reservation& r : s.reservations) {
@@ -116,7 +139,19 @@ std::vector<Result<Scheduler::WhatIfAnswer>> Scheduler::WhatIfStarts(const std::
       out.push_back(std::unexpected(cls.error()));
       continue;
     }
-    out.push_back(Ask(s, pass, Hypothetical(s, spec, *cls, now)));
+    auto ids = CheckPartitions(s, spec);
+    if (!ids) {
+      out.push_back(std::unexpected(ids.error()));
+      continue;
+    }
+    JobSpec shaped = spec;
+    shaped.shape = NormalisedShape(spec.shape);
+    auto forbidden = ForbiddenNodes(*s.topo, shaped);
+    if (!forbidden) {
+      out.push_back(std::unexpected(forbidden.error()));
+      continue;
+    }
+    out.push_back(Ask(s, pass, Hypothetical(s, spec, *cls, now, std::move(*ids), std::move(*forbidden))));
   }
   pass.start_blocks.Clear();
   return out;

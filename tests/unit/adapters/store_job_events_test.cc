@@ -126,7 +126,7 @@ TEST(StoreJobEvents, AVersion3FileOpensWithItsJobsHistory) {
   ASSERT_TRUE(store) << store.error().ToString();
   auto db = SqliteDb::Open(path, false, "");
   ASSERT_TRUE(db);
-  EXPECT_EQ(db->QueryInt("SELECT max(version) FROM schema_version").value_or(-1), 4);
+  EXPECT_EQ(db->QueryInt("SELECT max(version) FROM schema_version").value_or(-1), CurrentSchemaVersion());
   auto one = (*store)->ReadJobEvents(1);
   ASSERT_TRUE(one) << one.error().ToString();
   ASSERT_EQ(one->size(), 128u);

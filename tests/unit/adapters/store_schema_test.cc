@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "adapters/store/codec.h"
 #include "adapters/store/schema.h"
 #include "adapters/store/sqlite_db.h"
 #include "adapters/store/store.h"
@@ -102,6 +103,60 @@ TEST(Store, MigratesOldFilesAndRefusesNewerOnes) {
     EXPECT_EQ(db->QueryInt("SELECT max(version) FROM schema_version").value_or(-1), 2);
     EXPECT_EQ(db->QueryInt("SELECT count(*) FROM sqlite_schema WHERE name = 'u'").value_or(-1), 0);
   }
+}
+
+// Schema v5: a v4 file's jobs (no partitions column) load with none named, so the core puts
+// them in the default partition; nodes have no reason_user. New rows keep both.
+TEST(Store, MigratesV4JobsToTheDefaultPartition) {
+  TempDir dir;
+  const std::string path = dir.File("v4.db");
+  JobSpec spec;
+  spec.id = 1;
+  spec.name = "old";
+  spec.user = "alice";
+  spec.shape.gpus = 2;
+  {
+    auto db = SqliteDb::Open(path, true, "");
+    ASSERT_TRUE(db);
+    auto r = Migrate(*db, StoreMigrations().first(4));
+    ASSERT_TRUE(r) << r.error().ToString();
+    ASSERT_EQ(r->to, 4);
+  }
+  RawSql(path, "INSERT INTO jobs(id, submit, spec) VALUES (1, 5, '" + EncodeJobSpec(spec) + "');" +
+                   "INSERT INTO nodes(name, state, since, reason) VALUES ('n1', 'drain', 9, 'fan');");
+  {
+    auto store = OpenOrDie(path);
+    ASSERT_TRUE(store);
+    auto all = store->LoadAll();
+    ASSERT_TRUE(all) << all.error().ToString();
+    ASSERT_EQ(all->jobs.size(), 1u);
+    EXPECT_TRUE(all->jobs[0].spec.partitions.empty());
+    ASSERT_EQ(all->nodes.size(), 1u);
+    EXPECT_EQ(all->nodes[0].reason, "fan");
+    EXPECT_EQ(all->nodes[0].reason_user, "");
+    JobSpec two = spec;
+    two.id = 2;
+    two.partitions = {"gpu", "debug"};
+    Batch b;
+    b.SubmitJob(two, 10);
+    b.SetNodeState("n2", NodeState::kDown, 11, "psu", "admin1");
+    ASSERT_TRUE(store->Apply(b));
+  }
+  auto store = OpenOrDie(path);
+  ASSERT_TRUE(store);
+  auto all = store->LoadAll();
+  ASSERT_TRUE(all) << all.error().ToString();
+  ASSERT_EQ(all->jobs.size(), 2u);
+  EXPECT_EQ(all->jobs[1].spec.partitions, (std::vector<std::string>{"gpu", "debug"}));
+  ASSERT_EQ(all->nodes.size(), 2u);
+  EXPECT_EQ(all->nodes[1].reason_user, "admin1");
+  // The saved record keeps them too.
+  JobRecord rec = all->jobs[1];
+  rec.spec.partitions = {"debug"};
+  ASSERT_TRUE(store->SaveJobState(rec.spec.id, rec));
+  auto again = store->LoadAll();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->jobs[1].spec.partitions, std::vector<std::string>{"debug"});
 }
 
 TEST(Store, RefusesNewerSchemaVersionNamingTheFile) {

@@ -59,9 +59,12 @@ TEST_F(LauncherTest, JobSeesItsEnvironment) {
   spec.master_port = 29501;
   spec.resume_epoch = 12;
   spec.resume_path = "/ckpt/step-12";
+  spec.partition = "gpu";
   ASSERT_EQ(Run(spec), 0);
   auto env = ParseEnv(ReadFile(tmp_ / "env.txt"));
   EXPECT_EQ(env["FOO"], "bar baz");
+  EXPECT_EQ(env["SLURM_JOB_PARTITION"], "gpu");
+  EXPECT_EQ(env["PHALANX_PARTITION"], "gpu");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "2,3");
   EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
   EXPECT_EQ(env["PHALANX_JOB_ID"], "42");

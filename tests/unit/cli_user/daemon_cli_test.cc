@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -197,7 +198,288 @@ TEST(GqAll, FinishedJobsShowTheirNodelistAfterARestart) {
   EXPECT_EQ(o.rc, 0) << o.err;
   EXPECT_NE(o.out.find(" JobState=FAILED Reason=failed on node2 ExitCode=3 "), std::string::npos) << o.out;
   EXPECT_NE(o.out.find(" NodeList=node2 "), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("   GPUs=node2:0-7\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("   Partition=default GPUs=node2:0-7\n"), std::string::npos) << o.out;
+}
+
+// ---- partitions, squeue/scancel/sinfo/scontrol habits ---------------------------------------
+
+// gen:demo's node0..node3 in three partitions: gpu (node[0-1], the default, 30 min default and
+// 2 h maximum walltime), debug (node[2-3], at most 8 GPUs a job, group "nosuchgroup" only:
+// root passes as an admin, nobody is refused), long (every node, UNLIMITED).
+void AddPartitions(Harness& h) {
+  PartitionConfig gpu, debug, all;
+  gpu.name = "gpu";
+  gpu.nodes = {"node0", "node1"};
+  gpu.is_default = true;
+  gpu.default_walltime = 1800;
+  gpu.max_walltime = 7200;
+  debug.name = "debug";
+  debug.nodes = {"node2", "node3"};
+  debug.max_gpus_per_job = 8;
+  all.name = "long";
+  all.max_walltime = kUnlimitedWalltime;
+  h.config.scheduler.partitions = {gpu, debug, all};
+  PartitionOptions g, d, l;
+  g.name = "gpu";
+  d.name = "debug";
+  l.name = "long";
+  d.allow.groups = {"nosuchgroup"};
+  d.restricted = true;
+  d.default_class = "high";
+  h.config.partitions = {g, d, l};
+}
+
+// Four agents: the nodes are up and jobs start (the fake agents never end them).
+struct Cluster {
+  std::vector<std::unique_ptr<FakeAgent>> agents;  // destroyed after the daemon
+  Harness h;
+  Cluster() {
+    AddPartitions(h);
+    h.Start();
+    for (int n = 0; n < 4; ++n) {
+      agents.push_back(std::make_unique<FakeAgent>(h.AgentTarget(), "node" + std::to_string(n)));
+      EXPECT_TRUE(agents.back()->Join());
+    }
+  }
+  Outcome Gsub(std::vector<std::string> args, bool as_nobody = false) {
+    args.push_back("--wrap");
+    args.push_back("true");
+    return RunCommand(h, GSUB_PATH, std::move(args), as_nobody);
+  }
+  uint64_t GsubOk(std::vector<std::string> args) {
+    args.insert(args.begin(), "--parsable");
+    Outcome o = Gsub(std::move(args));
+    EXPECT_EQ(o.rc, 0) << o.err;
+    return std::strtoull(o.out.c_str(), nullptr, 10);
+  }
+};
+
+TEST(Partitions, GsubPartitionQosAndTheOneWalltimeLimit) {
+  Cluster c;
+  const uint64_t a = c.GsubOk({"-p", "debug", "-G", "2", "-J", "a"});
+  v1::Job job = c.h.Get(a);
+  EXPECT_EQ(job.partition(), "debug");
+  EXPECT_EQ(job.spec().priority_class(), "high") << "debug's default_qos";
+  ASSERT_TRUE(c.h.WaitState(a, v1::JOB_STATE_RUNNING));
+  job = c.h.Get(a);
+  EXPECT_TRUE(job.nodelist() == "node2" || job.nodelist() == "node3") << job.nodelist();
+  // The launch tells the agent the partition (SLURM_JOB_PARTITION, PHALANX_PARTITION).
+  auto launch = c.agents[job.nodelist() == "node2" ? 2 : 3]->WaitLaunch(a);
+  ASSERT_TRUE(launch);
+  ASSERT_EQ(launch->spec().partitions_size(), 1);
+  EXPECT_EQ(launch->spec().partitions(0), "debug");
+  EXPECT_EQ(job.walltime_s(), 3600) << "no default_walltime: the daemon's";
+  const uint64_t b = c.GsubOk({"-G", "1", "-q", "low"});
+  EXPECT_EQ(c.h.Get(b).partition(), "gpu");
+  EXPECT_EQ(c.h.Get(b).spec().priority_class(), "low");
+  EXPECT_EQ(c.h.Get(b).walltime_s(), 1800) << "gpu's default_walltime";
+  EXPECT_EQ(c.h.Get(c.GsubOk({"-t", "0"})).walltime_s(), 7200) << "-t 0: gpu's MaxTime";
+  EXPECT_EQ(c.h.Get(c.GsubOk({"-t", "UNLIMITED", "-p", "long"})).walltime_s(), kUnlimitedWalltime);
+  EXPECT_EQ(c.h.Get(c.GsubOk({"--priority", "urgent", "-p", "long,gpu"})).spec().priority_class(), "urgent");
+  Outcome o = c.Gsub({"-t", "3:00:00"});
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("walltime 10800s exceeds the maximum 7200s of partition gpu (MaxTime 2:00:00)"),
+            std::string::npos)
+      << o.err;
+  o = c.Gsub({"-p", "debug", "-G", "16"});
+  EXPECT_NE(o.err.find("partition debug: 16 GPUs exceed its MaxGPUsPerJob 8"), std::string::npos) << o.err;
+  o = c.Gsub({"-p", "nope"});
+  EXPECT_NE(o.err.find("unknown partition 'nope' (known: gpu, debug, long)"), std::string::npos) << o.err;
+  o = c.Gsub({"-p", "debug"}, /*as_nobody=*/true);
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("partition debug: user nobody may not use it (AllowUsers=- AllowGroups=nosuchgroup "
+                       "AllowAccounts=-)"),
+            std::string::npos)
+      << o.err;
+  o = c.Gsub({"-p", "long"}, /*as_nobody=*/true);
+  EXPECT_EQ(o.rc, 0) << o.err;
+}
+
+TEST(Partitions, GqFlagsLikeSqueue) {
+  Cluster c;
+  const uint64_t a = c.GsubOk({"-p", "debug", "-G", "8", "-J", "alpha"});
+  const uint64_t b = c.GsubOk({"-p", "gpu", "-G", "16", "-J", "beta"});
+  const uint64_t p = c.GsubOk({"-p", "gpu", "-G", "16", "-J", "gamma"});  // gpu is full: pending
+  ASSERT_TRUE(c.h.WaitState(a, v1::JOB_STATE_RUNNING));
+  ASSERT_TRUE(c.h.WaitState(b, v1::JOB_STATE_RUNNING));
+  auto gq = [&](std::vector<std::string> args) { return RunCommand(c.h, GQ_PATH, std::move(args)); };
+  Outcome o = gq({"-h", "-o", "%i %P %j"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(o.out, Str(a) + " debug alpha\n" + Str(b) + " gpu   beta\n" + Str(p) + " gpu   gamma\n");
+  o = gq({});
+  EXPECT_EQ(o.out.find("JOBID  PARTITION  NAME"), 0u) << "-h is no header only with -h: " << o.out;
+  EXPECT_EQ(gq({"-h", "-p", "debug", "-o", "%i"}).out, Str(a) + "\n");
+  EXPECT_EQ(gq({"-h", "-n", "beta,gamma", "-o", "%i"}).out, Str(b) + "\n" + Str(p) + "\n");
+  EXPECT_EQ(gq({"-h", "-w", "node[2-3]", "-o", "%i"}).out, Str(a) + "\n");
+  EXPECT_EQ(gq({"-h", "--start", "-o", "%i %t"}).out, Str(p) + " PD\n");
+  EXPECT_EQ(gq({"-h", "-S", "-i", "-o", "%i"}).out, Str(p) + "\n" + Str(b) + "\n" + Str(a) + "\n");
+  EXPECT_EQ(gq({"-h", "-S", "P,-j", "-o", "%j"}).out, "alpha\ngamma\nbeta\n");
+  o = gq({"-O", "JobID:.6,Partition,Name,UserName,StateCompact"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.out.find(" JOBID  PARTITION  NAME   USER  ST\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("     " + Str(a) + "  debug      alpha  root  R\n"), std::string::npos) << o.out;
+  o = gq({"-O", "JobID,Colour"});
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_NE(o.err.find("gq: -O: unknown field 'Colour'"), std::string::npos) << o.err;
+  o = gq({"-u", "nosuchuserxyz"});
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_EQ(o.err, "gq: -u: unknown user 'nosuchuserxyz'\n");
+  o = gq({"-S", "%"});
+  EXPECT_EQ(o.rc, 2);
+  // -i: a time line and the table, again every second until interrupted.
+  o = RunCommand(c.h, "/usr/bin/timeout", {"2.5", GQ_PATH, "-i", "1", "-h", "-o", "%i", "-p", "debug"});
+  EXPECT_EQ(o.rc, 124) << o.err;
+  size_t listings = 0;
+  for (size_t at = o.out.find(Str(a) + "\n"); at != std::string::npos; at = o.out.find(Str(a) + "\n", at + 1))
+    ++listings;
+  EXPECT_GE(listings, 2u) << o.out;
+  EXPECT_EQ(gq({"-i", "0"}).rc, 2);
+}
+
+TEST(Partitions, GcancelFiltersAndSignals) {
+  Cluster c;
+  const uint64_t a = c.GsubOk({"-p", "debug", "-G", "8", "-J", "alpha"});
+  const uint64_t b = c.GsubOk({"-p", "gpu", "-G", "16", "-J", "beta"});
+  const uint64_t p1 = c.GsubOk({"-p", "gpu", "-G", "16", "-J", "beta"});
+  const uint64_t p2 = c.GsubOk({"-p", "gpu", "-G", "16", "-J", "delta"});
+  ASSERT_TRUE(c.h.WaitState(b, v1::JOB_STATE_RUNNING));
+  auto gcancel = [&](std::vector<std::string> args, bool nobody = false) {
+    return RunCommand(c.h, GCANCEL_PATH, std::move(args), nobody);
+  };
+  Outcome o = gcancel({"--signal", "USR1", Str(p2)});
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("job " + Str(p2) + ": cannot be signalled: it is not running"), std::string::npos) << o.err;
+  o = gcancel({"--signal", "USR1", Str(a)}, /*nobody=*/true);
+  EXPECT_NE(o.err.find("signal"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("cancel", std::strlen("gcancel:")), std::string::npos)
+      << "a refused signal is not a cancel: " << o.err;
+  // -n alone: the caller's jobs of that name; with --state only the pending one.
+  o = gcancel({"-n", "beta", "--state", "PD"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(c.h.State(p1), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(c.h.State(b), v1::JOB_STATE_RUNNING);
+  o = gcancel({"-p", "debug"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(c.h.State(a), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(c.h.State(p2), v1::JOB_STATE_PENDING);
+  o = gcancel({"-n", "delta", "-u", "root"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(c.h.State(p2), v1::JOB_STATE_CANCELLED);
+  o = gcancel({"-u", "nosuchuserxyz"});
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_EQ(o.err, "gcancel: -u: unknown user 'nosuchuserxyz'\n");
+}
+
+TEST(Partitions, GinfoViewsLikeSinfo) {
+  Cluster c;
+  const uint64_t a = c.GsubOk({"-p", "debug", "-G", "8"});
+  ASSERT_TRUE(c.h.WaitState(a, v1::JOB_STATE_RUNNING));
+  Outcome o = RunCommand(c.h, PHALANX_PATH, {"node", "drain", "node1", "--reason", "fan broken"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  auto ginfo = [&](std::vector<std::string> args) { return RunCommand(c.h, GINFO_PATH, std::move(args)); };
+  o = ginfo({});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  const std::string alloc = c.h.Get(a).nodelist();
+  const std::string idle = alloc == "node2" ? "node3" : "node2";
+  EXPECT_EQ(o.out.find("PARTITION  AVAIL   TIMELIMIT  NODES  STATE  NODELIST\n"
+                       "gpu*       up        2:00:00      1  drain  node1\n"
+                       "gpu*       up        2:00:00      1  idle   node0\n"
+                       "debug      up     7-00:00:00      1  alloc  " +
+                       alloc +
+                       "\n"
+                       "debug      up     7-00:00:00      1  idle   " +
+                       idle + "\n"),
+            0u)
+      << o.out;
+  EXPECT_NE(o.out.find("long       up       infinite      1  drain  node1\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\nLEVEL  DOMAINS"), std::string::npos) << "the free blocks follow: " << o.out;
+  EXPECT_EQ(ginfo({"-h", "-p", "debug", "-o", "%P %D %G"}).out, "debug 1 8\ndebug 1 8\n");
+  EXPECT_EQ(ginfo({"-h", "-t", "drain", "-o", "%P %N"}).out, "gpu* node1\nlong node1\n");
+  EXPECT_EQ(ginfo({"-h", "-n", "node0", "-o", "%P %t"}).out, "gpu* idle\nlong idle\n");
+  o = ginfo({"-s", "-p", "gpu"});
+  EXPECT_EQ(o.out,
+            "PARTITION  AVAIL  TIMELIMIT  NODES(A/I/O/T)  NODELIST\n"
+            "gpu*       up       2:00:00         0/1/1/2  node[0-1]\n")
+      << o.out;
+  o = ginfo({"-R"});
+  EXPECT_EQ(o.out.find("REASON      USER  TIMESTAMP            NODELIST\nfan broken  root  "), 0u) << o.out;
+  EXPECT_NE(o.out.find("  node1\n"), std::string::npos) << o.out;
+  o = ginfo({"-l", "-p", "debug", "-h"});
+  EXPECT_NE(o.out.find("debug  up  7-00:00:00  1:00:00  8  nosuchgroup  1  alloc  8  0  " + alloc + "\n"),
+            std::string::npos)
+      << o.out;
+  o = ginfo({"-p", "nope"});
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_EQ(o.err, "ginfo: -p: unknown partition 'nope'\n");
+  o = ginfo({"-o", "%Q"});
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_NE(o.err.find("unknown field '%Q'"), std::string::npos) << o.err;
+  o = ginfo({"-t", "sleepy"});
+  EXPECT_EQ(o.rc, 2);
+}
+
+TEST(AdminCommands, NodePartitionJobAndLiveTopologyAdminsOnly) {
+  Cluster c;
+  // Not an admin: refused by the daemon, naming why.
+  Outcome o = RunCommand(c.h, PHALANX_PATH, {"node", "down", "node3", "--reason", "psu"}, /*as_nobody=*/true);
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_EQ(o.err, "phalanx: node node3: down node: admins only (nobody is not one)\n");
+  o = RunCommand(c.h, PHALANX_PATH, {"node", "drain", "node3"});
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_NE(o.err.find("--reason TEXT is required"), std::string::npos) << o.err;
+  // Down requeues the job running there.
+  const uint64_t j = c.GsubOk({"-p", "debug", "-G", "8"});
+  ASSERT_TRUE(c.h.WaitState(j, v1::JOB_STATE_RUNNING));
+  const std::string node = c.h.Get(j).nodelist();
+  ASSERT_TRUE(node == "node2" || node == "node3") << node;
+  o = RunCommand(c.h, PHALANX_PATH, {"node", "down", node, "--reason", "psu"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_TRUE(WaitFor([&] { return c.h.Get(j).preemptions() == 1; })) << "requeued off the down node";
+  o = RunCommand(c.h, PHALANX_PATH, {"node", "show", node});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(o.out.find("NodeName=" + node + " State=DOWN Agent=connected\n"), 0u) << o.out;
+  EXPECT_NE(o.out.find("   Partitions=debug,long "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("   Reason=psu [root@"), std::string::npos) << o.out;
+  o = RunCommand(c.h, PHALANX_PATH, {"node", "resume", "node[2-3]"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  ASSERT_TRUE(c.h.WaitState(j, v1::JOB_STATE_RUNNING));
+  // Requeue: admins only; a running job goes back to the queue (and starts again).
+  o = RunCommand(c.h, PHALANX_PATH, {"job", "requeue", Str(j)}, /*as_nobody=*/true);
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("requeue job: admins only (nobody is not one)"), std::string::npos) << o.err;
+  const uint32_t before = c.h.Get(j).preemptions();
+  o = RunCommand(c.h, PHALANX_PATH, {"job", "requeue", Str(j)});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_TRUE(WaitFor([&] { return c.h.Get(j).preemptions() == before + 1; }));
+  const uint64_t pending = c.GsubOk({"-p", "debug", "-G", "8", "-H"});
+  o = RunCommand(c.h, PHALANX_PATH, {"job", "requeue", Str(pending)});
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("only running jobs can be requeued (it is pending)"), std::string::npos) << o.err;
+  o = RunCommand(c.h, PHALANX_PATH, {"job", "top", Str(pending)});
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_NE(o.err.find("job top: not supported"), std::string::npos) << o.err;
+  o = RunCommand(c.h, PHALANX_PATH, {"job", "suspend", Str(pending)});
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("cannot be signalled: it is not running"), std::string::npos) << o.err;
+  // Partitions as scontrol shows them.
+  o = RunCommand(c.h, PHALANX_PATH, {"partition", "show", "debug"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(o.out.find("PartitionName=debug\n"
+                       "   State=UP Default=NO QoS=high\n"
+                       "   AllowUsers=- AllowGroups=nosuchgroup AllowAccounts=-\n"
+                       "   DefaultTime=1:00:00 MaxTime=7-00:00:00 MaxGPUsPerJob=8\n"
+                       "   Nodes=node[2-3] TotalNodes=2 TotalGPUs=16 FreeGPUs="),
+            0u)
+      << o.out;
+  o = RunCommand(c.h, PHALANX_PATH, {"partition", "show", "nope"});
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_EQ(o.err, "phalanx: partition nope: no such partition\n");
+  // The daemon's live tree: the running job's GPUs are not free.
+  o = RunCommand(c.h, PHALANX_PATH, {"topology", "show", "--socket", c.h.config.socket_path});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.out.find("cluster demo: 4 nodes, 32 GPUs\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("spine [spine]: 24/32 GPUs free, 3/4 nodes free\n"), std::string::npos)
+      << "job " << j << " holds one node: " << o.out;
 }
 
 }  // namespace

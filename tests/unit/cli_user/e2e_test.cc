@@ -137,6 +137,16 @@ class FakeDaemon final : public v1::Jobs::Service, public v1::Cluster::Service {
     *response = Parse<v1::ListNodesResponse>(kNodes);
     return grpc::Status::OK;
   }
+  grpc::Status ListPartitions(grpc::ServerContext*, const v1::PartitionListRequest*,
+                              v1::PartitionListResponse* response) override {
+    v1::Partition* p = response->add_partitions();
+    p->set_name("gpu");
+    p->set_state("UP");
+    p->set_is_default(true);
+    for (const char* n : {"dgx01", "dgx02", "dgx03", "dgx04"}) p->add_nodes(n);
+    p->set_max_walltime_s(7200);
+    return grpc::Status::OK;
+  }
   grpc::Status GetFragmentation(grpc::ServerContext*, const v1::GetFragmentationRequest*,
                                 v1::GetFragmentationResponse* response) override {
     *response = Parse<v1::GetFragmentationResponse>(kFragmentation);
@@ -340,19 +350,20 @@ TEST_F(EndToEnd, GqDefaultTable) {
   const Outcome r = Exec(GQ_PATH, {});
   const std::time_t after = std::time(nullptr);
   EXPECT_EQ(r.rc, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("JOBID  NAME   USER  STATE    GPUS  NODES"));
+  EXPECT_THAT(r.out, HasSubstr("JOBID  PARTITION  NAME   USER  STATE    GPUS  NODES"));
   // Job 41's TIME (H:MM:SS) is how long it had run when gq looked: 1:02:03 or more, as many
   // seconds more as passed between the fixture's start and gq's run.
   bool shown = false;
   for (long t = before - daemon_.job41_start; t <= after - daemon_.job41_start && !shown; ++t) {
     char text[32];
     std::snprintf(text, sizeof text, "%ld:%02ld:%02ld ", t / 3600, t / 60 % 60, t % 60);
-    shown = r.out.find("\n   41  llama  ada   RUNNING     2      2  " + std::string(text)) != std::string::npos;
+    shown =
+        r.out.find("\n   41  -          llama  ada   RUNNING     2      2  " + std::string(text)) != std::string::npos;
   }
   EXPECT_TRUE(shown) << r.out;
   EXPECT_THAT(r.out, HasSubstr("dgx[01-02]\n"));
-  EXPECT_THAT(r.out, HasSubstr("   43  moe    ada   PENDING    32      4     0:00    1:00:00  N/A                  "
-                               "(TopologyBlock: leaf)\n"));
+  EXPECT_THAT(r.out, HasSubstr("   43  -          moe    ada   PENDING    32      4     0:00    1:00:00  N/A          "
+                               "        (TopologyBlock: leaf)\n"));
   EXPECT_THAT(r.out, HasSubstr("(Priority)\n"));
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("done")));  // finished jobs only with --all
   ASSERT_EQ(daemon_.lists.size(), 1u);
@@ -461,10 +472,10 @@ TEST_F(EndToEnd, Ginfo) {
   Outcome r = Exec(GINFO_PATH, {});
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out,
-            "STATE  NODES  GPUS  FREE  NODELIST\n"
-            "idle       1     8     8  dgx03\n"
-            "alloc      2    16     0  dgx[01-02]\n"
-            "drain      1     8     0  dgx04\n"
+            "PARTITION  AVAIL  TIMELIMIT  NODES  STATE  NODELIST\n"
+            "gpu*       up       2:00:00      2  alloc  dgx[01-02]\n"
+            "gpu*       up       2:00:00      1  drain  dgx04\n"
+            "gpu*       up       2:00:00      1  idle   dgx03\n"
             "\n"
             "LEVEL  DOMAINS  WHOLE_FREE  LARGEST_FREE  DOMAIN_GPUS\n"
             "leaf         2           0             8           16\n"

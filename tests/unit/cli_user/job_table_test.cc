@@ -121,22 +121,28 @@ class JobTable : public ::testing::Test {
 TEST_F(JobTable, DefaultTableExactText) {
   EXPECT_EQ(
       Table(kDefaultJobFormat),
-      "JOBID  NAME       USER  STATE      GPUS  NODES     TIME   TIME_LEFT  START                NODELIST(REASON)\n"
-      "   41  llama-70b  ada   RUNNING       8      2  1:02:03       57:57  2023-11-14T21:11:17  dgx[01-02]\n"
-      "   42  bert       bob   PENDING       8      -     0:00     1:00:00  2023-11-14T22:43:20  (Resources)\n"
-      "   43  moe        cy    PENDING      32      4     0:00         N/A  N/A                  (TopologyBlock: "
+      "JOBID  PARTITION  NAME       USER  STATE      GPUS  NODES     TIME   TIME_LEFT  START                "
+      "NODELIST(REASON)\n"
+      "   41  -          llama-70b  ada   RUNNING       8      2  1:02:03       57:57  2023-11-14T21:11:17  "
+      "dgx[01-02]\n"
+      "   42  -          bert       bob   PENDING       8      -     0:00     1:00:00  2023-11-14T22:43:20  "
+      "(Resources)\n"
+      "   43  -          moe        cy    PENDING      32      4     0:00         N/A  N/A                  "
+      "(TopologyBlock: "
       "leaf)\n"
-      "   44  elastic    ada   PENDING    8:64      -     0:00  1-00:00:00  N/A                  (ReservedFor job 41)\n"
-      "   45  held       bob   PENDING       2      -     0:00       10:00  N/A                  (Held)\n"
-      "   46  small      cy    PENDING       1      -     0:00        1:30  N/A                  (Priority)\n"
-      "    7  done       ada   COMPLETED     1      1  1:00:00           -  2023-11-14T19:26:40  dgx03\n");
+      "   44  -          elastic    ada   PENDING    8:64      -     0:00  1-00:00:00  N/A                  "
+      "(ReservedFor job 41)\n"
+      "   45  -          held       bob   PENDING       2      -     0:00       10:00  N/A                  (Held)\n"
+      "   46  -          small      cy    PENDING       1      -     0:00        1:30  N/A                  "
+      "(Priority)\n"
+      "    7  -          done       ada   COMPLETED     1      1  1:00:00           -  2023-11-14T19:26:40  dgx03\n");
 }
 
 TEST_F(JobTable, LongTableHasPlacementBandwidthAndPriority) {
   const std::string t = Table(kLongJobFormat);
-  EXPECT_THAT(t, HasSubstr("JOBID  NAME       USER  ACCOUNT  CLASS  PRIORITY  STATE"));
+  EXPECT_THAT(t, HasSubstr("JOBID  PARTITION  NAME       USER  ACCOUNT  CLASS  PRIORITY  STATE"));
   EXPECT_THAT(t, HasSubstr("BUSBW  NODELIST(REASON)       PLACEMENT\n"));
-  EXPECT_THAT(t, HasSubstr("   41  llama-70b  ada   ml       high      12346  RUNNING"));
+  EXPECT_THAT(t, HasSubstr("   41  -          llama-70b  ada   ml       high      12346  RUNNING"));
   EXPECT_THAT(t, HasSubstr("360.5  dgx[01-02]             dgx01:0-3,dgx02:4-7\n"));
   EXPECT_THAT(t, HasSubstr("    -  (TopologyBlock: leaf)  -\n"));
 }

@@ -111,9 +111,17 @@ TEST(Sbatch, UnsupportedOptionsWarnNamingTheLineOrAreRefused) {
   ASSERT_TRUE(p) << p.error().ToString();
   EXPECT_THAT(p->warnings,
               ElementsAre("job.sh:3: #SBATCH --licenses: ignored: not supported by Phalanx: licenses are not counted",
-                          HasSubstr("job.sh:3: #SBATCH --qos: ignored: not supported by Phalanx"),
                           "job.sh:4: #SBATCH --frobnicate: ignored: not an sbatch option gsub knows"));
   EXPECT_EQ(p->spec.name(), "ok");  // the value of an unknown option is skipped, what follows is read
+  EXPECT_EQ(p->spec.priority_class(), "high") << "--qos is the class";
+  // -p/--partition and -q are the partition and the class, as sbatch's.
+  auto part = Plan({"job.sh"}, {{"job.sh", "#SBATCH -p debug,gpu -q low\ntrue\n"}});
+  ASSERT_TRUE(part) << part.error().ToString();
+  ASSERT_EQ(part->spec.partitions_size(), 2);
+  EXPECT_EQ(part->spec.partitions(0), "debug");
+  EXPECT_EQ(part->spec.partitions(1), "gpu");
+  EXPECT_EQ(part->spec.priority_class(), "low");
+  EXPECT_TRUE(part->warnings.empty());
   EXPECT_EQ(PlanError({"job.sh"}, {{"job.sh", "#!/bin/sh\n\n#SBATCH --deadline now+1hour\ntrue\n"}}),
             "job.sh:3: #SBATCH --deadline: not supported by Phalanx, and ignoring it would run the job wrongly: not "
             "enforced: the job could run after its deadline");

@@ -184,7 +184,7 @@ TEST(SubmitCheckpointSignal, Errors) {
 // ---- the other options -----------------------------------------------------------------------
 
 TEST(SubmitOptions, EverythingElse) {
-  auto s = Spec({"-t", "1-00:00", "-p", "high", "--exclusive", "--no-preemptible", "-J", "llama", "-o", "out-%j.log",
+  auto s = Spec({"-t", "1-00:00", "-q", "high", "--exclusive", "--no-preemptible", "-J", "llama", "-o", "out-%j.log",
                  "-e", "err-%j.log", "-d", "afterok:12:13,afterok:14", "-A", "ml", "-H", "-D", "runs/a"});
   ASSERT_TRUE(s.has_value()) << s.error().ToString();
   EXPECT_EQ(s->walltime_s(), 86400);
@@ -242,11 +242,33 @@ TEST(SubmitOptions, UmaskOfTheSubmitterIsSent) {
   EXPECT_EQ(BuildJobSpec(*o, ctx)->umask(), 0u);
 }
 
+// -p is the partition (as sbatch), --qos/-q the priority class, --priority its older name;
+// -t UNLIMITED and -t 0 ask for the partition's maximum (the daemon resolves it).
+TEST(SubmitOptions, PartitionQosAndUnlimitedTime) {
+  auto s = Spec({"-p", "gpu,debug", "--qos", "urgent", "-t", "UNLIMITED"});
+  ASSERT_TRUE(s.has_value()) << s.error().ToString();
+  EXPECT_THAT(s->partitions(), ElementsAre("gpu", "debug"));
+  EXPECT_EQ(s->priority_class(), "urgent");
+  EXPECT_TRUE(s->walltime_max());
+  EXPECT_EQ(s->walltime_s(), 0);
+  s = Spec({"--partition=gpu", "--priority", "low", "--time=0"});
+  ASSERT_TRUE(s.has_value()) << s.error().ToString();
+  EXPECT_THAT(s->partitions(), ElementsAre("gpu"));
+  EXPECT_EQ(s->priority_class(), "low");
+  EXPECT_TRUE(s->walltime_max());
+  s = Spec({"-t", "2h"});
+  ASSERT_TRUE(s.has_value());
+  EXPECT_FALSE(s->walltime_max());
+  EXPECT_EQ(s->walltime_s(), 7200);
+  EXPECT_TRUE(s->partitions().empty());
+}
+
 TEST(SubmitOptions, ValueErrors) {
   EXPECT_EQ(SpecError({"-t", "forever"}),
             "-t: 'forever' is not a duration (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or 90s/30m/2h/1d)");
-  EXPECT_EQ(SpecError({"--time=0"}), "--time: '0' is a zero duration");
-  EXPECT_EQ(SpecError({"-p", "very high"}), "-p: 'very high' is not a class name (low, normal, high, urgent)");
+  EXPECT_EQ(SpecError({"-q", "very high"}), "-q: 'very high' is not a class name (low, normal, high, urgent)");
+  EXPECT_EQ(SpecError({"-p", "gpu,very high"}),
+            "-p: 'very high' is not a partition name (letters, digits, _ and -; a,b for several)");
   EXPECT_EQ(SpecError({"-d", "before:12"}),
             "-d: 'before:12': unknown dependency type 'before' (after, afterany, afterok, afternotok, singleton)");
   EXPECT_EQ(SpecError({"--dependency", "afterok"}), "--dependency: 'afterok': afterok needs a job id");

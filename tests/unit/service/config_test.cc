@@ -108,6 +108,65 @@ TEST(DaemonConfig, FenceAfterFromTheTimeouts) {
       << bad.error().ToString();
 }
 
+// partitions: a list; nodes as a hostlist, walltimes as seconds or Slurm times, UNLIMITED for
+// the maximum; a policy preset read after them keeps them. Errors name the file, line and key.
+TEST(DaemonConfig, Partitions) {
+  auto c = ParseDaemonConfig(
+      "partitions:\n"
+      "  - name: gpu\n"
+      "    nodes: node[0-1]\n"
+      "    default: true\n"
+      "    default_walltime: 1:00:00\n"
+      "    max_walltime: UNLIMITED\n"
+      "    max_gpus_per_job: 16\n"
+      "    default_qos: high\n"
+      "    allow_groups: [ml]\n"
+      "  - name: debug\n"
+      "    nodes: node3\n"
+      "    state: drain\n"
+      "    max_walltime: 1800\n"
+      "scheduler:\n"
+      "  policy: slurm-like\n",
+      "p.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  ASSERT_EQ(c->scheduler.partitions.size(), 2u);
+  const PartitionConfig& gpu = c->scheduler.partitions[0];
+  EXPECT_EQ(gpu.name, "gpu");
+  EXPECT_EQ(gpu.nodes, (std::vector<std::string>{"node0", "node1"}));
+  EXPECT_TRUE(gpu.is_default);
+  EXPECT_EQ(gpu.default_walltime, 3600);
+  EXPECT_EQ(gpu.max_walltime, kUnlimitedWalltime);
+  EXPECT_EQ(gpu.max_gpus_per_job, 16u);
+  EXPECT_EQ(c->scheduler.partitions[1].state, PartitionState::kDrain);
+  EXPECT_EQ(c->scheduler.partitions[1].max_walltime, 1800);
+  ASSERT_EQ(c->partitions.size(), 2u);
+  EXPECT_EQ(c->partitions[0].default_class, "high");
+  EXPECT_TRUE(c->partitions[0].restricted);
+  EXPECT_EQ(c->partitions[0].allow.groups, std::vector<std::string>{"ml"});
+  EXPECT_FALSE(c->partitions[1].restricted);
+  EXPECT_TRUE(ValidateDaemonConfig(*c));
+
+  auto bad = ParseDaemonConfig("partitions:\n  - name: gpu\n    max_walltime: forever\n", "b.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().ToString(),
+            "b.yaml:3: partitions[0].max_walltime: expected seconds or a Slurm time (D-HH:MM:SS) in 1 s..365 days or "
+            "UNLIMITED, got 'forever'");
+  bad = ParseDaemonConfig("partitions:\n  - name: gpu\n    colour: red\n", "b.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().ToString().find("b.yaml:3: unknown key 'partitions[0].colour'"), std::string::npos)
+      << bad.error().ToString();
+  bad = ParseDaemonConfig("partitions:\n  - nodes: n[1-2]\n", "b.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().ToString().find("partitions[0].name: every partition needs a name"), std::string::npos);
+  bad = ParseDaemonConfig("partitions:\n  - name: gpu\n    state: sleepy\n", "b.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().ToString().find("expected UP, DOWN, DRAIN or INACTIVE, got 'sleepy'"), std::string::npos);
+  auto qos = ParseDaemonConfig("partitions:\n  - name: gpu\n    default_qos: vip\n", "q.yaml");
+  ASSERT_FALSE(qos);
+  EXPECT_NE(qos.error().message.find("partitions.gpu.default_qos: unknown class 'vip'"), std::string::npos)
+      << qos.error().ToString();
+}
+
 TEST(DaemonConfig, ErrorsNameFileLineAndKey) {
   struct Case {
     std::string text, expect;

@@ -156,7 +156,8 @@ TEST(ScenarioExpect, TheScriptRunsAsDescribed) {
             "t=950 preempt job=2 requeue (preempted for job 3 after checkpoint)\n"
             "t=950 start job=3 gpus=node2:0-7,node3:0-7 (busbw 360.0 GB/s)\n"
             "t=950 wait job=2 Priority\n"
-            "t=950 refused submit: job 5: walltime 99999s exceeds the maximum 50000s\n"
+            "t=950 refused submit: job 5: walltime 99999s exceeds the maximum 50000s of partition default (MaxTime "
+            "13:53:20)\n"
             "t=1000 wait job=4 Resources start=1550\n"
             "final: 1=completed 2=pending 3=running[16] 4=pending\n");
 }

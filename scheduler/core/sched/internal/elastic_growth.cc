@@ -6,7 +6,6 @@
 #include <string>
 #include <utility>
 
-#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/what_if.h"
@@ -30,10 +29,9 @@ void GrowElastic(SchedulerState& s, const PassState& pass, std::vector<Decision>
     {
       WhatIf what_if(*s.topo);
       what_if.ReleaseJob(id);
-      const NodeFilter filter(*s.topo, job.forbidden_nodes);  // -w/-x/-C hold when growing too
       for (uint32_t size : sizes) {
         if (size <= job.gpus.size()) break;
-        if ((grown = s.PlaceNow(SchedulerState::ShapeFor(job, size)))) break;
+        if ((grown = s.PlaceNow(job, SchedulerState::ShapeFor(job, size)))) break;
       }
     }
     if (!grown) continue;

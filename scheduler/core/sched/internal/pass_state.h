@@ -50,10 +50,11 @@ struct ShapeKey {
   FitMode fit;
   bool exclusive, rail_aligned;
   uint32_t gpus_per_node;
+  uint64_t partitions;  // the job's partitions (PartitionMask): where it may go
   bool operator==(const ShapeKey&) const = default;
 
-  static ShapeKey Of(const PlacementRequest& r) {
-    return {r.level, r.fit, r.exclusive, r.rail_aligned, r.gpus_per_node};
+  static ShapeKey Of(const PlacementRequest& r, uint64_t partitions) {
+    return {r.level, r.fit, r.exclusive, r.rail_aligned, r.gpus_per_node, partitions};
   }
 };
 

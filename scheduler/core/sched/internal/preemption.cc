@@ -24,7 +24,7 @@ std::vector<GpuId> TrimClaim(SchedulerState& s, const JobRecord& job, std::vecto
   }
   WhatIf what_if(*s.topo);
   what_if.Block(others);
-  auto p = s.PlaceNow(SchedulerState::ShapeFor(job, s.MinLegalSize(job)));
+  auto p = s.PlaceNow(job, SchedulerState::ShapeFor(job, s.MinLegalSize(job)));
   if (!p) return claim;
   std::vector<GpuId> used = p->gpus;
   used.insert(used.end(), p->held.begin(), p->held.end());
@@ -146,7 +146,7 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, 
       inside.level = topo.domain(o.domain).level;
       inside.fit = FitMode::kRequire;
     }
-    if (!s.PlaceNow(inside)) continue;
+    if (!s.PlaceNow(job, inside)) continue;
     what_if.Undo();
     for (size_t c = 0; c < o.chosen.size(); ++c) {
       const Victim& v = victims[o.chosen[c].first];
@@ -200,7 +200,7 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
   const PriorityClassId cls(static_cast<uint32_t>(job.class_rank));
   const uint32_t n = s.MinLegalSize(job);
   const PlacementRequest request = SchedulerState::ShapeFor(job, n);
-  const ShapeKey key = ShapeKey::Of(request);
+  const ShapeKey key = ShapeKey::Of(request, PartitionMask(job.partition_ids));
   for (const PassState::FailedPreempt& f : pass.failed_preempts) {
     if (f.class_rank == job.class_rank && f.key == key && f.gpus <= n) return false;
   }

@@ -370,11 +370,11 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       for (const auto& [other, gpus] : pass.promised) {
         if (other != job.spec.id && !pass.planned.contains(other)) what_if.Extend(kPromised, gpus);
       }
-      p = s.PlaceNow(request);
+      p = s.PlaceNow(job, request);
     }
     if (!p && !what_if.empty(kPromised)) {
       what_if.Empty(kPromised);
-      p = s.PlaceNow(request);
+      p = s.PlaceNow(job, request);
     }
     if (!p) continue;
     Reservation res{job.spec.id, t, t + w, p->gpus};

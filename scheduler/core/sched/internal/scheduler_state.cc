@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "core/placement/simple_placers.h"
+#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/timers.h"
+#include "core/sched/internal/what_if.h"
 
 namespace phalanx {
 
@@ -31,6 +33,31 @@ std::optional<Placement> SchedulerState::PlaceNow(const PlacementRequest& reques
   }
   if (out.status != PlaceStatus::kPlaced) return std::nullopt;
   return std::move(out.placement);
+}
+
+namespace {
+bool Starts(PartitionState s) { return s == PartitionState::kUp || s == PartitionState::kDrain; }
+}  // namespace
+
+std::optional<Placement> SchedulerState::PlaceNow(const JobRecord& job, const PlacementRequest& request) const {
+  const NodeFilter filter(*topo, job.forbidden_nodes);  // -w/-x/-C: only the allowed nodes
+  for (uint32_t i : job.partition_ids) {
+    const Partition& part = partitions.at(i);
+    if (!Starts(part.state)) continue;
+    if (part.all_nodes) {
+      if (auto p = PlaceNow(request)) return p;
+      continue;
+    }
+    WhatIf fence(*topo);
+    fence.Block(part.outside);
+    if (auto p = PlaceNow(request)) return p;
+  }
+  return std::nullopt;
+}
+
+bool SchedulerState::PartitionOpen(const JobRecord& job) const {
+  return std::any_of(job.partition_ids.begin(), job.partition_ids.end(),
+                     [&](uint32_t i) { return Starts(partitions.at(i).state); });
 }
 
 const SchedulerState::BestBlock& SchedulerState::Best(uint32_t gpus) {

@@ -26,6 +26,7 @@
 #include "core/sched/elastic_sizes.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/job.h"
+#include "core/sched/partition.h"
 #include "core/sched/pending_jobs.h"
 #include "core/sched/policy/policies.h"
 #include "core/sched/scheduler.h"
@@ -63,6 +64,12 @@ struct SchedulerState {
   // The configured placement (config.placement) on the Topology as it is now, what-ifs
   // included; nullopt unless placed.
   std::optional<Placement> PlaceNow(const PlacementRequest& request) const;
+  // The same for `job`, on the nodes its -w/-x/-C allow (node_filter.h) and inside its
+  // partitions: in each of them in order that is UP or DRAIN, with the free GPUs outside it held
+  // for the call; the first placement found.
+  std::optional<Placement> PlaceNow(const JobRecord& job, const PlacementRequest& request) const;
+  // Whether any of the job's partitions lets jobs start (UP or DRAIN).
+  bool PartitionOpen(const JobRecord& job) const;
   // How long a job has between the checkpoint signal and its deadline: its own, else the config's.
   Duration CheckpointGrace(const JobRecord& job) const {
     return job.spec.checkpoint_grace > 0 ? job.spec.checkpoint_grace : config.checkpoint_grace;
@@ -112,6 +119,7 @@ struct SchedulerState {
   std::map<uint32_t, BestBlock> best_blocks;
   SchedulerConfig config;
   PriorityClassTable classes;
+  PartitionTable partitions;  // set by Scheduler::Create
   FairshareTracker fairshare;
   RuntimeHistory history;  // run times of ended jobs (RuntimeMode::kPredicted)
   LimitTracker limits;

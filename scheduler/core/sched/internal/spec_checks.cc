@@ -1,10 +1,12 @@
 #include "core/sched/internal/spec_checks.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
 #include "core/sched/internal/dependencies.h"
 #include "core/sched/internal/scheduler_state.h"
+#include "util/duration.h"
 #include "util/job_fields.h"
 
 namespace phalanx {
@@ -93,15 +95,65 @@ Result<PriorityClassId> CheckSubmit(const SchedulerState& s, const JobSpec& spec
   auto cls = CheckShape(s, spec);
   PHX_RETURN_IF_ERROR(cls);
   PHX_RETURN_IF_ERROR(CheckElasticSizes(spec));
-  if (spec.walltime > s.config.max_walltime) {
-    return Fail(where, "walltime " + std::to_string(spec.walltime) + "s exceeds the maximum " +
-                           std::to_string(s.config.max_walltime) + "s");
-  }
+  PHX_RETURN_IF_ERROR(CheckPartitions(s, spec));  // a partition's MaxTime is the walltime limit
   PHX_RETURN_IF_ERROR(CheckArrayFields(s, spec));
   PHX_RETURN_IF_ERROR(CheckDependencyTargets(s, spec));
   if (auto hit = s.limits.CheckSubmit(spec.user, spec.account))
     return Fail(ErrorCode::kResourceExhausted, where, hit->ToString());
   return cls;
+}
+
+Result<std::vector<uint32_t>> CheckPartitions(const SchedulerState& s, const JobSpec& spec) {
+  const std::string where = JobWhere(spec.id);
+  auto ids = s.partitions.Resolve(spec.partitions);
+  if (!ids) return Fail(where, ids.error().ToString());
+  const uint32_t gpus = NormalisedShape(spec.shape).gpus;
+  for (uint32_t i : *ids) {
+    const Partition& p = s.partitions.at(i);
+    const std::string in = "partition " + p.name + ": ";
+    if (p.state == PartitionState::kDrain || p.state == PartitionState::kInactive) {
+      return Fail(ErrorCode::kFailedPrecondition, where,
+                  in + "state " + std::string(PartitionStateName(p.state)) + ": no new jobs");
+    }
+    if (spec.walltime > p.max_walltime) {
+      return Fail(where, "walltime " + std::to_string(spec.walltime) + "s exceeds the maximum " +
+                             std::to_string(p.max_walltime) + "s of partition " + p.name + " (MaxTime " +
+                             FormatSlurmDuration(p.max_walltime) + ")");
+    }
+    if (p.max_gpus_per_job > 0 && gpus > p.max_gpus_per_job) {
+      return Fail(where,
+                  in + std::to_string(gpus) + " GPUs exceed its MaxGPUsPerJob " + std::to_string(p.max_gpus_per_job));
+    }
+  }
+  return ids;
+}
+
+std::string PartitionsUnsatisfiable(const SchedulerState& s, const JobSpec& spec, const std::vector<uint32_t>& ids,
+                                    uint32_t n) {
+  std::string why;
+  for (uint32_t i : ids) {
+    const Partition& p = s.partitions.at(i);
+    std::string no;
+    if (n > p.gpus) {
+      no = "partition " + p.name + " has " + std::to_string(p.gpus) + " GPUs";
+    } else if (spec.shape.nodes > 0 && spec.shape.gpus_per_node > p.max_node_gpus) {
+      no = "partition " + p.name + " has no node with " + std::to_string(spec.shape.gpus_per_node) + " GPUs";
+    } else {
+      return {};
+    }
+    why += (why.empty() ? "" : "; ") + no;
+  }
+  return why;
+}
+
+Duration DefaultWalltime(const SchedulerState& s, const std::vector<uint32_t>& ids) {
+  return ids.empty() ? s.config.default_walltime : s.partitions.at(ids.front()).default_walltime;
+}
+
+Duration MaxWalltime(const SchedulerState& s, const std::vector<uint32_t>& ids) {
+  Duration m = ids.empty() ? s.config.max_walltime : kUnlimitedWalltime;
+  for (uint32_t i : ids) m = std::min(m, s.partitions.at(i).max_walltime);
+  return m;
 }
 
 }  // namespace phalanx

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/common/ids.h"
 #include "core/common/result.h"
@@ -36,5 +37,17 @@ Status CheckElasticSizes(const JobSpec& spec);
 // within the maximum, array fields (dependencies.h), dependencies known (kNotFound), the pending-job limits
 // (kResourceExhausted); returns the class.
 Result<PriorityClassId> CheckSubmit(const SchedulerState& s, const JobSpec& spec);
+// The job's partitions (spec.partitions resolved), each accepting new jobs (UP or DOWN, not
+// DRAIN or INACTIVE), each with the walltime (0: the partition's default) within its maximum
+// and the GPUs within its max_gpus_per_job. Errors name the partition and the limit.
+Result<std::vector<uint32_t>> CheckPartitions(const SchedulerState& s, const JobSpec& spec);
+// Why a job of `n` GPUs (shape as in `spec`) can never run in any of `ids`: too few GPUs in
+// the partition, or no node of it with gpus_per_node GPUs. Empty when one of them may hold it.
+std::string PartitionsUnsatisfiable(const SchedulerState& s, const JobSpec& spec, const std::vector<uint32_t>& ids,
+                                    uint32_t n);
+// The walltime a job gets when it states none (the first partition's default_walltime), and
+// the most it may state (the smallest max_walltime of its partitions).
+Duration DefaultWalltime(const SchedulerState& s, const std::vector<uint32_t>& ids);
+Duration MaxWalltime(const SchedulerState& s, const std::vector<uint32_t>& ids);
 
 }  // namespace phalanx

@@ -5,7 +5,6 @@
 #include <string>
 #include <utility>
 
-#include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/what_if.h"
@@ -26,8 +25,7 @@ std::optional<Placement> TryStartNow(SchedulerState& s, PassState& pass, const J
     p.prediction = s.placer->model().Predict(p.gpus);
     if (p.prediction.busbw_gbs > 0 || p.gpus.size() == 1) return p;
   }
-  const NodeFilter filter(*s.topo, job.forbidden_nodes);  // -w/-x/-C: only the allowed nodes
-  auto smallest = s.PlaceNow(SchedulerState::ShapeFor(job, min));
+  auto smallest = s.PlaceNow(job, SchedulerState::ShapeFor(job, min));
   if (!smallest || sizes.size() == 1) return smallest;
   // Larger elastic sizes are opportunistic: they may not take blocks promised to other jobs.
   // Feasibility is monotone in size, so binary search the sizes above the minimum.
@@ -39,7 +37,7 @@ std::optional<Placement> TryStartNow(SchedulerState& s, PassState& pass, const J
   size_t lo = 0, hi = sizes.size() - 1;  // candidates sizes[lo..hi), descending
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
-    if (auto p = s.PlaceNow(SchedulerState::ShapeFor(job, sizes[mid]))) {
+    if (auto p = s.PlaceNow(job, SchedulerState::ShapeFor(job, sizes[mid]))) {
       best = std::move(p);
       hi = mid;
     } else {

@@ -1,0 +1,241 @@
+// Partitions in the core: a job runs only on its partition's nodes (the first of several where
+// it can start), waits and reserves inside them, and is refused at submit naming the partition
+// and the limit it breaks (core/sched/partition.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/sched/scheduler.h"
+#include "test_clusters.h"
+
+namespace phalanx {
+namespace {
+
+using testing::Build;
+using testing::TwoTier;
+
+// 2 leaves x 2 DGX H100 (8 GPUs each): leaf0-n0, leaf0-n1, leaf1-n0, leaf1-n1.
+// "small" = leaf1-n1 only; "big" = leaf0's two nodes (default); "all" = every node.
+SchedulerConfig PartConfig() {
+  SchedulerConfig c;
+  c.weights.fairshare = 0;
+  PartitionConfig big;
+  big.name = "big";
+  big.nodes = {"leaf0-n0", "leaf0-n1"};
+  big.is_default = true;
+  big.default_walltime = 600;
+  big.max_walltime = 3600;
+  PartitionConfig small;
+  small.name = "small";
+  small.nodes = {"leaf1-n1"};
+  small.max_gpus_per_job = 4;
+  PartitionConfig all;
+  all.name = "all";
+  c.partitions = {big, small, all};
+  return c;
+}
+
+std::unique_ptr<Scheduler> Make(SchedulerConfig c = PartConfig()) {
+  auto s = Scheduler::Create(Build(TwoTier(2, 2)), std::move(c));
+  if (!s) throw std::runtime_error(s.error().ToString());
+  return std::move(*s);
+}
+
+JobSpec Job(JobId id, uint32_t gpus, std::vector<std::string> parts = {}, Duration walltime = 0) {
+  JobSpec s;
+  s.id = id;
+  s.user = "alice";
+  s.account = "lab";
+  s.shape.gpus = gpus;
+  s.walltime = walltime;
+  s.partitions = std::move(parts);
+  return s;
+}
+
+// The nodes the job's GPUs are on.
+std::set<std::string> NodesOf(const Scheduler& s, JobId id) {
+  std::set<std::string> out;
+  const Topology& t = s.topology();
+  for (GpuId g : s.job(id)->gpus) out.insert(t.domain(t.node_domain(t.node_of(g))).name);
+  return out;
+}
+
+TEST(SchedulerPartitions, NoneConfiguredIsOneDefaultOfEveryNode) {
+  SchedulerConfig c;
+  auto s = Make(c);
+  ASSERT_EQ(s->partitions().size(), 1u);
+  EXPECT_EQ(s->partitions().default_name(), "default");
+  EXPECT_TRUE(s->partitions().at(0).all_nodes);
+  EXPECT_EQ(s->partitions().at(0).gpus, 32u);
+  ASSERT_TRUE(s->Submit(Job(1, 32), 0));
+  s->Schedule(0);
+  EXPECT_EQ(s->job(1)->state, JobState::kRunning);
+  EXPECT_EQ(s->job(1)->walltime, c.default_walltime);
+}
+
+TEST(SchedulerPartitions, JobRunsOnlyOnItsPartitionsNodes) {
+  auto s = Make();
+  ASSERT_TRUE(s->Submit(Job(1, 2, {"small"}), 0));
+  ASSERT_TRUE(s->Submit(Job(2, 8), 0));  // default partition: big
+  s->Schedule(0);
+  ASSERT_EQ(s->job(1)->state, JobState::kRunning);
+  EXPECT_EQ(NodesOf(*s, 1), std::set<std::string>{"leaf1-n1"});
+  ASSERT_EQ(s->job(2)->state, JobState::kRunning);
+  for (const std::string& n : NodesOf(*s, 2)) EXPECT_TRUE(n.starts_with("leaf0-")) << n;
+  // The default partition's default walltime.
+  EXPECT_EQ(s->job(2)->walltime, 600);
+  EXPECT_EQ(s->partitions().Holding(s->job(1)->partition_ids, s->job(1)->gpus, s->topology()), 1u);
+}
+
+TEST(SchedulerPartitions, FullPartitionWaitsAlthoughOtherNodesAreFree) {
+  auto s = Make();
+  ASSERT_TRUE(s->Submit(Job(1, 4, {"small"}, 1000), 0));
+  ASSERT_TRUE(s->Submit(Job(2, 4, {"small"}, 1000), 0));
+  ASSERT_TRUE(s->Submit(Job(3, 4, {"small"}, 1000), 0));
+  s->Schedule(0);
+  EXPECT_EQ(s->job(1)->state, JobState::kRunning);
+  EXPECT_EQ(s->job(2)->state, JobState::kRunning);
+  ASSERT_EQ(s->job(3)->state, JobState::kPending);
+  // 24 GPUs are free elsewhere; inside "small" it waits for the first end, and reserves there.
+  EXPECT_EQ(s->job(3)->wait.predicted_start, 1000);
+  ASSERT_EQ(s->reservations().size(), 1u);
+  const Topology& t = s->topology();
+  for (GpuId g : s->reservations()[0].gpus) EXPECT_EQ(t.domain(t.node_domain(t.node_of(g))).name, "leaf1-n1");
+  ASSERT_TRUE(s->JobEnded(1, 1000, true));
+  s->Schedule(1000);
+  EXPECT_EQ(s->job(3)->state, JobState::kRunning);
+  EXPECT_EQ(NodesOf(*s, 3), std::set<std::string>{"leaf1-n1"});
+}
+
+TEST(SchedulerPartitions, SeveralPartitionsTakeTheFirstWhereItCanStart) {
+  auto s = Make();
+  ASSERT_TRUE(s->Submit(Job(1, 4, {"small"}, 1000), 0));
+  ASSERT_TRUE(s->Submit(Job(2, 4, {"small"}, 1000), 0));
+  s->Schedule(0);
+  // small is full: a job asking for small,all runs in all; one asking small first when it has
+  // room runs in small.
+  ASSERT_TRUE(s->Submit(Job(3, 4, {"small", "all"}, 100), 1));
+  s->Schedule(1);
+  ASSERT_EQ(s->job(3)->state, JobState::kRunning);
+  EXPECT_FALSE(NodesOf(*s, 3).contains("leaf1-n1"));
+  EXPECT_EQ(s->partitions().Holding(s->job(3)->partition_ids, s->job(3)->gpus, s->topology()), 2u);
+  ASSERT_TRUE(s->JobEnded(1, 2, true));
+  ASSERT_TRUE(s->Submit(Job(4, 4, {"small", "all"}, 100), 2));
+  s->Schedule(2);
+  ASSERT_EQ(s->job(4)->state, JobState::kRunning);
+  EXPECT_EQ(NodesOf(*s, 4), std::set<std::string>{"leaf1-n1"});
+}
+
+TEST(SchedulerPartitions, SubmitRefusalsNameThePartitionAndTheLimit) {
+  auto s = Make();
+  auto too_long = s->Submit(Job(1, 1, {}, 7200), 0);
+  ASSERT_FALSE(too_long);
+  EXPECT_NE(
+      too_long.error().message.find("walltime 7200s exceeds the maximum 3600s of partition big (MaxTime 1:00:00)"),
+      std::string::npos)
+      << too_long.error().message;
+  auto too_wide = s->Submit(Job(2, 8, {"small"}), 0);
+  ASSERT_FALSE(too_wide);
+  EXPECT_NE(too_wide.error().message.find("partition small: 8 GPUs exceed its MaxGPUsPerJob 4"), std::string::npos)
+      << too_wide.error().message;
+  auto unknown = s->Submit(Job(3, 1, {"gpu"}), 0);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("unknown partition 'gpu' (known: big, small, all)"), std::string::npos)
+      << unknown.error().message;
+  auto twice = s->Submit(Job(4, 1, {"all", "all"}), 0);
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().message.find("partition 'all' listed twice"), std::string::npos);
+  // Every partition named must accept it: small's MaxGPUsPerJob refuses small,all too.
+  EXPECT_FALSE(s->Submit(Job(5, 8, {"all", "small"}), 0));
+  // The maximum is within the limit.
+  EXPECT_TRUE(s->Submit(Job(6, 1, {}, 3600), 0));
+}
+
+TEST(SchedulerPartitions, CanNeverFitThePartition) {
+  auto s = Make();
+  // 16 GPUs fit the cluster but not small's 8.
+  JobSpec j = Job(1, 16, {"all"});
+  EXPECT_TRUE(s->ValidateSpec(j));
+  SchedulerConfig c = PartConfig();
+  c.partitions[1].max_gpus_per_job = 0;
+  s = Make(c);
+  auto v = s->ValidateSpec(Job(2, 16, {"small"}));
+  ASSERT_FALSE(v);
+  EXPECT_NE(v.error().message.find("partition: can never fit: partition small has 8 GPUs"), std::string::npos)
+      << v.error().message;
+  // Submitted anyway (Submit does not ask "can it fit"), it waits Unsatisfiable.
+  ASSERT_TRUE(s->Submit(Job(2, 16, {"small"}), 0));
+  s->Schedule(0);
+  EXPECT_EQ(s->job(2)->wait.kind, WaitKind::kUnsatisfiable);
+  EXPECT_EQ(s->job(2)->wait.detail, "partition small has 8 GPUs");
+}
+
+TEST(SchedulerPartitions, DrainRefusesNewJobsDownQueuesThem) {
+  SchedulerConfig c = PartConfig();
+  c.partitions[1].state = PartitionState::kDrain;
+  c.partitions[2].state = PartitionState::kDown;
+  auto s = Make(c);
+  auto drained = s->Submit(Job(1, 1, {"small"}), 0);
+  ASSERT_FALSE(drained);
+  EXPECT_EQ(drained.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(drained.error().message.find("partition small: state DRAIN: no new jobs"), std::string::npos);
+  ASSERT_TRUE(s->Submit(Job(2, 1, {"all"}), 0));
+  s->Schedule(0);
+  EXPECT_EQ(s->job(2)->state, JobState::kPending);
+  EXPECT_EQ(s->job(2)->wait.kind, WaitKind::kPartitionDown);
+  EXPECT_EQ(s->job(2)->wait.detail, "partition all is DOWN");
+  EXPECT_EQ(WaitKindName(WaitKind::kPartitionDown), "PartitionDown");
+}
+
+TEST(SchedulerPartitions, UpdateWalltimeWithinThePartitionsMaximum) {
+  auto s = Make();
+  ASSERT_TRUE(s->Submit(Job(1, 1), 0));
+  EXPECT_TRUE(s->Update(1, {.walltime = 3600}, 0));
+  auto over = s->Update(1, {.walltime = 3601}, 0);
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.error().message.find("outside 1..3600s (the MaxTime of its partitions)"), std::string::npos);
+}
+
+TEST(SchedulerPartitions, RestoredJobOfAPartitionNoLongerConfiguredWaitsUnsatisfiable) {
+  auto s = Make();
+  JobRecord r;
+  r.spec = Job(1, 1, {"gone"}, 100);
+  ASSERT_TRUE(s->Restore(r, 0));
+  JobRecord old;  // a row from before partitions: none named, so the default
+  old.spec = Job(2, 1, {}, 100);
+  ASSERT_TRUE(s->Restore(old, 0));
+  (void)s->FinishRestore(0);
+  s->Schedule(0);
+  EXPECT_EQ(s->job(1)->wait.kind, WaitKind::kUnsatisfiable);
+  EXPECT_EQ(s->job(1)->wait.detail, "partition 'gone' is no longer configured");
+  ASSERT_EQ(s->job(2)->state, JobState::kRunning);
+  for (const std::string& n : NodesOf(*s, 2)) EXPECT_TRUE(n.starts_with("leaf0-")) << n;
+}
+
+TEST(SchedulerPartitions, BadConfigsNameThePartition) {
+  auto fails = [](SchedulerConfig c, const std::string& want) {
+    auto s = Scheduler::Create(Build(TwoTier(2, 2)), std::move(c));
+    ASSERT_FALSE(s) << want;
+    EXPECT_NE(s.error().ToString().find(want), std::string::npos) << s.error().ToString();
+  };
+  SchedulerConfig c = PartConfig();
+  c.partitions[1].nodes = {"leaf9-n0"};
+  fails(c, "partitions.small: nodes: unknown node 'leaf9-n0'");
+  c = PartConfig();
+  c.partitions[2].name = "big";
+  fails(c, "name: partition 'big' defined twice");
+  c = PartConfig();
+  c.partitions[2].is_default = true;
+  fails(c, "partitions.all: default: a second default partition (the first is 'big')");
+  c = PartConfig();
+  c.partitions[0].default_walltime = 7200;
+  fails(c, "partitions.big: default_walltime 7200s > max_walltime 3600s");
+  EXPECT_EQ(ParsePartitionState("drain"), PartitionState::kDrain);
+  EXPECT_FALSE(ParsePartitionState("sleepy"));
+}
+
+}  // namespace
+}  // namespace phalanx
