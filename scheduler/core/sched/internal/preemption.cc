@@ -10,6 +10,7 @@
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/what_if.h"
+#include "core/sched/policy/service_queue.h"
 
 namespace phalanx {
 
@@ -34,8 +35,8 @@ std::vector<GpuId> TrimClaim(SchedulerState& s, const JobRecord& job, std::vecto
 
 // Frees a block of `n` GPUs for `job` (shape `request`) from `candidates` when one can be found;
 // true when victims were chosen and told to checkpoint.
-bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, const PlacementRequest& request,
-                const std::vector<JobId>& candidates, std::vector<Decision>& out) {
+bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemptor& preemptor, uint32_t n,
+                const PlacementRequest& request, const std::vector<JobId>& candidates, std::vector<Decision>& out) {
   const Time now = pass.now;
   const Topology& topo = *s.topo;
   const PreemptionPolicy& policy = *s.policies.preemption;
@@ -52,13 +53,13 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, 
     if (s.config.elastic && v.spec.elastic() && !v.spec.shape.exclusive) {
       const uint32_t keep = s.MinLegalSize(v);
       if (keep < v.gpus.size()) {
-        if (const std::optional<double> cost = policy.Cost(v, true, now)) {
+        if (const std::optional<double> cost = policy.Cost(preemptor, v, true, now)) {
           victims.push_back({vid, true, static_cast<uint32_t>(v.gpus.size()) - keep, *cost});
           continue;
         }
       }
     }
-    if (const std::optional<double> cost = policy.Cost(v, false, now)) {
+    if (const std::optional<double> cost = policy.Cost(preemptor, v, false, now)) {
       victims.push_back({vid, false, static_cast<uint32_t>(v.gpus.size()), *cost});
     }
   }
@@ -189,31 +190,35 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
   // A job restricted to some nodes (-w/-x/-C) does not preempt: the victims are chosen by shape
   // alone and might free the wrong nodes. It waits for its nodes like any job.
   if (!job.forbidden_nodes.empty()) return false;
-  const PriorityClassId cls(static_cast<uint32_t>(job.class_rank));
+  Preemptor preemptor{PriorityClassId(static_cast<uint32_t>(job.class_rank)), 0};
+  if (s.config.order == QueueOrder::kAttained)
+    preemptor.service_queue = ServiceQueue(s.config.service_queues, job, pass.now);
+  const std::pair<int, uint32_t> rank{job.class_rank, preemptor.service_queue};
   const uint32_t n = s.MinLegalSize(job);
   const PlacementRequest request = SchedulerState::ShapeFor(job, n);
   const ShapeKey key = ShapeKey::Of(request);
   for (const PassState::FailedPreempt& f : pass.failed_preempts) {
-    if (f.class_rank == job.class_rank && f.key == key && f.gpus <= n) return false;
+    if (f.rank == rank && f.key == key && f.gpus <= n) return false;
   }
-  auto it = pass.victims_by_class.find(job.class_rank);
+  auto it = pass.victims_by_class.find(rank);
   if (it == pass.victims_by_class.end()) {
     std::vector<JobId> ids;
     for (JobId vid : s.active) {
       const JobRecord& v = s.jobs.at(vid);
-      if (v.state == JobState::kRunning && v.preempted_for == kNoJob && s.policies.preemption->MayPreempt(cls, v))
+      if (v.state == JobState::kRunning && v.preempted_for == kNoJob &&
+          s.policies.preemption->MayPreempt(preemptor, v, pass.now))
         ids.push_back(vid);
     }
-    it = pass.victims_by_class.emplace(job.class_rank, std::move(ids)).first;
+    it = pass.victims_by_class.emplace(rank, std::move(ids)).first;
   }
   if (it->second.empty()) return false;
   pass.start_blocks.Clear();
-  const bool ok = PreemptFor(s, pass, job, n, request, it->second, out);
+  const bool ok = PreemptFor(s, pass, job, preemptor, n, request, it->second, out);
   if (ok) {
     pass.victims_by_class.clear();
     pass.ends_dirty = true;
   } else {
-    pass.failed_preempts.push_back({job.class_rank, key, n});
+    pass.failed_preempts.push_back({rank, key, n});
   }
   return ok;
 }
