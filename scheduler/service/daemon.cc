@@ -16,6 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include <functional>
 #include <future>
 #include <sstream>
+#include <thread>
 
 #include "adapters/store/group_committer.h"
 #include "adapters/topology/topology_loader.h"
@@ -35,6 +37,7 @@
 #include "service/jobs_service.h"
 #include "service/recovery.h"
 #include "service/slurm_executor.h"
+#include "service/standby_gate.h"
 #include "service/unix_listener.h"
 #include "util/file_read.h"
 #include "util/log.h"
@@ -104,6 +107,97 @@ void FitFileLimit(UserLimits& limits) {
                    << " (open files limit " << rl.rlim_cur << ")";
     limits.max_connections = static_cast<uint32_t>(room);
   }
+}
+
+// users_tcp's server credentials: TLS when a certificate is configured, else plaintext.
+Result<std::shared_ptr<grpc::ServerCredentials>> UsersTcpCredentials(const UserTcpConfig& u) {
+  if (u.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl;
+  PHX_ASSIGN_OR_RETURN(auto cert, ReadSecretFile(u.tls_cert, "TLS certificate"));
+  PHX_ASSIGN_OR_RETURN(auto key, ReadSecretFile(u.tls_key, "TLS key"));
+  ssl.pem_key_cert_pairs.push_back({key, cert});
+  return grpc::SslServerCredentials(ssl);
+}
+
+// "the leader is HOLDER (epoch N, lease ends in M ms)" for a standby's refusals.
+std::string LeaderText(store::Store& store) {
+  auto lease = store.ReadLeader();
+  if (!lease) return "the leader is not known (" + lease.error().message + ")";
+  if (!*lease) return "nobody leads yet";
+  const store::LeaderLease& l = **lease;
+  return "the leader is " + l.holder + " (epoch " + std::to_string(l.epoch) + ", lease ends in " +
+         std::to_string(l.expires_ms - l.now_ms) + " ms)";
+}
+
+// Takes the store's leadership; while another phalanxd holds it, stands by (store.standby):
+// serves refusals on every listener (StandbyGate) and tries again every lease_renew, until the
+// lease lapses and this one takes over, or a signal stops it (kStoppedInStandby).
+Result<store::LeaderLease> LeadOrStandBy(store::Store& store, const std::string& holder, const DaemonConfig& config,
+                                         const std::shared_ptr<grpc::ServerCredentials>& agent_creds,
+                                         bool handle_signals) {
+  const auto lease_ms = static_cast<int64_t>(config.store_lease_s * 1000);
+  auto lease = store.AcquireLeadership(holder, lease_ms);
+  if (lease) return lease;
+  if (!config.store_standby || lease.error().message.find("held by") == std::string::npos)
+    return Fail(store.path(), "another phalanxd leads this store: " + lease.error().message);
+  StandbyGate::Listen listen;
+  listen.socket_path = config.socket_path;
+  if (!config.users_tcp.listen.empty()) {
+    PHX_ASSIGN_OR_RETURN(listen.users_tcp_creds, UsersTcpCredentials(config.users_tcp));
+    listen.users_tcp = config.users_tcp.listen;
+  }
+  if (!config.agents.listen.empty()) {
+    listen.agents = config.agents.listen;
+    listen.agents_creds = agent_creds;
+  }
+  PHX_ASSIGN_OR_RETURN(auto gate, StandbyGate::Start(listen));
+  // SIGINT/SIGTERM end the wait (the daemon's own signal handling starts once it leads).
+  std::atomic<bool> stop{false};
+  boost::asio::io_context sig_io;
+  std::optional<boost::asio::signal_set> signals;
+  std::thread sig_thread;
+  if (handle_signals) {
+    signals.emplace(sig_io, SIGINT, SIGTERM);
+    signals->async_wait([&stop](const boost::system::error_code& ec, int) {
+      if (!ec) stop = true;
+    });
+    sig_thread = std::thread([&sig_io] { sig_io.run(); });
+  }
+  auto end_signals = [&] {
+    if (!sig_thread.joinable()) return;
+    boost::asio::post(sig_io, [&] { signals->cancel(); });
+    sig_thread.join();
+    signals.reset();
+  };
+  std::string leader = LeaderText(store);
+  gate->SetLeader(leader);
+  PHX_LOG(kInfo) << "standby: " << leader << "; refusing calls on " << config.socket_path
+                 << (listen.users_tcp.empty() ? "" : ", " + listen.users_tcp)
+                 << (listen.agents.empty() ? "" : ", " + listen.agents) << "; trying every "
+                 << config.store_lease_renew_s << " s";
+  const auto step = std::chrono::milliseconds(static_cast<int64_t>(config.store_lease_renew_s * 1000));
+  for (;;) {
+    const auto next = std::chrono::steady_clock::now() + step;
+    while (!stop && std::chrono::steady_clock::now() < next) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (stop) {
+      end_signals();
+      gate->Stop();
+      return Fail(store.path(), std::string(kStoppedInStandby));
+    }
+    lease = store.AcquireLeadership(holder, lease_ms);
+    if (lease) break;
+    if (lease.error().message.find("held by") == std::string::npos) {
+      end_signals();
+      gate->Stop();
+      return Fail(store.path(), "standby: trying to take the lease failed: " + lease.error().message);
+    }
+    if (std::string now = LeaderText(store); now != leader) gate->SetLeader(leader = now);
+  }
+  end_signals();
+  gate->Stop();  // the leader's listeners bind the same addresses next
+  PHX_LOG(kInfo) << "standby: took over the store's leadership (epoch " << lease->epoch << ", " << gate->refused()
+                 << " calls refused while standing by); rebuilding from the store";
+  return lease;
 }
 
 }  // namespace
@@ -182,33 +276,6 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   so.backend = config.store_backend;
   PHX_ASSIGN_OR_RETURN(auto opened, store::Store::Open(store_target, so));
   p.store = std::move(opened);
-  const auto lease_ms = static_cast<int64_t>(config.store_lease_s * 1000);
-  if (postgres) {
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    const std::string holder = std::string(host) + ":" + std::to_string(getpid());
-    auto lease = p.store->AcquireLeadership(holder, lease_ms);
-    if (!lease) return Fail(p.store->path(), "another phalanxd leads this store: " + lease.error().message);
-    PHX_LOG(kInfo) << "store " << p.store->path() << ": leading as " << holder << ", epoch " << lease->epoch
-                   << " (lease " << config.store_lease_s << " s, renewed every " << config.store_lease_s / 3 << " s)";
-  }
-
-  RecoveryOptions ro;
-  ro.force_topology = config.force_topology;
-  ro.now = p.clock->Now();
-  SchedulerConfig core_config = config.scheduler;
-  core_config.wait_decisions = false;  // the controller reads wait reasons from the job records
-  PHX_ASSIGN_OR_RETURN(auto recovered, Recover(*p.store, std::move(topology), std::move(core_config), ro));
-  for (const std::string& note : recovered.notes) PHX_LOG(kWarn) << "recovery: " << note;
-  PHX_LOG(kInfo) << "recovered " << recovered.jobs << " jobs from " << p.store->path() << " (" << recovered.unfinished
-                 << " unfinished, " << recovered.running << " running; " << recovered.unconfirmed.size()
-                 << " nodes wait for their agents)";
-  PHX_RETURN_IF_ERROR(p.store->Apply(recovered.batch));
-  recovered.batch.Clear();
-
-  PHX_ASSIGN_OR_RETURN(auto reader, store::Store::Open(store_target, so));
-  p.reader = std::move(reader);
-
   // Agents' credentials, before anything listens.
   std::shared_ptr<grpc::ServerCredentials> agent_creds;
   std::string token;
@@ -234,6 +301,33 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
       agent_creds = grpc::InsecureServerCredentials();
     }
   }
+
+  const auto lease_ms = static_cast<int64_t>(config.store_lease_s * 1000);
+  const auto renew_ms = static_cast<int64_t>(config.store_lease_renew_s * 1000);
+  if (postgres) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    const std::string holder = std::string(host) + ":" + std::to_string(getpid());
+    PHX_ASSIGN_OR_RETURN(auto lease, LeadOrStandBy(*p.store, holder, config, agent_creds, options.handle_signals));
+    PHX_LOG(kInfo) << "store " << p.store->path() << ": leading as " << holder << ", epoch " << lease.epoch
+                   << " (lease " << config.store_lease_s << " s, renewed every " << config.store_lease_renew_s << " s)";
+  }
+
+  RecoveryOptions ro;
+  ro.force_topology = config.force_topology;
+  ro.now = p.clock->Now();
+  SchedulerConfig core_config = config.scheduler;
+  core_config.wait_decisions = false;  // the controller reads wait reasons from the job records
+  PHX_ASSIGN_OR_RETURN(auto recovered, Recover(*p.store, std::move(topology), std::move(core_config), ro));
+  for (const std::string& note : recovered.notes) PHX_LOG(kWarn) << "recovery: " << note;
+  PHX_LOG(kInfo) << "recovered " << recovered.jobs << " jobs from " << p.store->path() << " (" << recovered.unfinished
+                 << " unfinished, " << recovered.running << " running; " << recovered.unconfirmed.size()
+                 << " nodes wait for their agents)";
+  PHX_RETURN_IF_ERROR(p.store->Apply(recovered.batch));
+  recovered.batch.Clear();
+
+  PHX_ASSIGN_OR_RETURN(auto reader, store::Store::Open(store_target, so));
+  p.reader = std::move(reader);
 
   p.committer = std::make_unique<store::GroupCommitter>(p.store.get());
   p.work.emplace(p.io.get_executor());
@@ -322,11 +416,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
     p.history = std::make_unique<HistorySampler>(p.io, p.controller.get(), p.committer.get(), ho);
   }
   if (postgres) {
-    // Renew the lease every third of it, through the committer (behind the other writes). A
-    // failed renewal -- deposed by another phalanxd, or the database gone -- stops this one.
+    // Renew the lease every lease_renew, through the committer (behind the other writes). A
+    // failed renewal -- deposed by another phalanxd, or the database gone -- stops this one
+    // (it steps down by exiting; systemd restarts it, as a standby: docs/deployment.md).
     p.lease_timer = std::make_unique<boost::asio::steady_timer>(p.io);
-    p.renew_lease = [&p, self, lease_ms] {
-      p.lease_timer->expires_after(std::chrono::milliseconds(lease_ms / 3));
+    p.renew_lease = [&p, self, lease_ms, renew_ms] {
+      p.lease_timer->expires_after(std::chrono::milliseconds(renew_ms));
       p.lease_timer->async_wait([&p, self, lease_ms](const boost::system::error_code& ec) {
         if (ec) return;
         store::Batch renew;
@@ -438,18 +533,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   }
   if (p.user_auth) {
     const UserTcpConfig& u = config.users_tcp;
-    std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-    if (!u.tls_cert.empty()) {
-      grpc::SslServerCredentialsOptions ssl;
-      auto cert = ReadSecretFile(u.tls_cert, "TLS certificate");
-      auto key = ReadSecretFile(u.tls_key, "TLS key");
-      if (!cert || !key) {
-        d->Stop();
-        return std::unexpected(!cert ? cert.error() : key.error());
-      }
-      ssl.pem_key_cert_pairs.push_back({*key, *cert});
-      creds = grpc::SslServerCredentials(ssl);
+    auto tcp_creds = UsersTcpCredentials(u);
+    if (!tcp_creds) {
+      d->Stop();
+      return std::unexpected(tcp_creds.error());
     }
+    std::shared_ptr<grpc::ServerCredentials> creds = *tcp_creds;
     if (grpc::Status st = p.user_auth->SelfCheck(); !st.ok())
       PHX_LOG(kWarn) << "users_tcp: MUNGE does not work here yet (" << st.error_message()
                      << "): calls over TCP are refused until it does";

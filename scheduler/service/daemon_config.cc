@@ -344,6 +344,14 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
       c.store_lease_s = d;
       return {};
     });
+    t.On("lease_renew", [&](const YAML::Node& x, const std::string& key) -> Status {
+      double d = 0;
+      if (auto st = tc.Seconds(x, key, &d); !st) return st;
+      if (d < 0.1) return tc.Bad(x, key, "a number of seconds >= 0.1");
+      c.store_lease_renew_s = d;
+      return {};
+    });
+    t.On("standby", [&](const YAML::Node& x, const std::string& key) { return tc.Bool(x, key, &c.store_standby); });
     t.On("sync", [&](const YAML::Node& x, const std::string& key) -> Status {
       const std::string m = Scalar(x);
       if (m == "normal") c.sync = store::SyncMode::kNormal;
@@ -626,6 +634,12 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     return Fail(where,
                 "store.dsn: backend postgresql needs a libpq connection string (e.g. "
                 "\"host=/run/postgresql dbname=phalanx\")");
+  if (c.store_lease_renew_s * 2 > c.store_lease_s) {
+    std::ostringstream m;
+    m << "store.lease_renew: " << c.store_lease_renew_s << " s is more than half of store.lease (" << c.store_lease_s
+      << " s): one late renewal would lose the lease";
+    return Fail(where, m.str());
+  }
   if (c.master_port_min == 0 || c.master_port_min > c.master_port_max)
     return Fail(where, "agents.master_port_min/max: need 0 < min <= max (got " + std::to_string(c.master_port_min) +
                            ".." + std::to_string(c.master_port_max) + ")");

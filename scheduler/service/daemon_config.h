@@ -76,11 +76,15 @@ struct DaemonConfig {
   std::string db_path = "/var/lib/phalanx/phalanxd.db";
   store::SyncMode sync = store::SyncMode::kNormal;
   // store.backend: sqlite (db_path, the default) or postgresql (store_dsn, a libpq connection
-  // string). On PostgreSQL phalanxd takes the store's leadership lease at start (refused while
-  // another phalanxd holds it) and renews it every store_lease_s / 3 (docs/store.md).
+  // string). On PostgreSQL phalanxd takes the store's leadership lease at start and renews it
+  // every store_lease_renew_s; while another phalanxd holds it, a standby (store_standby, the
+  // default) refuses every call and tries again every store_lease_renew_s until it can take
+  // over (docs/deployment.md, "High availability"); store_standby false: exit instead.
   store::Backend store_backend = store::Backend::kSqlite;
   std::string store_dsn;
-  double store_lease_s = 30;
+  double store_lease_s = 10;
+  double store_lease_renew_s = 2;
+  bool store_standby = true;
   // Free-space reserve (store_space.h): user writes are refused below this many free bytes on
   // the store's file system; 0: off (a full disk then stops phalanxd at the failed commit).
   uint64_t store_min_free = uint64_t{64} << 20;

@@ -18,7 +18,8 @@ export PHALANX_SLURM_DEMO_DIR=$lab PHALANX_SLURM_DEMO_JOBS=0 PHALANX_SLURM_PHALA
 http_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export PHALANX_SLURM_HTTP=127.0.0.1:$http_port  # the dashboard in Slurm mode (check 1)
 export PHALANX_SLURM_MIN_RUNTIME=0
-export PHALANX_SLURM_PORT_BASE=${PHALANX_SLURM_MODE_TEST_PORT:-17917} # apart from slurm.spank's 17817
+# apart from slurm.spank's 17817 (or PHALANX_SLURM_PORT_BASE's + 100 when that is set)
+export PHALANX_SLURM_PORT_BASE=${PHALANX_SLURM_MODE_TEST_PORT:-$((${PHALANX_SLURM_PORT_BASE:-17817} + 100))}
 t0=$SECONDS
 cleanup() {
   trap - EXIT INT TERM
@@ -80,6 +81,13 @@ if [[ "$slurm_choice" == *"nodes n[1,3]"* && "$comment" == "BeginTime|phalanx: T
   ok "with n2 and n4 busy Slurm alone would split it (${slurm_choice##*using }); Phalanx holds it: $comment"
 else
   bad "Slurm's own choice splits, Phalanx waits for a leaf" "sbatch --test-only: $slurm_choice" "squeue %r|%k: $comment"
+fi
+# Backfill plans around Slurm's own jobs (their GPUs are the core's external load until their
+# end): the Comment carries the leaf job's predicted start.
+if until_ok 10 comment_is "BeginTime|phalanx: TopologyBlock(leaf) start~20"; then
+  ok "the predicted start, planned around Slurm's jobs on n2 and n4, is in the Comment: ${comment#*|}"
+else
+  bad "the predicted start in the Comment" "squeue %r|%k: $comment" "$(grep -E "GPUs busy" "$log" | head -n 4)"
 fi
 # The dashboard is served in Slurm mode too: the page, and the map with the GPUs of Slurm's own
 # jobs on n2 and n4 busy (the core holds them for the unmanaged jobs) while the leaf job waits.
@@ -193,3 +201,61 @@ else
     "$(grep -E "checkpoint|preempt|requeue" "$log")"
 fi
 timeout 10 scancel "${low[@]}" 2>/dev/null
+
+# --- 5. partial nodes: Slurm's own jobs take part of each node, Phalanx places on the rest --------
+# 6 GPUs of n1 and 4 of n2, n3, n4 busy with plain jobs: a -N2 --gres=gpu:4 leaf job fits only on
+# leaf2 (n1 has 2 free), and runs there beside Slurm's jobs (their GPUs are the core's external
+# load until their end; no node is drained for them).
+gone() { [[ "$(state "$1")" != RUNNING && "$(state "$1")" != COMPLETING ]]; }
+until_ok 20 gone "${low[0]}" && until_ok 20 gone "${low[1]}"
+part=()
+for n in n1 n2 n3 n4; do
+  g=4
+  [[ $n == n1 ]] && g=6
+  part+=("$(sub -J "part-$n" -w "$n" -N1 --gres=gpu:$g -t 1 --wrap 'sleep 15')")
+done
+running_all() { local j; for j in "${part[@]}"; do is_state "$j" RUNNING || return 1; done; }
+until_ok 15 running_all
+half=$(sub -J half -N2 --gres=gpu:4 -t 5 --phx-topology=leaf --wrap 'echo ran on $SLURM_JOB_NODELIST')
+if until_ok 20 is_state "$half" COMPLETED && [[ "$(nodes_of "$half")" == "n[3-4]" ]] && running_all &&
+  in_log "node n1: 6 GPUs busy with Slurm jobs ${part[0]} " && ! in_log "node n3 is drain (Slurm jobs"; then
+  ok "partial nodes: with 6/4/4/4 GPUs of n1-n4 busy with Slurm's jobs, the leaf job ran on $(nodes_of "$half") beside them"
+else
+  bad "partial nodes: the leaf job runs beside Slurm's jobs" "state $(state "$half") on '$(nodes_of "$half")'" \
+    "$(grep -E "GPUs busy|Slurm $half|node n[1-4] is" "$log" | tail -n 8)"
+fi
+timeout 10 scancel "${part[@]}" 2>/dev/null
+
+# --- 6. elastic shrink in place: a high job takes a node of a running --phx-elastic job ----------
+# n3, n4 full and 4 GPUs of n1 busy with plain jobs: the elastic job (4 to 12 GPUs) gets 12, n1:4
+# (its batch host) + n2:8. A high-class 8-GPU node job then needs n2: the core signals the elastic
+# job (USR1), and at the 3 s deadline shrinks it to its 4 GPUs on n1; Slurm cuts the running job's
+# NodeList to n1 (22.05 frees n2; the job goes on) and the high job runs on n2.
+for j in "${part[@]}"; do until_ok 20 gone "$j"; done
+shr=()
+for n in n3 n4; do shr+=("$(sub -J "shr-$n" -w "$n" -N1 --gres=gpu:8 -t 1 --wrap 'sleep 40')"); done
+shr+=("$(sub -J shr-n1 -w n1 -N1 --gres=gpu:4 -t 1 --wrap 'sleep 40')")
+running_shr() { local j; for j in "${shr[@]}"; do is_state "$j" RUNNING || return 1; done; }
+until_ok 15 running_shr
+cat >"$out/elastic.sh" <<'ELASTIC'
+#!/bin/bash
+echo "start on $SLURM_JOB_NODELIST"
+trap 'echo "got USR1"' USR1
+for _ in $(seq 1 60); do sleep 0.5; done
+echo "end"
+ELASTIC
+chmod +x "$out/elastic.sh"
+el=$(sub -J elastic --gpus=12 -t 5 --phx-elastic=4:12 --phx-topology=leaf --phx-class=low --phx-preemptible \
+  --phx-checkpoint=USR1@3 "$out/elastic.sh")
+until_ok 20 is_state "$el" RUNNING
+el_nodes=$(nodes_of "$el")
+hi=$(sub -J high2 -N1 --gres=gpu:8 -t 5 --phx-topology=node --phx-class=high --wrap 'echo high ran on $SLURM_JOB_NODELIST')
+if until_ok 30 is_state "$hi" COMPLETED && [[ "$el_nodes" == "n[1-2]" && "$(nodes_of "$hi")" == n2 ]] &&
+  is_state "$el" RUNNING && [[ "$(nodes_of "$el")" == n1 ]] && grep -q "got USR1" "$out/elastic-$el.out" &&
+  in_log "(Slurm $el) shrunk in place to n1"; then
+  ok "elastic shrink in place: $el on $el_nodes got USR1, was shrunk to n1 (still running), the high job ran on n2"
+else
+  bad "elastic shrink in place" "elastic $(state "$el") on '$(nodes_of "$el")' (was '$el_nodes'), high $(state "$hi") on '$(nodes_of "$hi")'" \
+    "$(cat "$out/elastic-$el.out" 2>/dev/null)" "$(grep -E "Slurm $el|Slurm $hi|shrink|checkpoint|resize" "$log" | tail -n 8)"
+fi
+timeout 10 scancel "$el" "${shr[@]}" 2>/dev/null

@@ -14,7 +14,8 @@ need_lab
 
 lab=$(mktemp -d /tmp/phalanx-slurm-test.XXXXXX)
 export PHALANX_SLURM_DEMO_DIR=$lab PHALANX_SLURM_DEMO_JOBS=0 PHALANX_SLURM_CRED_EXPIRE=5
-export PHALANX_SLURM_PORT_BASE=${PHALANX_SLURM_TEST_PORT:-17817} # apart from a demo on 16817
+# PHALANX_SLURM_PORT_BASE (when set) moves both lab tests: slurm.spank on it, slurm.mode 100 above.
+export PHALANX_SLURM_PORT_BASE=${PHALANX_SLURM_TEST_PORT:-${PHALANX_SLURM_PORT_BASE:-17817}} # apart from a demo on 16817
 t0=$SECONDS
 cleanup() {
   trap - EXIT INT TERM

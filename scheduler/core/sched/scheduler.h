@@ -84,6 +84,22 @@ class Scheduler {
   // Node availability. Down: the node's jobs shrink (elastic, when legal) or are requeued from
   // their last checkpoint; the decisions come with the next Schedule(). Drain: no new work.
   Status SetNodeState(std::string_view node, NodeState state, Time now);
+  // External load (phalanxd's Slurm mode: jobs Slurm runs that Phalanx did not place): `gpus`
+  // GPUs of `node` are busy until `until`, the rest stay placeable. Replaces the node's previous
+  // load; 0 GPUs clears it. The GPUs are taken from those no job of the core holds (a node's
+  // own jobs are never displaced: the load is capped at its unowned GPUs; the count taken is
+  // returned), also on a drained or down node; on the Topology their owner is
+  // Topology::ExternalOwner(node). Backfill plans them free at `until` (an `until` not after
+  // `now`, a job past its expected end, counts as ending at now + 1). Never preempted, never
+  // charged to fairshare, no record. Fails on an unknown node (kNotFound), more GPUs than the
+  // node has (kInvalidArgument), `now` going back or a restore in progress.
+  Result<uint32_t> SetExternalLoad(std::string_view node, uint32_t gpus, Time until, Time now);
+  // The external load of `node` (0 GPUs: none).
+  struct ExternalLoad {
+    uint32_t gpus = 0;
+    Time until = 0;
+  };
+  ExternalLoad external_load(std::string_view node) const;
 
   // One scheduling pass at `now`: deadlines and walltimes, then the queue in order. Returns
   // every decision, including a Wait for each pending job (unless config.wait_decisions is off;

@@ -20,6 +20,9 @@ const std::vector<std::pair<Time, JobId>>& Ends(const SchedulerState& s, PassSta
   if (pass.ends_dirty) {
     pass.ends.clear();
     for (JobId id : s.active) pass.ends.push_back({s.ReleaseTime(s.jobs.at(id)), id});
+    // Load from outside (Slurm's own jobs): free at its end; one past its end, a little later.
+    for (const auto& [node, load] : s.external)
+      pass.ends.push_back({std::max(load.until, pass.now + 1), Topology::ExternalOwner(NodeId(node))});
     std::sort(pass.ends.begin(), pass.ends.end());
     pass.ends_dirty = false;
   }
@@ -47,6 +50,12 @@ DomainPlanner* Plan(const SchedulerState& s, PassState& pass) {
     const Time end = s.ReleaseTime(j);
     if (!up.empty() && end > now && !pass.plan->AddAllocation(up, now, end)) return fail();
     if (!down.empty() && !pass.plan->AddAllocation(down, now, kForever)) return fail();
+  }
+  for (const auto& [node, load] : s.external) {
+    const auto held = topo.job_gpus(Topology::ExternalOwner(NodeId(node)));
+    up.assign(held.begin(), held.end());
+    const Time end = topo.node_state(NodeId(node)) == NodeState::kUp ? std::max(load.until, now + 1) : kForever;
+    if (!up.empty() && !pass.plan->AddAllocation(up, now, end)) return fail();
   }
   std::vector<GpuId> unavailable;
   for (uint32_t g = 0; g < topo.gpu_count(); ++g) {
