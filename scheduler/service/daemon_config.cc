@@ -200,6 +200,20 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
       return {};
     });
   }
+  // Attained-service order (order: attained): thresholds in GPU-seconds, a list or "T1/T2/...".
+  s.On("service_queues", [&k, &s](const YAML::Node& v, const std::string& key) -> Status {
+    std::string x;
+    if (v.IsSequence()) {
+      for (const YAML::Node& t : v) x += (x.empty() ? "" : "/") + Scalar(t);
+    } else {
+      x = Scalar(v);
+    }
+    if (auto st = SetConfigOption(k, "service_queues", x); !st)
+      return Fail(s.Where(v), key + ": " + st.error().message);
+    return {};
+  });
+  s.On("service_min_run",
+       [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.service_min_run); });
   s.On("reserve_after_wait",
        [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.reserve_after_wait); });
   s.On("charge_period",

@@ -127,11 +127,12 @@ struct PassState {
   } reserve;
 
   // ---- preemption (preemption.cc) ----
-  // Running jobs a job of each class may preempt (by class rank), until a preemption succeeds.
-  std::map<int, std::vector<JobId>> victims_by_class;
-  // Preemptions that failed: the same class and shape, no bigger, fails too.
+  // Running jobs a job of each class and service queue may preempt (by class rank and service
+  // queue, 0 unless order=attained), until a preemption succeeds.
+  std::map<std::pair<int, uint32_t>, std::vector<JobId>> victims_by_class;
+  // Preemptions that failed: the same class, service queue and shape, no bigger, fails too.
   struct FailedPreempt {
-    int class_rank;
+    std::pair<int, uint32_t> rank;
     ShapeKey key;
     uint32_t gpus;
   };

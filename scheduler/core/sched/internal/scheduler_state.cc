@@ -111,6 +111,7 @@ void SchedulerState::SetAllocation(JobRecord& job, std::vector<GpuId> gpus) {
 }
 
 void SchedulerState::StopJob(JobRecord& job, Time at) {
+  AccrueService(job, at);
   if (!job.gpus.empty()) {
     const double secs = static_cast<double>(at - charged_until[job.spec.id]) * static_cast<double>(job.gpus.size());
     if (secs > 0) (void)fairshare.Charge(job.spec.user, job.spec.account, secs, at);
@@ -191,6 +192,7 @@ void SchedulerState::FinishShrink(JobRecord& job, Time at, std::vector<Decision>
   }
   job.preempted_for = kNoJob;
   last_freed = at;
+  AccrueService(job, at);
   SetAllocation(job, keep);
   // The job restarts on the smaller set from its last checkpoint: a new run.
   job.start = at;

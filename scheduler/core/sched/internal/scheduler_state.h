@@ -107,6 +107,12 @@ struct SchedulerState {
   // Ends the job for good (the caller has taken it off its GPUs or out of the queue): it is
   // killed at `now`. A Kill decision with `reason`.
   void Kill(JobRecord& job, Time now, std::string reason, std::vector<Decision>& out);
+  // Adds the GPU-seconds the job has held since service_until to its attained service, up to
+  // `now` (job.h AttainedService); called before its GPUs change.
+  static void AccrueService(JobRecord& job, Time now) {
+    job.service_gpu_s = AttainedService(job, now);
+    job.service_until = now;
+  }
   // Moves the job to `gpus` on the Topology (none: off it), with their predicted traffic.
   void SetAllocation(JobRecord& job, std::vector<GpuId> gpus);
 
