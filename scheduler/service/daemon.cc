@@ -685,8 +685,18 @@ void Daemon::Stop() {
   if (p.agent_server) p.agent_server->Wait();
   if (p.user_tcp_server) p.user_tcp_server->Wait();
   if (p.user_server) p.user_server->Wait();
-  // 4. Everything queued is committed (callbacks still reach the io thread).
+  // 4. Everything queued is committed (callbacks still reach the io thread). Then a leader hands
+  // the store's lease over (PostgreSQL; nothing to do on SQLite), so a standby takes over at its
+  // next try instead of waiting out the lease: the committer is closed, nothing writes any more.
   if (p.committer) p.committer->Close();
+  if (p.store && p.store->epoch() != 0 && !p.store->deposed()) {
+    if (auto st = p.store->ResignLeadership(); st)
+      PHX_LOG(kInfo) << "store " << p.store->path() << ": resigned the leadership (epoch " << p.store->epoch()
+                     << ") for a standby to take over";
+    else
+      PHX_LOG(kWarn) << "store " << p.store->path() << ": could not resign the leadership (" << st.error().ToString()
+                     << "); a standby takes over when the lease ends";
+  }
   // 5. The io thread runs out of work and ends.
   if (p.io_thread.joinable()) {
     boost::asio::post(p.io, [&p] {

@@ -11,6 +11,8 @@
 #     jobs running before keep running with the same pids.
 #  3. A again, as standby; SIGSTOP B past its lease: A takes over; SIGCONT B: its writes are
 #     refused (fencing), it exits, and no agent registers with it or is sent anything by it.
+#  4. B again, as standby; SIGTERM A: A resigns the lease on its way out, B takes over, the jobs
+#     keep running.
 # 77 (skipped) only where the PostgreSQL server binaries are missing (tests/skip-allowlist.txt).
 # With MUNGE missing the users go through the Unix sockets instead (A's, then B's).
 # About 20 s.
@@ -261,4 +263,20 @@ while read -r id; do
   out=$("$gq" --socket "$dir/a.sock" -j "$id" --json 2>&1)
   case $out in *"\"id\":\"$id\""*) ;; *) fail "acknowledged job $id lost: $out" ;; esac
 done <"$dir/acked"
-echo "ok: $(wc -l <"$dir/acked") acknowledged jobs, each started once, through two failovers"
+# 4. B again, as standby; a clean stop of A (SIGTERM, systemctl stop) hands the lease over: A
+# resigns it after its last commit, B takes over at its next try, the jobs keep running.
+start_daemon b
+pids_b=$last_pid
+deadline 20 bash -c "grep -q 'standby: the leader is' '$dir/b.log'" || fail "B does not stand by"
+kill -TERM "$pids_a"
+termed_at=$(now_ms)
+deadline 10 bash -c "grep -c 'standby: took over' '$dir/b.log' | grep -q 2" || fail "B did not take over from the stopped A"
+echo "SIGTERM: B leads $(($(now_ms) - termed_at)) ms after the stop"
+wait "$pids_a" || fail "A did not exit 0 on SIGTERM"
+pids_a=
+grep -q "resigned the leadership" "$dir/a.log" || fail "A did not resign the lease on its clean stop"
+deadline 20 nodes_up "$dir/b.sock" || fail "not every agent moved to B"
+for p in $before_pids; do kill -0 "$p" 2>/dev/null || fail "job process $p did not survive the clean handover"; done
+deadline 20 all_running "$dir/b.sock" || fail "not every job runs on B: $("$gq" --socket "$dir/b.sock" 2>&1)"
+check_starts
+echo "ok: $(wc -l <"$dir/acked") acknowledged jobs, each started once, through two failovers and a handover"
