@@ -321,4 +321,21 @@ void PrintError(std::string_view program, std::string_view message_text) {
                static_cast<int>(message.size()), message.data());
 }
 
+std::expected<ParsedOptions, int> ParseCommand(std::string_view program, std::span<const std::string> args,
+                                               std::span<const OptionSpec> specs, std::string_view usage,
+                                               std::string_view more_help) {
+  auto o = ParseOptions(args, specs, Positionals::kInterleaved);
+  if (!o) {
+    PrintError(program, o.error().ToString());
+    return std::unexpected(kExitUsage);
+  }
+  if (o->Has("help")) {
+    std::fwrite(usage.data(), 1, usage.size(), stdout);
+    std::fputs(OptionsHelp(specs).c_str(), stdout);
+    std::fwrite(more_help.data(), 1, more_help.size(), stdout);
+    return std::unexpected(kExitOk);
+  }
+  return std::move(*o);
+}
+
 }  // namespace phalanx::cli
