@@ -13,6 +13,7 @@
 
 #include "call_auth.h"
 #include "daemon_harness.h"
+#include "service/controller.h"
 
 namespace phalanx::service::testing {
 namespace {
