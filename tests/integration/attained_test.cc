@@ -50,7 +50,7 @@ TEST(IntegrationAttained, AShortJobPreemptsALongOneThatCheckpointsAndResumes) {
   const std::string work = c.MakeDir("work");
   // Three nodes held by a job of a higher class (service preempts only within a class), so the
   // short job needs the long job's node.
-  const uint64_t filler = c.Gsub({"-N", "3", "--gpus-per-node", "8", "-p", "high", "-J", "filler", "--wrap",
+  const uint64_t filler = c.Gsub({"-N", "3", "--gpus-per-node", "8", "-q", "high", "-J", "filler", "--wrap",
                                   "i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done"},
                                  work);
   ASSERT_TRUE(c.WaitState(filler, v1::JOB_STATE_RUNNING));

@@ -26,9 +26,12 @@ class CheckpointCostPreemption final : public PreemptionPolicy {
     const bool by_class = classes_.CanPreempt(p.cls, ClassOf(v));
     // Not again before the minimum run: no ping-pong between jobs whose service queues cross.
     const bool by_service = ForService(p, v, now) && now - v.start >= service_min_run_;
-    // A shrink goes through a checkpoint: only the restart is lost.
+    // A shrink goes through a checkpoint: only the restart is lost. By service alone, not before
+    // the minimum run either; a shrink by neither rule is shrink_for_waiting's (an elastic job of
+    // the same or a lower class), which the caller lets through only after its class's minimum
+    // runtime (internal/preemption.cc).
     if (shrink) {
-      if (!by_class && !by_service) return std::nullopt;
+      if (!by_class && !by_service && ForService(p, v, now)) return std::nullopt;
       return gpus * static_cast<double>(v.spec.restart_cost);
     }
     if (!v.preemptible) return std::nullopt;
