@@ -253,16 +253,17 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
     }
   }
 
+  // users_tcp's credentials (TLS files read once): a standby's refusals and the leader's listener.
+  std::shared_ptr<grpc::ServerCredentials> users_tcp_creds;
+  if (!config.users_tcp.listen.empty()) {
+    PHX_ASSIGN_OR_RETURN(users_tcp_creds, UsersTcpCredentials(config.users_tcp));
+  }
   const auto lease_ms = static_cast<int64_t>(config.store_lease_s * 1000);
   const auto renew_ms = static_cast<int64_t>(config.store_lease_renew_s * 1000);
   if (postgres) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     const std::string holder = std::string(host) + ":" + std::to_string(getpid());
-    std::shared_ptr<grpc::ServerCredentials> users_tcp_creds;
-    if (!config.users_tcp.listen.empty()) {
-      PHX_ASSIGN_OR_RETURN(users_tcp_creds, UsersTcpCredentials(config.users_tcp));
-    }
     PHX_ASSIGN_OR_RETURN(auto lease,
                          LeadOrStandBy(*p.store, holder, config, agent_creds, users_tcp_creds, options.handle_signals));
     PHX_LOG(kInfo) << "store " << p.store->path() << ": leading as " << holder << ", epoch " << lease.epoch
@@ -500,12 +501,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   }
   if (p.user_auth) {
     const UserTcpConfig& u = config.users_tcp;
-    auto tcp_creds = UsersTcpCredentials(u);
-    if (!tcp_creds) {
-      d->Stop();
-      return std::unexpected(tcp_creds.error());
-    }
-    std::shared_ptr<grpc::ServerCredentials> creds = *tcp_creds;
+    std::shared_ptr<grpc::ServerCredentials> creds = users_tcp_creds;
     if (grpc::Status st = p.user_auth->SelfCheck(); !st.ok())
       PHX_LOG(kWarn) << "users_tcp: MUNGE does not work here yet (" << st.error_message()
                      << "): calls over TCP are refused until it does";
