@@ -330,9 +330,13 @@ std::expected<ParsedOptions, int> ParseCommand(std::string_view program, std::sp
     return std::unexpected(kExitUsage);
   }
   if (o->Has("help")) {
-    std::fwrite(usage.data(), 1, usage.size(), stdout);
+    // fwrite's buffer must not be null even for zero bytes (an empty string_view's data() may be).
+    const auto put = [](std::string_view text) {
+      if (!text.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
+    };
+    put(usage);
     std::fputs(OptionsHelp(specs).c_str(), stdout);
-    std::fwrite(more_help.data(), 1, more_help.size(), stdout);
+    put(more_help);
     return std::unexpected(kExitOk);
   }
   return std::move(*o);
