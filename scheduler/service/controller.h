@@ -209,6 +209,7 @@ class Controller final : public ExecutorHost {
   bool stopped() const { return stopped_; }
   bool failed() const { return failed_; }
   size_t agents_connected() const { return executor_->connected_nodes(); }
+  const Executor& executor() const { return *executor_; }
   void set_observer(ControllerObserver observer) { observer_ = std::move(observer); }
   size_t watcher_count() const { return watchers_.size(); }
 

@@ -206,6 +206,39 @@ void SlurmExecutor::Poll() {
   // in the core only now, and a plain job Slurm started on them since must find them so before
   // the next pass.
   SyncLoad(external);
+  others_ = std::move(external);
+}
+
+std::vector<ForeignJob> SlurmExecutor::foreign_jobs() const {
+  std::vector<ForeignJob> out;
+  out.reserve(others_.size());
+  for (const SlurmJob& j : others_) {
+    ForeignJob f;
+    f.id = j.id;
+    f.name = slurm::SlurmName(j.name);
+    uint32_t gid = 0;
+    f.user = UserName(j, &gid);
+    f.uid = j.uid;
+    f.state = j.completing ? "COMPLETING" : std::string(slurm::SlurmJobStateName(j.state));
+    f.running = slurm::HoldsNodes(j);
+    if (!f.running) f.reason = j.reason;
+    f.partition = j.partition;
+    if (f.running) {
+      f.nodes = j.nodes;
+      f.gpus_by_node = slurm::GpusByNode(j);
+      for (uint32_t g : f.gpus_by_node) f.gpus += g;
+      f.node_count = static_cast<uint32_t>(j.nodes.size());
+    } else {
+      f.node_count = std::max<uint32_t>(j.num_nodes, 1);
+      f.gpus = j.gpus_per_job > 0 ? j.gpus_per_job : j.gpus_per_node * f.node_count;
+    }
+    f.submit = j.submit;
+    f.start = j.start;
+    f.end = j.end;
+    f.time_limit = j.time_limit;
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes) {

@@ -80,6 +80,11 @@ class SlurmExecutor final : public Executor {
   void SignalJob(JobId job, int32_t signal, std::optional<Time> checkpoint_deadline) override;
   NodeReport node(const std::string& name) const override;
   size_t connected_nodes() const override;
+  // Slurm's own jobs (unmanaged, and managed ones Slurm ran itself) of the last poll: pending,
+  // running, suspended, completing.
+  std::vector<ForeignJob> foreign_jobs() const override;
+  uint32_t foreign_id(JobId job) const override { return slurm_job(job); }
+  JobId core_job_of(uint32_t id) const override { return core_job(id); }
 
   static constexpr const char* kSlurmJobEnv = "PHALANX_SLURM_JOB_ID";
 
@@ -136,6 +141,7 @@ class SlurmExecutor final : public Executor {
     Time until = 0;
   };
   std::map<std::string, LoadSent> load_sent_;  // the external load last given to the core, by node
+  std::vector<slurm::SlurmJob> others_;        // Slurm's own jobs at the last poll (foreign_jobs)
 };
 
 }  // namespace phalanx::service

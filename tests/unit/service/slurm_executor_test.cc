@@ -419,6 +419,65 @@ TEST_F(SlurmShrinkTest, LosingItsBatchHostItIsRequeuedInstead) {
   EXPECT_EQ(slurm_.job(3)->state, SlurmJobState::kPending);
 }
 
+// Slurm's own jobs are listed for users (gq, ginfo, phalanx job show): running ones with their
+// nodes and GPUs per node, pending ones with Slurm's reason; Phalanx's own jobs are not among them.
+TEST_F(SlurmExecutorTest, SlurmsOwnJobsAreListedWithTheirNodesAndGpus) {
+  SlurmJob& a = Unmanaged(1, "n2", 2000);
+  a.name = "plain";
+  a.user = "alice";
+  a.uid = 4242424;  // no passwd entry: the user Slurm named
+  a.partition = "gpu";
+  a.time_limit = 3600;
+  a.start = 900;
+  SlurmJob& b = Unmanaged(2, "n3", 1500);
+  b.nodes = {"n3", "n4"};
+  b.gpus_per_node = 0;
+  b.gpus_by_node = {2, 6};
+  SlurmJob& p = Unmanaged(5, "", 0);
+  p.state = SlurmJobState::kPending;
+  p.nodes.clear();
+  p.num_nodes = 2;
+  p.gpus_per_node = 4;
+  p.reason = "Resources";
+  SlurmJob& done = Unmanaged(6, "n1", 1000);
+  done.state = SlurmJobState::kCompleted;  // finished: not listed
+  Managed(3);
+  Round();
+  ASSERT_NE(exec_->core_job(3), kNoJob);
+  const std::vector<ForeignJob> jobs = exec_->foreign_jobs();
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[0].id, 1u);
+  EXPECT_EQ(jobs[0].name, "plain");
+  EXPECT_EQ(jobs[0].user, "alice");
+  EXPECT_EQ(jobs[0].state, "RUNNING");
+  EXPECT_TRUE(jobs[0].running);
+  EXPECT_EQ(jobs[0].nodes, (std::vector<std::string>{"n2"}));
+  EXPECT_EQ(jobs[0].gpus_by_node, (std::vector<uint32_t>{8}));
+  EXPECT_EQ(jobs[0].gpus, 8u);
+  EXPECT_EQ(jobs[0].end, 2000);
+  EXPECT_EQ(jobs[0].time_limit, 3600);
+  EXPECT_EQ(jobs[0].partition, "gpu");
+  EXPECT_EQ(jobs[1].id, 2u);
+  EXPECT_EQ(jobs[1].gpus_by_node, (std::vector<uint32_t>{2, 6}));
+  EXPECT_EQ(jobs[1].gpus, 8u);
+  EXPECT_EQ(jobs[1].node_count, 2u);
+  EXPECT_EQ(jobs[2].id, 5u);
+  EXPECT_FALSE(jobs[2].running);
+  EXPECT_EQ(jobs[2].state, "PENDING");
+  EXPECT_EQ(jobs[2].reason, "Resources");
+  EXPECT_TRUE(jobs[2].nodes.empty());
+  EXPECT_EQ(jobs[2].gpus, 8u);  // asked for: -N2 --gres=gpu:4
+  // The managed job maps both ways.
+  EXPECT_EQ(exec_->foreign_id(exec_->core_job(3)), 3u);
+  EXPECT_EQ(exec_->core_job_of(3), exec_->core_job(3));
+  EXPECT_EQ(exec_->core_job_of(1), kNoJob);
+  // Slurm's job on n2 ends: gone from the list at the next poll.
+  slurm_.job(1)->state = SlurmJobState::kCompleted;
+  Round();
+  ASSERT_EQ(exec_->foreign_jobs().size(), 2u);
+  EXPECT_EQ(exec_->foreign_jobs()[0].id, 2u);
+}
+
 // kill -9 between the commit of a Start and the release: the restarted executor re-links the
 // job from its launch info and releases it once; a running one is left alone.
 TEST_F(SlurmExecutorTest, RestartRelinksAndPlacesOnce) {
