@@ -142,5 +142,72 @@ TEST(ExternalLoad, BadNodeOrCountIsAnErrorThatChangesNothing) {
   EXPECT_EQ(s->CheckInvariants(), "");
 }
 
+// One piece per outside job: a node with a short and a long job frees the short one's GPUs at its
+// end (issue 11: one end per node made the node busy until the long one ended).
+TEST(ExternalLoad, EachPieceFreesItsGpusAtItsOwnEnd) {
+  auto s = Cluster();
+  // Every node 4 GPUs busy until 5000; leaf1-n1 also 4 more (a second job) until only 300.
+  for (const char* n : {"leaf0-n0", "leaf0-n1", "leaf1-n0"}) ASSERT_TRUE(s->SetExternalLoad(n, 8, 5000, 0));
+  auto taken = s->SetExternalLoad("leaf1-n1", {{4, 300}, {4, 5000}}, 0);
+  ASSERT_TRUE(taken) << taken.error().ToString();
+  EXPECT_EQ(*taken, 8u);
+  const auto load = s->external_load("leaf1-n1");
+  EXPECT_EQ(load.gpus, 8u);
+  EXPECT_EQ(load.until, 5000);
+  ASSERT_EQ(load.pieces.size(), 2u);
+  EXPECT_EQ(load.pieces[0].until, 5000);  // latest end first
+  EXPECT_EQ(load.pieces[1].until, 300);
+  EXPECT_EQ(s->CheckInvariants(), "");
+  // A 4-GPU job is planned on leaf1-n1 at 300 (the short job's end), not at 5000.
+  ASSERT_TRUE(s->Submit(Job(1, 4), 0));
+  s->Schedule(0);
+  ASSERT_EQ(s->job(1)->state, JobState::kPending);
+  EXPECT_EQ(s->job(1)->wait.predicted_start, 300);
+  // An 8-GPU job waits for the long one: 5000.
+  ASSERT_TRUE(s->Submit(Job(2, 8), 0));
+  s->Schedule(0);
+  EXPECT_EQ(s->job(2)->wait.predicted_start, 5000);
+  // The short job ends: its piece goes, the long one's 4 GPUs stay, and job 1 starts there.
+  ASSERT_TRUE(s->SetExternalLoad("leaf1-n1", {{4, 5000}}, 290));
+  s->Schedule(290);
+  ASSERT_EQ(s->job(1)->state, JobState::kRunning);
+  EXPECT_EQ(Nodes(*s, 1), (std::set<std::string>{"leaf1-n1"}));
+  EXPECT_EQ(ExternalGpus(*s, "leaf1-n1"), 4u);
+  EXPECT_EQ(s->CheckInvariants(), "");
+}
+
+// Fewer unowned GPUs than the pieces ask for (the core's own job holds some): the pieces that end
+// last are kept, the earliest cut; more pieces than owners merge into the last (latest end kept).
+TEST(ExternalLoad, CutPiecesKeepTheLatestEndsAndTooManyMerge) {
+  auto s = Cluster();
+  for (const char* n : {"leaf0-n1", "leaf1-n0", "leaf1-n1"}) ASSERT_TRUE(s->SetExternalLoad(n, 8, 1000, 0));
+  ASSERT_TRUE(s->Submit(Job(1, 5), 0));
+  s->Schedule(0);
+  ASSERT_EQ(Nodes(*s, 1), (std::set<std::string>{"leaf0-n0"}));
+  auto taken = s->SetExternalLoad("leaf0-n0", {{2, 100}, {2, 900}, {2, 500}}, 1);
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(*taken, 3u);  // 3 unowned GPUs: 900's 2, then 1 of 500's; 100's cut
+  auto load = s->external_load("leaf0-n0");
+  ASSERT_EQ(load.pieces.size(), 2u);
+  EXPECT_EQ(load.pieces[0].gpus, 2u);
+  EXPECT_EQ(load.pieces[0].until, 900);
+  EXPECT_EQ(load.pieces[1].gpus, 1u);
+  EXPECT_EQ(load.pieces[1].until, 500);
+  EXPECT_EQ(s->CheckInvariants(), "");
+  // 8 one-GPU pieces on a free node never need more owners than Topology::kExternalPieces; an
+  // empty list clears the load.
+  ASSERT_TRUE(s->JobEnded(1, 2, true));
+  std::vector<Scheduler::ExternalPiece> many;
+  for (Time t = 10; t <= 80; t += 10) many.push_back({1, t});
+  ASSERT_TRUE(s->SetExternalLoad("leaf0-n0", many, 2));
+  EXPECT_EQ(s->external_load("leaf0-n0").pieces.size(), 8u);
+  EXPECT_EQ(ExternalGpus(*s, "leaf0-n0"), 8u);
+  EXPECT_EQ(s->CheckInvariants(), "");
+  ASSERT_TRUE(s->SetExternalLoad("leaf0-n0", std::vector<Scheduler::ExternalPiece>{}, 3));
+  EXPECT_EQ(ExternalGpus(*s, "leaf0-n0"), 0u);
+  EXPECT_EQ(s->external_load("leaf0-n0").gpus, 0u);
+  EXPECT_EQ(s->CheckInvariants(), "");
+}
+
 }  // namespace
 }  // namespace phalanx
