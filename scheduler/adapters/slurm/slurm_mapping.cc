@@ -196,9 +196,22 @@ std::map<std::string, ExternalLoad> ExternalLoadByNode(const std::vector<SlurmJo
       l.gpus += gpus;
       l.until = std::max(l.until, j.end);
       l.jobs.push_back(j.id);
+      l.pieces.emplace_back(gpus, j.end);
     }
   }
-  for (auto& [node, l] : out) std::sort(l.jobs.begin(), l.jobs.end());
+  for (auto& [node, l] : out) {
+    std::vector<size_t> order(l.jobs.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return l.jobs[a] < l.jobs[b]; });
+    ExternalLoad sorted;
+    sorted.gpus = l.gpus;
+    sorted.until = l.until;
+    for (size_t k : order) {
+      sorted.jobs.push_back(l.jobs[k]);
+      sorted.pieces.push_back(l.pieces[k]);
+    }
+    l = std::move(sorted);
+  }
   return out;
 }
 

@@ -80,8 +80,10 @@ std::vector<uint32_t> GpusByNode(const SlurmJob& job);
 bool HoldsNodes(const SlurmJob& job);
 struct ExternalLoad {
   uint32_t gpus = 0;
-  Time until = 0;
-  std::vector<SlurmJobId> jobs;
+  Time until = 0;                // the latest end
+  std::vector<SlurmJobId> jobs;  // sorted
+  // One per job: its GPUs there and its own expected end (in `jobs`' order).
+  std::vector<std::pair<uint32_t, Time>> pieces;
 };
 std::map<std::string, ExternalLoad> ExternalLoadByNode(const std::vector<SlurmJob>& unmanaged);
 
