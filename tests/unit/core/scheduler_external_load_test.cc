@@ -3,9 +3,11 @@
 // load's GPUs free at its end.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
 #include <string>
 
+#include "core/sched/config.h"
 #include "core/sched/scheduler.h"
 #include "test_clusters.h"
 
@@ -207,6 +209,48 @@ TEST(ExternalLoad, CutPiecesKeepTheLatestEndsAndTooManyMerge) {
   EXPECT_EQ(ExternalGpus(*s, "leaf0-n0"), 0u);
   EXPECT_EQ(s->external_load("leaf0-n0").gpus, 0u);
   EXPECT_EQ(s->CheckInvariants(), "");
+}
+
+// phalanxd's Slurm mode (config.shrink_keeps_first_node): a shrink that lets a higher class in
+// keeps the elastic job's first node (rank 0: Slurm's batch host, which 22.05 needs to shrink a
+// running job in place), where otherwise the tie goes to the first block in topology order.
+// The elastic job's first GPU, and the first GPU it keeps.
+std::pair<GpuId, GpuId> ShrinkForHighJob(bool keep_first_node) {
+  auto config = PolicyPreset("phalanx");
+  if (!config) throw std::runtime_error(config.error().ToString());
+  config->weights.fairshare = 0;
+  config->shrink_keeps_first_node = keep_first_node;
+  auto made = Scheduler::Create(Build(TwoTier(2, 2)), *config);
+  if (!made) throw std::runtime_error(made.error().ToString());
+  std::unique_ptr<Scheduler> s = std::move(*made);
+  for (const char* n : {"leaf1-n0", "leaf1-n1"}) EXPECT_TRUE(s->SetExternalLoad(n, 8, 100000, 0));
+  JobSpec e = Job(1, 16, 100000);
+  e.min_gpus = 8;
+  e.shape.level = Level::kLeaf;
+  e.priority_class = "low";
+  e.preemptible = true;
+  EXPECT_TRUE(s->Submit(e, 0));
+  s->Schedule(0);
+  EXPECT_EQ(s->job(1)->state, JobState::kRunning);
+  EXPECT_EQ(Nodes(*s, 1), (std::set<std::string>{"leaf0-n0", "leaf0-n1"}));
+  JobSpec h = Job(2, 8, 1000);
+  h.priority_class = "high";
+  EXPECT_TRUE(s->Submit(h, 7200));
+  s->Schedule(7200);
+  EXPECT_EQ(s->job(1)->state, JobState::kCheckpointing);
+  EXPECT_EQ(s->CheckInvariants(), "");
+  const JobRecord* j = s->job(1);
+  EXPECT_EQ(j->shrink_to.size(), 8u);
+  if (j->gpus.empty() || j->shrink_to.empty()) return {GpuId(0), GpuId(1)};
+  return {j->gpus.front(), j->shrink_to.front()};
+}
+
+TEST(SlurmShrink, KeepsTheFirstNodeWhenAskedTo) {
+  const auto [first, kept] = ShrinkForHighJob(true);
+  EXPECT_EQ(first, kept);  // rank 0 stays
+  // Without it the first block in topology order goes to the high job: the first node with it.
+  const auto [first_plain, kept_plain] = ShrinkForHighJob(false);
+  EXPECT_NE(first_plain, kept_plain);
 }
 
 }  // namespace
