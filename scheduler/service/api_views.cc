@@ -153,13 +153,9 @@ void FillNode(const Controller& c, const std::string& name, v1::Node* out) {
   for (JobId j : jobs) out->add_jobs(j);
   // Slurm mode: what Slurm's own jobs hold there (already not in gpus_free: the core's external load).
   uint32_t slurm_gpus = 0;
-  for (const ForeignJob& f : c.executor().foreign_jobs()) {
-    for (size_t k = 0; k < f.nodes.size(); ++k) {
-      if (f.nodes[k] != dom.name) continue;
-      const uint32_t g = k < f.gpus_by_node.size() ? f.gpus_by_node[k] : 0;
-      slurm_gpus += g;
-      if (g > 0) out->add_slurm_jobs(f.id);
-    }
+  for (const auto& [id, gpus] : c.executor().foreign_on_node(dom.name)) {
+    slurm_gpus += gpus;
+    out->add_slurm_jobs(id);
   }
   out->set_gpus_slurm(std::min(slurm_gpus, dom.gpu_count));
 }

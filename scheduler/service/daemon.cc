@@ -278,6 +278,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   ro.now = p.clock->Now();
   SchedulerConfig core_config = config.scheduler;
   core_config.wait_decisions = false;  // the controller reads wait reasons from the job records
+  // Slurm shrinks a running job in place only when it keeps its batch host (docs/slurm.md).
+  if (config.mode == "slurm") core_config.shrink_keeps_first_node = true;
   PHX_ASSIGN_OR_RETURN(auto recovered, Recover(*p.store, std::move(topology), std::move(core_config), ro));
   for (const std::string& note : recovered.notes) PHX_LOG(kWarn) << "recovery: " << note;
   PHX_LOG(kInfo) << "recovered " << recovered.jobs << " jobs from " << p.store->path() << " (" << recovered.unfinished

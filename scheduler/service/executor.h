@@ -119,7 +119,16 @@ class Executor {
   virtual size_t connected_nodes() const = 0;
   // Jobs another scheduler runs beside the core's (the Slurm mode's own jobs), as last seen;
   // none by default.
-  virtual std::vector<ForeignJob> foreign_jobs() const { return {}; }
+  virtual const std::vector<ForeignJob>& foreign_jobs() const {
+    static const std::vector<ForeignJob> kNone;
+    return kNone;
+  }
+  // Those running on `node`: (job id, GPUs there); none by default.
+  virtual const std::vector<std::pair<uint32_t, uint32_t>>& foreign_on_node(const std::string& node) const {
+    (void)node;
+    static const std::vector<std::pair<uint32_t, uint32_t>> kNone;
+    return kNone;
+  }
   // The other scheduler's id of a core job (the Slurm mode's Slurm job id); 0: none.
   virtual uint32_t foreign_id(JobId job) const {
     (void)job;

@@ -267,18 +267,30 @@ void SlurmExecutor::Apply(const Result<std::vector<slurm::SlurmNode>>& nodes,
   // in the core only now, and a plain job Slurm started on them since must find them so before
   // the next pass.
   SyncLoad(external);
-  others_ = std::move(external);
+  KeepForeign(external);
 }
 
-std::vector<ForeignJob> SlurmExecutor::foreign_jobs() const {
+const std::vector<std::pair<uint32_t, uint32_t>>& SlurmExecutor::foreign_on_node(const std::string& node) const {
+  static const std::vector<std::pair<uint32_t, uint32_t>> kNone;
+  auto it = foreign_by_node_.find(node);
+  return it == foreign_by_node_.end() ? kNone : it->second;
+}
+
+// Slurm's own jobs as users see them (gq, ginfo, phalanx job show), once per poll.
+void SlurmExecutor::KeepForeign(const std::vector<SlurmJob>& external) {
   std::vector<ForeignJob> out;
-  out.reserve(others_.size());
-  for (const SlurmJob& j : others_) {
+  out.reserve(external.size());
+  foreign_by_node_.clear();
+  for (const SlurmJob& j : external) {
     ForeignJob f;
     f.id = j.id;
     f.name = slurm::SlurmName(j.name);
-    uint32_t gid = 0;
-    f.user = UserName(j, &gid);
+    auto user = user_names_.find(j.uid);
+    if (user == user_names_.end() || (user->second.starts_with("uid:") && !j.user.empty())) {
+      uint32_t gid = 0;
+      user = user_names_.insert_or_assign(j.uid, UserName(j, &gid)).first;
+    }
+    f.user = user->second;
     f.uid = j.uid;
     f.state = j.completing ? "COMPLETING" : std::string(slurm::SlurmJobStateName(j.state));
     f.running = slurm::HoldsNodes(j);
@@ -297,9 +309,12 @@ std::vector<ForeignJob> SlurmExecutor::foreign_jobs() const {
     f.start = j.start;
     f.end = j.end;
     f.time_limit = j.time_limit;
+    for (size_t k = 0; k < f.nodes.size() && k < f.gpus_by_node.size(); ++k) {
+      if (f.gpus_by_node[k] > 0) foreign_by_node_[f.nodes[k]].emplace_back(f.id, f.gpus_by_node[k]);
+    }
     out.push_back(std::move(f));
   }
-  return out;
+  foreign_ = std::move(out);
 }
 
 void SlurmExecutor::JobEnding(SlurmJobId sid) {

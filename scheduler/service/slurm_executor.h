@@ -100,7 +100,8 @@ class SlurmExecutor final : public Executor {
   size_t connected_nodes() const override;
   // Slurm's own jobs (unmanaged, and managed ones Slurm ran itself) of the last poll: pending,
   // running, suspended, completing.
-  std::vector<ForeignJob> foreign_jobs() const override;
+  const std::vector<ForeignJob>& foreign_jobs() const override { return foreign_; }
+  const std::vector<std::pair<uint32_t, uint32_t>>& foreign_on_node(const std::string& node) const override;
   uint32_t foreign_id(JobId job) const override { return slurm_job(job); }
   JobId core_job_of(uint32_t id) const override { return core_job(id); }
 
@@ -140,6 +141,7 @@ class SlurmExecutor final : public Executor {
   void LinkFromLaunchInfo();
   void SyncNodes(const std::vector<slurm::SlurmNode>& nodes);
   void SyncLoad(const std::vector<slurm::SlurmJob>& external);
+  void KeepForeign(const std::vector<slurm::SlurmJob>& external);
   void SyncManaged(const slurm::SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t);
   void SubmitNew(const slurm::SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t);
   void Release(slurm::SlurmJobId sid, JobId job, Tracked& t);
@@ -172,8 +174,11 @@ class SlurmExecutor final : public Executor {
     std::vector<std::pair<uint32_t, Time>> pieces;  // per job: GPUs, end (slurm::ExternalLoad's)
   };
   std::map<std::string, LoadSent> load_sent_;  // the external load last given to the core, by node
-  std::vector<slurm::SlurmJob> others_;        // Slurm's own jobs at the last poll (foreign_jobs)
-  std::shared_ptr<int> alive_;                 // results posted back check it (weak_ptr)
+  // Slurm's own jobs at the last poll (foreign_jobs), and by node (job id, GPUs there).
+  std::vector<ForeignJob> foreign_;
+  std::map<std::string, std::vector<std::pair<uint32_t, uint32_t>>> foreign_by_node_;
+  std::map<uint32_t, std::string> user_names_;  // uid -> name (the password database, once per uid)
+  std::shared_ptr<int> alive_;                  // results posted back check it (weak_ptr)
   // Last: destroyed first (the destructor joins it before anything it may touch goes).
   boost::asio::thread_pool worker_{1};
 };

@@ -569,6 +569,10 @@ TEST_F(SlurmExecutorTest, SlurmsOwnJobsAreListedWithTheirNodesAndGpus) {
   EXPECT_EQ(exec_->foreign_id(exec_->core_job(3)), 3u);
   EXPECT_EQ(exec_->core_job_of(3), exec_->core_job(3));
   EXPECT_EQ(exec_->core_job_of(1), kNoJob);
+  // By node: n3 and n4 hold job 2's 2 and 6 GPUs.
+  EXPECT_EQ(exec_->foreign_on_node("n4"), (std::vector<std::pair<uint32_t, uint32_t>>{{2, 6}}));
+  EXPECT_EQ(exec_->foreign_on_node("n2"), (std::vector<std::pair<uint32_t, uint32_t>>{{1, 8}}));
+  EXPECT_TRUE(exec_->foreign_on_node("n1").empty());
   // Slurm's job on n2 ends: gone from the list at the next poll.
   slurm_.job(1)->state = SlurmJobState::kCompleted;
   Round();
