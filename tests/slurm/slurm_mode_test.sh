@@ -252,10 +252,12 @@ until_ok 15 running_all
 gq_sees() {
   gq_line=$("$build/cli/user/gq" --socket "$lab/run/phalanxd.sock" -h -o '%i %T %N %G %u' 2>&1 | grep "^slurm:${part[0]} ")
   [[ "$gq_line" == "slurm:${part[0]} RUNNING n1 6 root" ]] &&
-    "$build/cli/user/ginfo" --socket "$lab/run/phalanxd.sock" -N 2>&1 | grep -q "^n1 .*slurm:${part[0]}"
+    "$build/cli/user/ginfo" --socket "$lab/run/phalanxd.sock" -N 2>&1 | grep -q "^n1 .*slurm:${part[0]}" &&
+    "$build/cli/phalanx" job show "slurm:${part[0]}" --socket "$lab/run/phalanxd.sock" 2>&1 |
+    grep -q "ScheduledBy=Slurm SlurmJobId=${part[0]} SlurmState=RUNNING NodeGPUs=n1:6"
 }
 if until_ok 5 gq_sees; then
-  ok "Slurm's own jobs in gq and ginfo -N: $gq_line"
+  ok "Slurm's own jobs in gq, ginfo -N and phalanx job show slurm:${part[0]}: $gq_line"
 else
   bad "Slurm's own jobs in gq and ginfo" "gq: $("$build/cli/user/gq" --socket "$lab/run/phalanxd.sock" 2>&1)" \
     "ginfo -N: $("$build/cli/user/ginfo" --socket "$lab/run/phalanxd.sock" -N 2>&1)"
