@@ -86,7 +86,7 @@ void SlurmExecutor::OnWorker(std::function<R(slurm::SlurmAdapter&)> call, std::f
     boost::asio::post(io, [this, alive, done = std::move(done), result = std::move(result)]() mutable {
       if (alive.expired()) return;
       --in_flight_;
-      if (done) done(std::move(result));
+      if (done && !halted_) done(std::move(result));  // after Stop nothing reaches the host
     });
   });
 }
@@ -326,7 +326,10 @@ void SlurmExecutor::WatchEnding(SlurmJobId sid, int tries) {
   OnWorker<Result<SlurmJob>>([sid](slurm::SlurmAdapter& a) { return a.LoadJob(sid); },
                              [this, sid, tries](Result<SlurmJob> j) {
     if (halted_) return;
-    const bool ended = j ? IsSlurmFinal(j->state) || j->completing : j.error().code == ErrorCode::kNotFound;
+    // Ending (COMPLETING), done, gone, or pending again (requeued): no longer running as before.
+    const bool ended =
+        j ? (j->state != SlurmJobState::kRunning && j->state != SlurmJobState::kSuspended) || j->completing
+          : j.error().code == ErrorCode::kNotFound;
     if (ended) return Poll();                       // the poll takes the end (and what else changed) at once
     if (!j || tries + 1 >= kEndWatchTries) return;  // the regular poll will
     auto timer = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(kEndWatchMs));
