@@ -456,6 +456,9 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
     return;
   }
   if (j.state == SlurmJobState::kRunning || j.state == SlurmJobState::kSuspended) {
+    // Still running after the requeue we asked for (read before it reached Slurm, or Slurm has
+    // not ended the run yet): it is being requeued.
+    if (t.requeueing) return;
     t.released = 0;  // started where Phalanx said
     t.requeueing = false;
     t.nodes = j.nodes;
@@ -463,7 +466,14 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
     t.batch_host = j.batch_host;
     return;
   }
-  t.requeueing = false;  // a requeue we asked for is done once the job is pending
+  // Pending but still completing its last run (a requeue in progress): wait until Slurm is done.
+  if (j.completing) return;
+  // A requeue we asked for is done once Slurm has the job pending with its own begin time
+  // (cred_expire; a release before it is known would start it too early: "Job credential
+  // revoked", the job FAILED), or a few seconds after it was asked for.
+  if (t.requeueing && j.wait != SlurmWait::kBeginTime && now - t.requeued_at < kRequeueSettleS) return;
+  if (t.requeueing && j.wait == SlurmWait::kBeginTime && j.start > now) t.not_before = std::max(t.not_before, j.start);
+  t.requeueing = false;
   // Pending. A requeued job waits for Slurm's own begin time (cred_expire): later than our lease.
   if (j.wait == SlurmWait::kBeginTime && j.start > t.lease + 1 && j.restarts > 0) t.not_before = j.start;
   if (t.submitting) return RenewLease(j.id, t, now);
@@ -587,6 +597,9 @@ void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o,
 void SlurmExecutor::Release(SlurmJobId sid, JobId job, Tracked& t) {
   const JobRecord* rec = host_->core().job(job);
   if (!Active(rec)) return;
+  // A requeue Slurm has not finished (the job still completing its last run): an update now can
+  // spoil it (measured: the job ended FAILED); the poll that sees it pending again releases it.
+  if (t.requeueing) return;
   const auto nodes = slurm::SlurmNodeList(topo_, rec->gpus);
   const Time now = host_->Now();
   const Time begin = std::max(now, t.not_before);
@@ -679,7 +692,13 @@ void SlurmExecutor::RequeueForResize(JobId job, SlurmJobId sid) {
   Tracked& t = tracked_[sid];
   t.released = 0;
   t.requeueing = true;
-  Act("resize of job " + std::to_string(job), [sid](slurm::SlurmAdapter& a) { return a.Requeue(sid); });
+  OnWorker<Status>([sid](slurm::SlurmAdapter& a) { return a.Requeue(sid); },
+                   [this, sid, job](Status st) {
+    if (st) return;
+    PHX_LOG(kWarn) << "slurm mode: resize of job " << job << ": " << st.error().ToString();
+    if (auto it = tracked_.find(sid); it != tracked_.end()) it->second.requeueing = false;
+  });
+  t.requeued_at = host_->Now();
 }
 
 void SlurmExecutor::StopJob(JobId job, const std::string& reason) {
@@ -702,10 +721,14 @@ void SlurmExecutor::StopJob(JobId job, const std::string& reason) {
       return a.Defer(sid, until, true) ? 1 : 2;
         },
         [this, sid, until](int outcome) {
-      if (auto it = tracked_.find(sid); outcome == 1 && it != tracked_.end()) it->second.lease = until;
+      auto it = tracked_.find(sid);
+      if (it == tracked_.end() || outcome == 0) return;
+      it->second.requeueing = false;  // not requeued: what Slurm shows next is what is
+      if (outcome == 1) it->second.lease = until;
     });
     t.released = 0;
     t.requeueing = true;
+    t.requeued_at = host_->Now();
     return;
   }
   PHX_LOG(kInfo) << "slurm mode: cancel Slurm job " << sid << " (" << reason << ")";

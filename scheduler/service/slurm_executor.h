@@ -80,6 +80,9 @@ class SlurmExecutor final : public Executor {
   void JobEnding(slurm::SlurmJobId sid);
   static constexpr int kEndWatchTries = 60;
   static constexpr int kEndWatchMs = 50;
+  // A requeued job is released again once Slurm shows its own begin time (cred_expire), or this
+  // long after the requeue.
+  static constexpr Duration kRequeueSettleS = 3;
   // Calls to Slurm made and not yet answered on the io thread (tests wait for 0).
   size_t in_flight() const { return in_flight_; }
   // The Slurm job of a core job; 0 when none.
@@ -118,6 +121,7 @@ class SlurmExecutor final : public Executor {
     bool requeueing = false;  // we asked Slurm to requeue it (preemption, resize); not pending yet
     Time predicted = 0;       // the predicted start written into it (0: none)
     bool renewing = false;    // a lease renewal in flight
+    Time requeued_at = 0;     // when we asked Slurm to requeue it
     // Where Slurm runs it (the last poll that saw it running): for a shrink in place.
     std::vector<std::string> nodes;
     std::vector<uint32_t> gpus_by_node;

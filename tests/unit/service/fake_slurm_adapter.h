@@ -29,10 +29,11 @@ class FakeSlurm final : public SlurmAdapter {
   std::vector<SlurmNode> nodes;
   std::vector<SlurmJob> jobs;
   std::vector<Call> calls;
-  bool down = false;              // slurmctld unreachable
-  std::shared_future<void> gate;  // when valid: LoadJobs waits for it (a slurmctld that does not answer)
-  std::atomic<int> loads{0};      // LoadJobs calls answered
-  std::atomic<int> job_loads{0};  // LoadJob calls
+  bool down = false;                // slurmctld unreachable
+  std::shared_future<void> gate;    // when valid: LoadJobs waits for it (a slurmctld that does not answer)
+  std::atomic<int> loads{0};        // LoadJobs calls answered
+  std::atomic<int> job_loads{0};    // LoadJob calls
+  bool requeue_completing = false;  // a requeued job stays completing until the test clears it
 
   SlurmJob* job(SlurmJobId id) {
     for (SlurmJob& j : jobs)
@@ -106,6 +107,7 @@ class FakeSlurm final : public SlurmAdapter {
     SlurmJob* j = job(id);
     if (j == nullptr) return Fail(ErrorCode::kNotFound, "slurm: requeue", "Invalid job id specified");
     j->state = SlurmJobState::kPending;
+    j->completing = requeue_completing;  // 22.05: pending | completing until the last run is done
     j->nodes.clear();
     ++j->restarts;
     calls.push_back(Call{"requeue", id, {}, 0, false, ""});

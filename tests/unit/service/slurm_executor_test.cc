@@ -510,6 +510,30 @@ TEST_F(SlurmShrinkTest, ToWholeNodesWithItsBatchHostItIsShrunkInPlace) {
   EXPECT_EQ(host_.core().job(1)->state, JobState::kRunning);
 }
 
+// Slurm 22.05 keeps a requeued job pending | completing until its last run is done; releasing
+// it then spoiled the requeue in the lab (the job ended FAILED). It is released once Slurm has it
+// plainly pending.
+TEST_F(SlurmShrinkTest, ARequeueSlurmHasNotFinishedIsNotReleasedYet) {
+  slurm_.requeue_completing = true;
+  RunElastic("n1");
+  ASSERT_EQ(slurm_.Calls("requeue").size(), 1u);
+  auto starts_of_3 = [&] {
+    int n = 0;
+    for (const auto& c : slurm_.Calls("start")) n += c.job == 3;
+    return n;
+  };
+  EXPECT_EQ(starts_of_3(), 1);
+  host_.now += 1;
+  Round();
+  Round();
+  EXPECT_EQ(starts_of_3(), 1);  // still completing its last run: not released
+  slurm_.job(3)->completing = false;
+  host_.now += 1;
+  Round();
+  EXPECT_EQ(starts_of_3(), 2);  // plainly pending: released on the GPUs the core gave it
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kRunning);
+}
+
 TEST_F(SlurmShrinkTest, LosingItsBatchHostItIsRequeuedInstead) {
   RunElastic("n1");  // the core keeps n2, the batch script runs on n1
   EXPECT_TRUE(slurm_.Calls("shrink").empty());
