@@ -4,15 +4,18 @@
 # 0.15, seed 1; no class rules, no per-trace settings), all four policy presets side by side, at
 # native load and at the load where slurm-like's average wait is >= 20% of its average JCT, and
 # there with the runtime model off (--comm-share 0) and at 0.05 and 0.30.
-# Not a test (never in ctest): about 40 minutes of one core (one sim at a time).
+# Not a test (never in ctest): about 45 minutes of one core, one sim at a time (2026-12-02, on a
+# shared 2-core machine; the Philly 6x runs take 8-10 minutes each, four policies).
 #
 #   bench/run_sim.sh [BUILD_DIR] [OUT_DIR]      (defaults: build, docs/results)
 #
-# Writes OUT_DIR/<run>/{table.txt,summary.json,report.html,*.svg}; series CSVs go to
-# BUILD_DIR/sim-results/<run>/ (large, not for the repository). Traces are read from $TRACES
-# (default ../shared/traces, relative to the repository, so no absolute path lands in the docs).
+# Writes OUT_DIR/<run>/{table.txt,summary.json,*.svg}; the series CSVs and the interactive
+# report.html (0.4-0.5 MB each) go to BUILD_DIR/sim-results/<run>/ (large, not for the
+# repository). Traces are read from $TRACES (default ../shared/traces, relative to the
+# repository, so no absolute path lands in the docs).
 # ONLY="run1 run2" replays only those runs and keeps the others' files from an earlier call
-# (docs/results.md is always written from every run's files); NICE (default 10) is their niceness.
+# (docs/results.md is always written from every run's files; ONLY=none only rewrites it);
+# NICE (default 10) is their niceness.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -29,14 +32,14 @@ run() {  # NAME TOPOLOGY TRACE [sim options...]
   local name=$1 topo=$2 trace=$3
   shift 3
   RUNS+=("$name")
-  ARGS[$name]="--topology $topo --trace $trace $*"
+  ARGS[$name]="--topology $topo --trace $trace${*:+ $*}"
   if [ -n "$ONLY" ] && [[ " $ONLY " != *" $name "* ]]; then
     return 0
   fi
   mkdir -p "$OUT/$name" "$BUILD/sim-results/$name"
   echo "== $name: phalanx sim --topology $topo --trace $trace $*" >&2
   nice -n "$NICE" "$PHALANX" sim --quiet --topology "$topo" --trace "$trace" "$@" \
-    --json "$OUT/$name/summary.json" --html "$OUT/$name/report.html" --svg-dir "$OUT/$name" \
+    --json "$OUT/$name/summary.json" --html "$BUILD/sim-results/$name/report.html" --svg-dir "$OUT/$name" \
     --csv "$BUILD/sim-results/$name/series.csv" > "$OUT/$name/table.txt"
   cat "$OUT/$name/table.txt"
 }
@@ -81,7 +84,8 @@ run philly-w-x6-c0.30 $PHILLY_TOPO "$PHILLY" "${PHILLY_LOAD[@]}" --comm-share 0.
   echo "share unless a run says \`--comm-share\`, seed 1 -- no class rules, no per-trace settings."
   echo "Definitions of every metric and modelling choice: [simulator.md](simulator.md)."
   echo "Run times are wall-clock seconds per policy on the machine that ran the script (a shared 2-core"
-  echo "machine under other builds: they are not replay speeds)."
+  echo "machine under other builds: they are not replay speeds). The discussion, with the headline table and"
+  echo "where the \`phalanx\` preset wins and loses, follows the runs at the end of this page."
   for name in "${RUNS[@]}"; do
     echo
     echo "## $name"
@@ -102,7 +106,7 @@ run philly-w-x6-c0.30 $PHILLY_TOPO "$PHILLY" "${PHILLY_LOAD[@]}" --comm-share 0.
       echo "![$name $plot](results/$name/$plot.svg)"
     done
     echo
-    echo "Interactive page: [results/$name/report.html](results/$name/report.html)"
+    echo "Interactive page: \`$BUILD/sim-results/$name/report.html\` once \`bench/run_sim.sh\` has run (not committed)."
   done
   echo
   [ -f "$OUT/notes.md" ] && cat "$OUT/notes.md"
