@@ -41,6 +41,7 @@ constexpr const char* kUsage =
     "       phalanx job update ID [--time DURATION] [--priority CLASS] [--name NAME]\n"
     "       phalanx job show ID...\n"
     "       phalanx job requeue ID...\n"
+    "       phalanx job top ID...\n"
     "       phalanx job suspend|resume ID...\n"
     "\n"
     "Hold pending jobs (they wait until released), release them, change a job's walltime,\n"
@@ -50,8 +51,9 @@ constexpr const char* kUsage =
     "failed, 2 for a usage error.\n"
     "requeue (admins only): a running job is stopped and queued again, to resume from its last\n"
     "checkpoint. suspend/resume: SIGSTOP/SIGCONT to a running job's processes (the owner may too);\n"
-    "the job keeps its GPUs and its walltime keeps running, unlike Slurm's suspend. top: not\n"
-    "supported (multifactor priority orders the queue; raise the class with update --priority).\n"
+    "the job keeps its GPUs and its walltime keeps running, unlike Slurm's suspend. top (scontrol\n"
+    "top): the pending job goes first among its owner's pending jobs; other users' keep their\n"
+    "places. The owner may top their own jobs, admins anyone's.\n"
     "\n"
     "options:\n";
 
@@ -141,16 +143,11 @@ int RunJob(std::span<const std::string> args) {
     std::fputs(OptionsHelp(kSpecs).c_str(), stdout);
     return kExitOk;
   }
-  if (action == "top") {
-    PrintError(kProgram,
-               "job top: not supported: the queue is ordered by multifactor priority, not by position; raise "
-               "the job's class instead (phalanx job update ID --priority high)");
-    return kExitUsage;
-  }
   if (action != "hold" && action != "release" && action != "update" && action != "show" && action != "requeue" &&
-      action != "suspend" && action != "resume") {
-    PrintError(kProgram, "job: unknown action '" + action +
-                             "' (hold, release, update, show, requeue, suspend or resume; see phalanx job --help)");
+      action != "top" && action != "suspend" && action != "resume") {
+    PrintError(kProgram,
+               "job: unknown action '" + action +
+                   "' (hold, release, update, show, requeue, top, suspend or resume; see phalanx job --help)");
     return kExitUsage;
   }
   std::vector<uint64_t> ids;
@@ -216,6 +213,8 @@ int RunJob(std::span<const std::string> args) {
       out.status = conn.jobs().Update(&context, update, &out.job);
     } else if (action == "requeue") {
       out.status = conn.jobs().Requeue(&context, ref, &out.job);
+    } else if (action == "top") {
+      out.status = conn.jobs().Top(&context, ref, &out.job);
     } else if (action == "suspend" || action == "resume") {
       // SIGSTOP / SIGCONT to the job's processes through the agents (the Cancel RPC's signal).
       v1::CancelRequest signal;

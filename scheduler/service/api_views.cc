@@ -169,6 +169,7 @@ grpc::Status ListPartitions(const Controller& c, v1::PartitionListResponse* out)
     o->set_max_walltime_s(p.max_walltime);
     o->set_max_walltime_unlimited(p.max_walltime >= kUnlimitedWalltime);
     o->set_max_gpus_per_job(p.max_gpus_per_job);
+    o->set_max_gpus_per_user(p.max_gpus_per_user);
     o->set_gpus(p.gpus);
     o->set_gpus_free(free);
     for (const PartitionOptions& opt : c.partition_options()) {

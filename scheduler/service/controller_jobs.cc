@@ -106,6 +106,24 @@ Status Controller::Authorize(const Caller& who, JobSpec* spec, bool walltime_max
   return rules.CheckClass(r, cls, spec->account);
 }
 
+CallResult<Controller::TestOnlyAnswer> Controller::TestOnly(const Caller& who, JobSpec spec, bool walltime_max) {
+  if (auto s = Serving(); !s) return std::unexpected(s.error());
+  if (auto st = Authorize(who, &spec, walltime_max); !st) return std::unexpected(CallError(st.error()));
+  TestOnlyAnswer out;
+  out.job_id = next_job_id_;
+  spec.id = next_job_id_;
+  spec.submit = Now();
+  if (auto st = core_->ValidateSpec(spec); !st) return std::unexpected(Refused(st.error()));
+  auto answer = core_->WhatIfStart(spec, spec.submit);
+  if (!answer) return std::unexpected(Refused(answer.error()));
+  out.answer = std::move(*answer);
+  const PartitionTable& table = core_->partitions();
+  if (auto ids = table.Resolve(spec.partitions); ids && !ids->empty()) {
+    out.partition = table.at(table.Holding(*ids, out.answer.gpus, core_->topology())).name;
+  }
+  return out;
+}
+
 void Controller::Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done) {
   if (auto s = Serving(); !s) return done(std::unexpected(s.error()));
   if (auto s = SpaceForUsers(options_.store_space); !s) return done(std::unexpected(s.error()));
@@ -302,6 +320,15 @@ void Controller::Hold(const Caller& who, JobId id, Reply<void> done) {
   if (auto s = SpaceForUsers(options_.store_space); !s) return done(std::unexpected(s.error()));
   JobEvent(
       id, "hold", [this, id] { return core_->Hold(id, Now()); }, std::move(done));
+}
+
+void Controller::Top(const Caller& who, JobId id, Reply<void> done) {
+  auto found = FindJob(id);
+  if (!found) return done(std::unexpected(found.error()));
+  if (auto st = CheckOwner(who, **found, "top"); !st) return done(std::unexpected(st.error()));
+  if (auto s = SpaceForUsers(options_.store_space); !s) return done(std::unexpected(s.error()));
+  JobEvent(
+      id, "top", [this, id] { return core_->Top(id, Now()); }, std::move(done));
 }
 
 void Controller::Requeue(const Caller& who, JobId id, Reply<void> done) {

@@ -30,8 +30,11 @@ struct JobSpec {
   std::string account;
   std::string priority_class;           // empty: the configured default
   std::vector<std::string> partitions;  // in order of preference; empty: the default partition
-  PlacementRequest shape;               // gpus (the maximum for elastic jobs), nodes x gpn, level...
-  uint32_t min_gpus = 0;                // elastic when 0 < min_gpus < shape.gpus
+  // scontrol top (Scheduler::Top): among its user's pending jobs, a topped job goes first, the
+  // one topped last before the others; 0: not topped.
+  uint64_t top = 0;
+  PlacementRequest shape;  // gpus (the maximum for elastic jobs), nodes x gpn, level...
+  uint32_t min_gpus = 0;   // elastic when 0 < min_gpus < shape.gpus
   ElasticStep step_kind = ElasticStep::kAny;
   uint32_t step = 0;                 // for kMultiple
   Duration walltime = 0;             // 0: the configured default

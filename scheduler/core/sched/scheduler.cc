@@ -200,6 +200,22 @@ Status Scheduler::Hold(JobId id, Time now) {
   return {};
 }
 
+Status Scheduler::Top(JobId id, Time now) {
+  SchedulerState& s = *s_;
+  auto j = FindJob(s, id, "top");
+  PHX_RETURN_IF_ERROR(j);
+  if ((*j)->state != JobState::kPending)
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
+                "top: only pending jobs can be put first (it is " + std::string(JobStateName((*j)->state)) + ")");
+  PHX_RETURN_IF_ERROR(Advance(s, now));
+  uint64_t last = 0;
+  for (const auto& [other, job] : s.pending.Walk()) {
+    if (job->spec.user == (*j)->spec.user) last = std::max(last, job->spec.top);
+  }
+  (*j)->spec.top = last + 1;
+  return {};
+}
+
 Status Scheduler::Release(JobId id, Time now) {
   SchedulerState& s = *s_;
   auto j = FindJob(s, id, "release");

@@ -64,6 +64,10 @@ class Scheduler {
   // Pending or held: gone. Running or checkpointing: the glue must stop it; GPUs are freed.
   Status Cancel(JobId job, Time now);
   Status Hold(JobId job, Time now);
+  // scontrol top: the pending job goes first among its user's pending jobs (before those topped
+  // earlier); the places the user's jobs hold in the queue stay theirs, so other users' jobs
+  // keep theirs. Fails: kNotFound, kFailedPrecondition unless pending.
+  Status Top(JobId job, Time now);
   Status Release(JobId job, Time now);
   // A running or checkpointing job back to the queue (an admin's requeue): its GPUs are freed
   // and the next pass returns Preempt{requeue} with `reason` for the glue to stop it; it
@@ -180,6 +184,8 @@ class Scheduler {
     WaitKind wait = WaitKind::kNone;
     // For kForever: why never (the Placer's reason, or no GPUs up); for ReservedFor: the job.
     std::string reason;
+    // The GPUs it would start on (now, or at `start`: its reservation's); empty for kForever.
+    std::vector<GpuId> gpus;
   };
   Result<WhatIfAnswer> WhatIfStart(const JobSpec& spec, Time now) const;
   // The same for many shapes at once (one walk each; the release times are sorted once).

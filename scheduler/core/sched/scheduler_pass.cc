@@ -5,7 +5,9 @@
 // in internal/ (timers, start_now, reserve, preemption, elastic_growth), the policies in policy/.
 #include <algorithm>
 #include <iterator>
+#include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +30,22 @@ namespace {
 
 // Sorts the pass's queue keys into queue order and sets the queue (ids) and the pass's records
 // in that order.
+// Why every open partition of `job` is at its user's GPU limit (max_gpus_per_user) for `n`
+// GPUs; empty when one of them is not.
+std::string PartitionUserLimit(const SchedulerState& s, const JobRecord& job, uint32_t n) {
+  std::string why;
+  for (uint32_t i : job.partition_ids) {
+    const Partition& p = s.partitions.at(i);
+    if (p.state != PartitionState::kUp && p.state != PartitionState::kDrain) continue;
+    if (s.UnderUserLimit(job, i, n)) return {};
+    if (why.empty()) {
+      why = "partition " + p.name + ": MaxGPUsPerUser " + std::to_string(p.max_gpus_per_user) + ", " + job.spec.user +
+            " holds " + std::to_string(s.UserGpusIn(job.spec.user, i, job.spec.id));
+    }
+  }
+  return why;
+}
+
 void OrderQueue(SchedulerState& s, PassState& pass) {
   std::vector<QueueKey>& keys = pass.buffers.keys;
   // Sorts keys, not ids: comparing ids looked both jobs up in the job map (every job ever known),
@@ -38,6 +56,24 @@ void OrderQueue(SchedulerState& s, PassState& pass) {
     if (a.submit != b.submit) return a.submit < b.submit;
     return a.id < b.id;
   });
+  // scontrol top (Scheduler::Top): a user's topped jobs go first among that user's jobs, the
+  // last topped first, in the places the user's jobs hold; nothing to do when none is topped.
+  std::set<std::string_view> topped;
+  for (const QueueKey& k : keys) {
+    if (k.job->spec.top > 0) topped.insert(k.job->spec.user);
+  }
+  for (std::string_view user : topped) {
+    std::vector<size_t> at;
+    std::vector<QueueKey> mine;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i].job->spec.user != user) continue;
+      at.push_back(i);
+      mine.push_back(keys[i]);
+    }
+    std::stable_sort(mine.begin(), mine.end(),
+                     [](const QueueKey& a, const QueueKey& b) { return a.job->spec.top > b.job->spec.top; });
+    for (size_t i = 0; i < at.size(); ++i) keys[at[i]] = mine[i];
+  }
   s.queue.clear();
   for (const QueueKey& k : keys) {
     s.queue.push_back(k.id);
@@ -90,6 +126,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
                                                 std::to_string(allowed) + " GPUs, it needs " + std::to_string(n));
     }
   }
+  if (std::string why = PartitionUserLimit(s, job, n); !why.empty()) return wait(WaitKind::kUserLimit, why);
   if (auto hit = s.limits.CheckStart(job.spec.user, job.spec.account, n)) {
     return wait(hit->scope == LimitScope::kAccount ? WaitKind::kAccountLimit : WaitKind::kUserLimit,
                 std::move(hit->reason));

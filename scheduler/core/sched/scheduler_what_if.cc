@@ -69,8 +69,10 @@ Answer Ask(SchedulerState& s, PassState& pass, const JobRecord& job) {
     return a;
   }
   // As ScheduleJob: start now (avoiding every reservation it would overlap), else reserve.
-  if (TryStartNow(s, pass, job)) {
+  if (auto p = TryStartNow(s, pass, job)) {
     pass.start_blocks.Clear();
+    a.gpus = std::move(p->gpus);
+    std::sort(a.gpus.begin(), a.gpus.end());
     a.start = pass.now;
     a.promised = true;
     return a;
@@ -99,6 +101,8 @@ Answer Ask(SchedulerState& s, PassState& pass, const JobRecord& job) {
   }
   if (auto r = Reserve(s, pass, job)) {
     a.start = r->start;
+    a.gpus = std::move(r->gpus);
+    std::sort(a.gpus.begin(), a.gpus.end());
     return a;
   }
   a.promised = false;

@@ -63,6 +63,62 @@ std::set<std::string> NodesOf(const Scheduler& s, JobId id) {
   return out;
 }
 
+// scontrol top: the topped job goes first among its user's pending jobs, in the places they
+// hold; another user's job keeps its place; the last topped goes first; only pending jobs.
+TEST(SchedulerTop, FirstAmongItsUsersPendingJobs) {
+  SchedulerConfig c;
+  c.weights.fairshare = 0;
+  auto s = Make(c);
+  JobSpec big = Job(1, 32);
+  big.walltime = 3600;
+  ASSERT_TRUE(s->Submit(big, 0));
+  (void)s->Schedule(0);
+  ASSERT_EQ(s->job(1)->state, JobState::kRunning);
+  ASSERT_TRUE(s->Submit(Job(2, 32), 1));
+  JobSpec bob = Job(3, 32);
+  bob.user = "bob";
+  ASSERT_TRUE(s->Submit(bob, 2));
+  ASSERT_TRUE(s->Submit(Job(4, 32), 3));
+  (void)s->Schedule(4);
+  EXPECT_EQ(s->queue(), (std::vector<JobId>{2, 3, 4}));
+  ASSERT_TRUE(s->Top(4, 5));
+  (void)s->Schedule(5);
+  EXPECT_EQ(s->queue(), (std::vector<JobId>{4, 3, 2})) << "alice's places, 4 first; bob's 3 stays second";
+  ASSERT_TRUE(s->Top(2, 6));
+  (void)s->Schedule(6);
+  EXPECT_EQ(s->queue(), (std::vector<JobId>{2, 3, 4})) << "the last topped first";
+  auto running = s->Top(1, 7);
+  ASSERT_FALSE(running);
+  EXPECT_EQ(running.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_FALSE(s->Top(99, 7));
+}
+
+// max_gpus_per_user (Slurm's MaxTRESPerUser=gres/gpu): a user's job past it waits UserLimit
+// naming the partition (not refused); another user's starts; a job naming a second partition
+// starts there; when the user's job ends, the waiting one starts.
+TEST(SchedulerPartitions, PerUserGpuLimitWaitsUserLimit) {
+  SchedulerConfig c = PartConfig();
+  c.partitions[0].max_gpus_per_user = 8;  // big: leaf0's two nodes
+  auto s = Make(c);
+  ASSERT_TRUE(s->Submit(Job(1, 8, {}, 600), 0));
+  ASSERT_TRUE(s->Submit(Job(2, 8, {}, 600), 0));
+  JobSpec bob = Job(3, 8, {}, 600);
+  bob.user = "bob";
+  ASSERT_TRUE(s->Submit(bob, 0));
+  ASSERT_TRUE(s->Submit(Job(4, 4, {"big", "all"}, 600), 0));
+  (void)s->Schedule(1);
+  EXPECT_EQ(s->job(1)->state, JobState::kRunning);
+  EXPECT_EQ(s->job(2)->state, JobState::kPending);
+  EXPECT_EQ(s->job(2)->wait.kind, WaitKind::kUserLimit);
+  EXPECT_EQ(s->job(2)->wait.detail, "partition big: MaxGPUsPerUser 8, alice holds 8");
+  EXPECT_EQ(s->job(3)->state, JobState::kRunning) << "bob has his own 8";
+  ASSERT_EQ(s->job(4)->state, JobState::kRunning) << "big is at alice's limit: all";
+  for (const std::string& n : NodesOf(*s, 4)) EXPECT_EQ(n.rfind("leaf1-", 0), 0u) << n;
+  ASSERT_TRUE(s->JobEnded(1, 2, true));
+  (void)s->Schedule(2);
+  EXPECT_EQ(s->job(2)->state, JobState::kRunning);
+}
+
 TEST(SchedulerPartitions, NoneConfiguredIsOneDefaultOfEveryNode) {
   SchedulerConfig c;
   auto s = Make(c);

@@ -42,7 +42,7 @@ std::optional<Placement> SchedulerState::PlaceNow(const JobRecord& job, const Pl
   const NodeFilter filter(*topo, job.forbidden_nodes);  // -w/-x/-C: only the allowed nodes
   for (uint32_t i : job.partition_ids) {
     const Partition& part = partitions.at(i);
-    if (!Starts(part.state)) continue;
+    if (!Starts(part.state) || !UnderUserLimit(job, i, request.gpus)) continue;
     if (part.all_nodes) {
       if (auto p = PlaceNow(request)) return p;
       continue;
@@ -52,6 +52,17 @@ std::optional<Placement> SchedulerState::PlaceNow(const JobRecord& job, const Pl
     if (auto p = PlaceNow(request)) return p;
   }
   return std::nullopt;
+}
+
+uint32_t SchedulerState::UserGpusIn(const std::string& user, uint32_t part, JobId except) const {
+  uint32_t n = 0;
+  for (JobId id : active) {
+    if (id == except) continue;
+    const JobRecord& j = jobs.at(id);
+    if (j.spec.user != user || j.gpus.empty() || j.partition_ids.empty()) continue;
+    if (partitions.Holding(j.partition_ids, j.gpus, *topo) == part) n += static_cast<uint32_t>(j.gpus.size());
+  }
+  return n;
 }
 
 bool SchedulerState::PartitionOpen(const JobRecord& job) const {

@@ -70,6 +70,14 @@ struct SchedulerState {
   std::optional<Placement> PlaceNow(const JobRecord& job, const PlacementRequest& request) const;
   // Whether any of the job's partitions lets jobs start (UP or DRAIN).
   bool PartitionOpen(const JobRecord& job) const;
+  // The GPUs `user`'s active jobs other than `except` hold in partition `part` (each job
+  // counted in the partition it runs in: PartitionTable::Holding).
+  uint32_t UserGpusIn(const std::string& user, uint32_t part, JobId except) const;
+  // Whether `job` may hold `gpus` GPUs in partition `part` under its max_gpus_per_user.
+  bool UnderUserLimit(const JobRecord& job, uint32_t part, uint32_t gpus) const {
+    const uint32_t max = partitions.at(part).max_gpus_per_user;
+    return max == 0 || UserGpusIn(job.spec.user, part, job.spec.id) + gpus <= max;
+  }
   // How long a job has between the checkpoint signal and its deadline: its own, else the config's.
   Duration CheckpointGrace(const JobRecord& job) const {
     return job.spec.checkpoint_grace > 0 ? job.spec.checkpoint_grace : config.checkpoint_grace;
