@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "adapters/topology/topology_loader.h"
@@ -24,6 +25,14 @@
 
 namespace phalanx::cli {
 namespace {
+
+// The share of multi-GPU trace jobs made elastic unless --elastic-share says otherwise.
+constexpr double kDefaultElasticShare = 0;
+std::string FormatShare(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
 
 // A path as reports show it: never an absolute path of the machine that ran it. Absolute paths
 // become relative to the repository the working directory is in (the nearest folder up with a
@@ -66,6 +75,11 @@ constexpr FlagSpec kFlags[] = {
     {"comm-share", "C",
      "runtime model: share of a multi-GPU job's step spent in all-reduce at its best placement, slowed by best/actual "
      "bandwidth elsewhere (default 0.15; 0: off)"},
+    {"elastic-share", "F",
+     "seeded share of multi-GPU jobs that are elastic down to half their size (default 0: none; e.g. 0.3; class rules "
+     "override)"},
+    {"elastic-scaling", "B",
+     "elastic jobs of trace size g0 on g GPUs work at g0 x (g/g0)^B GPU-seconds per second (default 0.8; 1: linear)"},
     {"sample-interval", "S", "time-series step in seconds (default: makespan/1000)"},
     {"node-mtbf", "S", "random node failures: mean seconds between failures per node (default off)"},
     {"node-repair", "S", "seconds a failed node stays down (default 3600)"},
@@ -249,6 +263,19 @@ int RunSim(std::span<const std::string> raw) {
     }
     opt.comm_share = *c;
   }
+  opt.elastic_share = kDefaultElasticShare;
+  opt.elastic_scaling = 0.8;
+  for (const auto& [flag, value, lo, hi] : {std::tuple{"elastic-share", &opt.elastic_share, 0.0, 1.0},
+                                            std::tuple{"elastic-scaling", &opt.elastic_scaling, 0.0, 1.0}}) {
+    if (!args->Has(flag)) continue;
+    const std::string v = args->Get(flag);
+    const auto d = ParseNumber<double>(v);
+    if (!d || !(*d >= lo && *d <= hi)) {
+      PrintError(std::string("option '--") + flag + "': '" + v + "' is not a number in [0, 1]");
+      return 2;
+    }
+    *value = *d;
+  }
   opt.sample_interval = *sample;
   opt.node_mtbf = *mtbf;
   opt.node_repair = *repair;
@@ -335,6 +362,10 @@ int RunSim(std::span<const std::string> raw) {
   if (args->Has("window")) settings += ", window " + args->Get("window");
   if (args->Has("load-scale")) settings += ", load x" + args->Get("load-scale");
   settings += opt.comm_share > 0 ? ", comm share " + args->Get("comm-share", "0.15") : ", runtime model off";
+  if (opt.elastic_share > 0) {
+    settings += ", elastic share " + args->Get("elastic-share", FormatShare(kDefaultElasticShare)) + " (scaling " +
+                args->Get("elastic-scaling", "0.8") + ")";
+  }
   for (const ClassRule& r : opt.rules) settings += ", rule " + r.text;
   info.settings = settings;
   std::fputs(FormatTable(info, runs).c_str(), stdout);

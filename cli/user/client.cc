@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <future>
 #include <mutex>
 #include <vector>
 
 #include <google/protobuf/message_lite.h>
 #include <google/protobuf/util/json_util.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/support/client_interceptor.h>
 
 #include "call_auth.h"
@@ -128,6 +130,27 @@ bool Answers(grpc::Channel& channel, std::chrono::system_clock::time_point deadl
   return true;
 }
 
+// A standby phalanxd (docs/deployment.md, "High availability") answers every call with
+// UNAVAILABLE "standby: ...". gRPC's health check, which carries no Phalanx data and needs no
+// MUNGE credential, tells it from the leader: the leader's health service answers it, a
+// standby refuses it like any call. `*why`: the standby's text.
+bool IsStandby(const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& creds,
+               std::chrono::system_clock::time_point deadline, std::string* why) {
+  auto channel = grpc::CreateChannel(address, creds);
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(deadline);
+  grpc::Slice empty("");
+  grpc::ByteBuffer request(&empty, 1), response;  // an empty HealthCheckRequest: any service
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&done](grpc::Status st) { done.set_value(std::move(st)); });
+  const grpc::Status st = done.get_future().get();
+  if (st.error_code() != grpc::StatusCode::UNAVAILABLE || !st.error_message().starts_with("standby")) return false;
+  *why = st.error_message();
+  return true;
+}
+
 }  // namespace
 
 Connection::Connection(std::string socket_path, std::chrono::seconds deadline)
@@ -156,8 +179,11 @@ Connection::Connection(const Endpoint& endpoint, std::chrono::seconds deadline) 
       target_ = endpoint.servers[i];
       channel_ = TcpChannel(target_, creds, credentials_);
       if (endpoint.servers.size() == 1) break;
-      if (Answers(*channel_, std::chrono::system_clock::now() + probe)) break;
-      if (i + 1 < endpoint.servers.size()) tried_ += (tried_.empty() ? "" : ", ") + target_;
+      const auto until = std::chrono::system_clock::now() + probe;
+      std::string standby;
+      if (Answers(*channel_, until) && !IsStandby(target_, creds, until, &standby)) break;
+      if (i + 1 < endpoint.servers.size())
+        tried_ += (tried_.empty() ? "" : ", ") + target_ + (standby.empty() ? "" : " (" + standby + ")");
     }
   }
   jobs_ = v1::Jobs::NewStub(channel_);
@@ -293,6 +319,27 @@ void PrintError(std::string_view program, std::string_view message_text) {
   const std::string message = Printable(message_text);  // the daemon's text may quote a user's value
   std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(program.size()), program.data(),
                static_cast<int>(message.size()), message.data());
+}
+
+std::expected<ParsedOptions, int> ParseCommand(std::string_view program, std::span<const std::string> args,
+                                               std::span<const OptionSpec> specs, std::string_view usage,
+                                               std::string_view more_help) {
+  auto o = ParseOptions(args, specs, Positionals::kInterleaved);
+  if (!o) {
+    PrintError(program, o.error().ToString());
+    return std::unexpected(kExitUsage);
+  }
+  if (o->Has("help")) {
+    // fwrite's buffer must not be null even for zero bytes (an empty string_view's data() may be).
+    const auto put = [](std::string_view text) {
+      if (!text.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
+    };
+    put(usage);
+    std::fputs(OptionsHelp(specs).c_str(), stdout);
+    put(more_help);
+    return std::unexpected(kExitOk);
+  }
+  return std::move(*o);
 }
 
 }  // namespace phalanx::cli

@@ -11,12 +11,15 @@
 #pragma once
 
 #include <chrono>
+#include <expected>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include <grpcpp/grpcpp.h>
 
+#include "options.h"
 #include "phalanx/v1/phalanx.grpc.pb.h"
 #include "server_config.h"
 
@@ -105,5 +108,12 @@ std::string CurrentDir();
 
 // Writes "<program>: <message>\n" to stderr, the message Printable (util/printable.h).
 void PrintError(std::string_view program, std::string_view message);
+
+// A user command's start: `args` read against `specs` (options and positionals interleaved). A bad
+// option prints "<program>: <error>" and gives kExitUsage; --help prints `usage`, the options and
+// `more_help`, and gives kExitOk. The caller returns that code as it is.
+std::expected<ParsedOptions, int> ParseCommand(std::string_view program, std::span<const std::string> args,
+                                               std::span<const OptionSpec> specs, std::string_view usage,
+                                               std::string_view more_help = {});
 
 }  // namespace phalanx::cli

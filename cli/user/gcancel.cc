@@ -50,16 +50,8 @@ struct Outcome {
 };
 
 int Run(const std::vector<std::string>& args) {
-  auto o = ParseOptions(args, kSpecs, Positionals::kInterleaved);
-  if (!o) {
-    PrintError(kProgram, o.error().ToString());
-    return kExitUsage;
-  }
-  if (o->Has("help")) {
-    std::fputs(kUsage, stdout);
-    std::fputs(OptionsHelp(kSpecs).c_str(), stdout);
-    return kExitOk;
-  }
+  auto o = ParseCommand(kProgram, args, kSpecs, kUsage);
+  if (!o) return o.error();
   std::vector<JobTarget> ids;  // jobs, arrays (every task), tasks: 1234, 1234_7, 1234_[1-3]
   for (const std::string& a : o->positional) {
     auto targets = ParseJobTargets(a);

@@ -81,17 +81,8 @@ int Why(Connection& conn, const OptionValue& v, bool json) {
 }
 
 int Run(const std::vector<std::string>& args) {
-  auto o = ParseOptions(args, kSpecs, Positionals::kInterleaved);
-  if (!o) {
-    PrintError(kProgram, o.error().ToString());
-    return kExitUsage;
-  }
-  if (o->Has("help")) {
-    std::fputs(kUsage, stdout);
-    std::fputs(OptionsHelp(kSpecs).c_str(), stdout);
-    std::fputs(kFieldsHelp, stdout);
-    return kExitOk;
-  }
+  auto o = ParseCommand(kProgram, args, kSpecs, kUsage, kFieldsHelp);
+  if (!o) return o.error();
   if (!o->positional.empty()) {
     PrintError(kProgram, "unexpected argument '" + o->positional[0] + "' (see --help)");
     return kExitUsage;

@@ -195,17 +195,8 @@ int ListOnce(const ParsedOptions& o, const Query& query, const std::vector<JobFi
 }
 
 int Run(const std::vector<std::string>& args) {
-  auto o = ParseOptions(args, kSpecs, Positionals::kInterleaved);
-  if (!o) {
-    PrintError(kProgram, o.error().ToString());
-    return kExitUsage;
-  }
-  if (o->Has("help")) {
-    std::fputs(kUsage, stdout);
-    std::fputs(OptionsHelp(kSpecs).c_str(), stdout);
-    std::fputs(kFieldsHelp, stdout);
-    return kExitOk;
-  }
+  auto o = ParseCommand(kProgram, args, kSpecs, kUsage, kFieldsHelp);
+  if (!o) return o.error();
   if (!o->positional.empty()) {
     PrintError(kProgram, "unexpected argument '" + o->positional[0] + "' (job ids go in -j ID,ID)");
     return kExitUsage;

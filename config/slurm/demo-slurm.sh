@@ -15,7 +15,8 @@
 # Everything (config, state, logs, pid files, munge key and socket, fake devices, job output)
 # lives in $PHALANX_SLURM_DEMO_DIR (default /tmp/phalanx-slurm-demo); nothing in /etc is read or
 # written. Clients: `source $PHALANX_SLURM_DEMO_DIR/env.sh` (sets SLURM_CONF).
-# Knobs: PHALANX_SLURM_PORT_BASE (slurmctld's port, slurmd's are the next 4; default 16817),
+# Knobs: PHALANX_SLURM_PORT_BASE (slurmctld's port, slurmd's are the next 4, phalanxd's report
+# port with PHALANX_SLURM_REPORT=tcp the 9th after it; default 16817),
 # PHALANX_SLURM_PLUGIN_ARGS (extra plugstack.conf arguments, e.g. "timeout_ms=100"),
 # PHALANX_SLURM_DEMO_JOBS=0 (start the cluster only: the tests), PHALANX_SLURM_CRED_EXPIRE
 # (seconds before a requeued job may run again; default 10, Slurm's is 120), PHALANX_SLURM_HOLD=1
@@ -169,6 +170,8 @@ for g in $(seq 0 $((gpus - 1))); do
 done
 # A copy: rebuilding the plugin does not change what the running daemons loaded.
 cp "$plugin" "$demo/lib/phalanx_spank.so"
+# A job's "checkpoint done" to phalanxd (docs/slurm.md, "Step reports"), when built.
+[[ -x "$build/plugins/spank/phalanx-ckpt-done" ]] && cp "$build/plugins/spank/phalanx-ckpt-done" "$demo/lib/"
 
 # 3. munge with a private key and socket
 [[ -s "$demo/munge/munge.key" ]] || mungekey -c -k "$demo/munge/munge.key"
@@ -241,8 +244,26 @@ SwitchName=spine Switches=leaf[1-2]
 EOF
 # phalanxd is not running in the lab (its Slurm mode is not written yet): every managed step
 # logs one line about it and runs.
+# The fake GPUs' links as `nvidia-smi topo -m` would show them (the plugin's gpu_topology=: a
+# managed step's CUDA_VISIBLE_DEVICES follows the best ring): 0-3 on CPU 0, 4-7 on CPU 1, NVLink
+# bridges pairing 0-2, 1-3, 4-6, 5-7, PCIe switches within a CPU.
+{
+  printf '\tGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tGPU7\tCPU Affinity\n'
+  for r in 0 1 2 3 4 5 6 7; do
+    printf 'GPU%s' "$r"
+    for c in 0 1 2 3 4 5 6 7; do
+      if ((r == c)); then l=' X '; elif ((r / 4 != c / 4)); then l=SYS; elif (((r ^ c) == 2)); then l=NV4; else l=PIX; fi
+      printf '\t%s' "$l"
+    done
+    printf '\t%s\n' "$((r / 4 * 16))-$((r / 4 * 16 + 15))"
+  done
+} >"$demo/etc/gpu-topology.txt"
+# Step reports go to phalanxd's Unix socket, or with PHALANX_SLURM_REPORT=tcp to its TCP port
+# (PHALANX_SLURM_PORT_BASE + 9), as compute nodes on other hosts would send them.
+report_target=$demo/run/phalanxd-report.sock
+[[ "${PHALANX_SLURM_REPORT:-unix}" == tcp ]] && report_target=127.0.0.1:$((port + 9))
 cat >"$demo/etc/plugstack.conf" <<EOF
-required $demo/lib/phalanx_spank.so socket=$demo/run/phalanxd.sock timeout_ms=200 checkpoint_dir=$demo/ckpt ${PHALANX_SLURM_PLUGIN_ARGS:-}
+required $demo/lib/phalanx_spank.so socket=$report_target munge_socket=$demo/munge/munge.sock timeout_ms=200 checkpoint_dir=$demo/ckpt gpu_topology=$demo/etc/gpu-topology.txt ${PHALANX_SLURM_PLUGIN_ARGS:-}
 EOF
 hold=false
 [[ "${PHALANX_SLURM_HOLD:-0}" == 1 ]] && hold=true
@@ -268,7 +289,12 @@ slurm:
   poll_interval: ${PHALANX_SLURM_POLL:-1}
   fallback_delay: 30
   start_timeout: 20
+  report_socket: $demo/run/phalanxd-report.sock
+  munge_socket: $demo/munge/munge.sock
 EOF
+if [[ "$report_target" != /* ]]; then
+  printf '  report_listen: "%s"\n' "$report_target" >>"$demo/etc/phalanxd.yaml"
+fi
 # PHALANX_SLURM_HTTP=HOST:PORT: phalanxd's HTTP (dashboard at /, /metrics, /api/v1/...).
 if [[ -n "${PHALANX_SLURM_HTTP:-}" ]]; then
   printf 'http:\n  listen: "%s"\n' "$PHALANX_SLURM_HTTP" >>"$demo/etc/phalanxd.yaml"

@@ -13,6 +13,7 @@
 #include "duration.h"
 #include "options.h"
 #include "signal_names.h"
+#include "util/hostlist.h"
 
 namespace {
 
@@ -116,7 +117,8 @@ int CopyString(std::string_view key, std::string_view value, char* out, size_t s
   return 0;
 }
 
-constexpr const char* kKeys = "socket, timeout_ms, default_topology, fallback_delay_s, checkpoint_dir, report";
+constexpr const char* kKeys =
+    "socket, timeout_ms, default_topology, fallback_delay_s, checkpoint_dir, report, munge_socket, gpu_topology";
 
 }  // namespace
 
@@ -199,6 +201,16 @@ int phx_parse_bool(const char* text, int* out, char* err, size_t errlen) {
   });
 }
 
+int phx_hostlist_nth(const char* list, unsigned index, char* out, size_t outlen) {
+  char err[8];
+  return Guard(err, sizeof err, [&] {
+    auto names = phalanx::ExpandHostlist(list ? list : "", "hostlist");
+    if (!names || index >= names->size() || (*names)[index].size() >= outlen) return -1;
+    std::memcpy(out, (*names)[index].c_str(), (*names)[index].size() + 1);
+    return 0;
+  });
+}
+
 const char* phx_level_name(phx_level level) {
   for (const LevelName& l : kLevels) {
     if (l.level == level) return l.name.data();  // the literals are NUL-terminated
@@ -224,8 +236,18 @@ int phx_config_parse(phx_config* out, int ac, const char* const* av, char* err, 
       }
       const std::string_view key = arg.substr(0, eq), value = arg.substr(eq + 1);
       int rc = 0;
-      if (key == "socket") {
-        rc = CopyString(key, value, c.socket, sizeof c.socket, true, err, errlen);
+      if (key == "socket") {  // a Unix socket's path, or HOST:PORT (TCP)
+        const size_t colon = value.rfind(':');
+        const bool tcp = !value.empty() && value[0] != '/' && colon != std::string_view::npos && colon > 0 &&
+                         colon + 1 < value.size() && ParseCount(value.substr(colon + 1), 1, 65535).has_value();
+        if (!value.empty() && value[0] != '/' && !tcp)
+          return Fail(err, errlen,
+                      "plugstack.conf: socket=" + std::string(value) + ": not an absolute path or HOST:PORT");
+        rc = CopyString(key, value, c.socket, sizeof c.socket, false, err, errlen);
+      } else if (key == "gpu_topology") {
+        rc = CopyString(key, value, c.gpu_topology, sizeof c.gpu_topology, true, err, errlen);
+      } else if (key == "munge_socket") {
+        rc = CopyString(key, value, c.munge_socket, sizeof c.munge_socket, true, err, errlen);
       } else if (key == "timeout_ms") {
         rc = ParseInt(key, value, 1, 10000, &c.timeout_ms, err, errlen);
       } else if (key == "fallback_delay_s") {

@@ -57,6 +57,10 @@ int phx_parse_class(const char* text, char out[PHX_CLASS_MAX], char* err, size_t
 /* 1/true/yes/y -> 1, 0/false/no/n -> 0 */
 int phx_parse_bool(const char* text, int* out, char* err, size_t errlen);
 
+/* The index-th name (from 0) of a Slurm hostlist ("n[1-3,7]", "a1,b2"): 0, or -1 when the list
+ * does not parse, is shorter, or the name does not fit in outlen. */
+int phx_hostlist_nth(const char* list, unsigned index, char* out, size_t outlen);
+
 /* "leaf" for PHX_LEVEL_LEAF ...; "" for PHX_LEVEL_UNSET. */
 const char* phx_level_name(enum phx_level level);
 
@@ -65,15 +69,18 @@ const char* phx_level_name(enum phx_level level);
 #define PHX_PATH_MAX 1024
 
 struct phx_config {
-  char socket[PHX_SOCKET_MAX];          /* socket=       phalanxd's Unix socket */
+  char socket[PHX_SOCKET_MAX];          /* socket=       phalanxd's report socket: a path (slurm.report_socket)
+                                           or HOST:PORT (slurm.report_listen) */
   int timeout_ms;                       /* timeout_ms=   one report to phalanxd, 1..10000 */
   struct phx_topology default_topology; /* default_topology= for jobs without --phx-topology */
   int fallback_delay_s;                 /* fallback_delay_s= managed jobs wait this long for phalanxd, 0..3600 */
   char checkpoint_dir[PHX_PATH_MAX];    /* checkpoint_dir= where PHALANX_CHECKPOINT_FILE lies */
   int report;                           /* report=       1: report managed steps to phalanxd */
+  char munge_socket[PHX_SOCKET_MAX];    /* munge_socket= munged's socket; "": libmunge's default */
+  char gpu_topology[PHX_PATH_MAX];      /* gpu_topology= `nvidia-smi topo -m` of the node (ring.h); "": none */
 };
 
-#define PHX_DEFAULT_SOCKET "/run/phalanx/phalanxd.sock"
+#define PHX_DEFAULT_SOCKET "/run/phalanx/phalanxd-report.sock"
 #define PHX_DEFAULT_TIMEOUT_MS 200
 #define PHX_DEFAULT_FALLBACK_DELAY_S 30
 #define PHX_DEFAULT_CHECKPOINT_DIR "/tmp"

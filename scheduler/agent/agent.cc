@@ -150,6 +150,7 @@ void Agent::ApplyWelcome(const v1::RegisterResponse& welcome) {
 }
 
 void Agent::OnConnected(uint64_t generation) {
+  last_heard_ = std::chrono::steady_clock::now();
   for (auto& [token, pending] : pending_) {
     if (pending.generation == generation) continue;
     if (uint64_t g = link_->Send(pending.report, token)) pending.generation = g;
@@ -273,12 +274,19 @@ void Agent::ArmHeartbeat() {
   heartbeat_timer_.expires_after(heartbeat_);
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || !supervisor_) return;  // cancelled, or completed just before Stop
+    const auto silent = std::chrono::steady_clock::now() - last_heard_;
+    if (last_heard_.time_since_epoch().count() != 0 && silent > 3 * heartbeat_ + milliseconds(500)) {
+      link_->DropStream("no answer to 3 heartbeats (" +
+                        std::to_string(std::chrono::duration_cast<milliseconds>(silent).count()) + " ms)");
+      last_heard_ = {};  // until the next stream
+    }
     Heartbeat();
     ArmHeartbeat();
   });
 }
 
 void Agent::Contact() {
+  last_heard_ = std::chrono::steady_clock::now();
   if (fence_.fenced()) Log(LogLevel::kInfo, "fence: phalanxd is reachable again");
   fence_.Contact(std::chrono::steady_clock::now());
 }

@@ -124,6 +124,9 @@ class Agent {
   bool daemon_stores_exits_ = false;
   uint64_t next_token_ = 1;
   std::chrono::milliseconds heartbeat_;
+  // The last message from the daemon (or the stream's start): with no answer to three
+  // heartbeats the stream is dropped, so a stopped leader is left for the next address.
+  std::chrono::steady_clock::time_point last_heard_{};
   boost::asio::steady_timer heartbeat_timer_;
   FenceTimer fence_;
   boost::asio::steady_timer fence_timer_;

@@ -12,13 +12,15 @@
 namespace phalanx::agent {
 
 const char* const kAgentUsage =
-    "usage: phalanx-agent --daemon HOST:PORT (--token-file F | --tls-ca F [--tls-cert F --tls-key F]) [options]\n"
+    "usage: phalanx-agent --daemon HOST:PORT[,HOST:PORT...] (--token-file F | --tls-ca F [--tls-cert F --tls-key F]) "
+    "[options]\n"
     "       phalanx-agent checkpoint-done [--epoch N] [--path P]\n"
     "\n"
     "The Phalanx node agent: registers this node's GPUs with phalanxd, runs the job parts it is\n"
     "sent, and reports their exits and checkpoints. See docs/agent.md.\n"
     "\n"
-    "  --daemon HOST:PORT   phalanxd's agent endpoint (required)\n"
+    "  --daemon HOST:PORT   phalanxd's agent endpoint (required); a comma-separated list for a\n"
+    "                       leader and its standbys: the agent finds whichever leads\n"
     "  --node NAME          this node's name in the topology (default: the short hostname)\n"
     "  --address ADDR       how other nodes reach this one (default: as the daemon sees it)\n"
     "  --token-file FILE    shared token, sent as \"authorization: Bearer <token>\"\n"
@@ -102,7 +104,7 @@ Result<AgentFlags> ParseAgentFlags(std::span<const std::string> args) {
   AgentOptions& o = flags.options;
   o.link.target = given.Get("daemon");
   if (o.link.target.empty()) return Fail("--daemon", "required (HOST:PORT of phalanxd's agent endpoint)");
-  PHX_RETURN_IF_ERROR(CheckTarget(o.link.target));
+  for (std::string_view t : Split(o.link.target, ',')) PHX_RETURN_IF_ERROR(CheckTarget(std::string(Trim(t))));
   o.node = given.Has("node") ? given.Get("node") : ShortHostname();
   if (o.node.empty() || o.node.find('/') != std::string::npos)
     return Fail("--node", "'" + o.node + "' is not a node name");

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "util/log.h"
+#include "util/strings.h"
 
 namespace phalanx::agent {
 namespace {
@@ -61,8 +62,11 @@ DaemonLink::DaemonLink(LinkOptions options, Callbacks callbacks, std::shared_ptr
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(options_.backoff_initial.count()));
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(options_.backoff_initial.count()));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options_.backoff_max.count()));
-  channel_ = grpc::CreateCustomChannel(options_.target, creds, args);
-  stub_ = v1::Agents::NewStub(channel_);
+  for (std::string_view t : Split(options_.target, ',')) {
+    targets_.emplace_back(Trim(t));
+    channels_.push_back(grpc::CreateCustomChannel(targets_.back(), creds, args));
+    stubs_.push_back(v1::Agents::NewStub(channels_.back()));
+  }
 }
 
 DaemonLink::~DaemonLink() { Stop(); }
@@ -98,22 +102,54 @@ uint64_t DaemonLink::Send(v1::AgentReport report, uint64_t token) {
   return stream->Send(std::move(report), token) ? generation : 0;
 }
 
+void DaemonLink::DropStream(const std::string& why) {
+  std::shared_ptr<ConnectStream> stream;
+  {
+    std::lock_guard lock(mu_);
+    stream = stream_;
+  }
+  if (!stream) return;
+  Log(LogLevel::kWarn, "daemon " + current_target() + ": " + why + "; dropping the stream");
+  stream->Cancel();
+}
+
+std::string DaemonLink::current_target() {
+  std::lock_guard lock(mu_);
+  return targets_[current_];
+}
+
 void DaemonLink::Run() {
   std::minstd_rand rng(std::random_device{}());
   std::chrono::milliseconds backoff = options_.backoff_initial;
+  size_t tried = 0;      // addresses tried since the last full round
+  bool standby = false;  // a standby answered in this round
   for (;;) {
     bool welcomed = false;
     const std::string ended = Session(&welcomed);
     std::unique_lock lock(mu_);
     if (stopping_) return;
-    if (welcomed) backoff = options_.backoff_initial;
+    if (welcomed) {
+      backoff = options_.backoff_initial;
+      tried = 0;
+      standby = false;
+    }
+    standby = standby || ended.find("UNAVAILABLE: standby") != std::string::npos;
+    const std::string from = targets_[current_];
+    if (++tried < targets_.size()) {  // the next address at once
+      current_ = (current_ + 1) % targets_.size();
+      Log(LogLevel::kWarn, "daemon " + from + ": " + ended + "; trying " + targets_[current_]);
+      continue;
+    }
+    tried = 0;
+    current_ = (current_ + 1) % targets_.size();
     const auto wait = std::chrono::milliseconds(
         static_cast<int64_t>(static_cast<double>(backoff.count()) * std::uniform_real_distribution(0.8, 1.2)(rng)));
-    Log(LogLevel::kWarn,
-        "daemon " + options_.target + ": " + ended + "; retrying in " + std::to_string(wait.count()) + " ms");
+    Log(LogLevel::kWarn, "daemon " + from + ": " + ended + "; retrying " + targets_[current_] + " in " +
+                             std::to_string(wait.count()) + " ms");
     cv_.wait_for(lock, wait, [this] { return stopping_; });
     if (stopping_) return;
-    backoff = std::min(backoff * 2, options_.backoff_max);
+    if (!standby) backoff = std::min(backoff * 2, options_.backoff_max);
+    standby = false;
   }
 }
 
@@ -135,7 +171,17 @@ std::string DaemonLink::Session(bool* welcomed) {
     if (stopping_) return "stopping";
     register_ctx_ = &ctx;
   }
-  const grpc::Status status = stub_->Register(&ctx, hello, &response);
+  v1::Agents::Stub* stub = nullptr;
+  std::string target;
+  {
+    std::lock_guard lock(mu_);
+    stub = stubs_[current_].get();
+    target = targets_[current_];
+    // Our backoff decides when to try; gRPC's own (grown while this address was down, e.g. a
+    // phalanxd killed and restarted as a standby that now leads) must not delay the attempt.
+    grpc::experimental::ChannelResetConnectionBackoff(channels_[current_].get());
+  }
+  const grpc::Status status = stub->Register(&ctx, hello, &response);
   {
     std::lock_guard lock(mu_);
     register_ctx_ = nullptr;
@@ -146,7 +192,7 @@ std::string DaemonLink::Session(bool* welcomed) {
   v1::AgentReport first;
   first.set_session(response.session());
   *first.mutable_hello() = hello;
-  auto stream = ConnectStream::Open(stub_.get(), token, std::move(first), callbacks_.command, callbacks_.delivered);
+  auto stream = ConnectStream::Open(stub, token, std::move(first), callbacks_.command, callbacks_.delivered);
   uint64_t generation = 0;
   bool stopping = false;
   {
@@ -157,7 +203,7 @@ std::string DaemonLink::Session(bool* welcomed) {
     generation = ++generation_;
   }
   if (stopping) stream->Cancel();
-  Log(LogLevel::kInfo, "registered with " + options_.target + " (session " + response.session() + ")");
+  Log(LogLevel::kInfo, "registered with " + target + " (session " + response.session() + ")");
   callbacks_.connected(generation);
   const grpc::Status ended = stream->Wait();
   {

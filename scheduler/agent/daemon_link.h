@@ -1,8 +1,15 @@
 // DaemonLink: the agent's connection to phalanxd (Agents service), kept up by one thread:
 //
 //   loop: read the token file -> Register(hello) -> Connect stream (hello first) -> wait until
-//         the stream ends -> back off (initial, doubling to max, +-20% jitter; reset once the
-//         daemon sent anything) -> again
+//         the stream ends -> the next address of the list -> back off once every address was
+//         tried (initial, doubling to max, +-20% jitter; reset once the daemon sent anything;
+//         not doubled while a standby phalanxd answered, since a takeover is near) -> again
+//
+// Several phalanxd (a leader and standbys, docs/deployment.md "High availability"): `target` is
+// an address list "host:port,host:port"; a standby refuses Register with UNAVAILABLE "standby:
+// ...", so the link moves on to the next address until it finds the leader. DropStream() ends
+// the current stream (the agent calls it when the daemon stops answering heartbeats: a
+// SIGSTOP'd or partitioned leader keeps its TCP connections open).
 //
 // Auth: every call carries "authorization: Bearer <token>" when a token file is set (re-read on
 // each attempt, so a rotated token is picked up); TLS (grpc::SslCredentials with the CA, and
@@ -25,6 +32,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -35,7 +43,7 @@
 namespace phalanx::agent {
 
 struct LinkOptions {
-  std::string target;      // "host:port"
+  std::string target;      // "host:port[,host:port...]": tried in order, from the last that answered
   std::string token_file;  // "" : no token
   std::string tls_ca, tls_cert, tls_key;
   std::chrono::milliseconds backoff_initial{500};
@@ -63,6 +71,10 @@ class DaemonLink {
   void Start();
   void Stop();  // cancels the call in flight and joins the thread
   uint64_t Send(v1::AgentReport report, uint64_t token);
+  // Ends the current stream (the link then tries the next address); `why` is logged.
+  void DropStream(const std::string& why);
+  // The address of the current (or last) attempt.
+  std::string current_target();
 
  private:
   DaemonLink(LinkOptions options, Callbacks callbacks, std::shared_ptr<grpc::ChannelCredentials> creds);
@@ -72,8 +84,10 @@ class DaemonLink {
 
   LinkOptions options_;
   Callbacks callbacks_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Agents::Stub> stub_;
+  std::vector<std::string> targets_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  std::vector<std::unique_ptr<v1::Agents::Stub>> stubs_;
+  size_t current_ = 0;  // guarded by mu_ (written by the link thread only)
   std::thread thread_;
 
   std::mutex mu_;

@@ -103,6 +103,9 @@ std::map<std::string, std::string> BuildJobEnvironment(const LaunchSpec& spec, c
     env.erase("PHALANX_CHECKPOINT_EPOCH");
     env.erase("PHALANX_CHECKPOINT_PATH");
   }
+  // As the SPANK plugin sets them in Slurm mode (docs/slurm.md): a requeued job resumes.
+  set("PHALANX_RESTART_COUNT", std::to_string(spec.restart_count));
+  set("PHALANX_RESUME", spec.restart_count > 0 ? "1" : "0");
   set("MASTER_ADDR", MasterAddr(spec, ctx));
   set("MASTER_PORT", std::to_string(spec.master_port > 0 ? spec.master_port : DefaultMasterPort(spec.job_id)));
   set("WORLD_SIZE", std::to_string(spec.world_size > 0 ? spec.world_size : spec.gpu_indices.size()));

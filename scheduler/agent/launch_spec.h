@@ -71,6 +71,7 @@ struct LaunchSpec {
   int checkpoint_signal = 0;
   uint64_t resume_epoch = 0;  // > 0: PHALANX_CHECKPOINT_EPOCH/PATH are set
   std::string resume_path;
+  uint32_t restart_count = 0;  // requeues before this start: PHALANX_RESTART_COUNT, PHALANX_RESUME
 
   // An array task (SLURM_ARRAY_*, %A and %a); array_job_id kNoJob: not a task.
   JobId array_job_id = kNoJob;

@@ -54,6 +54,7 @@ Result<LaunchSpec> LaunchSpecFromProto(const v1::LaunchCommand& cmd) {
   s.checkpoint_signal = js.checkpoint_signal();
   s.resume_epoch = cmd.checkpoint_epoch();
   s.resume_path = cmd.checkpoint_path();
+  s.restart_count = cmd.restart_count();
   if (cmd.array_job_id() != 0) {
     s.array_job_id = cmd.array_job_id();
     s.array_task_id = cmd.array_task_id();

@@ -92,7 +92,8 @@ void FillNode(const Controller& c, const std::string& name, v1::Node* out) {
   std::set<JobId> jobs;
   for (uint32_t g = dom.first_gpu; g < dom.first_gpu + dom.gpu_count; ++g) {
     const JobId owner = topo.owner(GpuId(g));
-    if (owner != kNoJob && owner != Topology::kHeld) jobs.insert(owner);
+    // Slurm's own jobs' GPUs (external load) belong to no Phalanx job.
+    if (owner != kNoJob && owner != Topology::kHeld && !Topology::IsExternal(owner)) jobs.insert(owner);
   }
   for (JobId j : jobs) out->add_jobs(j);
 }

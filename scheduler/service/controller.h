@@ -246,6 +246,7 @@ class Controller final : public ExecutorHost {
   void JobPartsEnded(JobId job, bool success, int32_t exit_code, const std::string& reason) override;
   void CheckpointReported(JobId job, uint64_t epoch, const std::string& path, const std::string& node) override;
   void NodeAvailabilityChanged(const std::string& node, const std::string& why) override;
+  uint32_t SetExternalLoad(const std::string& node, uint32_t gpus, Time until) override;
 
   // ---- commits, passes, decisions (controller.cc) ------------------------------------------
   void Commit(store::Batch batch, std::function<void(CallStatus)> after);

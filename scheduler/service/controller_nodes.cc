@@ -35,6 +35,17 @@ void Controller::SetNodeAdmin(const Caller& who, const std::string& name, NodeSt
 
 void Controller::NodeAvailabilityChanged(const std::string& node, const std::string& why) { ApplyNodeState(node, why); }
 
+uint32_t Controller::SetExternalLoad(const std::string& node, uint32_t gpus, Time until) {
+  if (stopped_ || failed_) return 0;
+  auto taken = core_->SetExternalLoad(node, gpus, until, Now());
+  if (!taken) {
+    PHX_LOG(kError) << "external load: " << taken.error().ToString();
+    return 0;
+  }
+  RequestPass();  // GPUs freed or taken: the queue may move
+  return *taken;
+}
+
 void Controller::ApplyNodeState(const std::string& name, const std::string& why) {
   const Node& node = nodes_.at(name);
   const NodeAvailability availability = executor_->node(name).availability;

@@ -16,6 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include <functional>
 #include <future>
 #include <sstream>
+#include <thread>
 
 #include "adapters/store/group_committer.h"
 #include "adapters/topology/topology_loader.h"
@@ -30,11 +32,13 @@
 #include "service/agents_service.h"
 #include "service/cluster_service.h"
 #include "service/controller.h"
+#include "service/daemon_standby.h"
 #include "service/history_sampler.h"
 #include "service/identity.h"
 #include "service/jobs_service.h"
 #include "service/recovery.h"
 #include "service/slurm_executor.h"
+#include "service/step_report_server.h"
 #include "service/unix_listener.h"
 #include "util/file_read.h"
 #include "util/log.h"
@@ -106,6 +110,46 @@ void FitFileLimit(UserLimits& limits) {
   }
 }
 
+// The compute nodes' reports in Slurm mode (docs/slurm.md, "Step reports"): the sender must be
+// the job's owner, root or a trusted user (Controller::CheckOwner); a checkpoint goes to the
+// core as the owner's ReportCheckpoint (a preemption waiting for it goes on at once).
+StepReportServer::Handler SlurmReportHandler(Controller* c, const SlurmExecutor* slurm) {
+  return [c, slurm](const StepReport& r, const Caller& who, std::function<void(Status)> done) {
+    const std::string sjob = "Slurm job " + std::to_string(r.slurm_job);
+    const JobId id = slurm->core_job(r.slurm_job);
+    if (id == kNoJob) return done(Fail(ErrorCode::kNotFound, sjob, "not a job Phalanx manages"));
+    auto found = c->FindJob(id);
+    if (!found) return done(std::unexpected(found.error()));
+    if (r.kind == StepReport::Kind::kCheckpoint) {
+      c->ReportCheckpoint(who, id, r.epoch, r.path, [done, sjob, id, who, node = r.node](CallStatus st) {
+        if (!st) {
+          if (st.error().unavailable) return done(Fail(ErrorCode::kInternal, "phalanxd", st.error().error.message));
+          return done(std::unexpected(st.error().error));
+        }
+        PHX_LOG(kInfo) << sjob << " (job " << id << ") checkpoint done, reported by " << who.user
+                       << (node.empty() ? "" : " on " + node);
+        done({});
+      });
+      return;
+    }
+    if (auto st = c->CheckOwner(who, **found, "report a step of"); !st) return done(st);
+    PHX_LOG(kInfo) << sjob << " (job " << id << ") step " << (r.step.empty() ? "?" : r.step) << " "
+                   << (r.kind == StepReport::Kind::kStart ? "started" : "ended")
+                   << (r.node.empty() ? "" : " on " + r.node) << " (reported by " << who.user << ")";
+    done({});
+  };
+}
+
+// users_tcp's server credentials: TLS when a certificate is configured, else plaintext.
+Result<std::shared_ptr<grpc::ServerCredentials>> UsersTcpCredentials(const UserTcpConfig& u) {
+  if (u.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl;
+  PHX_ASSIGN_OR_RETURN(auto cert, ReadSecretFile(u.tls_cert, "TLS certificate"));
+  PHX_ASSIGN_OR_RETURN(auto key, ReadSecretFile(u.tls_key, "TLS key"));
+  ssl.pem_key_cert_pairs.push_back({key, cert});
+  return grpc::SslServerCredentials(ssl);
+}
+
 }  // namespace
 
 // Everything the daemon owns, declared in construction order (destroyed in reverse).
@@ -123,6 +167,7 @@ struct Daemon::Parts {
   std::unique_ptr<SlurmExecutor> slurm_executor;
   std::unique_ptr<StoreSpace> space;  // the free-space reserve (store.min_free); null when 0
   std::unique_ptr<Controller> controller;
+  std::unique_ptr<StepReportServer> step_reports;          // mode: slurm with slurm.report_socket
   std::unique_ptr<HistorySampler> history;                 // used and stopped on the io thread
   std::unique_ptr<boost::asio::steady_timer> lease_timer;  // PostgreSQL: renews the leadership lease
   std::function<void()> renew_lease;                       // arms lease_timer; on the io thread
@@ -182,33 +227,6 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   so.backend = config.store_backend;
   PHX_ASSIGN_OR_RETURN(auto opened, store::Store::Open(store_target, so));
   p.store = std::move(opened);
-  const auto lease_ms = static_cast<int64_t>(config.store_lease_s * 1000);
-  if (postgres) {
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    const std::string holder = std::string(host) + ":" + std::to_string(getpid());
-    auto lease = p.store->AcquireLeadership(holder, lease_ms);
-    if (!lease) return Fail(p.store->path(), "another phalanxd leads this store: " + lease.error().message);
-    PHX_LOG(kInfo) << "store " << p.store->path() << ": leading as " << holder << ", epoch " << lease->epoch
-                   << " (lease " << config.store_lease_s << " s, renewed every " << config.store_lease_s / 3 << " s)";
-  }
-
-  RecoveryOptions ro;
-  ro.force_topology = config.force_topology;
-  ro.now = p.clock->Now();
-  SchedulerConfig core_config = config.scheduler;
-  core_config.wait_decisions = false;  // the controller reads wait reasons from the job records
-  PHX_ASSIGN_OR_RETURN(auto recovered, Recover(*p.store, std::move(topology), std::move(core_config), ro));
-  for (const std::string& note : recovered.notes) PHX_LOG(kWarn) << "recovery: " << note;
-  PHX_LOG(kInfo) << "recovered " << recovered.jobs << " jobs from " << p.store->path() << " (" << recovered.unfinished
-                 << " unfinished, " << recovered.running << " running; " << recovered.unconfirmed.size()
-                 << " nodes wait for their agents)";
-  PHX_RETURN_IF_ERROR(p.store->Apply(recovered.batch));
-  recovered.batch.Clear();
-
-  PHX_ASSIGN_OR_RETURN(auto reader, store::Store::Open(store_target, so));
-  p.reader = std::move(reader);
-
   // Agents' credentials, before anything listens.
   std::shared_ptr<grpc::ServerCredentials> agent_creds;
   std::string token;
@@ -234,6 +252,39 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
       agent_creds = grpc::InsecureServerCredentials();
     }
   }
+
+  // users_tcp's credentials (TLS files read once): a standby's refusals and the leader's listener.
+  std::shared_ptr<grpc::ServerCredentials> users_tcp_creds;
+  if (!config.users_tcp.listen.empty()) {
+    PHX_ASSIGN_OR_RETURN(users_tcp_creds, UsersTcpCredentials(config.users_tcp));
+  }
+  const auto lease_ms = static_cast<int64_t>(config.store_lease_s * 1000);
+  const auto renew_ms = static_cast<int64_t>(config.store_lease_renew_s * 1000);
+  if (postgres) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    const std::string holder = std::string(host) + ":" + std::to_string(getpid());
+    PHX_ASSIGN_OR_RETURN(auto lease,
+                         LeadOrStandBy(*p.store, holder, config, agent_creds, users_tcp_creds, options.handle_signals));
+    PHX_LOG(kInfo) << "store " << p.store->path() << ": leading as " << holder << ", epoch " << lease.epoch
+                   << " (lease " << config.store_lease_s << " s, renewed every " << config.store_lease_renew_s << " s)";
+  }
+
+  RecoveryOptions ro;
+  ro.force_topology = config.force_topology;
+  ro.now = p.clock->Now();
+  SchedulerConfig core_config = config.scheduler;
+  core_config.wait_decisions = false;  // the controller reads wait reasons from the job records
+  PHX_ASSIGN_OR_RETURN(auto recovered, Recover(*p.store, std::move(topology), std::move(core_config), ro));
+  for (const std::string& note : recovered.notes) PHX_LOG(kWarn) << "recovery: " << note;
+  PHX_LOG(kInfo) << "recovered " << recovered.jobs << " jobs from " << p.store->path() << " (" << recovered.unfinished
+                 << " unfinished, " << recovered.running << " running; " << recovered.unconfirmed.size()
+                 << " nodes wait for their agents)";
+  PHX_RETURN_IF_ERROR(p.store->Apply(recovered.batch));
+  recovered.batch.Clear();
+
+  PHX_ASSIGN_OR_RETURN(auto reader, store::Store::Open(store_target, so));
+  p.reader = std::move(reader);
 
   p.committer = std::make_unique<store::GroupCommitter>(p.store.get());
   p.work.emplace(p.io.get_executor());
@@ -323,11 +374,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
     p.history = std::make_unique<HistorySampler>(p.io, p.controller.get(), p.committer.get(), ho);
   }
   if (postgres) {
-    // Renew the lease every third of it, through the committer (behind the other writes). A
-    // failed renewal -- deposed by another phalanxd, or the database gone -- stops this one.
+    // Renew the lease every lease_renew, through the committer (behind the other writes). A
+    // failed renewal -- deposed by another phalanxd, or the database gone -- stops this one
+    // (it steps down by exiting; systemd restarts it, as a standby: docs/deployment.md).
     p.lease_timer = std::make_unique<boost::asio::steady_timer>(p.io);
-    p.renew_lease = [&p, self, lease_ms] {
-      p.lease_timer->expires_after(std::chrono::milliseconds(lease_ms / 3));
+    p.renew_lease = [&p, self, lease_ms, renew_ms] {
+      p.lease_timer->expires_after(std::chrono::milliseconds(renew_ms));
       p.lease_timer->async_wait([&p, self, lease_ms](const boost::system::error_code& ec) {
         if (ec) return;
         store::Batch renew;
@@ -343,6 +395,16 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
         });
       });
     };
+  }
+  if (p.slurm_executor && (!config.slurm.report_socket.empty() || !config.slurm.report_listen.empty())) {
+    StepReportServer::Options ro;
+    ro.socket = config.slurm.report_socket;
+    ro.listen = config.slurm.report_listen;
+    ro.munge_socket = config.slurm.munge_socket;
+    ro.trusted_users = {config.slurm.report_users.begin(), config.slurm.report_users.end()};
+    p.step_reports =
+        std::make_unique<StepReportServer>(p.io, ro, SlurmReportHandler(p.controller.get(), p.slurm_executor.get()));
+    if (auto st = p.step_reports->Start(); !st) return std::unexpected(st.error());
   }
   boost::asio::post(p.io, [c = p.controller.get(), h = p.history.get(), &p] {
     c->Start();
@@ -439,18 +501,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   }
   if (p.user_auth) {
     const UserTcpConfig& u = config.users_tcp;
-    std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-    if (!u.tls_cert.empty()) {
-      grpc::SslServerCredentialsOptions ssl;
-      auto cert = ReadSecretFile(u.tls_cert, "TLS certificate");
-      auto key = ReadSecretFile(u.tls_key, "TLS key");
-      if (!cert || !key) {
-        d->Stop();
-        return std::unexpected(!cert ? cert.error() : key.error());
-      }
-      ssl.pem_key_cert_pairs.push_back({*key, *cert});
-      creds = grpc::SslServerCredentials(ssl);
-    }
+    std::shared_ptr<grpc::ServerCredentials> creds = users_tcp_creds;
     if (grpc::Status st = p.user_auth->SelfCheck(); !st.ok())
       PHX_LOG(kWarn) << "users_tcp: MUNGE does not work here yet (" << st.error_message()
                      << "): calls over TCP are refused until it does";
@@ -541,6 +592,7 @@ void Daemon::Stop() {
   if (p.io_thread.joinable() && p.controller)
     RunOnIo([&p](Controller& c) {
       if (p.history) p.history->Stop();
+      if (p.step_reports) p.step_reports->Stop();
       p.renew_lease = nullptr;
       if (p.lease_timer) p.lease_timer->cancel();
       c.Stop();
@@ -553,8 +605,18 @@ void Daemon::Stop() {
   if (p.agent_server) p.agent_server->Wait();
   if (p.user_tcp_server) p.user_tcp_server->Wait();
   if (p.user_server) p.user_server->Wait();
-  // 4. Everything queued is committed (callbacks still reach the io thread).
+  // 4. Everything queued is committed (callbacks still reach the io thread). Then a leader hands
+  // the store's lease over (PostgreSQL; nothing to do on SQLite), so a standby takes over at its
+  // next try instead of waiting out the lease: the committer is closed, nothing writes any more.
   if (p.committer) p.committer->Close();
+  if (p.store && p.store->epoch() != 0 && !p.store->deposed()) {
+    if (auto st = p.store->ResignLeadership(); st)
+      PHX_LOG(kInfo) << "store " << p.store->path() << ": resigned the leadership (epoch " << p.store->epoch()
+                     << ") for a standby to take over";
+    else
+      PHX_LOG(kWarn) << "store " << p.store->path() << ": could not resign the leadership (" << st.error().ToString()
+                     << "); a standby takes over when the lease ends";
+  }
   // 5. The io thread runs out of work and ends.
   if (p.io_thread.joinable()) {
     boost::asio::post(p.io, [&p] {
@@ -568,6 +630,7 @@ void Daemon::Stop() {
     p.io_thread.join();
   }
   p.history.reset();
+  p.step_reports.reset();
   p.controller.reset();
   p.executor.reset();
   p.slurm_executor.reset();

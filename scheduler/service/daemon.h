@@ -36,6 +36,10 @@ class JobsService;
 class ClusterService;
 class AgentsService;
 
+// What Start fails with when a standby (waiting on the store's lease) was stopped by a signal:
+// not an error (phalanxd exits 0).
+inline constexpr std::string_view kStoppedInStandby = "stopped while standing by (signal)";
+
 class Daemon {
  public:
   struct Options {

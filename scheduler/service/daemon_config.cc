@@ -200,6 +200,20 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
       return {};
     });
   }
+  // Attained-service order (order: attained): thresholds in GPU-seconds, a list or "T1/T2/...".
+  s.On("service_queues", [&k, &s](const YAML::Node& v, const std::string& key) -> Status {
+    std::string x;
+    if (v.IsSequence()) {
+      for (const YAML::Node& t : v) x += (x.empty() ? "" : "/") + Scalar(t);
+    } else {
+      x = Scalar(v);
+    }
+    if (auto st = SetConfigOption(k, "service_queues", x); !st)
+      return Fail(s.Where(v), key + ": " + st.error().message);
+    return {};
+  });
+  s.On("service_min_run",
+       [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.service_min_run); });
   s.On("reserve_after_wait",
        [&](const YAML::Node& v, const std::string& key) { return cv.WholeSeconds(v, key, &k.reserve_after_wait); });
   s.On("charge_period",
@@ -425,6 +439,14 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
       c.store_lease_s = d;
       return {};
     });
+    t.On("lease_renew", [&](const YAML::Node& x, const std::string& key) -> Status {
+      double d = 0;
+      if (auto st = tc.Seconds(x, key, &d); !st) return st;
+      if (d < 0.1) return tc.Bad(x, key, "a number of seconds >= 0.1");
+      c.store_lease_renew_s = d;
+      return {};
+    });
+    t.On("standby", [&](const YAML::Node& x, const std::string& key) { return tc.Bool(x, key, &c.store_standby); });
     t.On("sync", [&](const YAML::Node& x, const std::string& key) -> Status {
       const std::string m = Scalar(x);
       if (m == "normal") c.sync = store::SyncMode::kNormal;
@@ -520,7 +542,15 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     t.On("start_timeout",
          [&](const YAML::Node& x, const std::string& key) { return tc.WholeSeconds(x, key, &sl.start_timeout_s); });
     t.On("comments", [&](const YAML::Node& x, const std::string& key) { return tc.Bool(x, key, &sl.comments); });
-    for (auto [name, list] : {std::pair{"partitions", &sl.partitions}, std::pair{"qos", &sl.qos}}) {
+    t.On("report_socket",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.report_socket); });
+    t.On("report_listen",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.report_listen); });
+    t.On("report_listen",
+         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.report_listen); });
+    t.On("munge_socket", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.munge_socket); });
+    for (auto [name, list] : {std::pair{"partitions", &sl.partitions}, std::pair{"qos", &sl.qos},
+                              std::pair{"report_users", &sl.report_users}}) {
       t.On(name, [&tc, list](const YAML::Node& x, const std::string& key) -> Status {
         if (x.IsNull()) return {};
         if (!x.IsSequence()) return tc.Bad(x, key, "a list of names");
@@ -708,6 +738,12 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     return Fail(where,
                 "store.dsn: backend postgresql needs a libpq connection string (e.g. "
                 "\"host=/run/postgresql dbname=phalanx\")");
+  if (c.store_lease_renew_s * 2 > c.store_lease_s) {
+    std::ostringstream m;
+    m << "store.lease_renew: " << c.store_lease_renew_s << " s is more than half of store.lease (" << c.store_lease_s
+      << " s): one late renewal would lose the lease";
+    return Fail(where, m.str());
+  }
   if (c.master_port_min == 0 || c.master_port_min > c.master_port_max)
     return Fail(where, "agents.master_port_min/max: need 0 < min <= max (got " + std::to_string(c.master_port_min) +
                            ".." + std::to_string(c.master_port_max) + ")");
@@ -730,6 +766,9 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     if (c.slurm.fallback_delay_s < 2 * c.slurm.poll_interval_s)
       return Fail(where, "slurm.fallback_delay: must be at least twice slurm.poll_interval");
     if (!c.agents.listen.empty()) return Fail(where, "agents.listen: there are no agents in mode: slurm");
+    if (!c.slurm.report_socket.empty() && (c.slurm.report_socket[0] != '/' || c.slurm.report_socket.size() >= 108))
+      return Fail(where, "slurm.report_socket: '" + c.slurm.report_socket +
+                             "' must be an absolute path shorter than 108 bytes");
   }
   if (c.scheduler.default_walltime <= 0 || c.scheduler.max_walltime < c.scheduler.default_walltime)
     return Fail(where, "scheduler: need 0 < default_walltime <= max_walltime");

@@ -49,6 +49,12 @@ struct SlurmSection {
   Duration start_timeout_s = 30;             // a released job Slurm has not started by then is taken back
   std::vector<std::string> partitions, qos;  // every job there is managed (besides --phx-* tags)
   bool comments = true;                      // Phalanx's wait reason into the job's Comment
+  // The compute nodes' step reports (step_report_server.h): a Unix socket the SPANK plugin and
+  // phalanx-ckpt-done send MUNGE-signed reports to; empty: none taken.
+  std::string report_socket;
+  std::string report_listen;              // the same over TCP, "ADDRESS:PORT" (numeric); empty: none
+  std::string munge_socket;               // munged's socket; empty: libmunge's default
+  std::vector<std::string> report_users;  // besides root and the job's owner (SlurmUser)
 };
 
 // Who may read the HTTP side (docs/http.md, "Access").
@@ -86,11 +92,15 @@ struct DaemonConfig {
   std::string db_path = "/var/lib/phalanx/phalanxd.db";
   store::SyncMode sync = store::SyncMode::kNormal;
   // store.backend: sqlite (db_path, the default) or postgresql (store_dsn, a libpq connection
-  // string). On PostgreSQL phalanxd takes the store's leadership lease at start (refused while
-  // another phalanxd holds it) and renews it every store_lease_s / 3 (docs/store.md).
+  // string). On PostgreSQL phalanxd takes the store's leadership lease at start and renews it
+  // every store_lease_renew_s; while another phalanxd holds it, a standby (store_standby, the
+  // default) refuses every call and tries again every store_lease_renew_s until it can take
+  // over (docs/deployment.md, "High availability"); store_standby false: exit instead.
   store::Backend store_backend = store::Backend::kSqlite;
   std::string store_dsn;
-  double store_lease_s = 30;
+  double store_lease_s = 10;
+  double store_lease_renew_s = 2;
+  bool store_standby = true;
   // Free-space reserve (store_space.h): user writes are refused below this many free bytes on
   // the store's file system; 0: off (a full disk then stops phalanxd at the failed commit).
   uint64_t store_min_free = uint64_t{64} << 20;

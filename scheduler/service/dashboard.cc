@@ -232,12 +232,15 @@ std::string Dashboard::MapJson() const {
     }
     o += "]";
   }
-  // Every GPU's owner: a job id, 0 for none, -1 for held by a what-if (never between passes).
+  // Every GPU's owner: a job id, 0 for none, -1 for held by a what-if (never between passes),
+  // -2 for a job Phalanx does not place (the Slurm mode's external load).
   o += "],\"owner\":[";
   for (uint32_t g = 0; g < topo.gpu_count(); ++g) {
     if (g > 0) o += ',';
     const JobId owner = topo.owner(GpuId(g));
-    o += owner == Topology::kHeld ? std::string("-1") : std::to_string(owner);
+    o += owner == Topology::kHeld      ? std::string("-1")
+         : Topology::IsExternal(owner) ? std::string("-2")
+                                       : std::to_string(owner);
   }
   // Per running job: predicted busbw of its placement and of the best block of its size.
   o += "],\"jobs\":{";

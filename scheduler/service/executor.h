@@ -72,6 +72,10 @@ class ExecutorHost {
   virtual void CheckpointReported(JobId job, uint64_t epoch, const std::string& path, const std::string& node) = 0;
   // The node's NodeReport::availability may have changed (`why`, for the log and the store).
   virtual void NodeAvailabilityChanged(const std::string& node, const std::string& why) = 0;
+  // `gpus` GPUs of `node` are busy until `until` with work the core does not place (the Slurm
+  // mode's unmanaged jobs); 0: none. Replaces the node's previous load. Returns the GPUs the
+  // core took (fewer when its own jobs hold the rest; Scheduler::SetExternalLoad).
+  virtual uint32_t SetExternalLoad(const std::string& node, uint32_t gpus, Time until) = 0;
 };
 
 class Executor {

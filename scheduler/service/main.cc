@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   Daemon::Options options;
   options.handle_signals = true;
   auto daemon = Daemon::Start(*config, options);
+  if (!daemon && daemon.error().message == kStoppedInStandby) {
+    std::cerr << "phalanxd: " << kStoppedInStandby << "\n";
+    return 0;
+  }
   if (!daemon) {
     std::cerr << "phalanxd: " << daemon.error().ToString() << "\n";
     return 1;

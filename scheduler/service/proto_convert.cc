@@ -361,6 +361,7 @@ v1::LaunchCommand MakeLaunchCommand(const LaunchPart& part, const JobRecord& job
   c.set_array_job_id(job.spec.array_id);
   c.set_array_task_id(job.spec.array_task);
   c.set_cluster_name(cluster_name);
+  c.set_restart_count(job.preemptions);
   return c;
 }
 

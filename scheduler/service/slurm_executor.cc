@@ -73,6 +73,11 @@ SlurmJobId SlurmExecutor::slurm_job(JobId job) const {
   return it == by_job_.end() ? 0 : it->second;
 }
 
+JobId SlurmExecutor::core_job(SlurmJobId sid) const {
+  auto it = tracked_.find(sid);
+  return it == tracked_.end() ? kNoJob : it->second.job;
+}
+
 void SlurmExecutor::Link(SlurmJobId sid, JobId job) {
   Tracked& t = tracked_[sid];
   if (t.job != kNoJob && t.job != job) by_job_.erase(t.job);
@@ -180,7 +185,7 @@ void SlurmExecutor::Poll() {
     }
     managed.emplace_back(&j, **by);
   }
-  SyncNodes(*nodes, external);
+  SyncNodes(*nodes);
   for (auto& [j, o] : managed) SyncManaged(*j, o, tracked_[j->id]);
 
   // Linked jobs Slurm no longer lists (finished longer ago than MinJobAge, or purged).
@@ -197,12 +202,15 @@ void SlurmExecutor::Poll() {
   }
   std::erase_if(refused_, [&](SlurmJobId id) { return !seen.contains(id); });
   std::erase_if(lease_failing_, [&](SlurmJobId id) { return !seen.contains(id); });
+  // Last, after the managed jobs' ends: the GPUs of a managed job that ended in Slurm are free
+  // in the core only now, and a plain job Slurm started on them since must find them so before
+  // the next pass.
+  SyncLoad(external);
 }
 
-void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes, const std::vector<SlurmJob>& external) {
+void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes) {
   std::map<std::string, const slurm::SlurmNode*> by_name;
   for (const slurm::SlurmNode& n : nodes) by_name[n.name] = &n;
-  const auto load = slurm::ExternalLoadByNode(external);
   const Time now = host_->Now();
   for (auto& [name, report] : nodes_) {
     NodeAvailability want = NodeAvailability::kAvailable;
@@ -217,10 +225,6 @@ void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes, const 
     } else if (it->second->drained) {
       want = NodeAvailability::kUnconfirmed;
       why = "Slurm: drained" + (it->second->reason.empty() ? "" : " (" + it->second->reason + ")");
-    } else if (auto l = load.find(name); l != load.end() && l->second.gpus > 0) {
-      want = NodeAvailability::kUnconfirmed;
-      why = "Slurm jobs " + Joined(l->second.jobs) + " (not placed by Phalanx) use " + std::to_string(l->second.gpus) +
-            " GPUs" + (l->second.until > 0 ? " until t=" + std::to_string(l->second.until) : "");
     }
     report.last_report = now;
     report.connected = want != NodeAvailability::kAway;
@@ -231,6 +235,46 @@ void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes, const 
     report.availability = want;
     last_why = why;
     host_->NodeAvailabilityChanged(name, why);
+  }
+}
+
+// GPUs of jobs Phalanx did not place: busy in the core until their end, the rest placeable.
+// Sent when it changes, and again while the core took fewer than asked (its own job held them:
+// a start Slurm has not carried out yet).
+void SlurmExecutor::SyncLoad(const std::vector<SlurmJob>& external) {
+  const auto load = slurm::ExternalLoadByNode(external);
+  for (auto& [name, sent] : load_sent_) {
+    if (!load.contains(name)) sent.want = 0;
+  }
+  for (const auto& [name, l] : load) {
+    const NodeId n = topo_.find_node(name);
+    if (!n.valid()) continue;  // not in the topology Phalanx places on
+    LoadSent& sent = load_sent_[name];
+    sent.want = std::min(l.gpus, topo_.node_gpu_count(n));  // Slurm may know more GPUs than the topology
+  }
+  for (auto it = load_sent_.begin(); it != load_sent_.end();) {
+    const std::string& name = it->first;
+    LoadSent& sent = it->second;
+    auto l = load.find(name);
+    const Time until = l == load.end() ? 0 : l->second.until;
+    const bool changed = sent.want != sent.taken || until != sent.until;
+    if (changed) {
+      const uint32_t taken = host_->SetExternalLoad(name, sent.want, until);
+      if (taken != sent.taken || until != sent.until) {
+        if (sent.want == 0) {
+          PHX_LOG(kInfo) << "slurm mode: node " << name << ": no GPUs busy with Slurm's own jobs any more";
+        } else {
+          PHX_LOG(kInfo) << "slurm mode: node " << name << ": " << taken << " GPUs busy with Slurm jobs "
+                         << Joined(l->second.jobs) << " (not placed by Phalanx) until t=" << until
+                         << (taken < sent.want ? " (" + std::to_string(sent.want - taken) + " more held by Phalanx's)"
+                                               : "");
+        }
+      }
+      sent.taken = taken;
+      sent.until = until;
+    }
+    if (sent.want == 0 && sent.taken == 0) it = load_sent_.erase(it);
+    else ++it;
   }
 }
 
@@ -253,6 +297,9 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
   if (j.state == SlurmJobState::kRunning || j.state == SlurmJobState::kSuspended) {
     t.released = 0;  // started where Phalanx said
     t.requeueing = false;
+    t.nodes = j.nodes;
+    t.gpus_by_node = j.gpus_by_node;
+    t.batch_host = j.batch_host;
     return;
   }
   t.requeueing = false;  // a requeue we asked for is done once the job is pending
@@ -385,11 +432,43 @@ void SlurmExecutor::StartJob(JobId job, const std::vector<GpuId>&, uint64_t) {
   Release(it->second, job, tracked_[it->second]);
 }
 
-void SlurmExecutor::RestartJob(JobId job, const std::vector<GpuId>&, uint64_t) {
-  // A resize: Slurm 22.05 cannot grow a running job; requeue it and start it again on the GPUs
-  // the core gives it (the next poll releases it, after Slurm's requeue delay).
+std::vector<std::string> SlurmExecutor::ShrinkInPlace(const Tracked& t, const std::vector<GpuId>& gpus) const {
+  if (t.nodes.empty() || t.gpus_by_node.size() != t.nodes.size() || gpus.empty()) return {};
+  std::map<std::string, uint32_t> keep;  // node -> the core's GPUs there
+  for (GpuId g : gpus) ++keep[topo_.domain(topo_.node_domain(topo_.node_of(g))).name];
+  std::vector<std::string> nodes;
+  for (size_t k = 0; k < t.nodes.size(); ++k) {
+    auto it = keep.find(t.nodes[k]);
+    if (it == keep.end()) continue;
+    if (it->second != t.gpus_by_node[k]) return {};  // part of a node: Slurm cannot express it
+    nodes.push_back(t.nodes[k]);
+  }
+  if (nodes.size() != keep.size() || nodes.size() == t.nodes.size()) return {};  // new nodes, or no shrink
+  if (!t.batch_host.empty() && std::find(nodes.begin(), nodes.end(), t.batch_host) == nodes.end()) return {};
+  return nodes;
+}
+
+void SlurmExecutor::RestartJob(JobId job, const std::vector<GpuId>& gpus, uint64_t) {
   auto it = by_job_.find(job);
   if (it == by_job_.end()) return ReportLater(job, false, -1, "no Slurm job for it");
+  Tracked& t = tracked_[it->second];
+  // A shrink to whole nodes it has (and its batch host): Slurm cuts the running job's node list;
+  // the job goes on there (it checkpointed before; its steps on the other nodes are killed).
+  if (const auto nodes = ShrinkInPlace(t, gpus); !nodes.empty()) {
+    if (auto st = slurm_->ShrinkTo(it->second, nodes); st) {
+      PHX_LOG(kInfo) << "slurm mode: job " << job << " (Slurm " << it->second << ") shrunk in place to "
+                     << CompressHostlist(nodes);
+      t.nodes = nodes;
+      t.gpus_by_node.clear();  // the next poll reads them again
+      return;
+    } else {
+      PHX_LOG(kWarn) << "slurm mode: shrink of job " << job << " in place: " << st.error().ToString()
+                     << "; requeued instead";
+    }
+  }
+  // Else (a grow, part of a node, new nodes): Slurm 22.05 cannot grow a running job; requeue it
+  // and start it again on the GPUs the core gives it (the next poll releases it, after Slurm's
+  // requeue delay).
   if (auto st = slurm_->Requeue(it->second); !st)
     PHX_LOG(kWarn) << "slurm mode: resize of job " << job << ": " << st.error().ToString();
   tracked_[it->second].released = 0;

@@ -1,8 +1,8 @@
 // SlurmExecutor: phalanxd's Slurm mode. Slurm runs the jobs; Phalanx's core chooses where the
 // managed ones go. Every `poll_interval` it reads Slurm (one adapter, slurm_adapter.h) and
 //  - syncs nodes into the core through NodeReport: down in Slurm -> away (down), drained ->
-//    unconfirmed (drained), GPUs used by jobs Phalanx does not place -> unconfirmed until they
-//    end (a whole node: the core has no partial external load yet);
+//    unconfirmed (drained); GPUs used by jobs Phalanx does not place -> the core's external
+//    load of the node (those GPUs busy until the jobs' expected end; the rest placeable);
 //  - submits newly seen managed pending jobs to the core (SubmitFn: the Controller's Submit);
 //    their Slurm job id goes into the launch info's environment (PHALANX_SLURM_JOB_ID), so the
 //    store keeps the mapping with the submission and a restarted phalanxd re-links every
@@ -12,6 +12,9 @@
 //  - reports managed jobs that ended in Slurm (JobPartsEnded), and cancels in the core pending
 //    jobs whose Slurm job was cancelled.
 // Decisions: Start -> ReqNodeList = the placement's nodes (Slurm sorts them by name),
+// Resize (an elastic shrink) -> the running job's NodeList cut to the nodes it keeps when it
+// keeps whole nodes of its allocation and its batch host (22.05 shrinks a running job in place),
+// else requeue and release on the new GPUs;
 // StartTime = now (or a requeued job's own begin time: Slurm delays a requeued job by
 // cred_expire); Preempt -> requeue; Kill/Cancel -> scancel; Signal -> the signal to the batch
 // shell and steps. A released job that Slurm still has not started after `start_timeout`
@@ -63,6 +66,8 @@ class SlurmExecutor final : public Executor {
   void Poll();
   // The Slurm job of a core job; 0 when none.
   slurm::SlurmJobId slurm_job(JobId job) const;
+  // The core job of a Slurm job; kNoJob when it is not one Phalanx manages (or not yet).
+  JobId core_job(slurm::SlurmJobId sid) const;
 
   // Executor
   void Attach(ExecutorHost* host) override { host_ = host; }
@@ -88,13 +93,21 @@ class SlurmExecutor final : public Executor {
     std::string comment;      // the Comment we last wrote
     bool requeueing = false;  // we asked Slurm to requeue it (preemption, resize); not pending yet
     Time predicted = 0;       // the predicted start written into it (0: none)
+    // Where Slurm runs it (the last poll that saw it running): for a shrink in place.
+    std::vector<std::string> nodes;
+    std::vector<uint32_t> gpus_by_node;
+    std::string batch_host;
   };
+  // A shrink Slurm can do in place: the new GPUs are all the GPUs Slurm gave the job on a
+  // subset of its nodes that keeps the batch host. Those nodes, else empty.
+  std::vector<std::string> ShrinkInPlace(const Tracked& t, const std::vector<GpuId>& gpus) const;
 
   void ArmTimer();
   void Link(slurm::SlurmJobId sid, JobId job);
   void Unlink(slurm::SlurmJobId sid);
   void LinkFromLaunchInfo();
-  void SyncNodes(const std::vector<slurm::SlurmNode>& nodes, const std::vector<slurm::SlurmJob>& external);
+  void SyncNodes(const std::vector<slurm::SlurmNode>& nodes);
+  void SyncLoad(const std::vector<slurm::SlurmJob>& external);
   void SyncManaged(const slurm::SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t);
   void SubmitNew(const slurm::SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t);
   void Release(slurm::SlurmJobId sid, JobId job, Tracked& t);
@@ -118,6 +131,11 @@ class SlurmExecutor final : public Executor {
   std::set<slurm::SlurmJobId> lease_failing_;  // jobs whose last lease renewal failed (logged once)
   std::map<std::string, NodeReport> nodes_;
   std::map<std::string, std::string> node_why_;
+  struct LoadSent {
+    uint32_t want = 0, taken = 0;
+    Time until = 0;
+  };
+  std::map<std::string, LoadSent> load_sent_;  // the external load last given to the core, by node
 };
 
 }  // namespace phalanx::service

@@ -40,7 +40,7 @@ Duration EstimateWalltime(Duration duration, const WalltimeModel& model, double 
 }
 
 MappedJob MapTraceJob(const TraceJob& job, size_t index, uint64_t seed, const WalltimeModel& walltime,
-                      std::span<const ClassRule> rules) {
+                      std::span<const ClassRule> rules, double elastic_share) {
   MappedJob a;
   JobSpec& s = a.spec;
   s.id = static_cast<JobId>(index + 1);
@@ -66,6 +66,8 @@ MappedJob MapTraceJob(const TraceJob& job, size_t index, uint64_t seed, const Wa
       break;
   }
   double elastic_min = 0;
+  if (job.gpus > 1 && elastic_share > 0 && SeededUniform(seed ^ 0x656c6173ull, index, 0) < elastic_share)
+    elastic_min = 0.5;
   uint32_t gpn = 0;
   for (size_t k = 0; k < rules.size(); ++k) {
     const ClassRule& r = rules[k];

@@ -49,8 +49,10 @@ struct MappedJob {
 };
 
 // Trace job `index` (its id is index + 1) under `walltime` and `rules`; random choices are
-// drawn from `seed`.
+// drawn from `seed`. A seeded `elastic_share` of the multi-GPU jobs is elastic down to half its
+// size (as the rule `gpus>=2,share=F:elastic=0.5`, drawn apart from the rules' shares), before
+// the rules, which override it.
 MappedJob MapTraceJob(const TraceJob& job, size_t index, uint64_t seed, const WalltimeModel& walltime,
-                      std::span<const ClassRule> rules);
+                      std::span<const ClassRule> rules, double elastic_share = 0);
 
 }  // namespace phalanx

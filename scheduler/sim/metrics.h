@@ -31,6 +31,9 @@ struct JobOutcome {
   std::string user;  // as in the trace
   uint32_t preemptions = 0, resizes = 0;
   double lost_gpu_s = 0;  // work lost by preemptions/failures (GPU-seconds, the core's count)
+  // Its share of the placement efficiency: GPU-seconds x busbw / best over its multi-GPU
+  // segments (placement_score) and their GPU-seconds (placement_weight); 0 weight: none.
+  double placement_score = 0, placement_weight = 0;
 
   bool finished() const { return end >= 0; }
   Duration wait() const { return first_start >= 0 ? first_start - submit : -1; }

@@ -263,13 +263,14 @@ std::string FormatCsv(const std::vector<PolicyRun>& runs) {
 std::string FormatJobsCsv(const std::vector<PolicyRun>& runs) {
   std::ostringstream o;
   o << "policy,job_id,gpus,submit_s,duration_s,start_s,end_s,wait_s,jct_s,state,class,elastic,preemptions,resizes,lost_"
-       "gpu_s\n";
+       "gpu_s,placement_eff\n";
   for (const PolicyRun& r : runs) {
     for (const JobOutcome& j : r.result.jobs) {
       o << r.result.policy << "," << j.id << "," << j.gpus << "," << j.submit << "," << j.duration << ","
         << j.first_start << "," << j.end << "," << j.wait() << "," << j.jct() << ","
         << (j.rejected ? "rejected" : JobStateName(j.state)) << "," << j.priority_class << "," << (j.elastic ? 1 : 0)
-        << "," << j.preemptions << "," << j.resizes << "," << F(j.lost_gpu_s, 0) << "\n";
+        << "," << j.preemptions << "," << j.resizes << "," << F(j.lost_gpu_s, 0) << ","
+        << (j.placement_weight > 0 ? F(j.placement_score / j.placement_weight, 3) : std::string("-")) << "\n";
     }
   }
   return o.str();

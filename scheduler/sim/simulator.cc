@@ -52,6 +52,8 @@ struct SimJob {
   uint64_t run = 0;   // bumps on every start/stop: invalidates checkpoint events
   double busbw = 0, busbw_static = 0;
   double speed = 1;              // work per GPU-second in this segment (runtime model, <= 1)
+  double scale = 1;              // elastic scaling: work per GPU-second at this size vs at the trace size
+  uint32_t size0 = 0;            // the trace size (elastic scaling's g0)
   Duration walltime0 = 0;        // the walltime asked at submission
   Duration ckpt_interval = 0;    // the class rule's: checkpoints reported to the core
   Duration save_interval = 0;    // periodic saves of the work model (SimOptions::checkpoint_interval)
@@ -81,7 +83,7 @@ class Sim {
       walltime.limit = std::max<Duration>(7 * 24 * 3600, (longest + 86399) / 86400 * 86400);
     }
     for (size_t i = 0; i < trace_.jobs.size(); ++i) {
-      MappedJob m = MapTraceJob(trace_.jobs[i], i, opt_.seed, walltime, opt_.rules);
+      MappedJob m = MapTraceJob(trace_.jobs[i], i, opt_.seed, walltime, opt_.rules, opt_.elastic_share);
       config.max_walltime = std::max(config.max_walltime, m.spec.walltime);
       specs.push_back(std::move(m.spec));
       ckpt_intervals.push_back(m.checkpoint_interval);
@@ -109,6 +111,7 @@ class Sim {
       sizes.push_back(tj.gpus);
       jobs_[i].work_total = static_cast<double>(tj.gpus) * static_cast<double>(std::max<Duration>(tj.duration, 1));
       jobs_[i].failure = StatusIsFailure(tj.status);
+      jobs_[i].size0 = tj.gpus;
       jobs_[i].ckpt_interval = ckpt_intervals[i];
       jobs_[i].save_interval = ckpt_intervals[i] > 0 ? ckpt_intervals[i] : opt_.checkpoint_interval;
       jobs_[i].answers = SeededUniform(opt_.seed ^ 0x636b7074ull, i, 0) < opt_.checkpoint_answer_share;
@@ -247,8 +250,8 @@ class Sim {
   }
 
   double WorkAt(const SimJob& j, Time t) const {
-    return std::min(j.work_total,
-                    j.work_done + static_cast<double>(j.rate) * j.speed * static_cast<double>(t - j.seg_start));
+    return std::min(j.work_total, j.work_done + static_cast<double>(j.rate) * j.speed * j.scale *
+                                                    static_cast<double>(t - j.seg_start));
   }
 
   double Best(uint32_t g) {
@@ -298,6 +301,8 @@ class Sim {
       if (best > 0 && w > 0) {
         res_.counters.placement_weight += w;
         res_.counters.placement_score += w * std::min(1.0, j.busbw / best);
+        res_.jobs[i].placement_weight += w;
+        res_.jobs[i].placement_score += w * std::min(1.0, j.busbw / best);
         res_.counters.placement_score_static += w * std::min(1.0, j.busbw_static / best);
       }
     }
@@ -313,9 +318,14 @@ class Sim {
     j.busbw = busbw;
     j.busbw_static = mirror_placer_->model().Predict(gpus).busbw_gbs;
     j.speed = 1 / Slowdown(j.rate, busbw > 0 ? busbw : j.busbw_static);
+    j.scale = 1;
+    if (opt_.elastic_scaling != 1 && j.rate > 0 && j.size0 > 0 && j.rate != j.size0) {
+      const double g = static_cast<double>(j.rate), g0 = static_cast<double>(j.size0);
+      j.scale = std::pow(g / g0, opt_.elastic_scaling) * g0 / g;
+    }
     ++j.gen;
     const double left = j.work_total - j.work_done;
-    Duration dt = static_cast<Duration>(std::ceil(left / (static_cast<double>(j.rate) * j.speed) - 1e-9));
+    Duration dt = static_cast<Duration>(std::ceil(left / (static_cast<double>(j.rate) * j.speed * j.scale) - 1e-9));
     if (restart) dt += opt_.restart_overhead;
     dt = std::max<Duration>(dt, 1);
     if (restart && opt_.restart_overhead > 0) {
@@ -593,6 +603,9 @@ class Sim {
         if (r.start > now) Wake(r.start);
       }
     }
+    // A job held back for a good block starts on a slower one at its bound.
+    if (const Time due = sched_->next_patience_deadline(); due < kForever && opt_.wake_for_reservations)
+      Wake(std::max(now + 1, due));
     // Slurm's backfill runs on its own clock (bf_interval): wake for the next cycle while jobs
     // wait for GPUs.
     if (waiting_for_gpus && sched_->next_backfill() < kForever) Wake(std::max(now + 1, sched_->next_backfill()));
@@ -653,7 +666,7 @@ class Sim {
 }  // namespace
 
 JobSpec MakeJobSpec(const TraceJob& job, size_t index, const SimOptions& options) {
-  return MapTraceJob(job, index, options.seed, options.walltime, options.rules).spec;
+  return MapTraceJob(job, index, options.seed, options.walltime, options.rules, options.elastic_share).spec;
 }
 
 Result<SimResult> Simulate(const Trace& trace, const TopologySpec& topology, const SchedulerConfig& config,

@@ -65,6 +65,13 @@ struct SimOptions {
   // bandwidth: step = (1 - c) + c x best/actual. 0: run time ignores placement. A slowed job's
   // walltime grows in proportion when it starts (see the doc), so no job is killed for it.
   double comm_share = 0;
+  // Elastic jobs: a seeded share of the multi-GPU jobs is elastic down to half its size
+  // (MapTraceJob), and an elastic job of trace size g0 running on g GPUs does its work at
+  // g0 x (g / g0)^elastic_scaling GPU-seconds per second (before the placement slowdown):
+  // runtime = work / (g x efficiency(g)), efficiency(g) = (g0 / g)^(1 - elastic_scaling), so
+  // a shrunk job loses less than its share of GPUs and a grown one gains less (1: linear).
+  double elastic_share = 0;
+  double elastic_scaling = 1;
   Duration sample_interval = 0;       // time-series step; 0: makespan / 1000 (at least 60 s)
   bool wake_for_reservations = true;  // a pass at every reservation start
   // Node failures: explicit events, and/or seeded random ones (exponential time between failures

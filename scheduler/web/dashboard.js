@@ -133,7 +133,8 @@
       } else {
         delete c.dataset.job;
         c.style.background = '';
-        c.classList.toggle('held', o < 0);
+        c.classList.toggle('held', o === -1);
+        c.classList.toggle('external', o === -2);  // Slurm's own job (Slurm mode)
       }
       st.owners[g] = o;
     }

@@ -276,7 +276,7 @@ void ProcessCluster::StartDaemon() {
                                  "  min_runtime_before_preemption: 0\n"
                                  "  checkpoint_grace: 60\n"
                                  "  default_walltime: 300\n"
-                              << options_.config;
+                              << options_.scheduler_config << options_.config;
   daemon_.log = File("phalanxd.log");
   const int fd = open(daemon_.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   ASSERT_GE(fd, 0) << daemon_.log;

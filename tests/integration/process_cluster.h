@@ -82,6 +82,7 @@ class ProcessCluster {
     int nodes = 4;                        // node0..node{n-1} of gen:demo
     int gpus = 8;                         // --gpus of every agent
     std::string config;                   // YAML appended to the defaults below (a top-level section)
+    std::string scheduler_config;         // lines appended to the scheduler: section ("  key: value\n")
     std::vector<std::string> agent_args;  // appended to every agent's command line
     // The agents: section after heartbeat_interval (1 s) and startup_grace (10 s). With these
     // the fence is off (3 + 1 - 2 - 15 s < 0; docs/agent.md "When the agent is cut off").

@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 # fake_phalanxd.pl SOCKET accept|hang: a stand-in for phalanxd's Unix socket in the Slurm tests
 # (perl-base only: Socket and Fcntl are in every Debian).
-#   accept: accepts every connection, prints "accepted" for each, closes it
+#   accept: accepts every connection, reads its one line (a report), answers "ok", prints
+#           "accepted" for each, closes it
 #   hang:   listens with a full backlog and never accepts (a hung phalanxd)
 # Prints "ready" once the socket exists.
 use strict;
@@ -30,6 +31,10 @@ if ($mode eq 'hang') {
 }
 print "ready\n";
 while (accept(my $c, $listener)) {
-  print "accepted\n";
+  my $line = <$c>;
+  if (defined $line && $line =~ /^MUNGE:/) {
+    syswrite($c, "ok\n");
+    print "accepted\n";
+  }
   close $c;
 }

@@ -14,7 +14,8 @@ need_lab
 
 lab=$(mktemp -d /tmp/phalanx-slurm-test.XXXXXX)
 export PHALANX_SLURM_DEMO_DIR=$lab PHALANX_SLURM_DEMO_JOBS=0 PHALANX_SLURM_CRED_EXPIRE=5
-export PHALANX_SLURM_PORT_BASE=${PHALANX_SLURM_TEST_PORT:-17817} # apart from a demo on 16817
+# PHALANX_SLURM_PORT_BASE (when set) moves both lab tests: slurm.spank on it, slurm.mode 100 above.
+export PHALANX_SLURM_PORT_BASE=${PHALANX_SLURM_TEST_PORT:-${PHALANX_SLURM_PORT_BASE:-17817}} # apart from a demo on 16817
 t0=$SECONDS
 cleanup() {
   trap - EXIT INT TERM
@@ -114,7 +115,7 @@ mkdir -p "$lab/client"
 sed "s#^PlugStackConfig=.*#PlugStackConfig=$lab/client/plugstack.conf#" "$lab/etc/slurm.conf" >"$lab/client/slurm.conf"
 sed 's/$/ bogus_key=1/' "$lab/etc/plugstack.conf" >"$lab/client/plugstack.conf"
 refused "plugstack.conf bogus_key=1 is refused, naming the key" \
-  "sbatch: error: phalanx: plugstack.conf: unknown key 'bogus_key' (keys: socket, timeout_ms, default_topology, fallback_delay_s, checkpoint_dir, report)" \
+  "sbatch: error: phalanx: plugstack.conf: unknown key 'bogus_key' (keys: socket, timeout_ms, default_topology, fallback_delay_s, checkpoint_dir, report, munge_socket, gpu_topology)" \
   env -i PATH=/usr/bin:/bin "SLURM_CONF=$lab/client/slurm.conf" sbatch --wrap true
 sed 's/$/ timeout_ms=soon/' "$lab/etc/plugstack.conf" >"$lab/client/plugstack.conf"
 refused "plugstack.conf timeout_ms=soon is refused, naming the value" \
@@ -150,7 +151,7 @@ fi
 
 # --- phalanxd down: the job runs, and the step log has one line about it ---------------------------
 until_ok 30 finished "$down"
-lines=$(grep -h "phalanx: phalanxd not reachable at $lab/run/phalanxd.sock (No such file or directory): job $down step batch start not reported, the job runs" \
+lines=$(grep -h "phalanx: phalanxd not reachable at $lab/run/phalanxd-report.sock (No such file or directory): job $down step batch start not reported, the job runs" \
   "$lab"/log/slurmd-n*.log | wc -l)
 all=$(grep -h "job $down step" "$lab"/log/slurmd-n*.log | wc -l)
 if [[ "$(state "$down")" == COMPLETED && "$(cat "$out/down.out" 2>/dev/null)" == ran && $lines == 1 && $all == 1 ]]; then
@@ -162,10 +163,10 @@ fi
 
 # --- phalanxd up: the reports get through (start and end), no log line; phalanxd hung (never
 # accepts): the step waits at most timeout_ms (200), one line, the job runs --------------------------
-# fake_phalanxd MODE: a stand-in on the plugin's socket= ($lab/run/phalanxd.sock).
+# fake_phalanxd MODE: a stand-in on the plugin's socket= ($lab/run/phalanxd-report.sock).
 fake_phalanxd() {
   [[ -n "${fake:-}" ]] && kill "$fake" 2>/dev/null && wait "$fake" 2>/dev/null
-  perl "$src/tests/slurm/fake_phalanxd.pl" "$lab/run/phalanxd.sock" "$1" >"$lab/fake-$1.log" 2>&1 &
+  perl "$src/tests/slurm/fake_phalanxd.pl" "$lab/run/phalanxd-report.sock" "$1" >"$lab/fake-$1.log" 2>&1 &
   fake=$!
   until_ok 10 grep -q ready "$lab/fake-$1.log"
 }
@@ -184,7 +185,7 @@ fake_phalanxd hang
 submitted=$SECONDS
 hung=$("${clean[@]}" sbatch --parsable --phx-class=normal -o "$out/hung.out" --wrap 'echo ran')
 until_ok 30 finished "$hung"
-lines=$(grep -h "phalanx: phalanxd not reachable at $lab/run/phalanxd.sock (timed out after 200 ms (backlog full)): job $hung step batch start not reported, the job runs" \
+lines=$(grep -h "phalanx: phalanxd not reachable at $lab/run/phalanxd-report.sock (timed out after 200 ms (backlog full)): job $hung step batch start not reported, the job runs" \
   "$lab"/log/slurmd-n*.log | wc -l)
 all=$(grep -h "job $hung step" "$lab"/log/slurmd-n*.log | wc -l)
 if [[ "$(state "$hung")" == COMPLETED && "$(cat "$out/hung.out" 2>/dev/null)" == ran && $lines == 1 && $all == 1 ]]; then
@@ -196,7 +197,7 @@ fi
 kill "$fake" 2>/dev/null
 wait "$fake" 2>/dev/null
 fake=
-rm -f "$lab/run/phalanxd.sock"
+rm -f "$lab/run/phalanxd-report.sock"
 
 # --- a requeued job restarts with PHALANX_RESUME=1 ---------------------------------------------
 until_ok 20 grep -q "restarts=0" "$out/requeue.out"

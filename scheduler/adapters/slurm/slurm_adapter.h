@@ -49,6 +49,11 @@ class SlurmAdapter {
   // StartTime=until: keeps a pending job from being scheduled by Slurm itself until then (the
   // fallback lease; also undoes a StartOn whose job did not start).
   virtual Status Defer(SlurmJobId job, Time until, bool clear_nodes) = 0;
+  // Shrinks a running job to `nodes`, a subset of its allocation that keeps its batch host
+  // (`scontrol update JobId=N NodeList=...`, 22.05): the other nodes' GPUs are freed and the
+  // job's step tasks there killed; the batch script keeps running. Fails: no such job
+  // (kNotFound), not running or not a subset (Slurm's error).
+  virtual Status ShrinkTo(SlurmJobId job, const std::vector<std::string>& nodes) = 0;
   // scontrol requeue (running -> pending again; Slurm delays the restart by cred_expire).
   virtual Status Requeue(SlurmJobId job) = 0;
   // `batch`: the batch shell too (scancel -b semantics), not only the steps.

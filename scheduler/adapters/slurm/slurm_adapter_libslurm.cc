@@ -113,7 +113,8 @@ class LibslurmAdapter final : public SlurmAdapter {
 
   Result<std::vector<SlurmJob>> LoadJobs() override {
     job_info_msg_t* msg = nullptr;
-    if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) return SlurmFail("slurm_load_jobs");
+    // SHOW_DETAIL: the per-node GRES detail (gres_detail_str), as `scontrol -d show job` shows it.
+    if (slurm_load_jobs(0, &msg, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) return SlurmFail("slurm_load_jobs");
     std::vector<SlurmJob> out;
     out.reserve(msg->record_count);
     for (uint32_t i = 0; i < msg->record_count; ++i) {
@@ -140,7 +141,13 @@ class LibslurmAdapter final : public SlurmAdapter {
       job.start = j.start_time;
       job.end = j.end_time;
       job.nodes = Expand(j.nodes);
+      // One GRES detail per allocated node, in the node list's order ("gpu:2(IDX:0-1)").
+      if (j.gres_detail_cnt == job.nodes.size() && j.gres_detail_str != nullptr) {
+        for (uint32_t k = 0; k < j.gres_detail_cnt; ++k)
+          job.gpus_by_node.push_back(GpusInGres(Str(j.gres_detail_str[k])));
+      }
       job.req_nodes = Str(j.req_nodes);
+      job.batch_host = Str(j.batch_host);
       job.restarts = j.restart_cnt;
       job.exit_code = WIFEXITED(j.exit_code) ? WEXITSTATUS(j.exit_code) : 0;
       job.exit_signal = WIFSIGNALED(j.exit_code) ? WTERMSIG(j.exit_code) : 0;
@@ -165,6 +172,18 @@ class LibslurmAdapter final : public SlurmAdapter {
     if (!c.empty()) d.comment = c.data();
     if (slurm_update_job(&d) != SLURM_SUCCESS)
       return SlurmFail("update job " + std::to_string(id) + " ReqNodeList=" + list);
+    return {};
+  }
+
+  Status ShrinkTo(SlurmJobId id, const std::vector<std::string>& nodes) override {
+    std::string list;
+    for (const std::string& n : nodes) list += (list.empty() ? "" : ",") + n;
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id;
+    d.req_nodes = list.data();  // a running job's NodeList: shrink to these nodes
+    if (slurm_update_job(&d) != SLURM_SUCCESS)
+      return SlurmFail("update job " + std::to_string(id) + " NodeList=" + list);
     return {};
   }
 

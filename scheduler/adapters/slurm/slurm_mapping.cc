@@ -179,13 +179,17 @@ std::map<std::string, ExternalLoad> ExternalLoadByNode(const std::vector<SlurmJo
     uint32_t per_node = j.gpus_per_node;
     if (per_node == 0 && j.gpus_per_job > 0)
       per_node = (j.gpus_per_job + static_cast<uint32_t>(j.nodes.size()) - 1) / static_cast<uint32_t>(j.nodes.size());
-    for (const std::string& n : j.nodes) {
-      ExternalLoad& l = out[n];
-      l.gpus += per_node;
+    const bool exact = j.gpus_by_node.size() == j.nodes.size();
+    for (size_t k = 0; k < j.nodes.size(); ++k) {
+      const uint32_t gpus = exact ? j.gpus_by_node[k] : per_node;
+      if (gpus == 0) continue;  // a CPU-only job (or a node of it without GPUs) takes no GPU
+      ExternalLoad& l = out[j.nodes[k]];
+      l.gpus += gpus;
       l.until = std::max(l.until, j.end);
       l.jobs.push_back(j.id);
     }
   }
+  for (auto& [node, l] : out) std::sort(l.jobs.begin(), l.jobs.end());
   return out;
 }
 

@@ -68,8 +68,11 @@ std::vector<std::string> SlurmNodeList(const Topology& topo, const std::vector<G
 std::vector<std::string> TopologyOrder(const Topology& topo, const std::vector<GpuId>& gpus);
 
 // GPUs busy on each node because of jobs Phalanx does not place (running, suspended or
-// completing unmanaged jobs), with the latest expected end among them. Partial nodes count:
-// the caller decides what to do with a node that is only partly busy.
+// completing unmanaged jobs), with the latest expected end among them: per node, Slurm's
+// allocation detail (SlurmJob::gpus_by_node) when it has one, else --gres=gpu:G, else --gpus=T
+// spread evenly (rounded up). Jobs without GPUs on a node are not listed for it. The daemon
+// gives each node's count to the core as external load (Scheduler::SetExternalLoad): the rest
+// of the node stays placeable.
 struct ExternalLoad {
   uint32_t gpus = 0;
   Time until = 0;

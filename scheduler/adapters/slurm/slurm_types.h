@@ -79,9 +79,13 @@ struct SlurmJob {
   Duration time_limit = 0;              // seconds; 0: none (INFINITE / not set)
   Time submit = 0, start = 0, end = 0;  // start/end: actual or expected (Slurm's)
   std::vector<std::string> nodes;       // allocated (running), expanded
-  std::string req_nodes;                // ReqNodeList as Slurm keeps it
-  uint32_t restarts = 0;                // requeues so far
-  int32_t exit_code = 0;                // the wait status's exit code (finished jobs)
+  // GPUs allocated on each of `nodes` (Slurm's per-node GRES detail, "gpu:2(IDX:0-1)"), in the
+  // same order; empty when Slurm did not say (the counts asked for are used then).
+  std::vector<uint32_t> gpus_by_node;
+  std::string req_nodes;   // ReqNodeList as Slurm keeps it
+  std::string batch_host;  // the node running the batch script (running jobs)
+  uint32_t restarts = 0;   // requeues so far
+  int32_t exit_code = 0;   // the wait status's exit code (finished jobs)
   int32_t exit_signal = 0;
   bool requeue_allowed = true;
 };

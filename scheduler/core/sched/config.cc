@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "util/numbers.h"
 
@@ -24,6 +25,8 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     // Placement under pressure: the all-reduce share of a well-tuned job's step (seed 003's
     // field report: "NCCL communication overhead should be < 15% of step time").
     c.placement_comm_share = 0.15;
+    // Elastic jobs shrink for waiting jobs of their class too, and grow back when GPUs idle.
+    c.shrink_for_waiting = true;
     // Backfill plans on walltimes: runtime=predicted measured worse on both traces with
     // placement under pressure on (docs/results/notes.md, issue 17 policy round).
     return c;
@@ -109,16 +112,38 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   if (key == "order") {
     if (value == "priority") c.order = QueueOrder::kPriority;
     else if (value == "fifo") c.order = QueueOrder::kFifo;
-    else return Fail(k, "priority or fifo, not '" + std::string(value) + "'");
+    else if (value == "attained") c.order = QueueOrder::kAttained;
+    else return Fail(k, "priority, fifo or attained, not '" + std::string(value) + "'");
     return {};
   }
-  if (key == "preemption" || key == "elastic" || key == "best_fit" || key == "whole_node_reservations") {
+  if (key == "preemption" || key == "elastic" || key == "best_fit" || key == "whole_node_reservations" ||
+      key == "shrink_for_waiting") {
     auto v = OnOff(key, value);
     PHX_RETURN_IF_ERROR(v);
-    (key == "preemption" ? c.preemption
-     : key == "elastic"  ? c.elastic
-     : key == "best_fit" ? c.best_fit
-                         : c.whole_node_reservations) = *v;
+    (key == "preemption"           ? c.preemption
+     : key == "elastic"            ? c.elastic
+     : key == "best_fit"           ? c.best_fit
+     : key == "shrink_for_waiting" ? c.shrink_for_waiting
+                                   : c.whole_node_reservations) = *v;
+    return {};
+  }
+  if (key == "service_queues") {
+    // T1/T2/...: GPU-seconds, each above the one before.
+    std::vector<double> thresholds;
+    std::string_view rest = value;
+    while (true) {
+      const size_t slash = rest.find('/');
+      auto t = Number(key, rest.substr(0, slash));
+      PHX_RETURN_IF_ERROR(t);
+      if (*t <= 0 || (!thresholds.empty() && *t <= thresholds.back())) {
+        return Fail(
+            k, "thresholds must be positive and ascending (T1/T2/... GPU-seconds), got '" + std::string(value) + "'");
+      }
+      thresholds.push_back(*t);
+      if (slash == std::string_view::npos) break;
+      rest = rest.substr(slash + 1);
+    }
+    c.service_queues = std::move(thresholds);
     return {};
   }
   auto v = Number(key, value);
@@ -143,6 +168,7 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   else if (key == "grow_after_idle") c.grow_after_idle = seconds;
   else if (key == "default_walltime") c.default_walltime = seconds;
   else if (key == "max_walltime") c.max_walltime = seconds;
+  else if (key == "service_min_run") c.service_min_run = seconds;
   else return Fail(k, "unknown scheduler setting '" + k + "'");
   return {};
 }

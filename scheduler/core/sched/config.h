@@ -32,6 +32,10 @@ enum class RuntimeMode : uint8_t {
 enum class QueueOrder : uint8_t {
   kPriority,  // multifactor priority (class, age, fairshare, size)
   kFifo,      // submit time only
+  // Least attained service first (Tiresias' discretised 2D-LAS): class, then the service queue
+  // (SchedulerConfig::service_queues), then multifactor age, fairshare and size within a queue;
+  // with preemption on, a waiting job may preempt jobs of its class in a lower service queue.
+  kAttained,
 };
 
 // How placement treats the topology.
@@ -84,6 +88,13 @@ struct SchedulerConfig {
   LimitsConfig limits;
 
   bool preemption = true;
+  // order=attained (policy/queue_attained.cc): the thresholds of the service queues in
+  // GPU-seconds attained, ascending: queue 0 holds jobs below the first, queue k those with at
+  // least threshold k-1 and below threshold k. Decades of GPU-hours (1, 10, 100), stated, not
+  // fitted to a trace. A job is not preempted for service before it has run service_min_run in
+  // its current run (the class table's own minimum still bounds class preemption).
+  std::vector<double> service_queues = {3600.0, 36000.0, 360000.0};
+  Duration service_min_run = 3600;
   Duration checkpoint_grace = 300;   // deadline after the checkpoint signal
   Duration periodic_checkpoint = 0;  // default checkpoint interval for jobs (0: none)
   bool elastic = true;               // start elastic jobs at the largest legal size, shrink, grow
@@ -93,6 +104,10 @@ struct SchedulerConfig {
   // good block when the planner says one frees up before the slowdown would cost. 0: off.
   double placement_comm_share = 0;
   Duration grow_after_idle = 300;  // GPUs idle this long may grow elastic jobs
+  // Elastic jobs of the same or a lower class give GPUs up (a shrink, through a checkpoint) to a
+  // job that cannot start now, as a higher class's preemption would, once they have run their
+  // class's minimum runtime since their last start or resize; they grow back when GPUs idle.
+  bool shrink_for_waiting = false;
 
   // Not a policy: whether Schedule returns a Wait decision for every pending job (the simulator
   // and scenario scripts log them). Off, the reasons are only in the records (JobRecord::wait):
@@ -112,8 +127,9 @@ std::vector<std::string_view> PolicyPresetNames();
 
 // Sets one knob by name (backfill=easy|conservative|none, reserve_depth=N, placement=topology|
 // node-best-fit|first-fit, order=priority|fifo, preemption|elastic|best_fit|
-// whole_node_reservations=on|off, node_fit_tolerance=X, checkpoint_grace, periodic_checkpoint,
-// grow_after_idle, default_walltime, max_walltime = seconds). Fails naming the key and value.
+// whole_node_reservations|shrink_for_waiting=on|off, node_fit_tolerance=X, checkpoint_grace, periodic_checkpoint,
+// grow_after_idle, default_walltime, max_walltime, service_min_run = seconds;
+// service_queues=T1/T2/... GPU-seconds, ascending). Fails naming the key and value.
 Status SetConfigOption(SchedulerConfig& config, std::string_view key, std::string_view value);
 // "PRESET" or "PRESET:KEY=VALUE,KEY=VALUE" (e.g. "phalanx:backfill=easy"); the name is the spec.
 Result<SchedulerConfig> PolicyFromSpec(std::string_view spec);

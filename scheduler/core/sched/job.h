@@ -140,6 +140,12 @@ struct JobRecord {
   uint32_t preemptions = 0;
   uint32_t resizes = 0;
   double gpu_seconds_lost = 0;  // work lost by preemptions/failures (GPU-seconds)
+  // Attained service (Tiresias' least-attained-service order, policy/queue_attained.cc): the
+  // GPU-seconds the job has held GPUs in all its runs up to `service_until`; while it holds GPUs
+  // AttainedService() adds those since. Kept across preemptions and requeues (a resumed job
+  // goes on from its count), accrued whenever its GPUs change (SchedulerState::AccrueService).
+  double service_gpu_s = 0;
+  Time service_until = 0;
   WaitReason wait;
   Time idle_since = 0;  // elastic growth bookkeeping
 
@@ -152,6 +158,12 @@ struct JobRecord {
 
   Time expected_end() const { return start + run_walltime; }
 };
+
+// GPU-seconds the job has attained by `now` (its runs so far and the current one).
+inline double AttainedService(const JobRecord& job, Time now) {
+  const Time since = std::min(job.service_until, now);
+  return job.service_gpu_s + static_cast<double>(job.gpus.size()) * static_cast<double>(now - since);
+}
 
 // The limit of a run that starts now: the walltime less the work its checkpoints saved, at
 // least 1 s.

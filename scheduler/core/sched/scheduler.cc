@@ -74,6 +74,7 @@ const std::vector<Reservation>& Scheduler::reservations() const { return s_->res
 Time Scheduler::next_backfill() const {
   return s_->config.backfill_interval > 0 ? s_->last_backfill + s_->config.backfill_interval : kForever;
 }
+Time Scheduler::next_patience_deadline() const { return s_->patience_due; }
 
 const std::vector<JobId>* Scheduler::array_tasks(JobId array) const {
   auto it = s_->arrays.find(array);
@@ -357,6 +358,41 @@ Status Scheduler::SetNodeState(std::string_view node, NodeState state, Time now)
   return {};
 }
 
+Result<uint32_t> Scheduler::SetExternalLoad(std::string_view node, uint32_t gpus, Time until, Time now) {
+  SchedulerState& s = *s_;
+  Topology& topo = *s.topo;
+  const NodeId n = topo.find_node(node);
+  const std::string where = "node " + std::string(node);
+  if (!n.valid()) return Fail(ErrorCode::kNotFound, where, "external load: unknown node");
+  if (gpus > topo.node_gpu_count(n))
+    return Fail(where, "external load: " + std::to_string(gpus) + " GPUs, the node has " +
+                           std::to_string(topo.node_gpu_count(n)));
+  PHX_RETURN_IF_ERROR(Advance(s, now));
+  const JobId owner = Topology::ExternalOwner(n);
+  const uint32_t before = static_cast<uint32_t>(topo.job_gpus(owner).size());
+  if (before > 0) (void)topo.Release(owner);  // cannot fail: it holds GPUs
+  std::vector<GpuId> take;
+  for (uint32_t i = 0; i < topo.node_gpu_count(n) && take.size() < gpus; ++i) {
+    const GpuId g = topo.node_gpu(n, i);
+    if (topo.owner(g) == kNoJob) take.push_back(g);
+  }
+  if (take.empty()) {
+    s.external.erase(n.value);
+  } else {
+    (void)topo.Restore(owner, take, 0);  // cannot fail: unowned GPUs, any node state
+    s.external[n.value] = SchedulerState::External{static_cast<uint32_t>(take.size()), until};
+  }
+  if (take.size() < before && topo.node_state(n) == NodeState::kUp) s.last_freed = now;
+  return static_cast<uint32_t>(take.size());
+}
+
+Scheduler::ExternalLoad Scheduler::external_load(std::string_view node) const {
+  const NodeId n = s_->topo->find_node(node);
+  auto it = n.valid() ? s_->external.find(n.value) : s_->external.end();
+  if (it == s_->external.end()) return {};
+  return {it->second.gpus, it->second.until};
+}
+
 // ---- invariants --------------------------------------------------------------------------
 
 std::string Scheduler::CheckInvariants() const {
@@ -406,8 +442,20 @@ std::string Scheduler::CheckInvariants() const {
     }
   }
   size_t owned = 0;
-  for (uint32_t g = 0; g < topo.gpu_count(); ++g) owned += topo.owner(GpuId(g)) != kNoJob;
+  size_t external = 0;
+  for (uint32_t g = 0; g < topo.gpu_count(); ++g) {
+    const JobId o = topo.owner(GpuId(g));
+    if (Topology::IsExternal(o)) ++external;
+    else owned += o != kNoJob;
+  }
   if (owned != held) out << owned << " GPUs owned in the topology, " << held << " held by jobs\n";
+  size_t loaded = 0;
+  for (const auto& [node, load] : s.external) {
+    loaded += load.gpus;
+    if (topo.job_gpus(Topology::ExternalOwner(NodeId(node))).size() != load.gpus)
+      out << "node " << node << ": external load differs from the topology's\n";
+  }
+  if (external != loaded) out << external << " GPUs externally owned, " << loaded << " in external loads\n";
   return out.str();
 }
 

@@ -44,6 +44,7 @@ struct Reservation {
   Time start = 0, end = 0;
   std::vector<GpuId> gpus;
   bool for_preemption = false;  // the GPUs a preemptor's victims free (or will free) for it
+  bool for_patience = false;    // a good block a job waits for (placement under pressure, patience.h)
 };
 
 struct SchedulerState;  // core/sched/internal/scheduler_state.h
@@ -93,6 +94,22 @@ class Scheduler {
   // Node availability. Down: the node's jobs shrink (elastic, when legal) or are requeued from
   // their last checkpoint; the decisions come with the next Schedule(). Drain: no new work.
   Status SetNodeState(std::string_view node, NodeState state, Time now);
+  // External load (phalanxd's Slurm mode: jobs Slurm runs that Phalanx did not place): `gpus`
+  // GPUs of `node` are busy until `until`, the rest stay placeable. Replaces the node's previous
+  // load; 0 GPUs clears it. The GPUs are taken from those no job of the core holds (a node's
+  // own jobs are never displaced: the load is capped at its unowned GPUs; the count taken is
+  // returned), also on a drained or down node; on the Topology their owner is
+  // Topology::ExternalOwner(node). Backfill plans them free at `until` (an `until` not after
+  // `now`, a job past its expected end, counts as ending at now + 1). Never preempted, never
+  // charged to fairshare, no record. Fails on an unknown node (kNotFound), more GPUs than the
+  // node has (kInvalidArgument), `now` going back or a restore in progress.
+  Result<uint32_t> SetExternalLoad(std::string_view node, uint32_t gpus, Time until, Time now);
+  // The external load of `node` (0 GPUs: none).
+  struct ExternalLoad {
+    uint32_t gpus = 0;
+    Time until = 0;
+  };
+  ExternalLoad external_load(std::string_view node) const;
 
   // One scheduling pass at `now`: deadlines and walltimes, then the queue in order. Returns
   // every decision, including a Wait for each pending job (unless config.wait_decisions is off;
@@ -207,6 +224,9 @@ class Scheduler {
   // With config().backfill_interval > 0: when the next pass may be a backfill cycle (Slurm's
   // bf_interval after the last one); kForever otherwise.
   Time next_backfill() const;
+  // Placement under pressure: the earliest time a job the last pass held back for a good block
+  // reaches its bound and starts on whatever block is free (a pass is due then); kForever if none.
+  Time next_patience_deadline() const;
   // Pending jobs in the order of the last pass.
   const std::vector<JobId>& queue() const;
   Time now() const;

@@ -182,7 +182,8 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     return wait(WaitKind::kPreempting, std::to_string(job.victims.size()) + " jobs checkpointing");
 
   size_t made = 0;
-  for (const Reservation& r : s.reservations) made += !r.for_preemption;
+  // The blocks jobs wait for under placement pressure are beyond the policy's depth.
+  for (const Reservation& r : s.reservations) made += !r.for_preemption && !r.for_patience;
   const Topology& topo = *s.topo;
   const uint32_t free = filtered ? FreeAllowedGpus(topo, job.forbidden_nodes)
                                  : topo.free_gpus(topo.root()) + pass.start_blocks.blocked_gpus();
@@ -254,6 +255,7 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
     if (!r.for_preemption) pass.promised[r.job] = std::move(r.gpus);
   }
   s.reservations.clear();
+  s.patience_due = kForever;
   // One walk over the pending jobs, in id order, touching each record once (tens of thousands
   // of records do not stay in cache from one walk to the next): claims become reservations and
   // priorities are computed; then the queue is sorted on the keys.

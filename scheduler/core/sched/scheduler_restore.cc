@@ -118,6 +118,8 @@ Status Scheduler::Restore(JobRecord record, Time now) {
     s.active.insert(id);
     s.limits.AddRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(job.gpus.size()));
     s.charged_until[id] = now;  // usage before the restart is not the core's to know
+    // A record without a service time (a store that does not keep it) accrues from now.
+    if (job.service_until < job.start || job.service_until > now) job.service_until = now;
     s.NoteTimers(job);
   }
   s.now = now;

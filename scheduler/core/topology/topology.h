@@ -114,6 +114,11 @@ class Topology {
   // What-if support: Hold takes free GPUs out of use without a job (owner kHeld), Unhold gives
   // them back; O(depth) per GPU. Both fail, changing nothing, on a GPU in the wrong state.
   static constexpr JobId kHeld = ~JobId{0};
+  // Load from outside the core (Scheduler::SetExternalLoad): one owner per node, above every
+  // job id (jobs are 1..2^62-1) and below kHeld.
+  static constexpr JobId kExternalBase = JobId{1} << 62;
+  static constexpr JobId ExternalOwner(NodeId n) { return kExternalBase + n.value; }
+  static constexpr bool IsExternal(JobId owner) { return owner >= kExternalBase && owner != kHeld; }
   Status Hold(std::span<const GpuId> gpus);
   Status Unhold(std::span<const GpuId> gpus);
   // What-if support: Suspend gives a job's GPUs back (free again, its traffic uncharged) but

@@ -160,6 +160,15 @@ TEST(AgentFlags, Defaults) {
   auto f = Flags({"--daemon", "phalanxd:7443", "--node", "dgx01", "--token-file", "/etc/phalanx/token"});
   ASSERT_TRUE(f) << f.error().ToString();
   EXPECT_EQ(f->options.link.target, "phalanxd:7443");
+  // A leader and its standbys: an address list (docs/deployment.md, "High availability").
+  auto list = Flags({"--daemon", "sched1:7070,sched2:7070", "--node", "n", "--token-file", "t"});
+  ASSERT_TRUE(list) << list.error().ToString();
+  EXPECT_EQ(list->options.link.target, "sched1:7070,sched2:7070");
+  for (const char* bad : {"sched1:7070,", "sched1:7070,sched2", "sched1:7070,sched2:0"}) {
+    auto r = Flags({"--daemon", bad, "--node", "n", "--token-file", "t"});
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().where, "--daemon") << r.error().ToString();
+  }
   EXPECT_EQ(f->options.state_dir, "/var/lib/phalanx-agent/dgx01");
   EXPECT_EQ(f->options.heartbeat, std::chrono::seconds(10));
   EXPECT_EQ(f->options.gpus.nvml_library, "libnvidia-ml.so.1");

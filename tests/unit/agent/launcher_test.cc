@@ -60,6 +60,7 @@ TEST_F(LauncherTest, JobSeesItsEnvironment) {
   spec.resume_epoch = 12;
   spec.resume_path = "/ckpt/step-12";
   spec.partition = "gpu";
+  spec.restart_count = 2;
   ASSERT_EQ(Run(spec), 0);
   auto env = ParseEnv(ReadFile(tmp_ / "env.txt"));
   EXPECT_EQ(env["FOO"], "bar baz");
@@ -76,6 +77,8 @@ TEST_F(LauncherTest, JobSeesItsEnvironment) {
   EXPECT_EQ(env["PHALANX_CHECKPOINT_SIGNAL"], std::to_string(SIGUSR1));
   EXPECT_EQ(env["PHALANX_CHECKPOINT_EPOCH"], "12");
   EXPECT_EQ(env["PHALANX_CHECKPOINT_PATH"], "/ckpt/step-12");
+  EXPECT_EQ(env["PHALANX_RESTART_COUNT"], "2");
+  EXPECT_EQ(env["PHALANX_RESUME"], "1");
   EXPECT_EQ(env["MASTER_ADDR"], "node06");  // first host of the nodelist
   EXPECT_EQ(env["MASTER_PORT"], "29501");
   EXPECT_EQ(env["WORLD_SIZE"], "4");
@@ -163,9 +166,12 @@ TEST_F(LauncherTest, OpenModeTruncateEmptiesTheOutputFile) {
 TEST_F(LauncherTest, FreshStartHasNoResumeVariables) {
   LaunchSpec spec = ShellJob("env > env.txt", Dir());
   spec.env["PHALANX_CHECKPOINT_EPOCH"] = "3";  // stale, from the submitter's shell
+  spec.env["PHALANX_RESUME"] = "1";
   ASSERT_EQ(Run(spec), 0);
   auto env = ParseEnv(ReadFile(tmp_ / "env.txt"));
   EXPECT_EQ(env.count("PHALANX_CHECKPOINT_EPOCH"), 0u);
+  EXPECT_EQ(env["PHALANX_RESUME"], "0");
+  EXPECT_EQ(env["PHALANX_RESTART_COUNT"], "0");
   EXPECT_EQ(env["MASTER_ADDR"], "node07");  // no nodelist: this node
   EXPECT_EQ(env["MASTER_PORT"], "29507");   // DefaultMasterPort(7)
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");

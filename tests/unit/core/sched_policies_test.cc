@@ -86,7 +86,7 @@ JobRecord Waiting(uint32_t gpus, Time submit) {
 }
 
 TEST(SchedPolicies, EveryConfigValueHasAPolicy) {
-  for (QueueOrder order : {QueueOrder::kPriority, QueueOrder::kFifo}) {
+  for (QueueOrder order : {QueueOrder::kPriority, QueueOrder::kFifo, QueueOrder::kAttained}) {
     for (BackfillMode backfill : {BackfillMode::kNone, BackfillMode::kEasy, BackfillMode::kConservative}) {
       for (bool preemption : {false, true}) {
         SchedulerConfig c;
@@ -172,13 +172,13 @@ TEST(SchedPolicies, CheckpointCostPreemptionFollowsTheClassTable) {
   v.start = 0;
   v.last_checkpoint = 500;
   v.spec.restart_cost = 100;
-  EXPECT_TRUE(p.MayPreempt(high, v));
-  EXPECT_FALSE(p.MayPreempt(normal, v));
-  EXPECT_EQ(p.Cost(v, false, 599), std::nullopt);  // before the 600 s minimum runtime
-  EXPECT_EQ(p.Cost(v, false, 1000), 2.0 * (500 + 100));
-  EXPECT_EQ(p.Cost(v, true, 10), 2.0 * 100);  // a shrink loses the restart only
+  EXPECT_TRUE(p.MayPreempt({high}, v, 0));
+  EXPECT_FALSE(p.MayPreempt({normal}, v, 0));
+  EXPECT_EQ(p.Cost({high}, v, false, 599), std::nullopt);  // before the 600 s minimum runtime
+  EXPECT_EQ(p.Cost({high}, v, false, 1000), 2.0 * (500 + 100));
+  EXPECT_EQ(p.Cost({high}, v, true, 10), 2.0 * 100);  // a shrink loses the restart only
   v.preemptible = false;
-  EXPECT_EQ(p.Cost(v, false, 1000), std::nullopt);
+  EXPECT_EQ(p.Cost({high}, v, false, 1000), std::nullopt);
 }
 
 TEST(SchedPolicies, TheWalltimeEstimatorPlansTheRemainingWalltime) {

@@ -215,14 +215,27 @@ TEST(DaemonConfig, StoreBackend) {
   auto d = ParseDaemonConfig("", "s.yaml");
   ASSERT_TRUE(d);
   EXPECT_EQ(d->store_backend, store::Backend::kSqlite);
-  EXPECT_EQ(d->store_lease_s, 30);
-  const std::string pg = "store:\n  backend: postgresql\n  dsn: host=/run/postgresql dbname=phalanx\n  lease: 12\n";
+  EXPECT_EQ(d->store_lease_s, 10);
+  EXPECT_EQ(d->store_lease_renew_s, 2);
+  EXPECT_TRUE(d->store_standby);
+  const std::string pg =
+      "store:\n  backend: postgresql\n  dsn: host=/run/postgresql dbname=phalanx\n  lease: 12\n  lease_renew: 0.5\n"
+      "  standby: false\n";
   auto c = ParseDaemonConfig(pg, "s.yaml");
   if (store::PostgresBuilt()) {
     ASSERT_TRUE(c) << c.error().ToString();
     EXPECT_EQ(c->store_backend, store::Backend::kPostgres);
     EXPECT_EQ(c->store_dsn, "host=/run/postgresql dbname=phalanx");
     EXPECT_EQ(c->store_lease_s, 12);
+    EXPECT_EQ(c->store_lease_renew_s, 0.5);
+    EXPECT_FALSE(c->store_standby);
+    EXPECT_TRUE(ValidateDaemonConfig(*c));
+    c->store_lease_renew_s = 7;  // one late renewal would lose the lease
+    auto v = ValidateDaemonConfig(*c);
+    ASSERT_FALSE(v);
+    EXPECT_NE(v.error().message.find("store.lease_renew: 7 s is more than half of store.lease (12 s)"),
+              std::string::npos)
+        << v.error().ToString();
   } else {
     ASSERT_FALSE(c);
     EXPECT_NE(c.error().ToString().find("s.yaml:2: store.backend: postgresql: this phalanxd was built without"),
@@ -232,6 +245,8 @@ TEST(DaemonConfig, StoreBackend) {
   const std::pair<std::string, std::string> bad[] = {
       {"store:\n  backend: mysql\n", "s.yaml:2: store.backend: expected sqlite or postgresql, got 'mysql'"},
       {"store:\n  lease: 0.5\n", "s.yaml:2: store.lease: expected a number of seconds >= 1, got '0.5'"},
+      {"store:\n  lease_renew: 0.01\n", "s.yaml:2: store.lease_renew: expected a number of seconds >= 0.1, got '0.01'"},
+      {"store:\n  standby: maybe\n", "s.yaml:2: store.standby"},
   };
   for (const auto& [text, expect] : bad) {
     auto r = ParseDaemonConfig(text, "s.yaml");
@@ -244,6 +259,15 @@ TEST(DaemonConfig, StoreBackend) {
     EXPECT_NE(r.error().ToString().find("store.dsn: backend postgresql needs a libpq connection string"),
               std::string::npos)
         << r.error().ToString();
+    // The high-availability example both scheduler hosts run (docs/deployment.md).
+    auto ha = LoadDaemonConfig(std::string(PHALANX_SOURCE_DIR) + "/config/ha/phalanxd.yaml");
+    ASSERT_TRUE(ha) << ha.error().ToString();
+    EXPECT_EQ(ha->store_backend, store::Backend::kPostgres);
+    EXPECT_EQ(ha->store_lease_s, 10);
+    EXPECT_EQ(ha->store_lease_renew_s, 2);
+    EXPECT_TRUE(ha->store_standby);
+    EXPECT_EQ(ha->agents.listen, "0.0.0.0:7070");
+    EXPECT_TRUE(ValidateDaemonConfig(*ha));
   }
 }
 

@@ -103,27 +103,6 @@ int RawConnect(const std::string& path) {
   return fd;
 }
 
-// GET /healthz's status code (0: no answer).
-int HealthzStatus(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return 0;
-  }
-  const std::string req = "GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n";
-  (void)!write(fd, req.data(), req.size());
-  std::string text;
-  char buf[1024];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
-  close(fd);
-  const size_t sp = text.find(' ');
-  return sp == std::string::npos ? 0 : std::atoi(text.c_str() + sp + 1);
-}
-
 grpc::Status ListJobs(v1::Jobs::Stub& stub) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
@@ -160,7 +139,7 @@ TEST(DaemonFlood, OneUsersFloodIsRefusedWhileAnotherUsersRequestsAreAnsweredWith
   ASSERT_GT(probe, 0);
   const std::string probed = Collect(probe, probe_fd);
 #ifdef PHALANX_HAVE_HTTP
-  EXPECT_EQ(HealthzStatus(h.daemon->http_port()), 200) << "/healthz answers during the flood";
+  EXPECT_EQ(HttpGet(h.daemon->http_port(), "/healthz").first, 200) << "/healthz answers during the flood";
 #endif
   const std::string flooded = Collect(flood, flood_fd);
   const auto p = Fields(probed);

@@ -346,8 +346,10 @@ class FakeAgent {
   uint64_t barriers_ = 0;  // the launch id of the last Barrier's part
 };
 
-// HTTP/1.0 GET on 127.0.0.1:port: the status code and the body.
-inline std::pair<int, std::string> HttpGet(int port, const std::string& path) {
+// HTTP/1.0 GET on 127.0.0.1:port with the given header lines (each ending in CRLF): the status
+// code and the body (0 and what came back when it is not an HTTP answer).
+inline std::pair<int, std::string> HttpGet(int port, const std::string& path,
+                                           const std::string& headers = "Host: localhost\r\n") {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -357,7 +359,7 @@ inline std::pair<int, std::string> HttpGet(int port, const std::string& path) {
     close(fd);
     return {0, ""};
   }
-  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  const std::string req = "GET " + path + " HTTP/1.0\r\n" + headers + "\r\n";
   (void)!write(fd, req.data(), req.size());
   std::string text;
   char buf[4096];

@@ -60,29 +60,6 @@ uint64_t IdOf(const std::string& submit) {
   return at == std::string::npos ? 0 : std::stoull(submit.substr(at + 3));
 }
 
-// One HTTP/1.0 request to 127.0.0.1:port with the given header lines: status and body.
-std::pair<int, std::string> Http(int port, const std::string& path, const std::string& headers) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return {0, ""};
-  }
-  const std::string req = "GET " + path + " HTTP/1.0\r\n" + headers + "\r\n";
-  (void)!write(fd, req.data(), req.size());
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
-  close(fd);
-  const size_t sp = text.find(' ');
-  const size_t body = text.find("\r\n\r\n");
-  if (sp == std::string::npos || body == std::string::npos) return {0, text};
-  return {std::atoi(text.c_str() + sp + 1), text.substr(body + 4)};
-}
-
 constexpr const char* kSecrets[] = {"hunter2", "WANDB_API_KEY", "wk-123", "/srv/private/alice"};
 
 class Privacy : public ::testing::Test {
@@ -193,32 +170,32 @@ TEST_F(Privacy, HttpRedactsWithoutTokenAndChecksHostAndOrigin) {
   const std::string path = "/api/v1/jobs/" + std::to_string(id);
   const std::string host = "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
 
-  auto anon = Http(port, path, host);
+  auto anon = HttpGet(port, path, host);
   EXPECT_EQ(anon.first, 200);
   EXPECT_TRUE(Has(anon.second, "\"name\":\"secret-run\"")) << anon.second;
   for (const char* s : kSecrets) EXPECT_FALSE(Has(anon.second, s)) << s << " in " << anon.second;
   EXPECT_TRUE(Has(anon.second, "\"hidden_fields\":[\"spec.script\"")) << anon.second;
-  auto list = Http(port, "/api/v1/jobs?user=nobody", host);
+  auto list = HttpGet(port, "/api/v1/jobs?user=nobody", host);
   EXPECT_EQ(list.first, 200);
   EXPECT_TRUE(Has(list.second, "secret-run")) << list.second;
   for (const char* s : kSecrets) EXPECT_FALSE(Has(list.second, s)) << s << " in " << list.second;
 
-  auto admin = Http(port, path, host + "Authorization: Bearer adm1n-t0ken\r\n");
+  auto admin = HttpGet(port, path, host + "Authorization: Bearer adm1n-t0ken\r\n");
   EXPECT_EQ(admin.first, 200);
   EXPECT_TRUE(Has(admin.second, "--token=hunter2")) << admin.second;
   EXPECT_TRUE(Has(admin.second, "/srv/private/alice")) << admin.second;
   EXPECT_FALSE(Has(admin.second, "wk-123")) << "the environment never goes over HTTP";
-  EXPECT_EQ(Http(port, path, host + "Authorization: Bearer wrong\r\n").first, 401);
+  EXPECT_EQ(HttpGet(port, path, host + "Authorization: Bearer wrong\r\n").first, 401);
 
-  auto rebound = Http(port, path, "Host: evil.example:" + std::to_string(port) + "\r\n");
+  auto rebound = HttpGet(port, path, "Host: evil.example:" + std::to_string(port) + "\r\n");
   EXPECT_EQ(rebound.first, 421);
   EXPECT_TRUE(Has(rebound.second, "evil.example")) << rebound.second;
   EXPECT_FALSE(Has(rebound.second, "secret-run")) << rebound.second;
-  EXPECT_EQ(Http(port, "/healthz", "Host: evil.example\r\n").first, 421) << "every route";
-  EXPECT_EQ(Http(port, "/no/such/page", "Host: evil.example\r\n").first, 421) << "even a 404";
-  EXPECT_EQ(Http(port, path, host + "Origin: https://evil.example\r\n").first, 403);
-  EXPECT_EQ(Http(port, path, host + "Origin: http://127.0.0.1:" + std::to_string(port) + "\r\n").first, 200);
-  EXPECT_EQ(Http(port, "/healthz", "Host: localhost\r\n").first, 200);
+  EXPECT_EQ(HttpGet(port, "/healthz", "Host: evil.example\r\n").first, 421) << "every route";
+  EXPECT_EQ(HttpGet(port, "/no/such/page", "Host: evil.example\r\n").first, 421) << "even a 404";
+  EXPECT_EQ(HttpGet(port, path, host + "Origin: https://evil.example\r\n").first, 403);
+  EXPECT_EQ(HttpGet(port, path, host + "Origin: http://127.0.0.1:" + std::to_string(port) + "\r\n").first, 200);
+  EXPECT_EQ(HttpGet(port, "/healthz", "Host: localhost\r\n").first, 200);
 }
 
 // Access rules: urgent only for alice (by user) and admins; account ml only for alice; bob is

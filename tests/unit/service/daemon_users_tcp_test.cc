@@ -13,6 +13,7 @@
 
 #include "call_auth.h"
 #include "daemon_harness.h"
+#include "service/controller.h"
 
 namespace phalanx::service::testing {
 namespace {
@@ -164,6 +165,13 @@ TEST_F(UsersTcp, WatchNeedsACredentialToo) {
   grpc::ClientContext ctx;
   ctx.AddMetadata(auth::kMungeMetadata, Credential("/phalanx.v1.Jobs/Watch", req));
   auto stream = jobs_->Watch(&ctx, req);
+  // The watch is registered on the io thread once its credential is checked; a job submitted
+  // before that would not be seen (the test hung in Read once, on a loaded machine).
+  ASSERT_TRUE(WaitFor([&] {
+    size_t n = 0;
+    h_.daemon->RunOnIo([&](Controller& c) { n = c.watcher_count(); });
+    return n == 1;
+  }));
   const uint64_t id = h_.SubmitOk(Harness::Spec(8, "watched"));  // through the socket
   v1::JobEvent ev;
   ASSERT_TRUE(stream->Read(&ev));

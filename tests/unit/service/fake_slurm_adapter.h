@@ -3,6 +3,7 @@
 // Requeue puts a running job back to pending (restarts + 1), Cancel ends it.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,7 @@ namespace phalanx::slurm {
 class FakeSlurm final : public SlurmAdapter {
  public:
   struct Call {
-    std::string what;  // "start", "defer", "requeue", "signal", "cancel", "comment"
+    std::string what;  // "start", "defer", "shrink", "requeue", "signal", "cancel", "comment"
     SlurmJobId job = 0;
     std::vector<std::string> nodes;
     Time time = 0;
@@ -67,6 +68,23 @@ class FakeSlurm final : public SlurmAdapter {
       return Fail(ErrorCode::kFailedPrecondition, "slurm: update job", "Job is no longer pending execution");
     if (clear) j->req_nodes.clear();
     calls.push_back(Call{"defer", id, {}, until, clear, ""});
+    return {};
+  }
+  // As 22.05: only a running job, only to a subset of its nodes.
+  Status ShrinkTo(SlurmJobId id, const std::vector<std::string>& n) override {
+    SlurmJob* j = job(id);
+    if (j == nullptr) return Fail(ErrorCode::kNotFound, "slurm: update job", "Invalid job id specified");
+    for (const std::string& x : n) {
+      if (j->state != SlurmJobState::kRunning || std::find(j->nodes.begin(), j->nodes.end(), x) == j->nodes.end())
+        return Fail(ErrorCode::kInternal, "slurm: update job", "Requested node configuration is not available");
+    }
+    std::vector<uint32_t> by_node;
+    for (size_t k = 0; k < j->nodes.size() && k < j->gpus_by_node.size(); ++k) {
+      if (std::find(n.begin(), n.end(), j->nodes[k]) != n.end()) by_node.push_back(j->gpus_by_node[k]);
+    }
+    j->nodes = n;
+    j->gpus_by_node = by_node;
+    calls.push_back(Call{"shrink", id, n, 0, false, ""});
     return {};
   }
   Status Requeue(SlurmJobId id) override {

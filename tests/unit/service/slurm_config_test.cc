@@ -10,7 +10,9 @@ TEST(SlurmConfig, SectionParsed) {
   auto c = ParseDaemonConfig(
       "mode: slurm\nslurm:\n  topology: /etc/slurm/topology.conf\n  gres: /etc/slurm/gres.conf\n"
       "  poll_interval: 0.5\n  fallback_delay: 20\n  start_timeout: 15\n  partitions: [phx, gang]\n"
-      "  qos: [high]\n  comments: false\n",
+      "  qos: [high]\n  comments: false\n  report_socket: /run/phx/report.sock\n  report_listen: 0.0.0.0:6820\n  "
+      "munge_socket: /run/m.sock\n"
+      "  report_users: [slurm]\n",
       "p.yaml");
   ASSERT_TRUE(c) << c.error().ToString();
   EXPECT_EQ(c->mode, "slurm");
@@ -22,6 +24,10 @@ TEST(SlurmConfig, SectionParsed) {
   EXPECT_EQ(c->slurm.partitions, (std::vector<std::string>{"phx", "gang"}));
   EXPECT_EQ(c->slurm.qos, (std::vector<std::string>{"high"}));
   EXPECT_FALSE(c->slurm.comments);
+  EXPECT_EQ(c->slurm.report_socket, "/run/phx/report.sock");
+  EXPECT_EQ(c->slurm.munge_socket, "/run/m.sock");
+  EXPECT_EQ(c->slurm.report_listen, "0.0.0.0:6820");
+  EXPECT_EQ(c->slurm.report_users, (std::vector<std::string>{"slurm"}));
 }
 
 TEST(SlurmConfig, ErrorsNameTheKey) {
@@ -42,6 +48,10 @@ TEST(SlurmConfig, ErrorsNameTheKey) {
                                   "p.yaml");
   ASSERT_FALSE(agents);
   EXPECT_EQ(agents.error().ToString(), "config: agents.listen: there are no agents in mode: slurm");
+  auto report = ParseDaemonConfig("mode: slurm\nslurm:\n  topology: t\n  report_socket: run/r.sock\n", "p.yaml");
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().ToString(),
+            "config: slurm.report_socket: 'run/r.sock' must be an absolute path shorter than 108 bytes");
 }
 
 }  // namespace

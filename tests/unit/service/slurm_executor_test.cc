@@ -61,6 +61,12 @@ class Host final : public ExecutorHost {
     EXPECT_TRUE(core_->SetNodeState(node, s, now));
     node_changes.push_back(node + ": " + why);
   }
+  uint32_t SetExternalLoad(const std::string& node, uint32_t gpus, Time until) override {
+    auto taken = core_->SetExternalLoad(node, gpus, until, now);
+    EXPECT_TRUE(taken) << taken.error().ToString();
+    loads.push_back(node + ":" + std::to_string(gpus) + "@" + std::to_string(until));
+    return taken ? *taken : 0;
+  }
 
   void Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done) {
     spec.id = next_id_++;
@@ -75,13 +81,15 @@ class Host final : public ExecutorHost {
     for (const Decision& d : core_->Schedule(now)) {
       if (d.kind == DecisionKind::kStart) executor->StartJob(d.job, d.gpus, 1);
       if (d.kind == DecisionKind::kPreempt || d.kind == DecisionKind::kKill) executor->StopJob(d.job, d.reason);
+      if (d.kind == DecisionKind::kCheckpoint) executor->SignalJob(d.job, 10, d.deadline);
+      if (d.kind == DecisionKind::kResize) executor->RestartJob(d.job, d.gpus, 2);
     }
   }
 
   Time now = 1000;
   Executor* executor = nullptr;
   int submits = 0;
-  std::vector<std::string> ended, node_changes;
+  std::vector<std::string> ended, node_changes, loads;
 
  private:
   std::unique_ptr<Scheduler> core_;
@@ -159,8 +167,14 @@ TEST_F(SlurmExecutorTest, ManagedJobSubmittedOnceLeasedAndReleasedOnOneLeaf) {
   EXPECT_TRUE(slurm_.Calls("start").empty());
   ASSERT_FALSE(slurm_.Calls("defer").empty());
   EXPECT_EQ(slurm_.Calls("defer")[0].time, host_.now + 30);  // the lease
-  EXPECT_EQ(exec_->node("n2").availability, NodeAvailability::kUnconfirmed);
-  EXPECT_EQ(slurm_.job(3)->comment, "phalanx: TopologyBlock(leaf)");
+  // n2 and n4 stay up for the core; their GPUs are the external load until the jobs' ends.
+  EXPECT_EQ(exec_->node("n2").availability, NodeAvailability::kAvailable);
+  EXPECT_EQ(host_.core().external_load("n2").gpus, 8u);
+  EXPECT_EQ(host_.core().external_load("n2").until, 2000);
+  EXPECT_EQ(host_.core().external_load("n4").until, 1100);
+  // Backfill plans around Slurm's own jobs: n4 frees at 1100 (t=18 min), so leaf2 then.
+  EXPECT_EQ(host_.core().job(1)->wait.predicted_start, 1100);
+  EXPECT_EQ(slurm_.job(3)->comment, "phalanx: TopologyBlock(leaf) start~1970-01-01T00:18Z");
 
   host_.now += 5;
   slurm_.job(2)->state = SlurmJobState::kCompleted;  // n4 frees
@@ -283,7 +297,126 @@ TEST_F(SlurmExecutorTest, JobSlurmStartedItselfLeavesTheCore) {
   EXPECT_EQ(host_.core().job(1)->state, JobState::kCancelled);
   EXPECT_EQ(exec_->slurm_job(1), 0u);
   EXPECT_TRUE(slurm_.Calls("start").empty());
-  EXPECT_EQ(exec_->node("n3").availability, NodeAvailability::kUnconfirmed);
+  // Its GPUs are Slurm's: external load on every node it runs on, until its end.
+  EXPECT_EQ(exec_->node("n3").availability, NodeAvailability::kAvailable);
+  EXPECT_EQ(host_.core().external_load("n3").gpus, 8u);
+}
+
+// Partial nodes: an unmanaged job's GPUs on a node are busy (Slurm's per-node detail), the
+// rest of the node is placeable; its end frees them in the core.
+TEST_F(SlurmExecutorTest, PartlyBusyNodesTakeManagedJobsOnTheirFreeGpus) {
+  for (const char* n : {"n1", "n2", "n3", "n4"}) {
+    SlurmJob& u = Unmanaged(10 + static_cast<slurm::SlurmJobId>(slurm_.jobs.size()), n, 3000);
+    u.gpus_per_node = 0;
+    u.gpus_per_job = 20;  // --gpus=20 over 4 nodes would be 5 each; Slurm's detail says 4 or 6
+    u.gpus_by_node = {std::string(n) == "n1" ? 6u : 4u};
+  }
+  SlurmJob& m = Managed(3);  // -N2 --gres=gpu:4 on one leaf
+  m.gpus_per_node = 4;
+  Round();
+  Round();
+  EXPECT_EQ(host_.core().external_load("n1").gpus, 6u);
+  EXPECT_EQ(host_.core().external_load("n3").gpus, 4u);
+  for (const char* n : {"n1", "n2", "n3", "n4"})
+    EXPECT_EQ(exec_->node(n).availability, NodeAvailability::kAvailable) << n;
+  // leaf1 has 2 + 4 free, leaf2 4 + 4: the job goes to leaf2 now, beside Slurm's jobs.
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].nodes, (std::vector<std::string>{"n3", "n4"}));
+  EXPECT_EQ(host_.core().topology().free_gpus(host_.core().topology().root()), 2u + 4u);
+  // Slurm's job on n1 ends: its GPUs are free in the core at the next poll.
+  slurm_.job(10)->state = SlurmJobState::kCompleted;
+  host_.now += 2;
+  Round();
+  EXPECT_EQ(host_.core().external_load("n1").gpus, 0u);
+  EXPECT_EQ(host_.core().topology().free_gpus(host_.core().topology().find("n1")), 8u);
+  EXPECT_EQ(host_.core().CheckInvariants(), "");
+  // Sent on change only: one load per node, then n1's clearing.
+  EXPECT_EQ(host_.loads, (std::vector<std::string>{"n1:6@3000", "n2:4@3000", "n3:4@3000", "n4:4@3000", "n1:0@0"}));
+}
+
+// One poll sees a managed job's end and a plain job Slurm started on its GPUs since: the end is
+// taken first, so the plain job's GPUs are busy before the next pass (which would otherwise
+// place a waiting job on them).
+TEST_F(SlurmExecutorTest, ManagedEndIsTakenBeforeThePlainJobOnItsGpus) {
+  Managed(3);
+  Round();
+  ASSERT_EQ(slurm_.Calls("start").size(), 1u);
+  const std::vector<std::string> on = slurm_.Calls("start")[0].nodes;
+  slurm_.job(3)->state = SlurmJobState::kRunning;
+  slurm_.job(3)->nodes = on;
+  Round();
+  slurm_.job(3)->state = SlurmJobState::kCancelled;
+  Unmanaged(20, on[0], 4000);
+  host_.now += 1;
+  exec_->Poll();
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kFailed);
+  EXPECT_EQ(host_.core().external_load(on[0]).gpus, 8u);
+  EXPECT_EQ(host_.loads, (std::vector<std::string>{on[0] + ":8@4000"}));
+}
+
+// Elastic shrink (a high-class job needs a node of a low-class elastic one): the core signals the
+// checkpoint, and at the deadline shrinks it to whole nodes it already has, which Slurm 22.05 does
+// in place (NodeList update of the running job) when the batch host stays; else it is requeued.
+class SlurmShrinkTest : public SlurmExecutorTest {
+ protected:
+  // n3 and n4 busy with Slurm's jobs; the elastic job runs on n1 + n2 with its batch script on
+  // `batch`; the core keeps n2 for it and gives n1 to the high job.
+  void RunElastic(const std::string& batch) {
+    Unmanaged(1, "n3", 9000);
+    Unmanaged(2, "n4", 9000);
+    SlurmJob& e = Managed(3);
+    e.admin_comment = "phalanx:topology=leaf,elastic=8:16,checkpoint=10@5,preemptible=1,class=low";
+    e.num_nodes = 0;
+    e.gpus_per_node = 0;
+    e.gpus_per_job = 16;
+    e.time_limit = 3600;
+    Round();
+    const auto starts = slurm_.Calls("start");
+    ASSERT_EQ(starts.size(), 1u);
+    ASSERT_EQ(starts[0].nodes, (std::vector<std::string>{"n1", "n2"}));
+    SlurmJob& run = *slurm_.job(3);
+    run.state = SlurmJobState::kRunning;
+    run.nodes = {"n1", "n2"};
+    run.gpus_by_node = {8, 8};
+    run.batch_host = batch;
+    Round();
+    host_.now += 700;  // past the class's minimum runtime before preemption
+    SlurmJob& h = Managed(4, 1);
+    h.admin_comment = "phalanx:topology=node,class=high";
+    Round();
+    ASSERT_EQ(slurm_.Calls("signal").size(), 1u) << "the checkpoint signal";
+    host_.now += 6;  // past the 5 s deadline
+    Round();
+  }
+};
+
+TEST_F(SlurmShrinkTest, ToWholeNodesWithItsBatchHostItIsShrunkInPlace) {
+  RunElastic("n2");
+  const auto shrinks = slurm_.Calls("shrink");
+  ASSERT_EQ(shrinks.size(), 1u);
+  EXPECT_EQ(shrinks[0].nodes, (std::vector<std::string>{"n2"}));
+  EXPECT_TRUE(slurm_.Calls("requeue").empty());
+  EXPECT_EQ(slurm_.job(3)->state, SlurmJobState::kRunning);
+  EXPECT_EQ(slurm_.job(3)->nodes, (std::vector<std::string>{"n2"}));
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kRunning);
+  EXPECT_EQ(host_.core().job(1)->gpus.size(), 8u);
+  // The high job takes the node the shrink freed, in the same pass.
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[1].job, 4u);
+  EXPECT_EQ(starts[1].nodes, (std::vector<std::string>{"n1"}));
+  // Slurm's next report (the job on n2 alone) changes nothing.
+  Round();
+  EXPECT_EQ(slurm_.Calls("shrink").size(), 1u);
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kRunning);
+}
+
+TEST_F(SlurmShrinkTest, LosingItsBatchHostItIsRequeuedInstead) {
+  RunElastic("n1");  // the core keeps n2, the batch script runs on n1
+  EXPECT_TRUE(slurm_.Calls("shrink").empty());
+  ASSERT_EQ(slurm_.Calls("requeue").size(), 1u);
+  EXPECT_EQ(slurm_.job(3)->state, SlurmJobState::kPending);
 }
 
 // kill -9 between the commit of a Start and the release: the restarted executor re-links the

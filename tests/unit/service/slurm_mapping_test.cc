@@ -193,5 +193,31 @@ TEST(SlurmExternalLoad, RunningUnmanagedJobsPerNode) {
   EXPECT_EQ(load.at("n2").jobs, (std::vector<SlurmJobId>{1, 2}));
 }
 
+TEST(SlurmExternalLoad, SlurmsPerNodeDetailWinsAndCpuOnlyJobsTakeNoGpus) {
+  SlurmJob a;
+  a.id = 5;
+  a.state = SlurmJobState::kRunning;
+  a.nodes = {"n1", "n2"};
+  a.gpus_per_job = 3;  // evenly: 2 each; Slurm gave 1 + 2
+  a.gpus_by_node = {1, 2};
+  a.end = 100;
+  SlurmJob cpu;
+  cpu.id = 4;
+  cpu.state = SlurmJobState::kRunning;
+  cpu.nodes = {"n1", "n3"};
+  cpu.end = 900;
+  SlurmJob uneven = a;
+  uneven.id = 6;
+  uneven.nodes = {"n3", "n4"};
+  uneven.gpus_by_node = {1};  // does not match the node list: the even split is used
+  const auto load = ExternalLoadByNode({a, cpu, uneven});
+  EXPECT_EQ(load.at("n1").gpus, 1u);
+  EXPECT_EQ(load.at("n1").until, 100);  // the CPU-only job does not count
+  EXPECT_EQ(load.at("n1").jobs, (std::vector<SlurmJobId>{5}));
+  EXPECT_EQ(load.at("n2").gpus, 2u);
+  EXPECT_EQ(load.at("n3").gpus, 2u);
+  EXPECT_EQ(load.at("n4").gpus, 2u);
+}
+
 }  // namespace
 }  // namespace phalanx::slurm

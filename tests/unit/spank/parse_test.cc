@@ -159,23 +159,34 @@ TEST(SpankConfig, DefaultsFirst) {
   EXPECT_LE(c.fallback_delay_s, 60);  // issue 11: a dead phalanxd delays managed jobs at most a minute
   EXPECT_STREQ(c.checkpoint_dir, PHX_DEFAULT_CHECKPOINT_DIR);
   EXPECT_EQ(c.report, 1);
+  EXPECT_STREQ(c.munge_socket, "");  // libmunge's default
 }
 
 TEST(SpankConfig, EveryKey) {
   phx_config c;
   Err e;
   ASSERT_EQ(ParseConfig({"socket=/tmp/p.sock", "timeout_ms=50", "default_topology=leaf:prefer", "fallback_delay_s=0",
-                         "checkpoint_dir=/scratch/ckpt", "report=no", "timeout_ms=75"},
+                         "checkpoint_dir=/scratch/ckpt", "report=no", "timeout_ms=75", "munge_socket=/run/m.sock"},
                         &c, &e),
             0)
       << e.text;
   EXPECT_STREQ(c.socket, "/tmp/p.sock");
   EXPECT_EQ(c.timeout_ms, 75);  // a later key overrides
+  EXPECT_STREQ(c.munge_socket, "/run/m.sock");
   EXPECT_EQ(c.default_topology.level, PHX_LEVEL_LEAF);
   EXPECT_EQ(c.default_topology.prefer, 1);
   EXPECT_EQ(c.fallback_delay_s, 0);
   EXPECT_STREQ(c.checkpoint_dir, "/scratch/ckpt");
   EXPECT_EQ(c.report, 0);
+}
+
+TEST(SpankConfig, SocketIsAPathOrHostPort) {
+  phx_config c;
+  Err e;
+  for (const char* arg : {"socket=head:6820", "socket=10.0.0.1:6820", "socket=[fe80::1]:6820", "socket=/run/r.sock"}) {
+    ASSERT_EQ(ParseConfig({arg}, &c, &e), 0) << arg << ": " << e.text;
+    EXPECT_STREQ(c.socket, arg + 7);
+  }
 }
 
 TEST(SpankConfig, StrictErrorsNameTheKey) {
@@ -185,16 +196,17 @@ TEST(SpankConfig, StrictErrorsNameTheKey) {
   } cases[] = {
       {{"bogus_key=1"},
        "plugstack.conf: unknown key 'bogus_key' (keys: socket, timeout_ms, default_topology, fallback_delay_s, "
-       "checkpoint_dir, report)"},
+       "checkpoint_dir, report, munge_socket, gpu_topology)"},
       {{"timeout_ms"},
        "plugstack.conf: 'timeout_ms' is not key=value (keys: socket, timeout_ms, default_topology, fallback_delay_s, "
-       "checkpoint_dir, report)"},
+       "checkpoint_dir, report, munge_socket, gpu_topology)"},
       {{"=5"}, nullptr},
       {{"timeout_ms=abc"}, "plugstack.conf: timeout_ms=abc: not a whole number in 1..10000"},
       {{"timeout_ms=0"}, "plugstack.conf: timeout_ms=0: not a whole number in 1..10000"},
       {{"timeout_ms=10001"}, nullptr},
       {{"fallback_delay_s=-1"}, "plugstack.conf: fallback_delay_s=-1: not a whole number in 0..3600"},
-      {{"socket=relative.sock"}, "plugstack.conf: socket=relative.sock: not an absolute path"},
+      {{"socket=relative.sock"}, "plugstack.conf: socket=relative.sock: not an absolute path or HOST:PORT"},
+      {{"socket=head:0"}, "plugstack.conf: socket=head:0: not an absolute path or HOST:PORT"},
       {{"socket="}, "plugstack.conf: socket=: empty value"},
       {{"default_topology=rack"},
        "plugstack.conf: default_topology=rack: 'rack' is not a level (node, nvlink, leaf, spine or any, with :prefer)"},
@@ -220,3 +232,14 @@ TEST(SpankConfig, StrictErrorsNameTheKey) {
 }
 
 }  // namespace
+
+TEST(SpankHostlist, NthName) {
+  char out[16];
+  ASSERT_EQ(phx_hostlist_nth("n[3-4]", 0, out, sizeof out), 0);
+  EXPECT_STREQ(out, "n3");
+  ASSERT_EQ(phx_hostlist_nth("n[3-4],gpu[09-10]", 3, out, sizeof out), 0);
+  EXPECT_STREQ(out, "gpu10");
+  EXPECT_EQ(phx_hostlist_nth("n[3-4]", 2, out, sizeof out), -1);
+  EXPECT_EQ(phx_hostlist_nth("n[3-", 0, out, sizeof out), -1);
+  EXPECT_EQ(phx_hostlist_nth("averyveryverylongnodename", 0, out, sizeof out), -1);
+}

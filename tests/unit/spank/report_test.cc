@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -84,6 +85,65 @@ TEST_F(SpankReport, TooLongPath) {
   char why[128] = "";
   EXPECT_EQ(phx_report_step(("/" + std::string(200, 'x')).c_str(), 100, why, sizeof why), -1);
   EXPECT_STREQ(why, "socket path too long");
+}
+
+// phx_report_send: a daemon that takes the connection but never answers costs at most the
+// timeout; one that closes without a word is told apart.
+TEST_F(SpankReport, SendToADaemonThatNeverAnswersCostsAtMostTheTimeout) {
+  Listen(4);  // the kernel completes the connection in the backlog; nobody reads or answers
+  char why[128] = "";
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(phx_report_send(path_.c_str(), 100, "MUNGE:x:", why, sizeof why), -1);
+  const double ms = Millis(t0);
+  EXPECT_GE(ms, 90);
+  EXPECT_LT(ms, 1000);
+  EXPECT_STREQ(why, "timed out after 100 ms (no answer)");
+}
+
+TEST_F(SpankReport, SendToADaemonThatClosesSaysSo) {
+  Listen(4);
+  std::thread daemon([this] {
+    const int c = accept(fd_, nullptr, nullptr);
+    if (c >= 0) close(c);
+  });
+  char why[128] = "";
+  EXPECT_EQ(phx_report_send(path_.c_str(), 2000, "MUNGE:x:", why, sizeof why), -1);
+  daemon.join();
+  EXPECT_TRUE(std::string(why) == "closed without an answer" || std::string(why).starts_with("recv: ") ||
+              std::string(why).starts_with("send: "))
+      << why;
+}
+
+TEST_F(SpankReport, SendReadsOkOrRefused) {
+  Listen(4);
+  for (const std::string answer : {"ok\n", "refused: job 5: it belongs to ada, not to bob\n", "what?\n"}) {
+    std::string got;
+    std::thread daemon([this, answer, &got] {
+      const int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      char buf[256];
+      ssize_t n;
+      while ((n = read(c, buf, sizeof buf)) > 0) {
+        got.append(buf, static_cast<size_t>(n));
+        if (got.find('\n') != std::string::npos) break;
+      }
+      (void)!write(c, answer.data(), answer.size());
+      close(c);
+    });
+    char why[128] = "";
+    const int rc = phx_report_send(path_.c_str(), 2000, "MUNGE:cred:", why, sizeof why);
+    daemon.join();
+    EXPECT_EQ(got, "MUNGE:cred:\n");
+    if (answer == "ok\n") {
+      EXPECT_EQ(rc, 0) << why;
+    } else if (answer.starts_with("refused")) {
+      EXPECT_EQ(rc, 1);
+      EXPECT_STREQ(why, "job 5: it belongs to ada, not to bob");
+    } else {
+      EXPECT_EQ(rc, -1);
+      EXPECT_STREQ(why, "unexpected answer 'what?'");
+    }
+  }
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ void GrowElastic(SchedulerState& s, const PassState& pass, std::vector<Decision>
     std::set_difference(before.begin(), before.end(), after.begin(), after.end(), std::back_inserter(d.removed));
     (void)s.limits.RemoveRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(before.size()));
     s.limits.AddRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(after.size()));
+    SchedulerState::AccrueService(job, now);
     s.SetAllocation(job, after);
     job.busbw_gbs = grown->prediction.busbw_gbs;
     job.resizes++;

@@ -96,15 +96,43 @@ struct PassState {
   // reservations); built on first use, nullopt after `plan_built` if inconsistent.
   std::optional<DomainPlanner> plan;
   bool plan_built = false;
+  // Reservations made after the plan was built, not added to it yet: added, in the order made,
+  // when the plan is next asked (most passes ask it no more after their last large job).
+  struct PlanPending {
+    std::vector<GpuId> gpus;
+    Time start, end;
+  };
+  std::vector<PlanPending> plan_pending;
   // GPUs on nodes that are up (node states do not change during a pass); computed on first use.
   std::optional<uint32_t> up_gpus;
+  // Reserve's working memory, reused by every call of the pass (one allocation per pass, not
+  // per call: the allocator was a tenth of a pass under long queues). Contents are per call;
+  // `wanted` and `freed` are all zero between calls.
+  struct ReserveScratch {
+    std::vector<uint32_t> wanted;
+    std::vector<uint8_t> freed;
+    // Before Reserve goes live, by 64-GPU word: wanted by some reservation, wanted by more than
+    // one, free at t (and whether that word is known yet).
+    std::vector<uint64_t> held_bits, multi_bits, free_bits;
+    std::vector<uint8_t> free_known;
+    std::vector<uint8_t> in_window;
+    // The reservations' indexes by start and by end, and the (start, end) of each indexed
+    // reservation when they were sorted: the orders hold as long as those are unchanged, and
+    // reservations made since are inserted into them.
+    std::vector<uint32_t> by_start, by_end;
+    std::vector<std::pair<Time, Time>> sorted_bounds;
+    std::vector<Time> bounds, times;
+    std::vector<JobId> released;
+    std::vector<GpuId> gpus;
+  } reserve;
 
   // ---- preemption (preemption.cc) ----
-  // Running jobs a job of each class may preempt (by class rank), until a preemption succeeds.
-  std::map<int, std::vector<JobId>> victims_by_class;
-  // Preemptions that failed: the same class and shape, no bigger, fails too.
+  // Running jobs a job of each class and service queue may preempt (by class rank and service
+  // queue, 0 unless order=attained), until a preemption succeeds.
+  std::map<std::pair<int, uint32_t>, std::vector<JobId>> victims_by_class;
+  // Preemptions that failed: the same class, service queue and shape, no bigger, fails too.
   struct FailedPreempt {
-    int class_rank;
+    std::pair<int, uint32_t> rank;
     ShapeKey key;
     uint32_t gpus;
   };

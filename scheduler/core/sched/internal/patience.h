@@ -5,11 +5,15 @@
 // domain of the level that placement spans (a node for 8 GPUs on 8-GPU nodes, a leaf for 64).
 // Starting now on a block of predicted bus bandwidth b stretches each step by
 //     slowdown = (1 - c) + c x best / b      (c = SchedulerConfig::placement_comm_share)
-// so the run takes (slowdown - 1) x estimate longer. The planner (Reserve, on the good shape)
-// says when a good block frees up. The job waits for it, with a reservation on that block, when
-// the time it has already waited for one plus the wait still predicted is less than that
-// slowdown cost; otherwise it starts now. The bound is the cost itself: no job waits for a good
-// block longer than its slower run would have lost.
+// so the run takes (slowdown - 1) x estimate longer, and holds its n GPUs that much longer: under
+// pressure, capacity the Q other pending jobs wait for, each about that lost GPU time / N (the
+// cluster's GPUs). The cost of starting now is therefore (slowdown - 1) x estimate x (1 + Q n / N).
+// The planner (Reserve, on the good shape: the best placement's own nodes x GPUs when it spans
+// equal nodes) finds the good block that frees up first; the job waits for it, with a
+// reservation on that block, until the time it has waited for one reaches the cost (delay
+// scheduling with a bound); then, or when no good block is planned at all, it starts now. The
+// bound is the cost itself: no job waits for a good block longer than its slower run would
+// have cost.
 // Thread-safety: none; the Scheduler's thread only. Internal to core/sched.
 #pragma once
 

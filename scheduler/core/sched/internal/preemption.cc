@@ -10,6 +10,7 @@
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/what_if.h"
+#include "core/sched/policy/service_queue.h"
 
 namespace phalanx {
 
@@ -34,8 +35,8 @@ std::vector<GpuId> TrimClaim(SchedulerState& s, const JobRecord& job, std::vecto
 
 // Frees a block of `n` GPUs for `job` (shape `request`) from `candidates` when one can be found;
 // true when victims were chosen and told to checkpoint.
-bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, const PlacementRequest& request,
-                const std::vector<JobId>& candidates, std::vector<Decision>& out) {
+bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemptor& preemptor, uint32_t n,
+                const PlacementRequest& request, const std::vector<JobId>& candidates, std::vector<Decision>& out) {
   const Time now = pass.now;
   const Topology& topo = *s.topo;
   const PreemptionPolicy& policy = *s.policies.preemption;
@@ -49,16 +50,23 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, 
   for (JobId vid : candidates) {
     const JobRecord& v = s.jobs.at(vid);
     if (v.state != JobState::kRunning || v.preempted_for != kNoJob) continue;
+    // A job the class table does not let it preempt is a candidate only to shrink
+    // (shrink_for_waiting), once it has run its class's minimum since its last start or resize.
+    const bool shrink_only = !policy.MayPreempt(preemptor, v, now);
+    if (shrink_only &&
+        now - v.start < s.classes.min_runtime_before_preemption(PriorityClassId(static_cast<uint32_t>(v.class_rank))))
+      continue;
     if (s.config.elastic && v.spec.elastic() && !v.spec.shape.exclusive) {
       const uint32_t keep = s.MinLegalSize(v);
       if (keep < v.gpus.size()) {
-        if (const std::optional<double> cost = policy.Cost(v, true, now)) {
+        if (const std::optional<double> cost = policy.Cost(preemptor, v, true, now)) {
           victims.push_back({vid, true, static_cast<uint32_t>(v.gpus.size()) - keep, *cost});
           continue;
         }
       }
     }
-    if (const std::optional<double> cost = policy.Cost(v, false, now)) {
+    if (shrink_only) continue;
+    if (const std::optional<double> cost = policy.Cost(preemptor, v, false, now)) {
       victims.push_back({vid, false, static_cast<uint32_t>(v.gpus.size()), *cost});
     }
   }
@@ -189,31 +197,39 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
   // A job restricted to some nodes (-w/-x/-C) does not preempt: the victims are chosen by shape
   // alone and might free the wrong nodes. It waits for its nodes like any job.
   if (!job.forbidden_nodes.empty()) return false;
-  const PriorityClassId cls(static_cast<uint32_t>(job.class_rank));
+  Preemptor preemptor{PriorityClassId(static_cast<uint32_t>(job.class_rank)), 0};
+  if (s.config.order == QueueOrder::kAttained)
+    preemptor.service_queue = ServiceQueue(s.config.service_queues, job, pass.now);
+  const std::pair<int, uint32_t> rank{job.class_rank, preemptor.service_queue};
   const uint32_t n = s.MinLegalSize(job);
   const PlacementRequest request = SchedulerState::ShapeFor(job, n);
   const ShapeKey key = ShapeKey::Of(request, PartitionMask(job.partition_ids));
   for (const PassState::FailedPreempt& f : pass.failed_preempts) {
-    if (f.class_rank == job.class_rank && f.key == key && f.gpus <= n) return false;
+    if (f.rank == rank && f.key == key && f.gpus <= n) return false;
   }
-  auto it = pass.victims_by_class.find(job.class_rank);
+  auto it = pass.victims_by_class.find(rank);
   if (it == pass.victims_by_class.end()) {
     std::vector<JobId> ids;
+    const bool shrink = s.config.elastic && s.config.shrink_for_waiting;
     for (JobId vid : s.active) {
       const JobRecord& v = s.jobs.at(vid);
-      if (v.state == JobState::kRunning && v.preempted_for == kNoJob && s.policies.preemption->MayPreempt(cls, v))
+      if (v.state != JobState::kRunning || v.preempted_for != kNoJob) continue;
+      // shrink_for_waiting: elastic jobs of the same or a lower class above their smallest size
+      // may also give GPUs up (a shrink, through a checkpoint) to a job that waits.
+      if (s.policies.preemption->MayPreempt(preemptor, v, pass.now) ||
+          (shrink && v.spec.elastic() && v.class_rank <= job.class_rank && v.gpus.size() > s.MinLegalSize(v)))
         ids.push_back(vid);
     }
-    it = pass.victims_by_class.emplace(job.class_rank, std::move(ids)).first;
+    it = pass.victims_by_class.emplace(rank, std::move(ids)).first;
   }
   if (it->second.empty()) return false;
   pass.start_blocks.Clear();
-  const bool ok = PreemptFor(s, pass, job, n, request, it->second, out);
+  const bool ok = PreemptFor(s, pass, job, preemptor, n, request, it->second, out);
   if (ok) {
     pass.victims_by_class.clear();
     pass.ends_dirty = true;
   } else {
-    pass.failed_preempts.push_back({job.class_rank, key, n});
+    pass.failed_preempts.push_back({rank, key, n});
   }
   return ok;
 }

@@ -1,6 +1,8 @@
 #include "core/sched/internal/reserve.h"
 
 #include <algorithm>
+#include <bit>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,9 @@ const std::vector<std::pair<Time, JobId>>& Ends(const SchedulerState& s, PassSta
   if (pass.ends_dirty) {
     pass.ends.clear();
     for (JobId id : s.active) pass.ends.push_back({s.ReleaseTime(s.jobs.at(id)), id});
+    // Load from outside (Slurm's own jobs): free at its end; one past its end, a little later.
+    for (const auto& [node, load] : s.external)
+      pass.ends.push_back({std::max(load.until, pass.now + 1), Topology::ExternalOwner(NodeId(node))});
     std::sort(pass.ends.begin(), pass.ends.end());
     pass.ends_dirty = false;
   }
@@ -29,7 +34,14 @@ const std::vector<std::pair<Time, JobId>>& Ends(const SchedulerState& s, PassSta
 // The pass's plan of GPU counts over time per domain (running jobs until their release,
 // unavailable nodes, reservations); built on first use in a pass. nullptr if inconsistent.
 DomainPlanner* Plan(const SchedulerState& s, PassState& pass) {
-  if (pass.plan_built) return pass.plan ? &*pass.plan : nullptr;
+  if (pass.plan_built) {
+    // The reservations made since the last question, as AddReservation would have added them.
+    for (const PassState::PlanPending& r : pass.plan_pending) {
+      if (pass.plan && !pass.plan->AddAllocation(r.gpus, r.start, r.end)) pass.plan.reset();
+    }
+    pass.plan_pending.clear();
+    return pass.plan ? &*pass.plan : nullptr;
+  }
   pass.plan_built = true;
   const Time now = pass.now;
   const Topology& topo = *s.topo;
@@ -47,6 +59,12 @@ DomainPlanner* Plan(const SchedulerState& s, PassState& pass) {
     const Time end = s.ReleaseTime(j);
     if (!up.empty() && end > now && !pass.plan->AddAllocation(up, now, end)) return fail();
     if (!down.empty() && !pass.plan->AddAllocation(down, now, kForever)) return fail();
+  }
+  for (const auto& [node, load] : s.external) {
+    const auto held = topo.job_gpus(Topology::ExternalOwner(NodeId(node)));
+    up.assign(held.begin(), held.end());
+    const Time end = topo.node_state(NodeId(node)) == NodeState::kUp ? std::max(load.until, now + 1) : kForever;
+    if (!up.empty() && !pass.plan->AddAllocation(up, now, end)) return fail();
   }
   std::vector<GpuId> unavailable;
   for (uint32_t g = 0; g < topo.gpu_count(); ++g) {
@@ -84,14 +102,56 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   if (!job.forbidden_nodes.empty() && AllowedGpus(topo, job.forbidden_nodes) < n) return std::nullopt;
   pass.start_blocks.Clear();
   const std::vector<std::pair<Time, JobId>>& ends = Ends(s, pass);
-  // Candidate times: now, the release times (sorted already) and the reservations' bounds.
-  std::vector<Time> bounds{now};
-  for (const Reservation& r : reservations) {
-    bounds.push_back(r.start);
-    bounds.push_back(r.end);
+  PassState::ReserveScratch& scratch = pass.reserve;
+  // The reservations by start and by end (ties in any order: entering or leaving the window
+  // in any order leaves the same counts and the same held GPUs). Kept from the last call while
+  // the reservations it sorted are unchanged (most calls come after one more reservation).
+  std::vector<uint32_t>& by_start = scratch.by_start;
+  std::vector<uint32_t>& by_end = scratch.by_end;
+  std::vector<std::pair<Time, Time>>& sorted = scratch.sorted_bounds;
+  {
+    bool valid = sorted.size() <= reservations.size();
+    for (size_t i = 0; valid && i < sorted.size(); ++i) {
+      valid = sorted[i].first == reservations[i].start && sorted[i].second == reservations[i].end;
+    }
+    if (!valid) {
+      sorted.clear();
+      by_start.clear();
+      by_end.clear();
+    }
+    for (uint32_t i = static_cast<uint32_t>(sorted.size()); i < reservations.size(); ++i) {
+      const Reservation& r = reservations[i];
+      sorted.emplace_back(r.start, r.end);
+      by_start.insert(std::upper_bound(by_start.begin(), by_start.end(), r.start,
+                                       [&](Time t, uint32_t j) { return t < reservations[j].start; }),
+                      i);
+      by_end.insert(std::upper_bound(by_end.begin(), by_end.end(), r.end,
+                                     [&](Time t, uint32_t j) { return t < reservations[j].end; }),
+                    i);
+    }
   }
-  std::sort(bounds.begin(), bounds.end());
-  std::vector<Time> times;
+  // Candidate times: now, the release times (sorted already) and the reservations' bounds (the
+  // two sorted orders above merged, now among them).
+  std::vector<Time>& bounds = scratch.bounds;
+  bounds.clear();
+  {
+    size_t a = 0, b = 0;
+    bool now_in = false;
+    for (;;) {
+      const bool has_a = a < by_start.size(), has_b = b < by_end.size();
+      if (!has_a && !has_b) break;
+      const bool take_a = has_a && (!has_b || reservations[by_start[a]].start <= reservations[by_end[b]].end);
+      const Time next = take_a ? reservations[by_start[a++]].start : reservations[by_end[b++]].end;
+      if (!now_in && now <= next) {
+        bounds.push_back(now);
+        now_in = true;
+      }
+      bounds.push_back(next);
+    }
+    if (!now_in) bounds.push_back(now);
+  }
+  std::vector<Time>& times = scratch.times;
+  times.clear();
   times.reserve(ends.size() + bounds.size());
   {
     size_t b = 0;
@@ -135,42 +195,104 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   constexpr size_t kPromised = 0;
   what_if.Block({});
   bool live = false;
-  std::vector<uint32_t> wanted(topo.gpu_count(), 0);
-  std::vector<uint8_t> freed(topo.gpu_count(), 0);  // released by t, on a node that is up
+  std::vector<uint32_t>& wanted = scratch.wanted;
+  std::vector<uint8_t>& freed = scratch.freed;  // released by t, on a node that is up
+  wanted.resize(topo.gpu_count(), 0);
+  freed.resize(topo.gpu_count(), 0);
+  // All zero again when the call returns, whichever way (a few kB: cheaper than tracking).
+  struct Zero {
+    PassState::ReserveScratch& s;
+    ~Zero() {
+      std::fill(s.wanted.begin(), s.wanted.end(), 0);
+      std::fill(s.freed.begin(), s.freed.end(), 0);
+    }
+  } zero{scratch};
   // Before `live`: the GPUs free at t less those held, as the Topology would count them.
   uint32_t free_count = topo.free_gpus(topo.root());
   auto free_at = [&](GpuId g) { return freed[g.value] != 0 || topo.is_free(g); };  // before `live` only
+  // Before `live`, who wants a GPU is kept in bits, 64 GPUs a word (a reservation's GPUs are a
+  // few words: a block is a few nodes, numbered together), not in `wanted`: `held` = wanted by
+  // at least one, `multi` = by more than one, and then `wanted` holds the count less one. Going
+  // live turns them back into counts. `free_bits` = free_at, word by word when first needed.
+  const size_t words = (topo.gpu_count() + 63) / 64;
+  std::vector<uint64_t>& held = scratch.held_bits;
+  std::vector<uint64_t>& multi = scratch.multi_bits;
+  std::vector<uint64_t>& free_bits = scratch.free_bits;
+  std::vector<uint8_t>& free_known = scratch.free_known;
+  held.assign(words, 0);
+  multi.assign(words, 0);
+  free_bits.assign(words, 0);
+  free_known.assign(words, 0);
+  auto free_word = [&](uint32_t w) -> uint64_t {
+    if (!free_known[w]) {
+      uint64_t bits = 0;
+      const uint32_t end = std::min<uint32_t>(w * 64 + 64, topo.gpu_count());
+      for (uint32_t g = w * 64; g < end; ++g) bits |= static_cast<uint64_t>(free_at(GpuId(g))) << (g - w * 64);
+      free_bits[w] = bits;
+      free_known[w] = 1;
+    }
+    return free_bits[w];
+  };
+  auto is_held = [&](GpuId g) { return (held[g.value >> 6] >> (g.value & 63)) & 1; };  // before `live`
+  // Calls f(word, bits) for the GPUs of `list`, a word at a time; a GPU listed twice comes in
+  // two calls, as it counted twice.
+  auto by_word = [](std::span<const GpuId> list, auto&& f) {
+    uint32_t cw = 0;
+    uint64_t cm = 0;
+    for (GpuId g : list) {
+      const uint32_t w = g.value >> 6;
+      const uint64_t b = uint64_t{1} << (g.value & 63);
+      if (cm != 0 && (w != cw || (cm & b) != 0)) {
+        f(cw, cm);
+        cm = 0;
+      }
+      cw = w;
+      cm |= b;
+    }
+    if (cm != 0) f(cw, cm);
+  };
+  auto want_bits = [&](uint32_t w, uint64_t m) {  // before `live`: one more want of each GPU of m
+    for (uint64_t dup = m & held[w]; dup != 0; dup &= dup - 1) {
+      ++wanted[w * 64 + static_cast<uint32_t>(std::countr_zero(dup))];
+      multi[w] |= dup & -dup;
+    }
+    const uint64_t newly = m & ~held[w];
+    held[w] |= m;
+    if (newly != 0) free_count -= static_cast<uint32_t>(std::popcount(newly & free_word(w)));
+  };
+  auto unwant_bits = [&](uint32_t w, uint64_t m) {  // before `live`: one want less of each GPU of m
+    const uint64_t still = m & multi[w];
+    for (uint64_t b = still; b != 0; b &= b - 1) {
+      const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
+      if (--wanted[g] == 0) multi[w] &= ~(b & -b);
+    }
+    const uint64_t cleared = m & ~still;
+    held[w] &= ~cleared;
+    if (cleared != 0) free_count += static_cast<uint32_t>(std::popcount(cleared & free_word(w)));
+  };
   // Reservations enter the window when t + w passes their start and leave it for good when t
   // reaches their end (t only grows): two cursors, over the reservations by start and by end.
-  std::vector<uint8_t> in_window(reservations.size(), 0);
-  std::vector<uint32_t> by_start(reservations.size()), by_end(reservations.size());
-  for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = by_end[i] = i;
-  std::sort(by_start.begin(), by_start.end(),
-            [&](uint32_t a, uint32_t b) { return reservations[a].start < reservations[b].start; });
-  std::sort(by_end.begin(), by_end.end(),
-            [&](uint32_t a, uint32_t b) { return reservations[a].end < reservations[b].end; });
+  std::vector<uint8_t>& in_window = scratch.in_window;
+  in_window.assign(reservations.size(), 0);
   size_t entered = 0, left = 0;
   auto enter = [&](const Reservation& r) {
+    if (!live) return by_word(r.gpus, want_bits);
     for (GpuId g : r.gpus) {
-      if (wanted[g.value]++ > 0) continue;
-      if (live) what_if.HoldOne(g);
-      else if (free_at(g)) --free_count;
+      if (wanted[g.value]++ == 0) what_if.HoldOne(g);
     }
   };
   auto leave = [&](const Reservation& r) {
+    if (!live) return by_word(r.gpus, unwant_bits);
     for (GpuId g : r.gpus) {
-      if (--wanted[g.value] > 0) continue;
-      if (live) what_if.UnholdOne(g);
-      else if (free_at(g)) ++free_count;
+      if (--wanted[g.value] == 0) what_if.UnholdOne(g);
     }
   };
   // -w/-x/-C: the forbidden nodes' GPUs are wanted by the job's own filter for all time, so they
   // are held (counted out before `live`) now and as their jobs release them.
-  for (GpuId g : NodeFilter::Gpus(topo, job.forbidden_nodes)) {
-    if (wanted[g.value]++ == 0 && free_at(g)) --free_count;
-  }
-  std::vector<JobId> released;  // before `live`: the jobs to release when it goes live
-  std::vector<GpuId> gpus;
+  by_word(NodeFilter::Gpus(topo, job.forbidden_nodes), want_bits);
+  std::vector<JobId>& released = scratch.released;  // before `live`: the jobs to release when it goes live
+  released.clear();
+  std::vector<GpuId>& gpus = scratch.gpus;
   auto release = [&](JobId id) {
     const std::span<const GpuId> held = topo.job_gpus(id);  // empty if the Topology has none to give
     if (held.empty()) return;
@@ -182,8 +304,9 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       freed[g.value] = 1;
       if (live) {
         if (wanted[g.value] > 0) what_if.HoldOne(g);
-      } else if (wanted[g.value] == 0) {
-        ++free_count;
+      } else {
+        free_bits[g.value >> 6] |= uint64_t{1} << (g.value & 63);  // (a word not known yet reads freed)
+        if (!is_held(g)) ++free_count;
       }
     }
   };
@@ -191,6 +314,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // that is free held.
   auto go_live = [&]() {
     for (JobId id : released) what_if.ReleaseJob(id);
+    for (uint32_t g = 0; g < wanted.size(); ++g) wanted[g] = is_held(GpuId(g)) ? wanted[g] + 1 : 0;
     gpus.clear();
     for (uint32_t g = 0; g < wanted.size(); ++g) {
       if (wanted[g] > 0 && topo.is_free(GpuId(g))) gpus.push_back(GpuId(g));
@@ -233,9 +357,8 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     const auto own = pass.promised.find(job.spec.id);
     const bool own_fits = own != pass.promised.end() && !request.exclusive && own->second.size() == n;
     std::optional<Placement> p;
-    if (own_fits && !live && std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) {
-          return free_at(g) && wanted[g.value] == 0;
-        })) {
+    if (own_fits && !live &&
+        std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) { return free_at(g) && !is_held(g); })) {
       p = Placement{own->second, {}, {}};  // only the GPUs make the reservation
     }
     if (!p && !live) go_live();
@@ -274,7 +397,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
 }
 
 void AddReservation(SchedulerState& s, PassState& pass, Reservation r) {
-  if (pass.plan && !pass.plan->AddAllocation(r.gpus, r.start, r.end)) pass.plan.reset();
+  if (pass.plan) pass.plan_pending.push_back({r.gpus, r.start, r.end});  // added when the plan is next asked
   s.reservations.push_back(std::move(r));
   pass.start_blocks.Invalidate();
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <utility>
 
 #include "core/placement/simple_placers.h"
@@ -89,6 +90,14 @@ const SchedulerState::BestBlock& SchedulerState::Best(uint32_t gpus) {
     DomainId d = empty_topo->gpu_domain(o.placement.gpus.front());
     for (GpuId g : o.placement.gpus) d = empty_topo->lowest_common_ancestor(d, empty_topo->gpu_domain(g));
     b.level = std::max(empty_topo->domain(d).level, Level::kNode);
+    std::map<uint32_t, uint32_t> per_node;  // node -> GPUs of the placement there
+    for (GpuId g : o.placement.gpus) ++per_node[empty_topo->node_of(g).value];
+    const uint32_t p = per_node.begin()->second;
+    if (per_node.size() > 1 &&
+        std::all_of(per_node.begin(), per_node.end(), [&](const auto& e) { return e.second == p; })) {
+      b.nodes = static_cast<uint32_t>(per_node.size());
+      b.gpus_per_node = p;
+    }
   }
   return best_blocks.emplace(gpus, b).first->second;
 }
@@ -113,6 +122,7 @@ void SchedulerState::SetAllocation(JobRecord& job, std::vector<GpuId> gpus) {
 }
 
 void SchedulerState::StopJob(JobRecord& job, Time at) {
+  AccrueService(job, at);
   if (!job.gpus.empty()) {
     const double secs = static_cast<double>(at - charged_until[job.spec.id]) * static_cast<double>(job.gpus.size());
     if (secs > 0) (void)fairshare.Charge(job.spec.user, job.spec.account, secs, at);
@@ -193,6 +203,7 @@ void SchedulerState::FinishShrink(JobRecord& job, Time at, std::vector<Decision>
   }
   job.preempted_for = kNoJob;
   last_freed = at;
+  AccrueService(job, at);
   SetAllocation(job, keep);
   // The job restarts on the smaller set from its last checkpoint: a new run.
   job.start = at;

@@ -84,10 +84,13 @@ struct SchedulerState {
   }
   // The best placement of `gpus` GPUs in the empty cluster (the Placer on a copy of the topology
   // as it was created): its predicted bus bandwidth and the level of the smallest domain that
-  // holds it. Cached per size. Used by placement under pressure (patience.h).
+  // holds it; when it spans several nodes with the same number of GPUs on each, that shape
+  // (`nodes` x `gpus_per_node`; 0: one node, or uneven). Cached per size. Used by placement
+  // under pressure (patience.h).
   struct BestBlock {
     double busbw_gbs = 0;
     Level level = Level::kCore;
+    uint32_t nodes = 0, gpus_per_node = 0;
   };
   const BestBlock& Best(uint32_t gpus);
   // When an active job is planned to give its GPUs back: the end of its run as estimated
@@ -112,6 +115,12 @@ struct SchedulerState {
   // Ends the job for good (the caller has taken it off its GPUs or out of the queue): it is
   // killed at `now`. A Kill decision with `reason`.
   void Kill(JobRecord& job, Time now, std::string reason, std::vector<Decision>& out);
+  // Adds the GPU-seconds the job has held since service_until to its attained service, up to
+  // `now` (job.h AttainedService); called before its GPUs change.
+  static void AccrueService(JobRecord& job, Time now) {
+    job.service_gpu_s = AttainedService(job, now);
+    job.service_until = now;
+  }
   // Moves the job to `gpus` on the Topology (none: off it), with their predicted traffic.
   void SetAllocation(JobRecord& job, std::vector<GpuId> gpus);
 
@@ -133,6 +142,13 @@ struct SchedulerState {
   std::map<JobId, JobRecord> jobs;  // every job ever known (never erased: records stay put)
   PendingJobs pending;              // pending jobs (incl. held), with their records
   std::set<JobId> active;           // running or checkpointing
+  // External load by node index (Scheduler::SetExternalLoad): GPUs held on the Topology by
+  // Topology::ExternalOwner(node) until `until`; only nodes with a load are listed.
+  struct External {
+    uint32_t gpus = 0;
+    Time until = 0;
+  };
+  std::map<uint32_t, External> external;
   // Arrays: the array's id -> its tasks' job ids, by task index (dependencies on a whole array,
   // one task of it; the %N limit). Filled by Submit and Restore; tasks never leave.
   std::map<JobId, std::vector<JobId>> arrays;
@@ -146,6 +162,7 @@ struct SchedulerState {
   Time idle_since = 0;             // since when GPUs have been free with nobody waiting (GrowElastic)
   Time last_freed = 0;             // last time GPUs were given back (ends, shrinks, node up)
   Time last_backfill = -kForever;  // the last backfill cycle (config.backfill_interval > 0)
+  Time patience_due = kForever;    // the last pass: the earliest bound of a job waiting for a good block
   // Between the first Restore and FinishRestore: the jobs restored so far (scheduler_restore.cc).
   bool restoring = false;
   std::vector<JobId> restored;

@@ -57,6 +57,7 @@ void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placemen
   job.gpus = std::move(all);
   job.state = JobState::kRunning;
   job.start = now;
+  job.service_until = now;
   job.last_checkpoint = now;
   job.last_checkpoint_request = now;
   job.run_walltime = RemainingWalltime(job);

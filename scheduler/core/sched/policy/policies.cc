@@ -14,6 +14,7 @@ struct Entry {
 constexpr Entry<QueueOrder, QueuePolicy> kQueuePolicies[] = {
     {QueueOrder::kPriority, MakeMultifactorQueue},
     {QueueOrder::kFifo, MakeFifoQueue},
+    {QueueOrder::kAttained, MakeAttainedQueue},
 };
 constexpr Entry<BackfillMode, BackfillPolicy> kBackfillPolicies[] = {
     {BackfillMode::kNone, MakeNoBackfill},

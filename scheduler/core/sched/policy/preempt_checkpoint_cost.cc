@@ -1,5 +1,7 @@
-// preemption = on: victims by the priority-class table, cheapest lost work first.
+// preemption = on: victims by the priority-class table, or by attained service (order=attained),
+// cheapest lost work first.
 #include "core/sched/policy/preemption_policy.h"
+#include "core/sched/policy/service_queue.h"
 
 namespace phalanx {
 
@@ -9,28 +11,51 @@ PriorityClassId ClassOf(const JobRecord& job) { return PriorityClassId(static_ca
 
 class CheckpointCostPreemption final : public PreemptionPolicy {
  public:
-  explicit CheckpointCostPreemption(const PriorityClassTable& classes) : classes_(classes) {}
+  explicit CheckpointCostPreemption(const PolicyInputs& in)
+      : classes_(in.classes),
+        by_service_(in.config.order == QueueOrder::kAttained),
+        thresholds_(in.config.service_queues),
+        service_min_run_(in.config.service_min_run) {}
 
-  bool MayPreempt(PriorityClassId preemptor, const JobRecord& victim) const override {
-    return classes_.CanPreempt(preemptor, ClassOf(victim));
+  bool MayPreempt(const Preemptor& p, const JobRecord& victim, Time now) const override {
+    return classes_.CanPreempt(p.cls, ClassOf(victim)) || ForService(p, victim, now);
   }
 
-  std::optional<double> Cost(const JobRecord& v, bool shrink, Time now) const override {
+  std::optional<double> Cost(const Preemptor& p, const JobRecord& v, bool shrink, Time now) const override {
     const double gpus = static_cast<double>(v.gpus.size());
-    // A shrink goes through a checkpoint: only the restart is lost.
-    if (shrink) return gpus * static_cast<double>(v.spec.restart_cost);
-    if (!v.preemptible || now - v.start < classes_.min_runtime_before_preemption(ClassOf(v))) return std::nullopt;
+    const bool by_class = classes_.CanPreempt(p.cls, ClassOf(v));
+    // Not again before the minimum run: no ping-pong between jobs whose service queues cross.
+    const bool by_service = ForService(p, v, now) && now - v.start >= service_min_run_;
+    // A shrink goes through a checkpoint: only the restart is lost. By service alone, not before
+    // the minimum run either; a shrink by neither rule is shrink_for_waiting's (an elastic job of
+    // the same or a lower class), which the caller lets through only after its class's minimum
+    // runtime (internal/preemption.cc).
+    if (shrink) {
+      if (!by_class && !by_service && ForService(p, v, now)) return std::nullopt;
+      return gpus * static_cast<double>(v.spec.restart_cost);
+    }
+    if (!v.preemptible) return std::nullopt;
+    if (!by_service && !(by_class && now - v.start >= classes_.min_runtime_before_preemption(ClassOf(v))))
+      return std::nullopt;
     return gpus * static_cast<double>(now - v.last_checkpoint + v.spec.restart_cost);
   }
 
  private:
+  // The victim, of the preemptor's class, has had more service: a higher service queue.
+  bool ForService(const Preemptor& p, const JobRecord& v, Time now) const {
+    return by_service_ && ClassOf(v) == p.cls && ServiceQueue(thresholds_, v, now) > p.service_queue;
+  }
+
   const PriorityClassTable& classes_;
+  const bool by_service_;
+  const std::vector<double> thresholds_;
+  const Duration service_min_run_;
 };
 
 }  // namespace
 
 std::unique_ptr<PreemptionPolicy> MakeCheckpointCostPreemption(const PolicyInputs& in) {
-  return std::make_unique<CheckpointCostPreemption>(in.classes);
+  return std::make_unique<CheckpointCostPreemption>(in);
 }
 
 }  // namespace phalanx

@@ -6,15 +6,16 @@
 //
 // Contract:
 //  1. Called by the pass only, about running jobs that are nobody's victim yet.
-//  2. MayPreempt depends only on the preemptor's class and the victim: the pass asks it once
-//     per class and pass, and a victim that may not be taken for one job of a class may not be
-//     taken for another.
-//  3. Cost(victim, shrink, now): the price of taking the victim's GPUs now, through a
+//  2. MayPreempt depends only on the preemptor (its class and service queue: Preemptor), the
+//     victim and `now`: the pass asks it once per preemptor class, service queue and pass, and a
+//     victim that may not be taken for one such job may not be taken for another.
+//  3. Cost(preemptor, victim, shrink, now): the price of taking the victim's GPUs now, through a
 //     checkpoint: all of them (shrink false), or those above its smallest legal size (shrink
 //     true, asked only for elastic jobs that can shrink). nullopt: not now. Lower goes first.
 // Thread-safety: none; the Scheduler's thread only.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -25,17 +26,27 @@
 
 namespace phalanx {
 
+// The job that asks for GPUs: its class and its service queue (policy/service_queue.h; 0 unless
+// the queue order is attained service).
+struct Preemptor {
+  PriorityClassId cls;
+  uint32_t service_queue = 0;
+};
+
 class PreemptionPolicy {
  public:
   virtual ~PreemptionPolicy() = default;
-  virtual bool MayPreempt(PriorityClassId preemptor, const JobRecord& victim) const = 0;
-  virtual std::optional<double> Cost(const JobRecord& victim, bool shrink, Time now) const = 0;
+  virtual bool MayPreempt(const Preemptor& preemptor, const JobRecord& victim, Time now) const = 0;
+  virtual std::optional<double> Cost(const Preemptor& preemptor, const JobRecord& victim, bool shrink,
+                                     Time now) const = 0;
 };
 
 // preemption = on (preempt_checkpoint_cost.cc): the priority-class table says who may preempt
 // whom (preemptible jobs, after the class's minimum runtime; shrinks always); the cost is the
 // work lost, in GPU-seconds: GPUs x (time since the last checkpoint + restart cost), or
-// GPUs x restart cost for a shrink.
+// GPUs x restart cost for a shrink. With order=attained a job may also take the GPUs of a job of
+// its own class in a higher service queue (one that has had more service), once that job has run
+// service_min_run in its current run (preemptible jobs; shrinks too).
 std::unique_ptr<PreemptionPolicy> MakeCheckpointCostPreemption(const PolicyInputs& in);
 
 }  // namespace phalanx

@@ -30,5 +30,8 @@ class QueuePolicy {
 std::unique_ptr<QueuePolicy> MakeMultifactorQueue(const PolicyInputs& in);
 // QueueOrder::kFifo (queue_fifo.cc): every job has priority 0, so submit time decides.
 std::unique_ptr<QueuePolicy> MakeFifoQueue(const PolicyInputs& in);
+// QueueOrder::kAttained (queue_attained.cc): class, then least attained service
+// (service_queue.h), then multifactor age, fairshare and size.
+std::unique_ptr<QueuePolicy> MakeAttainedQueue(const PolicyInputs& in);
 
 }  // namespace phalanx
