@@ -3,7 +3,6 @@
 // connection, socket discovery, error lines, durations and JSON are the users' client library's
 // (cli/user: phalanx_client); this file is built only when that library is (PHALANX_HAVE_CLIENT).
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -50,10 +49,11 @@ constexpr const char* kUsage =
     "job; users may only lower a walltime. Every job is tried; the exit status is 1 when any\n"
     "failed, 2 for a usage error.\n"
     "requeue (admins only): a running job is stopped and queued again, to resume from its last\n"
-    "checkpoint. suspend/resume: SIGSTOP/SIGCONT to a running job's processes (the owner may too);\n"
-    "the job keeps its GPUs and its walltime keeps running, unlike Slurm's suspend. top (scontrol\n"
-    "top): the pending job goes first among its owner's pending jobs; other users' keep their\n"
-    "places. The owner may top their own jobs, admins anyone's.\n"
+    "checkpoint. suspend/resume (admins only, as scontrol's): the running job's processes get\n"
+    "SIGSTOP/SIGCONT; it shows SUSPENDED (S), keeps its GPUs, and its walltime is extended by the\n"
+    "time it was suspended. top (scontrol top): the pending job goes first among its owner's\n"
+    "pending jobs; other users' jobs keep their places. The owner may top their own jobs, admins\n"
+    "anyone's.\n"
     "\n"
     "options:\n";
 
@@ -216,12 +216,10 @@ int RunJob(std::span<const std::string> args) {
     } else if (action == "top") {
       out.status = conn.jobs().Top(&context, ref, &out.job);
     } else if (action == "suspend" || action == "resume") {
-      // SIGSTOP / SIGCONT to the job's processes through the agents (the Cancel RPC's signal).
-      v1::CancelRequest signal;
-      signal.set_job_id(id);
-      signal.set_signal(action == "suspend" ? SIGSTOP : SIGCONT);
-      v1::CancelResponse answer;
-      out.status = conn.jobs().Cancel(&context, signal, &answer);
+      v1::SuspendRequest suspend;
+      suspend.set_job_id(id);
+      suspend.set_resume(action == "resume");
+      out.status = conn.jobs().Suspend(&context, suspend, &out.job);
     } else {
       v1::GetJobRequest get;
       get.set_job_id(id);

@@ -120,8 +120,10 @@ int WaitForEnd(Connection& conn, uint64_t id) {
   }
 }
 
-// sbatch --test-only: "Job N to start at T using G GPUs on NODES in partition P" (on stderr, as
-// sbatch), or why it never would (exit 1). Nothing is submitted.
+// sbatch --test-only: sbatch's line on stderr, "gsub: Job N to start at T using G GPUs on nodes
+// NODES in partition P" ("G GPUs" where sbatch counts "processors": GPUs are what Phalanx
+// allocates), so that what parses sbatch's line parses this one; why not now is in --json
+// (wait_reason). A job that never would: why, exit 1. Nothing is submitted.
 int TestOnly(Connection& conn, v1::JobSpec spec, bool json) {
   v1::TestOnlyRequest request;
   *request.mutable_spec() = std::move(spec);
@@ -146,7 +148,6 @@ int TestOnly(Connection& conn, v1::JobSpec spec, bool json) {
   std::string line = job + " to start at " + FormatTime(response.start_time()) + " using " +
                      std::to_string(response.gpus()) + " GPUs on nodes " + response.nodelist();
   if (!response.partition().empty()) line += " in partition " + response.partition();
-  if (!response.start_now() && !response.wait_reason().empty()) line += " (now: " + response.wait_reason() + ")";
   std::fprintf(stderr, "%s: %s\n", kProgram, line.c_str());
   return kExitOk;
 }

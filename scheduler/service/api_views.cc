@@ -121,7 +121,7 @@ grpc::Status ListJobs(Controller& c, const Caller& who, const v1::ListJobsReques
   for (const auto& [id, job] : c.core().jobs()) {
     if (req.limit() > 0 && static_cast<uint32_t>(out->jobs_size()) >= req.limit()) break;
     if (!states.empty()) {
-      if (!states.contains(ToProto(job.state))) continue;
+      if (!states.contains(ApiState(job))) continue;
     } else if (IsFinal(job.state) && !req.include_finished()) {
       continue;
     }

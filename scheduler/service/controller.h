@@ -174,6 +174,10 @@ class Controller final : public ExecutorHost {
   // scontrol top (Scheduler::Top): the owner's job (admins: anyone's) goes first among the
   // owner's pending jobs. Fails: NOT_FOUND, PERMISSION_DENIED, the core's Top.
   void Top(const Caller& who, JobId id, Reply<void> done);
+  // scontrol suspend / resume (Scheduler::Suspend, Resume), admins only: once stored, the
+  // executor stops (SIGSTOP) or continues the job's parts. Fails: PERMISSION_DENIED, NOT_FOUND,
+  // FAILED_PRECONDITION (an executor without suspend, the core's).
+  void Suspend(const Caller& who, JobId id, bool resume, Reply<void> done);
   // An admin's requeue of a running job (Scheduler::Requeue). PERMISSION_DENIED for others,
   // NOT_FOUND, FAILED_PRECONDITION unless running.
   void Requeue(const Caller& who, JobId id, Reply<void> done);

@@ -340,6 +340,25 @@ void Controller::Requeue(const Caller& who, JobId id, Reply<void> done) {
       id, "requeue", [this, id, who] { return core_->Requeue(id, Now(), "requeued by " + who.user); }, std::move(done));
 }
 
+void Controller::Suspend(const Caller& who, JobId id, bool resume, Reply<void> done) {
+  const char* what = resume ? "resume" : "suspend";
+  if (!who.admin)
+    return done(std::unexpected(Error{"", std::string(what) + " job: admins only (" + who.user + " is not one)",
+                                      ErrorCode::kPermissionDenied}));
+  if (auto found = FindJob(id); !found) return done(std::unexpected(found.error()));
+  if (!executor_->CanSuspend())
+    return done(std::unexpected(Precondition(std::string(what) +
+                                             " job: not supported with this executor (in Slurm mode use scontrol " +
+                                             what + ")")));
+  JobEvent(
+      id, what,
+      [this, id, resume] { return resume ? core_->Resume(id, Now()) : core_->Suspend(id, Now()); }, std::move(done),
+      [this, id, resume, by = who.user] {
+    PHX_LOG(kInfo) << (resume ? "resume" : "suspend") << " job=" << id << " by " << by;
+    executor_->SuspendJob(id, resume);
+      });
+}
+
 void Controller::Release(const Caller& who, JobId id, Reply<void> done) {
   auto found = FindJob(id);
   if (!found) return done(std::unexpected(found.error()));

@@ -204,6 +204,14 @@ grpc::ServerUnaryReactor* JobsService::Top(grpc::CallbackServerContext* ctx, con
   });
 }
 
+grpc::ServerUnaryReactor* JobsService::Suspend(grpc::CallbackServerContext* ctx, const v1::SuspendRequest* req,
+                                               v1::Job* resp) {
+  PHX_CALLER(ctx);
+  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
+    controller_->Suspend(who, req->job_id(), req->resume(), AnswerJob(controller_, who, req->job_id(), r, resp));
+  });
+}
+
 grpc::ServerUnaryReactor* JobsService::Requeue(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) {
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {

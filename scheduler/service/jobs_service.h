@@ -33,6 +33,8 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* Update(grpc::CallbackServerContext* ctx, const v1::UpdateJobRequest* req,
                                    v1::Job* resp) override;
   grpc::ServerUnaryReactor* Top(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) override;
+  grpc::ServerUnaryReactor* Suspend(grpc::CallbackServerContext* ctx, const v1::SuspendRequest* req,
+                                    v1::Job* resp) override;
   grpc::ServerUnaryReactor* Requeue(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) override;
   grpc::ServerUnaryReactor* TestOnly(grpc::CallbackServerContext* ctx, const v1::TestOnlyRequest* req,
                                      v1::TestOnlyResponse* resp) override;

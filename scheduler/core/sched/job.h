@@ -64,6 +64,11 @@ struct JobSpec {
   std::vector<std::string> exclude;
   std::string constraint;
   bool no_requeue = false;  // --no-requeue: a node failure ends the job (Killed) instead of requeueing it
+  // scontrol suspend (Scheduler::Suspend): a running job stopped (SIGSTOP) since suspended_at;
+  // it keeps its GPUs, and its run's walltime is extended by the time it spends suspended (at
+  // Resume). Run state kept in the spec, as `held` is, so the store keeps it with the spec.
+  bool suspended = false;
+  Time suspended_at = 0;
 
   bool restricts_nodes() const { return !nodelist.empty() || !exclude.empty() || !constraint.empty(); }
 
@@ -157,6 +162,11 @@ struct JobRecord {
   std::vector<uint8_t> forbidden_nodes;
 
   Time expected_end() const { return start + run_walltime; }
+  // The same for planning at `now`: a suspended run's end moves on with the time it has been
+  // suspended (as if resumed now).
+  Time expected_end(Time now) const {
+    return expected_end() + (spec.suspended && now > spec.suspended_at ? now - spec.suspended_at : 0);
+  }
 };
 
 // GPU-seconds the job has attained by `now` (its runs so far and the current one).

@@ -190,6 +190,37 @@ Status Scheduler::Requeue(JobId id, Time now, std::string reason) {
   return {};
 }
 
+Status Scheduler::Suspend(JobId id, Time now) {
+  SchedulerState& s = *s_;
+  auto j = FindJob(s, id, "suspend");
+  PHX_RETURN_IF_ERROR(j);
+  JobRecord& job = **j;
+  if (job.state != JobState::kRunning)
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
+                "suspend: only running jobs can be suspended (it is " + std::string(JobStateName(job.state)) + ")");
+  if (job.spec.suspended) return Fail(ErrorCode::kFailedPrecondition, JobWhere(id), "suspend: already suspended");
+  PHX_RETURN_IF_ERROR(Advance(s, now));
+  job.spec.suspended = true;
+  job.spec.suspended_at = now;
+  return {};
+}
+
+Status Scheduler::Resume(JobId id, Time now) {
+  SchedulerState& s = *s_;
+  auto j = FindJob(s, id, "resume");
+  PHX_RETURN_IF_ERROR(j);
+  JobRecord& job = **j;
+  if (!job.spec.suspended || job.state != JobState::kRunning)
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
+                "resume: only suspended jobs can be resumed (it is " + std::string(JobStateName(job.state)) + ")");
+  PHX_RETURN_IF_ERROR(Advance(s, now));
+  job.run_walltime += std::max<Duration>(0, now - job.spec.suspended_at);
+  job.spec.suspended = false;
+  job.spec.suspended_at = 0;
+  s.NoteTimers(job);
+  return {};
+}
+
 Status Scheduler::Hold(JobId id, Time now) {
   SchedulerState& s = *s_;
   auto j = FindJob(s, id, "hold");

@@ -74,6 +74,13 @@ class Scheduler {
   // and the next pass returns Preempt{requeue} with `reason` for the glue to stop it; it
   // resumes from its last checkpoint. Fails: kNotFound, kFailedPrecondition (not active).
   Status Requeue(JobId job, Time now, std::string reason);
+  // scontrol suspend / resume: a running job is stopped (the glue sends SIGSTOP to its parts)
+  // and keeps its GPUs; no timer of it fires while suspended (walltime, periodic checkpoint);
+  // Resume extends its run's walltime by the time it was suspended (Slurm extends the end time
+  // likewise). A suspended job is not chosen as a preemption victim. Fails: kNotFound,
+  // kFailedPrecondition (Suspend: not running, or already suspended; Resume: not suspended).
+  Status Suspend(JobId job, Time now);
+  Status Resume(JobId job, Time now);
   // Changes a pending or active job's walltime, priority class or name (unset fields stay).
   // A running job's current run ends `walltime` after its start minus the work it resumed from;
   // lowering it below the time already run ends the job at the next pass (walltime kill). Fails
@@ -153,8 +160,9 @@ class Scheduler {
   // class; a bad shape or elastic sizes; `now` going back; an unknown state; a pending or
   // final job with GPUs, a running or checkpointing job without; a GPU that is unknown, listed
   // twice, already owned or on a down node; shrink_to GPUs the job does not hold; a claim GPU
-  // that is unknown; after_checkpoint set on a job that is not checkpointing. Errors name the
-  // job, the field and the value (the GPU by index and node).
+  // that is unknown; after_checkpoint set on a job that is not checkpointing; a suspended job
+  // that is not running. Errors name the job, the field and the value (the GPU by index and
+  // node).
   Status Restore(JobRecord record, Time now);
   // Ends a restore. Links to jobs that were never restored are dropped, as if those jobs had
   // gone away: a dependency on an unknown job is lifted (the job may then start); a victim

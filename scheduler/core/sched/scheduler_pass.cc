@@ -30,22 +30,6 @@ namespace {
 
 // Sorts the pass's queue keys into queue order and sets the queue (ids) and the pass's records
 // in that order.
-// Why every open partition of `job` is at its user's GPU limit (max_gpus_per_user) for `n`
-// GPUs; empty when one of them is not.
-std::string PartitionUserLimit(const SchedulerState& s, const JobRecord& job, uint32_t n) {
-  std::string why;
-  for (uint32_t i : job.partition_ids) {
-    const Partition& p = s.partitions.at(i);
-    if (p.state != PartitionState::kUp && p.state != PartitionState::kDrain) continue;
-    if (s.UnderUserLimit(job, i, n)) return {};
-    if (why.empty()) {
-      why = "partition " + p.name + ": MaxGPUsPerUser " + std::to_string(p.max_gpus_per_user) + ", " + job.spec.user +
-            " holds " + std::to_string(s.UserGpusIn(job.spec.user, i, job.spec.id));
-    }
-  }
-  return why;
-}
-
 void OrderQueue(SchedulerState& s, PassState& pass) {
   std::vector<QueueKey>& keys = pass.buffers.keys;
   // Sorts keys, not ids: comparing ids looked both jobs up in the job map (every job ever known),
@@ -126,7 +110,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
                                                 std::to_string(allowed) + " GPUs, it needs " + std::to_string(n));
     }
   }
-  if (std::string why = PartitionUserLimit(s, job, n); !why.empty()) return wait(WaitKind::kUserLimit, why);
+  if (std::string why = s.UserLimitHit(job, n); !why.empty()) return wait(WaitKind::kUserLimit, why);
   if (auto hit = s.limits.CheckStart(job.spec.user, job.spec.account, n)) {
     return wait(hit->scope == LimitScope::kAccount ? WaitKind::kAccountLimit : WaitKind::kUserLimit,
                 std::move(hit->reason));
@@ -184,9 +168,9 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   size_t made = 0;
   // The blocks jobs wait for under placement pressure are beyond the policy's depth.
   for (const Reservation& r : s.reservations) made += !r.for_preemption && !r.for_patience;
-  const Topology& topo = *s.topo;
-  const uint32_t free = filtered ? FreeAllowedGpus(topo, job.forbidden_nodes)
-                                 : topo.free_gpus(topo.root()) + pass.start_blocks.blocked_gpus();
+  // Resources when not enough GPUs are free where it may run (its partitions' nodes, as Slurm
+  // counts them), TopologyBlock when they are but no block of its shape is.
+  const uint32_t free = s.FreeGpusFor(job, pass.start_blocks);
   WaitKind kind = free < n ? WaitKind::kResources : WaitKind::kTopologyBlock;
   std::string detail;
   if (kind == WaitKind::kTopologyBlock) {

@@ -155,6 +155,8 @@ TEST(SchedulerPartitions, FullPartitionWaitsAlthoughOtherNodesAreFree) {
   EXPECT_EQ(s->job(1)->state, JobState::kRunning);
   EXPECT_EQ(s->job(2)->state, JobState::kRunning);
   ASSERT_EQ(s->job(3)->state, JobState::kPending);
+  // 24 GPUs are free elsewhere, none in "small": Resources (Slurm's reason), not TopologyBlock.
+  EXPECT_EQ(s->job(3)->wait.kind, WaitKind::kResources) << WaitKindName(s->job(3)->wait.kind);
   // 24 GPUs are free elsewhere; inside "small" it waits for the first end, and reserves there.
   EXPECT_EQ(s->job(3)->wait.predicted_start, 1000);
   ASSERT_EQ(s->reservations().size(), 1u);
@@ -164,6 +166,37 @@ TEST(SchedulerPartitions, FullPartitionWaitsAlthoughOtherNodesAreFree) {
   s->Schedule(1000);
   EXPECT_EQ(s->job(3)->state, JobState::kRunning);
   EXPECT_EQ(NodesOf(*s, 3), std::set<std::string>{"leaf1-n1"});
+}
+
+// The partition's free GPUs decide Resources against TopologyBlock: when it is full, Resources,
+// although other partitions' nodes are free; with enough free GPUs in it but no block of the
+// required shape, TopologyBlock.
+TEST(SchedulerPartitions, WaitReasonCountsThePartitionsFreeGpus) {
+  auto full = Make();
+  ASSERT_TRUE(full->Submit(Job(1, 12, {"big"}, 1000), 0));  // big: 16 GPUs, 4 left
+  full->Schedule(0);
+  ASSERT_EQ(full->job(1)->state, JobState::kRunning);
+  ASSERT_TRUE(full->Submit(Job(2, 8, {"big"}, 1000), 1));  // 8 > 4 free in big (16 free outside)
+  full->Schedule(1);
+  ASSERT_EQ(full->job(2)->state, JobState::kPending);
+  EXPECT_EQ(full->job(2)->wait.kind, WaitKind::kResources) << full->job(2)->wait.ToString();
+
+  auto shape = Make();
+  JobSpec whole = Job(1, 8, {"big"}, 1000);  // one whole node of big, and 4 GPUs of the other
+  whole.shape.nodes = 1;
+  whole.shape.gpus_per_node = 8;
+  ASSERT_TRUE(shape->Submit(whole, 0));
+  ASSERT_TRUE(shape->Submit(Job(2, 4, {"big"}, 1000), 0));
+  shape->Schedule(0);
+  ASSERT_EQ(shape->job(2)->state, JobState::kRunning);
+  ASSERT_NE(NodesOf(*shape, 1), NodesOf(*shape, 2));  // big's 4 free GPUs are on one node
+  JobSpec two_nodes = Job(3, 4, {"big"}, 1000);
+  two_nodes.shape.nodes = 2;
+  two_nodes.shape.gpus_per_node = 2;
+  ASSERT_TRUE(shape->Submit(two_nodes, 1));
+  shape->Schedule(1);
+  ASSERT_EQ(shape->job(3)->state, JobState::kPending);
+  EXPECT_EQ(shape->job(3)->wait.kind, WaitKind::kTopologyBlock) << shape->job(3)->wait.ToString();
 }
 
 TEST(SchedulerPartitions, SeveralPartitionsTakeTheFirstWhereItCanStart) {
