@@ -347,12 +347,11 @@ void Controller::Suspend(const Caller& who, JobId id, bool resume, Reply<void> d
                                       ErrorCode::kPermissionDenied}));
   if (auto found = FindJob(id); !found) return done(std::unexpected(found.error()));
   if (!executor_->CanSuspend())
-    return done(std::unexpected(Precondition(std::string(what) +
-                                             " job: not supported with this executor (in Slurm mode use scontrol " +
-                                             what + ")")));
+    return done(std::unexpected(Precondition(
+        std::string(what) + " job: not supported with this executor (in Slurm mode use scontrol " + what + ")")));
   JobEvent(
-      id, what,
-      [this, id, resume] { return resume ? core_->Resume(id, Now()) : core_->Suspend(id, Now()); }, std::move(done),
+      id, what, [this, id, resume] { return resume ? core_->Resume(id, Now()) : core_->Suspend(id, Now()); },
+      std::move(done),
       [this, id, resume, by = who.user] {
     PHX_LOG(kInfo) << (resume ? "resume" : "suspend") << " job=" << id << " by " << by;
     executor_->SuspendJob(id, resume);
