@@ -121,7 +121,7 @@ TEST(DaemonRestart, JobsComeBackAndAgentsReconcile) {
 
 // A suspended job (phalanx job suspend) is SUSPENDED again after a restart (the store keeps
 // it), its walltime clock still stopped; its agent, registering again, is told to suspend it
-// again; resumed, its run is extended by the time it was suspended.
+// again; resumed, its run is extended by the time it was suspended. A topped job keeps its place.
 TEST(DaemonRestart, SuspendedJobStaysSuspendedAndItsAgentIsToldAgain) {
   Harness h;
   h.Start();
@@ -152,6 +152,24 @@ TEST(DaemonRestart, SuspendedJobStaysSuspendedAndItsAgentIsToldAgain) {
   ASSERT_TRUE(suspend(false).ok());
   EXPECT_EQ(h.State(id), v1::JOB_STATE_SUSPENDED);
   EXPECT_TRUE(told(agent, false));
+  // Two pending jobs (the whole cluster each), the second topped (phalanx job top): also stored.
+  const uint64_t p1 = h.SubmitOk(Harness::Spec(32));
+  const uint64_t p2 = h.SubmitOk(Harness::Spec(32));
+  const auto position = [&](uint64_t job) {
+    grpc::ClientContext ctx;
+    v1::ExplainPendingRequest req;
+    req.set_job_id(job);
+    v1::ExplainPendingResponse resp;
+    return h.cluster->ExplainPending(&ctx, req, &resp).ok() ? resp.queue_position() : 0u;
+  };
+  {
+    grpc::ClientContext ctx;
+    v1::JobRef ref;
+    ref.set_job_id(p2);
+    v1::Job out;
+    ASSERT_TRUE(h.jobs->Top(&ctx, ref, &out).ok());
+  }
+  ASSERT_TRUE(WaitFor([&] { return position(p2) == 1; })) << position(p2);
 
   h.Stop();
   agent.Disconnect();
@@ -160,6 +178,7 @@ TEST(DaemonRestart, SuspendedJobStaysSuspendedAndItsAgentIsToldAgain) {
   const v1::Job back = h.Get(id);
   EXPECT_EQ(back.state(), v1::JOB_STATE_SUSPENDED);
   EXPECT_EQ(back.suspend_time(), kT0);
+  EXPECT_TRUE(WaitFor([&] { return position(p2) == 1 && position(p1) == 2; })) << "topped before the restart";
   FakeAgent again(h.AgentTarget(), "node0");
   v1::RunningPart part;
   part.set_job_id(id);
