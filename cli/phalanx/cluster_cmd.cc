@@ -98,7 +98,9 @@ std::string ShowPartition(const v1::Partition& p) {
   out += "   DefaultTime=" + FormatSlurmDuration(p.default_walltime_s()) + " MaxTime=" +
          (p.max_walltime_unlimited() ? std::string("UNLIMITED") : FormatSlurmDuration(p.max_walltime_s())) +
          " MaxGPUsPerJob=" +
-         (p.max_gpus_per_job() == 0 ? std::string("UNLIMITED") : std::to_string(p.max_gpus_per_job())) + "\n";
+         (p.max_gpus_per_job() == 0 ? std::string("UNLIMITED") : std::to_string(p.max_gpus_per_job())) +
+         " MaxGPUsPerUser=" +
+         (p.max_gpus_per_user() == 0 ? std::string("UNLIMITED") : std::to_string(p.max_gpus_per_user())) + "\n";
   out += "   Nodes=" + Printable(p.nodelist()) + " TotalNodes=" + std::to_string(p.nodes_size()) +
          " TotalGPUs=" + std::to_string(p.gpus()) + " FreeGPUs=" + std::to_string(p.gpus_free()) + "\n";
   return out;

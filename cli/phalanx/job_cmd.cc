@@ -3,7 +3,6 @@
 // connection, socket discovery, error lines, durations and JSON are the users' client library's
 // (cli/user: phalanx_client); this file is built only when that library is (PHALANX_HAVE_CLIENT).
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -42,6 +41,7 @@ constexpr const char* kUsage =
     "       phalanx job update ID [--time DURATION] [--priority CLASS] [--name NAME]\n"
     "       phalanx job show ID|slurm:SLURMID...\n"
     "       phalanx job requeue ID...\n"
+    "       phalanx job top ID...\n"
     "       phalanx job suspend|resume ID...\n"
     "\n"
     "Hold pending jobs (they wait until released), release them, change a job's walltime,\n"
@@ -52,9 +52,11 @@ constexpr const char* kUsage =
     "job; users may only lower a walltime. Every job is tried; the exit status is 1 when any\n"
     "failed, 2 for a usage error.\n"
     "requeue (admins only): a running job is stopped and queued again, to resume from its last\n"
-    "checkpoint. suspend/resume: SIGSTOP/SIGCONT to a running job's processes (the owner may too);\n"
-    "the job keeps its GPUs and its walltime keeps running, unlike Slurm's suspend. top: not\n"
-    "supported (multifactor priority orders the queue; raise the class with update --priority).\n"
+    "checkpoint. suspend/resume (admins only, as scontrol's): the running job's processes get\n"
+    "SIGSTOP/SIGCONT; it shows SUSPENDED (S), keeps its GPUs, and its walltime is extended by the\n"
+    "time it was suspended. top (scontrol top): the pending job goes first among its owner's\n"
+    "pending jobs; other users' jobs keep their places. The owner may top their own jobs, admins\n"
+    "anyone's.\n"
     "\n"
     "options:\n";
 
@@ -154,16 +156,11 @@ int RunJob(std::span<const std::string> args) {
     std::fputs(OptionsHelp(kSpecs).c_str(), stdout);
     return kExitOk;
   }
-  if (action == "top") {
-    PrintError(kProgram,
-               "job top: not supported: the queue is ordered by multifactor priority, not by position; raise "
-               "the job's class instead (phalanx job update ID --priority high)");
-    return kExitUsage;
-  }
   if (action != "hold" && action != "release" && action != "update" && action != "show" && action != "requeue" &&
-      action != "suspend" && action != "resume") {
-    PrintError(kProgram, "job: unknown action '" + action +
-                             "' (hold, release, update, show, requeue, suspend or resume; see phalanx job --help)");
+      action != "top" && action != "suspend" && action != "resume") {
+    PrintError(kProgram,
+               "job: unknown action '" + action +
+                   "' (hold, release, update, show, requeue, top, suspend or resume; see phalanx job --help)");
     return kExitUsage;
   }
   std::vector<uint64_t> ids;
@@ -238,13 +235,13 @@ int RunJob(std::span<const std::string> args) {
       out.status = conn.jobs().Update(&context, update, &out.job);
     } else if (action == "requeue") {
       out.status = conn.jobs().Requeue(&context, ref, &out.job);
+    } else if (action == "top") {
+      out.status = conn.jobs().Top(&context, ref, &out.job);
     } else if (action == "suspend" || action == "resume") {
-      // SIGSTOP / SIGCONT to the job's processes through the agents (the Cancel RPC's signal).
-      v1::CancelRequest signal;
-      signal.set_job_id(id);
-      signal.set_signal(action == "suspend" ? SIGSTOP : SIGCONT);
-      v1::CancelResponse answer;
-      out.status = conn.jobs().Cancel(&context, signal, &answer);
+      v1::SuspendRequest suspend;
+      suspend.set_job_id(id);
+      suspend.set_resume(action == "resume");
+      out.status = conn.jobs().Suspend(&context, suspend, &out.job);
     } else if (slurm_ids.contains(k)) {
       v1::SlurmJobRequest get;
       get.set_job_id(static_cast<uint32_t>(id));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "client.h"
+#include "job_table.h"
 #include "submit_options.h"
 #include "util/file_read.h"
 
@@ -119,6 +120,38 @@ int WaitForEnd(Connection& conn, uint64_t id) {
   }
 }
 
+// sbatch --test-only: sbatch's line on stderr, "gsub: Job N to start at T using G GPUs on nodes
+// NODES in partition P" ("G GPUs" where sbatch counts "processors": GPUs are what Phalanx
+// allocates), so that what parses sbatch's line parses this one; why not now is in --json
+// (wait_reason). A job that never would: why, exit 1. Nothing is submitted.
+int TestOnly(Connection& conn, v1::JobSpec spec, bool json) {
+  v1::TestOnlyRequest request;
+  *request.mutable_spec() = std::move(spec);
+  v1::TestOnlyResponse response;
+  grpc::ClientContext context;
+  conn.Prepare(context);
+  const grpc::Status status = conn.jobs().TestOnly(&context, request, &response);
+  if (!status.ok()) {
+    PrintError(kProgram, conn.Describe(status));
+    return kExitServer;
+  }
+  if (json) {
+    std::printf("%s\n", ToJson(response).c_str());
+    return response.start_time() == 0 ? kExitServer : kExitOk;
+  }
+  const std::string job = "Job " + std::to_string(response.job_id());
+  if (response.start_time() == 0) {
+    PrintError(kProgram, job + " would never start: " +
+                             (response.wait_reason().empty() ? "" : response.wait_reason() + ": ") + response.reason());
+    return kExitServer;
+  }
+  std::string line = job + " to start at " + FormatTime(response.start_time()) + " using " +
+                     std::to_string(response.gpus()) + " GPUs on nodes " + response.nodelist();
+  if (!response.partition().empty()) line += " in partition " + response.partition();
+  std::fprintf(stderr, "%s: %s\n", kProgram, line.c_str());
+  return kExitOk;
+}
+
 int Run(const std::vector<std::string>& args) {
   auto command_line = ParseSubmitArgs(args);
   if (!command_line) {
@@ -143,6 +176,7 @@ int Run(const std::vector<std::string>& args) {
   auto connection = Connect(kProgram, plan->server, plan->socket);
   if (!connection) return kExitUsage;
   Connection& conn = *connection;
+  if (plan->test_only) return TestOnly(conn, std::move(plan->spec), plan->json);
   v1::SubmitRequest request;
   *request.mutable_spec() = std::move(plan->spec);
   v1::SubmitResponse response;

@@ -62,6 +62,9 @@ int64_t Limit(const v1::Job& job) { return job.walltime_s() > 0 ? job.walltime_s
 
 int64_t Elapsed(const v1::Job& job, int64_t now) {
   if (job.start_time() <= 0) return 0;
+  // Suspended: the clock stopped when it was (squeue's TIME does not count suspended time).
+  if (job.state() == v1::JOB_STATE_SUSPENDED && job.suspend_time() >= job.start_time())
+    return job.suspend_time() - job.start_time();
   if (Active(job.state())) return now - job.start_time();
   if (IsFinished(job.state()) && job.end_time() >= job.start_time()) return job.end_time() - job.start_time();
   return 0;
@@ -264,6 +267,7 @@ std::string_view StateName(v1::JobState state) {
     case v1::JOB_STATE_FAILED: return "FAILED";
     case v1::JOB_STATE_CANCELLED: return "CANCELLED";
     case v1::JOB_STATE_KILLED: return "KILLED";
+    case v1::JOB_STATE_SUSPENDED: return "SUSPENDED";
     default: return "UNKNOWN";
   }
 }
@@ -277,6 +281,7 @@ std::string_view StateShort(v1::JobState state) {
     case v1::JOB_STATE_FAILED: return "F";
     case v1::JOB_STATE_CANCELLED: return "CA";
     case v1::JOB_STATE_KILLED: return "KI";
+    case v1::JOB_STATE_SUSPENDED: return "S";  // squeue's
     default: return "?";
   }
 }
@@ -289,13 +294,13 @@ bool IsFinished(v1::JobState state) {
 Result<v1::JobState> ParseState(std::string_view text) {
   std::string upper;
   for (char c : text) upper += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
-  for (int s = v1::JOB_STATE_PENDING; s <= v1::JOB_STATE_KILLED; ++s) {
+  for (int s = v1::JOB_STATE_PENDING; s <= v1::JOB_STATE_SUSPENDED; ++s) {
     const auto state = static_cast<v1::JobState>(s);
     if (upper == StateName(state) || upper == StateShort(state)) return state;
   }
   return Fail("", "'" + std::string(text) +
                       "' is not a job state (PENDING/PD, RUNNING/R, CHECKPOINTING/CK, COMPLETED/CD, FAILED/F, "
-                      "CANCELLED/CA, KILLED/KI)");
+                      "CANCELLED/CA, KILLED/KI, SUSPENDED/S)");
 }
 
 std::string ReasonText(std::string_view reason, std::string_view detail, bool held) {

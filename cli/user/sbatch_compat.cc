@@ -23,9 +23,6 @@ constexpr Unsupported kSbatchUnsupported[] = {
     {"bbf", 0, true, true, "no burst buffers: the data would not be staged"},
     {"nodefile", 'F', true, true, "give the nodes with -w/--nodelist"},
     {"het-job", 0, true, true, "heterogeneous jobs are not supported"},
-    {"test-only", 0, false, true,
-     "not supported yet (it needs the daemon's what-if query): ignoring it would submit the job; ginfo --why ID "
-     "explains a pending job"},
     // Ignored with a warning: the job runs as it would, less a hint or an accounting detail.
     {"time-min", 0, true, false, "jobs are not shortened to fit"},
     {"nice", 0, true, false, "the priority class decides the order"},

@@ -70,6 +70,7 @@ constexpr OptionSpec kSpecs[] = {
     {"requeue", 0, "", "requeue the job after a node failure (the default)"},
     {"no-requeue", 0, "", "fail the job on a node failure instead of requeueing it", "requeue", "false"},
     {"wait", 'W', "", "wait for the job to end; exit with its exit code"},
+    {"test-only", 0, "", "submit nothing: print when and where the job would start if submitted now"},
     {"comment", 0, "TEXT", "a comment, recorded with the job"},
     {"open-mode", 0, "append|truncate", "output files: appended to (default) or emptied at the start"},
     {"mail-type", 0, "TYPE[,TYPE]", "recorded (phalanxd sends no mail): NONE, BEGIN, END, FAIL, ALL, ..."},
@@ -595,6 +596,7 @@ Result<SubmitPlan> PlanSubmit(const ParsedOptions& command_line, const SubmitCon
   }
   plan.warnings = std::move(warnings);
   plan.wait = options.Has("wait");
+  plan.test_only = options.Has("test-only");
   plan.parsable = options.Has("parsable");
   plan.json = options.Has("json");
   plan.socket = options.Get("socket");

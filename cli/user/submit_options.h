@@ -52,9 +52,10 @@ struct SubmitPlan {
   std::vector<std::string> warnings;  // "job.sh:3: #SBATCH --licenses=x: ignored: ..." for stderr
   bool parsable = false;
   bool json = false;
-  bool wait = false;   // -W/--wait
-  std::string socket;  // --socket (may come from a directive); empty: the default
-  std::string server;  // --server (may come from a directive); empty: $PHALANX_SERVER, the file, the socket
+  bool wait = false;       // -W/--wait
+  bool test_only = false;  // --test-only: ask phalanxd when it would start, submit nothing
+  std::string socket;      // --socket (may come from a directive); empty: the default
+  std::string server;      // --server (may come from a directive); empty: $PHALANX_SERVER, the file, the socket
 };
 
 // gsub's option table (also used for the help text).

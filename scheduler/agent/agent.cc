@@ -169,6 +169,13 @@ void Agent::OnCommand(const v1::DaemonCommand& command) {
       }
       break;
     }
+    case v1::DaemonCommand::kSuspend: {
+      const v1::SuspendCommand& s = command.suspend();
+      if (auto st = supervisor_->Suspend(s.job_id(), s.launch_id(), s.resume()); !st) {
+        Log(LogLevel::kWarn, std::string(s.resume() ? "resume" : "suspend") + ": " + st.error().ToString());
+      }
+      break;
+    }
     case v1::DaemonCommand::kKill: {
       const v1::KillCommand& k = command.kill();
       const size_t n = supervisor_->Stop(k.job_id(), k.launch_id(),

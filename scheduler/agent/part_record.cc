@@ -26,6 +26,7 @@ std::string FormatPartRecord(const PartRecord& r) {
   line("checkpoint_file", r.checkpoint_file);
   line("stop_reason", r.stop_reason);
   line("checkpoint_seen", r.checkpoint_seen);
+  if (r.suspended_at_ms != 0) line("suspended_at_ms", std::to_string(r.suspended_at_ms));
   std::string gpus;
   for (uint32_t g : r.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
   line("gpus", gpus);
@@ -67,6 +68,7 @@ Result<PartRecord> ParsePartRecord(std::string_view text, std::string_view where
   num("walltime_ms", &r.walltime_ms, false);
   num("checkpoint_signal", &r.checkpoint_signal, false);
   num("uid", &r.uid, false);
+  num("suspended_at_ms", &r.suspended_at_ms, false);
   str("boot_id", &r.boot_id);
   str("checkpoint_file", &r.checkpoint_file);
   str("stop_reason", &r.stop_reason);

@@ -34,6 +34,8 @@ struct PartRecord {
   std::string checkpoint_file;
   std::string stop_reason;      // set when the agent began stopping it ("walltime", "killed")
   std::string checkpoint_seen;  // signature of the last reported checkpoint file state
+  int64_t suspended_at_ms = 0;  // Unix ms it was suspended (SIGSTOP) at; 0: not suspended. Its
+                                // walltime clock is stopped meanwhile (Resume extends walltime_ms)
   std::vector<uint32_t> gpus;   // the part's local GPU indices ("gpus 0,3"; a record written
                                 // before this key existed holds none: it blocks no launch)
 };

@@ -214,7 +214,7 @@ void PartSupervisor::Watch(const std::shared_ptr<Part>& part) {
 }
 
 void PartSupervisor::ArmWalltime(const std::shared_ptr<Part>& part) {
-  if (part->rec.walltime_ms <= 0) return;
+  if (part->rec.walltime_ms <= 0 || part->rec.suspended_at_ms != 0) return;  // suspended: no clock
   const int64_t left = part->rec.start_time_ms + part->rec.walltime_ms - NowMs();
   part->walltime.expires_after(milliseconds(std::max<int64_t>(left, 0)));
   part->walltime.async_wait(Guard(part, [this](const std::shared_ptr<Part>& p) {
@@ -249,6 +249,32 @@ Status PartSupervisor::Signal(JobId job, LaunchId launch, int sig, bool checkpoi
     if (waiting) return Fail(what, "its part here has not started yet (it waits for its GPUs)");
     return Fail(what, "no running part on this node");
   }
+  return {};
+}
+
+Status PartSupervisor::Suspend(JobId job, LaunchId launch, bool resume) {
+  size_t hit = 0;
+  for (auto& [id, part] : parts_) {
+    if (part->ended || part->waiting || part->rec.job_id != job || (launch != 0 && id != launch)) continue;
+    if (!part->rec.stop_reason.empty()) continue;  // being stopped: it must run to see the SIGTERM
+    PartRecord& r = part->rec;
+    if (auto st = SignalGroup(r.pid, resume ? SIGCONT : SIGSTOP); !st) return st;
+    ++hit;
+    if (resume && r.suspended_at_ms != 0) {
+      if (r.walltime_ms > 0) r.walltime_ms += std::max<int64_t>(0, NowMs() - r.suspended_at_ms);
+      r.suspended_at_ms = 0;
+      Save(*part);
+      ArmWalltime(part);
+    } else if (!resume && r.suspended_at_ms == 0) {
+      r.suspended_at_ms = NowMs();
+      part->walltime.cancel();
+      Save(*part);
+    }
+    Log(LogLevel::kInfo, std::string(resume ? "resumed " : "suspended ") + Describe(r));
+  }
+  if (hit == 0)
+    return Fail("job " + std::to_string(job) + (launch != 0 ? " launch " + std::to_string(launch) : ""),
+                "no running part on this node");
   return {};
 }
 
@@ -371,7 +397,8 @@ std::vector<PartInfo> PartSupervisor::Running(bool include_unreported) const {
   std::vector<PartInfo> out;
   for (const auto& [id, part] : parts_) {
     if (!part->ended || include_unreported)
-      out.push_back(PartInfo{part->rec.job_id, part->rec.launch_id, part->waiting ? 0 : part->rec.pid});
+      out.push_back(PartInfo{part->rec.job_id, part->rec.launch_id, part->waiting ? 0 : part->rec.pid,
+                             part->rec.suspended_at_ms != 0});
   }
   return out;
 }

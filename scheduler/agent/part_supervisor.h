@@ -66,6 +66,7 @@ struct PartInfo {
   JobId job_id = kNoJob;
   LaunchId launch_id = 0;
   pid_t pid = 0;  // 0: waits for its GPUs (see above)
+  bool suspended = false;
 };
 
 struct SupervisorOptions {
@@ -100,6 +101,14 @@ class PartSupervisor {
   // all of them: a part being stopped belongs to an earlier launch when a newer one is here).
   // With checkpoint, sig 0 means the part's checkpoint signal. Fails when no such part runs.
   Status Signal(JobId job, LaunchId launch, int sig, bool checkpoint);
+
+  // scontrol suspend / resume: SIGSTOP (resume: SIGCONT) to the process group of each running
+  // part of the job that is not being stopped (of launch `launch`; 0: every launch), recorded in
+  // its state file. A suspended part's walltime clock is stopped: resuming extends its walltime
+  // by the time it was suspended (also across an agent restart). Suspending a suspended part,
+  // or resuming a running one, sends the signal again and changes nothing else. Fails when no
+  // such part runs.
+  Status Suspend(JobId job, LaunchId launch, bool resume);
 
   // SIGTERM (and SIGCONT) now, SIGKILL after `grace` (at once when 0), to each running part of
   // the job of launch `launch` (0: of every launch); waiting ones are dropped. A second Stop can

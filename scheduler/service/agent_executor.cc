@@ -76,6 +76,15 @@ void AgentExecutor::SignalJob(JobId job, int32_t signal, std::optional<Time> che
   }
 }
 
+void AgentExecutor::SuspendJob(JobId job, bool resume) {
+  RunningParts::Launch* l = parts_.Find(job);
+  if (l == nullptr) return;
+  for (const RunningParts::Part& p : l->parts) {
+    if (p.state == RunningParts::PartState::kExited) continue;
+    sessions_.Send(p.node, MakeSuspendCommand(job, l->launch_id, resume));
+  }
+}
+
 void AgentExecutor::LaunchParts(JobId job, const std::vector<GpuId>& gpus, uint64_t launch_id) {
   const JobRecord* rec = host_->core().job(job);
   if (!Active(rec)) {
@@ -155,6 +164,13 @@ std::vector<JobId> AgentExecutor::Reconcile(const std::string& node, const std::
   }
   // What the daemon launched there (and the agent got) but the agent no longer has: lost.
   for (JobId id : r.lost) PartGone(id, node, -1, "lost: the agent on " + node + " registered without it");
+  // A suspended job's parts stay stopped whatever the agent went through (it may have lost its
+  // state dir): the suspend again, queued behind the welcome (idempotent on the agent).
+  for (const PartRef& p : running) {
+    const JobRecord* rec = host_->core().job(p.job);
+    if (Active(rec) && rec->spec.suspended && parts_.Owns(node, p))
+      sessions_.Send(node, MakeSuspendCommand(p.job, p.launch_id, false));
+  }
   return r.unknown;
 }
 

@@ -51,6 +51,8 @@ class AgentExecutor final : public Executor, private AgentSessions::Events {
   void RestartJob(JobId job, const std::vector<GpuId>& gpus, uint64_t launch_id) override;
   void StopJob(JobId job, const std::string& reason) override { StopParts(job, reason, true); }
   void SignalJob(JobId job, int32_t signal, std::optional<Time> checkpoint_deadline) override;
+  bool CanSuspend() const override { return true; }
+  void SuspendJob(JobId job, bool resume) override;
   NodeReport node(const std::string& name) const override;
   size_t connected_nodes() const override { return sessions_.connected_count(); }
 

@@ -183,7 +183,7 @@ grpc::Status ListJobs(Controller& c, const Caller& who, const v1::ListJobsReques
   for (const auto& [id, job] : c.core().jobs()) {
     if (req.limit() > 0 && static_cast<uint32_t>(out->jobs_size()) >= req.limit()) break;
     if (!states.empty()) {
-      if (!states.contains(ToProto(job.state))) continue;
+      if (!states.contains(ApiState(job))) continue;
     } else if (IsFinal(job.state) && !req.include_finished()) {
       continue;
     }
@@ -232,6 +232,7 @@ grpc::Status ListPartitions(const Controller& c, v1::PartitionListResponse* out)
     o->set_max_walltime_s(p.max_walltime);
     o->set_max_walltime_unlimited(p.max_walltime >= kUnlimitedWalltime);
     o->set_max_gpus_per_job(p.max_gpus_per_job);
+    o->set_max_gpus_per_user(p.max_gpus_per_user);
     o->set_gpus(p.gpus);
     o->set_gpus_free(free);
     for (const PartitionOptions& opt : c.partition_options()) {

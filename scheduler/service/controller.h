@@ -146,6 +146,17 @@ class Controller final : public ExecutorHost {
   // the partition and its lists; a job naming no class gets its first partition's default_qos;
   // `walltime_max` (-t UNLIMITED) sets the walltime to its partitions' smallest MaxTime.
   Status Authorize(const Caller& who, JobSpec* spec, bool walltime_max = false) const;
+  // gsub --test-only (sbatch's): when `spec` would start if submitted now, behind every pending
+  // job (Scheduler::WhatIfStart), after Authorize and the core's spec checks; nothing is
+  // submitted, stored or changed. `job_id` is the id a submission now would get; `partition`
+  // the one it would run in. Fails: not serving, Authorize's, the core's ValidateSpec (without
+  // its "job N"), the what-if's checks.
+  struct TestOnlyAnswer {
+    JobId job_id = kNoJob;
+    Scheduler::WhatIfAnswer answer;
+    std::string partition;
+  };
+  CallResult<TestOnlyAnswer> TestOnly(const Caller& who, JobSpec spec, bool walltime_max);
   // `signal` 0: cancel the job; else send the signal to its processes (it must be running).
   // Answers the job's state, when there is a job. Fails: NOT_FOUND, PERMISSION_DENIED,
   // INVALID_ARGUMENT (signal out of 0..64), FAILED_PRECONDITION (already final; a signal to a
@@ -160,6 +171,13 @@ class Controller final : public ExecutorHost {
                    std::function<void(CallStatus, std::optional<JobState>)> done);
   // Fail: NOT_FOUND, PERMISSION_DENIED, the core's Hold / Release.
   void Hold(const Caller& who, JobId id, Reply<void> done);
+  // scontrol top (Scheduler::Top): the owner's job (admins: anyone's) goes first among the
+  // owner's pending jobs. Fails: NOT_FOUND, PERMISSION_DENIED, the core's Top.
+  void Top(const Caller& who, JobId id, Reply<void> done);
+  // scontrol suspend / resume (Scheduler::Suspend, Resume), admins only: once stored, the
+  // executor stops (SIGSTOP) or continues the job's parts. Fails: PERMISSION_DENIED, NOT_FOUND,
+  // FAILED_PRECONDITION (an executor without suspend, the core's).
+  void Suspend(const Caller& who, JobId id, bool resume, Reply<void> done);
   // An admin's requeue of a running job (Scheduler::Requeue). PERMISSION_DENIED for others,
   // NOT_FOUND, FAILED_PRECONDITION unless running.
   void Requeue(const Caller& who, JobId id, Reply<void> done);

@@ -106,6 +106,24 @@ Status Controller::Authorize(const Caller& who, JobSpec* spec, bool walltime_max
   return rules.CheckClass(r, cls, spec->account);
 }
 
+CallResult<Controller::TestOnlyAnswer> Controller::TestOnly(const Caller& who, JobSpec spec, bool walltime_max) {
+  if (auto s = Serving(); !s) return std::unexpected(s.error());
+  if (auto st = Authorize(who, &spec, walltime_max); !st) return std::unexpected(CallError(st.error()));
+  TestOnlyAnswer out;
+  out.job_id = next_job_id_;
+  spec.id = next_job_id_;
+  spec.submit = Now();
+  if (auto st = core_->ValidateSpec(spec); !st) return std::unexpected(Refused(st.error()));
+  auto answer = core_->WhatIfStart(spec, spec.submit);
+  if (!answer) return std::unexpected(Refused(answer.error()));
+  out.answer = std::move(*answer);
+  const PartitionTable& table = core_->partitions();
+  if (auto ids = table.Resolve(spec.partitions); ids && !ids->empty()) {
+    out.partition = table.at(table.Holding(*ids, out.answer.gpus, core_->topology())).name;
+  }
+  return out;
+}
+
 void Controller::Submit(JobSpec spec, LaunchInfo launch, Reply<JobId> done) {
   if (auto s = Serving(); !s) return done(std::unexpected(s.error()));
   if (auto s = SpaceForUsers(options_.store_space); !s) return done(std::unexpected(s.error()));
@@ -304,6 +322,15 @@ void Controller::Hold(const Caller& who, JobId id, Reply<void> done) {
       id, "hold", [this, id] { return core_->Hold(id, Now()); }, std::move(done));
 }
 
+void Controller::Top(const Caller& who, JobId id, Reply<void> done) {
+  auto found = FindJob(id);
+  if (!found) return done(std::unexpected(found.error()));
+  if (auto st = CheckOwner(who, **found, "top"); !st) return done(std::unexpected(st.error()));
+  if (auto s = SpaceForUsers(options_.store_space); !s) return done(std::unexpected(s.error()));
+  JobEvent(
+      id, "top", [this, id] { return core_->Top(id, Now()); }, std::move(done));
+}
+
 void Controller::Requeue(const Caller& who, JobId id, Reply<void> done) {
   if (!who.admin)
     return done(std::unexpected(
@@ -311,6 +338,24 @@ void Controller::Requeue(const Caller& who, JobId id, Reply<void> done) {
   if (auto found = FindJob(id); !found) return done(std::unexpected(found.error()));
   JobEvent(
       id, "requeue", [this, id, who] { return core_->Requeue(id, Now(), "requeued by " + who.user); }, std::move(done));
+}
+
+void Controller::Suspend(const Caller& who, JobId id, bool resume, Reply<void> done) {
+  const char* what = resume ? "resume" : "suspend";
+  if (!who.admin)
+    return done(std::unexpected(Error{"", std::string(what) + " job: admins only (" + who.user + " is not one)",
+                                      ErrorCode::kPermissionDenied}));
+  if (auto found = FindJob(id); !found) return done(std::unexpected(found.error()));
+  if (!executor_->CanSuspend())
+    return done(std::unexpected(Precondition(
+        std::string(what) + " job: not supported with this executor (in Slurm mode use scontrol " + what + ")")));
+  JobEvent(
+      id, what, [this, id, resume] { return resume ? core_->Resume(id, Now()) : core_->Suspend(id, Now()); },
+      std::move(done),
+      [this, id, resume, by = who.user] {
+    PHX_LOG(kInfo) << (resume ? "resume" : "suspend") << " job=" << id << " by " << by;
+    executor_->SuspendJob(id, resume);
+      });
 }
 
 void Controller::Release(const Caller& who, JobId id, Reply<void> done) {

@@ -325,6 +325,8 @@ Status ParsePartitions(const YAML::Node& node, const std::string& file, DaemonCo
          [&](const YAML::Node& v, const std::string& key) { return Walltime(cv, v, key, true, &core.max_walltime); });
     s.On("max_gpus_per_job",
          [&](const YAML::Node& v, const std::string& key) { return cv.U32(v, key, &core.max_gpus_per_job); });
+    s.On("max_gpus_per_user",
+         [&](const YAML::Node& v, const std::string& key) { return cv.U32(v, key, &core.max_gpus_per_user); });
     s.On("default_qos",
          [&](const YAML::Node& v, const std::string& key) { return cv.Str(v, key, &opt.default_class); });
     s.On("allow_users", [&](const YAML::Node& v, const std::string& key) {

@@ -15,7 +15,11 @@
 //     has moved on: preempted, killed, cancelled).
 //  5. SignalJob: every part of the job's current launch gets `signal`; with a checkpoint
 //     deadline it is the checkpoint signal (a part reports the checkpoint it writes).
-//  6. What happens later reaches the host on the io thread, never from inside StartJob,
+//  6. SuspendJob (only where CanSuspend): every part of the job's current launch is stopped
+//     (SIGSTOP; `resume`: SIGCONT) and its local walltime clock paused (resumed, extended by the
+//     time suspended); the job keeps its GPUs. The executor repeats it to parts of a suspended
+//     job that it finds again (an agent registering).
+//  7. What happens later reaches the host on the io thread, never from inside StartJob,
 //     RestartJob, StopJob or SignalJob: a job whose parts have all ended, a checkpoint, a node
 //     whose availability changed.
 // Thread-safety: io thread only.
@@ -113,6 +117,9 @@ class Executor {
   virtual void RestartJob(JobId job, const std::vector<GpuId>& gpus, uint64_t launch_id) = 0;
   virtual void StopJob(JobId job, const std::string& reason) = 0;
   virtual void SignalJob(JobId job, int32_t signal, std::optional<Time> checkpoint_deadline) = 0;
+  // Whether SuspendJob works here (the Slurm executor: no; scontrol suspend is Slurm's own).
+  virtual bool CanSuspend() const { return false; }
+  virtual void SuspendJob(JobId /*job*/, bool /*resume*/) {}
 
   virtual NodeReport node(const std::string& name) const = 0;
   // Nodes with an open connection (for /metrics).

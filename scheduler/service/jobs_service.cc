@@ -13,6 +13,22 @@
 namespace phalanx::service {
 namespace {
 
+void FillTestOnly(const Controller::TestOnlyAnswer& t, const Topology& topo, v1::TestOnlyResponse* out) {
+  const Scheduler::WhatIfAnswer& a = t.answer;
+  out->set_job_id(t.job_id);
+  out->set_start_now(a.start != kForever && a.wait == WaitKind::kNone);
+  out->set_start_time(a.start == kForever ? 0 : a.start);
+  out->set_gpus(static_cast<uint32_t>(a.gpus.size()));
+  out->set_nodelist(NodelistOf(a.gpus, topo));
+  out->set_partition(t.partition);
+  if (a.wait != WaitKind::kNone) out->set_wait_reason(std::string(WaitKindName(a.wait)));
+  out->set_reason(a.reason);
+  out->set_promised(a.promised);
+}
+
+}  // namespace
+namespace {
+
 using WatchLink = OutStream<v1::JobEvent>;
 
 // A Watch's events as the API's JobEvents, as the watcher may see the jobs (api_views.h),
@@ -111,6 +127,19 @@ grpc::ServerUnaryReactor* JobsService::Submit(grpc::CallbackServerContext* ctx, 
   });
 }
 
+grpc::ServerUnaryReactor* JobsService::TestOnly(grpc::CallbackServerContext* ctx, const v1::TestOnlyRequest* req,
+                                                v1::TestOnlyResponse* resp) {
+  PHX_CALLER(ctx);
+  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
+    auto spec = CoreSpecFromProto(req->spec(), who);
+    if (!spec) return r->Finish(ToGrpcStatus(spec.error()));
+    auto answer = controller_->TestOnly(who, std::move(*spec), req->spec().walltime_max());
+    if (!answer) return r->Finish(ToGrpcStatus(answer.error()));
+    FillTestOnly(*answer, controller_->core().topology(), resp);
+    r->Finish(grpc::Status::OK);
+  });
+}
+
 grpc::ServerUnaryReactor* JobsService::Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req,
                                               v1::CancelResponse* resp) {
   PHX_CALLER(ctx);
@@ -165,6 +194,21 @@ grpc::ServerUnaryReactor* JobsService::Hold(grpc::CallbackServerContext* ctx, co
   PHX_CALLER(ctx);
   return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
     controller_->Hold(who, req->job_id(), AnswerJob(controller_, who, req->job_id(), r, resp));
+  });
+}
+
+grpc::ServerUnaryReactor* JobsService::Top(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) {
+  PHX_CALLER(ctx);
+  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
+    controller_->Top(who, req->job_id(), AnswerJob(controller_, who, req->job_id(), r, resp));
+  });
+}
+
+grpc::ServerUnaryReactor* JobsService::Suspend(grpc::CallbackServerContext* ctx, const v1::SuspendRequest* req,
+                                               v1::Job* resp) {
+  PHX_CALLER(ctx);
+  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
+    controller_->Suspend(who, req->job_id(), req->resume(), AnswerJob(controller_, who, req->job_id(), r, resp));
   });
 }
 

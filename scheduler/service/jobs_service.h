@@ -32,7 +32,12 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) override;
   grpc::ServerUnaryReactor* Update(grpc::CallbackServerContext* ctx, const v1::UpdateJobRequest* req,
                                    v1::Job* resp) override;
+  grpc::ServerUnaryReactor* Top(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) override;
+  grpc::ServerUnaryReactor* Suspend(grpc::CallbackServerContext* ctx, const v1::SuspendRequest* req,
+                                    v1::Job* resp) override;
   grpc::ServerUnaryReactor* Requeue(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) override;
+  grpc::ServerUnaryReactor* TestOnly(grpc::CallbackServerContext* ctx, const v1::TestOnlyRequest* req,
+                                     v1::TestOnlyResponse* resp) override;
   grpc::ServerUnaryReactor* ReportCheckpoint(grpc::CallbackServerContext* ctx, const v1::ReportCheckpointRequest* req,
                                              v1::Job* resp) override;
   grpc::ServerUnaryReactor* ListSlurmJobs(grpc::CallbackServerContext* ctx, const v1::SlurmJobListRequest* req,

@@ -143,6 +143,10 @@ v1::JobState ToProto(JobState state) {
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
+v1::JobState ApiState(const JobRecord& job) {
+  return job.state == JobState::kRunning && job.spec.suspended ? v1::JOB_STATE_SUSPENDED : ToProto(job.state);
+}
+
 v1::NodeState ToProto(NodeState state) {
   switch (state) {
     case NodeState::kUp: return v1::NODE_STATE_UP;
@@ -202,7 +206,8 @@ void FillJob(const JobRecord& job, const JobExtras& extras, const Topology& topo
   out->set_array_job_id(s.array_id);
   out->set_array_task_id(s.array_task);
   out->set_user(s.user);
-  out->set_state(ToProto(job.state));
+  out->set_state(ApiState(job));
+  if (s.suspended) out->set_suspend_time(s.suspended_at);
   out->set_held(s.held);
   if (job.state == JobState::kPending) {
     out->set_reason(std::string(WaitKindName(job.wait.kind)));
@@ -300,6 +305,15 @@ v1::DaemonCommand MakeHeartbeatAckCommand(int64_t time) {
 v1::DaemonCommand MakeWelcomeCommand(const AgentWelcome& welcome) {
   v1::DaemonCommand c;
   *c.mutable_welcome() = ToProto(welcome);
+  return c;
+}
+
+v1::DaemonCommand MakeSuspendCommand(JobId job, uint64_t launch_id, bool resume) {
+  v1::DaemonCommand c;
+  v1::SuspendCommand* s = c.mutable_suspend();
+  s->set_job_id(job);
+  s->set_launch_id(launch_id);
+  s->set_resume(resume);
   return c;
 }
 

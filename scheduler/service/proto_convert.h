@@ -44,6 +44,9 @@ Result<v1::Job> DecodeLaunchInfo(std::string_view blob, JobId job);
 Scheduler::JobUpdate JobUpdateFromProto(const v1::UpdateJobRequest& req);
 
 v1::JobState ToProto(JobState state);
+// A job's state as the API shows it: SUSPENDED for a running job an admin suspended (the core
+// keeps it running, with spec.suspended), else ToProto(job.state).
+v1::JobState ApiState(const JobRecord& job);
 v1::NodeState ToProto(NodeState state);
 
 // What the daemon knows about a job besides the core's record.
@@ -84,6 +87,7 @@ v1::DaemonCommand MakeHeartbeatAckCommand(int64_t time);
 v1::DaemonCommand MakeSignalCommand(JobId job, uint64_t launch_id, int32_t signal,
                                     std::optional<Time> checkpoint_deadline);
 // Stop the job's parts of `launch_id` (0: all of them): SIGTERM, SIGKILL after `grace_s`.
+v1::DaemonCommand MakeSuspendCommand(JobId job, uint64_t launch_id, bool resume);
 v1::DaemonCommand MakeKillCommand(JobId job, uint64_t launch_id, int64_t grace_s, const std::string& reason);
 // The part's PartExited is stored (or not needed): the agent may forget the part.
 v1::DaemonCommand MakeExitStoredCommand(const PartRef& part);

@@ -33,8 +33,8 @@ constexpr std::string_view kSpecKeys[] = {"v",    "name",    "user", "account", 
                                           "wall", "preempt", "ckpt", "restart", "held",  "after", "submit"};
 constexpr size_t kSpecFields = std::size(kSpecKeys);
 // After them, written only when set (rows from before a field existed decode as its default).
-constexpr std::string_view kOptionalKeys[] = {"grace",    "dep",     "array",      "begin",
-                                              "nodelist", "exclude", "constraint", "norequeue"};
+constexpr std::string_view kOptionalKeys[] = {"grace",   "dep",        "array",     "begin", "nodelist",
+                                              "exclude", "constraint", "norequeue", "top",   "susp"};
 constexpr size_t kOptionalFields = std::size(kOptionalKeys);
 
 std::string JoinNames(const std::vector<std::string>& names) {
@@ -187,6 +187,8 @@ std::string EncodeJobSpec(const JobSpec& s) {
   if (!s.exclude.empty()) out += " exclude=" + Escape(JoinNames(s.exclude));
   if (!s.constraint.empty()) out += " constraint=" + Escape(s.constraint);
   if (s.no_requeue) out += " norequeue=1";
+  if (s.top != 0) out += " top=" + std::to_string(s.top);
+  if (s.suspended) out += " susp=" + std::to_string(s.suspended_at);  // suspended since
   return out;
 }
 
@@ -296,6 +298,13 @@ Result<JobSpec> DecodeJobSpec(std::string_view text) {
     auto v = Unescape(*c);
     if (!v || v->empty()) return Fail("spec.constraint", "bad constraint '" + Escape(*c) + "'");
     s.constraint = std::move(*v);
+  }
+  if (const auto& top = optional[8]; top && (!ParseNumber(*top, &s.top) || s.top == 0))
+    return Fail("spec.top", "bad number '" + Escape(*top) + "'");
+  if (const auto& susp = optional[9]) {
+    if (!ParseNumber(*susp, &s.suspended_at) || s.suspended_at < 0)
+      return Fail("spec.susp", "bad time '" + Escape(*susp) + "'");
+    s.suspended = true;
   }
   if (const auto& nr = optional[7]) {
     if (*nr != "1") return Fail("spec.norequeue", "expected 1, found '" + Escape(*nr) + "'");

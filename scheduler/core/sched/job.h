@@ -30,8 +30,11 @@ struct JobSpec {
   std::string account;
   std::string priority_class;           // empty: the configured default
   std::vector<std::string> partitions;  // in order of preference; empty: the default partition
-  PlacementRequest shape;               // gpus (the maximum for elastic jobs), nodes x gpn, level...
-  uint32_t min_gpus = 0;                // elastic when 0 < min_gpus < shape.gpus
+  // scontrol top (Scheduler::Top): among its user's pending jobs, a topped job goes first, the
+  // one topped last before the others; 0: not topped.
+  uint64_t top = 0;
+  PlacementRequest shape;  // gpus (the maximum for elastic jobs), nodes x gpn, level...
+  uint32_t min_gpus = 0;   // elastic when 0 < min_gpus < shape.gpus
   ElasticStep step_kind = ElasticStep::kAny;
   uint32_t step = 0;                 // for kMultiple
   Duration walltime = 0;             // 0: the configured default
@@ -61,6 +64,11 @@ struct JobSpec {
   std::vector<std::string> exclude;
   std::string constraint;
   bool no_requeue = false;  // --no-requeue: a node failure ends the job (Killed) instead of requeueing it
+  // scontrol suspend (Scheduler::Suspend): a running job stopped (SIGSTOP) since suspended_at;
+  // it keeps its GPUs, and its run's walltime is extended by the time it spends suspended (at
+  // Resume). Run state kept in the spec, as `held` is, so the store keeps it with the spec.
+  bool suspended = false;
+  Time suspended_at = 0;
 
   bool restricts_nodes() const { return !nodelist.empty() || !exclude.empty() || !constraint.empty(); }
 
@@ -154,6 +162,11 @@ struct JobRecord {
   std::vector<uint8_t> forbidden_nodes;
 
   Time expected_end() const { return start + run_walltime; }
+  // The same for planning at `now`: a suspended run's end moves on with the time it has been
+  // suspended (as if resumed now).
+  Time expected_end(Time now) const {
+    return expected_end() + (spec.suspended && now > spec.suspended_at ? now - spec.suspended_at : 0);
+  }
 };
 
 // GPU-seconds the job has attained by `now` (its runs so far and the current one).

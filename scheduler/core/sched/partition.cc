@@ -58,6 +58,7 @@ Result<PartitionTable> PartitionTable::Build(const std::vector<PartitionConfig>&
                              std::to_string(p.max_walltime) + "s");
     }
     p.max_gpus_per_job = c.max_gpus_per_job;
+    p.max_gpus_per_user = c.max_gpus_per_user;
     p.has_node.assign(topo.node_count(), c.nodes.empty() ? 1 : 0);
     for (const std::string& n : c.nodes) {
       const NodeId id = topo.find_node(n);

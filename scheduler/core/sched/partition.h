@@ -42,20 +42,24 @@ struct PartitionConfig {
   Duration default_walltime = 0;  // 0: SchedulerConfig::default_walltime
   Duration max_walltime = 0;      // 0: SchedulerConfig::max_walltime; kUnlimitedWalltime: UNLIMITED
   uint32_t max_gpus_per_job = 0;  // 0: no limit
-  bool is_default = false;        // the partition of jobs that name none (else the first)
+  // Slurm's MaxTRESPerUser=gres/gpu=N: the GPUs one user's running jobs may hold in it; a job
+  // past it waits UserLimit (it is not refused). 0: no limit.
+  uint32_t max_gpus_per_user = 0;
+  bool is_default = false;  // the partition of jobs that name none (else the first)
 };
 
 struct Partition {
   std::string name;
   PartitionState state = PartitionState::kUp;
-  Duration default_walltime = 0;  // resolved: never 0
-  Duration max_walltime = 0;      // resolved: never 0
-  uint32_t max_gpus_per_job = 0;  // 0: no limit
-  bool all_nodes = false;         // every node of the cluster: nothing to fence off
-  std::vector<uint8_t> has_node;  // by NodeId
-  std::vector<GpuId> outside;     // GPUs on nodes outside it, sorted
-  uint32_t gpus = 0;              // GPUs on its nodes
-  uint32_t max_node_gpus = 0;     // GPUs of its largest node
+  Duration default_walltime = 0;   // resolved: never 0
+  Duration max_walltime = 0;       // resolved: never 0
+  uint32_t max_gpus_per_job = 0;   // 0: no limit
+  uint32_t max_gpus_per_user = 0;  // 0: no limit
+  bool all_nodes = false;          // every node of the cluster: nothing to fence off
+  std::vector<uint8_t> has_node;   // by NodeId
+  std::vector<GpuId> outside;      // GPUs on nodes outside it, sorted
+  uint32_t gpus = 0;               // GPUs on its nodes
+  uint32_t max_node_gpus = 0;      // GPUs of its largest node
 };
 
 class PartitionTable {

@@ -190,6 +190,37 @@ Status Scheduler::Requeue(JobId id, Time now, std::string reason) {
   return {};
 }
 
+Status Scheduler::Suspend(JobId id, Time now) {
+  SchedulerState& s = *s_;
+  auto j = FindJob(s, id, "suspend");
+  PHX_RETURN_IF_ERROR(j);
+  JobRecord& job = **j;
+  if (job.state != JobState::kRunning)
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
+                "suspend: only running jobs can be suspended (it is " + std::string(JobStateName(job.state)) + ")");
+  if (job.spec.suspended) return Fail(ErrorCode::kFailedPrecondition, JobWhere(id), "suspend: already suspended");
+  PHX_RETURN_IF_ERROR(Advance(s, now));
+  job.spec.suspended = true;
+  job.spec.suspended_at = now;
+  return {};
+}
+
+Status Scheduler::Resume(JobId id, Time now) {
+  SchedulerState& s = *s_;
+  auto j = FindJob(s, id, "resume");
+  PHX_RETURN_IF_ERROR(j);
+  JobRecord& job = **j;
+  if (!job.spec.suspended || job.state != JobState::kRunning)
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
+                "resume: only suspended jobs can be resumed (it is " + std::string(JobStateName(job.state)) + ")");
+  PHX_RETURN_IF_ERROR(Advance(s, now));
+  job.run_walltime += std::max<Duration>(0, now - job.spec.suspended_at);
+  job.spec.suspended = false;
+  job.spec.suspended_at = 0;
+  s.NoteTimers(job);
+  return {};
+}
+
 Status Scheduler::Hold(JobId id, Time now) {
   SchedulerState& s = *s_;
   auto j = FindJob(s, id, "hold");
@@ -198,6 +229,22 @@ Status Scheduler::Hold(JobId id, Time now) {
     return Fail(ErrorCode::kFailedPrecondition, JobWhere(id), "hold: only pending jobs can be held");
   PHX_RETURN_IF_ERROR(Advance(s, now));
   (*j)->spec.held = true;
+  return {};
+}
+
+Status Scheduler::Top(JobId id, Time now) {
+  SchedulerState& s = *s_;
+  auto j = FindJob(s, id, "top");
+  PHX_RETURN_IF_ERROR(j);
+  if ((*j)->state != JobState::kPending)
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
+                "top: only pending jobs can be put first (it is " + std::string(JobStateName((*j)->state)) + ")");
+  PHX_RETURN_IF_ERROR(Advance(s, now));
+  uint64_t last = 0;
+  for (const auto& [other, job] : s.pending.Walk()) {
+    if (job->spec.user == (*j)->spec.user) last = std::max(last, job->spec.top);
+  }
+  (*j)->spec.top = last + 1;
   return {};
 }
 

@@ -65,11 +65,22 @@ class Scheduler {
   // Pending or held: gone. Running or checkpointing: the glue must stop it; GPUs are freed.
   Status Cancel(JobId job, Time now);
   Status Hold(JobId job, Time now);
+  // scontrol top: the pending job goes first among its user's pending jobs (before those topped
+  // earlier); the places the user's jobs hold in the queue stay theirs, so other users' jobs
+  // keep theirs. Fails: kNotFound, kFailedPrecondition unless pending.
+  Status Top(JobId job, Time now);
   Status Release(JobId job, Time now);
   // A running or checkpointing job back to the queue (an admin's requeue): its GPUs are freed
   // and the next pass returns Preempt{requeue} with `reason` for the glue to stop it; it
   // resumes from its last checkpoint. Fails: kNotFound, kFailedPrecondition (not active).
   Status Requeue(JobId job, Time now, std::string reason);
+  // scontrol suspend / resume: a running job is stopped (the glue sends SIGSTOP to its parts)
+  // and keeps its GPUs; no timer of it fires while suspended (walltime, periodic checkpoint);
+  // Resume extends its run's walltime by the time it was suspended (Slurm extends the end time
+  // likewise). A suspended job is not chosen as a preemption victim. Fails: kNotFound,
+  // kFailedPrecondition (Suspend: not running, or already suspended; Resume: not suspended).
+  Status Suspend(JobId job, Time now);
+  Status Resume(JobId job, Time now);
   // Changes a pending or active job's walltime, priority class or name (unset fields stay).
   // A running job's current run ends `walltime` after its start minus the work it resumed from;
   // lowering it below the time already run ends the job at the next pass (walltime kill). Fails
@@ -161,8 +172,9 @@ class Scheduler {
   // class; a bad shape or elastic sizes; `now` going back; an unknown state; a pending or
   // final job with GPUs, a running or checkpointing job without; a GPU that is unknown, listed
   // twice, already owned or on a down node; shrink_to GPUs the job does not hold; a claim GPU
-  // that is unknown; after_checkpoint set on a job that is not checkpointing. Errors name the
-  // job, the field and the value (the GPU by index and node).
+  // that is unknown; after_checkpoint set on a job that is not checkpointing; a suspended job
+  // that is not running. Errors name the job, the field and the value (the GPU by index and
+  // node).
   Status Restore(JobRecord record, Time now);
   // Ends a restore. Links to jobs that were never restored are dropped, as if those jobs had
   // gone away: a dependency on an unknown job is lifted (the job may then start); a victim
@@ -209,6 +221,8 @@ class Scheduler {
     WaitKind wait = WaitKind::kNone;
     // For kForever: why never (the Placer's reason, or no GPUs up); for ReservedFor: the job.
     std::string reason;
+    // The GPUs it would start on (now, or at `start`: its reservation's); empty for kForever.
+    std::vector<GpuId> gpus;
   };
   Result<WhatIfAnswer> WhatIfStart(const JobSpec& spec, Time now) const;
   // The same for many shapes at once (one walk each; the release times are sorted once).

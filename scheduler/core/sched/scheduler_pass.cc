@@ -5,7 +5,9 @@
 // in internal/ (timers, start_now, reserve, preemption, elastic_growth), the policies in policy/.
 #include <algorithm>
 #include <iterator>
+#include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,6 +40,24 @@ void OrderQueue(SchedulerState& s, PassState& pass) {
     if (a.submit != b.submit) return a.submit < b.submit;
     return a.id < b.id;
   });
+  // scontrol top (Scheduler::Top): a user's topped jobs go first among that user's jobs, the
+  // last topped first, in the places the user's jobs hold; nothing to do when none is topped.
+  std::set<std::string_view> topped;
+  for (const QueueKey& k : keys) {
+    if (k.job->spec.top > 0) topped.insert(k.job->spec.user);
+  }
+  for (std::string_view user : topped) {
+    std::vector<size_t> at;
+    std::vector<QueueKey> mine;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i].job->spec.user != user) continue;
+      at.push_back(i);
+      mine.push_back(keys[i]);
+    }
+    std::stable_sort(mine.begin(), mine.end(),
+                     [](const QueueKey& a, const QueueKey& b) { return a.job->spec.top > b.job->spec.top; });
+    for (size_t i = 0; i < at.size(); ++i) keys[at[i]] = mine[i];
+  }
   s.queue.clear();
   for (const QueueKey& k : keys) {
     s.queue.push_back(k.id);
@@ -90,6 +110,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
                                                 std::to_string(allowed) + " GPUs, it needs " + std::to_string(n));
     }
   }
+  if (std::string why = s.UserLimitHit(job, n); !why.empty()) return wait(WaitKind::kUserLimit, why);
   if (auto hit = s.limits.CheckStart(job.spec.user, job.spec.account, n)) {
     return wait(hit->scope == LimitScope::kAccount ? WaitKind::kAccountLimit : WaitKind::kUserLimit,
                 std::move(hit->reason));
@@ -147,9 +168,9 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   size_t made = 0;
   // The blocks jobs wait for under placement pressure are beyond the policy's depth.
   for (const Reservation& r : s.reservations) made += !r.for_preemption && !r.for_patience;
-  const Topology& topo = *s.topo;
-  const uint32_t free = filtered ? FreeAllowedGpus(topo, job.forbidden_nodes)
-                                 : topo.free_gpus(topo.root()) + pass.start_blocks.blocked_gpus();
+  // Resources when not enough GPUs are free where it may run (its partitions' nodes, as Slurm
+  // counts them), TopologyBlock when they are but no block of its shape is.
+  const uint32_t free = s.FreeGpusFor(job, pass.start_blocks);
   WaitKind kind = free < n ? WaitKind::kResources : WaitKind::kTopologyBlock;
   std::string detail;
   if (kind == WaitKind::kTopologyBlock) {

@@ -87,6 +87,8 @@ Status Scheduler::Restore(JobRecord record, Time now) {
     return Fail(where, "after_checkpoint: set on a " + state +
                            " job (only a checkpointing job has a checkpoint protocol in progress)");
   }
+  if (record.spec.suspended && record.state != JobState::kRunning)
+    return Fail(where, "spec.suspended: set on a " + state + " job (only a running job can be suspended)");
   double ring = 0;
   if (active) {
     // Provisional: FinishRestore recomputes every restored job's traffic in start order.

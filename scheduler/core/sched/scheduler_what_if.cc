@@ -29,6 +29,8 @@ JobRecord Hypothetical(const SchedulerState& s, const JobSpec& spec, PriorityCla
   rec.partition_ids = std::move(partition_ids);
   rec.forbidden_nodes = std::move(forbidden);
   rec.spec.partitions = spec.partitions;
+  rec.spec.user = spec.user;  // its partitions' max_gpus_per_user
+  rec.spec.account = spec.account;
   rec.spec.shape = NormalisedShape(spec.shape);
   rec.spec.min_gpus = spec.min_gpus;
   rec.spec.step_kind = spec.step_kind;
@@ -69,22 +71,30 @@ Answer Ask(SchedulerState& s, PassState& pass, const JobRecord& job) {
     return a;
   }
   // As ScheduleJob: start now (avoiding every reservation it would overlap), else reserve.
-  if (TryStartNow(s, pass, job)) {
+  if (auto p = TryStartNow(s, pass, job)) {
     pass.start_blocks.Clear();
+    a.gpus = std::move(p->gpus);
+    std::sort(a.gpus.begin(), a.gpus.end());
     a.start = pass.now;
     a.promised = true;
     return a;
   }
   const Topology& topo = *s.topo;
-  a.wait = topo.free_gpus(topo.root()) + pass.start_blocks.blocked_gpus() < n ? WaitKind::kResources
-                                                                              : WaitKind::kTopologyBlock;
+  a.wait = s.FreeGpusFor(job, pass.start_blocks) < n ? WaitKind::kResources : WaitKind::kTopologyBlock;
   pass.start_blocks.Clear();
+  if (std::string why = s.UserLimitHit(job, n); !why.empty()) {
+    // As the pass: it waits UserLimit, whatever the GPUs; the start below is when GPUs free up.
+    a.wait = WaitKind::kUserLimit;
+    a.reason = std::move(why);
+  }
   size_t made = 0;
   for (const Reservation& r : s.reservations) made += !r.for_preemption;
   a.promised = s.policies.backfill->Reserves(job, n, made, pass.now);
   if (!a.promised) {
     // Beyond the reservations the policy makes: the pass says higher-priority jobs hold them.
     if (made > 0) a.wait = WaitKind::kPriority;
+  } else if (a.wait == WaitKind::kUserLimit) {
+    a.promised = false;  // no reservation is made for a job over its limit
   } else if (a.wait == WaitKind::kTopologyBlock && !s.reservations.empty() &&
              s.PlaceNow(job, SchedulerState::ShapeFor(job, n))) {
     // It would fit, but only on GPUs promised to others.
@@ -99,6 +109,8 @@ Answer Ask(SchedulerState& s, PassState& pass, const JobRecord& job) {
   }
   if (auto r = Reserve(s, pass, job)) {
     a.start = r->start;
+    a.gpus = std::move(r->gpus);
+    std::sort(a.gpus.begin(), a.gpus.end());
     return a;
   }
   a.promised = false;

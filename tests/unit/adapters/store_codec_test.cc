@@ -174,11 +174,13 @@ TEST(StoreCodec, NodeSelectionAndBeginAreOptional) {
   s.exclude = {"dgx03"};
   s.constraint = "h100&nvlink|a100";
   s.no_requeue = true;
+  s.top = 3;
+  s.suspended = true;
+  s.suspended_at = 1700000100;
   const std::string text = EncodeJobSpec(s);
-  EXPECT_EQ(
-      text,
-      old_row +
-          " grace=30 begin=1700000000 nodelist=dgx01,dgx02 exclude=dgx03 constraint=h100%26nvlink%7Ca100 norequeue=1");
+  EXPECT_EQ(text, old_row +
+                      " grace=30 begin=1700000000 nodelist=dgx01,dgx02 exclude=dgx03 constraint=h100%26nvlink%7Ca100 "
+                      "norequeue=1 top=3 susp=1700000100");
   auto back = DecodeJobSpec(text);
   ASSERT_TRUE(back) << back.error().ToString();
   EXPECT_EQ(back->begin, s.begin);
@@ -186,7 +188,14 @@ TEST(StoreCodec, NodeSelectionAndBeginAreOptional) {
   EXPECT_EQ(back->exclude, s.exclude);
   EXPECT_EQ(back->constraint, s.constraint);
   EXPECT_TRUE(back->no_requeue);
+  EXPECT_EQ(back->top, 3u);
+  EXPECT_TRUE(back->suspended);
+  EXPECT_EQ(back->suspended_at, 1700000100);
   EXPECT_EQ(EncodeJobSpec(*back), text);
+  // Suspended at time 0 is still suspended (the key's presence says so).
+  JobSpec at_zero = *DecodeJobSpec(old_row);
+  at_zero.suspended = true;
+  EXPECT_TRUE(DecodeJobSpec(EncodeJobSpec(at_zero))->suspended);
   JobSpec only = *DecodeJobSpec(old_row);
   only.exclude = {"n1"};
   EXPECT_EQ(*DecodeJobSpec(EncodeJobSpec(only))->exclude.begin(), "n1");
@@ -197,6 +206,9 @@ TEST(StoreCodec, NodeSelectionAndBeginAreOptional) {
                                                         {old_row + " nodelist=", "spec.nodelist"},
                                                         {old_row + " constraint=", "spec.constraint"},
                                                         {old_row + " norequeue=0", "spec.norequeue"},
+                                                        {old_row + " top=0", "spec.top"},
+                                                        {old_row + " susp=later", "spec.susp"},
+                                                        {old_row + " susp=-5", "spec.susp"},
                                                         {old_row + " exclude=a exclude=b", "spec"},
                                                         {old_row + " exclude=a nodelist=b", "spec"}}) {
     auto r = DecodeJobSpec(bad);

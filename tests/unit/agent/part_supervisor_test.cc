@@ -128,6 +128,44 @@ TEST_F(PartSupervisorTest, WalltimeTermsThenKills) {
   EXPECT_EQ(ends_[1].term_signal, SIGTERM);  // went at the TERM
 }
 
+// scontrol suspend / resume: SIGSTOP to the part's whole group, its walltime clock stopped
+// (also for a second supervisor: an agent restart); resumed, the walltime is extended by the
+// time it was suspended, then ends the part.
+TEST_F(PartSupervisorTest, SuspendStopsTheGroupAndItsWalltimeClock) {
+  auto first = Make();
+  LaunchSpec spec = Job("sleep 1000 & echo $! > bg.pid; wait");
+  spec.walltime = milliseconds(400);
+  auto part = first->Launch(spec);
+  ASSERT_TRUE(part);
+  ASSERT_TRUE(RunUntil([&] { return !testing::ReadFile(tmp_ / "bg.pid").empty(); }));
+  const pid_t bg = std::atoi(testing::ReadFile(tmp_ / "bg.pid").c_str());
+  EXPECT_FALSE(first->Suspend(8, 0, false)) << "no such job here";
+  const auto suspended_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(first->Suspend(7, 0, false));
+  EXPECT_TRUE(testing::WaitFor([&] { return ProcState(part->pid) == 'T' && ProcState(bg) == 'T'; }));
+  ASSERT_EQ(first->Running().size(), 1u);
+  EXPECT_TRUE(first->Running()[0].suspended);
+  EXPECT_NE(testing::ReadFile(tmp_ / "state/parts/70.part").find("suspended_at_ms "), std::string::npos);
+  ASSERT_TRUE(first->Suspend(7, 0, false)) << "again: the same";
+  first.reset();  // the agent restarts while the part is suspended
+  auto second = Make();
+  second->Adopt();
+  ASSERT_EQ(second->Running().size(), 1u);
+  EXPECT_TRUE(second->Running()[0].suspended);
+  // Past its 400 ms walltime while suspended: it goes on.
+  ASSERT_TRUE(
+      RunUntil([&] { return !ends_.empty() || std::chrono::steady_clock::now() - suspended_at > milliseconds(900); }));
+  EXPECT_TRUE(ends_.empty()) << ends_[0].reason;
+  EXPECT_EQ(ProcState(part->pid), 'T');
+  ASSERT_TRUE(second->Suspend(7, 0, true));
+  EXPECT_TRUE(testing::WaitFor([&] { return ProcState(bg) != 'T'; }));
+  EXPECT_FALSE(second->Running()[0].suspended);
+  EXPECT_EQ(testing::ReadFile(tmp_ / "state/parts/70.part").find("suspended_at_ms "), std::string::npos);
+  // The walltime left when suspended (under 400 ms) runs out after the resume.
+  ASSERT_TRUE(RunUntil([&] { return !ends_.empty(); }));
+  EXPECT_EQ(ends_[0].reason, "walltime");
+}
+
 TEST_F(PartSupervisorTest, CheckpointSignalReachesTheJobAndTheFileIsReported) {
   auto sup = Make();
   LaunchSpec spec =

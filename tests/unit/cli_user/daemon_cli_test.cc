@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -295,6 +296,93 @@ TEST(Partitions, GsubPartitionQosAndTheOneWalltimeLimit) {
   EXPECT_EQ(o.rc, 0) << o.err;
 }
 
+// gsub --test-only asks the daemon's what-if (sbatch's line on stderr) and submits nothing: a
+// job that fits starts now on its partition's nodes, one behind a full partition later (the
+// running jobs' walltime), one that can never fit is refused naming why.
+TEST(Partitions, GsubTestOnlyAsksTheDaemonAndSubmitsNothing) {
+  Cluster c;
+  auto line = [](const Outcome& o) { return o.err.substr(0, o.err.find('\n')); };
+  Outcome o = c.Gsub({"--test-only", "-p", "debug", "-G", "8"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  const std::string now_line = line(o);
+  EXPECT_EQ(now_line.find("gsub: Job "), 0u) << now_line;
+  EXPECT_NE(now_line.find(" using 8 GPUs on nodes node"), std::string::npos) << now_line;
+  EXPECT_NE(now_line.find(" in partition debug"), std::string::npos) << now_line;
+  EXPECT_EQ(o.out, "");
+  o = RunCommand(c.h, GQ_PATH, {"-h", "-t", "all", "-o", "%i"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(o.out, "") << "nothing was submitted";
+  // The id it named is the one the next submission gets.
+  const uint64_t a = c.GsubOk({"-p", "debug", "-G", "8"});
+  EXPECT_EQ(now_line.find("gsub: Job " + Str(a) + " to start at "), 0u) << now_line;
+  const uint64_t b = c.GsubOk({"-p", "debug", "-G", "8"});
+  ASSERT_TRUE(c.h.WaitState(a, v1::JOB_STATE_RUNNING));
+  ASSERT_TRUE(c.h.WaitState(b, v1::JOB_STATE_RUNNING));
+  // debug is full until a walltime (3600 s) ends: a later start, on one of its nodes.
+  o = c.Gsub({"--test-only", "-p", "debug", "-G", "8"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  const std::string later = line(o);
+  EXPECT_EQ(later.find("gsub: Job " + Str(b + 1) + " to start at "), 0u) << later;
+  EXPECT_NE(later.find(" using 8 GPUs on nodes node"), std::string::npos) << later;
+  EXPECT_EQ(later.substr(later.size() - std::strlen(" in partition debug")), " in partition debug")
+      << "sbatch's line, nothing after it: " << later;
+  o = c.Gsub({"--test-only", "-p", "debug", "-G", "8", "--json"});
+  EXPECT_NE(o.out.find("\"wait_reason\":\"Resources\""), std::string::npos) << "why not now: " << o.out;
+  const std::string at = later.substr(later.find(" at ") + 4, 19);
+  const std::string started = RunCommand(c.h, GQ_PATH, {"-h", "-j", Str(a), "-o", "%S"}).out;
+  EXPECT_GT(at, started.substr(0, 19)) << "later than job " << a << "'s start " << started;
+  // gpu (node[0-1]) is free: the same job there starts now; --json has the fields.
+  o = c.Gsub({"--test-only", "-p", "gpu", "-G", "8", "--json"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.out.find("\"start_now\":true"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\"partition\":\"gpu\""), std::string::npos) << o.out;
+  // Never: more GPUs than the partition has; and the partition's limits, as for a submission.
+  o = c.Gsub({"--test-only", "-p", "gpu", "-G", "24"});
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("can never fit"), std::string::npos) << o.err;
+  o = c.Gsub({"--test-only", "-t", "3:00:00"});
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("exceeds the maximum 7200s of partition gpu"), std::string::npos) << o.err;
+  o = RunCommand(c.h, GQ_PATH, {"-h", "-t", "all", "-o", "%i"});
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 2) << "still only the two submitted: " << o.out;
+  EXPECT_NE(o.out.find(Str(a) + "\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(Str(b) + "\n"), std::string::npos) << o.out;
+}
+
+// The job's place in the queue, as ginfo --why says it (0: none).
+uint32_t QueuePosition(Cluster& c, uint64_t id) {
+  const Outcome o = RunCommand(c.h, GINFO_PATH, {"--why", Str(id), "--json"});
+  const size_t at = o.out.find("\"queue_position\":");
+  return at == std::string::npos ? 0 : static_cast<uint32_t>(std::strtoul(o.out.c_str() + at + 17, nullptr, 10));
+}
+
+// phalanx job top (scontrol top): the owner's pending job goes first among the owner's pending
+// jobs; another user may not top it; a running job cannot be topped.
+TEST(AdminCommands, JobTopPutsTheJobFirstAmongItsOwnersJobs) {
+  Cluster c;
+  const uint64_t r1 = c.GsubOk({"-p", "debug", "-G", "8"});
+  const uint64_t r2 = c.GsubOk({"-p", "debug", "-G", "8"});
+  ASSERT_TRUE(c.h.WaitState(r1, v1::JOB_STATE_RUNNING));
+  ASSERT_TRUE(c.h.WaitState(r2, v1::JOB_STATE_RUNNING));
+  const uint64_t p1 = c.GsubOk({"-p", "debug", "-G", "8"});
+  const uint64_t p2 = c.GsubOk({"-p", "debug", "-G", "8"});
+  const uint64_t p3 = c.GsubOk({"-p", "debug", "-G", "8"});
+  ASSERT_TRUE(WaitFor([&] { return QueuePosition(c, p3) == 3; })) << "submit order first";
+  EXPECT_EQ(QueuePosition(c, p1), 1u);
+  Outcome o = RunCommand(c.h, PHALANX_PATH, {"job", "top", Str(p3)});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_TRUE(WaitFor([&] { return QueuePosition(c, p3) == 1; })) << QueuePosition(c, p3);
+  EXPECT_EQ(QueuePosition(c, p1), 2u);
+  EXPECT_EQ(QueuePosition(c, p2), 3u);
+  o = RunCommand(c.h, PHALANX_PATH, {"job", "top", Str(p1)}, /*as_nobody=*/true);
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("belongs to root"), std::string::npos) << o.err;
+  o = RunCommand(c.h, PHALANX_PATH, {"job", "top", Str(r1)});
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("top: only pending jobs can be put first (it is running)"), std::string::npos) << o.err;
+  EXPECT_EQ(QueuePosition(c, p3), 1u) << "unchanged by the refusals";
+}
+
 TEST(Partitions, GqFlagsLikeSqueue) {
   Cluster c;
   const uint64_t a = c.GsubOk({"-p", "debug", "-G", "8", "-J", "alpha"});
@@ -456,18 +544,31 @@ TEST(AdminCommands, NodePartitionJobAndLiveTopologyAdminsOnly) {
   EXPECT_EQ(o.rc, 1);
   EXPECT_NE(o.err.find("only running jobs can be requeued (it is pending)"), std::string::npos) << o.err;
   o = RunCommand(c.h, PHALANX_PATH, {"job", "top", Str(pending)});
-  EXPECT_EQ(o.rc, 2);
-  EXPECT_NE(o.err.find("job top: not supported"), std::string::npos) << o.err;
+  EXPECT_EQ(o.rc, 0) << o.err;
   o = RunCommand(c.h, PHALANX_PATH, {"job", "suspend", Str(pending)});
   EXPECT_EQ(o.rc, 1);
-  EXPECT_NE(o.err.find("cannot be signalled: it is not running"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("suspend: only running jobs can be suspended (it is pending)"), std::string::npos) << o.err;
+  // Suspend / resume (scontrol's): admins only; gq shows S, then R again.
+  ASSERT_TRUE(c.h.WaitState(j, v1::JOB_STATE_RUNNING));
+  o = RunCommand(c.h, PHALANX_PATH, {"job", "suspend", Str(j)}, /*as_nobody=*/true);
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("suspend job: admins only (nobody is not one)"), std::string::npos) << o.err;
+  o = RunCommand(c.h, PHALANX_PATH, {"job", "suspend", Str(j)});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(RunCommand(c.h, GQ_PATH, {"-h", "-j", Str(j), "-o", "%t %T"}).out, "S SUSPENDED\n");
+  o = RunCommand(c.h, PHALANX_PATH, {"job", "resume", Str(pending)});
+  EXPECT_EQ(o.rc, 1);
+  EXPECT_NE(o.err.find("resume: only suspended jobs can be resumed"), std::string::npos) << o.err;
+  o = RunCommand(c.h, PHALANX_PATH, {"job", "resume", Str(j)});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(RunCommand(c.h, GQ_PATH, {"-h", "-j", Str(j), "-o", "%t"}).out, "R\n");
   // Partitions as scontrol shows them.
   o = RunCommand(c.h, PHALANX_PATH, {"partition", "show", "debug"});
   EXPECT_EQ(o.rc, 0) << o.err;
   EXPECT_EQ(o.out.find("PartitionName=debug\n"
                        "   State=UP Default=NO QoS=high\n"
                        "   AllowUsers=- AllowGroups=nosuchgroup AllowAccounts=-\n"
-                       "   DefaultTime=1:00:00 MaxTime=7-00:00:00 MaxGPUsPerJob=8\n"
+                       "   DefaultTime=1:00:00 MaxTime=7-00:00:00 MaxGPUsPerJob=8 MaxGPUsPerUser=UNLIMITED\n"
                        "   Nodes=node[2-3] TotalNodes=2 TotalGPUs=16 FreeGPUs="),
             0u)
       << o.out;

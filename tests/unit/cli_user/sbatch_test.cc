@@ -134,18 +134,21 @@ TEST(Sbatch, UnsupportedOptionsWarnNamingTheLineOrAreRefused) {
               HasSubstr("job.sh:1: #SBATCH --gpus-per-task: not supported"));
 }
 
-// On the command line an sbatch option gsub lacks is an error that says why; --test-only in a
-// script is refused (ignoring it would submit the job).
+// On the command line an sbatch option gsub lacks is an error that says why. --test-only is
+// gsub's (nothing is submitted), on the command line as in a script.
 TEST(Sbatch, UnsupportedOptionsOnTheCommandLineSayWhy) {
-  EXPECT_EQ(PlanError({"--test-only", "job.sh"}),
-            "--test-only: an sbatch option Phalanx does not support: not supported yet (it needs the daemon's "
-            "what-if query): ignoring it would submit the job; ginfo --why ID explains a pending job");
+  auto test_only = Plan({"--test-only", "job.sh"}, {{"job.sh", "true\n"}});
+  ASSERT_TRUE(test_only) << test_only.error().ToString();
+  EXPECT_TRUE(test_only->test_only);
+  auto in_script = Plan({"job.sh"}, {{"job.sh", "#SBATCH --test-only\ntrue\n"}});
+  ASSERT_TRUE(in_script) << in_script.error().ToString();
+  EXPECT_TRUE(in_script->test_only);
+  auto plain = Plan({"job.sh"}, {{"job.sh", "true\n"}});
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  EXPECT_FALSE(plain->test_only);
   EXPECT_THAT(PlanError({"-M", "other", "job.sh"}),
               HasSubstr("-M: an sbatch option Phalanx does not support: Phalanx schedules one cluster"));
   EXPECT_EQ(PlanError({"--bogus", "job.sh"}), "unknown option '--bogus' (see --help)");
-  EXPECT_THAT(
-      PlanError({"job.sh"}, {{"job.sh", "#SBATCH --test-only\ntrue\n"}}),
-      HasSubstr("job.sh:1: #SBATCH --test-only: not supported by Phalanx, and ignoring it would run the job wrongly"));
 }
 
 TEST(Sbatch, BadValuesNameTheFileAndLine) {

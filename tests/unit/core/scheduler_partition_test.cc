@@ -63,6 +63,62 @@ std::set<std::string> NodesOf(const Scheduler& s, JobId id) {
   return out;
 }
 
+// scontrol top: the topped job goes first among its user's pending jobs, in the places they
+// hold; another user's job keeps its place; the last topped goes first; only pending jobs.
+TEST(SchedulerTop, FirstAmongItsUsersPendingJobs) {
+  SchedulerConfig c;
+  c.weights.fairshare = 0;
+  auto s = Make(c);
+  JobSpec big = Job(1, 32);
+  big.walltime = 3600;
+  ASSERT_TRUE(s->Submit(big, 0));
+  (void)s->Schedule(0);
+  ASSERT_EQ(s->job(1)->state, JobState::kRunning);
+  ASSERT_TRUE(s->Submit(Job(2, 32), 1));
+  JobSpec bob = Job(3, 32);
+  bob.user = "bob";
+  ASSERT_TRUE(s->Submit(bob, 2));
+  ASSERT_TRUE(s->Submit(Job(4, 32), 3));
+  (void)s->Schedule(4);
+  EXPECT_EQ(s->queue(), (std::vector<JobId>{2, 3, 4}));
+  ASSERT_TRUE(s->Top(4, 5));
+  (void)s->Schedule(5);
+  EXPECT_EQ(s->queue(), (std::vector<JobId>{4, 3, 2})) << "alice's places, 4 first; bob's 3 stays second";
+  ASSERT_TRUE(s->Top(2, 6));
+  (void)s->Schedule(6);
+  EXPECT_EQ(s->queue(), (std::vector<JobId>{2, 3, 4})) << "the last topped first";
+  auto running = s->Top(1, 7);
+  ASSERT_FALSE(running);
+  EXPECT_EQ(running.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_FALSE(s->Top(99, 7));
+}
+
+// max_gpus_per_user (Slurm's MaxTRESPerUser=gres/gpu): a user's job past it waits UserLimit
+// naming the partition (not refused); another user's starts; a job naming a second partition
+// starts there; when the user's job ends, the waiting one starts.
+TEST(SchedulerPartitions, PerUserGpuLimitWaitsUserLimit) {
+  SchedulerConfig c = PartConfig();
+  c.partitions[0].max_gpus_per_user = 8;  // big: leaf0's two nodes
+  auto s = Make(c);
+  ASSERT_TRUE(s->Submit(Job(1, 8, {}, 600), 0));
+  ASSERT_TRUE(s->Submit(Job(2, 8, {}, 600), 0));
+  JobSpec bob = Job(3, 8, {}, 600);
+  bob.user = "bob";
+  ASSERT_TRUE(s->Submit(bob, 0));
+  ASSERT_TRUE(s->Submit(Job(4, 4, {"big", "all"}, 600), 0));
+  (void)s->Schedule(1);
+  EXPECT_EQ(s->job(1)->state, JobState::kRunning);
+  EXPECT_EQ(s->job(2)->state, JobState::kPending);
+  EXPECT_EQ(s->job(2)->wait.kind, WaitKind::kUserLimit);
+  EXPECT_EQ(s->job(2)->wait.detail, "partition big: MaxGPUsPerUser 8, alice holds 8");
+  EXPECT_EQ(s->job(3)->state, JobState::kRunning) << "bob has his own 8";
+  ASSERT_EQ(s->job(4)->state, JobState::kRunning) << "big is at alice's limit: all";
+  for (const std::string& n : NodesOf(*s, 4)) EXPECT_EQ(n.rfind("leaf1-", 0), 0u) << n;
+  ASSERT_TRUE(s->JobEnded(1, 2, true));
+  (void)s->Schedule(2);
+  EXPECT_EQ(s->job(2)->state, JobState::kRunning);
+}
+
 TEST(SchedulerPartitions, NoneConfiguredIsOneDefaultOfEveryNode) {
   SchedulerConfig c;
   auto s = Make(c);
@@ -99,6 +155,8 @@ TEST(SchedulerPartitions, FullPartitionWaitsAlthoughOtherNodesAreFree) {
   EXPECT_EQ(s->job(1)->state, JobState::kRunning);
   EXPECT_EQ(s->job(2)->state, JobState::kRunning);
   ASSERT_EQ(s->job(3)->state, JobState::kPending);
+  // 24 GPUs are free elsewhere, none in "small": Resources (Slurm's reason), not TopologyBlock.
+  EXPECT_EQ(s->job(3)->wait.kind, WaitKind::kResources) << WaitKindName(s->job(3)->wait.kind);
   // 24 GPUs are free elsewhere; inside "small" it waits for the first end, and reserves there.
   EXPECT_EQ(s->job(3)->wait.predicted_start, 1000);
   ASSERT_EQ(s->reservations().size(), 1u);
@@ -108,6 +166,37 @@ TEST(SchedulerPartitions, FullPartitionWaitsAlthoughOtherNodesAreFree) {
   s->Schedule(1000);
   EXPECT_EQ(s->job(3)->state, JobState::kRunning);
   EXPECT_EQ(NodesOf(*s, 3), std::set<std::string>{"leaf1-n1"});
+}
+
+// The partition's free GPUs decide Resources against TopologyBlock: when it is full, Resources,
+// although other partitions' nodes are free; with enough free GPUs in it but no block of the
+// required shape, TopologyBlock.
+TEST(SchedulerPartitions, WaitReasonCountsThePartitionsFreeGpus) {
+  auto full = Make();
+  ASSERT_TRUE(full->Submit(Job(1, 12, {"big"}, 1000), 0));  // big: 16 GPUs, 4 left
+  full->Schedule(0);
+  ASSERT_EQ(full->job(1)->state, JobState::kRunning);
+  ASSERT_TRUE(full->Submit(Job(2, 8, {"big"}, 1000), 1));  // 8 > 4 free in big (16 free outside)
+  full->Schedule(1);
+  ASSERT_EQ(full->job(2)->state, JobState::kPending);
+  EXPECT_EQ(full->job(2)->wait.kind, WaitKind::kResources) << full->job(2)->wait.ToString();
+
+  auto shape = Make();
+  JobSpec whole = Job(1, 8, {"big"}, 1000);  // one whole node of big, and 4 GPUs of the other
+  whole.shape.nodes = 1;
+  whole.shape.gpus_per_node = 8;
+  ASSERT_TRUE(shape->Submit(whole, 0));
+  ASSERT_TRUE(shape->Submit(Job(2, 4, {"big"}, 1000), 0));
+  shape->Schedule(0);
+  ASSERT_EQ(shape->job(2)->state, JobState::kRunning);
+  ASSERT_NE(NodesOf(*shape, 1), NodesOf(*shape, 2));  // big's 4 free GPUs are on one node
+  JobSpec two_nodes = Job(3, 4, {"big"}, 1000);
+  two_nodes.shape.nodes = 2;
+  two_nodes.shape.gpus_per_node = 2;
+  ASSERT_TRUE(shape->Submit(two_nodes, 1));
+  shape->Schedule(1);
+  ASSERT_EQ(shape->job(3)->state, JobState::kPending);
+  EXPECT_EQ(shape->job(3)->wait.kind, WaitKind::kTopologyBlock) << shape->job(3)->wait.ToString();
 }
 
 TEST(SchedulerPartitions, SeveralPartitionsTakeTheFirstWhereItCanStart) {

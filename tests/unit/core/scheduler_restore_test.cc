@@ -719,6 +719,9 @@ TEST(SchedulerRestore, BadRecordsFailNamingTheJobAndChangeNothing) {
   JobRecord protocol = Running(3, {8, 9});
   protocol.after_checkpoint = JobRecord::After::kPreempt;
   cases.push_back({"protocol on a running job", protocol, "job 3", "after_checkpoint: set on a running job"});
+  JobRecord suspended = Pending(3, 2);
+  suspended.spec.suspended = true;
+  cases.push_back({"suspended pending job", suspended, "job 3", "spec.suspended: set on a pending job"});
   JobRecord cls = Pending(3, 2);
   cls.spec.priority_class = "vip";
   cases.push_back({"unknown class", cls, "job 3", "priority_class: unknown class 'vip'"});

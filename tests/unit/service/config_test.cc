@@ -119,6 +119,7 @@ TEST(DaemonConfig, Partitions) {
       "    default_walltime: 1:00:00\n"
       "    max_walltime: UNLIMITED\n"
       "    max_gpus_per_job: 16\n"
+      "    max_gpus_per_user: 24\n"
       "    default_qos: high\n"
       "    allow_groups: [ml]\n"
       "  - name: debug\n"
@@ -137,6 +138,8 @@ TEST(DaemonConfig, Partitions) {
   EXPECT_EQ(gpu.default_walltime, 3600);
   EXPECT_EQ(gpu.max_walltime, kUnlimitedWalltime);
   EXPECT_EQ(gpu.max_gpus_per_job, 16u);
+  EXPECT_EQ(gpu.max_gpus_per_user, 24u);
+  EXPECT_EQ(c->scheduler.partitions[1].max_gpus_per_user, 0u) << "left out: no limit";
   EXPECT_EQ(c->scheduler.partitions[1].state, PartitionState::kDrain);
   EXPECT_EQ(c->scheduler.partitions[1].max_walltime, 1800);
   ASSERT_EQ(c->partitions.size(), 2u);

@@ -119,6 +119,84 @@ TEST(DaemonRestart, JobsComeBackAndAgentsReconcile) {
   EXPECT_GT(h.SubmitOk(Harness::Spec(1)), b);
 }
 
+// A suspended job (phalanx job suspend) is SUSPENDED again after a restart (the store keeps
+// it), its walltime clock still stopped; its agent, registering again, is told to suspend it
+// again; resumed, its run is extended by the time it was suspended. A topped job keeps its place.
+TEST(DaemonRestart, SuspendedJobStaysSuspendedAndItsAgentIsToldAgain) {
+  Harness h;
+  h.Start();
+  FakeAgent agent(h.AgentTarget(), "node0");
+  ASSERT_TRUE(agent.Join());
+  v1::JobSpec spec = Harness::Spec(8, "paused");
+  spec.set_walltime_s(100);
+  const uint64_t id = h.SubmitOk(spec);
+  auto launch = agent.WaitLaunch(id);
+  ASSERT_TRUE(launch);
+  ASSERT_TRUE(h.WaitState(id, v1::JOB_STATE_RUNNING));
+  const auto suspend = [&](bool resume) {
+    grpc::ClientContext ctx;
+    v1::SuspendRequest req;
+    req.set_job_id(id);
+    req.set_resume(resume);
+    v1::Job out;
+    return h.jobs->Suspend(&ctx, req, &out);
+  };
+  const auto told = [id](const FakeAgent& a, bool resume) {
+    return WaitFor([&] {
+      for (const auto& c : a.Commands()) {
+        if (c.has_suspend() && c.suspend().job_id() == id && c.suspend().resume() == resume) return true;
+      }
+      return false;
+    });
+  };
+  ASSERT_TRUE(suspend(false).ok());
+  EXPECT_EQ(h.State(id), v1::JOB_STATE_SUSPENDED);
+  EXPECT_TRUE(told(agent, false));
+  // Two pending jobs (the whole cluster each), the second topped (phalanx job top): also stored.
+  const uint64_t p1 = h.SubmitOk(Harness::Spec(32));
+  const uint64_t p2 = h.SubmitOk(Harness::Spec(32));
+  const auto position = [&](uint64_t job) {
+    grpc::ClientContext ctx;
+    v1::ExplainPendingRequest req;
+    req.set_job_id(job);
+    v1::ExplainPendingResponse resp;
+    return h.cluster->ExplainPending(&ctx, req, &resp).ok() ? resp.queue_position() : 0u;
+  };
+  {
+    grpc::ClientContext ctx;
+    v1::JobRef ref;
+    ref.set_job_id(p2);
+    v1::Job out;
+    ASSERT_TRUE(h.jobs->Top(&ctx, ref, &out).ok());
+  }
+  ASSERT_TRUE(WaitFor([&] { return position(p2) == 1; })) << position(p2);
+
+  h.Stop();
+  agent.Disconnect();
+  h.clock.Advance(500);  // five walltimes
+  h.Start();
+  const v1::Job back = h.Get(id);
+  EXPECT_EQ(back.state(), v1::JOB_STATE_SUSPENDED);
+  EXPECT_EQ(back.suspend_time(), kT0);
+  EXPECT_TRUE(WaitFor([&] { return position(p2) == 1 && position(p1) == 2; })) << "topped before the restart";
+  FakeAgent again(h.AgentTarget(), "node0");
+  v1::RunningPart part;
+  part.set_job_id(id);
+  part.set_launch_id(launch->launch_id());
+  part.set_pid(100);
+  ASSERT_TRUE(again.Join({part}));
+  EXPECT_TRUE(told(again, false)) << "the agent that registered again is told to keep it suspended";
+  EXPECT_EQ(h.State(id), v1::JOB_STATE_SUSPENDED) << "not killed at its walltime while suspended";
+
+  ASSERT_TRUE(suspend(true).ok());
+  EXPECT_TRUE(told(again, true));
+  EXPECT_EQ(h.State(id), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(h.Get(id).suspend_time(), 0);
+  h.clock.Advance(90);  // 590 s after its start: within its 100 s + 500 s suspended
+  ASSERT_TRUE(again.Barrier());
+  EXPECT_EQ(h.State(id), v1::JOB_STATE_RUNNING);
+}
+
 // --force-topology: the running job's GPU indices are void on the new cluster; it is requeued
 // (pending, a preemption more) and what still runs of it is killed when the agents come back.
 TEST(DaemonRestart, ForcedTopologyChangeRequeuesRunningJobs) {

@@ -23,7 +23,8 @@ void GrowElastic(SchedulerState& s, const PassState& pass, std::vector<Decision>
   if (now - s.idle_since < s.config.grow_after_idle) return;
   for (JobId id : std::vector<JobId>(s.active.begin(), s.active.end())) {
     JobRecord& job = s.jobs.at(id);
-    if (job.state != JobState::kRunning || !job.spec.elastic() || job.spec.shape.exclusive) continue;
+    if (job.state != JobState::kRunning || job.spec.suspended || !job.spec.elastic() || job.spec.shape.exclusive)
+      continue;
     const std::vector<uint32_t> sizes = s.LegalSizes(job);
     std::optional<Placement> grown;
     {

@@ -49,7 +49,7 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
   std::vector<Victim> victims;
   for (JobId vid : candidates) {
     const JobRecord& v = s.jobs.at(vid);
-    if (v.state != JobState::kRunning || v.preempted_for != kNoJob) continue;
+    if (v.state != JobState::kRunning || v.preempted_for != kNoJob || v.spec.suspended) continue;
     // A job the class table does not let it preempt is a candidate only to shrink
     // (shrink_for_waiting), once it has run its class's minimum since its last start or resize.
     const bool shrink_only = !policy.MayPreempt(preemptor, v, now);
@@ -225,7 +225,7 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
     const bool shrink = s.config.elastic && s.config.shrink_for_waiting;
     for (JobId vid : s.active) {
       const JobRecord& v = s.jobs.at(vid);
-      if (v.state != JobState::kRunning || v.preempted_for != kNoJob) continue;
+      if (v.state != JobState::kRunning || v.preempted_for != kNoJob || v.spec.suspended) continue;
       // shrink_for_waiting: elastic jobs of the same or a lower class above their smallest size
       // may also give GPUs up (a shrink, through a checkpoint) to a job that waits.
       if (s.policies.preemption->MayPreempt(preemptor, v, pass.now) ||

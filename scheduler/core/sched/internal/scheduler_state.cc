@@ -43,7 +43,7 @@ std::optional<Placement> SchedulerState::PlaceNow(const JobRecord& job, const Pl
   const NodeFilter filter(*topo, job.forbidden_nodes);  // -w/-x/-C: only the allowed nodes
   for (uint32_t i : job.partition_ids) {
     const Partition& part = partitions.at(i);
-    if (!Starts(part.state)) continue;
+    if (!Starts(part.state) || !UnderUserLimit(job, i, request.gpus)) continue;
     if (part.all_nodes) {
       if (auto p = PlaceNow(request)) return p;
       continue;
@@ -53,6 +53,55 @@ std::optional<Placement> SchedulerState::PlaceNow(const JobRecord& job, const Pl
     if (auto p = PlaceNow(request)) return p;
   }
   return std::nullopt;
+}
+
+uint32_t SchedulerState::UserGpusIn(const std::string& user, uint32_t part, JobId except) const {
+  uint32_t n = 0;
+  for (JobId id : active) {
+    if (id == except) continue;
+    const JobRecord& j = jobs.at(id);
+    if (j.spec.user != user || j.gpus.empty() || j.partition_ids.empty()) continue;
+    if (partitions.Holding(j.partition_ids, j.gpus, *topo) == part) n += static_cast<uint32_t>(j.gpus.size());
+  }
+  return n;
+}
+
+std::string SchedulerState::UserLimitHit(const JobRecord& job, uint32_t n) const {
+  std::string why;
+  for (uint32_t i : job.partition_ids) {
+    const Partition& p = partitions.at(i);
+    if (!Starts(p.state)) continue;
+    if (UnderUserLimit(job, i, n)) return {};
+    if (why.empty()) {
+      why = "partition " + p.name + ": MaxGPUsPerUser " + std::to_string(p.max_gpus_per_user) + ", " + job.spec.user +
+            " holds " + std::to_string(UserGpusIn(job.spec.user, i, job.spec.id));
+    }
+  }
+  return why;
+}
+
+uint32_t SchedulerState::FreeGpusFor(const JobRecord& job, StartBlocks& blocks) const {
+  const std::vector<uint8_t>& forbidden = job.forbidden_nodes;
+  const bool fenced =
+      !job.partition_ids.empty() && std::none_of(job.partition_ids.begin(), job.partition_ids.end(),
+                                                 [&](uint32_t i) { return partitions.at(i).all_nodes; });
+  if (!fenced) {
+    return forbidden.empty() ? topo->free_gpus(topo->root()) + static_cast<uint32_t>(blocks.blocked_gpus())
+                             : FreeAllowedGpus(*topo, forbidden);
+  }
+  blocks.Clear();
+  uint32_t best = 0;
+  for (uint32_t i : job.partition_ids) {
+    const Partition& p = partitions.at(i);
+    if (!Starts(p.state)) continue;
+    uint32_t free = 0;
+    for (uint32_t node = 0; node < p.has_node.size(); ++node) {
+      if (p.has_node[node] && (forbidden.empty() || !forbidden[node]))
+        free += topo->free_gpus(topo->node_domain(NodeId(node)));
+    }
+    best = std::max(best, free);
+  }
+  return best;
 }
 
 bool SchedulerState::PartitionOpen(const JobRecord& job) const {
@@ -133,6 +182,8 @@ void SchedulerState::StopJob(JobRecord& job, Time at) {
   }
   job.after_checkpoint = JobRecord::After::kNothing;
   job.shrink_to.clear();
+  job.spec.suspended = false;  // a run that ends (cancel, requeue, node failure) is not suspended any more
+  job.spec.suspended_at = 0;
 }
 
 void SchedulerState::Requeue(JobRecord& job, Time at, std::string reason, std::vector<Decision>& out) {

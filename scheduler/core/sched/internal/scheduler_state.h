@@ -70,6 +70,22 @@ struct SchedulerState {
   std::optional<Placement> PlaceNow(const JobRecord& job, const PlacementRequest& request) const;
   // Whether any of the job's partitions lets jobs start (UP or DRAIN).
   bool PartitionOpen(const JobRecord& job) const;
+  // The GPUs `user`'s active jobs other than `except` hold in partition `part` (each job
+  // counted in the partition it runs in: PartitionTable::Holding).
+  uint32_t UserGpusIn(const std::string& user, uint32_t part, JobId except) const;
+  // Whether `job` may hold `gpus` GPUs in partition `part` under its max_gpus_per_user.
+  bool UnderUserLimit(const JobRecord& job, uint32_t part, uint32_t gpus) const {
+    const uint32_t max = partitions.at(part).max_gpus_per_user;
+    return max == 0 || UserGpusIn(job.spec.user, part, job.spec.id) + gpus <= max;
+  }
+  // Why every open partition of `job` is at its user's GPU limit (max_gpus_per_user) for `n`
+  // more GPUs ("partition P: MaxGPUsPerUser 8, alice holds 8"); empty when one of them is not.
+  std::string UserLimitHit(const JobRecord& job, uint32_t n) const;
+  // The GPUs free now where `job` may run, for Resources against TopologyBlock: on the nodes it
+  // may use (-w/-x/-C) in the best of its open partitions (Slurm counts the partition's nodes);
+  // cluster-wide when one of them is every node, the GPUs `blocks` holds counted as free. Clears
+  // `blocks` when it counts by partition (blocked GPUs are not counted by node).
+  uint32_t FreeGpusFor(const JobRecord& job, StartBlocks& blocks) const;
   // How long a job has between the checkpoint signal and its deadline: its own, else the config's.
   Duration CheckpointGrace(const JobRecord& job) const {
     return job.spec.checkpoint_grace > 0 ? job.spec.checkpoint_grace : config.checkpoint_grace;

@@ -17,6 +17,7 @@ Duration CheckpointInterval(const SchedulerConfig& config, const JobRecord& job)
 }  // namespace
 
 Time NextTimer(const SchedulerConfig& config, const JobRecord& job) {
+  if (job.spec.suspended) return kForever;  // nothing fires until Resume (which notes them again)
   Time t = job.expected_end();
   if (job.state == JobState::kCheckpointing) t = std::min(t, job.checkpoint_deadline);
   const Duration interval = CheckpointInterval(config, job);
@@ -56,6 +57,7 @@ void FireTimers(SchedulerState& s, Time now, std::vector<Decision>& out) {
         if (!IsFinal(j.state) && j.state != JobState::kPending) s.NoteTimers(j);
       }
     } note{s, job};
+    if (job.spec.suspended) continue;
     if (now >= job.expected_end()) {
       s.StopJob(job, now);
       s.Kill(job, now, "walltime of " + std::to_string(job.run_walltime) + "s exceeded", out);

@@ -22,6 +22,7 @@ class PredictedEstimator final : public RuntimeEstimator {
   }
 
   Time End(const JobRecord& running, Time now) const override {
+    if (running.spec.suspended) return running.expected_end(now);  // when it will end is the walltime's
     const std::optional<Duration> p = history_.Predict(running.spec.user, running.spec.name, running.spec.shape.gpus);
     if (!p) return running.expected_end();
     const Time planned = running.start + std::clamp<Duration>(*p - running.progress, 1, running.run_walltime);

@@ -8,7 +8,7 @@ namespace {
 class WalltimeEstimator final : public RuntimeEstimator {
  public:
   Duration Run(const JobRecord& job) const override { return RemainingWalltime(job); }
-  Time End(const JobRecord& running, Time) const override { return running.expected_end(); }
+  Time End(const JobRecord& running, Time now) const override { return running.expected_end(now); }
 };
 
 }  // namespace
