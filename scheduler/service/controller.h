@@ -252,6 +252,7 @@ class Controller final : public ExecutorHost {
   void CheckpointReported(JobId job, uint64_t epoch, const std::string& path, const std::string& node) override;
   void NodeAvailabilityChanged(const std::string& node, const std::string& why) override;
   uint32_t SetExternalLoad(const std::string& node, const std::vector<Scheduler::ExternalPiece>& pieces) override;
+  Status SetPartitions(std::vector<PartitionConfig> partitions) override;
 
   // ---- commits, passes, decisions (controller.cc) ------------------------------------------
   void Commit(store::Batch batch, std::function<void(CallStatus)> after);

@@ -46,6 +46,13 @@ uint32_t Controller::SetExternalLoad(const std::string& node, const std::vector<
   return *taken;
 }
 
+Status Controller::SetPartitions(std::vector<PartitionConfig> partitions) {
+  if (stopped_ || failed_) return Fail(ErrorCode::kFailedPrecondition, "partitions", "phalanxd is stopping");
+  PHX_RETURN_IF_ERROR(core_->SetPartitions(std::move(partitions), Now()));
+  RequestPass();  // a partition up again, or new nodes to a job: the queue may move
+  return {};
+}
+
 void Controller::ApplyNodeState(const std::string& name, const std::string& why) {
   const Node& node = nodes_.at(name);
   const NodeAvailability availability = executor_->node(name).availability;

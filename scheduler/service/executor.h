@@ -98,6 +98,9 @@ class ExecutorHost {
   // load. Returns the GPUs the core took (fewer when its own jobs hold the rest;
   // Scheduler::SetExternalLoad).
   virtual uint32_t SetExternalLoad(const std::string& node, const std::vector<Scheduler::ExternalPiece>& pieces) = 0;
+  // Replaces the core's partitions (the Slurm mode: Slurm's, when they change;
+  // Scheduler::SetPartitions). Fails as that does (the partitions stay as they were).
+  virtual Status SetPartitions(std::vector<PartitionConfig> partitions) = 0;
 };
 
 class Executor {

@@ -182,17 +182,24 @@ void SlurmExecutor::Poll() {
   polling_ = true;
   struct Snapshot {
     Result<std::vector<slurm::SlurmNode>> nodes;
+    Result<std::vector<slurm::SlurmPartition>> partitions;
     Result<std::vector<SlurmJob>> jobs;
   };
   OnWorker<std::shared_ptr<Snapshot>>(
       [](slurm::SlurmAdapter& a) {
-    auto s = std::make_shared<Snapshot>(Snapshot{a.LoadNodes(), std::vector<SlurmJob>{}});
-    s->jobs = s->nodes ? a.LoadJobs() : Result<std::vector<SlurmJob>>(std::unexpected(s->nodes.error()));
+    auto s = std::make_shared<Snapshot>(
+        Snapshot{a.LoadNodes(), std::vector<slurm::SlurmPartition>{}, std::vector<SlurmJob>{}});
+    if (s->nodes) {
+      s->partitions = a.LoadPartitions();
+      s->jobs = a.LoadJobs();
+    } else {
+      s->jobs = std::unexpected(s->nodes.error());
+    }
     return s;
       },
       [this](std::shared_ptr<Snapshot> s) {
     polling_ = false;
-    if (!halted_ && host_ != nullptr && host_->Serving()) Apply(s->nodes, s->jobs);
+    if (!halted_ && host_ != nullptr && host_->Serving()) Apply(s->nodes, s->partitions, s->jobs);
     if (poll_again_ && !halted_) {
       poll_again_ = false;
       Poll();
@@ -201,6 +208,7 @@ void SlurmExecutor::Poll() {
 }
 
 void SlurmExecutor::Apply(const Result<std::vector<slurm::SlurmNode>>& nodes,
+                          const Result<std::vector<slurm::SlurmPartition>>& partitions,
                           const Result<std::vector<SlurmJob>>& jobs) {
   if (!jobs) {
     if (!load_failed_) PHX_LOG(kWarn) << "slurm mode: cannot read Slurm: " << jobs.error().ToString();
@@ -209,6 +217,15 @@ void SlurmExecutor::Apply(const Result<std::vector<slurm::SlurmNode>>& nodes,
   }
   if (load_failed_) PHX_LOG(kInfo) << "slurm mode: Slurm readable again";
   load_failed_ = false;
+  if (!partitions) {
+    // The partitions last read stay in force.
+    if (!partitions_failed_)
+      PHX_LOG(kWarn) << "slurm mode: cannot read Slurm's partitions: " << partitions.error().ToString();
+    partitions_failed_ = true;
+  } else {
+    partitions_failed_ = false;
+    SyncPartitions(*partitions);  // before the submissions below: their partitions must be known
+  }
   LinkFromLaunchInfo();
 
   std::vector<SlurmJob> external;
@@ -555,6 +572,65 @@ void SlurmExecutor::RenewLease(SlurmJobId sid, Tracked& t, Time now) {
   });
 }
 
+// Slurm's partitions as the core's: their nodes that the topology has (a partition of none of
+// them, a CPU-only one, is left out: no managed job can run there), state, MaxTime, default.
+void SlurmExecutor::SyncPartitions(const std::vector<slurm::SlurmPartition>& partitions) {
+  if (partitions.empty() || partitions == partitions_) return;  // none: the config's stay
+  partitions_ = partitions;
+  const SchedulerConfig& config = host_->core().config();
+  std::vector<PartitionConfig> out;
+  std::string shown, skipped;
+  for (const slurm::SlurmPartition& p : partitions) {
+    PartitionConfig c;
+    c.name = p.name;
+    for (const std::string& n : p.nodes)
+      if (topo_.find_node(n).valid()) c.nodes.push_back(n);
+    if (c.nodes.empty()) {
+      skipped += (skipped.empty() ? "" : ", ") + p.name;
+      continue;
+    }
+    c.state = p.state == slurm::SlurmPartitionState::kUp      ? PartitionState::kUp
+              : p.state == slurm::SlurmPartitionState::kDown  ? PartitionState::kDown
+              : p.state == slurm::SlurmPartitionState::kDrain ? PartitionState::kDrain
+                                                              : PartitionState::kInactive;
+    c.max_walltime = p.max_time > 0 ? std::min(p.max_time, kUnlimitedWalltime) : kUnlimitedWalltime;
+    // A job without --time gets the config's default walltime, at most the partition's MaxTime.
+    c.default_walltime = std::min(config.default_walltime, c.max_walltime);
+    c.is_default = p.is_default;
+    shown += (shown.empty() ? "" : ", ") + c.name + "(" + std::string(PartitionStateName(c.state)) + ", " +
+             std::to_string(c.nodes.size()) + " nodes)";
+    out.push_back(std::move(c));
+  }
+  if (out.empty()) {
+    PHX_LOG(kWarn) << "slurm mode: no Slurm partition has a node of the topology (" << skipped
+                   << "); the configured partitions stay";
+    return;
+  }
+  // Two Default=YES cannot happen in Slurm; a default left out (no GPU node): the first.
+  if (std::count_if(out.begin(), out.end(), [](const PartitionConfig& c) { return c.is_default; }) > 1)
+    for (PartitionConfig& c : out) c.is_default = false;
+  if (Status st = host_->SetPartitions(std::move(out)); !st) {
+    PHX_LOG(kError) << "slurm mode: Slurm's partitions: " << st.error().ToString();
+    return;
+  }
+  PHX_LOG(kInfo) << "slurm mode: partitions from Slurm: " << shown
+                 << (skipped.empty() ? "" : "; without a node of the topology: " + skipped);
+}
+
+std::vector<std::string> SlurmExecutor::JobPartitions(const SlurmJob& j) const {
+  std::vector<std::string> out;
+  if (partitions_.empty()) return out;
+  const PartitionTable& table = host_->core().partitions();
+  std::string_view rest = j.partition;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string name(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    if (!name.empty() && table.Find(name) && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
 void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t) {
   if (!submit_) return;
   uint32_t gid = 0;
@@ -565,6 +641,7 @@ void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o,
     PHX_LOG(kWarn) << "slurm mode: " << spec.error().ToString() << "; left to Slurm";
     return;
   }
+  spec->partitions = JobPartitions(j);
   LaunchInfo li;
   li.set_user(user);
   li.set_uid(j.uid);

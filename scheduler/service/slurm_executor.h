@@ -136,7 +136,13 @@ class SlurmExecutor final : public Executor {
   template <class R>
   void OnWorker(std::function<R(slurm::SlurmAdapter&)> call, std::function<void(R)> done);
   void Act(std::string what, std::function<Status(slurm::SlurmAdapter&)> call);
-  void Apply(const Result<std::vector<slurm::SlurmNode>>& nodes, const Result<std::vector<slurm::SlurmJob>>& jobs);
+  void Apply(const Result<std::vector<slurm::SlurmNode>>& nodes,
+             const Result<std::vector<slurm::SlurmPartition>>& partitions,
+             const Result<std::vector<slurm::SlurmJob>>& jobs);
+  void SyncPartitions(const std::vector<slurm::SlurmPartition>& partitions);
+  // A managed job's partitions for the core: those of its Slurm job's list (comma-separated)
+  // that the core has; none (or Slurm's partitions not in use): empty, the default one.
+  std::vector<std::string> JobPartitions(const slurm::SlurmJob& j) const;
   void RequeueForResize(JobId job, slurm::SlurmJobId sid);
   void WatchEnding(slurm::SlurmJobId sid, int tries);
   void ArmTimer();
@@ -165,7 +171,10 @@ class SlurmExecutor final : public Executor {
   bool polling_ = false;     // a poll in flight
   bool poll_again_ = false;  // one asked for meanwhile
   size_t in_flight_ = 0;
-  bool load_failed_ = false;  // the last load failed (log once until it works again)
+  bool load_failed_ = false;        // the last load failed (log once until it works again)
+  bool partitions_failed_ = false;  // the last LoadPartitions failed (logged once)
+  // Slurm's partitions as last given to the core (empty: none yet; the config's stay).
+  std::vector<slurm::SlurmPartition> partitions_;
 
   std::map<slurm::SlurmJobId, Tracked> tracked_;
   std::map<JobId, slurm::SlurmJobId> by_job_;

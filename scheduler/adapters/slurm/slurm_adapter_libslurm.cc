@@ -142,7 +142,16 @@ class LibslurmAdapter final : public SlurmAdapter {
     std::vector<SlurmPartition> out;
     for (uint32_t i = 0; i < msg->record_count; ++i) {
       const partition_info_t& p = msg->partition_array[i];
-      out.push_back(SlurmPartition{Str(p.name), Expand(p.nodes)});
+      SlurmPartition part{Str(p.name), Expand(p.nodes)};
+      const uint16_t up = p.state_up;
+      part.state = up == PARTITION_UP      ? SlurmPartitionState::kUp
+                   : up == PARTITION_DRAIN ? SlurmPartitionState::kDrain
+                   : up == PARTITION_DOWN  ? SlurmPartitionState::kDown
+                                           : SlurmPartitionState::kInactive;
+      part.is_default = (p.flags & PART_FLAG_DEFAULT) != 0;
+      // Minutes; INFINITE (and NO_VAL: not set) is no limit.
+      if (p.max_time != INFINITE && p.max_time != NO_VAL) part.max_time = Duration{p.max_time} * 60;
+      out.push_back(std::move(part));
     }
     slurm_free_partition_info_msg(msg);
     return out;

@@ -24,9 +24,16 @@ struct SlurmNode {
   std::string reason;    // why down or drained
 };
 
+// Slurm's partition states (PARTITION_UP, _DOWN, _DRAIN, _INACTIVE).
+enum class SlurmPartitionState : uint8_t { kUp, kDown, kDrain, kInactive };
+
 struct SlurmPartition {
   std::string name;
   std::vector<std::string> nodes;  // expanded, in Slurm's order
+  SlurmPartitionState state = SlurmPartitionState::kUp;
+  bool is_default = false;  // Default=YES: the partition of jobs that name none
+  Duration max_time = 0;    // MaxTime in seconds; 0: UNLIMITED (or not set)
+  bool operator==(const SlurmPartition&) const = default;
 };
 
 // Slurm's base job states (enum job_states), plus kOther for anything newer.

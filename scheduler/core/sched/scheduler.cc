@@ -389,6 +389,20 @@ Status Scheduler::SetNodeState(std::string_view node, NodeState state, Time now)
   return {};
 }
 
+Status Scheduler::SetPartitions(std::vector<PartitionConfig> partitions, Time now) {
+  SchedulerState& s = *s_;
+  auto table = PartitionTable::Build(partitions, *s.topo, s.config.default_walltime, s.config.max_walltime);
+  PHX_RETURN_IF_ERROR(table);
+  PHX_RETURN_IF_ERROR(Advance(s, now));
+  s.partitions = std::move(*table);
+  s.config.partitions = std::move(partitions);
+  for (auto& [id, job] : s.jobs) {
+    auto ids = s.partitions.Resolve(job.spec.partitions);
+    job.partition_ids = ids ? *ids : std::vector<uint32_t>{};  // gone: Unsatisfiable (as a restore)
+  }
+  return {};
+}
+
 Result<uint32_t> Scheduler::SetExternalLoad(std::string_view node, uint32_t gpus, Time until, Time now) {
   std::vector<ExternalPiece> pieces;
   if (gpus > 0) pieces.push_back({gpus, until});

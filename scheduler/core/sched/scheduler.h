@@ -101,6 +101,12 @@ class Scheduler {
   // Node availability. Down: the node's jobs shrink (elastic, when legal) or are requeued from
   // their last checkpoint; the decisions come with the next Schedule(). Drain: no new work.
   Status SetNodeState(std::string_view node, NodeState state, Time now);
+  // Replaces the partitions (phalanxd's Slurm mode: Slurm's own, whenever they change). Every
+  // job's partitions are resolved anew by name (a job whose partitions are all gone waits
+  // Unsatisfiable until one comes back; running jobs keep their GPUs). Fails as
+  // PartitionTable::Build does, naming the partition (the table stays as it was), or on `now`
+  // going back or a restore in progress.
+  Status SetPartitions(std::vector<PartitionConfig> partitions, Time now);
   // External load (phalanxd's Slurm mode: jobs Slurm runs that Phalanx did not place): `gpus`
   // GPUs of `node` are busy until `until`, the rest stay placeable. Replaces the node's previous
   // load; 0 GPUs clears it. The GPUs are taken from those no job of the core holds (a node's

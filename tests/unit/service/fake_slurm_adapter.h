@@ -28,6 +28,7 @@ class FakeSlurm final : public SlurmAdapter {
 
   std::vector<SlurmNode> nodes;
   std::vector<SlurmJob> jobs;
+  std::vector<SlurmPartition> partitions;  // none: Slurm mode keeps the configured partitions
   std::vector<Call> calls;
   bool down = false;                // slurmctld unreachable
   std::shared_future<void> gate;    // when valid: LoadJobs waits for it (a slurmctld that does not answer)
@@ -52,7 +53,10 @@ class FakeSlurm final : public SlurmAdapter {
     if (down) return Fail(ErrorCode::kInternal, "slurm: slurm_load_node", "Unable to contact slurm controller");
     return nodes;
   }
-  Result<std::vector<SlurmPartition>> LoadPartitions() override { return std::vector<SlurmPartition>{}; }
+  Result<std::vector<SlurmPartition>> LoadPartitions() override {
+    if (down) return Fail(ErrorCode::kInternal, "slurm: slurm_load_partitions", "Unable to contact slurm controller");
+    return partitions;
+  }
   Result<std::vector<SlurmJob>> LoadJobs() override {
     if (gate.valid()) gate.wait();
     ++loads;
