@@ -304,6 +304,43 @@ TEST(SchedulerPartitions, RestoredJobOfAPartitionNoLongerConfiguredWaitsUnsatisf
   for (const std::string& n : NodesOf(*s, 2)) EXPECT_TRUE(n.starts_with("leaf0-")) << n;
 }
 
+// phalanxd's Slurm mode hands over Slurm's partitions whenever they change: states, nodes and
+// the list itself change under queued jobs; a bad table is refused and the old one stays.
+TEST(SchedulerPartitions, SetPartitionsAtRunTime) {
+  auto s = Make();
+  ASSERT_TRUE(s->Submit(Job(1, 2, {"small"}, 100), 0));
+  ASSERT_TRUE(s->Submit(Job(2, 2, {"all"}, 100), 0));
+  std::vector<PartitionConfig> parts = PartConfig().partitions;
+  parts[1].state = PartitionState::kDown;
+  parts[2].state = PartitionState::kDown;
+  ASSERT_TRUE(s->SetPartitions(parts, 1));
+  s->Schedule(1);
+  EXPECT_EQ(s->job(1)->wait.kind, WaitKind::kPartitionDown);
+  EXPECT_EQ(s->job(2)->wait.kind, WaitKind::kPartitionDown);
+
+  std::vector<PartitionConfig> bad = parts;
+  bad[1].nodes = {"leaf9-n0"};
+  auto refused = s->SetPartitions(bad, 2);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().ToString().find("partitions.small: nodes: unknown node 'leaf9-n0'"), std::string::npos)
+      << refused.error().ToString();
+  EXPECT_EQ(s->partitions().at(1).state, PartitionState::kDown);  // as it was
+
+  // small: UP again and moved to leaf0-n0; "all" gone; "new" added.
+  parts[1].state = PartitionState::kUp;
+  parts[1].nodes = {"leaf0-n0"};
+  parts[2].name = "new";
+  parts[2].state = PartitionState::kUp;
+  ASSERT_TRUE(s->SetPartitions(parts, 3));
+  EXPECT_EQ(s->config().partitions[2].name, "new");
+  s->Schedule(3);
+  ASSERT_EQ(s->job(1)->state, JobState::kRunning);
+  EXPECT_EQ(NodesOf(*s, 1), std::set<std::string>{"leaf0-n0"});
+  EXPECT_EQ(s->job(2)->wait.kind, WaitKind::kUnsatisfiable);
+  EXPECT_EQ(s->job(2)->wait.detail, "partition 'all' is no longer configured");
+  EXPECT_EQ(s->CheckInvariants(), "");
+}
+
 TEST(SchedulerPartitions, BadConfigsNameThePartition) {
   auto fails = [](SchedulerConfig c, const std::string& want) {
     auto s = Scheduler::Create(Build(TwoTier(2, 2)), std::move(c));
