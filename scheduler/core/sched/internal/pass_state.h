@@ -107,14 +107,12 @@ struct PassState {
   std::optional<uint32_t> up_gpus;
   // Reserve's working memory, reused by every call of the pass (one allocation per pass, not
   // per call: the allocator was a tenth of a pass under long queues). Contents are per call;
-  // `wanted` and `freed` are all zero between calls.
+  // `wanted` is all zero between calls.
   struct ReserveScratch {
     std::vector<uint32_t> wanted;
-    std::vector<uint8_t> freed;
     // Before Reserve goes live, by 64-GPU word: wanted by some reservation, wanted by more than
-    // one, free at t (and whether that word is known yet).
+    // one, free at t.
     std::vector<uint64_t> held_bits, multi_bits, free_bits;
-    std::vector<uint8_t> free_known;
     std::vector<uint8_t> in_window;
     // The reservations' indexes by start and by end, and the (start, end) of each indexed
     // reservation when they were sorted: the orders hold as long as those are unchanged, and
@@ -124,7 +122,16 @@ struct PassState {
     std::vector<Time> bounds, times;
     std::vector<JobId> released;
     std::vector<GpuId> gpus;
+    // By reservation index: its GPUs as (64-GPU word, bits) in the order Reserve's word walk
+    // visits them, built on first use. Cleared when a reservation is removed (StartJob) or the
+    // orders above are rebuilt; reservations are only appended otherwise, and never change.
+    std::vector<std::vector<std::pair<uint32_t, uint64_t>>> res_words;
   } reserve;
+  // By 64-GPU word: the GPUs free now (Topology::is_free) and those on nodes that are up, for
+  // Reserve, built on its first call. Between Reserve calls the Topology's lasting changes are
+  // StartJob's allocations, which clear their GPUs here; node states do not change in a pass.
+  std::vector<uint64_t> free_now_bits, up_bits;
+  bool gpu_bits_built = false;
 
   // ---- preemption (preemption.cc) ----
   // Running jobs a job of each class and service queue may preempt (by class rank and service

@@ -118,6 +118,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       sorted.clear();
       by_start.clear();
       by_end.clear();
+      scratch.res_words.clear();
     }
     for (uint32_t i = static_cast<uint32_t>(sorted.size()); i < reservations.size(); ++i) {
       const Reservation& r = reservations[i];
@@ -185,7 +186,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // time.
   //
   // The Topology is changed only from the first time whose free-GPU count is enough for the job
-  // (`live`): before it, the walk keeps the count alone (`free`, `freed`), which is what the
+  // (`live`): before it, the walk keeps the count alone (`free_count`, `free_bits`), which is what the
   // skipped times would have checked; most walks try the Placer once, at their last step, so the
   // releases and holds of every earlier step cost array updates, not Topology counters. At that
   // time the Topology is brought to the same state the step-by-step walk would have left (the
@@ -196,44 +197,38 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   what_if.Block({});
   bool live = false;
   std::vector<uint32_t>& wanted = scratch.wanted;
-  std::vector<uint8_t>& freed = scratch.freed;  // released by t, on a node that is up
   wanted.resize(topo.gpu_count(), 0);
-  freed.resize(topo.gpu_count(), 0);
   // All zero again when the call returns, whichever way (a few kB: cheaper than tracking).
   struct Zero {
     PassState::ReserveScratch& s;
-    ~Zero() {
-      std::fill(s.wanted.begin(), s.wanted.end(), 0);
-      std::fill(s.freed.begin(), s.freed.end(), 0);
-    }
+    ~Zero() { std::fill(s.wanted.begin(), s.wanted.end(), 0); }
   } zero{scratch};
   // Before `live`: the GPUs free at t less those held, as the Topology would count them.
   uint32_t free_count = topo.free_gpus(topo.root());
-  auto free_at = [&](GpuId g) { return freed[g.value] != 0 || topo.is_free(g); };  // before `live` only
   // Before `live`, who wants a GPU is kept in bits, 64 GPUs a word (a reservation's GPUs are a
   // few words: a block is a few nodes, numbered together), not in `wanted`: `held` = wanted by
   // at least one, `multi` = by more than one, and then `wanted` holds the count less one. Going
-  // live turns them back into counts. `free_bits` = free_at, word by word when first needed.
+  // live turns them back into counts. `free_bits`: free at t (free now, or released by t on a
+  // node that is up), from the pass's bits of the GPUs free now.
   const size_t words = (topo.gpu_count() + 63) / 64;
+  if (!pass.gpu_bits_built) {
+    pass.free_now_bits.assign(words, 0);
+    pass.up_bits.assign(words, 0);
+    for (uint32_t g = 0; g < topo.gpu_count(); ++g) {
+      const uint64_t bit = uint64_t{1} << (g & 63);
+      if (topo.is_free(GpuId(g))) pass.free_now_bits[g >> 6] |= bit;
+      if (topo.node_state(topo.node_of(GpuId(g))) == NodeState::kUp) pass.up_bits[g >> 6] |= bit;
+    }
+    pass.gpu_bits_built = true;
+  }
   std::vector<uint64_t>& held = scratch.held_bits;
   std::vector<uint64_t>& multi = scratch.multi_bits;
   std::vector<uint64_t>& free_bits = scratch.free_bits;
-  std::vector<uint8_t>& free_known = scratch.free_known;
   held.assign(words, 0);
   multi.assign(words, 0);
-  free_bits.assign(words, 0);
-  free_known.assign(words, 0);
-  auto free_word = [&](uint32_t w) -> uint64_t {
-    if (!free_known[w]) {
-      uint64_t bits = 0;
-      const uint32_t end = std::min<uint32_t>(w * 64 + 64, topo.gpu_count());
-      for (uint32_t g = w * 64; g < end; ++g) bits |= static_cast<uint64_t>(free_at(GpuId(g))) << (g - w * 64);
-      free_bits[w] = bits;
-      free_known[w] = 1;
-    }
-    return free_bits[w];
-  };
-  auto is_held = [&](GpuId g) { return (held[g.value >> 6] >> (g.value & 63)) & 1; };  // before `live`
+  free_bits.assign(pass.free_now_bits.begin(), pass.free_now_bits.end());
+  auto free_at = [&](GpuId g) { return (free_bits[g.value >> 6] >> (g.value & 63)) & 1; };  // before `live` only
+  auto is_held = [&](GpuId g) { return (held[g.value >> 6] >> (g.value & 63)) & 1; };       // before `live`
   // Calls f(word, bits) for the GPUs of `list`, a word at a time; a GPU listed twice comes in
   // two calls, as it counted twice.
   auto by_word = [](std::span<const GpuId> list, auto&& f) {
@@ -258,7 +253,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     }
     const uint64_t newly = m & ~held[w];
     held[w] |= m;
-    if (newly != 0) free_count -= static_cast<uint32_t>(std::popcount(newly & free_word(w)));
+    if (newly != 0) free_count -= static_cast<uint32_t>(std::popcount(newly & free_bits[w]));
   };
   auto unwant_bits = [&](uint32_t w, uint64_t m) {  // before `live`: one want less of each GPU of m
     const uint64_t still = m & multi[w];
@@ -268,22 +263,37 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     }
     const uint64_t cleared = m & ~still;
     held[w] &= ~cleared;
-    if (cleared != 0) free_count += static_cast<uint32_t>(std::popcount(cleared & free_word(w)));
+    if (cleared != 0) free_count += static_cast<uint32_t>(std::popcount(cleared & free_bits[w]));
   };
   // Reservations enter the window when t + w passes their start and leave it for good when t
   // reaches their end (t only grows): two cursors, over the reservations by start and by end.
   std::vector<uint8_t>& in_window = scratch.in_window;
   in_window.assign(reservations.size(), 0);
   size_t entered = 0, left = 0;
-  auto enter = [&](const Reservation& r) {
-    if (!live) return by_word(r.gpus, want_bits);
-    for (GpuId g : r.gpus) {
+  // A reservation's GPUs as by_word's calls, once per pass.
+  std::vector<std::vector<std::pair<uint32_t, uint64_t>>>& res_words = scratch.res_words;
+  if (res_words.size() < reservations.size()) res_words.resize(reservations.size());
+  auto words_of = [&](uint32_t i) -> const std::vector<std::pair<uint32_t, uint64_t>>& {
+    std::vector<std::pair<uint32_t, uint64_t>>& list = res_words[i];
+    if (list.empty() && !reservations[i].gpus.empty())
+      by_word(reservations[i].gpus, [&](uint32_t w, uint64_t m) { list.emplace_back(w, m); });
+    return list;
+  };
+  auto enter = [&](uint32_t i) {
+    if (!live) {
+      for (const auto& [w, m] : words_of(i)) want_bits(w, m);
+      return;
+    }
+    for (GpuId g : reservations[i].gpus) {
       if (wanted[g.value]++ == 0) what_if.HoldOne(g);
     }
   };
-  auto leave = [&](const Reservation& r) {
-    if (!live) return by_word(r.gpus, unwant_bits);
-    for (GpuId g : r.gpus) {
+  auto leave = [&](uint32_t i) {
+    if (!live) {
+      for (const auto& [w, m] : words_of(i)) unwant_bits(w, m);
+      return;
+    }
+    for (GpuId g : reservations[i].gpus) {
       if (--wanted[g.value] == 0) what_if.UnholdOne(g);
     }
   };
@@ -294,20 +304,23 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   released.clear();
   std::vector<GpuId>& gpus = scratch.gpus;
   auto release = [&](JobId id) {
-    const std::span<const GpuId> held = topo.job_gpus(id);  // empty if the Topology has none to give
-    if (held.empty()) return;
-    gpus.assign(held.begin(), held.end());  // Suspend hides them from job_gpus
-    if (live) what_if.ReleaseJob(id);
-    else released.push_back(id);
+    const std::span<const GpuId> list = topo.job_gpus(id);  // empty if the Topology has none to give
+    if (list.empty()) return;
+    if (!live) {  // the Topology stays as it is: its span stays valid
+      released.push_back(id);
+      // Released on a node that is up: free at t (a GPU on another node takes no work).
+      by_word(list, [&](uint32_t w, uint64_t m) {
+        m &= pass.up_bits[w];
+        free_bits[w] |= m;
+        free_count += static_cast<uint32_t>(std::popcount(m & ~held[w]));
+      });
+      return;
+    }
+    gpus.assign(list.begin(), list.end());  // Suspend hides them from job_gpus
+    what_if.ReleaseJob(id);
     for (GpuId g : gpus) {
       if (topo.node_state(topo.node_of(g)) != NodeState::kUp) continue;  // not free: the node takes no work
-      freed[g.value] = 1;
-      if (live) {
-        if (wanted[g.value] > 0) what_if.HoldOne(g);
-      } else {
-        free_bits[g.value >> 6] |= uint64_t{1} << (g.value & 63);  // (a word not known yet reads freed)
-        if (!is_held(g)) ++free_count;
-      }
+      if (wanted[g.value] > 0) what_if.HoldOne(g);
     }
   };
   // The Topology at t as the step-by-step walk leaves it: the jobs released, every wanted GPU
@@ -339,14 +352,14 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     while (next < ends.size() && ends[next].first <= t) release(ends[next++].second);
     for (; left < by_end.size() && reservations[by_end[left]].end <= t; ++left) {
       const uint32_t i = by_end[left];
-      if (in_window[i] == 1) leave(reservations[i]);
+      if (in_window[i] == 1) leave(i);
       in_window[i] = 2;  // past: never again
     }
     for (; entered < by_start.size() && reservations[by_start[entered]].start < t + w; ++entered) {
       const uint32_t i = by_start[entered];
       if (in_window[i] == 0) {
         in_window[i] = 1;
-        enter(reservations[i]);
+        enter(i);
       }
     }
     if ((live ? topo.free_gpus(topo.root()) : free_count) < n) continue;
