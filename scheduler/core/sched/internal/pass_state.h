@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -112,7 +113,7 @@ struct PassState {
     std::vector<uint32_t> wanted;
     // Before Reserve goes live, by 64-GPU word: wanted by some reservation, wanted by more than
     // one, free at t.
-    std::vector<uint64_t> held_bits, multi_bits, free_bits;
+    std::vector<uint64_t> held_bits, count_planes, free_bits;
     std::vector<uint8_t> in_window;
     // The reservations' indexes by start and by end, and the (start, end) of each indexed
     // reservation when they were sorted: the orders hold as long as those are unchanged, and
@@ -125,13 +126,28 @@ struct PassState {
     // By reservation index: its GPUs as (64-GPU word, bits) in the order Reserve's word walk
     // visits them, built on first use. Cleared when a reservation is removed (StartJob) or the
     // orders above are rebuilt; reservations are only appended otherwise, and never change.
-    std::vector<std::vector<std::pair<uint32_t, uint64_t>>> res_words;
+    // `most`: how often the reservation lists one GPU at most (1 unless a GPU repeats).
+    struct Words {
+      std::vector<std::pair<uint32_t, uint64_t>> list;
+      uint32_t most = 1;
+    };
+    std::vector<Words> res_words;
+    std::vector<uint32_t> seen;
   } reserve;
   // By 64-GPU word: the GPUs free now (Topology::is_free) and those on nodes that are up, for
   // Reserve, built on its first call. Between Reserve calls the Topology's lasting changes are
   // StartJob's allocations, which clear their GPUs here; node states do not change in a pass.
   std::vector<uint64_t> free_now_bits, up_bits;
   bool gpu_bits_built = false;
+  // Reserve's releases before it goes live, by job: whether the Topology lists GPUs for it and
+  // those on nodes that are up as (word, bits) in release_word_list[begin, end). Built on a
+  // job's first release in the pass.
+  struct ReleaseWords {
+    bool has_gpus = false;
+    uint32_t begin = 0, end = 0;
+  };
+  std::unordered_map<JobId, ReleaseWords> release_words;
+  std::vector<std::pair<uint32_t, uint64_t>> release_word_list;
 
   // ---- preemption (preemption.cc) ----
   // Running jobs a job of each class and service queue may preempt (by class rank and service
