@@ -19,6 +19,8 @@ packages=(
   # compile_commands.json with jq; Debian 12's clang 14 cannot parse std::expected), the
   # .clang-format style, and GCC's ThreadSanitizer runtime for tests/run.sh's TSan build
   clang-16 clang-format-16 jq libtsan2
+  # LLVM's linker: ~4x faster links of the gRPC-heavy executables than GNU ld (CMakeLists.txt)
+  lld
   # libFuzzer and the ASan/UBSan runtimes for clang-16 (tests/fuzz/run.sh; clang 14's runtime
   # is no use: its compiler cannot parse std::expected)
   libclang-rt-16-dev

@@ -281,6 +281,9 @@ class Store {
   Result<LeaderLease> RenewLeadership(int64_t lease_ms);
   // Ends the lease now (the epoch stays: the next leader takes epoch + 1); later writes fail.
   Status ResignLeadership();
+  // PostgreSQL: this session's idle_in_transaction_session_timeout in ms (0: none; SQLite: 0).
+  // AcquireLeadership sets it to the lease unless the site set one (docs/store.md, "Leadership").
+  Result<int64_t> IdleTransactionTimeoutMs();
   // The lease as stored (nullopt: nobody ever led), read without taking it.
   Result<std::optional<LeaderLease>> ReadLeader();
   uint64_t epoch() const { return epoch_; }  // 0: this Store does not lead
@@ -302,6 +305,7 @@ class Store {
   Result<LeaderLease> LockLease(bool* found);  // in a transaction: read meta('leader') for update
   Result<int64_t> DbNowMs();
   Status WriteLease(const LeaderLease& lease);
+  Status BoundIdleTransactions(int64_t lease_ms);
   // One transaction for the group, each batch in a savepoint or (savepoints false) none: then
   // false when a batch failed -- nothing committed, `out` to be filled again.
   bool ApplyGroupOnce(std::span<const Batch* const> batches, bool savepoints, std::vector<Result<BatchResult>>& out);
@@ -321,6 +325,7 @@ class Store {
   bool deposed_ = false;
   std::string deposed_why_;  // what writes fail with once deposed_
   std::string holder_;
+  bool idle_timeout_checked_ = false;  // PostgreSQL: idle_in_transaction_session_timeout looked at
 };
 
 }  // namespace phalanx::store

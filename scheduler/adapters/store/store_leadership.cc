@@ -88,6 +88,35 @@ Status Store::Fence(bool for_update) {
   return Fail(path(), deposed_why_ + "; the write is refused (fencing)");
 }
 
+// A leader stopped inside a write transaction (SIGSTOP, a hung host) holds the lease row's lock:
+// a takeover's SELECT ... FOR UPDATE would wait for as long as it stays stopped. On PostgreSQL
+// the server can end such a session: unless the site set idle_in_transaction_session_timeout
+// itself (dsn options, role or server), this session's is the lease, so a takeover waits at most
+// about one lease for a stopped leader's lock. The stopped leader then finds its connection
+// gone and exits (a failed commit is fatal). SQLite has no sessions to end: its lock file keeps
+// a second daemon out.
+Status Store::BoundIdleTransactions(int64_t lease_ms) {
+  if (idle_timeout_checked_ || db_->dialect() != Dialect::kPostgres) return {};
+  PHX_ASSIGN_OR_RETURN(auto current, IdleTransactionTimeoutMs());
+  if (current == 0) PHX_RETURN_IF_ERROR(Exec("SET idle_in_transaction_session_timeout = " + std::to_string(lease_ms)));
+  idle_timeout_checked_ = true;
+  return {};
+}
+
+Result<int64_t> Store::IdleTransactionTimeoutMs() {
+  if (db_->dialect() != Dialect::kPostgres) return 0;
+  PHX_ASSIGN_OR_RETURN(auto q, db_->Prepare("SELECT setting FROM pg_settings WHERE name = "
+                                            "'idle_in_transaction_session_timeout'"));
+  PHX_ASSIGN_OR_RETURN(auto row, q.Step());
+  const std::string setting = row ? std::string(q.Text(0)) : std::string("0");
+  q.Reset();
+  char* end = nullptr;
+  const long long ms = std::strtoll(setting.c_str(), &end, 10);
+  if (setting.empty() || *end != '\0' || ms < 0)
+    return Fail(path(), "idle_in_transaction_session_timeout reads '" + Escape(setting) + "', not milliseconds");
+  return static_cast<int64_t>(ms);
+}
+
 Result<LeaderLease> Store::AcquireLeadership(std::string_view holder, int64_t lease_ms) {
   if (holder.empty() || holder.size() > kMaxHolder ||
       std::any_of(holder.begin(), holder.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
@@ -95,6 +124,7 @@ Result<LeaderLease> Store::AcquireLeadership(std::string_view holder, int64_t le
                             " printable bytes");
   if (lease_ms <= 0) return Fail(path(), "leadership: lease " + std::to_string(lease_ms) + " ms must be > 0");
   if (sticky_) return std::unexpected(CheckWritable().error());
+  PHX_RETURN_IF_ERROR(BoundIdleTransactions(lease_ms));
   Statements& s = *stmts_;
   const auto abort = [&](const Error& e) -> Result<LeaderLease> {
     if (db_->InTransaction()) (void)s.rollback.Run();

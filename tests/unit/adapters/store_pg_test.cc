@@ -1,6 +1,7 @@
 // The PostgreSQL backend's own cases (the shared suites run on it through StoreBackendTest):
 // ?N -> $N, errors naming the server, foreign and newer schemas refused, an old schema migrated
-// with its data, and a lost connection making the store stop writing until reopened.
+// with its data, a lost connection making the store stop writing until reopened, and a leader's
+// idle transactions bounded by its lease.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -167,6 +168,26 @@ TEST_P(PgStore, LostConnectionStopsWritesUntilReopened) {
   ASSERT_TRUE(all);
   ASSERT_EQ(all->jobs.size(), 1u);
   EXPECT_EQ((*again)->SubmitJob(JobSpec{}, 4).value_or(0), 2u);
+}
+
+// A leader stopped inside a write transaction would hold the lease row's lock for as long as it
+// stays stopped; taking the lease bounds its session's idle transactions by the lease, unless the
+// site set a bound of its own (here in the dsn's options), which stays.
+TEST_P(PgStore, LeadershipBoundsIdleTransactionsByTheLeaseUnlessTheSiteSetIt) {
+  const std::string dsn = pg_->NewDsn();
+  auto s = Store::Open(dsn, options_);
+  ASSERT_TRUE(s) << s.error().ToString();
+  ASSERT_EQ((*s)->IdleTransactionTimeoutMs().value_or(-1), 0) << "the test cluster sets none";
+  ASSERT_TRUE((*s)->AcquireLeadership("host-a:1", 1500));
+  EXPECT_EQ((*s)->IdleTransactionTimeoutMs().value_or(-1), 1500);
+  ASSERT_TRUE((*s)->RenewLeadership(1500));
+  EXPECT_EQ((*s)->SubmitJob(JobSpec{}, 1).value_or(0), 1u) << "writes still commit under the bound";
+  ASSERT_TRUE((*s)->ResignLeadership());
+
+  auto site = Store::Open(dsn + " options='-c idle_in_transaction_session_timeout=7000'", options_);
+  ASSERT_TRUE(site) << site.error().ToString();
+  ASSERT_TRUE((*site)->AcquireLeadership("host-b:2", 1500));
+  EXPECT_EQ((*site)->IdleTransactionTimeoutMs().value_or(-1), 7000);
 }
 
 }  // namespace
