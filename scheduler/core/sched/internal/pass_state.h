@@ -164,6 +164,11 @@ struct PassState {
   // the active set at the start of the pass plus the jobs the pass starts.
   std::map<JobId, uint32_t> array_active;
   std::set<std::pair<std::string, std::string>> named_active;
+  // The jobs whose (user, name) named_active is made of, until a singleton dependency first asks
+  // (most passes have none: hundreds of string pairs a pass for nothing); then built, and
+  // NoteStarted adds to it directly.
+  std::vector<const JobRecord*> named_jobs;
+  bool named_built = false;
 };
 
 inline PassState::PassState(Topology& topology, PassBuffers& b, Time t) : now(t), buffers(b), start_blocks(topology) {
