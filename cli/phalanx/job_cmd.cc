@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,13 +40,15 @@ constexpr const char* kUsage =
     "usage: phalanx job hold ID...\n"
     "       phalanx job release ID...\n"
     "       phalanx job update ID [--time DURATION] [--priority CLASS] [--name NAME]\n"
-    "       phalanx job show ID...\n"
+    "       phalanx job show ID|slurm:SLURMID...\n"
     "       phalanx job requeue ID...\n"
     "       phalanx job suspend|resume ID...\n"
     "\n"
     "Hold pending jobs (they wait until released), release them, change a job's walltime,\n"
     "priority class or name, or show what phalanxd knows about jobs (scontrol hold, release,\n"
-    "update job, show job). The owner, root and phalanxd's admins may hold, release and update a\n"
+    "update job, show job; in Slurm mode `show slurm:SLURMID` shows a Slurm job: the Phalanx job\n"
+    "it is, or Slurm's own job as phalanxd last read it). The owner, root and phalanxd's admins may hold, release and "
+    "update a\n"
     "job; users may only lower a walltime. Every job is tried; the exit status is 1 when any\n"
     "failed, 2 for a usage error.\n"
     "requeue (admins only): a running job is stopped and queued again, to resume from its last\n"
@@ -90,8 +93,8 @@ std::string ShowJob(const v1::Job& job, int64_t now) {
   if (hidden("spec.command")) command = "(hidden)";
   const std::string user = hidden("user") ? "(hidden)" : Printable(job.user()) + "(" + std::to_string(job.uid()) + ")";
   const std::string group = hidden("gid") ? "(hidden)" : std::to_string(job.gid());
-  std::string out = "JobId=" + std::to_string(job.id()) +
-                    " JobName=" + (hidden("spec.name") ? "(hidden)" : Printable(s.name())) + "\n";
+  std::string out =
+      "JobId=" + field('i') + " JobName=" + (hidden("spec.name") ? "(hidden)" : Printable(s.name())) + "\n";
   out += "   UserId=" + user + " GroupId=" + group + " Account=" + field('a') + " Class=" + field('q') +
          " Priority=" + field('Q') + "\n";
   out += "   JobState=" + field('T') + " Reason=" + reason + " ExitCode=" + std::to_string(job.exit_code()) +
@@ -103,6 +106,16 @@ std::string ShowJob(const v1::Job& job, int64_t now) {
   out += "   Partition=" + field('P') + " GPUs=" + field('Y') + "\n";
   out += "   Preemptions=" + std::to_string(job.preemptions()) + " Resizes=" + std::to_string(job.resizes()) +
          " CheckpointEpoch=" + std::to_string(job.checkpoint_epoch()) + " Dependency=" + field('E') + "\n";
+  if (job.has_slurm()) {
+    // Slurm schedules it (phalanxd's Slurm mode): Slurm's own view, GPUs per node.
+    std::string gpus;
+    for (const v1::SlurmJobNode& n : job.slurm().nodes())
+      gpus += (gpus.empty() ? "" : ",") + Printable(n.node()) + ":" + std::to_string(n.gpus());
+    out += "   ScheduledBy=Slurm SlurmJobId=" + std::to_string(job.slurm().job_id()) +
+           " SlurmState=" + Printable(job.slurm().state()) + " NodeGPUs=" + (gpus.empty() ? "(null)" : gpus) + "\n";
+    return out;
+  }
+  if (job.slurm_job_id() != 0) out += "   ScheduledBy=Phalanx SlurmJobId=" + std::to_string(job.slurm_job_id()) + "\n";
   out += "   Command=" + command + "\n";
   out += "   WorkDir=" + (hidden("spec.working_dir") ? std::string("(hidden)") : Printable(s.working_dir())) + "\n";
   return out;
@@ -154,8 +167,16 @@ int RunJob(std::span<const std::string> args) {
     return kExitUsage;
   }
   std::vector<uint64_t> ids;
+  std::set<size_t> slurm_ids;  // indices into ids naming Slurm job ids (show slurm:N)
   for (const std::string& a : o->positional) {
-    auto id = ParseCount(a, 1, UINT64_MAX);
+    const bool slurm = a.starts_with("slurm:");
+    auto id =
+        ParseCount(slurm ? std::string_view(a).substr(6) : std::string_view(a), 1, slurm ? UINT32_MAX : UINT64_MAX);
+    if (slurm && action != "show") {
+      PrintError(kProgram, "job " + action + ": '" + a + "': a Slurm job id is only for 'phalanx job show'");
+      return kExitUsage;
+    }
+    if (slurm && id) slurm_ids.insert(ids.size());
     if (!id) {
       PrintError(kProgram, "job " + action + ": '" + a + "' is not a job id");
       return kExitUsage;
@@ -200,7 +221,8 @@ int RunJob(std::span<const std::string> args) {
   Connection& conn = *connection;
   std::vector<Outcome> outcomes;
   int rc = kExitOk;
-  for (uint64_t id : ids) {
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const uint64_t id = ids[k];
     Outcome out;
     out.id = id;
     grpc::ClientContext context;
@@ -223,13 +245,23 @@ int RunJob(std::span<const std::string> args) {
       signal.set_signal(action == "suspend" ? SIGSTOP : SIGCONT);
       v1::CancelResponse answer;
       out.status = conn.jobs().Cancel(&context, signal, &answer);
+    } else if (slurm_ids.contains(k)) {
+      v1::SlurmJobRequest get;
+      get.set_job_id(static_cast<uint32_t>(id));
+      out.status = conn.jobs().GetSlurmJob(&context, get, &out.job);
     } else {
       v1::GetJobRequest get;
       get.set_job_id(id);
       out.status = conn.jobs().Get(&context, get, &out.job);
     }
     if (!out.status.ok()) {
-      PrintError(kProgram, Explain(conn, id, out.status));
+      if (slurm_ids.contains(k)) {
+        PrintError(kProgram, out.status.error_code() == grpc::StatusCode::UNIMPLEMENTED
+                                 ? "slurm:" + std::to_string(id) + ": this phalanxd does not show Slurm jobs"
+                                 : conn.Describe(out.status));
+      } else {
+        PrintError(kProgram, Explain(conn, id, out.status));
+      }
       rc = kExitServer;
       if (out.status.error_code() == grpc::StatusCode::UNAVAILABLE) return rc;  // no daemon: no point going on
     }

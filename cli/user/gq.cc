@@ -125,8 +125,11 @@ bool Wanted(const Query& q, const v1::Job& job) {
   if (q.states.empty() && !q.all && IsFinished(job.state())) return false;
   if (!q.names.empty() && !q.names.contains(job.spec().name())) return false;
   if (!q.partitions.empty() && !q.partitions.contains(job.partition())) return false;
-  if (!q.nodes.empty() && std::none_of(job.gpus().begin(), job.gpus().end(),
-                                       [&](const v1::GpuRef& g) { return q.nodes.contains(g.node()); }))
+  if (!q.nodes.empty() &&
+      std::none_of(job.gpus().begin(), job.gpus().end(),
+                   [&](const v1::GpuRef& g) { return q.nodes.contains(g.node()); }) &&
+      std::none_of(job.slurm().nodes().begin(), job.slurm().nodes().end(),
+                   [&](const v1::SlurmJobNode& n) { return q.nodes.contains(n.node()); }))
     return false;
   return true;
 }
@@ -175,6 +178,22 @@ int ListOnce(const ParsedOptions& o, const Query& query, const std::vector<JobFi
         continue;
       PrintError(kProgram, o.Find("user")->Bad("unknown user '" + u + "'").ToString());
       return kExitUsage;
+    }
+    // Slurm mode: Slurm's own jobs too (marked slurm:ID); a daemon without them answers none
+    // (or UNIMPLEMENTED, an older one).
+    if (query.states.empty() || query.states.contains(v1::JOB_STATE_PENDING) ||
+        query.states.contains(v1::JOB_STATE_RUNNING)) {
+      v1::SlurmJobListRequest slurm_request;
+      slurm_request.set_user(request.user());
+      grpc::ClientContext slurm_context;
+      conn.Prepare(slurm_context);
+      v1::ListJobsResponse slurm_jobs;
+      const grpc::Status st = conn.jobs().ListSlurmJobs(&slurm_context, slurm_request, &slurm_jobs);
+      if (!st.ok() && st.error_code() != grpc::StatusCode::UNIMPLEMENTED) {
+        PrintError(kProgram, conn.Describe(st));
+        return kExitServer;
+      }
+      for (v1::Job& job : *slurm_jobs.mutable_jobs()) *response.add_jobs() = std::move(job);
     }
     // The daemon filters too; filtering again keeps several users (-u a,b) and old daemons right.
     for (v1::Job& job : *response.mutable_jobs()) {

@@ -170,6 +170,7 @@ std::string JobFieldValue(const v1::Job& job, char letter, int64_t now) {
   const bool pending = job.state() == v1::JOB_STATE_PENDING;
   switch (letter) {
     case 'i':
+      if (job.has_slurm()) return "slurm:" + std::to_string(job.slurm().job_id());  // Slurm schedules it
       if (job.array_job_id() == 0) return std::to_string(job.id());
       return std::to_string(job.array_job_id()) + "_" +
              (job.array_task_str().empty() ? std::to_string(job.array_task_id()) : "[" + job.array_task_str() + "]");
@@ -178,7 +179,7 @@ std::string JobFieldValue(const v1::Job& job, char letter, int64_t now) {
     case 'a': return s.account().empty() ? "-" : s.account();
     case 'q': return s.priority_class().empty() ? "-" : s.priority_class();
     case 'Q': return Fixed(job.priority(), 0);
-    case 'T': return std::string(StateName(job.state()));
+    case 'T': return job.has_slurm() ? job.slurm().state() : std::string(StateName(job.state()));
     case 't': return std::string(StateShort(job.state()));
     case 'G': return Gpus(job);
     case 'D': return Nodes(job);
@@ -186,6 +187,9 @@ std::string JobFieldValue(const v1::Job& job, char letter, int64_t now) {
     case 'L': {
       if (IsFinished(job.state())) return "-";
       const int64_t limit = Limit(job);
+      // Slurm's own job: to its expected end (Slurm's EndTime), as squeue's TIME_LEFT.
+      if (job.has_slurm() && Active(job.state()) && job.end_time() > 0)
+        return FormatDuration(std::max<int64_t>(job.end_time() - now, 0));
       if (limit <= 0) return "N/A";
       return FormatDuration(Active(job.state()) ? limit - Elapsed(job, now) : limit);
     }

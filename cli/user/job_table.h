@@ -18,6 +18,9 @@
 // start of a running one, in local time (YYYY-MM-DDTHH:MM:SS). GPUS is MIN:MAX for a pending
 // elastic job. NODELIST(REASON) is the hostlist of a job that holds GPUs, else its reason in
 // parentheses: "(Resources)", "(Priority)", "(TopologyBlock: leaf)", "(ReservedFor job 12)".
+// A job Slurm schedules itself (phalanxd's Slurm mode, Job.slurm set) reads "slurm:ID" in
+// JOBID, Slurm's state in STATE (RUNNING, PENDING, COMPLETING, ...) and the time to Slurm's
+// expected end in TIME_LEFT.
 // Thread-safety: pure functions (times use the process's time zone, TZ).
 #pragma once
 

@@ -94,6 +94,8 @@ std::string FormatNodeLines(const v1::ListNodesResponse& nodes) {
   for (const v1::Node& n : nodes.nodes()) {
     std::string jobs;
     for (uint64_t id : n.jobs()) jobs += (jobs.empty() ? "" : ",") + std::to_string(id);
+    // Slurm mode: Slurm's own jobs there, as gq names them.
+    for (uint32_t id : n.slurm_jobs()) jobs += std::string(jobs.empty() ? "" : ",") + "slurm:" + std::to_string(id);
     rows.push_back({n.name(), NodeStateText(n), std::to_string(n.gpus()), std::to_string(n.gpus_free()),
                     n.model().empty() ? "-" : n.model(), n.leaf().empty() ? "-" : n.leaf(), jobs.empty() ? "-" : jobs,
                     n.reason()});

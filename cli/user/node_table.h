@@ -20,7 +20,8 @@ std::string NodeStateText(const v1::Node& node);
 
 // STATE NODES GPUS FREE NODELIST, one line per state.
 std::string FormatNodeSummary(const v1::ListNodesResponse& nodes);
-// NODE STATE GPUS FREE MODEL LEAF JOBS REASON, one line per node.
+// NODE STATE GPUS FREE MODEL LEAF JOBS REASON, one line per node (JOBS: Phalanx job ids, then
+// Slurm mode's own Slurm jobs as slurm:ID; their GPUs are not in FREE).
 std::string FormatNodeLines(const v1::ListNodesResponse& nodes);
 // LEVEL DOMAINS WHOLE_FREE LARGEST_FREE DOMAIN_GPUS, one line per level, then the FGD figure.
 std::string FormatFragmentation(const v1::GetFragmentationResponse& fragmentation);

@@ -43,8 +43,63 @@ bool FillJob(Controller& c, const JobRecord& job, const Caller& viewer, bool inc
   extras.launch = c.FindLaunchInfo(job);
   extras.partitions = &c.core().partitions();
   phalanx::service::FillJob(job, extras, c.core().topology(), include_env && view == JobView::kFull, out);
+  if (const uint32_t sid = c.executor().foreign_id(job.spec.id); sid != 0) out->set_slurm_job_id(sid);
   if (view == JobView::kPublic) Redact(c.private_data(), out);
   return true;
+}
+
+bool FillSlurmJob(const Controller& c, const ForeignJob& f, const Caller& viewer, v1::Job* out) {
+  const JobView view = ViewOf(c.private_data(), viewer, f.user);
+  if (view == JobView::kHidden) return false;
+  out->set_slurm_job_id(f.id);
+  out->set_user(f.user);
+  out->set_uid(f.uid);
+  out->set_state(f.running ? v1::JOB_STATE_RUNNING : v1::JOB_STATE_PENDING);
+  out->set_reason(f.reason);
+  out->set_submit_time(f.submit);
+  out->set_start_time(f.running ? f.start : 0);
+  out->set_end_time(f.end);
+  out->set_walltime_s(f.time_limit);
+  out->set_partition(f.partition);
+  out->set_nodelist(CompressHostlist(f.nodes));
+  v1::JobSpec* spec = out->mutable_spec();
+  spec->set_name(f.name);
+  spec->set_gpus(f.gpus);
+  spec->set_nodes(f.node_count);
+  spec->set_walltime_s(f.time_limit);
+  v1::SlurmJobInfo* s = out->mutable_slurm();
+  s->set_job_id(f.id);
+  s->set_state(f.state);
+  s->set_reason(f.reason);
+  for (size_t k = 0; k < f.nodes.size(); ++k) {
+    v1::SlurmJobNode* n = s->add_nodes();
+    n->set_node(f.nodes[k]);
+    n->set_gpus(k < f.gpus_by_node.size() ? f.gpus_by_node[k] : 0);
+  }
+  if (view == JobView::kPublic) Redact(c.private_data(), out);
+  return true;
+}
+
+grpc::Status ListSlurmJobs(Controller& c, const Caller& who, const v1::SlurmJobListRequest& req,
+                           v1::ListJobsResponse* out) {
+  if (auto st = CheckUserFilter(c, who, req.user()); !st.ok()) return st;
+  for (const ForeignJob& f : c.executor().foreign_jobs()) {
+    if (!req.user().empty() && f.user != req.user()) continue;
+    v1::Job job;
+    if (FillSlurmJob(c, f, who, &job)) *out->add_jobs() = std::move(job);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GetSlurmJob(Controller& c, const Caller& who, const v1::SlurmJobRequest& req, v1::Job* out) {
+  const std::string what = "Slurm job " + std::to_string(req.job_id());
+  if (const JobId id = c.executor().core_job_of(req.job_id()); id != kNoJob && FillJob(c, id, who, false, out))
+    return grpc::Status::OK;
+  for (const ForeignJob& f : c.executor().foreign_jobs()) {
+    if (f.id == req.job_id() && FillSlurmJob(c, f, who, out)) return grpc::Status::OK;
+  }
+  return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                      what + ": not known to phalanxd (not pending or running in Slurm, or not in Slurm mode)");
 }
 
 bool FillJob(Controller& c, JobId id, const Caller& viewer, bool include_env, v1::Job* out) {
@@ -96,6 +151,13 @@ void FillNode(const Controller& c, const std::string& name, v1::Node* out) {
     if (owner != kNoJob && owner != Topology::kHeld && !Topology::IsExternal(owner)) jobs.insert(owner);
   }
   for (JobId j : jobs) out->add_jobs(j);
+  // Slurm mode: what Slurm's own jobs hold there (already not in gpus_free: the core's external load).
+  uint32_t slurm_gpus = 0;
+  for (const auto& [id, gpus] : c.executor().foreign_on_node(dom.name)) {
+    slurm_gpus += gpus;
+    out->add_slurm_jobs(id);
+  }
+  out->set_gpus_slurm(std::min(slurm_gpus, dom.gpu_count));
 }
 
 grpc::Status GetJob(Controller& c, const Caller& who, const v1::GetJobRequest& req, v1::Job* out) {

@@ -30,6 +30,14 @@ void Redact(const PrivateData& rules, v1::Job* job);
 // Of the node `name`; `out` untouched when there is none.
 void FillNode(const Controller& c, const std::string& name, v1::Node* out);
 
+// The API view of a job Slurm schedules itself (Job.slurm set, id 0), as `viewer` may see it (the
+// same private_data rules as FillJob). False, `out` untouched, when hidden.
+bool FillSlurmJob(const Controller& c, const ForeignJob& job, const Caller& viewer, v1::Job* out);
+// Slurm mode: Slurm's own jobs `who` may see (none outside Slurm mode); PERMISSION_DENIED as ListJobs.
+grpc::Status ListSlurmJobs(Controller& c, const Caller& who, const v1::SlurmJobListRequest& req,
+                           v1::ListJobsResponse* out);
+// The Phalanx job of a managed Slurm job, else Slurm's own job; NOT_FOUND when neither.
+grpc::Status GetSlurmJob(Controller& c, const Caller& who, const v1::SlurmJobRequest& req, v1::Job* out);
 // NOT_FOUND (also for another user's job under private_data jobs); PERMISSION_DENIED for the
 // environment of another user's job.
 grpc::Status GetJob(Controller& c, const Caller& who, const v1::GetJobRequest& req, v1::Job* out);

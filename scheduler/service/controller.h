@@ -209,6 +209,7 @@ class Controller final : public ExecutorHost {
   bool stopped() const { return stopped_; }
   bool failed() const { return failed_; }
   size_t agents_connected() const { return executor_->connected_nodes(); }
+  const Executor& executor() const { return *executor_; }
   void set_observer(ControllerObserver observer) { observer_ = std::move(observer); }
   size_t watcher_count() const { return watchers_.size(); }
 
@@ -232,7 +233,7 @@ class Controller final : public ExecutorHost {
   void JobPartsEnded(JobId job, bool success, int32_t exit_code, const std::string& reason) override;
   void CheckpointReported(JobId job, uint64_t epoch, const std::string& path, const std::string& node) override;
   void NodeAvailabilityChanged(const std::string& node, const std::string& why) override;
-  uint32_t SetExternalLoad(const std::string& node, uint32_t gpus, Time until) override;
+  uint32_t SetExternalLoad(const std::string& node, const std::vector<Scheduler::ExternalPiece>& pieces) override;
 
   // ---- commits, passes, decisions (controller.cc) ------------------------------------------
   void Commit(store::Batch batch, std::function<void(CallStatus)> after);

@@ -35,9 +35,9 @@ void Controller::SetNodeAdmin(const Caller& who, const std::string& name, NodeSt
 
 void Controller::NodeAvailabilityChanged(const std::string& node, const std::string& why) { ApplyNodeState(node, why); }
 
-uint32_t Controller::SetExternalLoad(const std::string& node, uint32_t gpus, Time until) {
+uint32_t Controller::SetExternalLoad(const std::string& node, const std::vector<Scheduler::ExternalPiece>& pieces) {
   if (stopped_ || failed_) return 0;
-  auto taken = core_->SetExternalLoad(node, gpus, until, Now());
+  auto taken = core_->SetExternalLoad(node, pieces, Now());
   if (!taken) {
     PHX_LOG(kError) << "external load: " << taken.error().ToString();
     return 0;

@@ -113,7 +113,7 @@ void FitFileLimit(UserLimits& limits) {
 // The compute nodes' reports in Slurm mode (docs/slurm.md, "Step reports"): the sender must be
 // the job's owner, root or a trusted user (Controller::CheckOwner); a checkpoint goes to the
 // core as the owner's ReportCheckpoint (a preemption waiting for it goes on at once).
-StepReportServer::Handler SlurmReportHandler(Controller* c, const SlurmExecutor* slurm) {
+StepReportServer::Handler SlurmReportHandler(Controller* c, SlurmExecutor* slurm) {
   return [c, slurm](const StepReport& r, const Caller& who, std::function<void(Status)> done) {
     const std::string sjob = "Slurm job " + std::to_string(r.slurm_job);
     const JobId id = slurm->core_job(r.slurm_job);
@@ -136,6 +136,9 @@ StepReportServer::Handler SlurmReportHandler(Controller* c, const SlurmExecutor*
     PHX_LOG(kInfo) << sjob << " (job " << id << ") step " << (r.step.empty() ? "?" : r.step) << " "
                    << (r.kind == StepReport::Kind::kStart ? "started" : "ended")
                    << (r.node.empty() ? "" : " on " + r.node) << " (reported by " << who.user << ")";
+    // The batch step's end is the job's: watch Slurm for it and take it at once (GPUs freed in
+    // the core, a pass) instead of at the next poll.
+    if (r.kind == StepReport::Kind::kEnd && (r.step == "batch" || r.step.empty())) slurm->JobEnding(r.slurm_job);
     done({});
   };
 }
@@ -275,6 +278,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
   ro.now = p.clock->Now();
   SchedulerConfig core_config = config.scheduler;
   core_config.wait_decisions = false;  // the controller reads wait reasons from the job records
+  // Slurm shrinks a running job in place only when it keeps its batch host (docs/slurm.md).
+  if (config.mode == "slurm") core_config.shrink_keeps_first_node = true;
   PHX_ASSIGN_OR_RETURN(auto recovered, Recover(*p.store, std::move(topology), std::move(core_config), ro));
   for (const std::string& note : recovered.notes) PHX_LOG(kWarn) << "recovery: " << note;
   PHX_LOG(kInfo) << "recovered " << recovered.jobs << " jobs from " << p.store->path() << " (" << recovered.unfinished

@@ -49,6 +49,23 @@ struct NodeReport {
   Time last_report = 0;    // Unix seconds of its agent's last report; 0: none yet
 };
 
+// A job another scheduler runs on the executor's nodes (the Slurm mode: a job Slurm schedules
+// itself), as that scheduler reports it: for users' listings (gq, ginfo, phalanx job show).
+struct ForeignJob {
+  uint32_t id = 0;  // the other scheduler's job id
+  std::string name, user;
+  uint32_t uid = 0;
+  std::string state;     // the other scheduler's name for it: PENDING, RUNNING, ...
+  bool running = false;  // holds nodes (running, suspended, completing)
+  std::string reason;    // why it waits (pending)
+  std::string partition;
+  std::vector<std::string> nodes;       // where it runs, in the other scheduler's order
+  std::vector<uint32_t> gpus_by_node;   // the GPUs it holds on each of `nodes`
+  uint32_t gpus = 0, node_count = 0;    // asked for (pending) or held (running)
+  Time submit = 0, start = 0, end = 0;  // start/end: actual or expected
+  Duration time_limit = 0;              // 0: none
+};
+
 // The Controller, as an executor sees it.
 class ExecutorHost {
  public:
@@ -72,10 +89,11 @@ class ExecutorHost {
   virtual void CheckpointReported(JobId job, uint64_t epoch, const std::string& path, const std::string& node) = 0;
   // The node's NodeReport::availability may have changed (`why`, for the log and the store).
   virtual void NodeAvailabilityChanged(const std::string& node, const std::string& why) = 0;
-  // `gpus` GPUs of `node` are busy until `until` with work the core does not place (the Slurm
-  // mode's unmanaged jobs); 0: none. Replaces the node's previous load. Returns the GPUs the
-  // core took (fewer when its own jobs hold the rest; Scheduler::SetExternalLoad).
-  virtual uint32_t SetExternalLoad(const std::string& node, uint32_t gpus, Time until) = 0;
+  // GPUs of `node` busy with work the core does not place (the Slurm mode's unmanaged jobs),
+  // one piece per job: its GPUs until its own end; none: no load. Replaces the node's previous
+  // load. Returns the GPUs the core took (fewer when its own jobs hold the rest;
+  // Scheduler::SetExternalLoad).
+  virtual uint32_t SetExternalLoad(const std::string& node, const std::vector<Scheduler::ExternalPiece>& pieces) = 0;
 };
 
 class Executor {
@@ -99,6 +117,28 @@ class Executor {
   virtual NodeReport node(const std::string& name) const = 0;
   // Nodes with an open connection (for /metrics).
   virtual size_t connected_nodes() const = 0;
+  // Jobs another scheduler runs beside the core's (the Slurm mode's own jobs), as last seen;
+  // none by default.
+  virtual const std::vector<ForeignJob>& foreign_jobs() const {
+    static const std::vector<ForeignJob> kNone;
+    return kNone;
+  }
+  // Those running on `node`: (job id, GPUs there); none by default.
+  virtual const std::vector<std::pair<uint32_t, uint32_t>>& foreign_on_node(const std::string& node) const {
+    (void)node;
+    static const std::vector<std::pair<uint32_t, uint32_t>> kNone;
+    return kNone;
+  }
+  // The other scheduler's id of a core job (the Slurm mode's Slurm job id); 0: none.
+  virtual uint32_t foreign_id(JobId job) const {
+    (void)job;
+    return 0;
+  }
+  // The core job of the other scheduler's job `id`; kNoJob when none.
+  virtual JobId core_job_of(uint32_t id) const {
+    (void)id;
+    return kNoJob;
+  }
 };
 
 }  // namespace phalanx::service

@@ -200,4 +200,20 @@ grpc::ServerUnaryReactor* JobsService::ReportCheckpoint(grpc::CallbackServerCont
   });
 }
 
+grpc::ServerUnaryReactor* JobsService::ListSlurmJobs(grpc::CallbackServerContext* ctx,
+                                                     const v1::SlurmJobListRequest* req, v1::ListJobsResponse* resp) {
+  PHX_CALLER(ctx);
+  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
+    r->Finish(views::ListSlurmJobs(*controller_, who, *req, resp));
+  });
+}
+
+grpc::ServerUnaryReactor* JobsService::GetSlurmJob(grpc::CallbackServerContext* ctx, const v1::SlurmJobRequest* req,
+                                                   v1::Job* resp) {
+  PHX_CALLER(ctx);
+  return OnIo(ctx, io_, [this, who, req, resp](grpc::ServerUnaryReactor* r) {
+    r->Finish(views::GetSlurmJob(*controller_, who, *req, resp));
+  });
+}
+
 }  // namespace phalanx::service

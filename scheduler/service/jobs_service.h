@@ -35,6 +35,10 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* Requeue(grpc::CallbackServerContext* ctx, const v1::JobRef* req, v1::Job* resp) override;
   grpc::ServerUnaryReactor* ReportCheckpoint(grpc::CallbackServerContext* ctx, const v1::ReportCheckpointRequest* req,
                                              v1::Job* resp) override;
+  grpc::ServerUnaryReactor* ListSlurmJobs(grpc::CallbackServerContext* ctx, const v1::SlurmJobListRequest* req,
+                                          v1::ListJobsResponse* resp) override;
+  grpc::ServerUnaryReactor* GetSlurmJob(grpc::CallbackServerContext* ctx, const v1::SlurmJobRequest* req,
+                                        v1::Job* resp) override;
 
  private:
   boost::asio::io_context& io_;

@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <ctime>
 
 #include "util/hostlist.h"
@@ -55,13 +56,47 @@ std::string Joined(const std::vector<SlurmJobId>& ids) {
 
 SlurmExecutor::SlurmExecutor(boost::asio::io_context& io, slurm::SlurmAdapter* slurm, const Topology& topology,
                              SlurmModeOptions options)
-    : io_(io), slurm_(slurm), topo_(topology), options_(std::move(options)), timer_(io) {
+    : io_(io),
+      slurm_(slurm),
+      topo_(topology),
+      options_(std::move(options)),
+      timer_(io),
+      alive_(std::make_shared<int>(0)) {
   // Until the first poll every node is unconfirmed (drained): no placement before Slurm was read.
   for (uint32_t n = 0; n < topo_.node_count(); ++n)
     nodes_[topo_.domain(topo_.node_domain(NodeId(n))).name] = NodeReport{NodeAvailability::kUnconfirmed, false, 0};
 }
 
-SlurmExecutor::~SlurmExecutor() = default;
+SlurmExecutor::~SlurmExecutor() {
+  // The call in progress finishes (at most MessageTimeout); queued ones are dropped, and no
+  // result reaches this object any more.
+  worker_.stop();
+  worker_.join();
+  alive_.reset();
+}
+
+template <class R>
+void SlurmExecutor::OnWorker(std::function<R(slurm::SlurmAdapter&)> call, std::function<void(R)> done) {
+  ++in_flight_;
+  slurm::SlurmAdapter* const adapter = slurm_;
+  boost::asio::io_context& io = io_;
+  boost::asio::post(worker_, [this, adapter, &io, alive = std::weak_ptr<int>(alive_), call = std::move(call),
+                              done = std::move(done)]() mutable {
+    R result = call(*adapter);
+    boost::asio::post(io, [this, alive, done = std::move(done), result = std::move(result)]() mutable {
+      if (alive.expired()) return;
+      --in_flight_;
+      if (done && !halted_) done(std::move(result));  // after Stop nothing reaches the host
+    });
+  });
+}
+
+// An action on one job whose failure is only logged.
+void SlurmExecutor::Act(std::string what, std::function<Status(slurm::SlurmAdapter&)> call) {
+  OnWorker<Status>(std::move(call), [what = std::move(what)](Status st) {
+    if (!st) PHX_LOG(kWarn) << "slurm mode: " << what << ": " << st.error().ToString();
+  });
+}
 
 void SlurmExecutor::SetController(SubmitFn submit, CancelFn cancel) {
   submit_ = std::move(submit);
@@ -125,6 +160,7 @@ void SlurmExecutor::Start() {
 
 void SlurmExecutor::Stop() {
   stopped_ = true;
+  halted_ = true;
   timer_.cancel();
 }
 
@@ -139,8 +175,33 @@ void SlurmExecutor::ArmTimer() {
 
 void SlurmExecutor::Poll() {
   if (host_ == nullptr || !host_->Serving()) return;
-  auto nodes = slurm_->LoadNodes();
-  auto jobs = nodes ? slurm_->LoadJobs() : Result<std::vector<SlurmJob>>(std::unexpected(nodes.error()));
+  if (polling_) {
+    poll_again_ = true;  // one more right after the one in flight (its snapshot may predate the reason)
+    return;
+  }
+  polling_ = true;
+  struct Snapshot {
+    Result<std::vector<slurm::SlurmNode>> nodes;
+    Result<std::vector<SlurmJob>> jobs;
+  };
+  OnWorker<std::shared_ptr<Snapshot>>(
+      [](slurm::SlurmAdapter& a) {
+    auto s = std::make_shared<Snapshot>(Snapshot{a.LoadNodes(), std::vector<SlurmJob>{}});
+    s->jobs = s->nodes ? a.LoadJobs() : Result<std::vector<SlurmJob>>(std::unexpected(s->nodes.error()));
+    return s;
+      },
+      [this](std::shared_ptr<Snapshot> s) {
+    polling_ = false;
+    if (!halted_ && host_ != nullptr && host_->Serving()) Apply(s->nodes, s->jobs);
+    if (poll_again_ && !halted_) {
+      poll_again_ = false;
+      Poll();
+    }
+  });
+}
+
+void SlurmExecutor::Apply(const Result<std::vector<slurm::SlurmNode>>& nodes,
+                          const Result<std::vector<SlurmJob>>& jobs) {
   if (!jobs) {
     if (!load_failed_) PHX_LOG(kWarn) << "slurm mode: cannot read Slurm: " << jobs.error().ToString();
     load_failed_ = true;
@@ -206,6 +267,77 @@ void SlurmExecutor::Poll() {
   // in the core only now, and a plain job Slurm started on them since must find them so before
   // the next pass.
   SyncLoad(external);
+  KeepForeign(external);
+}
+
+const std::vector<std::pair<uint32_t, uint32_t>>& SlurmExecutor::foreign_on_node(const std::string& node) const {
+  static const std::vector<std::pair<uint32_t, uint32_t>> kNone;
+  auto it = foreign_by_node_.find(node);
+  return it == foreign_by_node_.end() ? kNone : it->second;
+}
+
+// Slurm's own jobs as users see them (gq, ginfo, phalanx job show), once per poll.
+void SlurmExecutor::KeepForeign(const std::vector<SlurmJob>& external) {
+  std::vector<ForeignJob> out;
+  out.reserve(external.size());
+  foreign_by_node_.clear();
+  for (const SlurmJob& j : external) {
+    ForeignJob f;
+    f.id = j.id;
+    f.name = slurm::SlurmName(j.name);
+    auto user = user_names_.find(j.uid);
+    if (user == user_names_.end() || (user->second.starts_with("uid:") && !j.user.empty())) {
+      uint32_t gid = 0;
+      user = user_names_.insert_or_assign(j.uid, UserName(j, &gid)).first;
+    }
+    f.user = user->second;
+    f.uid = j.uid;
+    f.state = j.completing ? "COMPLETING" : std::string(slurm::SlurmJobStateName(j.state));
+    f.running = slurm::HoldsNodes(j);
+    if (!f.running) f.reason = j.reason;
+    f.partition = j.partition;
+    if (f.running) {
+      f.nodes = j.nodes;
+      f.gpus_by_node = slurm::GpusByNode(j);
+      for (uint32_t g : f.gpus_by_node) f.gpus += g;
+      f.node_count = static_cast<uint32_t>(j.nodes.size());
+    } else {
+      f.node_count = std::max<uint32_t>(j.num_nodes, 1);
+      f.gpus = j.gpus_per_job > 0 ? j.gpus_per_job : j.gpus_per_node * f.node_count;
+    }
+    f.submit = j.submit;
+    f.start = j.start;
+    f.end = j.end;
+    f.time_limit = j.time_limit;
+    for (size_t k = 0; k < f.nodes.size() && k < f.gpus_by_node.size(); ++k) {
+      if (f.gpus_by_node[k] > 0) foreign_by_node_[f.nodes[k]].emplace_back(f.id, f.gpus_by_node[k]);
+    }
+    out.push_back(std::move(f));
+  }
+  foreign_ = std::move(out);
+}
+
+void SlurmExecutor::JobEnding(SlurmJobId sid) {
+  if (halted_ || core_job(sid) == kNoJob) return;
+  WatchEnding(sid, 0);
+}
+
+void SlurmExecutor::WatchEnding(SlurmJobId sid, int tries) {
+  OnWorker<Result<SlurmJob>>([sid](slurm::SlurmAdapter& a) { return a.LoadJob(sid); },
+                             [this, sid, tries](Result<SlurmJob> j) {
+    if (halted_) return;
+    // Ending (COMPLETING), done, gone, or pending again (requeued): no longer running as before.
+    const bool ended =
+        j ? (j->state != SlurmJobState::kRunning && j->state != SlurmJobState::kSuspended) || j->completing
+          : j.error().code == ErrorCode::kNotFound;
+    if (ended) return Poll();                       // the poll takes the end (and what else changed) at once
+    if (!j || tries + 1 >= kEndWatchTries) return;  // the regular poll will
+    auto timer = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(kEndWatchMs));
+    timer->async_wait(
+        [this, timer, sid, tries, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
+      if (!ec && !alive.expired() && !halted_) WatchEnding(sid, tries + 1);
+    });
+  });
 }
 
 void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes) {
@@ -244,34 +376,63 @@ void SlurmExecutor::SyncNodes(const std::vector<slurm::SlurmNode>& nodes) {
 void SlurmExecutor::SyncLoad(const std::vector<SlurmJob>& external) {
   const auto load = slurm::ExternalLoadByNode(external);
   for (auto& [name, sent] : load_sent_) {
-    if (!load.contains(name)) sent.want = 0;
+    if (!load.contains(name)) {
+      sent.want = 0;
+      sent.pieces.clear();
+    }
   }
   for (const auto& [name, l] : load) {
     const NodeId n = topo_.find_node(name);
     if (!n.valid()) continue;  // not in the topology Phalanx places on
     LoadSent& sent = load_sent_[name];
-    sent.want = std::min(l.gpus, topo_.node_gpu_count(n));  // Slurm may know more GPUs than the topology
+    // Slurm may know more GPUs than the topology: the earliest ends give way.
+    std::vector<std::pair<uint32_t, Time>> pieces = l.pieces;
+    uint32_t over = l.gpus > topo_.node_gpu_count(n) ? l.gpus - topo_.node_gpu_count(n) : 0;
+    std::vector<size_t> by_end(pieces.size());
+    for (size_t k = 0; k < by_end.size(); ++k) by_end[k] = k;
+    std::stable_sort(by_end.begin(), by_end.end(),
+                     [&](size_t a, size_t b) { return pieces[a].second < pieces[b].second; });
+    for (size_t k : by_end) {
+      const uint32_t cut = std::min(over, pieces[k].first);
+      pieces[k].first -= cut;
+      over -= cut;
+    }
+    std::erase_if(pieces, [](const auto& p) { return p.first == 0; });
+    sent.want = 0;
+    for (const auto& p : pieces) sent.want += p.first;
+    if (pieces != sent.pieces) sent.taken = UINT32_MAX;  // changed: send again
+    sent.pieces = std::move(pieces);
   }
   for (auto it = load_sent_.begin(); it != load_sent_.end();) {
     const std::string& name = it->first;
     LoadSent& sent = it->second;
     auto l = load.find(name);
-    const Time until = l == load.end() ? 0 : l->second.until;
-    const bool changed = sent.want != sent.taken || until != sent.until;
-    if (changed) {
-      const uint32_t taken = host_->SetExternalLoad(name, sent.want, until);
-      if (taken != sent.taken || until != sent.until) {
+    if (sent.want != sent.taken) {
+      std::vector<Scheduler::ExternalPiece> pieces;
+      Time until = 0;
+      for (const auto& [gpus, end] : sent.pieces) {
+        pieces.push_back({gpus, end});
+        until = std::max(until, end);
+      }
+      const uint32_t before = sent.taken;
+      const uint32_t taken = host_->SetExternalLoad(name, pieces);
+      if (taken != before) {
         if (sent.want == 0) {
           PHX_LOG(kInfo) << "slurm mode: node " << name << ": no GPUs busy with Slurm's own jobs any more";
         } else {
+          std::string ends;
+          for (size_t k = 0; k < l->second.jobs.size() && k < l->second.pieces.size(); ++k)
+            ends += (ends.empty() ? "" : ", ") + std::to_string(l->second.jobs[k]) + ": " +
+                    std::to_string(l->second.pieces[k].first) +
+                    " until t=" + std::to_string(l->second.pieces[k].second);
           PHX_LOG(kInfo) << "slurm mode: node " << name << ": " << taken << " GPUs busy with Slurm jobs "
-                         << Joined(l->second.jobs) << " (not placed by Phalanx) until t=" << until
+                         << Joined(l->second.jobs) << " (not placed by Phalanx) until t=" << until << " (" << ends
+                         << ")"
                          << (taken < sent.want ? " (" + std::to_string(sent.want - taken) + " more held by Phalanx's)"
                                                : "");
         }
       }
       sent.taken = taken;
-      sent.until = until;
     }
     if (sent.want == 0 && sent.taken == 0) it = load_sent_.erase(it);
     else ++it;
@@ -295,6 +456,9 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
     return;
   }
   if (j.state == SlurmJobState::kRunning || j.state == SlurmJobState::kSuspended) {
+    // Still running after the requeue we asked for (read before it reached Slurm, or Slurm has
+    // not ended the run yet): it is being requeued.
+    if (t.requeueing) return;
     t.released = 0;  // started where Phalanx said
     t.requeueing = false;
     t.nodes = j.nodes;
@@ -302,7 +466,14 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
     t.batch_host = j.batch_host;
     return;
   }
-  t.requeueing = false;  // a requeue we asked for is done once the job is pending
+  // Pending but still completing its last run (a requeue in progress): wait until Slurm is done.
+  if (j.completing) return;
+  // A requeue we asked for is done once Slurm has the job pending with its own begin time
+  // (cred_expire; a release before it is known would start it too early: "Job credential
+  // revoked", the job FAILED), or a few seconds after it was asked for.
+  if (t.requeueing && j.wait != SlurmWait::kBeginTime && now - t.requeued_at < kRequeueSettleS) return;
+  if (t.requeueing && j.wait == SlurmWait::kBeginTime && j.start > now) t.not_before = std::max(t.not_before, j.start);
+  t.requeueing = false;
   // Pending. A requeued job waits for Slurm's own begin time (cred_expire): later than our lease.
   if (j.wait == SlurmWait::kBeginTime && j.start > t.lease + 1 && j.restarts > 0) t.not_before = j.start;
   if (t.submitting) return RenewLease(j.id, t, now);
@@ -325,8 +496,12 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
                      << " s ago and still pending (" << j.reason << "); taken back";
       t.released = 0;
       t.lease = 0;
-      if (auto st = slurm_->Defer(j.id, now + options_.fallback_delay_s, true); st)
-        t.lease = now + options_.fallback_delay_s;
+      const SlurmJobId sid = j.id;
+      const Time until = now + options_.fallback_delay_s;
+      OnWorker<Status>([sid, until](slurm::SlurmAdapter& a) { return a.Defer(sid, until, true); },
+                       [this, sid, until](Status st) {
+        if (auto it = tracked_.find(sid); st && it != tracked_.end()) it->second.lease = until;
+      });
       host_->JobPartsEnded(
           t.job, false, -1,
           "Slurm did not start it within " + std::to_string(options_.start_timeout_s) + " s (" + j.reason + ")");
@@ -344,25 +519,40 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
     const bool moved = predicted / 60 != t.predicted / 60;
     if (predicted > 0) c += " start~" + IsoMinute(predicted);
     if (c != t.comment && (moved || c.substr(0, c.find(" start~")) != t.comment.substr(0, t.comment.find(" start~")))) {
-      if (slurm_->SetComment(j.id, c)) {
-        t.comment = c;
-        t.predicted = predicted;
-      }
+      // Taken as written; a failure is tried again at the next poll.
+      const std::string before = t.comment;
+      const Time predicted_before = t.predicted;
+      t.comment = c;
+      t.predicted = predicted;
+      const SlurmJobId sid = j.id;
+      OnWorker<Status>([sid, c](slurm::SlurmAdapter& a) { return a.SetComment(sid, c); },
+                       [this, sid, c, before, predicted_before](Status st) {
+        auto it = tracked_.find(sid);
+        if (st || it == tracked_.end() || it->second.comment != c) return;
+        it->second.comment = before;
+        it->second.predicted = predicted_before;
+      });
     }
   }
 }
 
 void SlurmExecutor::RenewLease(SlurmJobId sid, Tracked& t, Time now) {
-  if (t.lease - now > options_.fallback_delay_s / 2) return;
+  if (t.lease - now > options_.fallback_delay_s / 2 || t.renewing) return;
   const Time until = std::max(now + options_.fallback_delay_s, t.not_before);
-  if (auto st = slurm_->Defer(sid, until, false); !st) {
-    // Retried every poll: one line when it starts failing, one when it works again.
-    if (lease_failing_.insert(sid).second)
-      PHX_LOG(kWarn) << "slurm mode: job " << sid << ": lease not renewed: " << st.error().ToString();
-    return;
-  }
-  if (lease_failing_.erase(sid) > 0) PHX_LOG(kInfo) << "slurm mode: job " << sid << ": lease renewed again";
-  t.lease = until;
+  t.renewing = true;
+  OnWorker<Status>([sid, until](slurm::SlurmAdapter& a) { return a.Defer(sid, until, false); },
+                   [this, sid, until](Status st) {
+    auto it = tracked_.find(sid);
+    if (it != tracked_.end()) it->second.renewing = false;
+    if (!st) {
+      // Retried every poll: one line when it starts failing, one when it works again.
+      if (lease_failing_.insert(sid).second)
+        PHX_LOG(kWarn) << "slurm mode: job " << sid << ": lease not renewed: " << st.error().ToString();
+      return;
+    }
+    if (lease_failing_.erase(sid) > 0) PHX_LOG(kInfo) << "slurm mode: job " << sid << ": lease renewed again";
+    if (it != tracked_.end()) it->second.lease = std::max(it->second.lease, until);
+  });
 }
 
 void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t) {
@@ -392,7 +582,11 @@ void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o,
                      << "; left to Slurm";
       refused_.insert(sid);
       if (it != tracked_.end()) it->second.submitting = false;
-      if (options_.comments) (void)slurm_->SetComment(sid, "phalanx: refused: " + r.error().error.message);
+      if (options_.comments) {
+        const std::string c = "phalanx: refused: " + r.error().error.message;
+        Act("Slurm job " + std::to_string(sid) + ": comment",
+            [sid, c](slurm::SlurmAdapter& a) { return a.SetComment(sid, c); });
+      }
       return;
     }
     Link(sid, *r);
@@ -403,21 +597,38 @@ void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o,
 void SlurmExecutor::Release(SlurmJobId sid, JobId job, Tracked& t) {
   const JobRecord* rec = host_->core().job(job);
   if (!Active(rec)) return;
+  // A requeue Slurm has not finished (the job still completing its last run): an update now can
+  // spoil it (measured: the job ended FAILED); the poll that sees it pending again releases it.
+  if (t.requeueing) return;
   const auto nodes = slurm::SlurmNodeList(topo_, rec->gpus);
   const Time now = host_->Now();
   const Time begin = std::max(now, t.not_before);
   const std::string comment = options_.comments ? "phalanx: placed on " + CompressHostlist(nodes) : "";
-  if (auto st = slurm_->StartOn(sid, nodes, begin, comment); !st) {
-    PHX_LOG(kWarn) << "slurm mode: job " << job << " (Slurm " << sid << "): " << st.error().ToString();
-    if (st.error().code == ErrorCode::kNotFound || st.error().code == ErrorCode::kFailedPrecondition)
-      ReportLater(job, false, -1, "Slurm refused the start: " + st.error().message);
-    return;
-  }
+  // Released from now on (a poll whose snapshot predates the update does not release it twice);
+  // undone when Slurm refuses.
+  const Time lease_before = t.lease;
   t.released = now;
   t.lease = begin;
   t.comment = comment;
-  PHX_LOG(kInfo) << "slurm mode: job " << job << " (Slurm " << sid << ") released on " << CompressHostlist(nodes)
-                 << (begin > now ? " from " + std::to_string(begin) + " (requeue delay)" : "");
+  OnWorker<Status>(
+      [sid, nodes, begin, comment](slurm::SlurmAdapter& a) { return a.StartOn(sid, nodes, begin, comment); },
+      [this, sid, job, nodes, begin, now, lease_before](Status st) {
+    if (st) {
+      PHX_LOG(kInfo) << "slurm mode: job " << job << " (Slurm " << sid << ") released on " << CompressHostlist(nodes)
+                     << (begin > now ? " from " + std::to_string(begin) + " (requeue delay)" : "");
+      return;
+    }
+    PHX_LOG(kWarn) << "slurm mode: job " << job << " (Slurm " << sid << "): " << st.error().ToString();
+    if (auto it = tracked_.find(sid); it != tracked_.end() && it->second.job == job && it->second.released == now) {
+      it->second.released = 0;
+      it->second.lease = lease_before;
+      it->second.comment.clear();
+    }
+    if (st.error().code == ErrorCode::kNotFound || st.error().code == ErrorCode::kFailedPrecondition) {
+      const JobRecord* rec = host_ != nullptr ? host_->core().job(job) : nullptr;
+      if (Active(rec)) host_->JobPartsEnded(job, false, -1, "Slurm refused the start: " + st.error().message);
+    }
+      });
 }
 
 void SlurmExecutor::ReportLater(JobId job, bool success, int32_t exit_code, std::string reason) {
@@ -454,25 +665,40 @@ void SlurmExecutor::RestartJob(JobId job, const std::vector<GpuId>& gpus, uint64
   Tracked& t = tracked_[it->second];
   // A shrink to whole nodes it has (and its batch host): Slurm cuts the running job's node list;
   // the job goes on there (it checkpointed before; its steps on the other nodes are killed).
+  const SlurmJobId sid = it->second;
   if (const auto nodes = ShrinkInPlace(t, gpus); !nodes.empty()) {
-    if (auto st = slurm_->ShrinkTo(it->second, nodes); st) {
-      PHX_LOG(kInfo) << "slurm mode: job " << job << " (Slurm " << it->second << ") shrunk in place to "
-                     << CompressHostlist(nodes);
-      t.nodes = nodes;
-      t.gpus_by_node.clear();  // the next poll reads them again
-      return;
-    } else {
+    t.nodes = nodes;
+    t.gpus_by_node.clear();  // the next poll reads them again
+    OnWorker<Status>([sid, nodes](slurm::SlurmAdapter& a) { return a.ShrinkTo(sid, nodes); },
+                     [this, sid, job, nodes](Status st) {
+      if (st) {
+        PHX_LOG(kInfo) << "slurm mode: job " << job << " (Slurm " << sid << ") shrunk in place to "
+                       << CompressHostlist(nodes);
+        return;
+      }
       PHX_LOG(kWarn) << "slurm mode: shrink of job " << job << " in place: " << st.error().ToString()
                      << "; requeued instead";
-    }
+      if (by_job_.contains(job)) RequeueForResize(job, sid);
+    });
+    return;
   }
   // Else (a grow, part of a node, new nodes): Slurm 22.05 cannot grow a running job; requeue it
   // and start it again on the GPUs the core gives it (the next poll releases it, after Slurm's
   // requeue delay).
-  if (auto st = slurm_->Requeue(it->second); !st)
+  RequeueForResize(job, sid);
+}
+
+void SlurmExecutor::RequeueForResize(JobId job, SlurmJobId sid) {
+  Tracked& t = tracked_[sid];
+  t.released = 0;
+  t.requeueing = true;
+  OnWorker<Status>([sid](slurm::SlurmAdapter& a) { return a.Requeue(sid); },
+                   [this, sid, job](Status st) {
+    if (st) return;
     PHX_LOG(kWarn) << "slurm mode: resize of job " << job << ": " << st.error().ToString();
-  tracked_[it->second].released = 0;
-  tracked_[it->second].requeueing = true;
+    if (auto it = tracked_.find(sid); it != tracked_.end()) it->second.requeueing = false;
+  });
+  t.requeued_at = host_->Now();
 }
 
 void SlurmExecutor::StopJob(JobId job, const std::string& reason) {
@@ -484,24 +710,36 @@ void SlurmExecutor::StopJob(JobId job, const std::string& reason) {
   if (rec != nullptr && rec->state == JobState::kPending) {
     // Preempted: the core requeued it; so does Slurm (the job restarts after cred_expire).
     PHX_LOG(kInfo) << "slurm mode: requeue Slurm job " << sid << " (" << reason << ")";
-    if (auto st = slurm_->Requeue(sid); !st) {
-      PHX_LOG(kWarn) << "slurm mode: job " << job << ": " << st.error().ToString();
-      if (auto d = slurm_->Defer(sid, host_->Now() + options_.fallback_delay_s, true); d)
-        t.lease = host_->Now() + options_.fallback_delay_s;
-    }
+    const Time until = host_->Now() + options_.fallback_delay_s;
+    // Requeue, else keep it from Slurm's own scheduling (lease, node list cleared): 0 requeued,
+    // 1 deferred instead, 2 neither.
+    OnWorker<int>(
+        [sid, until](slurm::SlurmAdapter& a) {
+      auto st = a.Requeue(sid);
+      if (st) return 0;
+      PHX_LOG(kWarn) << "slurm mode: requeue of Slurm job " << sid << ": " << st.error().ToString();
+      return a.Defer(sid, until, true) ? 1 : 2;
+        },
+        [this, sid, until](int outcome) {
+      auto it = tracked_.find(sid);
+      if (it == tracked_.end() || outcome == 0) return;
+      it->second.requeueing = false;  // not requeued: what Slurm shows next is what is
+      if (outcome == 1) it->second.lease = until;
+    });
     t.released = 0;
     t.requeueing = true;
+    t.requeued_at = host_->Now();
     return;
   }
   PHX_LOG(kInfo) << "slurm mode: cancel Slurm job " << sid << " (" << reason << ")";
-  if (auto st = slurm_->Cancel(sid); !st) PHX_LOG(kWarn) << "slurm mode: job " << job << ": " << st.error().ToString();
+  Act("job " + std::to_string(job), [sid](slurm::SlurmAdapter& a) { return a.Cancel(sid); });
 }
 
 void SlurmExecutor::SignalJob(JobId job, int32_t signal, std::optional<Time>) {
   auto it = by_job_.find(job);
   if (it == by_job_.end()) return;
-  if (auto st = slurm_->Signal(it->second, signal, true); !st)
-    PHX_LOG(kWarn) << "slurm mode: job " << job << ": " << st.error().ToString();
+  const SlurmJobId sid = it->second;
+  Act("job " + std::to_string(job), [sid, signal](slurm::SlurmAdapter& a) { return a.Signal(sid, signal, true); });
 }
 
 NodeReport SlurmExecutor::node(const std::string& name) const {

@@ -23,14 +23,22 @@
 // Pitfalls handled (docs/slurm.md): the owner's own -H hold (not submitted while held; the lease
 // keeps running, so the owner's release does not let Slurm start it behind Phalanx's back);
 // alphabetical node lists; requeue delays; restarts.
-// Thread-safety: io thread only (Executor's contract); the adapter is called from there.
+// Slurm's calls (every load and update, each a slurmctld RPC of up to MessageTimeout) run on one
+// worker thread of the executor's own, in the order they are made; their results come back to
+// the io thread, so a slow or unreachable slurmctld never stalls the loop (gRPC users, the
+// passes, the step reports). State is updated when a call is made (a job released is released
+// for the polls that follow) and undone when Slurm refuses. One poll at a time; a poll asked
+// for while one is in flight runs right after it.
+// Thread-safety: io thread only (Executor's contract); the adapter only on the worker thread.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -62,8 +70,21 @@ class SlurmExecutor final : public Executor {
   ~SlurmExecutor() override;
   void SetController(SubmitFn submit, CancelFn cancel);
 
-  // One sync round (the timer's; tests call it directly).
+  // One sync round (the timer's; tests call it directly): Slurm is read on the worker thread,
+  // and the snapshot applied on the io thread when it comes back.
   void Poll();
+  // A managed job's batch step ended (the SPANK plugin's step report): watch the job in Slurm
+  // (one cheap LoadJob every 50 ms, at most 3 s) and poll at once when slurmctld has it ending,
+  // so that its GPUs are free in the core and the next pass runs within a fraction of a second
+  // instead of at the next poll (which stays the fallback). Jobs Phalanx does not manage: nothing.
+  void JobEnding(slurm::SlurmJobId sid);
+  static constexpr int kEndWatchTries = 60;
+  static constexpr int kEndWatchMs = 50;
+  // A requeued job is released again once Slurm shows its own begin time (cred_expire), or this
+  // long after the requeue.
+  static constexpr Duration kRequeueSettleS = 3;
+  // Calls to Slurm made and not yet answered on the io thread (tests wait for 0).
+  size_t in_flight() const { return in_flight_; }
   // The Slurm job of a core job; 0 when none.
   slurm::SlurmJobId slurm_job(JobId job) const;
   // The core job of a Slurm job; kNoJob when it is not one Phalanx manages (or not yet).
@@ -80,6 +101,12 @@ class SlurmExecutor final : public Executor {
   void SignalJob(JobId job, int32_t signal, std::optional<Time> checkpoint_deadline) override;
   NodeReport node(const std::string& name) const override;
   size_t connected_nodes() const override;
+  // Slurm's own jobs (unmanaged, and managed ones Slurm ran itself) of the last poll: pending,
+  // running, suspended, completing.
+  const std::vector<ForeignJob>& foreign_jobs() const override { return foreign_; }
+  const std::vector<std::pair<uint32_t, uint32_t>>& foreign_on_node(const std::string& node) const override;
+  uint32_t foreign_id(JobId job) const override { return slurm_job(job); }
+  JobId core_job_of(uint32_t id) const override { return core_job(id); }
 
   static constexpr const char* kSlurmJobEnv = "PHALANX_SLURM_JOB_ID";
 
@@ -93,6 +120,8 @@ class SlurmExecutor final : public Executor {
     std::string comment;      // the Comment we last wrote
     bool requeueing = false;  // we asked Slurm to requeue it (preemption, resize); not pending yet
     Time predicted = 0;       // the predicted start written into it (0: none)
+    bool renewing = false;    // a lease renewal in flight
+    Time requeued_at = 0;     // when we asked Slurm to requeue it
     // Where Slurm runs it (the last poll that saw it running): for a shrink in place.
     std::vector<std::string> nodes;
     std::vector<uint32_t> gpus_by_node;
@@ -102,12 +131,21 @@ class SlurmExecutor final : public Executor {
   // subset of its nodes that keeps the batch host. Those nodes, else empty.
   std::vector<std::string> ShrinkInPlace(const Tracked& t, const std::vector<GpuId>& gpus) const;
 
+  // `call` on the worker thread, then `done` with its result on the io thread (never after the
+  // executor is gone).
+  template <class R>
+  void OnWorker(std::function<R(slurm::SlurmAdapter&)> call, std::function<void(R)> done);
+  void Act(std::string what, std::function<Status(slurm::SlurmAdapter&)> call);
+  void Apply(const Result<std::vector<slurm::SlurmNode>>& nodes, const Result<std::vector<slurm::SlurmJob>>& jobs);
+  void RequeueForResize(JobId job, slurm::SlurmJobId sid);
+  void WatchEnding(slurm::SlurmJobId sid, int tries);
   void ArmTimer();
   void Link(slurm::SlurmJobId sid, JobId job);
   void Unlink(slurm::SlurmJobId sid);
   void LinkFromLaunchInfo();
   void SyncNodes(const std::vector<slurm::SlurmNode>& nodes);
   void SyncLoad(const std::vector<slurm::SlurmJob>& external);
+  void KeepForeign(const std::vector<slurm::SlurmJob>& external);
   void SyncManaged(const slurm::SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t);
   void SubmitNew(const slurm::SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t);
   void Release(slurm::SlurmJobId sid, JobId job, Tracked& t);
@@ -123,6 +161,10 @@ class SlurmExecutor final : public Executor {
   CancelFn cancel_;
   boost::asio::steady_timer timer_;
   bool stopped_ = true;
+  bool halted_ = false;      // Stop() was called: results from Slurm are dropped
+  bool polling_ = false;     // a poll in flight
+  bool poll_again_ = false;  // one asked for meanwhile
+  size_t in_flight_ = 0;
   bool load_failed_ = false;  // the last load failed (log once until it works again)
 
   std::map<slurm::SlurmJobId, Tracked> tracked_;
@@ -133,9 +175,16 @@ class SlurmExecutor final : public Executor {
   std::map<std::string, std::string> node_why_;
   struct LoadSent {
     uint32_t want = 0, taken = 0;
-    Time until = 0;
+    std::vector<std::pair<uint32_t, Time>> pieces;  // per job: GPUs, end (slurm::ExternalLoad's)
   };
   std::map<std::string, LoadSent> load_sent_;  // the external load last given to the core, by node
+  // Slurm's own jobs at the last poll (foreign_jobs), and by node (job id, GPUs there).
+  std::vector<ForeignJob> foreign_;
+  std::map<std::string, std::vector<std::pair<uint32_t, uint32_t>>> foreign_by_node_;
+  std::map<uint32_t, std::string> user_names_;  // uid -> name (the password database, once per uid)
+  std::shared_ptr<int> alive_;                  // results posted back check it (weak_ptr)
+  // Last: destroyed first (the destructor joins it before anything it may touch goes).
+  boost::asio::thread_pool worker_{1};
 };
 
 }  // namespace phalanx::service

@@ -33,8 +33,9 @@ cleanup() {
     rm -rf "$lab"
   fi
   echo "slurm mode tests: $pass passed, $fail failed, $((SECONDS - t0)) s (lab start included)"
-  ((fail == 0))
-  exit
+  # An explicit status: a bare `exit` in an EXIT trap returns the status of the command before
+  # the trap, not of the last one here (a failed check passed in CTest).
+  exit $((fail > 0 ? 1 : 0))
 }
 pass=0
 fail=0
@@ -247,6 +248,21 @@ for n in n1 n2 n3 n4; do
 done
 running_all() { local j; for j in "${part[@]}"; do is_state "$j" RUNNING || return 1; done; }
 until_ok 15 running_all
+# Slurm's own jobs are visible to Phalanx's users (as of phalanxd's last poll): gq marks them
+# slurm:ID with Slurm's state, node and GPUs; ginfo -N names them on the node.
+gq_sees() {
+  gq_line=$("$build/cli/user/gq" --socket "$lab/run/phalanxd.sock" -h -o '%i %T %N %G %u' 2>&1 | grep "^slurm:${part[0]} ")
+  [[ "$gq_line" == "slurm:${part[0]} RUNNING n1 6 root" ]] &&
+    "$build/cli/user/ginfo" --socket "$lab/run/phalanxd.sock" -N 2>&1 | grep -q "^n1 .*slurm:${part[0]}" &&
+    "$build/cli/phalanx" job show "slurm:${part[0]}" --socket "$lab/run/phalanxd.sock" 2>&1 |
+    grep -q "ScheduledBy=Slurm SlurmJobId=${part[0]} SlurmState=RUNNING NodeGPUs=n1:6"
+}
+if until_ok 5 gq_sees; then
+  ok "Slurm's own jobs in gq, ginfo -N and phalanx job show slurm:${part[0]}: $gq_line"
+else
+  bad "Slurm's own jobs in gq and ginfo" "gq: $("$build/cli/user/gq" --socket "$lab/run/phalanxd.sock" 2>&1)" \
+    "ginfo -N: $("$build/cli/user/ginfo" --socket "$lab/run/phalanxd.sock" -N 2>&1)"
+fi
 half=$(sub -J half -N2 --gres=gpu:4 -t 5 --phx-topology=leaf --wrap 'echo ran on $SLURM_JOB_NODELIST')
 if until_ok 20 is_state "$half" COMPLETED && [[ "$(nodes_of "$half")" == "n[3-4]" ]] && running_all &&
   in_log "node n1: 6 GPUs busy with Slurm jobs ${part[0]} " && ! in_log "node n3 is drain (Slurm jobs"; then

@@ -29,8 +29,9 @@ cleanup() {
     rm -rf "$lab"
   fi
   echo "slurm tests: $pass passed, $fail failed, $((SECONDS - t0)) s (lab start included)"
-  ((fail == 0))
-  exit
+  # An explicit status: a bare `exit` in an EXIT trap returns the status of the command before
+  # the trap, not of the last one here (a failed check passed in CTest).
+  exit $((fail > 0 ? 1 : 0))
 }
 pass=0
 fail=0

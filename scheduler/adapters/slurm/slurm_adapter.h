@@ -7,7 +7,7 @@
 //
 // Contract:
 //  1. Calls block for at most Slurm's MessageTimeout (a slurmctld RPC each); the daemon makes
-//     them on its io thread at the poll interval, so keep polls cheap.
+//     them on one worker thread of its own (SlurmExecutor), never on its io thread.
 //  2. Loads return a consistent snapshot (one RPC each) or an Error naming the call and
 //     Slurm's error text (code kInternal: slurmctld unreachable; kNotFound: no such job).
 //  3. Actions change one job; an Error leaves it as it was (Slurm applies an update whole or
@@ -17,7 +17,7 @@
 //     StartOn sets ReqNodeList to exactly the given nodes (and NumNodes to their count) and the
 //     begin time to `begin`, in one update: Slurm starts it on those nodes at its next pass.
 // Thread-safety: one caller at a time (libslurm's API is not documented as thread-safe for one
-// connection's state; the daemon uses it from its io thread only).
+// connection's state; the daemon uses it from its Slurm worker thread only).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +40,9 @@ class SlurmAdapter {
   virtual Result<std::vector<SlurmNode>> LoadNodes() = 0;
   virtual Result<std::vector<SlurmPartition>> LoadPartitions() = 0;
   virtual Result<std::vector<SlurmJob>> LoadJobs() = 0;
+  // One job (slurm_load_job: one cheap RPC, for watching a job that is about to end). Fails:
+  // kNotFound when Slurm no longer knows it.
+  virtual Result<SlurmJob> LoadJob(SlurmJobId job) = 0;
 
   // ReqNodeList=nodes, NumNodes=their count, StartTime=begin (Unix seconds; pass now, not 0,
   // which means "unchanged"), Comment=comment (empty: unchanged), in one update. Fails: no such

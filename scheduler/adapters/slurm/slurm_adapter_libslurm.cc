@@ -68,6 +68,43 @@ std::vector<std::string> Expand(const char* hostlist) {
   return names ? std::move(*names) : std::vector<std::string>{};
 }
 
+// One job of slurm_load_jobs / slurm_load_job (loaded with SHOW_DETAIL).
+SlurmJob ToJob(const slurm_job_info_t& j) {
+  SlurmJob job;
+  job.id = j.job_id;
+  job.name = Str(j.name);
+  job.uid = j.user_id;
+  job.user = Str(j.user_name);
+  job.state = JobState(j.job_state);
+  job.completing = (j.job_state & JOB_COMPLETING) != 0;
+  std::tie(job.wait, job.reason) = Wait(j.state_reason);
+  job.priority = j.priority;
+  job.admin_comment = Str(j.admin_comment);
+  job.comment = Str(j.comment);
+  job.partition = Str(j.partition);
+  job.qos = Str(j.qos);
+  job.account = Str(j.account);
+  job.num_nodes = j.num_nodes;
+  job.gpus_per_node = GpusInTres(Str(j.tres_per_node));
+  job.gpus_per_job = GpusInTres(Str(j.tres_per_job));
+  job.time_limit = (j.time_limit == INFINITE || j.time_limit == NO_VAL) ? 0 : Duration{j.time_limit} * 60;
+  job.submit = j.submit_time;
+  job.start = j.start_time;
+  job.end = j.end_time;
+  job.nodes = Expand(j.nodes);
+  // One GRES detail per allocated node, in the node list's order ("gpu:2(IDX:0-1)").
+  if (j.gres_detail_cnt == job.nodes.size() && j.gres_detail_str != nullptr) {
+    for (uint32_t k = 0; k < j.gres_detail_cnt; ++k) job.gpus_by_node.push_back(GpusInGres(Str(j.gres_detail_str[k])));
+  }
+  job.req_nodes = Str(j.req_nodes);
+  job.batch_host = Str(j.batch_host);
+  job.restarts = j.restart_cnt;
+  job.exit_code = WIFEXITED(j.exit_code) ? WEXITSTATUS(j.exit_code) : 0;
+  job.exit_signal = WIFSIGNALED(j.exit_code) ? WTERMSIG(j.exit_code) : 0;
+  job.requeue_allowed = j.requeue != 0;
+  return job;
+}
+
 class LibslurmAdapter final : public SlurmAdapter {
  public:
   std::string version() const override {
@@ -117,45 +154,22 @@ class LibslurmAdapter final : public SlurmAdapter {
     if (slurm_load_jobs(0, &msg, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) return SlurmFail("slurm_load_jobs");
     std::vector<SlurmJob> out;
     out.reserve(msg->record_count);
-    for (uint32_t i = 0; i < msg->record_count; ++i) {
-      const slurm_job_info_t& j = msg->job_array[i];
-      SlurmJob job;
-      job.id = j.job_id;
-      job.name = Str(j.name);
-      job.uid = j.user_id;
-      job.user = Str(j.user_name);
-      job.state = JobState(j.job_state);
-      job.completing = (j.job_state & JOB_COMPLETING) != 0;
-      std::tie(job.wait, job.reason) = Wait(j.state_reason);
-      job.priority = j.priority;
-      job.admin_comment = Str(j.admin_comment);
-      job.comment = Str(j.comment);
-      job.partition = Str(j.partition);
-      job.qos = Str(j.qos);
-      job.account = Str(j.account);
-      job.num_nodes = j.num_nodes;
-      job.gpus_per_node = GpusInTres(Str(j.tres_per_node));
-      job.gpus_per_job = GpusInTres(Str(j.tres_per_job));
-      job.time_limit = (j.time_limit == INFINITE || j.time_limit == NO_VAL) ? 0 : Duration{j.time_limit} * 60;
-      job.submit = j.submit_time;
-      job.start = j.start_time;
-      job.end = j.end_time;
-      job.nodes = Expand(j.nodes);
-      // One GRES detail per allocated node, in the node list's order ("gpu:2(IDX:0-1)").
-      if (j.gres_detail_cnt == job.nodes.size() && j.gres_detail_str != nullptr) {
-        for (uint32_t k = 0; k < j.gres_detail_cnt; ++k)
-          job.gpus_by_node.push_back(GpusInGres(Str(j.gres_detail_str[k])));
-      }
-      job.req_nodes = Str(j.req_nodes);
-      job.batch_host = Str(j.batch_host);
-      job.restarts = j.restart_cnt;
-      job.exit_code = WIFEXITED(j.exit_code) ? WEXITSTATUS(j.exit_code) : 0;
-      job.exit_signal = WIFSIGNALED(j.exit_code) ? WTERMSIG(j.exit_code) : 0;
-      job.requeue_allowed = j.requeue != 0;
-      out.push_back(std::move(job));
-    }
+    for (uint32_t i = 0; i < msg->record_count; ++i) out.push_back(ToJob(msg->job_array[i]));
     slurm_free_job_info_msg(msg);
     return out;
+  }
+
+  Result<SlurmJob> LoadJob(SlurmJobId id) override {
+    job_info_msg_t* msg = nullptr;
+    if (slurm_load_job(&msg, id, SHOW_DETAIL) != SLURM_SUCCESS)
+      return SlurmFail("slurm_load_job " + std::to_string(id));
+    if (msg->record_count == 0) {
+      slurm_free_job_info_msg(msg);
+      return Fail(ErrorCode::kNotFound, "slurm: slurm_load_job " + std::to_string(id), "no such job");
+    }
+    SlurmJob job = ToJob(msg->job_array[0]);
+    slurm_free_job_info_msg(msg);
+    return job;
   }
 
   Status StartOn(SlurmJobId id, const std::vector<std::string>& nodes, Time begin,

@@ -171,25 +171,47 @@ std::vector<std::string> SlurmNodeList(const Topology& topo, const std::vector<G
   return sorted ? std::move(*sorted) : names;
 }
 
+std::vector<uint32_t> GpusByNode(const SlurmJob& j) {
+  if (j.gpus_by_node.size() == j.nodes.size()) return j.gpus_by_node;
+  uint32_t per_node = j.gpus_per_node;
+  if (per_node == 0 && j.gpus_per_job > 0 && !j.nodes.empty())
+    per_node = (j.gpus_per_job + static_cast<uint32_t>(j.nodes.size()) - 1) / static_cast<uint32_t>(j.nodes.size());
+  return std::vector<uint32_t>(j.nodes.size(), per_node);
+}
+
+bool HoldsNodes(const SlurmJob& j) {
+  return !j.nodes.empty() &&
+         (j.state == SlurmJobState::kRunning || j.state == SlurmJobState::kSuspended || j.completing);
+}
+
 std::map<std::string, ExternalLoad> ExternalLoadByNode(const std::vector<SlurmJob>& unmanaged) {
   std::map<std::string, ExternalLoad> out;
   for (const SlurmJob& j : unmanaged) {
-    if (j.nodes.empty()) continue;
-    if (j.state != SlurmJobState::kRunning && j.state != SlurmJobState::kSuspended && !j.completing) continue;
-    uint32_t per_node = j.gpus_per_node;
-    if (per_node == 0 && j.gpus_per_job > 0)
-      per_node = (j.gpus_per_job + static_cast<uint32_t>(j.nodes.size()) - 1) / static_cast<uint32_t>(j.nodes.size());
-    const bool exact = j.gpus_by_node.size() == j.nodes.size();
+    if (!HoldsNodes(j)) continue;
+    const std::vector<uint32_t> by_node = GpusByNode(j);
     for (size_t k = 0; k < j.nodes.size(); ++k) {
-      const uint32_t gpus = exact ? j.gpus_by_node[k] : per_node;
+      const uint32_t gpus = by_node[k];
       if (gpus == 0) continue;  // a CPU-only job (or a node of it without GPUs) takes no GPU
       ExternalLoad& l = out[j.nodes[k]];
       l.gpus += gpus;
       l.until = std::max(l.until, j.end);
       l.jobs.push_back(j.id);
+      l.pieces.emplace_back(gpus, j.end);
     }
   }
-  for (auto& [node, l] : out) std::sort(l.jobs.begin(), l.jobs.end());
+  for (auto& [node, l] : out) {
+    std::vector<size_t> order(l.jobs.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return l.jobs[a] < l.jobs[b]; });
+    ExternalLoad sorted;
+    sorted.gpus = l.gpus;
+    sorted.until = l.until;
+    for (size_t k : order) {
+      sorted.jobs.push_back(l.jobs[k]);
+      sorted.pieces.push_back(l.pieces[k]);
+    }
+    l = std::move(sorted);
+  }
   return out;
 }
 

@@ -73,10 +73,17 @@ std::vector<std::string> TopologyOrder(const Topology& topo, const std::vector<G
 // spread evenly (rounded up). Jobs without GPUs on a node are not listed for it. The daemon
 // gives each node's count to the core as external load (Scheduler::SetExternalLoad): the rest
 // of the node stays placeable.
+// The GPUs a job holds on each of its nodes (in `nodes`' order): Slurm's allocation detail when it
+// has one, else --gres=gpu:G, else --gpus=T spread evenly (rounded up); 0 for a CPU-only job.
+std::vector<uint32_t> GpusByNode(const SlurmJob& job);
+// Running, suspended or completing on some nodes.
+bool HoldsNodes(const SlurmJob& job);
 struct ExternalLoad {
   uint32_t gpus = 0;
-  Time until = 0;
-  std::vector<SlurmJobId> jobs;
+  Time until = 0;                // the latest end
+  std::vector<SlurmJobId> jobs;  // sorted
+  // One per job: its GPUs there and its own expected end (in `jobs`' order).
+  std::vector<std::pair<uint32_t, Time>> pieces;
 };
 std::map<std::string, ExternalLoad> ExternalLoadByNode(const std::vector<SlurmJob>& unmanaged);
 

@@ -108,6 +108,11 @@ struct SchedulerConfig {
   // job that cannot start now, as a higher class's preemption would, once they have run their
   // class's minimum runtime since their last start or resize; they grow back when GPUs idle.
   bool shrink_for_waiting = false;
+  // A shrink keeps the node of the job's first GPU (its rank 0) whenever a block elsewhere does
+  // as well, even at a higher preemption cost: phalanxd's Slurm mode sets it, as Slurm 22.05 can
+  // shrink a running job in place only when it keeps its batch host (the first node of its
+  // allocation); else the job is requeued.
+  bool shrink_keeps_first_node = false;
 
   // Not a policy: whether Schedule returns a Wait decision for every pending job (the simulator
   // and scenario scripts log them). Off, the reasons are only in the records (JobRecord::wait):

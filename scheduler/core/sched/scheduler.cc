@@ -343,38 +343,77 @@ Status Scheduler::SetNodeState(std::string_view node, NodeState state, Time now)
 }
 
 Result<uint32_t> Scheduler::SetExternalLoad(std::string_view node, uint32_t gpus, Time until, Time now) {
+  std::vector<ExternalPiece> pieces;
+  if (gpus > 0) pieces.push_back({gpus, until});
+  return SetExternalLoad(node, std::move(pieces), now);
+}
+
+Result<uint32_t> Scheduler::SetExternalLoad(std::string_view node, std::vector<ExternalPiece> pieces, Time now) {
   SchedulerState& s = *s_;
   Topology& topo = *s.topo;
   const NodeId n = topo.find_node(node);
   const std::string where = "node " + std::string(node);
   if (!n.valid()) return Fail(ErrorCode::kNotFound, where, "external load: unknown node");
+  uint64_t gpus = 0;
+  for (const ExternalPiece& p : pieces) gpus += p.gpus;
   if (gpus > topo.node_gpu_count(n))
     return Fail(where, "external load: " + std::to_string(gpus) + " GPUs, the node has " +
                            std::to_string(topo.node_gpu_count(n)));
   PHX_RETURN_IF_ERROR(Advance(s, now));
-  const JobId owner = Topology::ExternalOwner(n);
-  const uint32_t before = static_cast<uint32_t>(topo.job_gpus(owner).size());
-  if (before > 0) (void)topo.Release(owner);  // cannot fail: it holds GPUs
-  std::vector<GpuId> take;
-  for (uint32_t i = 0; i < topo.node_gpu_count(n) && take.size() < gpus; ++i) {
+  // Latest end first (ties: more GPUs first, then the order given): cut from the earliest ends.
+  std::erase_if(pieces, [](const ExternalPiece& p) { return p.gpus == 0; });
+  std::stable_sort(pieces.begin(), pieces.end(), [](const ExternalPiece& a, const ExternalPiece& b) {
+    return a.until != b.until ? a.until > b.until : a.gpus > b.gpus;
+  });
+  uint32_t before = 0;
+  if (auto it = s.external.find(n.value); it != s.external.end()) {
+    before = it->second.gpus;
+    for (uint32_t k = 0; k < it->second.pieces.size(); ++k)
+      (void)topo.Release(Topology::ExternalOwner(n, k));  // cannot fail: each holds GPUs
+    s.external.erase(it);
+  }
+  std::vector<GpuId> free;
+  for (uint32_t i = 0; i < topo.node_gpu_count(n); ++i) {
     const GpuId g = topo.node_gpu(n, i);
-    if (topo.owner(g) == kNoJob) take.push_back(g);
+    if (topo.owner(g) == kNoJob) free.push_back(g);
   }
-  if (take.empty()) {
-    s.external.erase(n.value);
-  } else {
-    (void)topo.Restore(owner, take, 0);  // cannot fail: unowned GPUs, any node state
-    s.external[n.value] = SchedulerState::External{static_cast<uint32_t>(take.size()), until};
+  // The pieces as taken: cut to the free GPUs; past kExternalPieces merged into the last (whose
+  // end is the latest of them: they come by end, latest first).
+  SchedulerState::External load;
+  size_t left = free.size();
+  for (const ExternalPiece& p : pieces) {
+    if (left == 0) break;
+    const uint32_t take = static_cast<uint32_t>(std::min<size_t>(p.gpus, left));
+    left -= take;
+    if (load.pieces.size() == Topology::kExternalPieces) load.pieces.back().gpus += take;
+    else load.pieces.push_back({take, p.until});
+    load.gpus += take;
   }
-  if (take.size() < before && topo.node_state(n) == NodeState::kUp) s.last_freed = now;
-  return static_cast<uint32_t>(take.size());
+  size_t next = 0;
+  for (uint32_t k = 0; k < load.pieces.size(); ++k) {
+    const auto first = free.begin() + static_cast<ptrdiff_t>(next);
+    next += load.pieces[k].gpus;
+    // Cannot fail: unowned GPUs, any node state.
+    (void)topo.Restore(Topology::ExternalOwner(n, k),
+                       std::vector<GpuId>(first, free.begin() + static_cast<ptrdiff_t>(next)), 0);
+  }
+  const uint32_t taken = load.gpus;
+  if (taken > 0) s.external[n.value] = std::move(load);
+  if (taken < before && topo.node_state(n) == NodeState::kUp) s.last_freed = now;
+  return taken;
 }
 
 Scheduler::ExternalLoad Scheduler::external_load(std::string_view node) const {
   const NodeId n = s_->topo->find_node(node);
   auto it = n.valid() ? s_->external.find(n.value) : s_->external.end();
   if (it == s_->external.end()) return {};
-  return {it->second.gpus, it->second.until};
+  ExternalLoad out;
+  out.gpus = it->second.gpus;
+  for (const auto& p : it->second.pieces) {
+    out.until = std::max(out.until, p.until);
+    out.pieces.push_back({p.gpus, p.until});
+  }
+  return out;
 }
 
 // ---- invariants --------------------------------------------------------------------------
@@ -436,8 +475,15 @@ std::string Scheduler::CheckInvariants() const {
   size_t loaded = 0;
   for (const auto& [node, load] : s.external) {
     loaded += load.gpus;
-    if (topo.job_gpus(Topology::ExternalOwner(NodeId(node))).size() != load.gpus)
-      out << "node " << node << ": external load differs from the topology's\n";
+    uint32_t sum = 0;
+    for (uint32_t k = 0; k < load.pieces.size(); ++k) {
+      sum += load.pieces[k].gpus;
+      if (load.pieces[k].gpus == 0 ||
+          topo.job_gpus(Topology::ExternalOwner(NodeId(node), k)).size() != load.pieces[k].gpus)
+        out << "node " << node << ": external load piece " << k << " differs from the topology's\n";
+    }
+    if (sum != load.gpus || load.pieces.size() > Topology::kExternalPieces)
+      out << "node " << node << ": external load pieces do not add up\n";
   }
   if (external != loaded) out << external << " GPUs externally owned, " << loaded << " in external loads\n";
   return out.str();

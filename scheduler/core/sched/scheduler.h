@@ -100,10 +100,22 @@ class Scheduler {
   // charged to fairshare, no record. Fails on an unknown node (kNotFound), more GPUs than the
   // node has (kInvalidArgument), `now` going back or a restore in progress.
   Result<uint32_t> SetExternalLoad(std::string_view node, uint32_t gpus, Time until, Time now);
-  // The external load of `node` (0 GPUs: none).
+  // The same in pieces, one per outside job: each piece's GPUs are planned free at its own end
+  // (a node with a 1 h and a 10 h job frees the first job's GPUs at 1 h). When the node's
+  // unowned GPUs cannot hold every piece, the pieces that end last are taken first (the plan
+  // stays on the safe side) and the rest cut. More than Topology::kExternalPieces pieces: the
+  // last ones merge (their GPUs, the latest end). An empty list clears the node's load.
+  struct ExternalPiece {
+    uint32_t gpus = 0;
+    Time until = 0;
+  };
+  Result<uint32_t> SetExternalLoad(std::string_view node, std::vector<ExternalPiece> pieces, Time now);
+  // The external load of `node` (0 GPUs: none): its GPUs, the latest end, and its pieces (by
+  // end, latest first).
   struct ExternalLoad {
     uint32_t gpus = 0;
     Time until = 0;
+    std::vector<ExternalPiece> pieces;
   };
   ExternalLoad external_load(std::string_view node) const;
 

@@ -117,7 +117,12 @@ class Topology {
   // Load from outside the core (Scheduler::SetExternalLoad): one owner per node, above every
   // job id (jobs are 1..2^62-1) and below kHeld.
   static constexpr JobId kExternalBase = JobId{1} << 62;
-  static constexpr JobId ExternalOwner(NodeId n) { return kExternalBase + n.value; }
+  // One owner per piece of a node's load (Scheduler::SetExternalLoad: one piece per outside job,
+  // up to kExternalPieces a node).
+  static constexpr uint32_t kExternalPieces = 64;
+  static constexpr JobId ExternalOwner(NodeId n, uint32_t piece = 0) {
+    return kExternalBase + JobId{n.value} * kExternalPieces + piece;
+  }
   static constexpr bool IsExternal(JobId owner) { return owner >= kExternalBase && owner != kHeld; }
   Status Hold(std::span<const GpuId> gpus);
   Status Unhold(std::span<const GpuId> gpus);

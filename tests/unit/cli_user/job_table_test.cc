@@ -275,3 +275,57 @@ TEST(GpuRefs, GroupedByNode) {
 
 }  // namespace
 }  // namespace phalanx::cli
+
+namespace phalanx::cli {
+namespace {
+
+// Slurm mode: a job Slurm schedules itself (Job.slurm set, id 0) reads slurm:ID, Slurm's state,
+// its nodes and GPUs, and the time to Slurm's expected end.
+TEST(SlurmJobRows, MarkedWithSlurmsStateNodesAndTimeLeft) {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  v1::ListJobsResponse r;
+  ASSERT_TRUE(
+      google::protobuf::TextFormat::ParseFromString(R"pb(
+                                                      jobs {
+                                                        user: "alice"
+                                                        state: JOB_STATE_RUNNING
+                                                        nodelist: "n[1-2]"
+                                                        partition: "gpu"
+                                                        spec { name: "plain" gpus: 12 nodes: 2 walltime_s: 3600 }
+                                                        start_time: 1699999000
+                                                        end_time: 1700002600
+                                                        walltime_s: 3600
+                                                        slurm_job_id: 17
+                                                        slurm {
+                                                          job_id: 17
+                                                          state: "COMPLETING"
+                                                          nodes { node: "n1" gpus: 8 }
+                                                          nodes { node: "n2" gpus: 4 }
+                                                        }
+                                                      }
+                                                      jobs {
+                                                        id: 5
+                                                        user: "bob"
+                                                        state: JOB_STATE_PENDING
+                                                        spec { name: "phx" gpus: 8 walltime_s: 600 }
+                                                        walltime_s: 600
+                                                        slurm_job_id: 18
+                                                        reason: "Resources"
+                                                      }
+                                                    )pb",
+                                                    &r));
+  std::vector<v1::Job> jobs(r.jobs().begin(), r.jobs().end());
+  auto f = ParseJobFormat(kDefaultJobFormat);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(FormatJobTable(jobs, *f, kNow),
+            "   JOBID  PARTITION  NAME   USER   STATE       GPUS  NODES   TIME  TIME_LEFT  START                "
+            "NODELIST(REASON)\n"
+            "slurm:17  gpu        plain  alice  COMPLETING    12      2  16:40      43:20  2023-11-14T21:56:40  "
+            "n[1-2]\n"
+            "       5  -          phx    bob    PENDING        8      -   0:00      10:00  N/A                  "
+            "(Resources)\n");
+}
+
+}  // namespace
+}  // namespace phalanx::cli

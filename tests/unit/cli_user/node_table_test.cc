@@ -166,3 +166,29 @@ TEST(NodeTable, ExplainPending) {
 
 }  // namespace
 }  // namespace phalanx::cli
+
+namespace phalanx::cli {
+namespace {
+
+// Slurm mode: Slurm's own jobs on a node are listed after Phalanx's, as gq names them.
+TEST(NodeTable, SlurmsOwnJobsInTheJobsColumn) {
+  v1::ListNodesResponse r;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+                                                              nodes {
+                                                                name: "n1"
+                                                                state: NODE_STATE_UP
+                                                                gpus: 8
+                                                                gpus_free: 2
+                                                                agent_connected: true
+                                                                jobs: 3
+                                                                gpus_slurm: 4
+                                                                slurm_jobs: 12
+                                                                slurm_jobs: 14
+                                                              }
+                                                            )pb",
+                                                            &r));
+  EXPECT_THAT(FormatNodeLines(r), HasSubstr("n1    mix       8     2  -      -     3,slurm:12,slurm:14\n"));
+}
+
+}  // namespace
+}  // namespace phalanx::cli

@@ -1,9 +1,13 @@
 // A Slurm that tests set up by hand: nodes and jobs as plain values, and every action recorded.
 // Behaves as 22.05 does where the executor depends on it: StartOn/Defer only on pending jobs,
 // Requeue puts a running job back to pending (restarts + 1), Cancel ends it.
+// Thread-safety: called from the executor's worker thread; tests change it only while no call is
+// in flight (SlurmExecutor::in_flight() == 0), or through `gate` (loads wait until it is ready).
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -25,7 +29,11 @@ class FakeSlurm final : public SlurmAdapter {
   std::vector<SlurmNode> nodes;
   std::vector<SlurmJob> jobs;
   std::vector<Call> calls;
-  bool down = false;  // slurmctld unreachable
+  bool down = false;                // slurmctld unreachable
+  std::shared_future<void> gate;    // when valid: LoadJobs waits for it (a slurmctld that does not answer)
+  std::atomic<int> loads{0};        // LoadJobs calls answered
+  std::atomic<int> job_loads{0};    // LoadJob calls
+  bool requeue_completing = false;  // a requeued job stays completing until the test clears it
 
   SlurmJob* job(SlurmJobId id) {
     for (SlurmJob& j : jobs)
@@ -46,8 +54,16 @@ class FakeSlurm final : public SlurmAdapter {
   }
   Result<std::vector<SlurmPartition>> LoadPartitions() override { return std::vector<SlurmPartition>{}; }
   Result<std::vector<SlurmJob>> LoadJobs() override {
+    if (gate.valid()) gate.wait();
+    ++loads;
     if (down) return Fail(ErrorCode::kInternal, "slurm: slurm_load_jobs", "Unable to contact slurm controller");
     return jobs;
+  }
+  Result<SlurmJob> LoadJob(SlurmJobId id) override {
+    ++job_loads;
+    if (down) return Fail(ErrorCode::kInternal, "slurm: slurm_load_job", "Unable to contact slurm controller");
+    if (const SlurmJob* j = job(id)) return *j;
+    return Fail(ErrorCode::kNotFound, "slurm: slurm_load_job", "Invalid job id specified");
   }
   Status StartOn(SlurmJobId id, const std::vector<std::string>& n, Time begin, const std::string& comment) override {
     SlurmJob* j = job(id);
@@ -91,6 +107,7 @@ class FakeSlurm final : public SlurmAdapter {
     SlurmJob* j = job(id);
     if (j == nullptr) return Fail(ErrorCode::kNotFound, "slurm: requeue", "Invalid job id specified");
     j->state = SlurmJobState::kPending;
+    j->completing = requeue_completing;  // 22.05: pending | completing until the last run is done
     j->nodes.clear();
     ++j->restarts;
     calls.push_back(Call{"requeue", id, {}, 0, false, ""});

@@ -5,6 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <future>
+#include <thread>
 
 #include "adapters/topology/topology_reader_slurm.h"
 #include "core/sched/config.h"
@@ -61,9 +67,15 @@ class Host final : public ExecutorHost {
     EXPECT_TRUE(core_->SetNodeState(node, s, now));
     node_changes.push_back(node + ": " + why);
   }
-  uint32_t SetExternalLoad(const std::string& node, uint32_t gpus, Time until) override {
-    auto taken = core_->SetExternalLoad(node, gpus, until, now);
+  uint32_t SetExternalLoad(const std::string& node, const std::vector<Scheduler::ExternalPiece>& pieces) override {
+    auto taken = core_->SetExternalLoad(node, pieces, now);
     EXPECT_TRUE(taken) << taken.error().ToString();
+    uint32_t gpus = 0;
+    Time until = 0;
+    for (const auto& p : pieces) {
+      gpus += p.gpus;
+      until = std::max(until, p.until);
+    }
     loads.push_back(node + ":" + std::to_string(gpus) + "@" + std::to_string(until));
     return taken ? *taken : 0;
   }
@@ -141,11 +153,30 @@ class SlurmExecutorTest : public ::testing::Test {
     slurm_.jobs.push_back(j);
     return slurm_.jobs.back();
   }
-  void Round() {
-    exec_->Poll();
-    host_.Pass();
-    io_.poll();
+  // Runs the io loop until every call to Slurm has been answered there (they run on the
+  // executor's worker thread).
+  void Drain() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (true) {
+      io_.restart();
+      const size_t ran = io_.poll();
+      if (exec_->in_flight() == 0 && ran == 0) break;
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "Slurm calls still in flight";
+      if (exec_->in_flight() > 0) {
+        io_.restart();
+        io_.run_one_for(std::chrono::milliseconds(10));
+      }
+    }
     io_.restart();
+  }
+  void Poll() {
+    exec_->Poll();
+    Drain();
+  }
+  void Round() {
+    Poll();
+    host_.Pass();
+    Drain();
   }
 
   boost::asio::io_context io_;
@@ -335,6 +366,73 @@ TEST_F(SlurmExecutorTest, PartlyBusyNodesTakeManagedJobsOnTheirFreeGpus) {
   EXPECT_EQ(host_.loads, (std::vector<std::string>{"n1:6@3000", "n2:4@3000", "n3:4@3000", "n4:4@3000", "n1:0@0"}));
 }
 
+// Each of Slurm's jobs on a node keeps its own GPUs and end in the core: a node with a short and
+// a long plain job is planned to free the short one's GPUs at its end, not at the long one's.
+TEST_F(SlurmExecutorTest, EachSlurmJobOnANodeKeepsItsOwnEnd) {
+  for (const char* n : {"n1", "n2", "n3"}) Unmanaged(10 + n[1] - '0', n, 9000);
+  SlurmJob& shortj = Unmanaged(20, "n4", 1300);
+  shortj.gpus_per_node = 4;
+  SlurmJob& longj = Unmanaged(21, "n4", 9000);
+  longj.gpus_per_node = 4;
+  SlurmJob& m = Managed(3, 1);  // 4 GPUs on one node
+  m.admin_comment = "phalanx:topology=node";
+  m.gpus_per_node = 4;
+  Round();
+  Round();
+  const auto load = host_.core().external_load("n4");
+  EXPECT_EQ(load.gpus, 8u);
+  ASSERT_EQ(load.pieces.size(), 2u);
+  EXPECT_EQ(load.pieces[0].until, 9000);
+  EXPECT_EQ(load.pieces[1].until, 1300);
+  // The managed job is planned on n4 when the short job ends (one end per node said 9000).
+  ASSERT_EQ(host_.core().job(1)->state, JobState::kPending);
+  EXPECT_EQ(host_.core().job(1)->wait.predicted_start, 1300);
+  EXPECT_EQ(host_.core().CheckInvariants(), "");
+  // The short job ends: the managed job starts beside the long one.
+  slurm_.job(20)->state = SlurmJobState::kCompleted;
+  host_.now += 5;
+  Round();
+  ASSERT_EQ(slurm_.Calls("start").size(), 1u);
+  EXPECT_EQ(slurm_.Calls("start")[0].nodes, (std::vector<std::string>{"n4"}));
+  EXPECT_EQ(host_.core().external_load("n4").gpus, 4u);
+}
+
+// The batch step's end report comes before slurmctld has the job ending: the executor watches
+// the job (LoadJob every 50 ms) and polls at once when Slurm has it ending, instead of waiting
+// for the next poll.
+TEST_F(SlurmExecutorTest, BatchStepEndIsTakenAtOnceNotAtTheNextPoll) {
+  Managed(3);
+  Round();
+  ASSERT_EQ(slurm_.Calls("start").size(), 1u);
+  slurm_.job(3)->state = SlurmJobState::kRunning;
+  slurm_.job(3)->nodes = slurm_.Calls("start")[0].nodes;
+  Round();
+  exec_->JobEnding(3);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (slurm_.job_loads.load() < 3 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    io_.restart();
+    io_.run_one_for(std::chrono::milliseconds(20));
+  }
+  Drain();  // the worker is idle now (the next look waits on its timer, on this thread)
+  EXPECT_GE(slurm_.job_loads.load(), 3);
+  EXPECT_TRUE(host_.ended.empty());
+  const int polls = slurm_.loads.load();
+  slurm_.job(3)->state = SlurmJobState::kCompleted;  // slurmctld has it now (COMPLETING)
+  slurm_.job(3)->completing = true;
+  while (host_.ended.empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    io_.restart();
+    io_.run_one_for(std::chrono::milliseconds(20));
+  }
+  Drain();
+  EXPECT_EQ(host_.ended, (std::vector<std::string>{"1 ok Slurm: COMPLETED"}));
+  EXPECT_EQ(slurm_.loads.load(), polls + 1);  // one poll, as soon as the watch saw the end
+  // A job Phalanx does not manage is not watched.
+  const int looks = slurm_.job_loads.load();
+  exec_->JobEnding(99);
+  Drain();
+  EXPECT_EQ(slurm_.job_loads.load(), looks);
+}
+
 // One poll sees a managed job's end and a plain job Slurm started on its GPUs since: the end is
 // taken first, so the plain job's GPUs are busy before the next pass (which would otherwise
 // place a waiting job on them).
@@ -349,7 +447,7 @@ TEST_F(SlurmExecutorTest, ManagedEndIsTakenBeforeThePlainJobOnItsGpus) {
   slurm_.job(3)->state = SlurmJobState::kCancelled;
   Unmanaged(20, on[0], 4000);
   host_.now += 1;
-  exec_->Poll();
+  Poll();
   EXPECT_EQ(host_.core().job(1)->state, JobState::kFailed);
   EXPECT_EQ(host_.core().external_load(on[0]).gpus, 8u);
   EXPECT_EQ(host_.loads, (std::vector<std::string>{on[0] + ":8@4000"}));
@@ -412,11 +510,150 @@ TEST_F(SlurmShrinkTest, ToWholeNodesWithItsBatchHostItIsShrunkInPlace) {
   EXPECT_EQ(host_.core().job(1)->state, JobState::kRunning);
 }
 
+// Slurm 22.05 keeps a requeued job pending | completing until its last run is done; releasing
+// it then spoiled the requeue in the lab (the job ended FAILED). It is released once Slurm has it
+// plainly pending.
+TEST_F(SlurmShrinkTest, ARequeueSlurmHasNotFinishedIsNotReleasedYet) {
+  slurm_.requeue_completing = true;
+  RunElastic("n1");
+  ASSERT_EQ(slurm_.Calls("requeue").size(), 1u);
+  auto starts_of_3 = [&] {
+    int n = 0;
+    for (const auto& c : slurm_.Calls("start")) n += c.job == 3;
+    return n;
+  };
+  EXPECT_EQ(starts_of_3(), 1);
+  host_.now += 1;
+  Round();
+  Round();
+  EXPECT_EQ(starts_of_3(), 1);  // still completing its last run: not released
+  slurm_.job(3)->completing = false;
+  host_.now += 1;
+  Round();
+  EXPECT_EQ(starts_of_3(), 2);  // plainly pending: released on the GPUs the core gave it
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kRunning);
+}
+
 TEST_F(SlurmShrinkTest, LosingItsBatchHostItIsRequeuedInstead) {
   RunElastic("n1");  // the core keeps n2, the batch script runs on n1
   EXPECT_TRUE(slurm_.Calls("shrink").empty());
   ASSERT_EQ(slurm_.Calls("requeue").size(), 1u);
   EXPECT_EQ(slurm_.job(3)->state, SlurmJobState::kPending);
+}
+
+// Slurm's own jobs are listed for users (gq, ginfo, phalanx job show): running ones with their
+// nodes and GPUs per node, pending ones with Slurm's reason; Phalanx's own jobs are not among them.
+TEST_F(SlurmExecutorTest, SlurmsOwnJobsAreListedWithTheirNodesAndGpus) {
+  SlurmJob& a = Unmanaged(1, "n2", 2000);
+  a.name = "plain";
+  a.user = "alice";
+  a.uid = 4242424;  // no passwd entry: the user Slurm named
+  a.partition = "gpu";
+  a.time_limit = 3600;
+  a.start = 900;
+  SlurmJob& b = Unmanaged(2, "n3", 1500);
+  b.nodes = {"n3", "n4"};
+  b.gpus_per_node = 0;
+  b.gpus_by_node = {2, 6};
+  SlurmJob& p = Unmanaged(5, "", 0);
+  p.state = SlurmJobState::kPending;
+  p.nodes.clear();
+  p.num_nodes = 2;
+  p.gpus_per_node = 4;
+  p.reason = "Resources";
+  SlurmJob& done = Unmanaged(6, "n1", 1000);
+  done.state = SlurmJobState::kCompleted;  // finished: not listed
+  Managed(3);
+  Round();
+  ASSERT_NE(exec_->core_job(3), kNoJob);
+  const std::vector<ForeignJob> jobs = exec_->foreign_jobs();
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[0].id, 1u);
+  EXPECT_EQ(jobs[0].name, "plain");
+  EXPECT_EQ(jobs[0].user, "alice");
+  EXPECT_EQ(jobs[0].state, "RUNNING");
+  EXPECT_TRUE(jobs[0].running);
+  EXPECT_EQ(jobs[0].nodes, (std::vector<std::string>{"n2"}));
+  EXPECT_EQ(jobs[0].gpus_by_node, (std::vector<uint32_t>{8}));
+  EXPECT_EQ(jobs[0].gpus, 8u);
+  EXPECT_EQ(jobs[0].end, 2000);
+  EXPECT_EQ(jobs[0].time_limit, 3600);
+  EXPECT_EQ(jobs[0].partition, "gpu");
+  EXPECT_EQ(jobs[1].id, 2u);
+  EXPECT_EQ(jobs[1].gpus_by_node, (std::vector<uint32_t>{2, 6}));
+  EXPECT_EQ(jobs[1].gpus, 8u);
+  EXPECT_EQ(jobs[1].node_count, 2u);
+  EXPECT_EQ(jobs[2].id, 5u);
+  EXPECT_FALSE(jobs[2].running);
+  EXPECT_EQ(jobs[2].state, "PENDING");
+  EXPECT_EQ(jobs[2].reason, "Resources");
+  EXPECT_TRUE(jobs[2].nodes.empty());
+  EXPECT_EQ(jobs[2].gpus, 8u);  // asked for: -N2 --gres=gpu:4
+  // The managed job maps both ways.
+  EXPECT_EQ(exec_->foreign_id(exec_->core_job(3)), 3u);
+  EXPECT_EQ(exec_->core_job_of(3), exec_->core_job(3));
+  EXPECT_EQ(exec_->core_job_of(1), kNoJob);
+  // By node: n3 and n4 hold job 2's 2 and 6 GPUs.
+  EXPECT_EQ(exec_->foreign_on_node("n4"), (std::vector<std::pair<uint32_t, uint32_t>>{{2, 6}}));
+  EXPECT_EQ(exec_->foreign_on_node("n2"), (std::vector<std::pair<uint32_t, uint32_t>>{{1, 8}}));
+  EXPECT_TRUE(exec_->foreign_on_node("n1").empty());
+  // Slurm's job on n2 ends: gone from the list at the next poll.
+  slurm_.job(1)->state = SlurmJobState::kCompleted;
+  Round();
+  ASSERT_EQ(exec_->foreign_jobs().size(), 2u);
+  EXPECT_EQ(exec_->foreign_jobs()[0].id, 2u);
+}
+
+// libslurm's calls run on the executor's worker thread: while slurmctld does not answer (here a
+// load that blocks until the test lets it go), the io loop goes on serving (a handler posted to
+// it runs, as a gRPC call's would), and the poll's result is applied once Slurm answers. A poll
+// asked for meanwhile runs right after the one in flight, not beside it.
+TEST_F(SlurmExecutorTest, ASlurmThatDoesNotAnswerDoesNotStallTheLoop) {
+  Managed(3);
+  std::promise<void> answer;
+  slurm_.gate = answer.get_future().share();
+  const auto t0 = std::chrono::steady_clock::now();
+  exec_->Poll();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));  // returns at once
+  exec_->Poll();                                                              // merged: one after
+  bool served = false;
+  boost::asio::post(io_, [&] { served = true; });
+  boost::asio::steady_timer timer(io_);
+  bool timer_fired = false;
+  timer.expires_after(std::chrono::milliseconds(50));
+  timer.async_wait([&](const boost::system::error_code&) { timer_fired = true; });
+  while (!timer_fired && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30)) {
+    io_.restart();
+    io_.run_one_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(served);
+  EXPECT_TRUE(timer_fired) << "the io loop stalled behind Slurm";
+  EXPECT_EQ(exec_->in_flight(), 1u);  // still waiting for Slurm
+  EXPECT_EQ(host_.submits, 0);
+  EXPECT_EQ(slurm_.loads.load(), 0);
+  answer.set_value();
+  Drain();
+  EXPECT_EQ(host_.submits, 1);        // applied on the io thread once Slurm answered
+  EXPECT_EQ(slurm_.loads.load(), 2);  // the poll asked for meanwhile ran after it
+  EXPECT_EQ(exec_->slurm_job(1), 3u);
+}
+
+// The executor goes away while a call to Slurm hangs: the call finishes, its result is dropped.
+TEST_F(SlurmExecutorTest, DestroyedWhileSlurmHangsDropsTheAnswer) {
+  Managed(3);
+  std::promise<void> answer;
+  slurm_.gate = answer.get_future().share();
+  exec_->Poll();
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    answer.set_value();
+  });
+  exec_.reset();  // joins the worker once the load returns
+  release.join();
+  io_.restart();
+  io_.poll();  // nothing reaches the gone executor
+  EXPECT_EQ(host_.submits, 0);
+  MakeExecutor();
 }
 
 // kill -9 between the commit of a Start and the release: the restarted executor re-links the
@@ -426,8 +663,9 @@ TEST_F(SlurmExecutorTest, RestartRelinksAndPlacesOnce) {
   Managed(4);
   Unmanaged(1, "n1", 5000);
   Unmanaged(2, "n2", 5000);  // one leaf only: job 1 (Slurm 3) starts, job 2 (Slurm 4) waits
-  exec_->Poll();
+  Poll();
   host_.Pass();  // decides the start of job 1 ...
+  Drain();
   ASSERT_EQ(slurm_.Calls("start").size(), 1u);
   slurm_.calls.clear();
   slurm_.job(3)->req_nodes.clear();  // ... but phalanxd died before Slurm saw the release

@@ -91,6 +91,7 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
     double cost;
     DomainId domain;
     std::vector<std::pair<size_t, uint32_t>> chosen;  // victim, GPUs to free inside the domain
+    bool cuts_first_node = false;  // a shrink victim's first GPU's node lies inside (config.shrink_keeps_first_node)
   };
   std::vector<Option> options;
   for (auto& [d, list] : in_domain) {
@@ -109,9 +110,20 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
       o.cost += victims[i].cost;
       have += freed;
     }
-    if (have >= n && !o.chosen.empty()) options.push_back(std::move(o));
+    if (have >= n && !o.chosen.empty()) {
+      for (const auto& [i, freed] : o.chosen) {
+        const JobRecord& v = s.jobs.at(victims[i].id);
+        if (!victims[i].shrink || v.gpus.empty() || !s.config.shrink_keeps_first_node) continue;
+        const NodeId first = topo.node_of(v.gpus.front());
+        for (GpuId g : v.gpus) {
+          if (topo.node_of(g) == first && topo.contains(d, g)) o.cuts_first_node = true;
+        }
+      }
+      options.push_back(std::move(o));
+    }
   }
   std::sort(options.begin(), options.end(), [&](const Option& a, const Option& b) {
+    if (a.cuts_first_node != b.cuts_first_node) return b.cuts_first_node;
     if (a.cost != b.cost) return a.cost < b.cost;
     const Domain &da = topo.domain(a.domain), &db = topo.domain(b.domain);
     return da.level != db.level ? da.level < db.level : a.domain < b.domain;

@@ -23,8 +23,10 @@ const std::vector<std::pair<Time, JobId>>& Ends(const SchedulerState& s, PassSta
     pass.ends.clear();
     for (JobId id : s.active) pass.ends.push_back({s.ReleaseTime(s.jobs.at(id)), id});
     // Load from outside (Slurm's own jobs): free at its end; one past its end, a little later.
-    for (const auto& [node, load] : s.external)
-      pass.ends.push_back({std::max(load.until, pass.now + 1), Topology::ExternalOwner(NodeId(node))});
+    for (const auto& [node, load] : s.external) {
+      for (uint32_t k = 0; k < load.pieces.size(); ++k)
+        pass.ends.push_back({std::max(load.pieces[k].until, pass.now + 1), Topology::ExternalOwner(NodeId(node), k)});
+    }
     std::sort(pass.ends.begin(), pass.ends.end());
     pass.ends_dirty = false;
   }
@@ -61,10 +63,13 @@ DomainPlanner* Plan(const SchedulerState& s, PassState& pass) {
     if (!down.empty() && !pass.plan->AddAllocation(down, now, kForever)) return fail();
   }
   for (const auto& [node, load] : s.external) {
-    const auto held = topo.job_gpus(Topology::ExternalOwner(NodeId(node)));
-    up.assign(held.begin(), held.end());
-    const Time end = topo.node_state(NodeId(node)) == NodeState::kUp ? std::max(load.until, now + 1) : kForever;
-    if (!up.empty() && !pass.plan->AddAllocation(up, now, end)) return fail();
+    for (uint32_t k = 0; k < load.pieces.size(); ++k) {
+      const auto held = topo.job_gpus(Topology::ExternalOwner(NodeId(node), k));
+      up.assign(held.begin(), held.end());
+      const Time end =
+          topo.node_state(NodeId(node)) == NodeState::kUp ? std::max(load.pieces[k].until, now + 1) : kForever;
+      if (!up.empty() && !pass.plan->AddAllocation(up, now, end)) return fail();
+    }
   }
   std::vector<GpuId> unavailable;
   for (uint32_t g = 0; g < topo.gpu_count(); ++g) {

@@ -134,11 +134,16 @@ struct SchedulerState {
   std::map<JobId, JobRecord> jobs;  // every job ever known (never erased: records stay put)
   PendingJobs pending;              // pending jobs (incl. held), with their records
   std::set<JobId> active;           // running or checkpointing
-  // External load by node index (Scheduler::SetExternalLoad): GPUs held on the Topology by
-  // Topology::ExternalOwner(node) until `until`; only nodes with a load are listed.
+  // External load by node index (Scheduler::SetExternalLoad): piece k's GPUs held on the
+  // Topology by Topology::ExternalOwner(node, k) until its `until` (pieces by end, latest
+  // first; none empty); only nodes with a load are listed.
   struct External {
-    uint32_t gpus = 0;
-    Time until = 0;
+    struct Piece {
+      uint32_t gpus = 0;
+      Time until = 0;
+    };
+    std::vector<Piece> pieces;
+    uint32_t gpus = 0;  // the pieces' sum
   };
   std::map<uint32_t, External> external;
   // Arrays: the array's id -> its tasks' job ids, by task index (dependencies on a whole array,
