@@ -33,8 +33,13 @@ struct ItemCheck {
   std::string why;  // for kNever: "job 12 failed"
 };
 
-ItemCheck OfItem(const SchedulerState& s, const PassState& pass, const JobRecord& job, const DependItem& item) {
+ItemCheck OfItem(const SchedulerState& s, PassState& pass, const JobRecord& job, const DependItem& item) {
   if (item.kind == DependKind::kSingleton) {
+    if (!pass.named_built) {  // on the first singleton of the pass
+      for (const JobRecord* j : pass.named_jobs) pass.named_active.emplace(j->spec.user, j->spec.name);
+      pass.named_jobs.clear();
+      pass.named_built = true;
+    }
     return {pass.named_active.contains({job.spec.user, job.spec.name}) ? DependState::kWaiting : DependState::kMet, {}};
   }
   const auto never = [](const JobRecord& d) {
@@ -99,7 +104,7 @@ Status CheckTarget(const SchedulerState& s, const JobSpec& spec, const DependIte
 
 }  // namespace
 
-DependCheck CheckDependencies(const SchedulerState& s, const PassState& pass, const JobRecord& job) {
+DependCheck CheckDependencies(const SchedulerState& s, PassState& pass, const JobRecord& job) {
   const JobSpec& spec = job.spec;
   if (spec.after_ok.empty() && spec.depends.empty()) return {};
   const bool any = spec.depends.any;
@@ -199,7 +204,8 @@ void NoteActiveJobs(const SchedulerState& s, PassState& pass) {
 
 void NoteStarted(PassState& pass, const JobRecord& job) {
   if (job.spec.array_id != kNoJob) ++pass.array_active[job.spec.array_id];
-  pass.named_active.emplace(job.spec.user, job.spec.name);
+  if (pass.named_built) pass.named_active.emplace(job.spec.user, job.spec.name);
+  else pass.named_jobs.push_back(&job);
 }
 
 }  // namespace phalanx

@@ -33,7 +33,7 @@ struct DependCheck {
 };
 
 // The job's dependencies (spec.after_ok and spec.depends) at this point of `pass`.
-DependCheck CheckDependencies(const SchedulerState& s, const PassState& pass, const JobRecord& job);
+DependCheck CheckDependencies(const SchedulerState& s, PassState& pass, const JobRecord& job);
 
 // Submit's checks (where = "job N"): every target known (kNotFound: "dependency on unknown job
 // 12", "array 12 has no task 7"), none the job itself or its own array, after_ok not mixed

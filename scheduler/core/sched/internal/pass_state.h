@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -107,14 +108,12 @@ struct PassState {
   std::optional<uint32_t> up_gpus;
   // Reserve's working memory, reused by every call of the pass (one allocation per pass, not
   // per call: the allocator was a tenth of a pass under long queues). Contents are per call;
-  // `wanted` and `freed` are all zero between calls.
+  // `wanted` is all zero between calls.
   struct ReserveScratch {
     std::vector<uint32_t> wanted;
-    std::vector<uint8_t> freed;
     // Before Reserve goes live, by 64-GPU word: wanted by some reservation, wanted by more than
-    // one, free at t (and whether that word is known yet).
-    std::vector<uint64_t> held_bits, multi_bits, free_bits;
-    std::vector<uint8_t> free_known;
+    // one, free at t.
+    std::vector<uint64_t> held_bits, count_planes, free_bits;
     std::vector<uint8_t> in_window;
     // The reservations' indexes by start and by end, and the (start, end) of each indexed
     // reservation when they were sorted: the orders hold as long as those are unchanged, and
@@ -124,7 +123,31 @@ struct PassState {
     std::vector<Time> bounds, times;
     std::vector<JobId> released;
     std::vector<GpuId> gpus;
+    // By reservation index: its GPUs as (64-GPU word, bits) in the order Reserve's word walk
+    // visits them, built on first use. Cleared when a reservation is removed (StartJob) or the
+    // orders above are rebuilt; reservations are only appended otherwise, and never change.
+    // `most`: how often the reservation lists one GPU at most (1 unless a GPU repeats).
+    struct Words {
+      std::vector<std::pair<uint32_t, uint64_t>> list;
+      uint32_t most = 1;
+    };
+    std::vector<Words> res_words;
+    std::vector<uint32_t> seen;
   } reserve;
+  // By 64-GPU word: the GPUs free now (Topology::is_free) and those on nodes that are up, for
+  // Reserve, built on its first call. Between Reserve calls the Topology's lasting changes are
+  // StartJob's allocations, which clear their GPUs here; node states do not change in a pass.
+  std::vector<uint64_t> free_now_bits, up_bits;
+  bool gpu_bits_built = false;
+  // Reserve's releases before it goes live, by job: whether the Topology lists GPUs for it and
+  // those on nodes that are up as (word, bits) in release_word_list[begin, end). Built on a
+  // job's first release in the pass.
+  struct ReleaseWords {
+    bool has_gpus = false;
+    uint32_t begin = 0, end = 0;
+  };
+  std::unordered_map<JobId, ReleaseWords> release_words;
+  std::vector<std::pair<uint32_t, uint64_t>> release_word_list;
 
   // ---- preemption (preemption.cc) ----
   // Running jobs a job of each class and service queue may preempt (by class rank and service
@@ -141,6 +164,11 @@ struct PassState {
   // the active set at the start of the pass plus the jobs the pass starts.
   std::map<JobId, uint32_t> array_active;
   std::set<std::pair<std::string, std::string>> named_active;
+  // The jobs whose (user, name) named_active is made of, until a singleton dependency first asks
+  // (most passes have none: hundreds of string pairs a pass for nothing); then built, and
+  // NoteStarted adds to it directly.
+  std::vector<const JobRecord*> named_jobs;
+  bool named_built = false;
 };
 
 inline PassState::PassState(Topology& topology, PassBuffers& b, Time t) : now(t), buffers(b), start_blocks(topology) {

@@ -123,6 +123,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       sorted.clear();
       by_start.clear();
       by_end.clear();
+      scratch.res_words.clear();
     }
     for (uint32_t i = static_cast<uint32_t>(sorted.size()); i < reservations.size(); ++i) {
       const Reservation& r = reservations[i];
@@ -190,7 +191,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // time.
   //
   // The Topology is changed only from the first time whose free-GPU count is enough for the job
-  // (`live`): before it, the walk keeps the count alone (`free`, `freed`), which is what the
+  // (`live`): before it, the walk keeps the count alone (`free_count`, `free_bits`), which is what the
   // skipped times would have checked; most walks try the Placer once, at their last step, so the
   // releases and holds of every earlier step cost array updates, not Topology counters. At that
   // time the Topology is brought to the same state the step-by-step walk would have left (the
@@ -199,46 +200,37 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   WhatIf what_if(topo);
   constexpr size_t kPromised = 0;
   what_if.Block({});
-  bool live = false;
   std::vector<uint32_t>& wanted = scratch.wanted;
-  std::vector<uint8_t>& freed = scratch.freed;  // released by t, on a node that is up
   wanted.resize(topo.gpu_count(), 0);
-  freed.resize(topo.gpu_count(), 0);
-  // All zero again when the call returns, whichever way (a few kB: cheaper than tracking).
+  bool live = false;
+  // All zero again when the call returns, whichever way (only a live walk uses it).
   struct Zero {
     PassState::ReserveScratch& s;
+    const bool& live;
     ~Zero() {
-      std::fill(s.wanted.begin(), s.wanted.end(), 0);
-      std::fill(s.freed.begin(), s.freed.end(), 0);
+      if (live) std::fill(s.wanted.begin(), s.wanted.end(), 0);
     }
-  } zero{scratch};
+  } zero{scratch, live};
   // Before `live`: the GPUs free at t less those held, as the Topology would count them.
   uint32_t free_count = topo.free_gpus(topo.root());
-  auto free_at = [&](GpuId g) { return freed[g.value] != 0 || topo.is_free(g); };  // before `live` only
   // Before `live`, who wants a GPU is kept in bits, 64 GPUs a word (a reservation's GPUs are a
   // few words: a block is a few nodes, numbered together), not in `wanted`: `held` = wanted by
-  // at least one, `multi` = by more than one, and then `wanted` holds the count less one. Going
-  // live turns them back into counts. `free_bits` = free_at, word by word when first needed.
+  // at least one, and the count itself in bit planes (plane p, word w: bit p of the counts of
+  // the word's 64 GPUs), enough planes for every reservation and the job's own filter, so a want
+  // is a binary increment of 64 counters at once. Going live turns them back into counts. `free_bits`: free at t (free
+  // now, or released by t on a node that is up), from the pass's bits of the GPUs free now.
   const size_t words = (topo.gpu_count() + 63) / 64;
-  std::vector<uint64_t>& held = scratch.held_bits;
-  std::vector<uint64_t>& multi = scratch.multi_bits;
-  std::vector<uint64_t>& free_bits = scratch.free_bits;
-  std::vector<uint8_t>& free_known = scratch.free_known;
-  held.assign(words, 0);
-  multi.assign(words, 0);
-  free_bits.assign(words, 0);
-  free_known.assign(words, 0);
-  auto free_word = [&](uint32_t w) -> uint64_t {
-    if (!free_known[w]) {
-      uint64_t bits = 0;
-      const uint32_t end = std::min<uint32_t>(w * 64 + 64, topo.gpu_count());
-      for (uint32_t g = w * 64; g < end; ++g) bits |= static_cast<uint64_t>(free_at(GpuId(g))) << (g - w * 64);
-      free_bits[w] = bits;
-      free_known[w] = 1;
+  if (!pass.gpu_bits_built) {
+    pass.free_now_bits.assign(words, 0);
+    pass.up_bits.assign(words, 0);
+    for (uint32_t g = 0; g < topo.gpu_count(); ++g) {
+      const uint64_t bit = uint64_t{1} << (g & 63);
+      if (topo.is_free(GpuId(g))) pass.free_now_bits[g >> 6] |= bit;
+      if (topo.node_state(topo.node_of(GpuId(g))) == NodeState::kUp) pass.up_bits[g >> 6] |= bit;
     }
-    return free_bits[w];
-  };
-  auto is_held = [&](GpuId g) { return (held[g.value >> 6] >> (g.value & 63)) & 1; };  // before `live`
+    pass.gpu_bits_built = true;
+  }
+  std::vector<uint64_t>& held = scratch.held_bits;
   // Calls f(word, bits) for the GPUs of `list`, a word at a time; a GPU listed twice comes in
   // two calls, as it counted twice.
   auto by_word = [](std::span<const GpuId> list, auto&& f) {
@@ -256,70 +248,139 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     }
     if (cm != 0) f(cw, cm);
   };
+  // The reservations' GPUs as by_word's calls, once per pass (reservations are only appended
+  // while the lists are kept), and how often a reservation lists one GPU at most.
+  std::vector<PassState::ReserveScratch::Words>& res_words = scratch.res_words;
+  for (size_t i = res_words.size(); i < reservations.size(); ++i) {
+    PassState::ReserveScratch::Words& entry = res_words.emplace_back();
+    std::vector<uint32_t>& seen = scratch.seen;
+    by_word(reservations[i].gpus, [&](uint32_t w, uint64_t m) { entry.list.emplace_back(w, m); });
+    if (!std::is_sorted(reservations[i].gpus.begin(), reservations[i].gpus.end(),
+                        [](GpuId a, GpuId b) { return a.value <= b.value; })) {  // not strictly increasing
+      seen.clear();
+      for (GpuId g : reservations[i].gpus) seen.push_back(g.value);
+      std::sort(seen.begin(), seen.end());
+      for (size_t a = 0; a < seen.size();) {
+        size_t b = a;
+        while (b < seen.size() && seen[b] == seen[a]) ++b;
+        entry.most = std::max<uint32_t>(entry.most, static_cast<uint32_t>(b - a));
+        a = b;
+      }
+    }
+  }
+  const std::vector<GpuId> forbidden = NodeFilter::Gpus(topo, job.forbidden_nodes);
+  // The most wants one GPU can have: every reservation as often as it lists a GPU, and the
+  // filter (as often as it lists one); that many fit in the planes.
+  size_t most_wants = forbidden.size();
+  for (size_t i = 0; i < reservations.size(); ++i) most_wants += res_words[i].most;
+  std::vector<uint64_t>& planes = scratch.count_planes;  // plane p of word w at [w * nplanes + p]
+  const auto nplanes = static_cast<uint32_t>(std::bit_width(most_wants));
+  std::vector<uint64_t>& free_bits = scratch.free_bits;
+  held.assign(words, 0);
+  planes.assign(words * nplanes, 0);
+  free_bits.assign(pass.free_now_bits.begin(), pass.free_now_bits.end());
+  auto free_at = [&](GpuId g) { return (free_bits[g.value >> 6] >> (g.value & 63)) & 1; };  // before `live` only
+  auto is_held = [&](GpuId g) { return (held[g.value >> 6] >> (g.value & 63)) & 1; };       // before `live`
   auto want_bits = [&](uint32_t w, uint64_t m) {  // before `live`: one more want of each GPU of m
-    for (uint64_t dup = m & held[w]; dup != 0; dup &= dup - 1) {
-      ++wanted[w * 64 + static_cast<uint32_t>(std::countr_zero(dup))];
-      multi[w] |= dup & -dup;
+    uint64_t* plane = &planes[size_t{w} * nplanes];
+    for (uint64_t carry = m, p = 0; carry != 0; ++p) {  // never past the last plane: counts fit
+      const uint64_t next = plane[p] & carry;
+      plane[p] ^= carry;
+      carry = next;
     }
     const uint64_t newly = m & ~held[w];
     held[w] |= m;
-    if (newly != 0) free_count -= static_cast<uint32_t>(std::popcount(newly & free_word(w)));
+    if (newly != 0) free_count -= static_cast<uint32_t>(std::popcount(newly & free_bits[w]));
   };
   auto unwant_bits = [&](uint32_t w, uint64_t m) {  // before `live`: one want less of each GPU of m
-    const uint64_t still = m & multi[w];
-    for (uint64_t b = still; b != 0; b &= b - 1) {
-      const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
-      if (--wanted[g] == 0) multi[w] &= ~(b & -b);
+    uint64_t* plane = &planes[size_t{w} * nplanes];
+    for (uint64_t borrow = m, p = 0; borrow != 0; ++p) {  // every GPU of m is wanted: no borrow out
+      const uint64_t next = ~plane[p] & borrow;
+      plane[p] ^= borrow;
+      borrow = next;
     }
-    const uint64_t cleared = m & ~still;
+    uint64_t any = 0;
+    for (uint32_t p = 0; p < nplanes; ++p) any |= plane[p];
+    const uint64_t cleared = m & ~any;
     held[w] &= ~cleared;
-    if (cleared != 0) free_count += static_cast<uint32_t>(std::popcount(cleared & free_word(w)));
+    if (cleared != 0) free_count += static_cast<uint32_t>(std::popcount(cleared & free_bits[w]));
   };
   // Reservations enter the window when t + w passes their start and leave it for good when t
   // reaches their end (t only grows): two cursors, over the reservations by start and by end.
   std::vector<uint8_t>& in_window = scratch.in_window;
   in_window.assign(reservations.size(), 0);
   size_t entered = 0, left = 0;
-  auto enter = [&](const Reservation& r) {
-    if (!live) return by_word(r.gpus, want_bits);
-    for (GpuId g : r.gpus) {
+  auto enter = [&](uint32_t i) {
+    if (!live) {
+      for (const auto& [w, m] : res_words[i].list) want_bits(w, m);
+      return;
+    }
+    for (GpuId g : reservations[i].gpus) {
       if (wanted[g.value]++ == 0) what_if.HoldOne(g);
     }
   };
-  auto leave = [&](const Reservation& r) {
-    if (!live) return by_word(r.gpus, unwant_bits);
-    for (GpuId g : r.gpus) {
+  auto leave = [&](uint32_t i) {
+    if (!live) {
+      for (const auto& [w, m] : res_words[i].list) unwant_bits(w, m);
+      return;
+    }
+    for (GpuId g : reservations[i].gpus) {
       if (--wanted[g.value] == 0) what_if.UnholdOne(g);
     }
   };
   // -w/-x/-C: the forbidden nodes' GPUs are wanted by the job's own filter for all time, so they
   // are held (counted out before `live`) now and as their jobs release them.
-  by_word(NodeFilter::Gpus(topo, job.forbidden_nodes), want_bits);
+  by_word(forbidden, want_bits);
   std::vector<JobId>& released = scratch.released;  // before `live`: the jobs to release when it goes live
   released.clear();
   std::vector<GpuId>& gpus = scratch.gpus;
   auto release = [&](JobId id) {
-    const std::span<const GpuId> held = topo.job_gpus(id);  // empty if the Topology has none to give
-    if (held.empty()) return;
-    gpus.assign(held.begin(), held.end());  // Suspend hides them from job_gpus
-    if (live) what_if.ReleaseJob(id);
-    else released.push_back(id);
+    if (!live) {
+      // The job's GPUs on nodes that are up, as words, once per pass: an active job's GPUs do
+      // not change while the pass walks its queue (StartJob adds jobs; none ends or resizes).
+      auto [it, added] = pass.release_words.try_emplace(id);
+      PassState::ReleaseWords& rw = it->second;
+      if (added) {
+        const std::span<const GpuId> list = topo.job_gpus(id);  // empty if the Topology has none to give
+        rw.has_gpus = !list.empty();
+        rw.begin = static_cast<uint32_t>(pass.release_word_list.size());
+        by_word(list, [&](uint32_t w, uint64_t m) {
+          if ((m &= pass.up_bits[w]) != 0) pass.release_word_list.emplace_back(w, m);  // else: the node takes no work
+        });
+        rw.end = static_cast<uint32_t>(pass.release_word_list.size());
+      }
+      if (!rw.has_gpus) return;
+      released.push_back(id);
+      // Released on a node that is up: free at t.
+      for (uint32_t k = rw.begin; k < rw.end; ++k) {
+        const auto [w, m] = pass.release_word_list[k];
+        free_bits[w] |= m;
+        free_count += static_cast<uint32_t>(std::popcount(m & ~held[w]));
+      }
+      return;
+    }
+    const std::span<const GpuId> list = topo.job_gpus(id);  // empty if the Topology has none to give
+    if (list.empty()) return;
+    gpus.assign(list.begin(), list.end());  // Suspend hides them from job_gpus
+    what_if.ReleaseJob(id);
     for (GpuId g : gpus) {
       if (topo.node_state(topo.node_of(g)) != NodeState::kUp) continue;  // not free: the node takes no work
-      freed[g.value] = 1;
-      if (live) {
-        if (wanted[g.value] > 0) what_if.HoldOne(g);
-      } else {
-        free_bits[g.value >> 6] |= uint64_t{1} << (g.value & 63);  // (a word not known yet reads freed)
-        if (!is_held(g)) ++free_count;
-      }
+      if (wanted[g.value] > 0) what_if.HoldOne(g);
     }
   };
   // The Topology at t as the step-by-step walk leaves it: the jobs released, every wanted GPU
   // that is free held.
   auto go_live = [&]() {
     for (JobId id : released) what_if.ReleaseJob(id);
-    for (uint32_t g = 0; g < wanted.size(); ++g) wanted[g] = is_held(GpuId(g)) ? wanted[g] + 1 : 0;
+    for (uint32_t w = 0; w < words; ++w) {
+      const uint64_t* plane = &planes[size_t{w} * nplanes];
+      for (uint64_t b = held[w]; b != 0; b &= b - 1) {
+        const uint32_t bit = static_cast<uint32_t>(std::countr_zero(b));
+        uint32_t count = 0;
+        for (uint32_t p = 0; p < nplanes; ++p) count |= static_cast<uint32_t>((plane[p] >> bit) & 1) << p;
+        wanted[w * 64 + bit] = count;
+      }
+    }
     gpus.clear();
     for (uint32_t g = 0; g < wanted.size(); ++g) {
       if (wanted[g] > 0 && topo.is_free(GpuId(g))) gpus.push_back(GpuId(g));
@@ -344,14 +405,14 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     while (next < ends.size() && ends[next].first <= t) release(ends[next++].second);
     for (; left < by_end.size() && reservations[by_end[left]].end <= t; ++left) {
       const uint32_t i = by_end[left];
-      if (in_window[i] == 1) leave(reservations[i]);
+      if (in_window[i] == 1) leave(i);
       in_window[i] = 2;  // past: never again
     }
     for (; entered < by_start.size() && reservations[by_start[entered]].start < t + w; ++entered) {
       const uint32_t i = by_start[entered];
       if (in_window[i] == 0) {
         in_window[i] = 1;
-        enter(reservations[i]);
+        enter(i);
       }
     }
     if ((live ? topo.free_gpus(topo.root()) : free_count) < n) continue;

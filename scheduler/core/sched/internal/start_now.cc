@@ -69,6 +69,10 @@ void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placemen
   // Its claim (if it preempted) is no longer a reservation.
   if (std::erase_if(s.reservations, [&](const Reservation& r) { return r.job == id && r.for_preemption; }) > 0) {
     pass.start_blocks.Invalidate();
+    pass.reserve.res_words.clear();  // the indexes moved
+  }
+  if (pass.gpu_bits_built) {
+    for (GpuId g : job.gpus) pass.free_now_bits[g.value >> 6] &= ~(uint64_t{1} << (g.value & 63));
   }
   s.pending.Erase(id);
   s.active.insert(id);
