@@ -3,6 +3,8 @@
 //  - syncs nodes into the core through NodeReport: down in Slurm -> away (down), drained ->
 //    unconfirmed (drained); GPUs used by jobs Phalanx does not place -> the core's external
 //    load of the node (those GPUs busy until the jobs' expected end; the rest placeable);
+//  - gives Slurm's partitions to the core when they change (SetPartitions: their nodes in the
+//    topology, state, MaxTime, default); a managed job's partitions are its Slurm job's;
 //  - submits newly seen managed pending jobs to the core (SubmitFn: the Controller's Submit);
 //    their Slurm job id goes into the launch info's environment (PHALANX_SLURM_JOB_ID), so the
 //    store keeps the mapping with the submission and a restarted phalanxd re-links every
