@@ -106,10 +106,13 @@ class PrivateMunged {
                             " --log-file=" + dir + "/munged.log --seed-file=" + dir + "/munged.seed";
     started_ = std::system(cmd.c_str()) == 0;  // munged forks into the background once its socket is up
   }
-  ~PrivateMunged() {
+  ~PrivateMunged() { Stop(); }
+  // Stops munged; before its directory (with the pid file) is removed, or it would outlive the test.
+  void Stop() {
     std::ifstream in(pid_file_);
     pid_t pid = 0;
     if (in >> pid && pid > 0) kill(pid, SIGTERM);
+    pid_file_.clear();
   }
   bool started() const { return started_; }
   const std::string& socket() const { return socket_; }
@@ -146,6 +149,7 @@ class StepReportServerTest : public ::testing::Test {
     work_.reset();
     if (io_thread_.joinable()) io_thread_.join();
     server_.reset();
+    munged_.Stop();
     std::filesystem::remove_all(dir_);
   }
   void OnIo(const std::function<void()>& fn) {
