@@ -281,9 +281,9 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   free_bits.assign(pass.free_now_bits.begin(), pass.free_now_bits.end());
   auto free_at = [&](GpuId g) { return (free_bits[g.value >> 6] >> (g.value & 63)) & 1; };  // before `live` only
   auto is_held = [&](GpuId g) { return (held[g.value >> 6] >> (g.value & 63)) & 1; };       // before `live`
-  auto want_bits = [&](uint32_t w, uint64_t m) {  // before `live`: one more want of each GPU of m
-    uint64_t* plane = &planes[size_t{w} * nplanes];
-    for (uint64_t carry = m, p = 0; carry != 0; ++p) {  // never past the last plane: counts fit
+  auto want_bits = [&](uint32_t w, uint64_t m) {            // before `live`: one more want of each GPU of m
+    uint64_t* plane = planes.data() + size_t{w} * nplanes;  // data(): nplanes may be 0 (no wants)
+    for (uint64_t carry = m, p = 0; carry != 0; ++p) {      // never past the last plane: counts fit
       const uint64_t next = plane[p] & carry;
       plane[p] ^= carry;
       carry = next;
@@ -292,9 +292,9 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     held[w] |= m;
     if (newly != 0) free_count -= static_cast<uint32_t>(std::popcount(newly & free_bits[w]));
   };
-  auto unwant_bits = [&](uint32_t w, uint64_t m) {  // before `live`: one want less of each GPU of m
-    uint64_t* plane = &planes[size_t{w} * nplanes];
-    for (uint64_t borrow = m, p = 0; borrow != 0; ++p) {  // every GPU of m is wanted: no borrow out
+  auto unwant_bits = [&](uint32_t w, uint64_t m) {          // before `live`: one want less of each GPU of m
+    uint64_t* plane = planes.data() + size_t{w} * nplanes;  // data(): nplanes may be 0 (no wants)
+    for (uint64_t borrow = m, p = 0; borrow != 0; ++p) {    // every GPU of m is wanted: no borrow out
       const uint64_t next = ~plane[p] & borrow;
       plane[p] ^= borrow;
       borrow = next;
@@ -373,7 +373,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   auto go_live = [&]() {
     for (JobId id : released) what_if.ReleaseJob(id);
     for (uint32_t w = 0; w < words; ++w) {
-      const uint64_t* plane = &planes[size_t{w} * nplanes];
+      const uint64_t* plane = planes.data() + size_t{w} * nplanes;  // data(): nplanes may be 0 (no wants)
       for (uint64_t b = held[w]; b != 0; b &= b - 1) {
         const uint32_t bit = static_cast<uint32_t>(std::countr_zero(b));
         uint32_t count = 0;
