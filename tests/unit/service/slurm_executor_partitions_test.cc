@@ -1,0 +1,102 @@
+// SlurmExecutor and Slurm's partitions (docs/slurm.md, "Partitions"), against the fake Slurm.
+#include <gtest/gtest.h>
+
+#include "slurm_executor_fixture.h"
+
+namespace phalanx::service {
+namespace {
+
+using namespace slurm_test;  // NOLINT: the fixture's names
+
+// Slurm's partitions (docs/slurm.md, "Partitions"): read at every poll, given to the core when
+// they change; a managed job runs only on the nodes of its Slurm job's partitions.
+slurm::SlurmPartition Part(std::string name, std::vector<std::string> nodes, bool is_default = false,
+                           slurm::SlurmPartitionState state = slurm::SlurmPartitionState::kUp, Duration max = 0) {
+  slurm::SlurmPartition p;
+  p.name = std::move(name);
+  p.nodes = std::move(nodes);
+  p.is_default = is_default;
+  p.state = state;
+  p.max_time = max;
+  return p;
+}
+
+TEST_F(SlurmExecutorTest, JobOfAPartitionIsPlacedOnlyOnItsNodes) {
+  // "cpu" has no node of the topology: left out. "b" is Slurm's default, not the first.
+  slurm_.partitions = {Part("cpu", {"c1", "c2"}), Part("a", {"n3", "n4"}, false, slurm::SlurmPartitionState::kUp, 7200),
+                       Part("b", {"n1", "n2"}, true)};
+  Unmanaged(1, "n4", 2000);
+  Managed(3).partition = "x,a";  // Slurm's list; x: not a partition Phalanx knows
+  Round();
+  Round();
+  const PartitionTable& table = host_.core().partitions();
+  ASSERT_EQ(table.size(), 2u);
+  EXPECT_EQ(table.at(0).name, "a");
+  EXPECT_EQ(table.at(0).max_walltime, 7200);
+  EXPECT_EQ(table.default_name(), "b");
+  EXPECT_FALSE(table.Find("cpu"));
+  ASSERT_EQ(host_.submits, 1);
+  EXPECT_EQ(host_.core().job(1)->spec.partitions, (std::vector<std::string>{"a"}));
+  // Leaf 1 (n1, n2: partition b) is free, but the job is a's: it waits for n4.
+  EXPECT_TRUE(slurm_.Calls("start").empty());
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kPending);
+
+  host_.now += 5;
+  slurm_.job(1)->state = SlurmJobState::kCompleted;
+  Round();
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].nodes, (std::vector<std::string>{"n3", "n4"}));
+  EXPECT_EQ(host_.partition_updates, 1);  // the same list at every poll: given once
+}
+
+TEST_F(SlurmExecutorTest, JobWithoutAPartitionRunsInSlurmsDefault) {
+  slurm_.partitions = {Part("a", {"n1", "n2"}), Part("b", {"n3", "n4"}, true)};
+  Managed(3);  // no partition
+  Round();
+  EXPECT_TRUE(host_.core().job(1)->spec.partitions.empty());
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].nodes, (std::vector<std::string>{"n3", "n4"}));
+}
+
+TEST_F(SlurmExecutorTest, PartitionDownInSlurmMakesItsJobsWaitPartitionDown) {
+  slurm_.partitions = {Part("a", {"n3", "n4"}, false, slurm::SlurmPartitionState::kDown),
+                       Part("b", {"n1", "n2"}, true)};
+  Managed(3).partition = "a";
+  Round();
+  Round();
+  EXPECT_TRUE(slurm_.Calls("start").empty());
+  EXPECT_EQ(host_.core().job(1)->wait.kind, WaitKind::kPartitionDown);
+  EXPECT_NE(slurm_.job(3)->comment.find("PartitionDown"), std::string::npos) << slurm_.job(3)->comment;
+
+  slurm_.partitions[0].state = slurm::SlurmPartitionState::kUp;  // scontrol update PartitionName=a State=UP
+  host_.now += 1;
+  Round();
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].nodes, (std::vector<std::string>{"n3", "n4"}));
+  EXPECT_EQ(host_.partition_updates, 2);
+}
+
+TEST_F(SlurmExecutorTest, PartitionNodesChangingOnAPollArePickedUp) {
+  slurm_.partitions = {Part("a", {"n1"}), Part("b", {"n2", "n3", "n4"}, true)};
+  Managed(3).partition = "a";  // 2 nodes: a's one node can never hold it
+  Round();
+  Round();
+  EXPECT_TRUE(slurm_.Calls("start").empty());
+  EXPECT_EQ(host_.core().job(1)->wait.kind, WaitKind::kUnsatisfiable);
+
+  // An admin moves leaf 2 into a and adds c: the next poll gives the core the new list.
+  slurm_.partitions = {Part("a", {"n3", "n4"}), Part("b", {"n1", "n2"}, true), Part("c", {"n1", "n2"})};
+  host_.now += 1;
+  Round();
+  EXPECT_TRUE(host_.core().partitions().Find("c"));
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].nodes, (std::vector<std::string>{"n3", "n4"}));
+  EXPECT_EQ(host_.partition_updates, 2);
+}
+
+}  // namespace
+}  // namespace phalanx::service
