@@ -13,41 +13,13 @@
 
 #include "call_auth.h"
 #include "daemon_harness.h"
+#include "private_munged.h"
 #include "service/controller.h"
 
 namespace phalanx::service::testing {
 namespace {
 
 constexpr char kList[] = "/phalanx.v1.Jobs/List";
-
-// munged on a private key and socket in `dir`, stopped at the end.
-class PrivateMunged {
- public:
-  explicit PrivateMunged(const TempDir& dir) : pid_file_(dir.File("munged.pid")), socket_(dir.File("munge.sock")) {
-    const std::string key = dir.File("munge.key");
-    {
-      std::ifstream random("/dev/urandom", std::ios::binary);
-      std::string bytes(1024, '\0');
-      random.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      std::ofstream(key, std::ios::binary) << bytes;
-    }
-    chmod(key.c_str(), 0600);
-    const std::string cmd = "munged --force --key-file=" + key + " --socket=" + socket_ + " --pid-file=" + pid_file_ +
-                            " --log-file=" + dir.File("munged.log") + " --seed-file=" + dir.File("munged.seed");
-    started_ = std::system(cmd.c_str()) == 0;  // munged forks into the background once its socket is up
-  }
-  ~PrivateMunged() {
-    std::ifstream in(pid_file_);
-    pid_t pid = 0;
-    if (in >> pid && pid > 0) kill(pid, SIGTERM);
-  }
-  bool started() const { return started_; }
-  const std::string& socket() const { return socket_; }
-
- private:
-  std::string pid_file_, socket_;
-  bool started_ = false;
-};
 
 class UsersTcp : public ::testing::Test {
  protected:
@@ -76,7 +48,7 @@ class UsersTcp : public ::testing::Test {
   }
 
   Harness h_;
-  PrivateMunged munged_{h_.dir};
+  PrivateMunged munged_{h_.dir.File("")};
   std::shared_ptr<grpc::Channel> tcp_;
   std::unique_ptr<v1::Jobs::Stub> jobs_;
 };

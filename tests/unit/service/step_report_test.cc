@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include "call_auth.h"
+#include "private_munged.h"
 #include "report.h"
 #include "service/step_report.h"
 #include "service/step_report_server.h"
@@ -90,38 +91,6 @@ TEST(StepReport, BadPayloadsNameTheLine) {
   }
 }
 
-// munged on a private key and socket, stopped at the end.
-class PrivateMunged {
- public:
-  explicit PrivateMunged(const std::string& dir) : pid_file_(dir + "/munged.pid"), socket_(dir + "/munge.sock") {
-    const std::string key = dir + "/munge.key";
-    {
-      std::ifstream random("/dev/urandom", std::ios::binary);
-      std::string bytes(1024, '\0');
-      random.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      std::ofstream(key, std::ios::binary) << bytes;
-    }
-    chmod(key.c_str(), 0600);
-    const std::string cmd = "munged --force --key-file=" + key + " --socket=" + socket_ + " --pid-file=" + pid_file_ +
-                            " --log-file=" + dir + "/munged.log --seed-file=" + dir + "/munged.seed";
-    started_ = std::system(cmd.c_str()) == 0;  // munged forks into the background once its socket is up
-  }
-  ~PrivateMunged() { Stop(); }
-  // Stops munged; before its directory (with the pid file) is removed, or it would outlive the test.
-  void Stop() {
-    std::ifstream in(pid_file_);
-    pid_t pid = 0;
-    if (in >> pid && pid > 0) kill(pid, SIGTERM);
-    pid_file_.clear();
-  }
-  bool started() const { return started_; }
-  const std::string& socket() const { return socket_; }
-
- private:
-  std::string pid_file_, socket_;
-  bool started_ = false;
-};
-
 class StepReportServerTest : public ::testing::Test {
  protected:
   static std::string MakeDir() {
@@ -173,7 +142,7 @@ class StepReportServerTest : public ::testing::Test {
   }
 
   std::string dir_ = MakeDir();
-  PrivateMunged munged_{dir_};
+  testing::PrivateMunged munged_{dir_};
   boost::asio::io_context io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_{io_.get_executor()};
   std::unique_ptr<StepReportServer> server_;
@@ -211,7 +180,7 @@ TEST_F(StepReportServerTest, RefusalsAreAnswered) {
   // Forged: made by a munged with another key; and text that is no credential at all.
   std::filesystem::create_directory(dir_ + "/other");
   {
-    PrivateMunged other(dir_ + "/other");
+    testing::PrivateMunged other(dir_ + "/other");
     ASSERT_TRUE(other.started());
     auto forged = auth::MungeEncode(other.socket(), Format("checkpoint", 5, nullptr, nullptr, -1, nullptr));
     ASSERT_TRUE(forged) << forged.error().message;
