@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -48,7 +47,7 @@ class PrivateMunged {
     if (!(in >> pid) || pid <= 0 || kill(pid, SIGTERM) != 0) return;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (std::chrono::steady_clock::now() < deadline) {
-      if (kill(pid, 0) != 0 && errno == ESRCH) return;  // not our child: no waitpid, its parent reaps it
+      if (!Alive(pid)) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
@@ -56,6 +55,16 @@ class PrivateMunged {
   const std::string& socket() const { return socket_; }
 
  private:
+  // Running: it exists and is not a zombie (munged is not our child, so no waitpid; whoever
+  // inherited it, PID 1 or a subreaper, may reap it late).
+  static bool Alive(pid_t pid) {
+    if (kill(pid, 0) != 0) return false;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t paren = line.rfind(')');
+    return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
+  }
   std::string pid_file_, socket_;
   bool started_ = false;
 };
