@@ -94,8 +94,11 @@ struct PassState {
   std::vector<std::pair<Time, JobId>> ends;
   bool ends_dirty = true;
   // GPU counts over time per domain (running jobs until their release, unavailable nodes,
-  // reservations); built on first use, nullopt after `plan_built` if inconsistent.
-  std::optional<DomainPlanner> plan;
+  // reservations); made on first use (reserve.cc, Plan), null after `plan_built` if
+  // inconsistent. It is SchedulerState::kept_plan's planner brought up to date, or `own_plan`
+  // built anew (SchedulerConfig::keep_domain_plan off).
+  DomainPlanner* plan = nullptr;
+  std::optional<DomainPlanner> own_plan;
   bool plan_built = false;
   // Reservations made after the plan was built, not added to it yet: added, in the order made,
   // when the plan is next asked (most passes ask it no more after their last large job).
