@@ -136,6 +136,7 @@ struct PassState {
     };
     std::vector<Words> res_words;
     std::vector<uint32_t> seen;
+    std::vector<const std::vector<GpuId>*> others;  // promised blocks of others not re-planned yet
   } reserve;
   // By 64-GPU word: the GPUs free now (Topology::is_free) and those on nodes that are up, for
   // Reserve, built on its first call. Between Reserve calls the Topology's lasting changes are
@@ -150,6 +151,9 @@ struct PassState {
     uint32_t begin = 0, end = 0;
   };
   std::unordered_map<JobId, ReleaseWords> release_words;
+  // By index of `ends`: the job's entry of release_words, null until first asked (kept in step
+  // with `ends`: cleared when it is rebuilt, a null inserted where StartJob inserts).
+  std::vector<const ReleaseWords*> ends_words;
   std::vector<std::pair<uint32_t, uint64_t>> release_word_list;
 
   // ---- preemption (preemption.cc) ----

@@ -29,6 +29,7 @@ const std::vector<std::pair<Time, JobId>>& Ends(const SchedulerState& s, PassSta
         pass.ends.push_back({std::max(load.pieces[k].until, pass.now + 1), Topology::ExternalOwner(NodeId(node), k)});
     }
     std::sort(pass.ends.begin(), pass.ends.end());
+    pass.ends_words.assign(pass.ends.size(), nullptr);
     pass.ends_dirty = false;
   }
   return pass.ends;
@@ -434,26 +435,34 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   std::vector<JobId>& released = scratch.released;  // before `live`: the jobs to release when it goes live
   released.clear();
   std::vector<GpuId>& gpus = scratch.gpus;
-  auto release = [&](JobId id) {
+  // The job's GPUs on nodes that are up, as words, once per pass: an active job's GPUs do not
+  // change while the pass walks its queue (StartJob adds jobs; none ends or resizes).
+  auto words_of = [&](JobId id) -> const PassState::ReleaseWords& {
+    auto [it, added] = pass.release_words.try_emplace(id);
+    PassState::ReleaseWords& rw = it->second;
+    if (added) {
+      const std::span<const GpuId> list = topo.job_gpus(id);  // empty if the Topology has none to give
+      rw.has_gpus = !list.empty();
+      rw.begin = static_cast<uint32_t>(pass.release_word_list.size());
+      by_word(list, [&](uint32_t w, uint64_t m) {
+        if ((m &= pass.up_bits[w]) != 0) pass.release_word_list.emplace_back(w, m);  // else: the node takes no work
+      });
+      rw.end = static_cast<uint32_t>(pass.release_word_list.size());
+    }
+    return rw;
+  };
+  auto release = [&](size_t k) {  // the job of ends[k]
+    const JobId id = ends[k].second;
     if (!live) {
-      // The job's GPUs on nodes that are up, as words, once per pass: an active job's GPUs do
-      // not change while the pass walks its queue (StartJob adds jobs; none ends or resizes).
-      auto [it, added] = pass.release_words.try_emplace(id);
-      PassState::ReleaseWords& rw = it->second;
-      if (added) {
-        const std::span<const GpuId> list = topo.job_gpus(id);  // empty if the Topology has none to give
-        rw.has_gpus = !list.empty();
-        rw.begin = static_cast<uint32_t>(pass.release_word_list.size());
-        by_word(list, [&](uint32_t w, uint64_t m) {
-          if ((m &= pass.up_bits[w]) != 0) pass.release_word_list.emplace_back(w, m);  // else: the node takes no work
-        });
-        rw.end = static_cast<uint32_t>(pass.release_word_list.size());
-      }
+      // Found by its place in `ends` after the first call of the pass that asks (no lookup).
+      const PassState::ReleaseWords*& slot = pass.ends_words[k];
+      if (!slot) slot = &words_of(id);
+      const PassState::ReleaseWords& rw = *slot;
       if (!rw.has_gpus) return;
       released.push_back(id);
       // Released on a node that is up: free at t.
-      for (uint32_t k = rw.begin; k < rw.end; ++k) {
-        const auto [w, m] = pass.release_word_list[k];
+      for (uint32_t x = rw.begin; x < rw.end; ++x) {
+        const auto [w, m] = pass.release_word_list[x];
         free_bits[w] |= m;
         free_count += static_cast<uint32_t>(std::popcount(m & ~held[w]));
       }
@@ -488,6 +497,12 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     what_if.HoldEach(gpus);
     live = true;
   };
+  // The blocks promised to the jobs not re-planned yet, other than this one (made on the first
+  // step that asks), and the job's own.
+  std::vector<const std::vector<GpuId>*>& others = scratch.others;
+  others.clear();
+  bool others_built = false;
+  const auto own = pass.promised.find(job.spec.id);
   size_t next = 0;
   for (size_t ti = 0; ti < times.size(); ++ti) {
     Time t = times[ti];
@@ -502,7 +517,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       }
     }
     if (live) what_if.Empty(kPromised);
-    while (next < ends.size() && ends[next].first <= t) release(ends[next++].second);
+    while (next < ends.size() && ends[next].first <= t) release(next++);
     for (; left < by_end.size() && reservations[by_end[left]].end <= t; ++left) {
       const uint32_t i = by_end[left];
       if (in_window[i] == 1) leave(i);
@@ -520,7 +535,6 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     // if it is free at t; else a block that avoids those promised to jobs not re-planned yet;
     // else any block. Whether the own block is free at t needs no Topology: free at t and
     // not held.
-    const auto own = pass.promised.find(job.spec.id);
     const bool own_fits = own != pass.promised.end() && !request.exclusive && own->second.size() == n;
     std::optional<Placement> p;
     if (own_fits && !live &&
@@ -533,9 +547,13 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       p = Placement{own->second, {}, {}};
     }
     if (!p) {
-      for (const auto& [other, gpus] : pass.promised) {
-        if (other != job.spec.id && !pass.planned.contains(other)) what_if.Extend(kPromised, gpus);
+      if (!others_built) {  // neither changes during the call
+        for (const auto& [other, gpus] : pass.promised) {
+          if (other != job.spec.id && !pass.planned.contains(other)) others.push_back(&gpus);
+        }
+        others_built = true;
       }
+      for (const std::vector<GpuId>* gpus : others) what_if.Extend(kPromised, *gpus);
       p = s.PlaceNow(job, request);
     }
     if (!p && !what_if.empty(kPromised)) {
