@@ -136,7 +136,8 @@ struct PassState {
     };
     std::vector<Words> res_words;
     std::vector<uint32_t> seen;
-    std::vector<const std::vector<GpuId>*> others;  // promised blocks of others not re-planned yet
+    std::vector<GpuId> others;    // GPUs promised to other jobs not re-planned yet
+    std::vector<uint8_t> listed;  // by GPU, all zero between uses: in `others` already
   } reserve;
   // By 64-GPU word: the GPUs free now (Topology::is_free) and those on nodes that are up, for
   // Reserve, built on its first call. Between Reserve calls the Topology's lasting changes are

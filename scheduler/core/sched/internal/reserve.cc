@@ -499,7 +499,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   };
   // The blocks promised to the jobs not re-planned yet, other than this one (made on the first
   // step that asks), and the job's own.
-  std::vector<const std::vector<GpuId>*>& others = scratch.others;
+  std::vector<GpuId>& others = scratch.others;
   others.clear();
   bool others_built = false;
   const auto own = pass.promised.find(job.spec.id);
@@ -548,12 +548,22 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     }
     if (!p) {
       if (!others_built) {  // neither changes during the call
+        // One list, each block's GPUs in order, less those an earlier block lists (one Extend
+        // per block would find them held by then): the same GPUs held as one Extend per block.
+        std::vector<uint8_t>& listed = scratch.listed;
+        listed.resize(topo.gpu_count(), 0);
         for (const auto& [other, gpus] : pass.promised) {
-          if (other != job.spec.id && !pass.planned.contains(other)) others.push_back(&gpus);
+          if (other == job.spec.id || pass.planned.contains(other)) continue;
+          const size_t from = others.size();
+          for (GpuId g : gpus) {
+            if (!listed[g.value]) others.push_back(g);
+          }
+          for (size_t i = from; i < others.size(); ++i) listed[others[i].value] = 1;
         }
+        for (GpuId g : others) listed[g.value] = 0;
         others_built = true;
       }
-      for (const std::vector<GpuId>* gpus : others) what_if.Extend(kPromised, *gpus);
+      what_if.Extend(kPromised, others);
       p = s.PlaceNow(job, request);
     }
     if (!p && !what_if.empty(kPromised)) {
