@@ -119,6 +119,10 @@ struct SchedulerConfig {
   // phalanxd reads them there, and a pass over tens of thousands of waiting jobs then builds no
   // list of them.
   bool wait_decisions = true;
+  // Not a policy: whether the domain plan Reserve asks (GPU counts over time per domain) is kept
+  // from pass to pass and brought up to date by the allocations that changed (on), or built anew
+  // in every pass that asks it (off). The answers are the same; off is for tests.
+  bool keep_domain_plan = true;
 
   ModelParams model;
 };

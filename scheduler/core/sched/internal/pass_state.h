@@ -94,8 +94,11 @@ struct PassState {
   std::vector<std::pair<Time, JobId>> ends;
   bool ends_dirty = true;
   // GPU counts over time per domain (running jobs until their release, unavailable nodes,
-  // reservations); built on first use, nullopt after `plan_built` if inconsistent.
-  std::optional<DomainPlanner> plan;
+  // reservations); made on first use (reserve.cc, Plan), null after `plan_built` if
+  // inconsistent. It is SchedulerState::kept_plan's planner brought up to date, or `own_plan`
+  // built anew (SchedulerConfig::keep_domain_plan off).
+  DomainPlanner* plan = nullptr;
+  std::optional<DomainPlanner> own_plan;
   bool plan_built = false;
   // Reservations made after the plan was built, not added to it yet: added, in the order made,
   // when the plan is next asked (most passes ask it no more after their last large job).
@@ -133,6 +136,8 @@ struct PassState {
     };
     std::vector<Words> res_words;
     std::vector<uint32_t> seen;
+    std::vector<GpuId> others;    // GPUs promised to other jobs not re-planned yet
+    std::vector<uint8_t> listed;  // by GPU, all zero between uses: in `others` already
   } reserve;
   // By 64-GPU word: the GPUs free now (Topology::is_free) and those on nodes that are up, for
   // Reserve, built on its first call. Between Reserve calls the Topology's lasting changes are
@@ -147,6 +152,9 @@ struct PassState {
     uint32_t begin = 0, end = 0;
   };
   std::unordered_map<JobId, ReleaseWords> release_words;
+  // By index of `ends`: the job's entry of release_words, null until first asked (kept in step
+  // with `ends`: cleared when it is rebuilt, a null inserted where StartJob inserts).
+  std::vector<const ReleaseWords*> ends_words;
   std::vector<std::pair<uint32_t, uint64_t>> release_word_list;
 
   // ---- preemption (preemption.cc) ----

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -28,29 +29,70 @@ const std::vector<std::pair<Time, JobId>>& Ends(const SchedulerState& s, PassSta
         pass.ends.push_back({std::max(load.pieces[k].until, pass.now + 1), Topology::ExternalOwner(NodeId(node), k)});
     }
     std::sort(pass.ends.begin(), pass.ends.end());
+    pass.ends_words.assign(pass.ends.size(), nullptr);
     pass.ends_dirty = false;
   }
   return pass.ends;
 }
 
+// One allocation the plan of a pass holds: the GPUs pool[begin, begin + size) over [start, end).
+struct PlanWant {
+  Time start, end;
+  uint32_t begin, size;
+};
+
+uint64_t PlanHash(Time start, Time end, std::span<const GpuId> gpus) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  mix(static_cast<uint64_t>(start));
+  mix(static_cast<uint64_t>(end));
+  for (GpuId g : gpus) mix(g.value);
+  return h;
+}
+
 // The pass's plan of GPU counts over time per domain (running jobs until their release,
-// unavailable nodes, reservations); built on first use in a pass. nullptr if inconsistent.
-DomainPlanner* Plan(const SchedulerState& s, PassState& pass) {
+// unavailable nodes, reservations); made on first use in a pass. nullptr if inconsistent.
+//
+// The allocations it holds are a function of the state at that first use alone; the plan
+// answers from their GPU counts over [now, kForever) alone (EarliestBlock: the earliest time,
+// then the domain, of a count condition), and a set of allocations is refused (some
+// AddAllocation fails, in whatever order they are added) exactly when one of them is invalid or
+// together they overfill a domain at some time. So a plan kept from an earlier pass, moved to
+// `now` (Planner::AdvanceTo: queries at t >= now answer as before), less the allocations not
+// wanted now and plus the new ones, answers as one built anew, and is refused when that one is.
+DomainPlanner* Plan(SchedulerState& s, PassState& pass) {
+  SchedulerState::KeptPlan& kept = s.kept_plan;
+  const bool keep = s.config.keep_domain_plan;
+  const Time now = pass.now;
+  auto fail = [&]() -> DomainPlanner* {
+    pass.plan = nullptr;
+    pass.own_plan.reset();
+    kept.plan.reset();
+    kept.entries.clear();
+    return nullptr;
+  };
+  auto add = [&](std::span<const GpuId> gpus, Time start, Time end) {
+    Result<AllocationId> id = pass.plan->AddAllocation(gpus, start, end);
+    if (!id) return false;
+    if (keep) kept.entries.push_back({start, end, std::vector<GpuId>(gpus.begin(), gpus.end()), *id});
+    return true;
+  };
   if (pass.plan_built) {
     // The reservations made since the last question, as AddReservation would have added them.
     for (const PassState::PlanPending& r : pass.plan_pending) {
-      if (pass.plan && !pass.plan->AddAllocation(r.gpus, r.start, r.end)) pass.plan.reset();
+      if (pass.plan && !add(r.gpus, r.start, r.end)) fail();
     }
     pass.plan_pending.clear();
-    return pass.plan ? &*pass.plan : nullptr;
+    return pass.plan;
   }
   pass.plan_built = true;
-  const Time now = pass.now;
   const Topology& topo = *s.topo;
-  pass.plan.emplace(topo, now);
-  auto fail = [&]() -> DomainPlanner* {
-    pass.plan.reset();
-    return nullptr;
+  // What the plan holds, in the order a plan built anew adds it.
+  std::vector<GpuId> pool;
+  std::vector<PlanWant> wants;
+  auto want = [&](std::span<const GpuId> gpus, Time start, Time end) {
+    wants.push_back({start, end, static_cast<uint32_t>(pool.size()), static_cast<uint32_t>(gpus.size())});
+    pool.insert(pool.end(), gpus.begin(), gpus.end());
   };
   std::vector<GpuId> up, down;
   for (JobId id : s.active) {
@@ -59,29 +101,88 @@ DomainPlanner* Plan(const SchedulerState& s, PassState& pass) {
     down.clear();
     for (GpuId g : j.gpus) (topo.node_state(topo.node_of(g)) == NodeState::kUp ? up : down).push_back(g);
     const Time end = s.ReleaseTime(j);
-    if (!up.empty() && end > now && !pass.plan->AddAllocation(up, now, end)) return fail();
-    if (!down.empty() && !pass.plan->AddAllocation(down, now, kForever)) return fail();
+    if (!up.empty() && end > now) want(up, now, end);
+    if (!down.empty()) want(down, now, kForever);
   }
   for (const auto& [node, load] : s.external) {
     for (uint32_t k = 0; k < load.pieces.size(); ++k) {
       const auto held = topo.job_gpus(Topology::ExternalOwner(NodeId(node), k));
-      up.assign(held.begin(), held.end());
       const Time end =
           topo.node_state(NodeId(node)) == NodeState::kUp ? std::max(load.pieces[k].until, now + 1) : kForever;
-      if (!up.empty() && !pass.plan->AddAllocation(up, now, end)) return fail();
+      if (!held.empty()) want(held, now, end);
     }
   }
   std::vector<GpuId> unavailable;
   for (uint32_t g = 0; g < topo.gpu_count(); ++g) {
     if (topo.owner(GpuId(g)) == kNoJob && !topo.is_free(GpuId(g))) unavailable.push_back(GpuId(g));
   }
-  if (!unavailable.empty() && !pass.plan->AddAllocation(unavailable, now, kForever)) return fail();
+  if (!unavailable.empty()) want(unavailable, now, kForever);
   for (const Reservation& r : s.reservations) {
     // Preemption claims overlap their victims' running allocations; leaving them out keeps
     // the plan optimistic, which is all a filter needs.
-    if (!r.for_preemption && !pass.plan->AddAllocation(r.gpus, r.start, r.end)) return fail();
+    if (!r.for_preemption) want(r.gpus, r.start, r.end);
   }
-  return &*pass.plan;
+  auto gpus_of = [&](const PlanWant& w) { return std::span<const GpuId>(pool).subspan(w.begin, w.size); };
+  if (!keep) {
+    pass.own_plan.emplace(topo, now);
+    pass.plan = &*pass.own_plan;
+    for (const PlanWant& w : wants) {
+      if (!add(gpus_of(w), w.start, w.end)) return fail();
+    }
+    return pass.plan;
+  }
+  // The kept plan: moved to now (allocations that ended are gone, the others start at now at
+  // the earliest), then each wanted allocation matched with one it holds (the same GPUs in the
+  // same order, start and end); those left unmatched are removed, those wanted and not held added.
+  std::vector<uint32_t> missing;
+  bool rebuild = !kept.plan;
+  if (!rebuild) {
+    kept.plan->AdvanceTo(now);
+    std::erase_if(kept.entries, [&](const SchedulerState::KeptPlan::Entry& e) { return e.end <= now; });
+    std::unordered_multimap<uint64_t, uint32_t> index;
+    index.reserve(kept.entries.size());
+    for (uint32_t i = 0; i < kept.entries.size(); ++i) {
+      SchedulerState::KeptPlan::Entry& e = kept.entries[i];
+      e.start = std::max(e.start, now);
+      index.emplace(PlanHash(e.start, e.end, e.gpus), i);
+    }
+    std::vector<uint8_t> matched(kept.entries.size(), 0);
+    for (uint32_t k = 0; k < wants.size(); ++k) {
+      const PlanWant& w = wants[k];
+      const std::span<const GpuId> gpus = gpus_of(w);
+      bool found = false;
+      for (auto [it, last] = index.equal_range(PlanHash(w.start, w.end, gpus)); it != last && !found; ++it) {
+        const SchedulerState::KeptPlan::Entry& e = kept.entries[it->second];
+        if (!matched[it->second] && e.start == w.start && e.end == w.end &&
+            std::equal(e.gpus.begin(), e.gpus.end(), gpus.begin(), gpus.end())) {
+          matched[it->second] = 1;
+          found = true;
+        }
+      }
+      if (!found) missing.push_back(k);
+    }
+    size_t to = 0;
+    for (size_t i = 0; i < kept.entries.size() && !rebuild; ++i) {
+      if (!matched[i]) {
+        rebuild = !kept.plan->Remove(kept.entries[i].id);  // cannot fail: the entries are what it holds
+        continue;
+      }
+      if (to != i) kept.entries[to] = std::move(kept.entries[i]);
+      ++to;
+    }
+    kept.entries.resize(std::min(to, kept.entries.size()));
+  }
+  if (rebuild) {
+    kept.plan.emplace(topo, now);
+    kept.entries.clear();
+    missing.resize(wants.size());
+    for (uint32_t k = 0; k < wants.size(); ++k) missing[k] = k;
+  }
+  pass.plan = &*kept.plan;
+  for (uint32_t k : missing) {
+    if (!add(gpus_of(wants[k]), wants[k].start, wants[k].end)) return fail();
+  }
+  return pass.plan;
 }
 
 }  // namespace
@@ -334,26 +435,34 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   std::vector<JobId>& released = scratch.released;  // before `live`: the jobs to release when it goes live
   released.clear();
   std::vector<GpuId>& gpus = scratch.gpus;
-  auto release = [&](JobId id) {
+  // The job's GPUs on nodes that are up, as words, once per pass: an active job's GPUs do not
+  // change while the pass walks its queue (StartJob adds jobs; none ends or resizes).
+  auto words_of = [&](JobId id) -> const PassState::ReleaseWords& {
+    auto [it, added] = pass.release_words.try_emplace(id);
+    PassState::ReleaseWords& rw = it->second;
+    if (added) {
+      const std::span<const GpuId> list = topo.job_gpus(id);  // empty if the Topology has none to give
+      rw.has_gpus = !list.empty();
+      rw.begin = static_cast<uint32_t>(pass.release_word_list.size());
+      by_word(list, [&](uint32_t w, uint64_t m) {
+        if ((m &= pass.up_bits[w]) != 0) pass.release_word_list.emplace_back(w, m);  // else: the node takes no work
+      });
+      rw.end = static_cast<uint32_t>(pass.release_word_list.size());
+    }
+    return rw;
+  };
+  auto release = [&](size_t k) {  // the job of ends[k]
+    const JobId id = ends[k].second;
     if (!live) {
-      // The job's GPUs on nodes that are up, as words, once per pass: an active job's GPUs do
-      // not change while the pass walks its queue (StartJob adds jobs; none ends or resizes).
-      auto [it, added] = pass.release_words.try_emplace(id);
-      PassState::ReleaseWords& rw = it->second;
-      if (added) {
-        const std::span<const GpuId> list = topo.job_gpus(id);  // empty if the Topology has none to give
-        rw.has_gpus = !list.empty();
-        rw.begin = static_cast<uint32_t>(pass.release_word_list.size());
-        by_word(list, [&](uint32_t w, uint64_t m) {
-          if ((m &= pass.up_bits[w]) != 0) pass.release_word_list.emplace_back(w, m);  // else: the node takes no work
-        });
-        rw.end = static_cast<uint32_t>(pass.release_word_list.size());
-      }
+      // Found by its place in `ends` after the first call of the pass that asks (no lookup).
+      const PassState::ReleaseWords*& slot = pass.ends_words[k];
+      if (!slot) slot = &words_of(id);
+      const PassState::ReleaseWords& rw = *slot;
       if (!rw.has_gpus) return;
       released.push_back(id);
       // Released on a node that is up: free at t.
-      for (uint32_t k = rw.begin; k < rw.end; ++k) {
-        const auto [w, m] = pass.release_word_list[k];
+      for (uint32_t x = rw.begin; x < rw.end; ++x) {
+        const auto [w, m] = pass.release_word_list[x];
         free_bits[w] |= m;
         free_count += static_cast<uint32_t>(std::popcount(m & ~held[w]));
       }
@@ -388,6 +497,12 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     what_if.HoldEach(gpus);
     live = true;
   };
+  // The blocks promised to the jobs not re-planned yet, other than this one (made on the first
+  // step that asks), and the job's own.
+  std::vector<GpuId>& others = scratch.others;
+  others.clear();
+  bool others_built = false;
+  const auto own = pass.promised.find(job.spec.id);
   size_t next = 0;
   for (size_t ti = 0; ti < times.size(); ++ti) {
     Time t = times[ti];
@@ -402,7 +517,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       }
     }
     if (live) what_if.Empty(kPromised);
-    while (next < ends.size() && ends[next].first <= t) release(ends[next++].second);
+    while (next < ends.size() && ends[next].first <= t) release(next++);
     for (; left < by_end.size() && reservations[by_end[left]].end <= t; ++left) {
       const uint32_t i = by_end[left];
       if (in_window[i] == 1) leave(i);
@@ -420,7 +535,6 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     // if it is free at t; else a block that avoids those promised to jobs not re-planned yet;
     // else any block. Whether the own block is free at t needs no Topology: free at t and
     // not held.
-    const auto own = pass.promised.find(job.spec.id);
     const bool own_fits = own != pass.promised.end() && !request.exclusive && own->second.size() == n;
     std::optional<Placement> p;
     if (own_fits && !live &&
@@ -433,9 +547,23 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       p = Placement{own->second, {}, {}};
     }
     if (!p) {
-      for (const auto& [other, gpus] : pass.promised) {
-        if (other != job.spec.id && !pass.planned.contains(other)) what_if.Extend(kPromised, gpus);
+      if (!others_built) {  // neither changes during the call
+        // One list, each block's GPUs in order, less those an earlier block lists (one Extend
+        // per block would find them held by then): the same GPUs held as one Extend per block.
+        std::vector<uint8_t>& listed = scratch.listed;
+        listed.resize(topo.gpu_count(), 0);
+        for (const auto& [other, gpus] : pass.promised) {
+          if (other == job.spec.id || pass.planned.contains(other)) continue;
+          const size_t from = others.size();
+          for (GpuId g : gpus) {
+            if (!listed[g.value]) others.push_back(g);
+          }
+          for (size_t i = from; i < others.size(); ++i) listed[others[i].value] = 1;
+        }
+        for (GpuId g : others) listed[g.value] = 0;
+        others_built = true;
       }
+      what_if.Extend(kPromised, others);
       p = s.PlaceNow(job, request);
     }
     if (!p && !what_if.empty(kPromised)) {

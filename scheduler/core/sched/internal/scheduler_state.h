@@ -18,6 +18,7 @@
 #include "core/common/ids.h"
 #include "core/common/time.h"
 #include "core/placement/placer.h"
+#include "core/planner/domain_planner.h"
 #include "core/queue/fairshare.h"
 #include "core/queue/limits.h"
 #include "core/queue/priority.h"
@@ -180,6 +181,20 @@ struct SchedulerState {
   bool restoring = false;
   std::vector<JobId> restored;
   PassBuffers buffers;
+  // The domain plan of the last pass that asked one (reserve.cc, Plan; config.keep_domain_plan):
+  // the planner and what it holds, one entry per allocation (GPUs over [start, end), start as
+  // the planner counts it: not before its origin). The next pass moves it to its `now`, removes
+  // the allocations it no longer wants and adds the new ones, instead of adding every running
+  // job again. Empty (no planner) until first asked and after an inconsistent plan.
+  struct KeptPlan {
+    struct Entry {
+      Time start = 0, end = 0;
+      std::vector<GpuId> gpus;
+      AllocationId id;
+    };
+    std::optional<DomainPlanner> plan;
+    std::vector<Entry> entries;
+  } kept_plan;
 };
 
 }  // namespace phalanx

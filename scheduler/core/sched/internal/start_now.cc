@@ -78,7 +78,9 @@ void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placemen
   s.active.insert(id);
   if (!pass.ends_dirty) {
     const std::pair<Time, JobId> e{s.ReleaseTime(job), id};
-    pass.ends.insert(std::upper_bound(pass.ends.begin(), pass.ends.end(), e), e);
+    const auto at = std::upper_bound(pass.ends.begin(), pass.ends.end(), e);
+    pass.ends_words.insert(pass.ends_words.begin() + (at - pass.ends.begin()), nullptr);
+    pass.ends.insert(at, e);
   }
   (void)s.limits.RemovePending(job.spec.user, job.spec.account);
   s.limits.AddRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(job.gpus.size()));

@@ -37,7 +37,8 @@ class WhatIf {
   }
   // Adds the currently free GPUs among `gpus` to block `i`.
   void Extend(size_t i, const std::vector<GpuId>& gpus) {
-    std::vector<GpuId> free;
+    std::vector<GpuId>& free = scratch_;  // reused: Reserve extends a block at every step it places
+    free.clear();
     for (GpuId g : gpus) {
       if (t_.is_free(g)) free.push_back(g);
     }
@@ -86,7 +87,8 @@ class WhatIf {
   void Unblock() {
     while (!blocks_.empty()) PopBlock();
     // Those HoldOne still holds, given back in one Topology::Unhold.
-    std::vector<GpuId> back;
+    std::vector<GpuId>& back = scratch_;
+    back.clear();
     for (GpuId g : ones_) {
       if (one_held_[g.value]) {
         one_held_[g.value] = 0;
@@ -110,6 +112,7 @@ class WhatIf {
   std::vector<std::vector<GpuId>> blocks_;
   std::vector<GpuId> ones_;        // every GPU HoldOne held (some given back since)
   std::vector<uint8_t> one_held_;  // by GPU: held by HoldOne now
+  std::vector<GpuId> scratch_;     // Extend's free GPUs, Unblock's GPUs to give back
   size_t blocked_gpus_ = 0;
 };
 
