@@ -85,6 +85,23 @@ JobRecord Waiting(uint32_t gpus, Time submit) {
   return j;
 }
 
+// reserve_larger is the phalanx preset's; slurm-like keeps EASY as Slurm has it (one reservation).
+// The pass's behaviour: tests/scenarios/easy_reserve_larger{,_off}.scn.
+TEST(SchedPolicies, OnlyThePhalanxPresetReservesForLargerBlockedJobs) {
+  auto phalanx = PolicyPreset("phalanx");
+  ASSERT_TRUE(phalanx);
+  EXPECT_TRUE(phalanx->reserve_larger);
+  for (const char* name : {"slurm-like", "ideal-backfill", "fifo-firstfit"}) {
+    auto c = PolicyPreset(name);
+    ASSERT_TRUE(c) << name;
+    EXPECT_FALSE(c->reserve_larger) << name;
+  }
+  auto off = PolicyFromSpec("phalanx:reserve_larger=off");
+  ASSERT_TRUE(off) << off.error().ToString();
+  EXPECT_FALSE(off->reserve_larger);
+  EXPECT_FALSE(PolicyFromSpec("phalanx:reserve_larger=maybe"));
+}
+
 TEST(SchedPolicies, EveryConfigValueHasAPolicy) {
   for (QueueOrder order : {QueueOrder::kPriority, QueueOrder::kFifo, QueueOrder::kAttained}) {
     for (BackfillMode backfill : {BackfillMode::kNone, BackfillMode::kEasy, BackfillMode::kConservative}) {
