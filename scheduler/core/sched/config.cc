@@ -22,11 +22,9 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     // small jobs more than it helps the few large ones.
     c.backfill = BackfillMode::kEasy;
     c.reserve_after_wait = 2 * 24 * 3600;
-    // And for a blocked job larger than every job reserved before it in the pass: the jobs of
-    // 9-32 GPUs waited longer than under slurm-like while smaller ones ahead of them (in
-    // fairshare order) took EASY's one reservation and the ones behind backfilled every gap
-    // (docs/results/notes.md, issue 17 policy round 18).
-    c.reserve_larger = true;
+    // Not reserve_larger: measured in docs/results/notes.md (issue 17 policy round 18), it
+    // helped Philly's 17-32 GPU jobs a little and cost ITP's window at 2x (model off) 9% of its
+    // average JCT.
     // Placement under pressure: the all-reduce share of a well-tuned job's step (seed 003's
     // field report: "NCCL communication overhead should be < 15% of step time").
     c.placement_comm_share = 0.15;

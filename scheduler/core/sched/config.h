@@ -62,7 +62,8 @@ struct SchedulerConfig {
   bool whole_node_reservations = false;  // slurm-like: a reservation is whole nodes, not a block
   // EASY: a blocked job with more GPUs than every job given a reservation before it in the pass
   // gets one too (beyond the one EASY makes), so that jobs behind it that fit the gaps cannot
-  // keep a larger job waiting; at most one per larger size. Off: EASY as Slurm has it.
+  // keep a larger job waiting; at most one per larger size. Off: EASY as Slurm has it (every
+  // preset; measured in docs/results/notes.md, policy round 18).
   bool reserve_larger = false;
   // Slurm's limits on how much a pass looks at (slurm.conf SchedulerParameters; 0: no limit).
   // With backfill_interval > 0 a pass is a backfill cycle only when backfill_interval has passed

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -85,20 +86,17 @@ JobRecord Waiting(uint32_t gpus, Time submit) {
   return j;
 }
 
-// reserve_larger is the phalanx preset's; slurm-like keeps EASY as Slurm has it (one reservation).
-// The pass's behaviour: tests/scenarios/easy_reserve_larger{,_off}.scn.
-TEST(SchedPolicies, OnlyThePhalanxPresetReservesForLargerBlockedJobs) {
-  auto phalanx = PolicyPreset("phalanx");
-  ASSERT_TRUE(phalanx);
-  EXPECT_TRUE(phalanx->reserve_larger);
-  for (const char* name : {"slurm-like", "ideal-backfill", "fifo-firstfit"}) {
+// reserve_larger is a setting, off in every preset (measured and not kept: docs/results/notes.md,
+// policy round 18). The pass's behaviour: tests/scenarios/easy_reserve_larger{,_off}.scn.
+TEST(SchedPolicies, ReserveLargerIsASettingOffInEveryPreset) {
+  for (std::string_view name : PolicyPresetNames()) {
     auto c = PolicyPreset(name);
     ASSERT_TRUE(c) << name;
     EXPECT_FALSE(c->reserve_larger) << name;
   }
-  auto off = PolicyFromSpec("phalanx:reserve_larger=off");
-  ASSERT_TRUE(off) << off.error().ToString();
-  EXPECT_FALSE(off->reserve_larger);
+  auto on = PolicyFromSpec("phalanx:reserve_larger=on");
+  ASSERT_TRUE(on) << on.error().ToString();
+  EXPECT_TRUE(on->reserve_larger);
   EXPECT_FALSE(PolicyFromSpec("phalanx:reserve_larger=maybe"));
 }
 
