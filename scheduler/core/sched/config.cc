@@ -22,6 +22,9 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     // small jobs more than it helps the few large ones.
     c.backfill = BackfillMode::kEasy;
     c.reserve_after_wait = 2 * 24 * 3600;
+    // Not reserve_larger: measured in docs/results/notes.md (issue 17 policy round 18), it
+    // helped Philly's 17-32 GPU jobs a little and cost ITP's window at 2x (model off) 9% of its
+    // average JCT.
     // Placement under pressure: the all-reduce share of a well-tuned job's step (seed 003's
     // field report: "NCCL communication overhead should be < 15% of step time").
     c.placement_comm_share = 0.15;
@@ -117,13 +120,14 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
     return {};
   }
   if (key == "preemption" || key == "elastic" || key == "best_fit" || key == "whole_node_reservations" ||
-      key == "shrink_for_waiting") {
+      key == "shrink_for_waiting" || key == "reserve_larger") {
     auto v = OnOff(key, value);
     PHX_RETURN_IF_ERROR(v);
     (key == "preemption"           ? c.preemption
      : key == "elastic"            ? c.elastic
      : key == "best_fit"           ? c.best_fit
      : key == "shrink_for_waiting" ? c.shrink_for_waiting
+     : key == "reserve_larger"     ? c.reserve_larger
                                    : c.whole_node_reservations) = *v;
     return {};
   }

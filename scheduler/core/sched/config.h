@@ -60,6 +60,11 @@ struct SchedulerConfig {
   uint32_t reserve_large_gpus = 0;
   Duration reserve_after_wait = 0;
   bool whole_node_reservations = false;  // slurm-like: a reservation is whole nodes, not a block
+  // EASY: a blocked job with more GPUs than every job given a reservation before it in the pass
+  // gets one too (beyond the one EASY makes), so that jobs behind it that fit the gaps cannot
+  // keep a larger job waiting; at most one per larger size. Off: EASY as Slurm has it (every
+  // preset; measured in docs/results/notes.md, policy round 18).
+  bool reserve_larger = false;
   // Slurm's limits on how much a pass looks at (slurm.conf SchedulerParameters; 0: no limit).
   // With backfill_interval > 0 a pass is a backfill cycle only when backfill_interval has passed
   // since the last one (bf_interval); the passes between are the main scheduler's: strict order
@@ -136,8 +141,8 @@ std::vector<std::string_view> PolicyPresetNames();
 
 // Sets one knob by name (backfill=easy|conservative|none, reserve_depth=N, placement=topology|
 // node-best-fit|first-fit, order=priority|fifo, preemption|elastic|best_fit|
-// whole_node_reservations|shrink_for_waiting=on|off, node_fit_tolerance=X, checkpoint_grace, periodic_checkpoint,
-// grow_after_idle, default_walltime, max_walltime, service_min_run = seconds;
+// whole_node_reservations|shrink_for_waiting|reserve_larger=on|off, node_fit_tolerance=X, checkpoint_grace,
+// periodic_checkpoint, grow_after_idle, default_walltime, max_walltime, service_min_run = seconds;
 // service_queues=T1/T2/... GPU-seconds, ascending). Fails naming the key and value.
 Status SetConfigOption(SchedulerConfig& config, std::string_view key, std::string_view value);
 // "PRESET" or "PRESET:KEY=VALUE,KEY=VALUE" (e.g. "phalanx:backfill=easy"); the name is the spec.

@@ -177,7 +177,9 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     detail = job.spec.shape.fit == FitMode::kRequire ? std::string(LevelName(job.spec.shape.level))
                                                      : "no block of " + std::to_string(n) + " free GPUs fits";
   }
-  if (!s.policies.backfill->Reserves(job, n, made, now)) {
+  // reserve_larger: EASY's one reservation, and one for each blocked job larger than all before.
+  const bool larger = s.config.reserve_larger && s.config.backfill == BackfillMode::kEasy && n > pass.reserved_max_gpus;
+  if (!s.policies.backfill->Reserves(job, n, made, now) && !larger) {
     // Beyond the reservations the policy makes: higher-priority jobs hold them.
     if (made > 0) {
       kind = WaitKind::kPriority;
@@ -201,6 +203,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     const Time start = r->start;
     // Slurm's bf_window: no reservation further out (the job is planned again next cycle).
     if (s.config.backfill_window > 0 && start > now + s.config.backfill_window) return wait(kind, detail, start);
+    pass.reserved_max_gpus = std::max(pass.reserved_max_gpus, n);
     AddReservation(s, pass, std::move(*r));
     return wait(kind, detail, start);
   }

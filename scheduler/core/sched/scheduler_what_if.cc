@@ -88,8 +88,13 @@ Answer Ask(SchedulerState& s, PassState& pass, const JobRecord& job) {
     a.reason = std::move(why);
   }
   size_t made = 0;
-  for (const Reservation& r : s.reservations) made += !r.for_preemption;
-  a.promised = s.policies.backfill->Reserves(job, n, made, pass.now);
+  size_t reserved_max = 0;  // reserve_larger: the largest block the backfill policy reserved
+  for (const Reservation& r : s.reservations) {
+    made += !r.for_preemption;
+    if (!r.for_preemption && !r.for_patience) reserved_max = std::max(reserved_max, r.gpus.size());
+  }
+  a.promised = s.policies.backfill->Reserves(job, n, made, pass.now) ||
+               (s.config.reserve_larger && s.config.backfill == BackfillMode::kEasy && n > reserved_max);
   if (!a.promised) {
     // Beyond the reservations the policy makes: the pass says higher-priority jobs hold them.
     if (made > 0) a.wait = WaitKind::kPriority;

@@ -25,6 +25,7 @@ TEST(DaemonConfig, ExampleFileParsesAndKeepsTcpOff) {
   EXPECT_EQ(c->scheduler.reserve_depth, preset->reserve_depth);
   EXPECT_EQ(c->scheduler.reserve_large_gpus, preset->reserve_large_gpus);
   EXPECT_EQ(c->scheduler.reserve_after_wait, preset->reserve_after_wait);
+  EXPECT_EQ(c->scheduler.reserve_larger, preset->reserve_larger);
   EXPECT_EQ(c->scheduler.node_fit_tolerance, preset->node_fit_tolerance);
   EXPECT_EQ(c->scheduler.placement_comm_share, preset->placement_comm_share);
   EXPECT_EQ(c->scheduler.runtime, preset->runtime);
