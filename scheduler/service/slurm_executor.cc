@@ -46,6 +46,12 @@ std::string IsoMinute(Time t) {
   return buf;
 }
 
+std::string JoinedNames(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ",") + n;
+  return s;
+}
+
 std::string Joined(const std::vector<SlurmJobId>& ids) {
   std::string s;
   for (SlurmJobId id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
@@ -98,9 +104,10 @@ void SlurmExecutor::Act(std::string what, std::function<Status(slurm::SlurmAdapt
   });
 }
 
-void SlurmExecutor::SetController(SubmitFn submit, CancelFn cancel) {
+void SlurmExecutor::SetController(SubmitFn submit, CancelFn cancel, UpdateFn update) {
   submit_ = std::move(submit);
   cancel_ = std::move(cancel);
+  update_ = std::move(update);
 }
 
 SlurmJobId SlurmExecutor::slurm_job(JobId job) const {
@@ -526,6 +533,7 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
     return;
   }
   // Pending in the core too: keep it ours; show why it waits.
+  FollowPartition(j, t, *rec);
   RenewLease(j.id, t, now);
   if (options_.comments) {
     // The reason, and the predicted start to the minute: rewritten when the reason changes or
@@ -631,6 +639,61 @@ std::vector<std::string> SlurmExecutor::JobPartitions(const SlurmJob& j) const {
   return out;
 }
 
+void SlurmExecutor::FollowPartition(const SlurmJob& j, Tracked& t, const JobRecord& rec) {
+  if (!update_ || t.moving || t.job == kNoJob || rec.state != JobState::kPending) return;
+  if (t.partition_known && j.partition == t.partition) return;
+  std::vector<std::string> want = JobPartitions(j);
+  if (want == rec.spec.partitions) {
+    // As submitted (or, after a restart, as stored): nothing to move.
+    t.partition = j.partition;
+    t.partition_known = true;
+    return;
+  }
+  t.moving = true;
+  const SlurmJobId sid = j.id;
+  const JobId job = t.job;
+  const std::string from = rec.spec.partitions.empty() ? "(default)" : JoinedNames(rec.spec.partitions);
+  const std::string to = want.empty() ? "(default)" : JoinedNames(want);
+  Scheduler::JobUpdate u;
+  u.partitions = std::move(want);
+  // The answer may come at once (a refusal): taken on the io thread after this poll's round, when
+  // nothing of it holds the job's Tracked any more.
+  update_(job, std::move(u), [this, sid, job, from, to, slurm_list = j.partition](CallResult<void> r) {
+    boost::asio::post(io_,
+                      [this, alive = std::weak_ptr<int>(alive_), sid, job, from, to, slurm_list, r = std::move(r)] {
+      if (!alive.expired() && !halted_) Moved(sid, job, from, to, slurm_list, r);
+    });
+  });
+}
+
+void SlurmExecutor::Moved(SlurmJobId sid, JobId job, const std::string& from, const std::string& to,
+                          const std::string& slurm_list, const CallResult<void>& r) {
+  auto it = tracked_.find(sid);
+  if (it == tracked_.end() || it->second.job != job) return;
+  Tracked& t = it->second;
+  t.moving = false;
+  if (!r && r.error().unavailable) return;  // phalanxd stopping, or its store full: tried again
+  t.partition = slurm_list;
+  t.partition_known = true;
+  if (r) {
+    PHX_LOG(kInfo) << "slurm mode: job " << job << " (Slurm " << sid << ") moved in Slurm (Partition=" << slurm_list
+                   << "): partitions " << from << " -> " << to;
+    return;
+  }
+  // The core refuses it there (a DRAIN partition, MaxTime, ...): Slurm's to schedule, as a
+  // submission the core refused.
+  PHX_LOG(kWarn) << "slurm mode: job " << job << " (Slurm " << sid << ") moved in Slurm (Partition=" << slurm_list
+                 << "): " << r.error().error.ToString() << "; left to Slurm";
+  refused_.insert(sid);
+  if (cancel_) cancel_(job, "moved in Slurm to partitions the core refuses");
+  Unlink(sid);
+  if (options_.comments) {
+    const std::string c = "phalanx: refused: " + r.error().error.message;
+    Act("Slurm job " + std::to_string(sid) + ": comment",
+        [sid, c](slurm::SlurmAdapter& a) { return a.SetComment(sid, c); });
+  }
+}
+
 void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t) {
   if (!submit_) return;
   uint32_t gid = 0;
@@ -642,6 +705,8 @@ void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o,
     return;
   }
   spec->partitions = JobPartitions(j);
+  t.partition = j.partition;
+  t.partition_known = true;
   LaunchInfo li;
   li.set_user(user);
   li.set_uid(j.uid);

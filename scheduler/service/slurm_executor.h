@@ -5,7 +5,8 @@
 //    load of the node (those GPUs busy until the jobs' expected end; the rest placeable);
 //  - gives Slurm's partitions to the core when they change (SetPartitions: their nodes in the
 //    topology, state, MaxTime, default); a managed job's partitions are its Slurm job's;
-//  - submits newly seen managed pending jobs to the core (SubmitFn: the Controller's Submit);
+//  - submits newly seen managed pending jobs to the core (SubmitFn: the Controller's Submit),
+//    and moves a pending one's partitions when its Slurm job was moved (UpdateFn);
 //    their Slurm job id goes into the launch info's environment (PHALANX_SLURM_JOB_ID), so the
 //    store keeps the mapping with the submission and a restarted phalanxd re-links every
 //    unfinished job (held, running, requeued) instead of submitting it again;
@@ -66,11 +67,14 @@ class SlurmExecutor final : public Executor {
   // when its Slurm job is gone (the Controller's Cancel, as root).
   using SubmitFn = std::function<void(JobSpec, LaunchInfo, Reply<JobId>)>;
   using CancelFn = std::function<void(JobId, const std::string& why)>;
+  // How a pending job's partitions change when its Slurm job moved (`scontrol update
+  // Partition=`): the Controller's Update, as root.
+  using UpdateFn = std::function<void(JobId, Scheduler::JobUpdate, Reply<void>)>;
 
   SlurmExecutor(boost::asio::io_context& io, slurm::SlurmAdapter* slurm, const Topology& topology,
                 SlurmModeOptions options);
   ~SlurmExecutor() override;
-  void SetController(SubmitFn submit, CancelFn cancel);
+  void SetController(SubmitFn submit, CancelFn cancel, UpdateFn update = {});
 
   // One sync round (the timer's; tests call it directly): Slurm is read on the worker thread,
   // and the snapshot applied on the io thread when it comes back.
@@ -128,7 +132,17 @@ class SlurmExecutor final : public Executor {
     std::vector<std::string> nodes;
     std::vector<uint32_t> gpus_by_node;
     std::string batch_host;
+    // Slurm's partition list (`-p a,b`) the core's job has (SubmitNew, or a move taken over);
+    // unknown after a restart until the first poll compares it with the core's.
+    std::string partition;
+    bool partition_known = false;
+    bool moving = false;  // an update of the core job's partitions in flight
   };
+  // A pending managed job moved to other partitions in Slurm: the core's job follows; a move
+  // the core refuses leaves the job to Slurm (as a refused submission).
+  void FollowPartition(const slurm::SlurmJob& j, Tracked& t, const JobRecord& rec);
+  void Moved(slurm::SlurmJobId sid, JobId job, const std::string& from, const std::string& to,
+             const std::string& slurm_list, const CallResult<void>& r);
   // A shrink Slurm can do in place: the new GPUs are all the GPUs Slurm gave the job on a
   // subset of its nodes that keeps the batch host. Those nodes, else empty.
   std::vector<std::string> ShrinkInPlace(const Tracked& t, const std::vector<GpuId>& gpus) const;
@@ -167,6 +181,7 @@ class SlurmExecutor final : public Executor {
   ExecutorHost* host_ = nullptr;
   SubmitFn submit_;
   CancelFn cancel_;
+  UpdateFn update_;
   boost::asio::steady_timer timer_;
   bool stopped_ = true;
   bool halted_ = false;      // Stop() was called: results from Slurm are dropped
