@@ -108,16 +108,29 @@ class PrivateMunged {
   }
   ~PrivateMunged() { Stop(); }
   // Stops munged; before its directory (with the pid file) is removed, or it would outlive the test.
+  // Waits (at most 5 s) until it is gone: while it exits it removes its pid file and socket, which
+  // raced with the directory's removal ("cannot remove all: No such file or directory").
   void Stop() {
     std::ifstream in(pid_file_);
     pid_t pid = 0;
-    if (in >> pid && pid > 0) kill(pid, SIGTERM);
+    if (in >> pid && pid > 0 && kill(pid, SIGTERM) == 0) {
+      for (int i = 0; i < 500 && Alive(pid); ++i) usleep(10'000);
+    }
     pid_file_.clear();
   }
   bool started() const { return started_; }
   const std::string& socket() const { return socket_; }
 
  private:
+  // Running: it exists and is not a zombie (munged is not our child; PID 1 may reap it late).
+  static bool Alive(pid_t pid) {
+    if (kill(pid, 0) != 0) return false;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t paren = line.rfind(')');
+    return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
+  }
   std::string pid_file_, socket_;
   bool started_ = false;
 };
