@@ -191,12 +191,15 @@ void SlurmExecutor::Poll() {
     Result<std::vector<slurm::SlurmNode>> nodes;
     Result<std::vector<slurm::SlurmPartition>> partitions;
     Result<std::vector<SlurmJob>> jobs;
+    std::optional<Result<Duration>> cred;  // Slurm's cred_expire, until it was read once
   };
+  const bool want_cred = cred_expire_ == 0;
   OnWorker<std::shared_ptr<Snapshot>>(
-      [](slurm::SlurmAdapter& a) {
+      [want_cred](slurm::SlurmAdapter& a) {
     auto s = std::make_shared<Snapshot>(
-        Snapshot{a.LoadNodes(), std::vector<slurm::SlurmPartition>{}, std::vector<SlurmJob>{}});
+        Snapshot{a.LoadNodes(), std::vector<slurm::SlurmPartition>{}, std::vector<SlurmJob>{}, std::nullopt});
     if (s->nodes) {
+      if (want_cred) s->cred = a.CredentialLifetime();
       s->partitions = a.LoadPartitions();
       s->jobs = a.LoadJobs();
     } else {
@@ -206,12 +209,27 @@ void SlurmExecutor::Poll() {
       },
       [this](std::shared_ptr<Snapshot> s) {
     polling_ = false;
+    if (s->cred && !halted_) TakeCredExpire(*s->cred);
     if (!halted_ && host_ != nullptr && host_->Serving()) Apply(s->nodes, s->partitions, s->jobs);
     if (poll_again_ && !halted_) {
       poll_again_ = false;
       Poll();
     }
   });
+}
+
+void SlurmExecutor::TakeCredExpire(const Result<Duration>& cred) {
+  if (!cred) {
+    if (!cred_failed_)
+      PHX_LOG(kWarn) << "slurm mode: cannot read Slurm's cred_expire (" << cred.error().ToString()
+                     << "); a requeued job whose begin time Slurm does not show is released " << kRequeueSettleS
+                     << " s after its requeue";
+    cred_failed_ = true;
+    return;
+  }
+  cred_failed_ = false;
+  cred_expire_ = *cred;
+  PHX_LOG(kInfo) << "slurm mode: Slurm's cred_expire is " << cred_expire_ << " s (a requeued job waits that long)";
 }
 
 void SlurmExecutor::Apply(const Result<std::vector<slurm::SlurmNode>>& nodes,
@@ -496,7 +514,13 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
   // (cred_expire; a release before it is known would start it too early: "Job credential
   // revoked", the job FAILED), or a few seconds after it was asked for.
   if (t.requeueing && j.wait != SlurmWait::kBeginTime && now - t.requeued_at < kRequeueSettleS) return;
-  if (t.requeueing && j.wait == SlurmWait::kBeginTime && j.start > now) t.not_before = std::max(t.not_before, j.start);
+  if (t.requeueing && j.wait == SlurmWait::kBeginTime && j.start > now) {
+    t.not_before = std::max(t.not_before, j.start);
+  } else if (t.requeueing && j.wait != SlurmWait::kBeginTime && cred_expire_ > 0) {
+    // Slurm's begin time not seen: its own rule (the requeue's end + cred_expire + 1), counted
+    // from this poll, which came after the end (the job is no longer completing).
+    t.not_before = std::max(t.not_before, now + cred_expire_ + 1);
+  }
   t.requeueing = false;
   // Pending. A requeued job waits for Slurm's own begin time (cred_expire): later than our lease.
   if (j.wait == SlurmWait::kBeginTime && j.start > t.lease + 1 && j.restarts > 0) t.not_before = j.start;

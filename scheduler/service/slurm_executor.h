@@ -87,8 +87,11 @@ class SlurmExecutor final : public Executor {
   static constexpr int kEndWatchTries = 60;
   static constexpr int kEndWatchMs = 50;
   // A requeued job is released again once Slurm shows its own begin time (cred_expire), or this
-  // long after the requeue.
+  // long after the requeue: then from Slurm's credential lifetime (cred_expire, read once through
+  // the adapter) + 1 s after the poll that sees the requeue done; at once while it is unknown.
   static constexpr Duration kRequeueSettleS = 3;
+  // Slurm's credential lifetime as read (0: not yet).
+  Duration cred_expire() const { return cred_expire_; }
   // Calls to Slurm made and not yet answered on the io thread (tests wait for 0).
   size_t in_flight() const { return in_flight_; }
   // The Slurm job of a core job; 0 when none.
@@ -155,6 +158,7 @@ class SlurmExecutor final : public Executor {
   void Apply(const Result<std::vector<slurm::SlurmNode>>& nodes,
              const Result<std::vector<slurm::SlurmPartition>>& partitions,
              const Result<std::vector<slurm::SlurmJob>>& jobs);
+  void TakeCredExpire(const Result<Duration>& cred);
   void SyncPartitions(const std::vector<slurm::SlurmPartition>& partitions);
   // A managed job's partitions for the core: those of its Slurm job's list (comma-separated)
   // that the core has; none (or Slurm's partitions not in use): empty, the default one.
@@ -190,6 +194,8 @@ class SlurmExecutor final : public Executor {
   size_t in_flight_ = 0;
   bool load_failed_ = false;        // the last load failed (log once until it works again)
   bool partitions_failed_ = false;  // the last LoadPartitions failed (logged once)
+  Duration cred_expire_ = 0;        // Slurm's credential lifetime (0: not read yet)
+  bool cred_failed_ = false;        // reading it failed (logged once; tried again each poll)
   // Slurm's partitions as last given to the core (empty: none yet; the config's stay).
   std::vector<slurm::SlurmPartition> partitions_;
 
