@@ -29,7 +29,7 @@ bool SamePersistent(const JobRecord& a, const JobRecord& b) {
          a.gpu_seconds_lost == b.gpu_seconds_lost && a.idle_since == b.idle_since && x.held == y.held &&
          x.name == y.name && x.priority_class == y.priority_class && x.walltime == y.walltime &&
          x.after_ok == y.after_ok && x.preemptible == y.preemptible && x.top == y.top && x.suspended == y.suspended &&
-         x.suspended_at == y.suspended_at;
+         x.suspended_at == y.suspended_at && x.partitions == y.partitions;
 }
 
 // Whether a pass may change the job's record without a decision naming it or a job it is linked

@@ -362,6 +362,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonConfig& config, Option
       c->Cancel(root, job, 0, [job, why](CallStatus st, std::optional<JobState>) {
         if (st) PHX_LOG(kInfo) << "slurm mode: job " << job << " cancelled (" << why << ")";
       });
+    },
+        [c](JobId job, Scheduler::JobUpdate update, Reply<void> done) {
+      Caller root;
+      root.user = "root";
+      root.admin = true;
+      c->Update(root, job, update, std::move(done));
     });
   }
   if (options.handle_signals) {

@@ -46,6 +46,12 @@ std::string IsoMinute(Time t) {
   return buf;
 }
 
+std::string JoinedNames(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ",") + n;
+  return s;
+}
+
 std::string Joined(const std::vector<SlurmJobId>& ids) {
   std::string s;
   for (SlurmJobId id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
@@ -98,9 +104,10 @@ void SlurmExecutor::Act(std::string what, std::function<Status(slurm::SlurmAdapt
   });
 }
 
-void SlurmExecutor::SetController(SubmitFn submit, CancelFn cancel) {
+void SlurmExecutor::SetController(SubmitFn submit, CancelFn cancel, UpdateFn update) {
   submit_ = std::move(submit);
   cancel_ = std::move(cancel);
+  update_ = std::move(update);
 }
 
 SlurmJobId SlurmExecutor::slurm_job(JobId job) const {
@@ -184,12 +191,15 @@ void SlurmExecutor::Poll() {
     Result<std::vector<slurm::SlurmNode>> nodes;
     Result<std::vector<slurm::SlurmPartition>> partitions;
     Result<std::vector<SlurmJob>> jobs;
+    std::optional<Result<Duration>> cred;  // Slurm's cred_expire, until it was read once
   };
+  const bool want_cred = cred_expire_ == 0;
   OnWorker<std::shared_ptr<Snapshot>>(
-      [](slurm::SlurmAdapter& a) {
+      [want_cred](slurm::SlurmAdapter& a) {
     auto s = std::make_shared<Snapshot>(
-        Snapshot{a.LoadNodes(), std::vector<slurm::SlurmPartition>{}, std::vector<SlurmJob>{}});
+        Snapshot{a.LoadNodes(), std::vector<slurm::SlurmPartition>{}, std::vector<SlurmJob>{}, std::nullopt});
     if (s->nodes) {
+      if (want_cred) s->cred = a.CredentialLifetime();
       s->partitions = a.LoadPartitions();
       s->jobs = a.LoadJobs();
     } else {
@@ -199,12 +209,27 @@ void SlurmExecutor::Poll() {
       },
       [this](std::shared_ptr<Snapshot> s) {
     polling_ = false;
+    if (s->cred && !halted_) TakeCredExpire(*s->cred);
     if (!halted_ && host_ != nullptr && host_->Serving()) Apply(s->nodes, s->partitions, s->jobs);
     if (poll_again_ && !halted_) {
       poll_again_ = false;
       Poll();
     }
   });
+}
+
+void SlurmExecutor::TakeCredExpire(const Result<Duration>& cred) {
+  if (!cred) {
+    if (!cred_failed_)
+      PHX_LOG(kWarn) << "slurm mode: cannot read Slurm's cred_expire (" << cred.error().ToString()
+                     << "); a requeued job whose begin time Slurm does not show is released " << kRequeueSettleS
+                     << " s after its requeue";
+    cred_failed_ = true;
+    return;
+  }
+  cred_failed_ = false;
+  cred_expire_ = *cred;
+  PHX_LOG(kInfo) << "slurm mode: Slurm's cred_expire is " << cred_expire_ << " s (a requeued job waits that long)";
 }
 
 void SlurmExecutor::Apply(const Result<std::vector<slurm::SlurmNode>>& nodes,
@@ -489,7 +514,13 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
   // (cred_expire; a release before it is known would start it too early: "Job credential
   // revoked", the job FAILED), or a few seconds after it was asked for.
   if (t.requeueing && j.wait != SlurmWait::kBeginTime && now - t.requeued_at < kRequeueSettleS) return;
-  if (t.requeueing && j.wait == SlurmWait::kBeginTime && j.start > now) t.not_before = std::max(t.not_before, j.start);
+  if (t.requeueing && j.wait == SlurmWait::kBeginTime && j.start > now) {
+    t.not_before = std::max(t.not_before, j.start);
+  } else if (t.requeueing && j.wait != SlurmWait::kBeginTime && cred_expire_ > 0) {
+    // Slurm's begin time not seen: its own rule (the requeue's end + cred_expire + 1), counted
+    // from this poll, which came after the end (the job is no longer completing).
+    t.not_before = std::max(t.not_before, now + cred_expire_ + 1);
+  }
   t.requeueing = false;
   // Pending. A requeued job waits for Slurm's own begin time (cred_expire): later than our lease.
   if (j.wait == SlurmWait::kBeginTime && j.start > t.lease + 1 && j.restarts > 0) t.not_before = j.start;
@@ -526,6 +557,7 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
     return;
   }
   // Pending in the core too: keep it ours; show why it waits.
+  FollowPartition(j, t, *rec);
   RenewLease(j.id, t, now);
   if (options_.comments) {
     // The reason, and the predicted start to the minute: rewritten when the reason changes or
@@ -631,6 +663,61 @@ std::vector<std::string> SlurmExecutor::JobPartitions(const SlurmJob& j) const {
   return out;
 }
 
+void SlurmExecutor::FollowPartition(const SlurmJob& j, Tracked& t, const JobRecord& rec) {
+  if (!update_ || t.moving || t.job == kNoJob || rec.state != JobState::kPending) return;
+  if (t.partition_known && j.partition == t.partition) return;
+  std::vector<std::string> want = JobPartitions(j);
+  if (want == rec.spec.partitions) {
+    // As submitted (or, after a restart, as stored): nothing to move.
+    t.partition = j.partition;
+    t.partition_known = true;
+    return;
+  }
+  t.moving = true;
+  const SlurmJobId sid = j.id;
+  const JobId job = t.job;
+  const std::string from = rec.spec.partitions.empty() ? "(default)" : JoinedNames(rec.spec.partitions);
+  const std::string to = want.empty() ? "(default)" : JoinedNames(want);
+  Scheduler::JobUpdate u;
+  u.partitions = std::move(want);
+  // The answer may come at once (a refusal): taken on the io thread after this poll's round, when
+  // nothing of it holds the job's Tracked any more.
+  update_(job, std::move(u), [this, sid, job, from, to, slurm_list = j.partition](CallResult<void> r) {
+    boost::asio::post(io_,
+                      [this, alive = std::weak_ptr<int>(alive_), sid, job, from, to, slurm_list, r = std::move(r)] {
+      if (!alive.expired() && !halted_) Moved(sid, job, from, to, slurm_list, r);
+    });
+  });
+}
+
+void SlurmExecutor::Moved(SlurmJobId sid, JobId job, const std::string& from, const std::string& to,
+                          const std::string& slurm_list, const CallResult<void>& r) {
+  auto it = tracked_.find(sid);
+  if (it == tracked_.end() || it->second.job != job) return;
+  Tracked& t = it->second;
+  t.moving = false;
+  if (!r && r.error().unavailable) return;  // phalanxd stopping, or its store full: tried again
+  t.partition = slurm_list;
+  t.partition_known = true;
+  if (r) {
+    PHX_LOG(kInfo) << "slurm mode: job " << job << " (Slurm " << sid << ") moved in Slurm (Partition=" << slurm_list
+                   << "): partitions " << from << " -> " << to;
+    return;
+  }
+  // The core refuses it there (a DRAIN partition, MaxTime, ...): Slurm's to schedule, as a
+  // submission the core refused.
+  PHX_LOG(kWarn) << "slurm mode: job " << job << " (Slurm " << sid << ") moved in Slurm (Partition=" << slurm_list
+                 << "): " << r.error().error.ToString() << "; left to Slurm";
+  refused_.insert(sid);
+  if (cancel_) cancel_(job, "moved in Slurm to partitions the core refuses");
+  Unlink(sid);
+  if (options_.comments) {
+    const std::string c = "phalanx: refused: " + r.error().error.message;
+    Act("Slurm job " + std::to_string(sid) + ": comment",
+        [sid, c](slurm::SlurmAdapter& a) { return a.SetComment(sid, c); });
+  }
+}
+
 void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o, Tracked& t) {
   if (!submit_) return;
   uint32_t gid = 0;
@@ -642,6 +729,8 @@ void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o,
     return;
   }
   spec->partitions = JobPartitions(j);
+  t.partition = j.partition;
+  t.partition_known = true;
   LaunchInfo li;
   li.set_user(user);
   li.set_uid(j.uid);

@@ -5,7 +5,8 @@
 //    load of the node (those GPUs busy until the jobs' expected end; the rest placeable);
 //  - gives Slurm's partitions to the core when they change (SetPartitions: their nodes in the
 //    topology, state, MaxTime, default); a managed job's partitions are its Slurm job's;
-//  - submits newly seen managed pending jobs to the core (SubmitFn: the Controller's Submit);
+//  - submits newly seen managed pending jobs to the core (SubmitFn: the Controller's Submit),
+//    and moves a pending one's partitions when its Slurm job was moved (UpdateFn);
 //    their Slurm job id goes into the launch info's environment (PHALANX_SLURM_JOB_ID), so the
 //    store keeps the mapping with the submission and a restarted phalanxd re-links every
 //    unfinished job (held, running, requeued) instead of submitting it again;
@@ -66,11 +67,14 @@ class SlurmExecutor final : public Executor {
   // when its Slurm job is gone (the Controller's Cancel, as root).
   using SubmitFn = std::function<void(JobSpec, LaunchInfo, Reply<JobId>)>;
   using CancelFn = std::function<void(JobId, const std::string& why)>;
+  // How a pending job's partitions change when its Slurm job moved (`scontrol update
+  // Partition=`): the Controller's Update, as root.
+  using UpdateFn = std::function<void(JobId, Scheduler::JobUpdate, Reply<void>)>;
 
   SlurmExecutor(boost::asio::io_context& io, slurm::SlurmAdapter* slurm, const Topology& topology,
                 SlurmModeOptions options);
   ~SlurmExecutor() override;
-  void SetController(SubmitFn submit, CancelFn cancel);
+  void SetController(SubmitFn submit, CancelFn cancel, UpdateFn update = {});
 
   // One sync round (the timer's; tests call it directly): Slurm is read on the worker thread,
   // and the snapshot applied on the io thread when it comes back.
@@ -83,8 +87,11 @@ class SlurmExecutor final : public Executor {
   static constexpr int kEndWatchTries = 60;
   static constexpr int kEndWatchMs = 50;
   // A requeued job is released again once Slurm shows its own begin time (cred_expire), or this
-  // long after the requeue.
+  // long after the requeue: then from Slurm's credential lifetime (cred_expire, read once through
+  // the adapter) + 1 s after the poll that sees the requeue done; at once while it is unknown.
   static constexpr Duration kRequeueSettleS = 3;
+  // Slurm's credential lifetime as read (0: not yet).
+  Duration cred_expire() const { return cred_expire_; }
   // Calls to Slurm made and not yet answered on the io thread (tests wait for 0).
   size_t in_flight() const { return in_flight_; }
   // The Slurm job of a core job; 0 when none.
@@ -128,7 +135,17 @@ class SlurmExecutor final : public Executor {
     std::vector<std::string> nodes;
     std::vector<uint32_t> gpus_by_node;
     std::string batch_host;
+    // Slurm's partition list (`-p a,b`) the core's job has (SubmitNew, or a move taken over);
+    // unknown after a restart until the first poll compares it with the core's.
+    std::string partition;
+    bool partition_known = false;
+    bool moving = false;  // an update of the core job's partitions in flight
   };
+  // A pending managed job moved to other partitions in Slurm: the core's job follows; a move
+  // the core refuses leaves the job to Slurm (as a refused submission).
+  void FollowPartition(const slurm::SlurmJob& j, Tracked& t, const JobRecord& rec);
+  void Moved(slurm::SlurmJobId sid, JobId job, const std::string& from, const std::string& to,
+             const std::string& slurm_list, const CallResult<void>& r);
   // A shrink Slurm can do in place: the new GPUs are all the GPUs Slurm gave the job on a
   // subset of its nodes that keeps the batch host. Those nodes, else empty.
   std::vector<std::string> ShrinkInPlace(const Tracked& t, const std::vector<GpuId>& gpus) const;
@@ -141,6 +158,7 @@ class SlurmExecutor final : public Executor {
   void Apply(const Result<std::vector<slurm::SlurmNode>>& nodes,
              const Result<std::vector<slurm::SlurmPartition>>& partitions,
              const Result<std::vector<slurm::SlurmJob>>& jobs);
+  void TakeCredExpire(const Result<Duration>& cred);
   void SyncPartitions(const std::vector<slurm::SlurmPartition>& partitions);
   // A managed job's partitions for the core: those of its Slurm job's list (comma-separated)
   // that the core has; none (or Slurm's partitions not in use): empty, the default one.
@@ -167,6 +185,7 @@ class SlurmExecutor final : public Executor {
   ExecutorHost* host_ = nullptr;
   SubmitFn submit_;
   CancelFn cancel_;
+  UpdateFn update_;
   boost::asio::steady_timer timer_;
   bool stopped_ = true;
   bool halted_ = false;      // Stop() was called: results from Slurm are dropped
@@ -175,6 +194,8 @@ class SlurmExecutor final : public Executor {
   size_t in_flight_ = 0;
   bool load_failed_ = false;        // the last load failed (log once until it works again)
   bool partitions_failed_ = false;  // the last LoadPartitions failed (logged once)
+  Duration cred_expire_ = 0;        // Slurm's credential lifetime (0: not read yet)
+  bool cred_failed_ = false;        // reading it failed (logged once; tried again each poll)
   // Slurm's partitions as last given to the core (empty: none yet; the config's stay).
   std::vector<slurm::SlurmPartition> partitions_;
 

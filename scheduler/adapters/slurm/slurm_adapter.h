@@ -3,7 +3,7 @@
 // it; the executor and the mapping see only slurm_types.h. OpenLibslurm() returns the
 // implementation over the libslurm C API this phalanxd was built against (slurm.h:
 // slurm_load_jobs, slurm_load_node, slurm_load_partitions, slurm_update_job, slurm_requeue,
-// slurm_kill_job); tests use a fake (tests/unit/service/fake_slurm_adapter.h).
+// slurm_kill_job, slurm_load_ctl_conf); tests use a fake (tests/unit/service/fake_slurm_adapter.h).
 //
 // Contract:
 //  1. Calls block for at most Slurm's MessageTimeout (a slurmctld RPC each); the daemon makes
@@ -65,6 +65,10 @@ class SlurmAdapter {
   virtual Status Cancel(SlurmJobId job) = 0;
   // The job's Comment (squeue %k): Phalanx's reason and predicted start.
   virtual Status SetComment(SlurmJobId job, const std::string& comment) = 0;
+  // Slurm's credential lifetime in seconds (slurm.conf `AuthInfo=...,cred_expire=N`, default 120;
+  // slurm_load_ctl_conf): a requeued batch job may not start again before its requeue ended plus
+  // this plus 1 s (Slurm sets that begin time; a start before it is "Job credential revoked").
+  virtual Result<Duration> CredentialLifetime() = 0;
 };
 
 // The libslurm implementation; `slurm_conf` empty: libslurm's default (SLURM_CONF or

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "adapters/slurm/slurm_adapter.h"
+#include "adapters/slurm/slurm_mapping.h"
 #include "adapters/slurm/slurm_tres.h"
 #include "util/hostlist.h"
 
@@ -245,6 +246,14 @@ class LibslurmAdapter final : public SlurmAdapter {
     d.comment = c.data();
     if (slurm_update_job(&d) != SLURM_SUCCESS) return SlurmFail("update job " + std::to_string(id) + " Comment");
     return {};
+  }
+
+  Result<Duration> CredentialLifetime() override {
+    slurm_conf_t* conf = nullptr;  // slurm_ctl_conf_t before 20.11
+    if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS) return SlurmFail("slurm_load_ctl_conf");
+    const Duration d = CredExpire(Str(conf->authinfo));
+    slurm_free_ctl_conf(conf);
+    return d;
   }
 };
 

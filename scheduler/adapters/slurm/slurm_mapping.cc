@@ -8,6 +8,26 @@
 #include "util/strings.h"
 
 namespace phalanx::slurm {
+
+Duration CredExpire(std::string_view authinfo) {
+  const size_t at = authinfo.find("cred_expire=");
+  if (at == std::string_view::npos) return kDefaultCredExpire;
+  // atoi: leading blanks, a sign, digits; anything else ends it.
+  std::string_view v = authinfo.substr(at + 12);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  bool negative = false;
+  if (!v.empty() && (v.front() == '-' || v.front() == '+')) {
+    negative = v.front() == '-';
+    v.remove_prefix(1);
+  }
+  Duration d = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9' || d > 100'000'000) break;
+    d = d * 10 + (c - '0');
+  }
+  return negative || d < 5 ? kDefaultCredExpire : d;
+}
+
 namespace {
 
 std::optional<std::pair<Level, bool>> TagLevel(std::string_view v) {

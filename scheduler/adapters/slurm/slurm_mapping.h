@@ -39,6 +39,11 @@ struct ManagedOptions {
 // Parses "phalanx:..." (the text after "phalanx:"). Fails on an unknown key or a bad value,
 // naming it ("job 12: AdminComment phalanx:topology=rack: 'rack' is not a level").
 Result<ManagedOptions> ParsePhalanxTag(std::string_view admin_comment, std::string_view where);
+// Slurm's credential lifetime from slurm.conf's AuthInfo ("socket=/x,cred_expire=30"), read as
+// Slurm 22.05 reads it (slurm_cred.c: the value after "cred_expire=", any case; none, or under
+// 5: the default 120).
+inline constexpr Duration kDefaultCredExpire = 120;
+Duration CredExpire(std::string_view authinfo);
 inline bool HasPhalanxTag(std::string_view admin_comment) { return admin_comment.starts_with("phalanx:"); }
 
 // What makes a job managed besides its tag (the `slurm:` section of the daemon's config).

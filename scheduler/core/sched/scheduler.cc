@@ -267,7 +267,20 @@ Status Scheduler::Update(JobId id, const JobUpdate& u, Time now) {
   const std::string where = JobWhere(id);
   if (IsFinal(job.state))
     return Fail(ErrorCode::kFailedPrecondition, where, "update: already " + std::string(JobStateName(job.state)));
-  if (const Duration max = MaxWalltime(s, job.partition_ids); u.walltime && (*u.walltime <= 0 || *u.walltime > max)) {
+  std::optional<std::vector<uint32_t>> partition_ids;
+  if (u.partitions) {
+    if (job.state != JobState::kPending)
+      return Fail(ErrorCode::kFailedPrecondition, where,
+                  "update: partitions: only a pending job moves (it is " + std::string(JobStateName(job.state)) + ")");
+    JobSpec moved = job.spec;
+    moved.partitions = *u.partitions;
+    if (u.walltime) moved.walltime = *u.walltime;
+    auto ids = CheckPartitions(s, moved);
+    PHX_RETURN_IF_ERROR(ids);
+    partition_ids = std::move(*ids);
+  }
+  if (const Duration max = MaxWalltime(s, partition_ids ? *partition_ids : job.partition_ids);
+      u.walltime && (*u.walltime <= 0 || *u.walltime > max)) {
     return Fail(where, "walltime: " + std::to_string(*u.walltime) + "s is outside 1.." + std::to_string(max) +
                            "s (the MaxTime of its partitions)");
   }
@@ -281,6 +294,11 @@ Status Scheduler::Update(JobId id, const JobUpdate& u, Time now) {
     if (auto st = CheckLabel("name", *u.name); !st) return Fail(where, st.error().ToString());
   }
   PHX_RETURN_IF_ERROR(Advance(s, now));
+  if (partition_ids) {
+    job.spec.partitions = *u.partitions;
+    job.partition_ids = std::move(*partition_ids);
+    if (job.spec.walltime <= 0 && !u.walltime) job.walltime = DefaultWalltime(s, job.partition_ids);
+  }
   if (u.name) job.spec.name = *u.name;
   if (cls) {
     job.spec.priority_class = *u.priority_class;

@@ -87,11 +87,17 @@ class Scheduler {
   // on a final job, an unknown class, a walltime outside (0, the smallest max_walltime of its
   // partitions], or a name with
   // control characters or invalid UTF-8 (util/job_fields.h CheckLabel); permissions are
-  // the glue's. Reservations are recomputed by the next pass.
+  // the glue's. Reservations are recomputed by the next pass. `partitions` (a pending job
+  // only, else kFailedPrecondition; phalanxd's Slurm mode: the job moved in Slurm, `scontrol
+  // update Partition=`) replaces the job's partitions, checked as a submission's are (an unknown
+  // name, a DRAIN or INACTIVE partition, a walltime over MaxTime, more GPUs than MaxGPUsPerJob
+  // fail); empty: the default partition. A job without a walltime of its own gets the new
+  // partitions' default.
   struct JobUpdate {
     std::optional<Duration> walltime = std::nullopt;
     std::optional<std::string> priority_class = std::nullopt;
     std::optional<std::string> name = std::nullopt;
+    std::optional<std::vector<std::string>> partitions = std::nullopt;
   };
   Status Update(JobId job, const JobUpdate& update, Time now);
   // The job's processes ended (success = exit code 0). Fails unless running/checkpointing.

@@ -288,6 +288,43 @@ TEST(SchedulerPartitions, UpdateWalltimeWithinThePartitionsMaximum) {
   EXPECT_NE(over.error().message.find("outside 1..3600s (the MaxTime of its partitions)"), std::string::npos);
 }
 
+// A pending job moved to other partitions (phalanxd's Slurm mode: `scontrol update Partition=`):
+// checked as a submission is; it then runs on the new partitions' nodes only.
+TEST(SchedulerPartitions, UpdateMovesAPendingJobsPartitions) {
+  auto s = Make();
+  ASSERT_TRUE(s->Submit(Job(1, 16), 0));  // big (the default): leaf0's nodes, default walltime 600
+  ASSERT_TRUE(s->Submit(Job(2, 16), 0));
+  ASSERT_TRUE(s->Submit(Job(3, 8), 0));
+  EXPECT_EQ(s->job(3)->walltime, 600);
+  ASSERT_TRUE(s->Update(3, {.partitions = std::vector<std::string>{"all"}}, 0));
+  EXPECT_EQ(s->job(3)->spec.partitions, (std::vector<std::string>{"all"}));
+  EXPECT_EQ(s->job(3)->walltime, SchedulerConfig{}.default_walltime);  // all's default now
+  s->Schedule(0);
+  ASSERT_EQ(s->job(3)->state, JobState::kRunning);  // big is full (job 1 runs, job 2 waits)
+  for (const std::string& n : NodesOf(*s, 3)) EXPECT_TRUE(n.starts_with("leaf1-")) << n;
+  // A running job stays where it is.
+  auto running = s->Update(3, {.partitions = std::vector<std::string>{"big"}}, 0);
+  ASSERT_FALSE(running);
+  EXPECT_EQ(running.error().code, ErrorCode::kFailedPrecondition);
+  // Refused as a submission would be; the job keeps its partitions.
+  auto unknown = s->Update(2, {.partitions = std::vector<std::string>{"nope"}}, 0);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("unknown partition 'nope'"), std::string::npos) << unknown.error().message;
+  auto too_big = s->Update(2, {.partitions = std::vector<std::string>{"small"}}, 0);
+  ASSERT_FALSE(too_big);
+  EXPECT_NE(too_big.error().message.find("exceed its MaxGPUsPerJob 4"), std::string::npos) << too_big.error().message;
+  ASSERT_TRUE(s->Submit(Job(4, 1, {"all"}, 7200), 0));
+  auto too_long = s->Update(4, {.partitions = std::vector<std::string>{"big"}}, 0);
+  ASSERT_FALSE(too_long);
+  EXPECT_NE(too_long.error().message.find("exceeds the maximum 3600s of partition big"), std::string::npos);
+  EXPECT_TRUE(s->Update(4, {.walltime = 3600, .partitions = std::vector<std::string>{"big"}}, 0));
+  EXPECT_EQ(s->job(2)->spec.partitions, std::vector<std::string>{});
+  // Back to none: the default partition.
+  ASSERT_TRUE(s->Update(4, {.partitions = std::vector<std::string>{}}, 0));
+  EXPECT_TRUE(s->job(4)->spec.partitions.empty());
+  EXPECT_EQ(s->job(4)->walltime, 3600);
+}
+
 TEST(SchedulerPartitions, RestoredJobOfAPartitionNoLongerConfiguredWaitsUnsatisfiable) {
   auto s = Make();
   JobRecord r;

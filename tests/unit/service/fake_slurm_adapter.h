@@ -35,6 +35,8 @@ class FakeSlurm final : public SlurmAdapter {
   std::atomic<int> loads{0};        // LoadJobs calls answered
   std::atomic<int> job_loads{0};    // LoadJob calls
   bool requeue_completing = false;  // a requeued job stays completing until the test clears it
+  Duration cred_expire = 120;       // AuthInfo's cred_expire; 0: slurm_load_ctl_conf fails
+  std::atomic<int> conf_loads{0};   // CredentialLifetime calls
 
   SlurmJob* job(SlurmJobId id) {
     for (SlurmJob& j : jobs)
@@ -130,6 +132,12 @@ class FakeSlurm final : public SlurmAdapter {
     if (SlurmJob* j = job(id)) j->comment = c;
     calls.push_back(Call{"comment", id, {}, 0, false, c});
     return {};
+  }
+  Result<Duration> CredentialLifetime() override {
+    ++conf_loads;
+    if (down || cred_expire == 0)
+      return Fail(ErrorCode::kInternal, "slurm: slurm_load_ctl_conf", "Unable to contact slurm controller");
+    return cred_expire;
   }
 };
 

@@ -91,6 +91,12 @@ class Host final : public ExecutorHost {
     ++submits;
     done(spec.id);
   }
+  // The Controller's Update as root (the Slurm mode moves a pending job's partitions).
+  void Update(JobId job, const Scheduler::JobUpdate& u, Reply<void> done) {
+    ++updates;
+    if (auto st = core_->Update(job, u, now); !st) return done(std::unexpected(CallError{st.error()}));
+    done({});
+  }
   // A pass; Start decisions go to the executor as the Controller hands them over.
   void Pass() {
     for (const Decision& d : core_->Schedule(now)) {
@@ -105,6 +111,7 @@ class Host final : public ExecutorHost {
   Executor* executor = nullptr;
   int submits = 0;
   int partition_updates = 0;
+  int updates = 0;  // Update calls (job partitions moved)
   std::vector<std::string> ended, node_changes, loads;
 
  private:
@@ -126,7 +133,8 @@ class SlurmExecutorTest : public ::testing::Test {
     exec_ = std::make_unique<SlurmExecutor>(io_, &slurm_, host_.core().topology(), o);
     exec_->Attach(&host_);
     exec_->SetController([this](JobSpec s, LaunchInfo l, Reply<JobId> d) { host_.Submit(s, l, d); },
-                         [this](JobId job, const std::string&) { (void)host_.mutable_core().Cancel(job, host_.now); });
+                         [this](JobId job, const std::string&) { (void)host_.mutable_core().Cancel(job, host_.now); },
+                         [this](JobId job, Scheduler::JobUpdate u, Reply<void> d) { host_.Update(job, u, d); });
     host_.executor = exec_.get();
   }
   // Phalanx's job: -N2 --gres=gpu:8 --phx-topology=leaf (spine for more nodes), pending behind

@@ -98,5 +98,92 @@ TEST_F(SlurmExecutorTest, PartitionNodesChangingOnAPollArePickedUp) {
   EXPECT_EQ(host_.partition_updates, 2);
 }
 
+// A pending managed job moved in Slurm (`scontrol update JobId=3 Partition=b`): the core's job
+// follows at the next poll and is placed on b's nodes, while a's stay busy.
+TEST_F(SlurmExecutorTest, PendingJobMovedToAnotherPartitionFollowsIt) {
+  slurm_.partitions = {Part("a", {"n1", "n2"}, true), Part("b", {"n3", "n4"})};
+  Unmanaged(1, "n1", 5000);
+  Managed(3).partition = "a";
+  Round();
+  Round();
+  ASSERT_EQ(host_.submits, 1);
+  EXPECT_EQ(host_.core().job(1)->spec.partitions, (std::vector<std::string>{"a"}));
+  EXPECT_TRUE(slurm_.Calls("start").empty());  // a's n1 is busy; b's nodes are not the job's
+  EXPECT_EQ(host_.updates, 0);
+
+  slurm_.job(3)->partition = "b";
+  host_.now += 1;
+  Round();
+  EXPECT_EQ(host_.updates, 1);
+  EXPECT_EQ(host_.submits, 1);  // the same core job, not a new one
+  EXPECT_EQ(host_.core().job(1)->spec.partitions, (std::vector<std::string>{"b"}));
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].nodes, (std::vector<std::string>{"n3", "n4"}));
+  host_.now += 1;
+  Round();
+  EXPECT_EQ(host_.updates, 1);  // moved once
+}
+
+// Moved to a list of which the core knows one, and back to none (Slurm's default partition).
+TEST_F(SlurmExecutorTest, PendingJobMovedToUnknownAndDefaultPartitions) {
+  slurm_.partitions = {Part("a", {"n1", "n2"}), Part("b", {"n3", "n4"}, true)};
+  Unmanaged(1, "n1", 5000);
+  Unmanaged(2, "n3", 5000);
+  Managed(3).partition = "a";
+  Round();
+  slurm_.job(3)->partition = "x,b";
+  host_.now += 1;
+  Round();
+  EXPECT_EQ(host_.core().job(1)->spec.partitions, (std::vector<std::string>{"b"}));
+  slurm_.job(3)->partition = "";
+  host_.now += 1;
+  Round();
+  EXPECT_TRUE(host_.core().job(1)->spec.partitions.empty());
+  EXPECT_EQ(host_.updates, 2);
+  EXPECT_TRUE(slurm_.Calls("start").empty());  // every leaf has a busy node
+}
+
+// Moved while phalanxd was away: the restarted executor compares Slurm's list with the core's.
+TEST_F(SlurmExecutorTest, PendingJobMovedWhilePhalanxdWasAwayFollowsIt) {
+  slurm_.partitions = {Part("a", {"n1", "n2"}, true), Part("b", {"n3", "n4"})};
+  Unmanaged(1, "n1", 5000);
+  Managed(3).partition = "a";
+  Round();
+  ASSERT_EQ(host_.core().job(1)->spec.partitions, (std::vector<std::string>{"a"}));
+  exec_.reset();
+  slurm_.job(3)->partition = "b";
+  MakeExecutor();
+  host_.now += 1;
+  Round();
+  EXPECT_EQ(host_.submits, 1);
+  EXPECT_EQ(host_.core().job(1)->spec.partitions, (std::vector<std::string>{"b"}));
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].nodes, (std::vector<std::string>{"n3", "n4"}));
+}
+
+// Moved to a partition the core refuses (DRAIN: no new jobs): left to Slurm, as a submission
+// the core refuses; the core's job is cancelled and Phalanx never releases it.
+TEST_F(SlurmExecutorTest, PendingJobMovedWhereTheCoreRefusesIsLeftToSlurm) {
+  slurm_.partitions = {Part("a", {"n1", "n2"}, true),
+                       Part("b", {"n3", "n4"}, false, slurm::SlurmPartitionState::kDrain)};
+  Unmanaged(1, "n1", 5000);
+  Managed(3).partition = "a";
+  Round();
+  slurm_.job(3)->partition = "b";
+  host_.now += 1;
+  Round();
+  EXPECT_EQ(host_.updates, 1);
+  EXPECT_EQ(host_.core().job(1)->state, JobState::kCancelled);
+  EXPECT_EQ(exec_->core_job(3), kNoJob);
+  EXPECT_NE(slurm_.job(3)->comment.find("phalanx: refused"), std::string::npos) << slurm_.job(3)->comment;
+  host_.now += 1;
+  Round();
+  EXPECT_EQ(host_.submits, 1);  // not submitted again
+  EXPECT_EQ(host_.updates, 1);
+  EXPECT_TRUE(slurm_.Calls("start").empty());
+}
+
 }  // namespace
 }  // namespace phalanx::service

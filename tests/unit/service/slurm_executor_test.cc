@@ -364,6 +364,53 @@ TEST_F(SlurmShrinkTest, ARequeueSlurmHasNotFinishedIsNotReleasedYet) {
   EXPECT_EQ(host_.core().job(1)->state, JobState::kRunning);
 }
 
+// A requeue whose begin time Slurm does not show (pending for another reason once it is done):
+// held until Slurm's cred_expire (read once through the adapter) + 1 s after the poll that saw
+// the requeue done; released at once it would start inside cred_expire ("Job credential revoked").
+TEST_F(SlurmShrinkTest, ARequeueWithoutSlurmsBeginTimeWaitsCredExpire) {
+  slurm_.cred_expire = 10;
+  RunElastic("n1");  // requeued: the batch host would go
+  ASSERT_EQ(slurm_.Calls("requeue").size(), 1u);
+  EXPECT_EQ(exec_->cred_expire(), 10);
+  EXPECT_EQ(slurm_.conf_loads.load(), 1);  // read once
+  slurm_.job(3)->wait = SlurmWait::kOther;
+  slurm_.job(3)->reason = "Priority";
+  slurm_.job(3)->start = 0;
+  auto starts_of_3 = [&] {
+    std::vector<FakeSlurm::Call> out;
+    for (const auto& c : slurm_.Calls("start"))
+      if (c.job == 3) out.push_back(c);
+    return out;
+  };
+  ASSERT_EQ(starts_of_3().size(), 1u);
+  host_.now += 1;
+  Round();
+  EXPECT_EQ(starts_of_3().size(), 1u);  // within kRequeueSettleS: waiting for Slurm's begin time
+  host_.now += SlurmExecutor::kRequeueSettleS;
+  Round();
+  const auto starts = starts_of_3();
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[1].time, host_.now + 10 + 1);  // not now: Slurm would start it inside cred_expire
+  EXPECT_EQ(slurm_.conf_loads.load(), 1);
+}
+
+// Slurm's configuration not readable: released as before (at once after kRequeueSettleS).
+TEST_F(SlurmShrinkTest, ARequeueWithoutCredExpireKnownIsReleasedAfterTheSettle) {
+  slurm_.cred_expire = 0;  // slurm_load_ctl_conf fails
+  RunElastic("n1");
+  ASSERT_EQ(slurm_.Calls("requeue").size(), 1u);
+  EXPECT_EQ(exec_->cred_expire(), 0);
+  EXPECT_GT(slurm_.conf_loads.load(), 1);  // tried again at each poll
+  slurm_.job(3)->wait = SlurmWait::kOther;
+  host_.now += 1 + SlurmExecutor::kRequeueSettleS;
+  Round();
+  std::vector<Time> times;
+  for (const auto& c : slurm_.Calls("start"))
+    if (c.job == 3) times.push_back(c.time);
+  ASSERT_EQ(times.size(), 2u);
+  EXPECT_EQ(times[1], host_.now);
+}
+
 TEST_F(SlurmShrinkTest, LosingItsBatchHostItIsRequeuedInstead) {
   RunElastic("n1");  // the core keeps n2, the batch script runs on n1
   EXPECT_TRUE(slurm_.Calls("shrink").empty());

@@ -32,6 +32,20 @@ TEST(SlurmTres, GpuCountsIn2205And23Formats) {
   EXPECT_EQ(GpusInGres("(null)"), 0u);
 }
 
+// slurm.conf's AuthInfo as Slurm 22.05 reads cred_expire (slurm_cred.c: atoi after
+// "cred_expire=", under 5 or none: 120).
+TEST(SlurmCredExpire, ReadAsSlurmReadsIt) {
+  EXPECT_EQ(slurm::CredExpire(""), 120);
+  EXPECT_EQ(slurm::CredExpire("socket=/run/munge/munge.socket.2"), 120);
+  EXPECT_EQ(slurm::CredExpire("cred_expire=10"), 10);
+  EXPECT_EQ(slurm::CredExpire("socket=/x,cred_expire=30,ttl=60"), 30);
+  EXPECT_EQ(slurm::CredExpire("cred_expire=45s"), 45);
+  EXPECT_EQ(slurm::CredExpire("cred_expire=4"), 120);  // Slurm: "AuthInfo=cred_expire=4 invalid"
+  EXPECT_EQ(slurm::CredExpire("cred_expire=-10"), 120);
+  EXPECT_EQ(slurm::CredExpire("cred_expire=x"), 120);
+  EXPECT_EQ(slurm::CredExpire("CRED_EXPIRE=10"), 120);  // case matters to Slurm too
+}
+
 TEST(SlurmTag, ParsesWhatJobSubmitLuaWrites) {
   auto o =
       ParsePhalanxTag("phalanx:topology=leaf:prefer,elastic=2:8,checkpoint=10@120,preemptible=1,class=high", "job 7");
