@@ -6,7 +6,9 @@
 # Knobs: BENCH_JOBS (1000 held managed jobs), BENCH_WINDOW (seconds measured after the last
 # submission, 90), BENCH_SLEEP_MAX (each job sleeps 1..this many seconds, 4), BENCH_PORT (18017),
 # BENCH_RUNS (1), BENCH_PARTS ("backlog trace"), BENCH_SLURM_ALONE=1 (the backlog without
-# phalanxd, HOLD or --phx: Slurm's own figures), BENCH_TRACE/_FROM/_JOBS (part 2). Not a test: it prints a table, nothing goes into CTest.
+# phalanxd, HOLD or --phx: Slurm's own figures), BENCH_TRACE, BENCH_TRACE_FROM (contention: the rule of part 2; or a line),
+# BENCH_TRACE_JOBS, BENCH_TRACE_MAX_LOAD, BENCH_TRACE_RUNS, BENCH_TRACE_MODES ("slurm phalanx"; also
+# phalanx-fifo), BENCH_TRACE_RESULTS (part 2). Not a test: it prints a table, nothing goes into CTest.
 # What it measures (docs/slurm.md, "Measured on the lab"):
 #  - submission of BENCH_JOBS managed jobs (sbatch --phx-topology=node, 1..8 GPUs) into the lab,
 #    most of them held behind the first 32 GPUs' worth;
@@ -24,7 +26,9 @@ build=$(cd "${1:-$src/build}" && pwd)
 for b in slurmctld slurmd sbatch squeue munged; do
   command -v "$b" >/dev/null || { echo "$b is not installed (config/install-deps.sh)" >&2; exit 77; }
 done
-[[ -x "$build/scheduler/service/phalanxd" ]] || { echo "no phalanxd in $build" >&2; exit 1; }
+if [[ " ${BENCH_PARTS:-backlog trace} " == *" backlog "* || " ${BENCH_TRACE_MODES:-slurm phalanx} " == *" phalanx "* ]]; then
+  [[ -x "$build/scheduler/service/phalanxd" ]] || { echo "no phalanxd in $build" >&2; exit 1; }
+fi
 
 jobs_n=${BENCH_JOBS:-1000}
 window=${BENCH_WINDOW:-90}
@@ -143,23 +147,78 @@ one_run() {
 }
 
 
-# --- part 2: one short trace slice through Slurm alone and through Slurm + Phalanx ---------------
-# BENCH_TRACE (philly_pollux.csv of the workspace's shared/traces), rows BENCH_TRACE_FROM.. (75120,
-# 50 jobs: 15 of 32 GPUs, 2 of 8, 1- and 2-GPU jobs, some of them long). GPUs capped at 16 (a job
-# over 8 GPUs takes 2 nodes: -N2 --gres=gpu:G/2); gaps between submissions / 150 (at most 3 s);
-# durations to 3*log2(d/30) s, 3..45 s. Slurm alone: no phalanxd, HOLD off, no --phx options.
-# Slurm + Phalanx: phalanxd, HOLD on, --phx-topology=leaf (2-node jobs) or node.
-trace_file=${BENCH_TRACE:-$src/../shared/traces/philly_pollux.csv}
-[[ -r "$trace_file" ]] || trace_file=/work/shared/traces/philly_pollux.csv
-trace_from=${BENCH_TRACE_FROM:-75120}
+# --- part 2: short trace slices through Slurm alone and through Slurm + Phalanx ------------------
+# BENCH_TRACE: one trace or several, blank-separated (default: philly_pollux.csv and
+# msitp_cluster04.csv of the workspace's shared/traces). Each trace is mapped the same way: GPUs
+# capped at 16 (a job over 8 GPUs takes 2 nodes: -N2 --gres=gpu:ceil(G/2)); gaps between
+# submissions / 150 (at most 3 s); durations to 3*log2(d/30) s, 3..45 s.
+# The slice (BENCH_TRACE_FROM=contention, the default; or a file line number, e.g. 75120): the
+# trace cut into blocks of BENCH_TRACE_JOBS (50) consecutive jobs from its first row; a 2-node
+# job is *contended* when, at its (mapped) submission, at least 2 long 1-node jobs (<= 8 GPUs,
+# mapped duration >= 30 s) of its block submitted before it would still run if each had started
+# at once (so that one node of each leaf may be held); the slice is the block with the most
+# contended 2-node jobs (ties: the earliest) among those whose offered load -- the block's
+# GPU-seconds / (32 GPUs x (its submission span + 45 s)) -- is at most BENCH_TRACE_MAX_LOAD (2),
+# so that the 4-node lab drains it in minutes. Nothing in the rule looks at how Slurm or Phalanx
+# place the jobs.
+# Each slice runs BENCH_TRACE_RUNS times (3) in each configuration of BENCH_TRACE_MODES
+# ("slurm phalanx"), alternating: Slurm alone (no phalanxd, HOLD off, no --phx options), then
+# Slurm + Phalanx (phalanxd, HOLD on, --phx-topology=leaf for 2-node jobs, node for the others);
+# phalanx-fifo: the same with the core's queue in submission order (scheduler.order: fifo).
+# BENCH_TRACE_RESULTS: the per-run figures' file (appended to), so that the table can also come
+# from several invocations.
+trace_files=${BENCH_TRACE:-}
+if [[ -z "$trace_files" ]]; then
+  for t in philly_pollux.csv msitp_cluster04.csv; do
+    f=$src/../shared/traces/$t
+    [[ -r "$f" ]] || f=/work/shared/traces/$t
+    trace_files+=" $f"
+  done
+fi
+trace_pick=${BENCH_TRACE_FROM:-contention}
 trace_n=${BENCH_TRACE_JOBS:-50}
-trace_run() { # $1: slurm | phalanx; prints "id gpus nodes submit start end" per job to $lab/trace.$1
-  local mode=$1
-  if [[ "$mode" == phalanx ]]; then
+trace_max_load=${BENCH_TRACE_MAX_LOAD:-2}
+trace_runs=${BENCH_TRACE_RUNS:-3}
+trace_modes=${BENCH_TRACE_MODES:-slurm phalanx}
+# Per-run figures; a given file is appended to (runs of several invocations, e.g. one mode each,
+# go into one table).
+trace_results=${BENCH_TRACE_RESULTS:-$lab/trace_results}
+# The rule above: prints "first_line contended two_node span_s load" of the chosen block.
+trace_slice() { # $1: trace file
+  awk -F, -v B="$trace_n" -v maxload="$trace_max_load" '
+    NR == 1 { next }
+    { k = NR - 2; b = int(k / B); i = k % B
+      if (i == 0) t = 0; else { gap = ($2 - prev) / 150; if (gap > 3) gap = 3; t += gap }
+      prev = $2
+      g = ($3 > 16) ? 16 : $3; d = int(3 * log($4 / 30) / log(2) + 0.5); if (d < 3) d = 3; if (d > 45) d = 45
+      T[b, i] = t; G[b, i] = g; D[b, i] = d; nb = b + 1; last = i }
+    END { best = -1
+      for (b = 0; b < nb; b++) {
+        if (b == nb - 1 && last < B - 1) break
+        big = 0; score = 0; gs = 0
+        for (i = 0; i < B; i++) {
+          gs += G[b, i] * D[b, i]
+          if (G[b, i] <= 8) continue
+          big++; live = 0
+          for (j = 0; j < i; j++) if (G[b, j] <= 8 && D[b, j] >= 30 && T[b, j] + D[b, j] > T[b, i]) live++
+          if (live >= 2) score++
+        }
+        load = gs / 32 / (T[b, B - 1] + 45)
+        if (load <= maxload && score > best) { best = score; bb = b; bbig = big; bspan = T[b, B - 1]; bload = load }
+      }
+      if (best < 0) exit 1
+      printf "%d %d %d %.0f %.2f\n", bb * B + 2, best, bbig, bspan, bload }' "$1"
+}
+trace_run() { # $1: slurm | phalanx | phalanx-fifo, $2: trace, $3: first line; "id gpus nodes submit start end state" per job to $lab/trace.$1
+  local mode=$1 trace_file=$2 trace_from=$3
+  if [[ "$mode" == phalanx* ]]; then
     export PHALANX_SLURM_PHALANXD=1 PHALANX_SLURM_HOLD=1
   else
     export PHALANX_SLURM_PHALANXD=0 PHALANX_SLURM_HOLD=0
   fi
+  # phalanx-fifo: the core's queue in submission order (scheduler.order: fifo), as Slurm's
+  # priority/basic orders it; phalanx: its default multifactor priority (bigger jobs first).
+  if [[ "$mode" == phalanx-fifo ]]; then export PHALANX_SLURM_ORDER=fifo; else unset PHALANX_SLURM_ORDER; fi
   timeout 120 "$src/config/slurm/demo-slurm.sh" "$build" >"$lab/start.log" 2>&1 || { cat "$lab/start.log"; return 1; }
   export SLURM_CONF=$lab/etc/slurm.conf
   local clean=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "SLURM_CONF=$SLURM_CONF")
@@ -168,28 +227,60 @@ trace_run() { # $1: slurm | phalanx; prints "id gpus nodes submit start end" per
   while read -r gap g d; do
     sleep "$gap"
     if ((g > 8)); then n=2; per=$(((g + 1) / 2)); phx=--phx-topology=leaf; else n=1; per=$g; phx=--phx-topology=node; fi
-    [[ "$mode" == phalanx ]] || phx=
+    [[ "$mode" == phalanx* ]] || phx=
     "${clean[@]}" sbatch --parsable -o /dev/null -J "t$g" -N$n --gres=gpu:$per -t 2 $phx --wrap "sleep $d" >>"$lab/tids" 2>>"$lab/sbatch.err"
   done < <(awk -F, -v a="$trace_from" -v n="$trace_n" 'NR >= a && NR < a + n {
       gap = (NR == a) ? 0 : ($2 - prev) / 150; if (gap > 3) gap = 3; prev = $2
       g = ($3 > 16) ? 16 : $3; d = int(3 * log($4 / 30) / log(2) + 0.5); if (d < 3) d = 3; if (d > 45) d = 45
       printf "%.2f %d %d\n", gap, g, d }' "$trace_file")
-  local end=$((SECONDS + 400))
+  local end=$((SECONDS + 900))
   while ((SECONDS < end)) && [[ -n "$(timeout 5 squeue -h -t PD,R,CG -o %i 2>/dev/null)" ]]; do sleep 1; done
   timeout 30 scontrol -o show job 2>/dev/null | awk '{for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = substr($i, length(kv[1]) + 2) }
       print v["JobId"], v["JobName"], v["NodeList"], v["SubmitTime"], v["StartTime"], v["EndTime"], v["JobState"] }' |
     while read -r id name nodes sub st en state; do
       echo "$id ${name#t} $nodes $(date -d "$sub" +%s) $(date -d "$st" +%s) $(date -d "$en" +%s) $state"
     done >"$lab/trace.$mode"
+  itself=$(grep -c "started it itself" "$lab/log/phalanxd.log" 2>/dev/null); itself=${itself:-0}
   timeout 30 scancel -u root 2>/dev/null
   stop_lab
 }
-trace_figures() { # $1: mode -> "jobs multinode split waitmean waitmed makespan"
+# $1: mode -> "jobs two_node split wait_mean wait_median makespan not_completed wait_mean_2node wait_mean_1node"
+# A 2-node job (9-16 GPUs: -N2, at most 8 per node) always fits one leaf (2 x 8 GPUs): every
+# 2-node job on a node of each leaf is split where it could have fitted.
+trace_figures() {
   awk '{ multi = ($3 ~ /,/ || $3 ~ /-/) ? 1 : 0; n++
-      if (multi) { m++; leaf1 = ($3 ~ /n\[?[12][],-]/ || $3 == "n[1-2]"); split_ = !($3 == "n[1-2]" || $3 == "n[3-4]"); s += split_ }
-      w = $5 - $4; ws += w; wait[n] = w; if (!f || $4 < f) f = $4; if ($6 > l) l = $6; if ($7 != "COMPLETED") bad++ }
-    END { asort_n = n; for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (wait[j] < wait[i]) { t = wait[i]; wait[i] = wait[j]; wait[j] = t }
-      printf "%d %d %d %.1f %d %d %d\n", n, m, s, ws / n, wait[int((n + 1) / 2)], l - f, bad + 0 }' "$lab/trace.$1"
+      if (multi) { m++; s += !($3 == "n[1-2]" || $3 == "n[3-4]") }
+      w = $5 - $4; ws += w; wait[n] = w; if (multi) w2 += w; else w1 += w
+      if (!f || $4 < f) f = $4; if ($6 > l) l = $6; if ($7 != "COMPLETED") bad++ }
+    END { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (wait[j] < wait[i]) { t = wait[i]; wait[i] = wait[j]; wait[j] = t }
+      printf "%d %d %d %.1f %d %d %d %.1f %.1f\n", n, m, s, ws / n, wait[int((n + 1) / 2)], l - f, bad + 0,
+        m ? w2 / m : 0, (n - m) ? w1 / (n - m) : 0 }' "$lab/trace.$1"
+}
+# One slice: every run's figures to $lab/trace_results as "slice mode run <trace_figures> itself".
+trace_slice_runs() { # $1: trace, $2: first line, $3: label
+  local r mode
+  for ((r = 1; r <= trace_runs; r++)); do
+    for mode in $trace_modes; do
+      echo "  $3: run $r/$trace_runs, $mode" >&2
+      itself=0
+      trace_run "$mode" "$1" "$2" || return 1
+      cp "$lab/trace.$mode" "$lab/trace.$3.$mode.$r"
+      echo "$3 $mode $r $(trace_figures "$mode") $itself" >>"$trace_results"
+    done
+  done
+}
+# The table of one slice: per figure, each configuration's median and range over the runs.
+trace_table() { # $1: label
+  awk -v label="$1" '$1 == label { for (f = 4; f <= NF; f++) v[$2, f, ++c[$2, f]] = $f }
+    function med(mode, f,   n, i, j, a, t) { n = c[mode, f]; if (n == 0) return "-"; for (i = 1; i <= n; i++) a[i] = v[mode, f, i]
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return n == 1 ? a[1] : sprintf("%s (%s-%s)", a[int((n + 1) / 2)], a[1], a[n]) }
+    END { name[4] = "jobs run"; name[5] = "2-node jobs (9-16 GPUs)"; name[6] = "  of them split across the leaves"
+      name[7] = "mean wait s"; name[8] = "median wait s"; name[9] = "makespan s (first submit to last end)"
+      name[10] = "jobs not COMPLETED"; name[11] = "mean wait s, 2-node jobs"; name[12] = "mean wait s, 1-node jobs"
+      name[13] = "managed jobs Slurm ran itself"
+      printf "\n%-40s %22s %22s %22s\n", label " (median (min-max))", "Slurm alone", "Slurm + Phalanx", "+ Phalanx, order fifo"
+      for (f = 4; f <= 13; f++) printf "%-40s %22s %22s %22s\n", name[f], med("slurm", f), med("phalanx", f), med("phalanx-fifo", f) }' "$trace_results"
 }
 
 parts=${BENCH_PARTS:-backlog trace}
@@ -222,13 +313,20 @@ awk -v runs="$runs" -v jobs="$jobs_n" '
   }' "$lab/results"
 fi
 if [[ " $parts " == *" trace "* ]]; then
-  echo "trace: rows $trace_from..$((trace_from + trace_n - 1)) of $trace_file, Slurm alone, then Slurm + Phalanx" >&2
-  trace_run slurm || exit 1
-  trace_run phalanx || exit 1
-  read -r sn sm ss sw swm smk sb < <(trace_figures slurm)
-  read -r pn pm ps pw pwm pmk pb < <(trace_figures phalanx)
-  printf '\n%-44s %12s %16s\n' "trace slice ($trace_n jobs)" "Slurm alone" "Slurm + Phalanx"
-  printf '%-44s %12s %16s\n' "jobs run" "$sn" "$pn" "2-node jobs (9-16 GPUs)" "$sm" "$pm" \
-    "  of them split across the leaves" "$ss" "$ps" "mean wait s" "$sw" "$pw" "median wait s" "$swm" "$pwm" \
-    "makespan s (first submit to last end)" "$smk" "$pmk" "jobs not COMPLETED" "$sb" "$pb"
+  [[ -n "${BENCH_TRACE_RESULTS:-}" ]] || : >"$trace_results"
+  labels=()
+  for tf in $trace_files; do
+    if [[ "$trace_pick" == contention ]]; then
+      read -r from score big span load < <(trace_slice "$tf") || { echo "no block of $tf qualifies" >&2; exit 1; }
+      echo "trace $(basename "$tf"): lines $from..$((from + trace_n - 1)) ($big 2-node jobs, $score contended; submissions over $span s; offered load $load)" >&2
+    else
+      from=$trace_pick
+      echo "trace $(basename "$tf"): lines $from..$((from + trace_n - 1))" >&2
+    fi
+    label="$(basename "$tf" .csv):$from"
+    labels+=("$label")
+    trace_slice_runs "$tf" "$from" "$label" || exit 1
+  done
+  for label in "${labels[@]}"; do trace_table "$label"; done
+  echo "per-run figures: $trace_results (slice mode run jobs two_node split wait_mean wait_median makespan not_completed wait_2node wait_1node itself)"
 fi

@@ -24,7 +24,8 @@
 # PHALANX_SLURM_PHALANXD=1 (start BUILD_DIR's phalanxd in Slurm mode, with HOLD on; the default
 # when demo jobs are submitted: it places the managed ones; config $PHALANX_SLURM_DEMO_DIR/etc/
 # phalanxd.yaml, log log/phalanxd.log, store state/phalanxd/), PHALANX_SLURM_MIN_RUNTIME (its
-# scheduler.min_runtime_before_preemption; default the core's 600 s), PHALANX_SLURM_SCHED_PARAMS
+# scheduler.min_runtime_before_preemption; default the core's 600 s), PHALANX_SLURM_ORDER (its
+# scheduler.order: priority or fifo), PHALANX_SLURM_SCHED_PARAMS
 # (slurm.conf SchedulerParameters; default "bf_interval=1,sched_interval=2", the lab's fast cycles;
 # empty: Slurm's defaults), PHALANX_SLURM_DEBUG_FLAGS (DebugFlags, e.g. Backfill; default none),
 # PHALANX_SLURM_CTLD_DEBUG (SlurmctldDebug, default info), PHALANX_SLURM_MIN_JOB_AGE (seconds a
@@ -301,8 +302,13 @@ if [[ -n "${PHALANX_SLURM_HTTP:-}" ]]; then
 fi
 # PHALANX_SLURM_MIN_RUNTIME: the seconds a job runs before a higher class may preempt it (the
 # core's default is 600; the tests use 0).
-if [[ -n "${PHALANX_SLURM_MIN_RUNTIME:-}" ]]; then
-  printf 'scheduler:\n  min_runtime_before_preemption: %s\n' "$PHALANX_SLURM_MIN_RUNTIME" >>"$demo/etc/phalanxd.yaml"
+# PHALANX_SLURM_ORDER: the core's queue order (scheduler.order: priority, the default, or fifo,
+# as Slurm's priority/basic; the bench compares both).
+if [[ -n "${PHALANX_SLURM_MIN_RUNTIME:-}${PHALANX_SLURM_ORDER:-}" ]]; then
+  echo 'scheduler:' >>"$demo/etc/phalanxd.yaml"
+  [[ -z "${PHALANX_SLURM_MIN_RUNTIME:-}" ]] ||
+    printf '  min_runtime_before_preemption: %s\n' "$PHALANX_SLURM_MIN_RUNTIME" >>"$demo/etc/phalanxd.yaml"
+  [[ -z "${PHALANX_SLURM_ORDER:-}" ]] || printf '  order: %s\n' "$PHALANX_SLURM_ORDER" >>"$demo/etc/phalanxd.yaml"
 fi
 
 # 5. daemons (they inherit PHALANX_SLURM_LAB, so stop_demo can tell this lab's slurmstepd)
