@@ -7,6 +7,8 @@
 #   bench/sim_speed.sh [PHALANX_BINARY] [REPS]     (defaults: build/cli/phalanx, 3)
 #   CASES='synth-x2|itp-x2' bench/sim_speed.sh     (a regular expression over the case names)
 #   POLICIES='phalanx slurm-like' bench/sim_speed.sh
+#   LIMIT=120 bench/sim_speed.sh    (wall seconds a run may take; a run stopped there prints
+#                                    '>120' for its times and no passes; default: no limit)
 #
 # Cases: the shipped traces under load (Philly x3, x4, x6; ITP x2, x4) and the stand-in for
 # issue 17's held-out trace: bench/synth_trace.py (seed 17: 11,000 jobs of 1-160 GPUs) at 2x
@@ -18,6 +20,7 @@ REPS=${2:-3}
 TRACES=${TRACES:-/work/shared/traces}
 CASES=${CASES:-.}
 POLICIES=${POLICIES:-phalanx slurm-like ideal-backfill fifo-firstfit}
+LIMIT=${LIMIT:-0}
 [ -x "$PHALANX" ] || { echo "sim_speed.sh: no $PHALANX (cmake --build build --target phalanx)" >&2; exit 1; }
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -46,8 +49,12 @@ for name in philly-x3 philly-x4 philly-x6 itp-x2 itp-x4 synth-x2; do
     passes=
     for ((r = 0; r < REPS; r++)); do
       # shellcheck disable=SC2086  # $rest is a list of options
-      /usr/bin/time -f '%U %e' -o "$TMP/time" "$PHALANX" sim --topology "$topo" --trace "$trace" $rest \
-        --policy "$policy" --quiet >"$TMP/out"
+      if ! timeout "$LIMIT" /usr/bin/time -f '%U %e' -o "$TMP/time" "$PHALANX" sim --topology "$topo" \
+        --trace "$trace" $rest --policy "$policy" --quiet >"$TMP/out"; then
+        [ "$LIMIT" != 0 ] || exit 1
+        printf '%-10s %-15s %8s %8s %8s\n' "$name" "$policy" ">$LIMIT" ">$LIMIT" "-"
+        continue 2
+      fi
       read -r u w <"$TMP/time"
       echo "$u" >>"$TMP/user"
       echo "$w" >>"$TMP/wall"
