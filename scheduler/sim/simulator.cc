@@ -95,6 +95,9 @@ class Sim {
     PHX_ASSIGN_OR_RETURN(auto mirror, Topology::Build(spec));  // stays empty: the best placements, static bandwidth
     mirror_ = std::make_unique<Topology>(std::move(mirror));
     mirror_placer_ = std::make_unique<Placer>(*mirror_, config.model);
+    // A Wait per pending job and pass is only printed (--decisions); the pass reads whether any
+    // job waits for GPUs from the records (WaitsForGpus).
+    config.wait_decisions = opt_.record_decisions;
     PHX_ASSIGN_OR_RETURN(auto sched, Scheduler::Create(std::move(topo), config));
     sched_ = std::move(sched);
     if (opt_.record_decisions) script_ << "set max_walltime=" << config.max_walltime << "\n";
@@ -524,17 +527,10 @@ class Sim {
     ++res_.counters.passes;
     if (opt_.record_decisions) script_ << "at " << now << " schedule\n";
     std::vector<Decision> decisions = sched_->Schedule(now);
-    bool waiting_for_gpus = false;
+    const bool waiting_for_gpus = WaitsForGpus();
     for (const Decision& d : decisions) {
       if (opt_.record_decisions) Print(d);
-      if (d.kind == DecisionKind::kWait) {
-        // One per pending job and pass: nothing to look up.
-        if (d.wait.kind != WaitKind::kHeld && d.wait.kind != WaitKind::kDependency &&
-            d.wait.kind != WaitKind::kUnsatisfiable) {
-          waiting_for_gpus = true;
-        }
-        continue;
-      }
+      if (d.kind == DecisionKind::kWait) continue;
       const size_t i = static_cast<size_t>(d.job - 1);
       if (i >= jobs_.size()) continue;
       SimJob& j = jobs_[i];
@@ -618,6 +614,18 @@ class Sim {
         return Fail("t=" + std::to_string(now), "core invariant broken:\n" + bad);
     }
     return {};
+  }
+
+  // Whether a job of the last pass's queue still waits for GPUs (not held, not for a dependency,
+  // not unsatisfiable). Stops at the first: most passes look at one or two records.
+  bool WaitsForGpus() const {
+    for (JobId id : sched_->queue()) {
+      const JobRecord* r = sched_->job(id);
+      if (!r || r->state != JobState::kPending) continue;
+      const WaitKind k = r->wait.kind;
+      if (k != WaitKind::kHeld && k != WaitKind::kDependency && k != WaitKind::kUnsatisfiable) return true;
+    }
+    return false;
   }
 
   bool elastic_below_max() const {

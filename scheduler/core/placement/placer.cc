@@ -16,13 +16,31 @@ std::string_view PlaceStatusName(PlaceStatus status) {
   return "busy";
 }
 
+namespace {
+
+uint32_t ConnectedMax(const Topology& t) {
+  const Domain& root = t.domain(t.root());
+  if (root.kind != "disconnected") return root.gpu_count;
+  uint32_t best = 0;
+  for (DomainId c : t.children(t.root())) best = std::max(best, t.domain(c).gpu_count);
+  return best;
+}
+
+}  // namespace
+
 Placer::Placer(const Topology& topology, ModelParams params)
     : topo_(topology),
       model_(topology, params),
       max_gpu_cap_(topology.domain_count(), 0),
       max_lanes_(topology.domain_count(), 0),
       max_lane_cap_(topology.domain_count(), 0),
-      level_max_gpus_(kLevelCount, 0) {
+      level_max_gpus_(kLevelCount, 0),
+      connected_max_(ConnectedMax(topology)),
+      nodes_with_at_least_(topology.max_gpus_per_node() + 1, 0) {
+  for (uint32_t i = 0; i < topology.node_count(); ++i) {
+    for (uint32_t g = 0; g <= topology.node_gpu_count(NodeId(i)) && g < nodes_with_at_least_.size(); ++g)
+      ++nodes_with_at_least_[g];
+  }
   // Domains are numbered in pre-order, so children come after parents: walk backwards.
   for (size_t i = topology.domain_count(); i-- > 0;) {
     const DomainId d(static_cast<uint32_t>(i));
@@ -49,14 +67,6 @@ namespace {
 uint32_t Total(const PlacementRequest& r) { return r.nodes > 0 && r.gpus == 0 ? r.nodes * r.gpus_per_node : r.gpus; }
 
 // Largest number of GPUs a job may use without crossing disconnected trees.
-uint32_t ConnectedMax(const Topology& t) {
-  const Domain& root = t.domain(t.root());
-  if (root.kind != "disconnected") return root.gpu_count;
-  uint32_t best = 0;
-  for (DomainId c : t.children(t.root())) best = std::max(best, t.domain(c).gpu_count);
-  return best;
-}
-
 }  // namespace
 
 std::string Placer::Unsatisfiable(const PlacementRequest& r) const {
@@ -71,8 +81,7 @@ std::string Placer::Unsatisfiable(const PlacementRequest& r) const {
       return std::to_string(r.gpus_per_node) + " GPUs per node requested; the largest node has " +
              std::to_string(topo_.max_gpus_per_node());
     }
-    uint32_t fitting = 0;
-    for (uint32_t i = 0; i < topo_.node_count(); ++i) fitting += topo_.node_gpu_count(NodeId(i)) >= r.gpus_per_node;
+    const uint32_t fitting = nodes_with_at_least_[r.gpus_per_node];
     if (fitting < r.nodes) {
       return std::to_string(r.nodes) + " nodes with " + std::to_string(r.gpus_per_node) +
              " GPUs requested; the cluster has " + std::to_string(fitting);
@@ -81,9 +90,9 @@ std::string Placer::Unsatisfiable(const PlacementRequest& r) const {
   if (n == 0) return "zero GPUs requested";
   if (n > topo_.gpu_count())
     return std::to_string(n) + " GPUs requested; the cluster has " + std::to_string(topo_.gpu_count());
-  if (n > ConnectedMax(topo_)) {
+  if (n > connected_max_) {
     return std::to_string(n) + " GPUs requested; the largest connected part of the cluster has " +
-           std::to_string(ConnectedMax(topo_));
+           std::to_string(connected_max_);
   }
   if (r.fit == FitMode::kRequire) {
     const uint32_t max = level_max_gpus_[static_cast<size_t>(r.level)];

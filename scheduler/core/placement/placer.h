@@ -83,6 +83,8 @@ class Placer {
   std::vector<uint32_t> max_lanes_;                      // per domain: most NIC/NVLink lanes of a node below it
   std::vector<double> max_lane_cap_;                     // per domain: best single-lane capacity of a node below it
   std::vector<uint32_t> level_max_gpus_;                 // per level: GPUs of the largest domain at or below it
+  uint32_t connected_max_;                               // GPUs of the largest connected part (Unsatisfiable)
+  std::vector<uint32_t> nodes_with_at_least_;            // [g]: nodes with >= g GPUs, g <= the largest node's
   mutable std::vector<int32_t> memo_slot_;               // search scratch, all -1 between calls
   mutable std::deque<std::vector<uint64_t>> memo_pool_;  // search scratch: reachable-count sets
   bool best_fit_ = true;

@@ -99,14 +99,15 @@ std::optional<LimitHit> LimitTracker::CheckSubmit(std::string_view user, std::st
 }
 
 std::optional<LimitHit> LimitTracker::CheckStart(std::string_view user, std::string_view account, uint32_t gpus) const {
+  // Asked for every pending job in every pass: the usage is looked up only under a limit.
   const uint32_t user_max = UserLimits(user).max_running_gpus;
-  const uint64_t user_running = Get(users_, user).running_gpus;
+  const uint64_t user_running = user_max > 0 ? Get(users_, user).running_gpus : 0;
   if (user_max > 0 && user_running + gpus > user_max) {
     return LimitHit{LimitScope::kUser, "user " + std::string(user) + " has " + Str(user_running) + " running GPUs, " +
                                            Str(gpus) + " more would exceed max " + Str(user_max)};
   }
   const uint32_t account_max = AccountLimits(account).max_running_gpus;
-  const uint64_t account_running = Get(accounts_, account).running_gpus;
+  const uint64_t account_running = account_max > 0 ? Get(accounts_, account).running_gpus : 0;
   if (account_max > 0 && account_running + gpus > account_max) {
     return LimitHit{LimitScope::kAccount, "account " + std::string(account) + " has " + Str(account_running) +
                                               " running GPUs, " + Str(gpus) + " more would exceed max " +

@@ -371,8 +371,8 @@ Status Scheduler::SetNodeState(std::string_view node, NodeState state, Time now)
   if (state == NodeState::kDown) {
     // Jobs with GPUs on the node lose them: shrink (elastic, legal size left) or requeue.
     std::vector<JobId> hit;
-    for (JobId id : s.active) {
-      for (GpuId g : s.jobs.at(id).gpus) {
+    for (const auto& [id, j] : s.active.Walk()) {
+      for (GpuId g : j->gpus) {
         if (s.topo->node_of(g) == n) {
           hit.push_back(id);
           break;
@@ -505,7 +505,7 @@ std::string Scheduler::CheckInvariants() const {
   size_t held = 0;
   for (const auto& [id, job] : s.jobs) {
     const bool active = job.state == JobState::kRunning || job.state == JobState::kCheckpointing;
-    if (active != s.active.contains(id)) out << "job " << id << ": active set disagrees with state\n";
+    if (active != s.active.Contains(id)) out << "job " << id << ": active set disagrees with state\n";
     if ((job.state == JobState::kPending) != s.pending.Contains(id)) out << "job " << id << ": pending set disagrees\n";
     if (const JobRecord* p = s.pending.Find(id); p != nullptr && p != &job)
       out << "job " << id << ": pending set points elsewhere\n";

@@ -35,7 +35,7 @@ void OrderQueue(SchedulerState& s, PassState& pass) {
   // Sorts keys, not ids: comparing ids looked both jobs up in the job map (every job ever known),
   // O(n log n) lookups, most of a pass with tens of thousands of pending jobs. The order is
   // the same: priority, then submit time, then id (a total order, so the sort is unique).
-  std::sort(keys.begin(), keys.end(), [](const QueueKey& a, const QueueKey& b) {
+  std::stable_sort(keys.begin(), keys.end(), [](const QueueKey& a, const QueueKey& b) {
     if (a.priority != b.priority) return a.priority > b.priority;
     if (a.submit != b.submit) return a.submit < b.submit;
     return a.id < b.id;
@@ -70,10 +70,14 @@ void OrderQueue(SchedulerState& s, PassState& pass) {
 void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<Decision>& out) {
   const Time now = pass.now;
   const JobId id = job.spec.id;
-  job.wait = {};
-  auto wait = [&](WaitKind kind, std::string detail = {}, Time start = kForever) {
-    job.wait = WaitReason{kind, std::move(detail), start};
+  // The reason is rewritten in place: most jobs wait for the same reason pass after pass, and
+  // a fresh string for each of tens of thousands of jobs per pass was a tenth of the pass.
+  auto wait = [&](WaitKind kind, std::string_view detail = {}, Time start = kForever) {
+    job.wait.kind = kind;
+    job.wait.detail.assign(detail);
+    job.wait.predicted_start = start;
   };
+  wait(WaitKind::kNone);
   if (job.spec.held) return wait(WaitKind::kHeld);
   // A dependency that can never be met leaves the job pending (as Slurm without
   // kill_invalid_depend): the user cancels it, or it waits for nothing forever.
@@ -120,7 +124,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   const bool own =
       std::any_of(s.reservations.begin(), s.reservations.end(), [&](const Reservation& r) { return r.job == id; });
   if ((!s.policies.backfill->Backfills() || !pass.backfill_cycle) && pass.blocked && !own) {
-    return wait(WaitKind::kPriority, "behind job " + std::to_string(pass.first_blocked));
+    return wait(WaitKind::kPriority, pass.behind);
   }
   // Slurm's queue depth: the jobs beyond it are not looked at in this pass.
   if (pass.test_limit > 0 && pass.tested >= pass.test_limit && !own) return wait(WaitKind::kPriority, "not tested");
@@ -157,7 +161,10 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     }
     if (!own && !filtered) pass.failed_shapes.push_back({key, n, w});
   }
-  if (!pass.blocked) pass.first_blocked = id;
+  if (!pass.blocked) {
+    pass.first_blocked = id;
+    pass.behind = "behind job " + std::to_string(id);
+  }
   pass.blocked = true;
 
   if (!job.victims.empty())

@@ -117,7 +117,7 @@ Status Scheduler::Restore(JobRecord record, Time now) {
     s.pending.Insert(id, &job);
     s.limits.AddPending(job.spec.user, job.spec.account);
   } else if (active) {
-    s.active.insert(id);
+    s.active.Insert(id, &job);
     s.limits.AddRunning(job.spec.user, job.spec.account, static_cast<uint32_t>(job.gpus.size()));
     s.charged_until[id] = now;  // usage before the restart is not the core's to know
     // A record without a service time (a store that does not keep it) accrues from now.

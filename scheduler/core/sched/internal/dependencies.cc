@@ -199,7 +199,7 @@ JobId ArrayTaskJob(const SchedulerState& s, JobId array, uint32_t task) {
 }
 
 void NoteActiveJobs(const SchedulerState& s, PassState& pass) {
-  for (JobId id : s.active) NoteStarted(pass, s.jobs.at(id));
+  for (const auto& [id, job] : s.active.Walk()) NoteStarted(pass, *job);
 }
 
 void NoteStarted(PassState& pass, const JobRecord& job) {

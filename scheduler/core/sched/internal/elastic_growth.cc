@@ -21,8 +21,8 @@ void GrowElastic(SchedulerState& s, const PassState& pass, std::vector<Decision>
   }
   if (s.idle_since < s.last_freed) s.idle_since = s.last_freed;  // GPUs freed since: idle from then
   if (now - s.idle_since < s.config.grow_after_idle) return;
-  for (JobId id : std::vector<JobId>(s.active.begin(), s.active.end())) {
-    JobRecord& job = s.jobs.at(id);
+  for (const auto& [id, jp] : std::vector<JobSet::Entry>(s.active.Walk())) {  // a copy: jobs resize
+    JobRecord& job = *jp;
     if (job.state != JobState::kRunning || job.spec.suspended || !job.spec.elastic() || job.spec.shape.exclusive)
       continue;
     const std::vector<uint32_t> sizes = s.LegalSizes(job);

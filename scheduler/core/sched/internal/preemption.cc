@@ -213,18 +213,13 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
   if (s.config.order == QueueOrder::kAttained)
     preemptor.service_queue = ServiceQueue(s.config.service_queues, job, pass.now);
   const std::pair<int, uint32_t> rank{job.class_rank, preemptor.service_queue};
-  const uint32_t n = s.MinLegalSize(job);
-  const PlacementRequest request = SchedulerState::ShapeFor(job, n);
-  const ShapeKey key = ShapeKey::Of(request, PartitionMask(job.partition_ids));
-  for (const PassState::FailedPreempt& f : pass.failed_preempts) {
-    if (f.rank == rank && f.key == key && f.gpus <= n) return false;
-  }
+  // The candidates first: asked for every job that waits, and most passes have none.
   auto it = pass.victims_by_class.find(rank);
   if (it == pass.victims_by_class.end()) {
-    std::vector<JobId> ids;
     const bool shrink = s.config.elastic && s.config.shrink_for_waiting;
-    for (JobId vid : s.active) {
-      const JobRecord& v = s.jobs.at(vid);
+    std::vector<JobId> ids;
+    for (const auto& [vid, vp] : s.active.Walk()) {
+      const JobRecord& v = *vp;
       if (v.state != JobState::kRunning || v.preempted_for != kNoJob || v.spec.suspended) continue;
       // shrink_for_waiting: elastic jobs of the same or a lower class above their smallest size
       // may also give GPUs up (a shrink, through a checkpoint) to a job that waits.
@@ -235,6 +230,12 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
     it = pass.victims_by_class.emplace(rank, std::move(ids)).first;
   }
   if (it->second.empty()) return false;
+  const uint32_t n = s.MinLegalSize(job);
+  const PlacementRequest request = SchedulerState::ShapeFor(job, n);
+  const ShapeKey key = ShapeKey::Of(request, PartitionMask(job.partition_ids));
+  for (const PassState::FailedPreempt& f : pass.failed_preempts) {
+    if (f.rank == rank && f.key == key && f.gpus <= n) return false;
+  }
   pass.start_blocks.Clear();
   const bool ok = PreemptFor(s, pass, job, preemptor, n, request, it->second, out);
   if (ok) {

@@ -22,7 +22,7 @@ namespace {
 const std::vector<std::pair<Time, JobId>>& Ends(const SchedulerState& s, PassState& pass) {
   if (pass.ends_dirty) {
     pass.ends.clear();
-    for (JobId id : s.active) pass.ends.push_back({s.ReleaseTime(s.jobs.at(id)), id});
+    for (const auto& [id, job] : s.active.Walk()) pass.ends.push_back({s.ReleaseTime(*job), id});
     // Load from outside (Slurm's own jobs): free at its end; one past its end, a little later.
     for (const auto& [node, load] : s.external) {
       for (uint32_t k = 0; k < load.pieces.size(); ++k)
@@ -95,8 +95,8 @@ DomainPlanner* Plan(SchedulerState& s, PassState& pass) {
     pool.insert(pool.end(), gpus.begin(), gpus.end());
   };
   std::vector<GpuId> up, down;
-  for (JobId id : s.active) {
-    const JobRecord& j = s.jobs.at(id);
+  for (const auto& [id, jp] : s.active.Walk()) {
+    const JobRecord& j = *jp;
     up.clear();
     down.clear();
     for (GpuId g : j.gpus) (topo.node_state(topo.node_of(g)) == NodeState::kUp ? up : down).push_back(g);

@@ -57,9 +57,9 @@ std::optional<Placement> SchedulerState::PlaceNow(const JobRecord& job, const Pl
 
 uint32_t SchedulerState::UserGpusIn(const std::string& user, uint32_t part, JobId except) const {
   uint32_t n = 0;
-  for (JobId id : active) {
+  for (const auto& [id, jp] : active.Walk()) {
     if (id == except) continue;
-    const JobRecord& j = jobs.at(id);
+    const JobRecord& j = *jp;
     if (j.spec.user != user || j.gpus.empty() || j.partition_ids.empty()) continue;
     if (partitions.Holding(j.partition_ids, j.gpus, *topo) == part) n += static_cast<uint32_t>(j.gpus.size());
   }
@@ -170,7 +170,7 @@ void SchedulerState::StopJob(JobRecord& job, Time at) {
     last_freed = at;
   }
   charged_until.erase(job.spec.id);
-  active.erase(job.spec.id);
+  active.Erase(job.spec.id);
   // A preemptor that goes away frees its victims' claim; a victim that ends unblocks its preemptor.
   for (JobId v : job.victims) {
     if (JobRecord* victim = Find(v); victim && victim->preempted_for == job.spec.id) victim->preempted_for = kNoJob;

@@ -28,7 +28,7 @@
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/job.h"
 #include "core/sched/partition.h"
-#include "core/sched/pending_jobs.h"
+#include "core/sched/job_set.h"
 #include "core/sched/policy/policies.h"
 #include "core/sched/scheduler.h"
 #include "core/topology/topology.h"
@@ -149,8 +149,8 @@ struct SchedulerState {
   Policies policies;  // made from config, classes and fairshare (declared before it)
 
   std::map<JobId, JobRecord> jobs;  // every job ever known (never erased: records stay put)
-  PendingJobs pending;              // pending jobs (incl. held), with their records
-  std::set<JobId> active;           // running or checkpointing
+  JobSet pending;                   // pending jobs (incl. held), with their records
+  JobSet active;                    // running or checkpointing
   // External load by node index (Scheduler::SetExternalLoad): piece k's GPUs held on the
   // Topology by Topology::ExternalOwner(node, k) until its `until` (pieces by end, latest
   // first; none empty); only nodes with a load are listed.

@@ -30,8 +30,8 @@ void ChargeUsage(SchedulerState& s, Time now) {
   // Keeps the pass from walking every running job.
   if (s.last_charge != 0 && now - s.last_charge < s.config.charge_period) return;
   s.last_charge = now;
-  for (JobId id : s.active) {
-    const JobRecord& j = s.jobs.at(id);
+  for (const auto& [id, jp] : s.active.Walk()) {
+    const JobRecord& j = *jp;
     Time& since = s.charged_until[id];
     if (now > since) {
       (void)s.fairshare.Charge(j.spec.user, j.spec.account,
@@ -47,9 +47,10 @@ void FireTimers(SchedulerState& s, Time now, std::vector<Decision>& out) {
   // there is nothing to do.
   if (now < s.next_timer) return;
   s.next_timer = kForever;
-  const std::vector<JobId> active(s.active.begin(), s.active.end());
-  for (JobId id : active) {
-    JobRecord& job = s.jobs.at(id);
+  // A copy: a job may end or be requeued on the way.
+  const std::vector<JobSet::Entry> active = s.active.Walk();
+  for (const auto& [id, jp] : active) {
+    JobRecord& job = *jp;
     struct Note {
       SchedulerState& s;
       const JobRecord& j;
