@@ -37,18 +37,24 @@ std::optional<Reservation> WaitForBetterBlock(SchedulerState& s, PassState& pass
   const double cost = (slowdown - 1) * static_cast<double>(s.policies.runtime->Run(job)) * (1 + queued * n / cluster);
   const Time since = job.deferred_since >= 0 ? job.deferred_since : pass.now;
   if (static_cast<double>(pass.now - since) >= cost) return start_now();
-  JobRecord good = job;
-  good.spec.shape.fit = FitMode::kRequire;
-  good.spec.shape.level = best.level;
+  // The good shape is set on the record for the Reserve call and put back after it (a copy of the
+  // record, strings and all, for every job held in every pass cost more than the rest of this).
+  struct GoodShape {
+    JobRecord& job;
+    const PlacementRequest own;
+    ~GoodShape() { job.spec.shape = own; }
+  } good{job, job.spec.shape};
+  job.spec.shape.fit = FitMode::kRequire;
+  job.spec.shape.level = best.level;
   if (best.nodes > 0) {  // the best placement's own shape: so many nodes, so many GPUs on each
-    good.spec.shape.nodes = best.nodes;
-    good.spec.shape.gpus_per_node = best.gpus_per_node;
-    good.spec.shape.gpus = best.nodes * best.gpus_per_node;
+    job.spec.shape.nodes = best.nodes;
+    job.spec.shape.gpus_per_node = best.gpus_per_node;
+    job.spec.shape.gpus = best.nodes * best.gpus_per_node;
   }
   // The block promised to the job in the last pass may be the slow one (a reservation made on
   // its own shape): Reserve must not offer it back as good.
   auto own = pass.promised.extract(job.spec.id);
-  std::optional<Reservation> r = Reserve(s, pass, good);
+  std::optional<Reservation> r = Reserve(s, pass, job);
   if (!own.empty()) pass.promised.insert(std::move(own));
   // The planned start of the good block does not shorten the wait: it is planned on walltime
   // requests, which jobs mostly end well before (users ask 2-3x), so it overstates the wait, and
