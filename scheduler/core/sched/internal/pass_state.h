@@ -69,7 +69,7 @@ struct PassState {
   // A job could not start in this pass (strict order stops here), and the first such job.
   bool blocked = false;
   JobId first_blocked = kNoJob;
-  std::string behind;  // "behind job <first_blocked>"
+  std::string behind;              // "behind job <first_blocked>"
   uint32_t reserved_max_gpus = 0;  // the most GPUs of a job given a reservation in this pass (reserve_larger)
   // Slurm's limits (SchedulerConfig::backfill_interval...): whether this pass is a backfill
   // cycle, how many pending jobs it may test (0: all) and how many it has.
