@@ -57,8 +57,9 @@ double Mean(const std::vector<double>& v) {
 }
 
 // Summary::by_user, users and jain_slowdown from the users' sums (avg_wait and
-// avg_bounded_slowdown hold sums here).
-void SummarizeUsers(std::map<std::string, UserRow>& users, size_t top, Summary& s) {
+// avg_bounded_slowdown hold sums here) and their jobs' waits.
+void SummarizeUsers(std::map<std::string, UserRow>& users, std::map<std::string, std::vector<double>>& waits,
+                    size_t top, Summary& s) {
   double sum = 0, sum_sq = 0;
   size_t n = 0;
   for (auto& [name, u] : users) {
@@ -77,20 +78,30 @@ void SummarizeUsers(std::map<std::string, UserRow>& users, size_t top, Summary& 
     if (a.gpu_h != b.gpu_h) return a.gpu_h > b.gpu_h;
     return a.user < b.user;
   });
+  std::vector<std::vector<double>> row_waits;
+  for (const UserRow& u : rows) row_waits.push_back(std::move(waits[u.user]));
   if (rows.size() > top) {
     UserRow others;
     others.user = "others";
+    std::vector<double> others_waits;
     for (size_t i = top; i < rows.size(); ++i) {
       others.jobs += rows[i].jobs;
       others.finished += rows[i].finished;
       others.gpu_h += rows[i].gpu_h;
       others.avg_wait += rows[i].avg_wait;
       others.avg_bounded_slowdown += rows[i].avg_bounded_slowdown;
+      others_waits.insert(others_waits.end(), row_waits[i].begin(), row_waits[i].end());
     }
     rows.resize(top);
+    row_waits.resize(top);
     rows.push_back(std::move(others));
+    row_waits.push_back(std::move(others_waits));
   }
-  for (UserRow& u : rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    UserRow& u = rows[i];
+    std::vector<double>& w = row_waits[i];
+    u.max_wait = w.empty() ? 0 : *std::max_element(w.begin(), w.end());
+    u.p99_wait = Quantile(w, 0.99);
     u.avg_wait = u.jobs ? u.avg_wait / static_cast<double>(u.jobs) : 0;
     u.avg_bounded_slowdown = u.finished ? u.avg_bounded_slowdown / static_cast<double>(u.finished) : 0;
   }
@@ -108,6 +119,7 @@ Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs
   std::vector<double> jct, wait, bsld;
   std::vector<std::vector<double>> bucket_wait(s.wait_by_size.size()), bucket_jct(s.wait_by_size.size());
   std::map<std::string, UserRow> users;
+  std::map<std::string, std::vector<double>> user_waits;
   Time last_end = 0;
   for (const JobOutcome& j : jobs) {
     if (j.rejected) {
@@ -138,6 +150,7 @@ Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs
     u.jobs++;
     u.gpu_h += static_cast<double>(j.gpus) * static_cast<double>(j.duration) / 3600.0;
     u.avg_wait += w;
+    user_waits[j.user].push_back(w);
     if (j.gpus >= 64) {
       ++s.large_jobs;
       s.max_wait_large = std::max(s.max_wait_large, w);
@@ -168,7 +181,7 @@ Summary Summarize(const std::string& policy, const std::vector<JobOutcome>& jobs
     b.p99_wait = Quantile(bucket_wait[k], 0.99);
     b.p99_jct = Quantile(bucket_jct[k], 0.99);
   }
-  SummarizeUsers(users, top_users, s);
+  SummarizeUsers(users, user_waits, top_users, s);
   s.avg_jct = Mean(jct);
   s.avg_wait = Mean(wait);
   s.avg_bounded_slowdown = Mean(bsld);

@@ -99,6 +99,7 @@ struct UserRow {
   std::string user;
   size_t jobs = 0, finished = 0;
   double gpu_h = 0, avg_wait = 0, avg_bounded_slowdown = 0;
+  double p99_wait = 0, max_wait = 0;  // over all their jobs, as avg_wait (p99: nearest rank)
 };
 
 struct Summary {

@@ -121,13 +121,14 @@ std::string FormatTable(const ReportInfo& info, const std::vector<PolicyRun>& ru
     });
   }
   const Summary& first = runs.front().summary;
-  section("by user (" + std::to_string(first.users) + "): avg wait/bounded slowdown");
+  section("by user (" + std::to_string(first.users) + "): wait avg/p99/max, bounded slowdown");
   for (size_t i = 0; i < first.by_user.size(); ++i) {
     const UserRow& u = first.by_user[i];
     add("  " + u.user + " (" + F(u.gpu_h, 0) + " GPU-h, " + std::to_string(u.jobs) + " jobs)", [i](S s, P) {
       if (i >= s.by_user.size()) return std::string("-");
       const UserRow& x = s.by_user[i];
-      return HumanSeconds(x.avg_wait) + "/" + (x.finished ? F(x.avg_bounded_slowdown, 2) : std::string("-"));
+      return HumanSeconds(x.avg_wait) + "/" + HumanSeconds(x.p99_wait) + "/" + HumanSeconds(x.max_wait) + ", " +
+             (x.finished ? F(x.avg_bounded_slowdown, 2) : std::string("-"));
     });
   }
   add("Jain fairness (slowdown)", [](S s, P) { return F(s.jain_slowdown, 3); });
@@ -227,7 +228,8 @@ std::string FormatJson(const ReportInfo& info, const std::vector<PolicyRun>& run
       const UserRow& u = s.by_user[i];
       bu += std::string(i ? ", " : "") + "{\"user\": " + JsonQuote(u.user) + ", \"jobs\": " + std::to_string(u.jobs) +
             ", \"finished\": " + std::to_string(u.finished) + ", \"gpu_h\": " + F(u.gpu_h, 2) +
-            ", \"avg_wait_s\": " + F(u.avg_wait, 1) + ", \"avg_bounded_slowdown\": " + F(u.avg_bounded_slowdown, 4) +
+            ", \"avg_wait_s\": " + F(u.avg_wait, 1) + ", \"p99_wait_s\": " + F(u.p99_wait, 0) +
+            ", \"max_wait_s\": " + F(u.max_wait, 0) + ", \"avg_bounded_slowdown\": " + F(u.avg_bounded_slowdown, 4) +
             "}";
     }
     kv("users", std::to_string(s.users));

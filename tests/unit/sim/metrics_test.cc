@@ -86,7 +86,10 @@ TEST(SimMetrics, UsersTopNOthersAndJain) {
   EXPECT_DOUBLE_EQ(s.by_user[0].gpu_h, 16);
   EXPECT_DOUBLE_EQ(s.by_user[0].avg_wait, 1800);
   EXPECT_DOUBLE_EQ(s.by_user[0].avg_bounded_slowdown, 1.5);
+  EXPECT_DOUBLE_EQ(s.by_user[0].p99_wait, 3600);  // nearest rank of 2: the larger
+  EXPECT_DOUBLE_EQ(s.by_user[0].max_wait, 3600);
   EXPECT_EQ(s.by_user[1].user, "b");
+  EXPECT_DOUBLE_EQ(s.by_user[1].max_wait, 0);
   EXPECT_DOUBLE_EQ(s.by_user[1].gpu_h, 4);
   EXPECT_DOUBLE_EQ(s.by_user[1].avg_bounded_slowdown, 1);
   const UserRow& others = s.by_user[2];  // e, c, d
@@ -96,6 +99,8 @@ TEST(SimMetrics, UsersTopNOthersAndJain) {
   EXPECT_DOUBLE_EQ(others.gpu_h, 2 + 1 + 5.0 / 3600);
   EXPECT_DOUBLE_EQ(others.avg_wait, (9900 + 7200 + 5) / 3.0);
   EXPECT_DOUBLE_EQ(others.avg_bounded_slowdown, (3 + 1) / 2.0);
+  EXPECT_DOUBLE_EQ(others.max_wait, 9900);  // the waits of every user in the row
+  EXPECT_DOUBLE_EQ(others.p99_wait, 9900);
   // Users a, b, c, d: slowdowns 1.5, 1, 3, 1.
   EXPECT_DOUBLE_EQ(s.jain_slowdown, 6.5 * 6.5 / (4 * 13.25));
 
@@ -148,14 +153,15 @@ TEST(SimMetrics, Golden4BySizeAndUser) {
   runs[0].summary = s;
   ReportInfo info{"golden4.csv", "gen:demo", "", 4, 32};
   const std::string table = FormatTable(info, runs);
-  EXPECT_NE(table.find("by user (3): avg wait/bounded slowdown"), std::string::npos) << table;
+  EXPECT_NE(table.find("by user (3): wait avg/p99/max, bounded slowdown"), std::string::npos) << table;
   EXPECT_NE(table.find("alice (9 GPU-h, 2 jobs)"), std::string::npos) << table;
-  EXPECT_NE(table.find("15.8m/2.90"), std::string::npos) << table;         // alice: 950 s, 2.9
-  EXPECT_NE(table.find("25.0m/33.3m/33.3m"), std::string::npos) << table;  // JCT 9-16: 1500/2000/2000 s
+  EXPECT_NE(table.find("15.8m/31.7m/31.7m, 2.90"), std::string::npos) << table;  // alice: 0 and 1900 s, 2.9
+  EXPECT_NE(table.find("25.0m/33.3m/33.3m"), std::string::npos) << table;        // JCT 9-16: 1500/2000/2000 s
   const std::string json = FormatJson(info, runs);
   EXPECT_NE(json.find("{\"user\": \"alice\", \"jobs\": 2, \"finished\": 2, \"gpu_h\": 8.89"), std::string::npos)
       << json;
   EXPECT_NE(json.find("\"p99_jct_s\": 2000, \"max_jct_s\": 2000"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"avg_wait_s\": 950.0, \"p99_wait_s\": 1900, \"max_wait_s\": 1900"), std::string::npos) << json;
   EXPECT_NE(json.find("\"jain_slowdown\": "), std::string::npos) << json;
 }
 
