@@ -18,6 +18,7 @@ std::string_view PlaceStatusName(PlaceStatus status) {
 
 namespace {
 
+// Largest number of GPUs a job may use without crossing disconnected trees.
 uint32_t ConnectedMax(const Topology& t) {
   const Domain& root = t.domain(t.root());
   if (root.kind != "disconnected") return root.gpu_count;
@@ -66,7 +67,6 @@ namespace {
 
 uint32_t Total(const PlacementRequest& r) { return r.nodes > 0 && r.gpus == 0 ? r.nodes * r.gpus_per_node : r.gpus; }
 
-// Largest number of GPUs a job may use without crossing disconnected trees.
 }  // namespace
 
 std::string Placer::Unsatisfiable(const PlacementRequest& r) const {
