@@ -32,12 +32,25 @@ while [ ${#todo[@]} -gt 0 ]; do
   done < <(grep -rlE "^#include \"([^\"]*/)?${name//./\\.}\"" scheduler cli tests --include='*.h' --include='*.cc' || true)
 done
 
-# Their .cc files under scheduler/ and cli/, with the flags CMake compiles each with.
+# Their .cc files under scheduler/ and cli/, with the flags CMake compiles each with. In a unity
+# build (PHALANX_UNITY) compile_commands.json lists CMake's batch files instead (Unity/unity_N_cxx.cxx,
+# one #include "/abs/path.cc" per source): a batch is checked whole, as the compiler sees it,
+# when one of its sources is a file to check; the report names those sources.
 checked=0 failed=0 files=()
 while IFS= read -r -d '' file && IFS= read -r -d '' dir && IFS= read -r -d '' command; do
   rel=${file#"$src"/}
-  [[ $rel == scheduler/* || $rel == cli/* ]] || continue
-  [ -n "${seen[$rel]:-}" ] || continue
+  if [[ $file == */Unity/unity_*.cxx ]]; then
+    batch=()
+    while IFS= read -r inc; do
+      inc=${inc#"$src"/}
+      if [[ $inc == scheduler/* || $inc == cli/* ]] && [ -n "${seen[$inc]:-}" ]; then batch+=("$inc"); fi
+    done < <(sed -n 's/^#include "\(.*\)"$/\1/p' "$file")
+    [ ${#batch[@]} -gt 0 ] || continue
+    rel="${batch[*]}"
+  else
+    [[ $rel == scheduler/* || $rel == cli/* ]] || continue
+    [ -n "${seen[$rel]:-}" ] || continue
+  fi
   eval "args=($command)"  # CMake writes a shell command line
   flags=()
   for ((i = 1; i < ${#args[@]}; i++)); do

@@ -20,7 +20,7 @@
 namespace phalanx::cli {
 namespace {
 
-constexpr const char* kProgram = "phalanx";
+constexpr const char* kClusterProgram = "phalanx";
 
 constexpr OptionSpec kNodeSpecs[] = {
     {"reason", 'r', "TEXT", "drain, down: why (shown by ginfo -R and node show)"},
@@ -116,7 +116,7 @@ int RunNode(std::span<const std::string> args) {
   const std::string action = args[0];
   auto o = ParseOptions(args.subspan(1), kNodeSpecs, Positionals::kInterleaved);
   if (!o) {
-    PrintError(kProgram, "node " + action + ": " + o.error().ToString());
+    PrintError(kClusterProgram, "node " + action + ": " + o.error().ToString());
     return kExitUsage;
   }
   if (action == "--help" || action == "-h" || action == "help" || o->Has("help")) {
@@ -125,7 +125,7 @@ int RunNode(std::span<const std::string> args) {
     return kExitOk;
   }
   if (action != "drain" && action != "resume" && action != "down" && action != "show") {
-    PrintError(kProgram,
+    PrintError(kClusterProgram,
                "node: unknown action '" + action + "' (drain, down, resume or show; see phalanx node --help)");
     return kExitUsage;
   }
@@ -133,21 +133,21 @@ int RunNode(std::span<const std::string> args) {
   for (const std::string& a : o->positional) {
     auto expanded = ExpandHostlist(a, "node " + action);
     if (!expanded) {
-      PrintError(kProgram, expanded.error().ToString());
+      PrintError(kClusterProgram, expanded.error().ToString());
       return kExitUsage;
     }
     names.insert(names.end(), expanded->begin(), expanded->end());
   }
   if (names.empty() && action != "show") {
-    PrintError(kProgram, "node " + action + ": no node given (phalanx node " + action + " NODES)");
+    PrintError(kClusterProgram, "node " + action + ": no node given (phalanx node " + action + " NODES)");
     return kExitUsage;
   }
   if ((action == "drain" || action == "down") && o->Get("reason").empty()) {
-    PrintError(kProgram, "node " + action + ": --reason TEXT is required (as scontrol asks for one)");
+    PrintError(kClusterProgram, "node " + action + ": --reason TEXT is required (as scontrol asks for one)");
     return kExitUsage;
   }
   if ((action == "resume" || action == "show") && o->Has("reason")) {
-    PrintError(kProgram, "node " + action + ": --reason is for drain and down");
+    PrintError(kClusterProgram, "node " + action + ": --reason is for drain and down");
     return kExitUsage;
   }
   Connection conn = Connect(*o);
@@ -159,12 +159,12 @@ int RunNode(std::span<const std::string> args) {
     v1::ListNodesResponse all;
     const grpc::Status status = conn.cluster().ListNodes(&context, v1::ListNodesRequest(), &all);
     if (!status.ok()) {
-      PrintError(kProgram, conn.Describe(status));
+      PrintError(kClusterProgram, conn.Describe(status));
       return kExitServer;
     }
     for (const std::string& n : names) {
       if (std::none_of(all.nodes().begin(), all.nodes().end(), [&](const v1::Node& x) { return x.name() == n; })) {
-        PrintError(kProgram, "node " + n + ": no such node");
+        PrintError(kClusterProgram, "node " + n + ": no such node");
         rc = kExitServer;
       }
     }
@@ -183,7 +183,7 @@ int RunNode(std::span<const std::string> args) {
                                   : action == "down" ? conn.cluster().DownNode(&context, request, &node)
                                                      : conn.cluster().ResumeNode(&context, request, &node);
       if (!status.ok()) {
-        PrintError(kProgram, "node " + n + ": " + conn.Describe(status));
+        PrintError(kClusterProgram, "node " + n + ": " + conn.Describe(status));
         rc = kExitServer;
         if (status.error_code() == grpc::StatusCode::UNAVAILABLE) return rc;
         continue;
@@ -204,27 +204,28 @@ int RunNode(std::span<const std::string> args) {
 int RunPartition(std::span<const std::string> args) {
   const std::string action = args.empty() ? "" : args[0];
   auto o = ParseOptions(args.empty() ? args : args.subspan(1), kShowSpecs, Positionals::kInterleaved);
-  constexpr const char* kUsage =
+  constexpr const char* kClusterUsage =
       "usage: phalanx partition show [NAME]\n"
       "\n"
       "The partitions phalanxd has (its config's `partitions:`), in scontrol show partition's layout.\n"
       "\n"
       "options:\n";
   if (!o) {
-    PrintError(kProgram, "partition: " + o.error().ToString());
+    PrintError(kClusterProgram, "partition: " + o.error().ToString());
     return kExitUsage;
   }
   if (action == "--help" || action == "-h" || action == "help" || o->Has("help")) {
-    std::fputs(kUsage, stdout);
+    std::fputs(kClusterUsage, stdout);
     std::fputs(OptionsHelp(kShowSpecs).c_str(), stdout);
     return kExitOk;
   }
   if (action != "show") {
-    PrintError(kProgram, "partition: unknown action '" + action + "' (show; see phalanx partition --help)");
+    PrintError(kClusterProgram, "partition: unknown action '" + action + "' (show; see phalanx partition --help)");
     return kExitUsage;
   }
   if (o->positional.size() > 1) {
-    PrintError(kProgram, "partition show: one partition at a time (got " + std::to_string(o->positional.size()) + ")");
+    PrintError(kClusterProgram,
+               "partition show: one partition at a time (got " + std::to_string(o->positional.size()) + ")");
     return kExitUsage;
   }
   Connection conn = Connect(*o);
@@ -233,7 +234,7 @@ int RunPartition(std::span<const std::string> args) {
   v1::PartitionListResponse all;
   const grpc::Status status = conn.cluster().ListPartitions(&context, v1::PartitionListRequest(), &all);
   if (!status.ok()) {
-    PrintError(kProgram, conn.Describe(status));
+    PrintError(kClusterProgram, conn.Describe(status));
     return kExitServer;
   }
   v1::PartitionListResponse shown;
@@ -241,7 +242,7 @@ int RunPartition(std::span<const std::string> args) {
     if (o->positional.empty() || p.name() == o->positional[0]) *shown.add_partitions() = p;
   }
   if (!o->positional.empty() && shown.partitions().empty()) {
-    PrintError(kProgram, "partition " + o->positional[0] + ": no such partition");
+    PrintError(kClusterProgram, "partition " + o->positional[0] + ": no such partition");
     return kExitServer;
   }
   if (o->Has("json")) {
@@ -257,11 +258,12 @@ int RunPartition(std::span<const std::string> args) {
 int RunTopologyLive(std::span<const std::string> args) {
   auto o = ParseOptions(args, kShowSpecs, Positionals::kInterleaved);
   if (!o) {
-    PrintError(kProgram, "topology show: " + o.error().ToString());
+    PrintError(kClusterProgram, "topology show: " + o.error().ToString());
     return kExitUsage;
   }
   if (o->positional.size() != 1 || o->positional[0] != "show") {
-    PrintError(kProgram, "topology: with --socket only 'phalanx topology show --socket PATH' (the daemon's live tree)");
+    PrintError(kClusterProgram,
+               "topology: with --socket only 'phalanx topology show --socket PATH' (the daemon's live tree)");
     return kExitUsage;
   }
   Connection conn = Connect(*o);
@@ -270,7 +272,7 @@ int RunTopologyLive(std::span<const std::string> args) {
   v1::GetTopologyResponse topo;
   const grpc::Status status = conn.cluster().GetTopology(&context, v1::GetTopologyRequest(), &topo);
   if (!status.ok()) {
-    PrintError(kProgram, conn.Describe(status));
+    PrintError(kClusterProgram, conn.Describe(status));
     return kExitServer;
   }
   if (o->Has("json")) {

@@ -19,14 +19,14 @@
 namespace phalanx::cli {
 namespace {
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kDemoFlags[] = {
     {"topology", "FILE", "topology file or gen:NAME (default: the embedded demo cluster)"},
     {"jobs", "N", "number of jobs to submit (default 12)"},
     {"seed", "S", "seed of the job stream after the scripted first jobs (default 1)"},
     {"help", "", "this help"},
 };
 
-constexpr const char* kUsage =
+constexpr const char* kDemoUsage =
     "usage: phalanx demo [--topology FILE|gen:NAME] [--jobs N] [--seed S]\n"
     "\n"
     "Places a deterministic stream of gang jobs (8, 2x8, 4, 2, 1, 3x8, 8, 5x8 GPUs, then random\n"
@@ -99,13 +99,13 @@ std::vector<DemoJob> MakeJobs(int count, uint32_t seed, uint32_t per_node) {
 }  // namespace
 
 int RunDemo(std::span<const std::string> raw) {
-  auto args = ParseArgs(raw, kFlags);
+  auto args = ParseArgs(raw, kDemoFlags);
   if (!args) {
     PrintError(args.error().ToString());
     return 2;
   }
   if (args->Has("help")) {
-    std::fputs((std::string(kUsage) + FlagsHelp(kFlags)).c_str(), stdout);
+    std::fputs((std::string(kDemoUsage) + FlagsHelp(kDemoFlags)).c_str(), stdout);
     return 0;
   }
   if (!args->positional().empty()) {

@@ -22,7 +22,7 @@
 namespace phalanx::cli {
 namespace {
 
-constexpr const char* kProgram = "phalanx";
+constexpr const char* kJobProgram = "phalanx";
 
 constexpr OptionSpec kSpecs[] = {
     {"time", 't', "DURATION", "update: the new walltime (gsub -t formats; users may only lower it)"},
@@ -35,7 +35,7 @@ constexpr OptionSpec kSpecs[] = {
     {"help", 'h', "", "this help"},
 };
 
-constexpr const char* kUsage =
+constexpr const char* kJobUsage =
     "usage: phalanx job hold ID...\n"
     "       phalanx job release ID...\n"
     "       phalanx job update ID [--time DURATION] [--priority CLASS] [--name NAME]\n"
@@ -142,23 +142,23 @@ std::string ResultsJson(const Connection& conn, const std::vector<Outcome>& outc
 
 int RunJob(std::span<const std::string> args) {
   if (args.empty()) {
-    std::fputs(kUsage, stderr);
+    std::fputs(kJobUsage, stderr);
     return kExitUsage;
   }
   const std::string action = args[0];
   auto o = ParseOptions(args.subspan(1), kSpecs, Positionals::kInterleaved);
   if (!o) {
-    PrintError(kProgram, "job " + action + ": " + o.error().ToString());
+    PrintError(kJobProgram, "job " + action + ": " + o.error().ToString());
     return kExitUsage;
   }
   if (action == "--help" || action == "-h" || action == "help" || o->Has("help")) {
-    std::fputs(kUsage, stdout);
+    std::fputs(kJobUsage, stdout);
     std::fputs(OptionsHelp(kSpecs).c_str(), stdout);
     return kExitOk;
   }
   if (action != "hold" && action != "release" && action != "update" && action != "show" && action != "requeue" &&
       action != "top" && action != "suspend" && action != "resume") {
-    PrintError(kProgram,
+    PrintError(kJobProgram,
                "job: unknown action '" + action +
                    "' (hold, release, update, show, requeue, top, suspend or resume; see phalanx job --help)");
     return kExitUsage;
@@ -170,30 +170,30 @@ int RunJob(std::span<const std::string> args) {
     auto id =
         ParseCount(slurm ? std::string_view(a).substr(6) : std::string_view(a), 1, slurm ? UINT32_MAX : UINT64_MAX);
     if (slurm && action != "show") {
-      PrintError(kProgram, "job " + action + ": '" + a + "': a Slurm job id is only for 'phalanx job show'");
+      PrintError(kJobProgram, "job " + action + ": '" + a + "': a Slurm job id is only for 'phalanx job show'");
       return kExitUsage;
     }
     if (slurm && id) slurm_ids.insert(ids.size());
     if (!id) {
-      PrintError(kProgram, "job " + action + ": '" + a + "' is not a job id");
+      PrintError(kJobProgram, "job " + action + ": '" + a + "' is not a job id");
       return kExitUsage;
     }
     ids.push_back(*id);
   }
   if (ids.empty()) {
-    PrintError(kProgram, "job " + action + ": no job given (phalanx job " + action + " ID...)");
+    PrintError(kJobProgram, "job " + action + ": no job given (phalanx job " + action + " ID...)");
     return kExitUsage;
   }
   v1::UpdateJobRequest update;
   if (action == "update") {
     if (ids.size() != 1) {
-      PrintError(kProgram, "job update: one job at a time (got " + std::to_string(ids.size()) + ")");
+      PrintError(kJobProgram, "job update: one job at a time (got " + std::to_string(ids.size()) + ")");
       return kExitUsage;
     }
     if (const OptionValue* v = o->Find("time")) {
       auto seconds = ParseDuration(v->value);
       if (!seconds) {
-        PrintError(kProgram, "job update: " + v->Bad(seconds.error().message).ToString());
+        PrintError(kJobProgram, "job update: " + v->Bad(seconds.error().message).ToString());
         return kExitUsage;
       }
       update.set_walltime_s(*seconds);
@@ -201,19 +201,19 @@ int RunJob(std::span<const std::string> args) {
     if (o->Has("priority")) update.set_priority_class(o->Get("priority"));
     if (o->Has("name")) update.set_name(o->Get("name"));
     if (!update.has_walltime_s() && !update.has_priority_class() && !update.has_name()) {
-      PrintError(kProgram, "job update: nothing to change: give --time, --priority or --name");
+      PrintError(kJobProgram, "job update: nothing to change: give --time, --priority or --name");
       return kExitUsage;
     }
   } else {
     for (const char* only_update : {"time", "priority", "name"}) {
       if (const OptionValue* v = o->Find(only_update)) {
-        PrintError(kProgram, "job " + action + ": " + v->flag + " is an option of 'phalanx job update'");
+        PrintError(kJobProgram, "job " + action + ": " + v->flag + " is an option of 'phalanx job update'");
         return kExitUsage;
       }
     }
   }
 
-  auto connection = Connect(kProgram, o->Get("server"), o->Get("socket"));
+  auto connection = Connect(kJobProgram, o->Get("server"), o->Get("socket"));
   if (!connection) return kExitUsage;
   Connection& conn = *connection;
   std::vector<Outcome> outcomes;
@@ -253,11 +253,11 @@ int RunJob(std::span<const std::string> args) {
     }
     if (!out.status.ok()) {
       if (slurm_ids.contains(k)) {
-        PrintError(kProgram, out.status.error_code() == grpc::StatusCode::UNIMPLEMENTED
-                                 ? "slurm:" + std::to_string(id) + ": this phalanxd does not show Slurm jobs"
-                                 : conn.Describe(out.status));
+        PrintError(kJobProgram, out.status.error_code() == grpc::StatusCode::UNIMPLEMENTED
+                                    ? "slurm:" + std::to_string(id) + ": this phalanxd does not show Slurm jobs"
+                                    : conn.Describe(out.status));
       } else {
-        PrintError(kProgram, Explain(conn, id, out.status));
+        PrintError(kJobProgram, Explain(conn, id, out.status));
       }
       rc = kExitServer;
       if (out.status.error_code() == grpc::StatusCode::UNAVAILABLE) return rc;  // no daemon: no point going on

@@ -50,7 +50,7 @@ std::string ReportPath(const std::string& path) {
   return fs::path(path).filename().string();
 }
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kSimFlags[] = {
     {"topology", "FILE", "cluster: topology file or gen:NAME (required)"},
     {"trace", "FILE", "job trace: CSV (job_id,submit_s,gpus,duration_s,...) or sacct --parsable2 (required)"},
     {"policy", "P",
@@ -97,7 +97,7 @@ constexpr FlagSpec kFlags[] = {
     {"help", "", "this help"},
 };
 
-constexpr const char* kUsage =
+constexpr const char* kSimUsage =
     "usage: phalanx sim --topology FILE --trace FILE [--policy P]... [options]\n"
     "\n"
     "Replays a trace through the Phalanx scheduling core on a simulated clock, once per policy,\n"
@@ -177,13 +177,13 @@ class ProgressBar {
 }  // namespace
 
 int RunSim(std::span<const std::string> raw) {
-  auto args = ParseArgs(raw, kFlags);
+  auto args = ParseArgs(raw, kSimFlags);
   if (!args) {
     PrintError(args.error().ToString());
     return 2;
   }
   if (args->Has("help")) {
-    std::fputs((std::string(kUsage) + FlagsHelp(kFlags)).c_str(), stdout);
+    std::fputs((std::string(kSimUsage) + FlagsHelp(kSimFlags)).c_str(), stdout);
     return 0;
   }
   if (!args->positional().empty()) {

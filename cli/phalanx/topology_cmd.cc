@@ -17,7 +17,7 @@
 namespace phalanx::cli {
 namespace {
 
-constexpr FlagSpec kFlags[] = {
+constexpr FlagSpec kTopologyFlags[] = {
     {"format", "F", "auto (default), yaml, slurm, nvsmi or hwloc"},
     {"gpus-per-node", "N", "slurm: GPUs per node when no gres file says"},
     {"model", "M", "slurm: built-in node model (default dgx-h100); nvsmi/hwloc: model name"},
@@ -30,7 +30,7 @@ constexpr FlagSpec kFlags[] = {
     {"help", "", "this help"},
 };
 
-constexpr const char* kUsage =
+constexpr const char* kTopologyUsage =
     "usage: phalanx topology check FILE [options]\n"
     "       phalanx topology show FILE [options]\n"
     "\n"
@@ -124,17 +124,17 @@ Status ParseOversubscription(const std::string& text, LoadOptions* options) {
 void PrintError(const std::string& message) { std::fprintf(stderr, "phalanx: %s\n", message.c_str()); }
 
 int RunTopology(std::span<const std::string> raw) {
-  auto args = ParseArgs(raw, kFlags);
+  auto args = ParseArgs(raw, kTopologyFlags);
   if (!args) {
     PrintError(args.error().ToString());
     return 2;
   }
   if (args->Has("help")) {
-    std::fputs((std::string(kUsage) + FlagsHelp(kFlags)).c_str(), stdout);
+    std::fputs((std::string(kTopologyUsage) + FlagsHelp(kTopologyFlags)).c_str(), stdout);
     return 0;
   }
   if (args->positional().size() != 2 || (args->positional()[0] != "check" && args->positional()[0] != "show")) {
-    std::fputs((std::string(kUsage) + FlagsHelp(kFlags)).c_str(), stderr);
+    std::fputs((std::string(kTopologyUsage) + FlagsHelp(kTopologyFlags)).c_str(), stderr);
     return 2;
   }
   const bool show = args->positional()[0] == "show";

@@ -14,14 +14,14 @@
 namespace phalanx::cli {
 namespace {
 
-struct Field {
+struct PartitionField {
   std::string literal;
   char letter = 0;
   size_t width = 0;
   bool right = false;
 };
 
-std::string_view Header(char letter) {
+std::string_view PartitionHeader(char letter) {
   switch (letter) {
     case 'P': return "PARTITION";
     case 'a': return "AVAIL";
@@ -42,8 +42,8 @@ std::string_view Header(char letter) {
   }
 }
 
-Result<std::vector<Field>> Parse(std::string_view format) {
-  std::vector<Field> out;
+Result<std::vector<PartitionField>> Parse(std::string_view format) {
+  std::vector<PartitionField> out;
   std::string literal;
   for (size_t i = 0; i < format.size(); ++i) {
     if (format[i] != '%') {
@@ -55,7 +55,7 @@ Result<std::vector<Field>> Parse(std::string_view format) {
       ++i;
       continue;
     }
-    Field f;
+    PartitionField f;
     size_t j = i + 1;
     if (j < format.size() && format[j] == '.') {
       f.right = true;
@@ -64,7 +64,7 @@ Result<std::vector<Field>> Parse(std::string_view format) {
     while (j < format.size() && format[j] >= '0' && format[j] <= '9') f.width = f.width * 10 + (format[j++] - '0');
     if (j >= format.size()) return Fail("", "'%' at the end of the format");
     f.letter = format[j];
-    if (Header(f.letter).empty())
+    if (PartitionHeader(f.letter).empty())
       return Fail("", "unknown field '%" + std::string(1, f.letter) +
                           "' (known: %P %a %l %L %D %t %T %N %G %f %E %u %H %g %m)");
     f.literal = std::move(literal);
@@ -72,7 +72,7 @@ Result<std::vector<Field>> Parse(std::string_view format) {
     out.push_back(std::move(f));
     i = j;
   }
-  if (!literal.empty()) out.push_back(Field{literal, 0, 0, false});
+  if (!literal.empty()) out.push_back(PartitionField{literal, 0, 0, false});
   return out;
 }
 
@@ -112,7 +112,8 @@ bool Passes(const PartitionFilter& f, const v1::Node& n) {
 }
 
 // Renders rows of cells under `fields` with widths as gq does.
-std::string Render(const std::vector<Field>& fields, const std::vector<std::vector<std::string>>& rows, bool header) {
+std::string Render(const std::vector<PartitionField>& fields, const std::vector<std::vector<std::string>>& rows,
+                   bool header) {
   std::vector<size_t> width(fields.size(), 0);
   for (size_t i = 0; i < fields.size(); ++i) {
     if (!fields[i].letter) continue;
@@ -120,7 +121,7 @@ std::string Render(const std::vector<Field>& fields, const std::vector<std::vect
       width[i] = fields[i].width;
       continue;
     }
-    if (header) width[i] = DisplayWidth(Header(fields[i].letter));
+    if (header) width[i] = DisplayWidth(PartitionHeader(fields[i].letter));
     for (const auto& r : rows) width[i] = std::max(width[i], DisplayWidth(Printable(r[i])));
   }
   std::string out;
@@ -133,7 +134,7 @@ std::string Render(const std::vector<Field>& fields, const std::vector<std::vect
     while (!l.empty() && l.back() == ' ') l.pop_back();
     out += l + "\n";
   };
-  if (header) line([&](size_t i) { return std::string(Header(fields[i].letter)); });
+  if (header) line([&](size_t i) { return std::string(PartitionHeader(fields[i].letter)); });
   for (const auto& r : rows) line([&](size_t i) { return r[i]; });
   return out;
 }
@@ -178,7 +179,7 @@ std::string FormatPartitionTable(const v1::PartitionListResponse& parts, const v
         free += n->state() == v1::NODE_STATE_UP ? n->gpus_free() : 0;
       }
       std::vector<std::string> row;
-      for (const Field& f : *fields) {
+      for (const PartitionField& f : *fields) {
         switch (f.letter) {
           case 'P': row.push_back(p.name() + (p.is_default() ? "*" : "")); break;
           case 'a': row.push_back(Avail(p)); break;
@@ -210,7 +211,7 @@ std::string FormatPartitionSummary(const v1::PartitionListResponse& parts, const
                                    const PartitionFilter& filter, bool header) {
   std::map<std::string, const v1::Node*> by_name;
   for (const v1::Node& n : nodes.nodes()) by_name[n.name()] = &n;
-  const std::vector<Field> fields = {
+  const std::vector<PartitionField> fields = {
       {"", 'P', 0, false}, {"  ", 'a', 0, false}, {"  ", 'l', 0, true}, {"  ", 'D', 0, true}, {"  ", 'N', 0, false}};
   std::vector<std::vector<std::string>> rows;
   for (const v1::Partition& p : parts.partitions()) {
@@ -249,7 +250,7 @@ std::string FormatReasons(const v1::ListNodesResponse& nodes, const PartitionFil
     groups[{n.reason().empty() ? "none" : n.reason(), n.reason_user().empty() ? "-" : n.reason_user(), n.reason_time()}]
         .push_back(n.name());
   }
-  const std::vector<Field> fields = {
+  const std::vector<PartitionField> fields = {
       {"", 'E', 0, false}, {"  ", 'u', 0, false}, {"  ", 'H', 0, false}, {"  ", 'N', 0, false}};
   std::vector<std::vector<std::string>> rows;
   for (const auto& [k, names] : groups) rows.push_back({k.reason, k.user, FormatTime(k.time), CompressHostlist(names)});

@@ -16,10 +16,6 @@ std::map<std::string, uint32_t> NodeGpus(const Topology& topo) {
   return out;
 }
 
-bool Active(const JobRecord* j) {
-  return j != nullptr && (j->state == JobState::kRunning || j->state == JobState::kCheckpointing);
-}
-
 }  // namespace
 
 AgentExecutor::AgentExecutor(boost::asio::io_context& io, const Topology& topology,
@@ -87,7 +83,7 @@ void AgentExecutor::SuspendJob(JobId job, bool resume) {
 
 void AgentExecutor::LaunchParts(JobId job, const std::vector<GpuId>& gpus, uint64_t launch_id) {
   const JobRecord* rec = host_->core().job(job);
-  if (!Active(rec)) {
+  if (!HoldsGpus(rec)) {
     PHX_LOG(kInfo) << "job " << job << " no longer runs; launch " << launch_id << " skipped";
     return;
   }
@@ -168,7 +164,7 @@ std::vector<JobId> AgentExecutor::Reconcile(const std::string& node, const std::
   // state dir): the suspend again, queued behind the welcome (idempotent on the agent).
   for (const PartRef& p : running) {
     const JobRecord* rec = host_->core().job(p.job);
-    if (Active(rec) && rec->spec.suspended && parts_.Owns(node, p))
+    if (HoldsGpus(rec) && rec->spec.suspended && parts_.Owns(node, p))
       sessions_.Send(node, MakeSuspendCommand(p.job, p.launch_id, false));
   }
   return r.unknown;
@@ -243,7 +239,7 @@ void AgentExecutor::MaybeFinish(JobId job) {
   parts_.Forget(job);
   const JobRecord* rec = host_->core().job(job);
   if (l.restarting) {
-    if (Active(rec)) LaunchParts(job, rec->gpus, l.relaunch_id);
+    if (HoldsGpus(rec)) LaunchParts(job, rec->gpus, l.relaunch_id);
     AckReported(l);  // the resize was committed before the restart began
     return;
   }

@@ -38,10 +38,6 @@ bool PassMayChange(const JobRecord& j) {
   return j.state != JobState::kPending || !j.claim.empty() || !j.victims.empty();
 }
 
-bool Active(const JobRecord* j) {
-  return j != nullptr && (j->state == JobState::kRunning || j->state == JobState::kCheckpointing);
-}
-
 }  // namespace
 
 Controller::Controller(boost::asio::io_context& io, Recovered recovered, store::GroupCommitter* committer,
@@ -72,7 +68,7 @@ Controller::Controller(boost::asio::io_context& io, Recovered recovered, store::
     if (IsFinal(job.state)) continue;
     saved_.emplace(id, job);
     if (PassMayChange(job)) pass_watch_.insert(id);
-    if (Active(&job)) executor_->AdoptJob(id, job.gpus);
+    if (HoldsGpus(&job)) executor_->AdoptJob(id, job.gpus);
   }
 }
 
@@ -310,7 +306,7 @@ void Controller::Publish(std::string_view kind, JobId id) {
 // ---- what the executor reports -----------------------------------------------------------------
 
 void Controller::JobPartsEnded(JobId id, bool success, int32_t exit_code, const std::string& reason) {
-  if (!Active(core_->job(id)) || stopped_ || failed_) return;
+  if (!HoldsGpus(core_->job(id)) || stopped_ || failed_) return;
   const Time now = Now();
   if (auto s = core_->JobEnded(id, now, success); !s) {
     PHX_LOG(kError) << "job " << id << ": " << s.error().ToString();

@@ -12,8 +12,6 @@ namespace {
 
 Error Precondition(std::string message) { return Error{"", std::move(message), ErrorCode::kFailedPrecondition}; }
 
-bool Active(const JobRecord& j) { return j.state == JobState::kRunning || j.state == JobState::kCheckpointing; }
-
 // A refused submission: the core's error without its "job N" (the id was never the user's). A
 // dependency on an unknown job is a bad argument of the submission, not a missing resource.
 CallError Refused(Error e) {
@@ -232,7 +230,7 @@ void Controller::Cancel(const Caller& who, JobId id, int32_t signal,
         job.state);
   if (signal != 0) {
     // A signal for the job's processes (scancel --signal): the job is not cancelled.
-    if (!Active(job))
+    if (!HoldsGpus(job))
       return done(
           std::unexpected(Precondition("job " + std::to_string(id) + " cannot be signalled: it is not running")),
           job.state);
@@ -240,7 +238,7 @@ void Controller::Cancel(const Caller& who, JobId id, int32_t signal,
     executor_->SignalJob(id, signal, std::nullopt);
     return done({}, job.state);
   }
-  const bool was_active = Active(job);
+  const bool was_active = HoldsGpus(job);
   const std::string by = who.user;
   JobEvent(
       id, "cancel",
@@ -281,7 +279,7 @@ void Controller::CancelArray(const Caller& who, JobId array, int32_t signal,
   if (signal != 0) {
     size_t sent = 0;
     for (JobId t : live) {
-      if (!Active(*core_->job(t))) continue;
+      if (!HoldsGpus(*core_->job(t))) continue;
       executor_->SignalJob(t, signal, std::nullopt);
       ++sent;
     }
@@ -296,7 +294,7 @@ void Controller::CancelArray(const Caller& who, JobId array, int32_t signal,
   store::Batch b;
   std::vector<JobId> stop;
   for (JobId t : live) {
-    const bool was_active = Active(*core_->job(t));
+    const bool was_active = HoldsGpus(*core_->job(t));
     if (!core_->Cancel(t, now)) continue;
     launch_.SetOutcome(t, 0, "cancelled by " + by);
     b.RecordEvent(now, "cancel", t, "");
@@ -395,7 +393,7 @@ void Controller::ReportCheckpoint(const Caller& who, JobId id, uint64_t epoch, s
   if (!found) return done(std::unexpected(found.error()));
   const JobRecord& job = **found;
   if (auto st = CheckOwner(who, job, "report a checkpoint of"); !st) return done(std::unexpected(st.error()));
-  if (!Active(job)) return done(std::unexpected(Precondition("job " + std::to_string(id) + " is not running")));
+  if (!HoldsGpus(job)) return done(std::unexpected(Precondition("job " + std::to_string(id) + " is not running")));
   if (epoch == 0) epoch = job.checkpoint_epoch + 1;
   const Time now = Now();
   if (auto s = Serving(); !s) return done(s);

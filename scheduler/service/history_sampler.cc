@@ -104,7 +104,7 @@ HistorySamples HistorySampler::SampleNow() {
   b.RecordSamples(snap.now, series);
   if (options_.retention_s > 0) b.PruneHistory(snap.now - options_.retention_s);
   ++samples_;
-  committer_->Enqueue(std::move(b), [](Result<store::BatchResult> r) {
+  committer_->Enqueue(std::move(b), [](const Result<store::BatchResult>& r) {
     // On the writer thread: only log. A lost sample is a gap in a chart, not a lost job.
     if (!r) PHX_LOG(kWarn) << "history: sample not written: " << r.error().ToString();
   });

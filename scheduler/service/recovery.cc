@@ -9,8 +9,6 @@
 namespace phalanx::service {
 namespace {
 
-bool HoldsGpus(const JobRecord& j) { return j.state == JobState::kRunning || j.state == JobState::kCheckpointing; }
-
 // The job as if preempted without a checkpoint: pending, no GPUs, no protocol in progress.
 void RequeueForNewTopology(JobRecord& j) {
   j.state = JobState::kPending;

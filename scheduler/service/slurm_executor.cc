@@ -235,7 +235,7 @@ void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o,
 
 void SlurmExecutor::Release(SlurmJobId sid, JobId job, Tracked& t) {
   const JobRecord* rec = host_->core().job(job);
-  if (!Active(rec)) return;
+  if (!HoldsGpus(rec)) return;
   // A requeue Slurm has not finished (the job still completing its last run): an update now can
   // spoil it (measured: the job ended FAILED); the poll that sees it pending again releases it.
   if (t.requeueing) return;
@@ -265,7 +265,7 @@ void SlurmExecutor::Release(SlurmJobId sid, JobId job, Tracked& t) {
     }
     if (st.error().code == ErrorCode::kNotFound || st.error().code == ErrorCode::kFailedPrecondition) {
       const JobRecord* rec = host_ != nullptr ? host_->core().job(job) : nullptr;
-      if (Active(rec)) host_->JobPartsEnded(job, false, -1, "Slurm refused the start: " + st.error().message);
+      if (HoldsGpus(rec)) host_->JobPartsEnded(job, false, -1, "Slurm refused the start: " + st.error().message);
     }
       });
 }

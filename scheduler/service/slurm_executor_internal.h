@@ -19,10 +19,6 @@ using slurm::SlurmJobId;
 using slurm::SlurmJobState;
 using slurm::SlurmWait;
 
-inline bool Active(const JobRecord* r) {
-  return r != nullptr && (r->state == JobState::kRunning || r->state == JobState::kCheckpointing);
-}
-
 inline std::string UserName(const SlurmJob& j, uint32_t* gid) {
   *gid = 0;
   struct passwd pw {};

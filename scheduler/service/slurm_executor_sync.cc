@@ -55,7 +55,7 @@ void SlurmExecutor::Apply(const Result<std::vector<slurm::SlurmNode>>& nodes,
       continue;
     }
     const bool running = j.state == SlurmJobState::kRunning || j.state == SlurmJobState::kSuspended;
-    if (running && !Active(rec)) {
+    if (running && !HoldsGpus(rec)) {
       // Phalanx's, but not running where Phalanx put it (Slurm started it once the lease ran
       // out, or a preempted job not yet requeued): its GPUs are busy for the core.
       external.push_back(j);
@@ -82,7 +82,7 @@ void SlurmExecutor::Apply(const Result<std::vector<slurm::SlurmNode>>& nodes,
   for (SlurmJobId sid : gone) {
     const JobId job = tracked_[sid].job;
     const JobRecord* rec = host_->core().job(job);
-    if (Active(rec)) host_->JobPartsEnded(job, false, -1, "Slurm job " + std::to_string(sid) + " is gone");
+    if (HoldsGpus(rec)) host_->JobPartsEnded(job, false, -1, "Slurm job " + std::to_string(sid) + " is gone");
     else if (rec != nullptr && !IsFinal(rec->state) && cancel_)
       cancel_(job, "Slurm job " + std::to_string(sid) + " is gone");
     Unlink(sid);
@@ -269,7 +269,7 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
   const Time now = host_->Now();
   const JobRecord* rec = t.job != kNoJob ? host_->core().job(t.job) : nullptr;
   if (IsSlurmFinal(j.state)) {
-    if (Active(rec)) {
+    if (HoldsGpus(rec)) {
       const bool ok = j.state == SlurmJobState::kCompleted && j.exit_code == 0;
       std::string reason = "Slurm: " + std::string(slurm::SlurmJobStateName(j.state));
       if (j.exit_code != 0) reason += " exit " + std::to_string(j.exit_code);
@@ -321,7 +321,7 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
     if (j.wait == SlurmWait::kHeldUser || j.wait == SlurmWait::kHeldAdmin || j.priority == 0) return;
     return SubmitNew(j, o, t);
   }
-  if (Active(rec)) {
+  if (HoldsGpus(rec)) {
     if (t.released == 0) return Release(j.id, t.job, t);  // adopted after a restart, or requeued
     if (now - t.released >= options_.start_timeout_s) {
       PHX_LOG(kWarn) << "slurm mode: job " << t.job << " (Slurm " << j.id << ") released " << (now - t.released)

@@ -14,7 +14,7 @@
 namespace phalanx {
 namespace {
 
-std::string F(double v, int digits) {
+std::string Num(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   std::string s = buf;
@@ -25,7 +25,7 @@ std::string F(double v, int digits) {
   return s == "-0" ? "0" : s;
 }
 
-std::string Html(std::string_view s) {
+std::string Esc(std::string_view s) {
   std::string out;
   for (char c : s) {
     if (c == '<') out += "&lt;";
@@ -47,7 +47,7 @@ std::string Js(std::string_view s) {
   return out;
 }
 
-constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
+constexpr const char* kLineColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
 
 // At most `max` points, evenly picked (first and last kept; deterministic).
 template <typename T>
@@ -58,7 +58,7 @@ std::vector<T> Thin(const std::vector<T>& p, size_t max) {
   return out;
 }
 
-struct Line {
+struct ChartLine {
   std::string name, color;
   std::vector<std::pair<double, double>> points;
   int window = 1;  // > 1: rolling mean over this many points, with a min-max band
@@ -66,10 +66,10 @@ struct Line {
 };
 
 std::string LineSpec(const std::string& title, const std::string& x, const std::string& y,
-                     const std::vector<Line>& lines) {
+                     const std::vector<ChartLine>& lines) {
   std::string o = "{title:" + Js(title) + ",x:" + x + ",y:" + y + ",width:640,height:300,series:[";
   for (size_t k = 0; k < lines.size(); ++k) {
-    const Line& l = lines[k];
+    const ChartLine& l = lines[k];
     if (k > 0) o += ",";
     o += "{name:" + Js(l.name) + ",color:" + Js(l.color) + ",window:" + std::to_string(l.window) +
          (l.dashed ? ",dashed:true" : "") + ",points:[";
@@ -77,7 +77,7 @@ std::string LineSpec(const std::string& title, const std::string& x, const std::
     for (auto [px, py] : Thin(l.points, 2000)) {
       if (!first) o += ",";
       first = false;
-      o += "[" + F(px, 1) + "," + F(py, 4) + "]";
+      o += "[" + Num(px, 1) + "," + Num(py, 4) + "]";
     }
     o += "]}";
   }
@@ -87,13 +87,13 @@ std::string LineSpec(const std::string& title, const std::string& x, const std::
 }  // namespace
 
 std::string FormatHtml(const ReportInfo& info, const std::vector<PolicyRun>& runs) {
-  std::vector<Line> util, queue, frag, block, cdf;
+  std::vector<ChartLine> util, queue, frag, block, cdf;
   std::string bars = "[";
   for (size_t k = 0; k < runs.size(); ++k) {
     const SimResult& r = runs[k].result;
-    const std::string color = kColors[k % std::size(kColors)];
+    const std::string color = kLineColors[k % std::size(kLineColors)];
     const double g = r.cluster_gpus ? r.cluster_gpus : 1;
-    Line u{r.policy, color, {}}, q{r.policy, color, {}, 15}, f{r.policy, color, {}, 25}, b{r.policy, color, {}};
+    ChartLine u{r.policy, color, {}}, q{r.policy, color, {}, 15}, f{r.policy, color, {}, 25}, b{r.policy, color, {}};
     // The largest free block one level above the node (leaf or rack), the level jobs spread over.
     int level = static_cast<int>(Level::kNode);
     for (int l = static_cast<int>(Level::kNvlDomain); l < kLevelCount - 1 && !r.series.empty(); ++l) {
@@ -112,7 +112,7 @@ std::string FormatHtml(const ReportInfo& info, const std::vector<PolicyRun>& run
     }
     util.push_back(std::move(u));
     if (k == 0) {
-      Line off{"offered load", "#555", {}, 1, true};
+      ChartLine off{"offered load", "#555", {}, 1, true};
       const std::vector<double> o = OfferedLoad(r.jobs, r.series, r.cluster_gpus);
       for (size_t i = 0; i < o.size(); ++i) off.points.push_back({static_cast<double>(r.series[i].t), 100 * o[i]});
       util.push_back(std::move(off));
@@ -125,7 +125,7 @@ std::string FormatHtml(const ReportInfo& info, const std::vector<PolicyRun>& run
       if (j.finished()) jct.push_back(static_cast<double>(std::max<Duration>(j.jct(), 1)));
     }
     std::sort(jct.begin(), jct.end());
-    Line c{r.policy, color, {}};
+    ChartLine c{r.policy, color, {}};
     for (size_t i = 0; i < jct.size(); ++i) {
       if (i + 1 < jct.size() && jct[i + 1] == jct[i]) continue;
       c.points.push_back({jct[i], 100.0 * static_cast<double>(i + 1) / static_cast<double>(jct.size())});
@@ -134,7 +134,7 @@ std::string FormatHtml(const ReportInfo& info, const std::vector<PolicyRun>& run
     if (k > 0) bars += ",";
     bars += "{name:" + Js(r.policy) + ",color:" + Js(color) + ",values:[";
     for (size_t i = 0; i < runs[k].summary.wait_by_size.size(); ++i)
-      bars += (i ? "," : "") + F(runs[k].summary.wait_by_size[i].avg_wait, 1);
+      bars += (i ? "," : "") + Num(runs[k].summary.wait_by_size[i].avg_wait, 1);
     bars += "]}";
   }
   bars += "]";
@@ -163,15 +163,15 @@ std::string FormatHtml(const ReportInfo& info, const std::vector<PolicyRun>& run
                            bars + ",x:{label:'job size (GPUs)'},y:{label:'average wait',kind:'duration'}})"},
   };
   std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Phalanx simulation: " << Html(info.trace)
+  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Phalanx simulation: " << Esc(info.trace)
     << "</title>\n"
     << "<style>body{font-family:sans-serif;max-width:1340px;margin:20px auto;color:#222}"
        "pre{background:#f6f6f6;padding:10px;font-size:12px}figure{display:inline-block;margin:6px;width:640px}"
        "figure svg{width:100%;height:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px "
        "8px;text-align:right}</style></head><body>\n";
-  o << "<h1>Phalanx trace simulation</h1>\n<p>Trace <b>" << Html(info.trace) << "</b> (" << info.jobs << " jobs) on <b>"
-    << Html(info.topology) << "</b> (" << info.gpus << " GPUs). " << Html(info.settings) << "</p>\n";
-  o << "<h2>Summary</h2>\n<pre>" << Html(FormatTable(info, runs)) << "</pre>\n";
+  o << "<h1>Phalanx trace simulation</h1>\n<p>Trace <b>" << Esc(info.trace) << "</b> (" << info.jobs << " jobs) on <b>"
+    << Esc(info.topology) << "</b> (" << info.gpus << " GPUs). " << Esc(info.settings) << "</p>\n";
+  o << "<h2>Summary</h2>\n<pre>" << Esc(FormatTable(info, runs)) << "</pre>\n";
   o << "<h2>Over time</h2>\n";
   for (size_t i = 0; i < charts.size(); ++i) {
     if (i == 4) o << "<h2>Jobs</h2>\n";

@@ -6,8 +6,6 @@
 namespace phalanx {
 namespace {
 
-std::string Q(std::string_view s) { return "'" + std::string(s) + "'"; }
-
 std::optional<DependKind> KindOf(std::string_view name) {
   if (name == "after") return DependKind::kAfter;
   if (name == "afterany") return DependKind::kAfterAny;
@@ -40,35 +38,35 @@ Result<Dependencies> ParseDependencies(std::string_view text) {
   Dependencies out;
   const bool comma = text.find(',') != std::string_view::npos;
   out.any = text.find('?') != std::string_view::npos;
-  if (comma && out.any) return Fail("", Q(text) + ": use ',' (all of them) or '?' (any of them), not both");
+  if (comma && out.any) return Fail("", Quote(text) + ": use ',' (all of them) or '?' (any of them), not both");
   if (text.empty()) return Fail("", "'' names no dependency (e.g. afterok:ID, afterany:ID, singleton)");
   for (std::string_view item : Split(text, out.any ? '?' : ',')) {
     const std::vector<std::string_view> parts = Split(item, ':');
     const std::optional<DependKind> kind = KindOf(parts[0]);
     if (!kind) {
       if (parts[0] == "aftercorr" || parts[0] == "afterburstbuffer")
-        return Fail("", Q(item) + ": " + std::string(parts[0]) + " is not supported");
-      return Fail("", Q(item) + ": unknown dependency type " + Q(parts[0]) +
+        return Fail("", Quote(item) + ": " + std::string(parts[0]) + " is not supported");
+      return Fail("", Quote(item) + ": unknown dependency type " + Quote(parts[0]) +
                           " (after, afterany, afterok, afternotok, singleton)");
     }
     if (*kind == DependKind::kSingleton) {
-      if (parts.size() > 1) return Fail("", Q(item) + ": singleton takes no job ids");
+      if (parts.size() > 1) return Fail("", Quote(item) + ": singleton takes no job ids");
       out.items.push_back({DependKind::kSingleton, 0, std::nullopt});
       continue;
     }
-    if (parts.size() < 2) return Fail("", Q(item) + ": " + std::string(parts[0]) + " needs a job id");
+    if (parts.size() < 2) return Fail("", Quote(item) + ": " + std::string(parts[0]) + " needs a job id");
     for (size_t i = 1; i < parts.size(); ++i) {
       const std::string_view t = parts[i];
       if (t.find('+') != std::string_view::npos)
-        return Fail("", Q(item) + ": a delay (" + Q(t) + ", Slurm's +MINUTES) is not supported");
+        return Fail("", Quote(item) + ": a delay (" + Quote(t) + ", Slurm's +MINUTES) is not supported");
       DependItem d{*kind, 0, std::nullopt};
       const size_t us = t.find('_');
       if (!ParseNumber(t.substr(0, us), &d.job) || d.job == 0)
-        return Fail("", Q(item) + ": " + Q(t) + " is not a job id (ID or ARRAYID_TASK)");
+        return Fail("", Quote(item) + ": " + Quote(t) + " is not a job id (ID or ARRAYID_TASK)");
       if (us != std::string_view::npos) {
         uint32_t task = 0;
         if (!ParseNumber(t.substr(us + 1), &task))
-          return Fail("", Q(item) + ": " + Q(t) + " is not a job id (ID or ARRAYID_TASK)");
+          return Fail("", Quote(item) + ": " + Quote(t) + " is not a job id (ID or ARRAYID_TASK)");
         d.task = task;
       }
       out.items.push_back(d);

@@ -24,12 +24,6 @@ constexpr const char* kFenceConfig =
 // SIGKILL after the kill grace is what ends it).
 const char* kJob = "trap '' TERM; echo $$ >> starts; while :; do sleep 0.1; done";
 
-std::set<std::string> NodesOf(const v1::Job& job) {
-  std::set<std::string> nodes;
-  for (const auto& g : job.gpus()) nodes.insert(g.node());
-  return nodes;
-}
-
 std::vector<pid_t> Starts(const std::string& file) {
   std::vector<pid_t> pids;
   std::istringstream in(ReadFile(file));

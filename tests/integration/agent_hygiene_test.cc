@@ -16,12 +16,6 @@
 namespace phalanx::integration {
 namespace {
 
-std::set<std::string> NodesOf(const v1::Job& job) {
-  std::set<std::string> nodes;
-  for (const auto& g : job.gpus()) nodes.insert(g.node());
-  return nodes;
-}
-
 mode_t ModeOf(const std::string& path) {
   struct stat st {};
   EXPECT_EQ(lstat(path.c_str(), &st), 0) << path;

@@ -14,23 +14,13 @@
 namespace phalanx::integration {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-std::vector<std::string> Lines(const std::string& text) {
+std::vector<std::string> OutputLines(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     if (!Contains(line, "User defined signal")) out.push_back(line);  // the shell's note on the sleep
   }
   return out;
-}
-
-std::set<std::string> NodesOf(const v1::Job& job) {
-  std::set<std::string> nodes;
-  for (const auto& g : job.gpus()) nodes.insert(g.node());
-  return nodes;
 }
 
 ProcessCluster::Options AttainedOptions() {
@@ -93,7 +83,7 @@ TEST(IntegrationAttained, AShortJobPreemptsALongOneThatCheckpointsAndResumes) {
   const v1::Job done = c.Get(long_id);
   EXPECT_EQ(done.preemptions(), 1u);
   EXPECT_EQ(c.State(filler), v1::JOB_STATE_RUNNING) << "a higher class is not preempted for service";
-  const std::vector<std::string> lines = Lines(ReadFile(out));
+  const std::vector<std::string> lines = OutputLines(ReadFile(out));
   ASSERT_GE(lines.size(), 4u) << ReadFile(out);
   EXPECT_EQ(lines[0], "start resume=0 restarts=0 epoch=none path=none");
   EXPECT_EQ(lines[1], "checkpoint signal");

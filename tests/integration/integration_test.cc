@@ -32,10 +32,6 @@ std::string Val(const std::map<std::string, std::string>& env, const std::string
   return it == env.end() ? "<unset " + name + ">" : it->second;
 }
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
 // All lines of every file in `dir` whose name starts with `prefix`.
 std::string ReadAll(const std::string& dir, const std::string& prefix) {
   std::string all;
@@ -52,12 +48,6 @@ v1::Job GqJob(ProcessCluster& c, uint64_t id) {
   const auto resp = FromJson<v1::ListJobsResponse>(r.out);
   EXPECT_EQ(resp.jobs_size(), 1) << r.out;
   return resp.jobs_size() == 1 ? resp.jobs(0) : v1::Job();
-}
-
-std::set<std::string> NodesOf(const v1::Job& job) {
-  std::set<std::string> nodes;
-  for (const auto& g : job.gpus()) nodes.insert(g.node());
-  return nodes;
 }
 
 // (a) A 16-GPU gang job confined to one leaf: one part per node, each with the torchrun

@@ -57,6 +57,16 @@ std::string ReadFile(const std::string& path) {
 
 void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::set<std::string> NodesOf(const v1::Job& job) {
+  std::set<std::string> nodes;
+  for (const auto& g : job.gpus()) nodes.insert(g.node());
+  return nodes;
+}
+
 bool Exists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;

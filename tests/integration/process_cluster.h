@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,12 @@ bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeou
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& text);
 bool Exists(const std::string& path);
+
+// `needle` occurs in `haystack`.
+bool Contains(const std::string& haystack, const std::string& needle);
+
+// The nodes a job's GPUs are on.
+std::set<std::string> NodesOf(const v1::Job& job);
 // "KEY=VALUE" lines (the output of `env`) as a map.
 std::map<std::string, std::string> ParseEnv(const std::string& text);
 // The number in a file such as "1234\n" (only once the line is complete), else nullopt.

@@ -58,7 +58,7 @@ int NumaOf(hwloc_topology_t topo, hwloc_obj_t pci) {
   return hwloc_bitmap_first(cpu_side->nodeset);
 }
 
-std::string FileStem(std::string_view filename) {
+std::string NodeNameFromFile(std::string_view filename) {
   const size_t slash = filename.find_last_of('/');
   std::string_view base = slash == std::string_view::npos ? filename : filename.substr(slash + 1);
   const size_t dot = base.find_last_of('.');
@@ -254,7 +254,7 @@ Result<NodeModel> ReadHwlocXml(std::string_view xml_text, std::string_view filen
   std::sort(gpus.begin(), gpus.end(), [](const FoundGpu& x, const FoundGpu& y) { return x.busid < y.busid; });
 
   NodeModel m;
-  m.name = options.model_name.empty() ? "hwloc-" + FileStem(filename) : options.model_name;
+  m.name = options.model_name.empty() ? "hwloc-" + NodeNameFromFile(filename) : options.model_name;
   m.gpus = static_cast<int>(gpus.size());
   m.gpu_link_gbs = options.gpu_link_gbs;
   m.gpu_link_type = LinkType::kPcie;

@@ -63,14 +63,8 @@ Placer::Placer(const Topology& topology, ModelParams params)
   }
 }
 
-namespace {
-
-uint32_t Total(const PlacementRequest& r) { return r.nodes > 0 && r.gpus == 0 ? r.nodes * r.gpus_per_node : r.gpus; }
-
-}  // namespace
-
 std::string Placer::Unsatisfiable(const PlacementRequest& r) const {
-  const uint32_t n = Total(r);
+  const uint32_t n = r.TotalGpus();
   if (r.nodes > 0) {
     if (r.gpus_per_node == 0) return "nodes given without gpus_per_node";
     if (r.gpus != 0 && r.gpus != r.nodes * r.gpus_per_node) {
@@ -117,7 +111,7 @@ class Placer::Search {
         t_(placer.topo_),
         m_(placer.model_),
         r_(request),
-        n_(Total(request)),
+        n_(request.TotalGpus()),
         words_((n_ + 64) / 64),
         slot_(placer.memo_slot_),
         pool_(placer.memo_pool_) {

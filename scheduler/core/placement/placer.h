@@ -36,6 +36,9 @@ struct PlacementRequest {
   FitMode fit = FitMode::kAny;
   bool exclusive = false;     // only entirely free nodes; the job holds them whole
   bool rail_aligned = false;  // require the same local GPU indices on every node
+
+  // The GPUs the job runs on: `gpus`, or nodes * gpus_per_node for a node-shaped request.
+  uint32_t TotalGpus() const { return nodes > 0 && gpus == 0 ? nodes * gpus_per_node : gpus; }
 };
 
 struct Placement {

@@ -6,8 +6,6 @@
 namespace phalanx {
 namespace {
 
-uint32_t Total(const PlacementRequest& r) { return r.nodes > 0 && r.gpus == 0 ? r.nodes * r.gpus_per_node : r.gpus; }
-
 PlaceOutcome Busy(std::string why) {
   PlaceOutcome out;
   out.status = PlaceStatus::kBusy;
@@ -46,7 +44,7 @@ bool FillFromNodes(const Topology& t, DomainId d, const PlacementRequest& r, boo
   if (whole_first) {
     std::stable_sort(nodes.begin(), nodes.end(), [&](NodeId a, NodeId b) { return node_free(a) > node_free(b); });
   }
-  uint32_t need = Total(r);
+  uint32_t need = r.TotalGpus();
   uint32_t nodes_left = r.nodes;
   for (NodeId n : nodes) {
     if (need == 0) break;
@@ -75,7 +73,7 @@ std::optional<PlaceOutcome> Precheck(const Topology& t, const Placer& placer, co
     out.reason = why;
     return out;
   }
-  const uint32_t n = Total(r);
+  const uint32_t n = r.TotalGpus();
   if (t.free_gpus(t.root()) < n)
     return Busy("Resources: " + std::to_string(n) + " GPUs requested, " + std::to_string(t.free_gpus(t.root())) +
                 " free");
@@ -96,7 +94,7 @@ PlaceOutcome PlaceFirstFit(const Topology& t, const BandwidthModel& model, const
 PlaceOutcome PlaceNodeBestFit(const Topology& t, const BandwidthModel& model, const Placer& placer,
                               const PlacementRequest& r) {
   if (auto early = Precheck(t, placer, r)) return *early;
-  const uint32_t n = Total(r);
+  const uint32_t n = r.TotalGpus();
   // Candidate domains: nodes and switches (not GPUs/groups) with enough free GPUs; lowest
   // level first, then the fullest (best fit), then the first.
   std::vector<DomainId> cands;

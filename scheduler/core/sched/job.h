@@ -86,6 +86,8 @@ enum class JobState : uint8_t {
 };
 std::string_view JobStateName(JobState state);
 inline bool IsFinal(JobState s) { return s >= JobState::kCompleted; }
+// Running or checkpointing: the job holds its GPUs.
+inline bool HoldsGpus(JobState s) { return s == JobState::kRunning || s == JobState::kCheckpointing; }
 
 // Why a pending job is not running, as Slurm users know it.
 enum class WaitKind : uint8_t {
@@ -168,6 +170,8 @@ struct JobRecord {
     return expected_end() + (spec.suspended && now > spec.suspended_at ? now - spec.suspended_at : 0);
   }
 };
+inline bool HoldsGpus(const JobRecord& r) { return HoldsGpus(r.state); }
+inline bool HoldsGpus(const JobRecord* r) { return r != nullptr && HoldsGpus(r->state); }
 
 // GPU-seconds the job has attained by `now` (its runs so far and the current one).
 inline double AttainedService(const JobRecord& job, Time now) {

@@ -16,8 +16,6 @@ namespace phalanx {
 
 namespace {
 
-bool IsActive(JobState s) { return s == JobState::kRunning || s == JobState::kCheckpointing; }
-
 // "GPU 17 (n2:1)": the index the store saved and where it is.
 std::string DescribeGpu(const Topology& t, GpuId g) {
   return "GPU " + std::to_string(g.value) + " (" + FormatGpus({g}, t) + ")";
@@ -45,7 +43,7 @@ Status Scheduler::Restore(JobRecord record, Time now) {
     return Fail(where, "state: unknown value " + std::to_string(static_cast<int>(record.state)));
 
   // Resources: checked in full before anything changes.
-  const bool active = IsActive(record.state);
+  const bool active = HoldsGpus(record.state);
   const std::string state(JobStateName(record.state));
   std::vector<GpuId>& gpus = record.gpus;
   std::sort(gpus.begin(), gpus.end());
@@ -179,7 +177,7 @@ Result<std::vector<std::string>> Scheduler::FinishRestore(Time now) {
   // by those that started before it (and are still running), whatever the order of Restore.
   std::vector<std::pair<Time, JobId>> order;
   for (JobId id : s.restored) {
-    if (IsActive(s.jobs.at(id).state)) order.push_back({s.jobs.at(id).start, id});
+    if (HoldsGpus(s.jobs.at(id).state)) order.push_back({s.jobs.at(id).start, id});
   }
   std::sort(order.begin(), order.end());
   for (const auto& [start, id] : order) (void)s.topo->Release(id);

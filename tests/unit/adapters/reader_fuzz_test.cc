@@ -19,7 +19,7 @@
 namespace phalanx {
 namespace {
 
-std::string ReadFixture(const std::string& path) {
+std::string FuzzFixture(const std::string& path) {
   std::ifstream in(std::string(PHALANX_FIXTURES) + "/" + path, std::ios::binary);
   EXPECT_TRUE(in.good()) << "missing fixture " << path;
   std::stringstream s;
@@ -155,14 +155,14 @@ const std::vector<std::string> kSlurmTokens = {"\n",
 
 TEST(ReaderFuzz, SlurmTopologyConf) {
   const std::vector<std::pair<std::string, std::string>> fixtures = {
-      {"dgx_h100_2level.conf", ReadFixture("slurm/dgx_h100_2level.conf")},
-      {"tree_3level.conf", ReadFixture("slurm/tree_3level.conf")},
-      {"broken_cycle.conf", ReadFixture("slurm/broken_cycle.conf")}};
+      {"dgx_h100_2level.conf", FuzzFixture("slurm/dgx_h100_2level.conf")},
+      {"tree_3level.conf", FuzzFixture("slurm/tree_3level.conf")},
+      {"broken_cycle.conf", FuzzFixture("slurm/broken_cycle.conf")}};
   SlurmReadOptions with_gres;
-  with_gres.gres_text = ReadFixture("slurm/gres.conf");
+  with_gres.gres_text = FuzzFixture("slurm/gres.conf");
   SlurmReadOptions partial;
   partial.gpus_per_node = 8;
-  partial.gres_text = ReadFixture("slurm/slurm_nodes.conf");
+  partial.gres_text = FuzzFixture("slurm/slurm_nodes.conf");
   partial.oversubscription_by_level = {{"leaf", 2}, {"spine", 1.5}};
   const SlurmReadOptions* options[] = {nullptr, &with_gres, &partial};
   Mutator mutator(20240318, kSlurmTokens);
@@ -189,8 +189,8 @@ TEST(ReaderFuzz, SlurmTopologyConf) {
 }
 
 TEST(ReaderFuzz, SlurmGresText) {
-  const std::string topology = ReadFixture("slurm/dgx_h100_2level.conf");
-  const std::vector<std::string> gres = {ReadFixture("slurm/gres.conf"), ReadFixture("slurm/slurm_nodes.conf")};
+  const std::string topology = FuzzFixture("slurm/dgx_h100_2level.conf");
+  const std::vector<std::string> gres = {FuzzFixture("slurm/gres.conf"), FuzzFixture("slurm/slurm_nodes.conf")};
   Mutator mutator(7, {"\n", " ", "Name=gpu ", "Count=", "File=/dev/nvidia[0-", "Gres=gpu:h100:", "NodeName=DEFAULT ",
                       "NodeName=dgx001 ", "(S:0,1)", ",", ":", "4", "99999999", "#", "\\\n"});
   Tally tally;
@@ -220,7 +220,7 @@ TEST(ReaderFuzz, SlurmGresText) {
 TEST(ReaderFuzz, NvidiaSmiTopo) {
   const std::vector<std::string> names = {"dgx_h100.txt", "hgx_a100.txt", "l40s_pcie.txt", "nvlink_bridge_4.txt"};
   std::vector<std::string> texts;
-  for (const std::string& n : names) texts.push_back(ReadFixture("nvsmi/" + n));
+  for (const std::string& n : names) texts.push_back(FuzzFixture("nvsmi/" + n));
   Mutator mutator(4242, {"\n",           " ",    "\t",      " X ",          "NV18",          "NV4", "NV0",
                          "PIX",          "PXB",  "PHB",     "NODE",         "SYS",           "SOC", "GPU8",
                          "GPU0",         "NIC0", "mlx5_3",  "CPU Affinity", "NUMA Affinity", "N/A", "Legend:",

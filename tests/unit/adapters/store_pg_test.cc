@@ -16,7 +16,7 @@
 namespace phalanx::store {
 namespace {
 
-bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool Mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(PgPlaceholders, RewritesOutsideQuotes) {
   int n = 0;
@@ -56,8 +56,8 @@ TEST_P(PgStore, ConnectionErrorsNameTheServer) {
   auto s = Store::Open("host=" + pg_->dir() + " port=1 user=phalanx dbname=nowhere password=secret", options_);
   ASSERT_FALSE(s);
   EXPECT_TRUE(s.error().where.starts_with("postgresql://" + pg_->dir() + ":1/nowhere")) << s.error().where;
-  EXPECT_TRUE(Has(s.error().message, "cannot connect")) << s.error().message;
-  EXPECT_FALSE(Has(s.error().ToString(), "secret"));
+  EXPECT_TRUE(Mentions(s.error().message, "cannot connect")) << s.error().message;
+  EXPECT_FALSE(Mentions(s.error().ToString(), "secret"));
   auto bad = Store::Open("this is not = a connection string", options_);
   ASSERT_FALSE(bad);
 }
@@ -71,7 +71,7 @@ TEST_P(PgStore, RefusesForeignAndNewerSchemas) {
   }
   auto s = Store::Open(foreign, options_);
   ASSERT_FALSE(s);
-  EXPECT_TRUE(Has(s.error().message, "not a Phalanx store: it has 1 tables but no schema_version table"))
+  EXPECT_TRUE(Mentions(s.error().message, "not a Phalanx store: it has 1 tables but no schema_version table"))
       << s.error().message;
   {
     auto db = PgDb::Connect(foreign);
@@ -79,7 +79,7 @@ TEST_P(PgStore, RefusesForeignAndNewerSchemas) {
   }
   s = Store::Open(foreign, options_);
   ASSERT_FALSE(s);
-  EXPECT_TRUE(Has(s.error().message, "has a schema_version table but the schema_version comment 0"))
+  EXPECT_TRUE(Mentions(s.error().message, "has a schema_version table but the schema_version comment 0"))
       << s.error().message;
 
   const std::string newer = pg_->NewDsn();
@@ -90,7 +90,7 @@ TEST_P(PgStore, RefusesForeignAndNewerSchemas) {
   }
   s = Store::Open(newer, options_);
   ASSERT_FALSE(s);
-  EXPECT_TRUE(Has(s.error().message, "schema version 99 is newer than this build supports")) << s.error().message;
+  EXPECT_TRUE(Mentions(s.error().message, "schema version 99 is newer than this build supports")) << s.error().message;
 }
 
 TEST_P(PgStore, MigratesAnOldSchemaWithItsData) {
@@ -136,13 +136,13 @@ TEST_P(PgStore, CommitOfAFailedTransactionIsAnError) {
   ASSERT_TRUE(commit);
   auto st = commit->Run();
   ASSERT_FALSE(st);
-  EXPECT_TRUE(Has(st.error().message, "rolled back")) << st.error().message;
+  EXPECT_TRUE(Mentions(st.error().message, "rolled back")) << st.error().message;
   EXPECT_FALSE((*db)->InTransaction());
   ASSERT_TRUE((*db)->Exec("BEGIN"));
   EXPECT_FALSE((*db)->Exec("SELECT 1 / 0"));
   auto exec = (*db)->Exec("COMMIT");
   ASSERT_FALSE(exec);
-  EXPECT_TRUE(Has(exec.error().message, "rolled back")) << exec.error().message;
+  EXPECT_TRUE(Mentions(exec.error().message, "rolled back")) << exec.error().message;
 }
 
 TEST_P(PgStore, LostConnectionStopsWritesUntilReopened) {
@@ -161,7 +161,7 @@ TEST_P(PgStore, LostConnectionStopsWritesUntilReopened) {
   auto w = (*s)->SubmitJob(JobSpec{}, 2);
   ASSERT_FALSE(w);
   EXPECT_TRUE((*s)->sticky_error().has_value());
-  EXPECT_TRUE(Has((*s)->SubmitJob(JobSpec{}, 3).error().message, "reopen"));
+  EXPECT_TRUE(Mentions((*s)->SubmitJob(JobSpec{}, 3).error().message, "reopen"));
   auto again = Store::Open(dsn, options_);
   ASSERT_TRUE(again) << again.error().ToString();
   auto all = (*again)->LoadAll();

@@ -19,7 +19,7 @@ extern "C" const char* __lsan_default_suppressions() { return "leak:libhwloc.so\
 namespace phalanx {
 namespace {
 
-std::string ReadFixture(const std::string& name) {
+std::string HwlocFixture(const std::string& name) {
   std::ifstream in(std::string(PHALANX_FIXTURES) + "/hwloc/" + name);
   EXPECT_TRUE(in) << name;
   std::stringstream ss;
@@ -42,7 +42,7 @@ void ReplaceAll(std::string& s, const std::string& from, const std::string& to) 
 }
 
 TEST(HwlocReader, TwoSocketsFourSwitchesEightGpus) {
-  auto m = ReadHwlocXml(ReadFixture("2socket-8gpu-4sw.xml"), "fixtures/2socket-8gpu-4sw.xml", {});
+  auto m = ReadHwlocXml(HwlocFixture("2socket-8gpu-4sw.xml"), "fixtures/2socket-8gpu-4sw.xml", {});
   ASSERT_TRUE(m) << m.error().ToString();
   EXPECT_EQ(m->name, "hwloc-2socket-8gpu-4sw");
   EXPECT_EQ(m->gpus, 8);  // the ASPEED BMC VGA is not a GPU
@@ -81,7 +81,7 @@ TEST(HwlocReader, OptionsOverrideConstantsAndName) {
   o.numa_uplink_gbs = 41;
   o.nic_gbs = 25;
   o.nics = 4;
-  auto m = ReadHwlocXml(ReadFixture("2socket-8gpu-4sw.xml"), "x.xml", o);
+  auto m = ReadHwlocXml(HwlocFixture("2socket-8gpu-4sw.xml"), "x.xml", o);
   ASSERT_TRUE(m) << m.error().ToString();
   EXPECT_EQ(m->name, "pcie-h100");
   EXPECT_EQ(m->nics, 4);
@@ -94,13 +94,13 @@ TEST(HwlocReader, OptionsOverrideConstantsAndName) {
 TEST(HwlocReader, RejectsBadOptions) {
   HwlocOptions o;
   o.numa_uplink_gbs = -1;
-  auto m = ReadHwlocXml(ReadFixture("2socket-8gpu-4sw.xml"), "x.xml", o);
+  auto m = ReadHwlocXml(HwlocFixture("2socket-8gpu-4sw.xml"), "x.xml", o);
   ASSERT_FALSE(m);
   EXPECT_NE(m.error().ToString().find("numa_uplink_gbs"), std::string::npos) << m.error().ToString();
 }
 
 TEST(HwlocReader, NvSwitchBaseboardBecomesOneNvSwitchGroup) {
-  std::string xml = ReadFixture("2socket-8gpu-4sw.xml");
+  std::string xml = HwlocFixture("2socket-8gpu-4sw.xml");
   // An NVSwitch PCI function (10de:22a3, class 0680) next to the SATA controller.
   const std::string sata = "<object type=\"PCIDev\" gp_index=\"";
   const size_t at = xml.find(sata);
@@ -119,7 +119,7 @@ TEST(HwlocReader, NvSwitchBaseboardBecomesOneNvSwitchGroup) {
 }
 
 TEST(HwlocReader, OtherVendorsAreGpusOnlyWhenAsked) {
-  std::string xml = ReadFixture("2socket-8gpu-4sw.xml");
+  std::string xml = HwlocFixture("2socket-8gpu-4sw.xml");
   HwlocOptions o;
   o.gpu_vendor_ids = {0x1a03};  // count the BMC's VGA instead
   auto m = ReadHwlocXml(xml, "x.xml", o);
@@ -129,7 +129,7 @@ TEST(HwlocReader, OtherVendorsAreGpusOnlyWhenAsked) {
 }
 
 TEST(HwlocReader, NoGpusIsAnError) {
-  std::string xml = ReadFixture("2socket-8gpu-4sw.xml");
+  std::string xml = HwlocFixture("2socket-8gpu-4sw.xml");
   ReplaceAll(xml, "[10de:2331]", "[8086:0b25]");  // turn the GPUs into Intel accelerators
   auto m = ReadHwlocXml(xml, "nogpu.xml", {});
   ASSERT_FALSE(m);
@@ -166,7 +166,7 @@ TEST(HwlocReader, GpusDirectlyOnRootPortsGetOneGroupEach) {
 }
 
 TEST(HwlocReader, BrokenFixtureNamesFileAndLine) {
-  auto m = ReadHwlocXml(ReadFixture("broken-truncated.xml"), "broken-truncated.xml", {});
+  auto m = ReadHwlocXml(HwlocFixture("broken-truncated.xml"), "broken-truncated.xml", {});
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().where.rfind("broken-truncated.xml:", 0), 0u) << m.error().ToString();
   EXPECT_NE(m.error().message.find("malformed hwloc XML"), std::string::npos) << m.error().ToString();
@@ -174,7 +174,7 @@ TEST(HwlocReader, BrokenFixtureNamesFileAndLine) {
 
 // hwloc 2.9 itself crashes on this (a PU without its nodesets); the reader must refuse it first.
 TEST(HwlocReader, ObjectWithoutSetsIsRejectedBeforeHwlocSeesIt) {
-  std::string xml = ReadFixture("2socket-8gpu-4sw.xml");
+  std::string xml = HwlocFixture("2socket-8gpu-4sw.xml");
   const std::string pu =
       "<object type=\"PU\" os_index=\"5\" cpuset=\"0x00000020\" complete_cpuset=\"0x00000020\" nodeset=\"0x00000001\" "
       "complete_nodeset=\"0x00000001\"";
@@ -201,7 +201,7 @@ TEST(HwlocReader, NotXmlAtAll) {
 // Random byte- and line-level damage must never crash: every outcome is a usable model or an
 // error that names the file.
 TEST(HwlocReader, SurvivesRandomMutations) {
-  const std::string good = ReadFixture("2socket-8gpu-4sw.xml");
+  const std::string good = HwlocFixture("2socket-8gpu-4sw.xml");
   std::mt19937 rng(20240611);
   const std::string alphabet = "<>/\"= x0f-[]:\n";
   int ok = 0, failed = 0;

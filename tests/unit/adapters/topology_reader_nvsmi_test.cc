@@ -14,7 +14,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string ReadFixture(const std::string& name) {
+std::string NvsmiFixture(const std::string& name) {
   std::ifstream in(std::string(PHALANX_FIXTURES) + "/nvsmi/" + name, std::ios::binary);
   EXPECT_TRUE(in.good()) << "missing fixture " << name;
   std::stringstream s;
@@ -62,7 +62,7 @@ void ExpectSameGroups(const std::vector<GroupSpec>& a, const std::vector<GroupSp
 TEST(NvsmiReader, DgxH100IsOneNvSwitchWithEightRailNics) {
   NvsmiOptions options;
   options.model_name = "dgx-h100";
-  const NodeModel m = ReadOk(ReadFixture("dgx_h100.txt"), options);
+  const NodeModel m = ReadOk(NvsmiFixture("dgx_h100.txt"), options);
   EXPECT_EQ(m.name, "dgx-h100");
   EXPECT_EQ(m.gpus, 8);
   ASSERT_EQ(m.groups.size(), 1u);
@@ -80,7 +80,7 @@ TEST(NvsmiReader, DgxH100IsOneNvSwitchWithEightRailNics) {
 }
 
 TEST(NvsmiReader, HgxA100WithMlxColumnsAndPxbNics) {
-  const NodeModel m = ReadOk(ReadFixture("hgx_a100.txt"));
+  const NodeModel m = ReadOk(NvsmiFixture("hgx_a100.txt"));
   EXPECT_EQ(m.name, "nvsmi-node");
   ASSERT_EQ(m.groups.size(), 1u);
   EXPECT_EQ(m.groups[0].kind, "nvswitch");
@@ -91,7 +91,7 @@ TEST(NvsmiReader, HgxA100WithMlxColumnsAndPxbNics) {
 }
 
 TEST(NvsmiReader, PcieOnlyL40sNestsPcieSwitchesInsideNuma) {
-  const NodeModel m = ReadOk(ReadFixture("l40s_pcie.txt"));
+  const NodeModel m = ReadOk(NvsmiFixture("l40s_pcie.txt"));
   ASSERT_EQ(m.groups.size(), 2u);
   for (int s = 0; s < 2; ++s) {
     const GroupSpec& numa = m.groups[static_cast<size_t>(s)];
@@ -119,7 +119,7 @@ TEST(NvsmiReader, PcieOnlyL40sNestsPcieSwitchesInsideNuma) {
 TEST(NvsmiReader, NvlinkBridgePairsAcrossSockets) {
   NvsmiOptions options;
   options.link_gbs = 14;  // NVLink bridge of PCIe cards
-  const NodeModel m = ReadOk(ReadFixture("nvlink_bridge_4.txt"), options);
+  const NodeModel m = ReadOk(NvsmiFixture("nvlink_bridge_4.txt"), options);
   EXPECT_EQ(m.gpus, 4);
   ASSERT_EQ(m.groups.size(), 2u);
   EXPECT_EQ(m.groups[0].kind, "nvlink");
@@ -138,7 +138,7 @@ TEST(NvsmiReader, NvlinkBridgePairsAcrossSockets) {
 }
 
 TEST(NvsmiReader, SpacesInsteadOfTabsReadTheSame) {
-  const std::string tabs = ReadFixture("l40s_pcie.txt");
+  const std::string tabs = NvsmiFixture("l40s_pcie.txt");
   std::string spaces;
   for (char c : tabs) spaces += c == '\t' ? std::string("    ") : std::string(1, c);
   ASSERT_EQ(spaces.find('\t'), std::string::npos);
@@ -194,26 +194,26 @@ TEST(NvsmiReader, NicCountOption) {
   NvsmiOptions options;
   options.nics = 4;
   options.nic_gbs = 25;
-  const NodeModel m = ReadOk(ReadFixture("dgx_h100.txt"), options);
+  const NodeModel m = ReadOk(NvsmiFixture("dgx_h100.txt"), options);
   EXPECT_EQ(m.nics, 4);
   EXPECT_DOUBLE_EQ(m.nic_gbs, 25);
 }
 
 // ---- errors ----------------------------------------------------------------------------------
 
-struct ErrorCase {
+struct NvsmiErrorCase {
   std::string name;
   std::string text;
   std::string where;
   std::string message;  // substring
 };
 
-void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const NvsmiErrorCase& c, std::ostream* os) { *os << c.name; }
 
-class NvsmiReaderErrors : public ::testing::TestWithParam<ErrorCase> {};
+class NvsmiReaderErrors : public ::testing::TestWithParam<NvsmiErrorCase> {};
 
 TEST_P(NvsmiReaderErrors, NamesFileLineAndProblem) {
-  const ErrorCase& c = GetParam();
+  const NvsmiErrorCase& c = GetParam();
   auto model = ReadNvidiaSmiTopo(c.text, "topo.txt", {});
   ASSERT_FALSE(model.has_value()) << "read succeeded";
   EXPECT_EQ(model.error().where, c.where);
@@ -225,58 +225,61 @@ const char kHeader[] = "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\n";
 INSTANTIATE_TEST_SUITE_P(
     NvsmiInline, NvsmiReaderErrors,
     ::testing::Values(
-        ErrorCase{"NoHeader", "Failed to initialize NVML: Driver/library version mismatch\n", "topo.txt",
-                  "no header row starting with GPU0"},
-        ErrorCase{"Empty", "", "topo.txt", "no header row"},
-        ErrorCase{"NonSquareRow", std::string(kHeader) + "GPU0\t X \tNV4\n", "topo.txt:2",
-                  "row 'GPU0' has 2 cells, expected 3 matrix cells plus up to 2 informational ones (non-square matrix "
-                  "or truncated line)"},
-        ErrorCase{"MissingCellShiftsInfoIntoMatrix", std::string(kHeader) + "GPU0\t X \tNV4\t0-7\t0\n", "topo.txt:2",
-                  "unknown cell '0-7' in row 'GPU0', column 'NIC0'"},
-        ErrorCase{"TooManyCells", std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\tPIX\n", "topo.txt:2",
-                  "row 'GPU0' has 6 cells"},
-        ErrorCase{"UnknownCell", std::string(kHeader) + "GPU0\t X \tNV4\tPCI\t0-7\t0\n", "topo.txt:2",
-                  "unknown cell 'PCI' in row 'GPU0', column 'NIC0' (expected X, NV#, PIX, PXB, PHB, NODE or SYS)"},
-        ErrorCase{"BadNvCount", std::string(kHeader) + "GPU0\t X \tNVx\tPIX\t0-7\t0\n", "topo.txt:2",
-                  "unknown cell 'NVx'"},
-        ErrorCase{"RowColumnGpuMismatch", std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\nNIC0\tPIX\tPIX\t X \n",
-                  "topo.txt:3",
-                  "row/column mismatch: row 2 is 'NIC0' but column 2 is 'GPU1' (header has 2 GPU and 1 NIC columns)"},
-        ErrorCase{
+        NvsmiErrorCase{"NoHeader", "Failed to initialize NVML: Driver/library version mismatch\n", "topo.txt",
+                       "no header row starting with GPU0"},
+        NvsmiErrorCase{"Empty", "", "topo.txt", "no header row"},
+        NvsmiErrorCase{
+            "NonSquareRow", std::string(kHeader) + "GPU0\t X \tNV4\n", "topo.txt:2",
+            "row 'GPU0' has 2 cells, expected 3 matrix cells plus up to 2 informational ones (non-square matrix "
+            "or truncated line)"},
+        NvsmiErrorCase{"MissingCellShiftsInfoIntoMatrix", std::string(kHeader) + "GPU0\t X \tNV4\t0-7\t0\n",
+                       "topo.txt:2", "unknown cell '0-7' in row 'GPU0', column 'NIC0'"},
+        NvsmiErrorCase{"TooManyCells", std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\tPIX\n", "topo.txt:2",
+                       "row 'GPU0' has 6 cells"},
+        NvsmiErrorCase{"UnknownCell", std::string(kHeader) + "GPU0\t X \tNV4\tPCI\t0-7\t0\n", "topo.txt:2",
+                       "unknown cell 'PCI' in row 'GPU0', column 'NIC0' (expected X, NV#, PIX, PXB, PHB, NODE or SYS)"},
+        NvsmiErrorCase{"BadNvCount", std::string(kHeader) + "GPU0\t X \tNVx\tPIX\t0-7\t0\n", "topo.txt:2",
+                       "unknown cell 'NVx'"},
+        NvsmiErrorCase{
+            "RowColumnGpuMismatch", std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\nNIC0\tPIX\tPIX\t X \n",
+            "topo.txt:3",
+            "row/column mismatch: row 2 is 'NIC0' but column 2 is 'GPU1' (header has 2 GPU and 1 NIC columns)"},
+        NvsmiErrorCase{
             "Asymmetric",
             std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\nGPU1\tNV2\t X \tPIX\t0-7\t0\nNIC0\tPIX\tPIX\t X \n",
             "topo.txt:3", "asymmetric matrix: 'GPU0'->'GPU1' is 'NV4' (line 2) but 'GPU1'->'GPU0' is 'NV2'"},
-        ErrorCase{"TruncatedRows", std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\n", "topo.txt:2",
-                  "matrix ends after 1 of 3 device rows (missing row 'GPU1'): truncated file?"},
-        ErrorCase{"TruncatedBeforeLegend",
-                  std::string(kHeader) +
-                      "GPU0\t X \tNV4\tPIX\t0-7\t0\nGPU1\tNV4\t X \tPIX\t0-7\t0\n\nLegend:\n\n  X    = Self\n",
-                  "topo.txt:4", "matrix ends after 2 of 3 device rows (missing row 'NIC0')"},
-        ErrorCase{"TruncatedMidRow",
-                  std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\nGPU1\tNV4\t X \tPIX\t0-7\t0\nNIC0\tPIX\tPI",
-                  "topo.txt:4", "row 'NIC0' has 2 cells, expected 3"},
-        ErrorCase{"SelfOffDiagonal", "\tGPU0\tGPU1\nGPU0\t X \t X \nGPU1\t X \t X \n", "topo.txt:2",
-                  "cell 'GPU0'/'GPU1' is X off the diagonal"},
-        ErrorCase{"DiagonalNotSelf", "\tGPU0\tGPU1\nGPU0\tPIX\tPIX\nGPU1\tPIX\t X \n", "topo.txt:2",
-                  "diagonal cell of 'GPU0' is 'PIX', expected X"},
-        ErrorCase{"GpuColumnsOutOfOrder", "\tGPU0\tGPU2\nGPU0\t X \tPIX\nGPU2\tPIX\t X \n", "topo.txt:1",
-                  "GPU column 'GPU2' out of order (expected GPU1)"},
-        ErrorCase{"GpuAfterNic", "\tGPU0\tNIC0\tGPU1\n", "topo.txt:1", "GPU column 'GPU1' after NIC column 'NIC0'"},
-        ErrorCase{"ExtraRow", "\tGPU0\tGPU1\nGPU0\t X \tNV1\nGPU1\tNV1\t X \nGPU2\tNV1\tNV1\t X \n", "topo.txt:4",
-                  "unexpected 'GPU2' after the 2 device rows (non-square matrix?"},
-        ErrorCase{"NvlinkToNic", "\tGPU0\tNIC0\nGPU0\t X \tNV2\nNIC0\tNV2\t X \n", "topo.txt:2",
-                  "NVLink cell 'NV2' between 'GPU0' and 'NIC0'"}),
-    [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
+        NvsmiErrorCase{"TruncatedRows", std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\n", "topo.txt:2",
+                       "matrix ends after 1 of 3 device rows (missing row 'GPU1'): truncated file?"},
+        NvsmiErrorCase{"TruncatedBeforeLegend",
+                       std::string(kHeader) +
+                           "GPU0\t X \tNV4\tPIX\t0-7\t0\nGPU1\tNV4\t X \tPIX\t0-7\t0\n\nLegend:\n\n  X    = Self\n",
+                       "topo.txt:4", "matrix ends after 2 of 3 device rows (missing row 'NIC0')"},
+        NvsmiErrorCase{"TruncatedMidRow",
+                       std::string(kHeader) + "GPU0\t X \tNV4\tPIX\t0-7\t0\nGPU1\tNV4\t X \tPIX\t0-7\t0\nNIC0\tPIX\tPI",
+                       "topo.txt:4", "row 'NIC0' has 2 cells, expected 3"},
+        NvsmiErrorCase{"SelfOffDiagonal", "\tGPU0\tGPU1\nGPU0\t X \t X \nGPU1\t X \t X \n", "topo.txt:2",
+                       "cell 'GPU0'/'GPU1' is X off the diagonal"},
+        NvsmiErrorCase{"DiagonalNotSelf", "\tGPU0\tGPU1\nGPU0\tPIX\tPIX\nGPU1\tPIX\t X \n", "topo.txt:2",
+                       "diagonal cell of 'GPU0' is 'PIX', expected X"},
+        NvsmiErrorCase{"GpuColumnsOutOfOrder", "\tGPU0\tGPU2\nGPU0\t X \tPIX\nGPU2\tPIX\t X \n", "topo.txt:1",
+                       "GPU column 'GPU2' out of order (expected GPU1)"},
+        NvsmiErrorCase{"GpuAfterNic", "\tGPU0\tNIC0\tGPU1\n", "topo.txt:1",
+                       "GPU column 'GPU1' after NIC column 'NIC0'"},
+        NvsmiErrorCase{"ExtraRow", "\tGPU0\tGPU1\nGPU0\t X \tNV1\nGPU1\tNV1\t X \nGPU2\tNV1\tNV1\t X \n", "topo.txt:4",
+                       "unexpected 'GPU2' after the 2 device rows (non-square matrix?"},
+        NvsmiErrorCase{"NvlinkToNic", "\tGPU0\tNIC0\nGPU0\t X \tNV2\nNIC0\tNV2\t X \n", "topo.txt:2",
+                       "NVLink cell 'NV2' between 'GPU0' and 'NIC0'"}),
+    [](const ::testing::TestParamInfo<NvsmiErrorCase>& info) { return info.param.name; });
 
 TEST(NvsmiReader, RejectsBadOptions) {
   NvsmiOptions options;
   options.link_gbs = 0;
-  auto m = ReadNvidiaSmiTopo(ReadFixture("dgx_h100.txt"), "dgx_h100.txt", options);
+  auto m = ReadNvidiaSmiTopo(NvsmiFixture("dgx_h100.txt"), "dgx_h100.txt", options);
   ASSERT_FALSE(m.has_value());
   EXPECT_EQ(m.error().where, "options.link_gbs");
   options = {};
   options.model_name = "";
-  m = ReadNvidiaSmiTopo(ReadFixture("dgx_h100.txt"), "dgx_h100.txt", options);
+  m = ReadNvidiaSmiTopo(NvsmiFixture("dgx_h100.txt"), "dgx_h100.txt", options);
   ASSERT_FALSE(m.has_value());
   EXPECT_EQ(m.error().where, "options.model_name");
 }

@@ -12,7 +12,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int64_t kNow = 1700000000;  // 2023-11-14T22:13:20Z
+constexpr int64_t kTableNow = 1700000000;  // 2023-11-14T22:13:20Z
 
 // A fixed queue: one running job, pending jobs with every kind of reason, a finished one.
 constexpr const char* kJobs = R"pb(
@@ -104,7 +104,7 @@ class JobTable : public ::testing::Test {
   std::string Table(std::string_view format, bool header = true) {
     auto f = ParseJobFormat(format);
     EXPECT_TRUE(f.has_value()) << f.error().ToString();
-    return FormatJobTable(jobs_, f.value_or(std::vector<JobField>{}), kNow, header);
+    return FormatJobTable(jobs_, f.value_or(std::vector<JobField>{}), kTableNow, header);
   }
   const v1::Job& Job(uint64_t id) {
     for (const v1::Job& j : jobs_) {
@@ -184,7 +184,7 @@ TEST(JobTableUnicode, WideCombiningAndHostileNamesStayAligned) {
   }
   auto f = ParseJobFormat("%.i  %j  %u  %.G");
   ASSERT_TRUE(f);
-  const std::string t = FormatJobTable(jobs, *f, kNow);
+  const std::string t = FormatJobTable(jobs, *f, kTableNow);
   EXPECT_EQ(t,
             "JOBID  NAME          USER  GPUS\n"
             "  100  训练-llama    ada      8\n"
@@ -201,7 +201,7 @@ TEST(JobTableUnicode, WideCombiningAndHostileNamesStayAligned) {
   // Truncation by columns, at character boundaries, with the mark.
   auto narrow = ParseJobFormat("%.i|%7j|");
   ASSERT_TRUE(narrow);
-  const std::string cut = FormatJobTable(jobs, *narrow, kNow, false);
+  const std::string cut = FormatJobTable(jobs, *narrow, kTableNow, false);
   EXPECT_EQ(cut.substr(0, cut.find("103|")),
             "100|训练-l+|\n"
             "101|cafe\xcc\x81   |\n"
@@ -217,18 +217,18 @@ TEST_F(JobTable, FormatErrors) {
 
 TEST_F(JobTable, TimeColumns) {
   // Running: TIME counts up from the start, TIME_LEFT counts down to the walltime.
-  EXPECT_EQ(JobFieldValue(Job(41), 'M', kNow), "1:02:03");
-  EXPECT_EQ(JobFieldValue(Job(41), 'L', kNow), "57:57");
-  EXPECT_EQ(JobFieldValue(Job(41), 'L', kNow + 7200), "0:00");  // overdue: never negative
-  EXPECT_EQ(JobFieldValue(Job(41), 'S', kNow), "2023-11-14T21:11:17");
+  EXPECT_EQ(JobFieldValue(Job(41), 'M', kTableNow), "1:02:03");
+  EXPECT_EQ(JobFieldValue(Job(41), 'L', kTableNow), "57:57");
+  EXPECT_EQ(JobFieldValue(Job(41), 'L', kTableNow + 7200), "0:00");  // overdue: never negative
+  EXPECT_EQ(JobFieldValue(Job(41), 'S', kTableNow), "2023-11-14T21:11:17");
   // Pending: no run time, the limit as time left, the predicted start.
-  EXPECT_EQ(JobFieldValue(Job(42), 'M', kNow), "0:00");
-  EXPECT_EQ(JobFieldValue(Job(42), 'L', kNow), "1:00:00");
-  EXPECT_EQ(JobFieldValue(Job(42), 'S', kNow), "2023-11-14T22:43:20");
-  EXPECT_EQ(JobFieldValue(Job(43), 'S', kNow), "N/A");
+  EXPECT_EQ(JobFieldValue(Job(42), 'M', kTableNow), "0:00");
+  EXPECT_EQ(JobFieldValue(Job(42), 'L', kTableNow), "1:00:00");
+  EXPECT_EQ(JobFieldValue(Job(42), 'S', kTableNow), "2023-11-14T22:43:20");
+  EXPECT_EQ(JobFieldValue(Job(43), 'S', kTableNow), "N/A");
   // Finished: the run time from start to end.
-  EXPECT_EQ(JobFieldValue(Job(7), 'M', kNow), "1:00:00");
-  EXPECT_EQ(JobFieldValue(Job(7), 'e', kNow), "2023-11-14T20:26:40");
+  EXPECT_EQ(JobFieldValue(Job(7), 'M', kTableNow), "1:00:00");
+  EXPECT_EQ(JobFieldValue(Job(7), 'e', kTableNow), "2023-11-14T20:26:40");
 }
 
 TEST_F(JobTable, SortRunningThenPendingByPriorityThenFinished) {
@@ -318,7 +318,7 @@ TEST(SlurmJobRows, MarkedWithSlurmsStateNodesAndTimeLeft) {
   std::vector<v1::Job> jobs(r.jobs().begin(), r.jobs().end());
   auto f = ParseJobFormat(kDefaultJobFormat);
   ASSERT_TRUE(f);
-  EXPECT_EQ(FormatJobTable(jobs, *f, kNow),
+  EXPECT_EQ(FormatJobTable(jobs, *f, kTableNow),
             "   JOBID  PARTITION  NAME   USER   STATE       GPUS  NODES   TIME  TIME_LEFT  START                "
             "NODELIST(REASON)\n"
             "slurm:17  gpu        plain  alice  COMPLETING    12      2  16:40      43:20  2023-11-14T21:56:40  "

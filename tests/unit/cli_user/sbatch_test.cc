@@ -19,9 +19,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // 2026-12-01 17:30:00 UTC, a Tuesday.
-constexpr int64_t kNow = 1796146200;
+constexpr int64_t kSbatchNow = 1796146200;
 
-BeginClock UtcClock(int64_t now = kNow) {
+BeginClock UtcClock(int64_t now = kSbatchNow) {
   BeginClock c;
   c.now = now;
   c.to_local = [](int64_t t) {
@@ -34,7 +34,7 @@ BeginClock UtcClock(int64_t now = kNow) {
   return c;
 }
 
-SubmitContext Context(std::map<std::string, std::string> files = {}) {
+SubmitContext SbatchContext(std::map<std::string, std::string> files = {}) {
   SubmitContext c{"/home/ada/work", {{"HOME", "/home/ada"}}, [files](const std::string& path) -> Result<std::string> {
                     auto it = files.find(path);
                     if (it == files.end()) return Fail(path, "cannot open the script");
@@ -45,20 +45,20 @@ SubmitContext Context(std::map<std::string, std::string> files = {}) {
   return c;
 }
 
-Result<SubmitPlan> Plan(std::vector<std::string> args, std::map<std::string, std::string> files = {}) {
+Result<SubmitPlan> SbatchPlan(std::vector<std::string> args, std::map<std::string, std::string> files = {}) {
   PHX_ASSIGN_OR_RETURN(auto o, ParseSubmitArgs(args));
-  return PlanSubmit(o, Context(std::move(files)));
+  return PlanSubmit(o, SbatchContext(std::move(files)));
 }
 
-std::string PlanError(std::vector<std::string> args, std::map<std::string, std::string> files = {}) {
-  auto p = Plan(std::move(args), std::move(files));
+std::string SbatchPlanError(std::vector<std::string> args, std::map<std::string, std::string> files = {}) {
+  auto p = SbatchPlan(std::move(args), std::move(files));
   return p.has_value() ? "(no error)" : p.error().ToString();
 }
 
 // ---- #SBATCH --------------------------------------------------------------------------------
 
 TEST(Sbatch, TheIssuesScriptRunsOnTwoGpusUnderItsNameAndOutput) {
-  auto p = Plan({"job.sh"}, {{"job.sh", "#!/bin/bash\n#SBATCH --gpus=2 -J x -o x-%j.out\nsrun hostname\n"}});
+  auto p = SbatchPlan({"job.sh"}, {{"job.sh", "#!/bin/bash\n#SBATCH --gpus=2 -J x -o x-%j.out\nsrun hostname\n"}});
   ASSERT_TRUE(p) << p.error().ToString();
   EXPECT_EQ(p->spec.gpus(), 2u);
   EXPECT_EQ(p->spec.name(), "x");
@@ -73,13 +73,13 @@ TEST(Sbatch, PhxOverSbatchWhateverTheOrderAndTheCommandLineOverBoth) {
       "#SBATCH -J sbatch -t 20 -o out-%j\n"
       "#SBATCH --gres=gpu:4\n"
       "echo go\n";
-  auto p = Plan({"job.sh"}, {{"job.sh", script}});
+  auto p = SbatchPlan({"job.sh"}, {{"job.sh", script}});
   ASSERT_TRUE(p) << p.error().ToString();
   EXPECT_EQ(p->spec.name(), "phx");               // #PHX wins, though it comes first
   EXPECT_EQ(p->spec.walltime_s(), 600);           // #PHX -t 10
   EXPECT_EQ(p->spec.stdout_pattern(), "out-%j");  // only #SBATCH says it
   EXPECT_EQ(p->spec.gpus(), 4u);
-  auto q = Plan({"-J", "cli", "-o", "cli.out", "job.sh"}, {{"job.sh", script}});
+  auto q = SbatchPlan({"-J", "cli", "-o", "cli.out", "job.sh"}, {{"job.sh", script}});
   ASSERT_TRUE(q) << q.error().ToString();
   EXPECT_EQ(q->spec.name(), "cli");
   EXPECT_EQ(q->spec.stdout_pattern(), "cli.out");
@@ -95,19 +95,19 @@ TEST(Sbatch, OnlyTheLeadingCommentBlockIsRead) {
       "echo start\n"
       "#SBATCH -G 8\n"
       "#SBATCH --array=1-3\n";  // after a command: a comment, not refused
-  auto p = Plan({"job.sh"}, {{"job.sh", script}});
+  auto p = SbatchPlan({"job.sh"}, {{"job.sh", script}});
   ASSERT_TRUE(p) << p.error().ToString();
   EXPECT_EQ(p->spec.gpus(), 2u);
   // "#SBATCHX" and "# SBATCH" are comments too (sbatch reads exactly "#SBATCH ").
-  auto q = Plan({"job.sh"}, {{"job.sh", "#SBATCHX -G 4\n# SBATCH -G 4\ntrue\n"}});
+  auto q = SbatchPlan({"job.sh"}, {{"job.sh", "#SBATCHX -G 4\n# SBATCH -G 4\ntrue\n"}});
   ASSERT_TRUE(q) << q.error().ToString();
   EXPECT_EQ(q->spec.gpus(), 1u);
 }
 
 TEST(Sbatch, UnsupportedOptionsWarnNamingTheLineOrAreRefused) {
-  auto p = Plan({"job.sh"}, {{"job.sh",
-                              "#!/bin/sh\n#SBATCH -G 1\n#SBATCH --licenses=matlab:1 --qos high\n"
-                              "#SBATCH --frobnicate 3 -J ok\ntrue\n"}});
+  auto p = SbatchPlan({"job.sh"}, {{"job.sh",
+                                    "#!/bin/sh\n#SBATCH -G 1\n#SBATCH --licenses=matlab:1 --qos high\n"
+                                    "#SBATCH --frobnicate 3 -J ok\ntrue\n"}});
   ASSERT_TRUE(p) << p.error().ToString();
   EXPECT_THAT(p->warnings,
               ElementsAre("job.sh:3: #SBATCH --licenses: ignored: not supported by Phalanx: licenses are not counted",
@@ -115,94 +115,94 @@ TEST(Sbatch, UnsupportedOptionsWarnNamingTheLineOrAreRefused) {
   EXPECT_EQ(p->spec.name(), "ok");  // the value of an unknown option is skipped, what follows is read
   EXPECT_EQ(p->spec.priority_class(), "high") << "--qos is the class";
   // -p/--partition and -q are the partition and the class, as sbatch's.
-  auto part = Plan({"job.sh"}, {{"job.sh", "#SBATCH -p debug,gpu -q low\ntrue\n"}});
+  auto part = SbatchPlan({"job.sh"}, {{"job.sh", "#SBATCH -p debug,gpu -q low\ntrue\n"}});
   ASSERT_TRUE(part) << part.error().ToString();
   ASSERT_EQ(part->spec.partitions_size(), 2);
   EXPECT_EQ(part->spec.partitions(0), "debug");
   EXPECT_EQ(part->spec.partitions(1), "gpu");
   EXPECT_EQ(part->spec.priority_class(), "low");
   EXPECT_TRUE(part->warnings.empty());
-  EXPECT_EQ(PlanError({"job.sh"}, {{"job.sh", "#!/bin/sh\n\n#SBATCH --deadline now+1hour\ntrue\n"}}),
+  EXPECT_EQ(SbatchPlanError({"job.sh"}, {{"job.sh", "#!/bin/sh\n\n#SBATCH --deadline now+1hour\ntrue\n"}}),
             "job.sh:3: #SBATCH --deadline: not supported by Phalanx, and ignoring it would run the job wrongly: not "
             "enforced: the job could run after its deadline");
-  auto array = Plan({"job.sh"}, {{"job.sh", "#!/bin/sh\n\n#SBATCH -a 0-9%2\ntrue\n"}});  // arrays are gsub's
+  auto array = SbatchPlan({"job.sh"}, {{"job.sh", "#!/bin/sh\n\n#SBATCH -a 0-9%2\ntrue\n"}});  // arrays are gsub's
   ASSERT_TRUE(array) << array.error().ToString();
   EXPECT_EQ(array->spec.array(), "0-9%2");
-  EXPECT_THAT(PlanError({"job.sh"}, {{"job.sh", "#SBATCH --reservation=maint\ntrue\n"}}),
+  EXPECT_THAT(SbatchPlanError({"job.sh"}, {{"job.sh", "#SBATCH --reservation=maint\ntrue\n"}}),
               HasSubstr("job.sh:1: #SBATCH --reservation: not supported by Phalanx, and ignoring it"));
-  EXPECT_THAT(PlanError({"job.sh"}, {{"job.sh", "#SBATCH --gpus-per-task=1\ntrue\n"}}),
+  EXPECT_THAT(SbatchPlanError({"job.sh"}, {{"job.sh", "#SBATCH --gpus-per-task=1\ntrue\n"}}),
               HasSubstr("job.sh:1: #SBATCH --gpus-per-task: not supported"));
 }
 
 // On the command line an sbatch option gsub lacks is an error that says why. --test-only is
 // gsub's (nothing is submitted), on the command line as in a script.
 TEST(Sbatch, UnsupportedOptionsOnTheCommandLineSayWhy) {
-  auto test_only = Plan({"--test-only", "job.sh"}, {{"job.sh", "true\n"}});
+  auto test_only = SbatchPlan({"--test-only", "job.sh"}, {{"job.sh", "true\n"}});
   ASSERT_TRUE(test_only) << test_only.error().ToString();
   EXPECT_TRUE(test_only->test_only);
-  auto in_script = Plan({"job.sh"}, {{"job.sh", "#SBATCH --test-only\ntrue\n"}});
+  auto in_script = SbatchPlan({"job.sh"}, {{"job.sh", "#SBATCH --test-only\ntrue\n"}});
   ASSERT_TRUE(in_script) << in_script.error().ToString();
   EXPECT_TRUE(in_script->test_only);
-  auto plain = Plan({"job.sh"}, {{"job.sh", "true\n"}});
+  auto plain = SbatchPlan({"job.sh"}, {{"job.sh", "true\n"}});
   ASSERT_TRUE(plain) << plain.error().ToString();
   EXPECT_FALSE(plain->test_only);
-  EXPECT_THAT(PlanError({"-M", "other", "job.sh"}),
+  EXPECT_THAT(SbatchPlanError({"-M", "other", "job.sh"}),
               HasSubstr("-M: an sbatch option Phalanx does not support: Phalanx schedules one cluster"));
-  EXPECT_EQ(PlanError({"--bogus", "job.sh"}), "unknown option '--bogus' (see --help)");
+  EXPECT_EQ(SbatchPlanError({"--bogus", "job.sh"}), "unknown option '--bogus' (see --help)");
 }
 
 TEST(Sbatch, BadValuesNameTheFileAndLine) {
-  EXPECT_EQ(PlanError({"job.sh"}, {{"job.sh", "#!/bin/sh\n#SBATCH --mem=lots\ntrue\n"}}),
+  EXPECT_EQ(SbatchPlanError({"job.sh"}, {{"job.sh", "#!/bin/sh\n#SBATCH --mem=lots\ntrue\n"}}),
             "job.sh:2: --mem: 'lots' is not a size (N[K|M|G|T], megabytes without a unit)");
-  EXPECT_THAT(PlanError({"job.sh"}, {{"job.sh", "#SBATCH -c\ntrue\n"}}),
+  EXPECT_THAT(SbatchPlanError({"job.sh"}, {{"job.sh", "#SBATCH -c\ntrue\n"}}),
               HasSubstr("job.sh:1: option '-c' needs a value"));
-  EXPECT_THAT(PlanError({"job.sh"}, {{"job.sh", "#SBATCH --begin=someday\ntrue\n"}}),
+  EXPECT_THAT(SbatchPlanError({"job.sh"}, {{"job.sh", "#SBATCH --begin=someday\ntrue\n"}}),
               HasSubstr("job.sh:1: --begin: 'someday' is not a time"));
-  EXPECT_THAT(PlanError({"job.sh"}, {{"job.sh", "#SBATCH -w node[1-\ntrue\n"}}), HasSubstr("job.sh:1: -w: "));
-  EXPECT_THAT(PlanError({"job.sh"}, {{"job.sh", "#SBATCH -C 'h100 and a100'\ntrue\n"}}),
+  EXPECT_THAT(SbatchPlanError({"job.sh"}, {{"job.sh", "#SBATCH -w node[1-\ntrue\n"}}), HasSubstr("job.sh:1: -w: "));
+  EXPECT_THAT(SbatchPlanError({"job.sh"}, {{"job.sh", "#SBATCH -C 'h100 and a100'\ntrue\n"}}),
               HasSubstr("job.sh:1: -C: 'h100 and a100': a blank between two features"));
-  EXPECT_THAT(PlanError({"job.sh"}, {{"job.sh", "#SBATCH --gres=nic:1\ntrue\n"}}),
+  EXPECT_THAT(SbatchPlanError({"job.sh"}, {{"job.sh", "#SBATCH --gres=nic:1\ntrue\n"}}),
               HasSubstr("job.sh:1: --gres: 'nic:1': only gpu[:TYPE]:N is supported"));
-  EXPECT_THAT(PlanError({"job.sh"}, {{"job.sh", "#SBATCH 'unterminated\ntrue\n"}}),
+  EXPECT_THAT(SbatchPlanError({"job.sh"}, {{"job.sh", "#SBATCH 'unterminated\ntrue\n"}}),
               HasSubstr("job.sh:1: #SBATCH: unterminated ' quote"));
-  EXPECT_THAT(PlanError({"job.sh"}, {{"job.sh", "#SBATCH -G 2 stray\ntrue\n"}}),
+  EXPECT_THAT(SbatchPlanError({"job.sh"}, {{"job.sh", "#SBATCH -G 2 stray\ntrue\n"}}),
               HasSubstr("job.sh:1: #SBATCH takes options only, not 'stray'"));
-  EXPECT_THAT(PlanError({"job.sh"}, {{"job.sh", "#SBATCH --open-mode=sometimes\ntrue\n"}}),
+  EXPECT_THAT(SbatchPlanError({"job.sh"}, {{"job.sh", "#SBATCH --open-mode=sometimes\ntrue\n"}}),
               HasSubstr("job.sh:1: --open-mode: 'sometimes' is not append or truncate"));
-  EXPECT_THAT(PlanError({"job.sh"}, {{"job.sh", "#SBATCH --mail-type=WHENEVER\ntrue\n"}}),
+  EXPECT_THAT(SbatchPlanError({"job.sh"}, {{"job.sh", "#SBATCH --mail-type=WHENEVER\ntrue\n"}}),
               HasSubstr("--mail-type: 'WHENEVER' is not a mail type"));
 }
 
 // ---- the options' values -------------------------------------------------------------------
 
 TEST(SlurmOptions, ResourcesAndRecordsGoIntoTheSpec) {
-  auto p = Plan({"-c",
-                 "6",
-                 "--mem=64G",
-                 "-n",
-                 "16",
-                 "--ntasks-per-node",
-                 "8",
-                 "-N",
-                 "2",
-                 "-G",
-                 "16",
-                 "-w",
-                 "dgx[01-02]",
-                 "-x",
-                 "dgx03",
-                 "-C",
-                 "h100|a100",
-                 "--signal=B:USR2@120",
-                 "--no-requeue",
-                 "--comment",
-                 "tuning run",
-                 "--open-mode=truncate",
-                 "--mail-type=end,fail",
-                 "--mail-user=ada@example.org",
-                 "-W",
-                 "--",
-                 "train"});
+  auto p = SbatchPlan({"-c",
+                       "6",
+                       "--mem=64G",
+                       "-n",
+                       "16",
+                       "--ntasks-per-node",
+                       "8",
+                       "-N",
+                       "2",
+                       "-G",
+                       "16",
+                       "-w",
+                       "dgx[01-02]",
+                       "-x",
+                       "dgx03",
+                       "-C",
+                       "h100|a100",
+                       "--signal=B:USR2@120",
+                       "--no-requeue",
+                       "--comment",
+                       "tuning run",
+                       "--open-mode=truncate",
+                       "--mail-type=end,fail",
+                       "--mail-user=ada@example.org",
+                       "-W",
+                       "--",
+                       "train"});
   ASSERT_TRUE(p) << p.error().ToString();
   const v1::JobSpec& s = p->spec;
   EXPECT_EQ(s.cpus_per_task(), 6u);
@@ -226,28 +226,28 @@ TEST(SlurmOptions, ResourcesAndRecordsGoIntoTheSpec) {
 }
 
 TEST(SlurmOptions, GpuTypesBecomeConstraints) {
-  auto gres = Plan({"--gres=gpu:a100:4", "--", "x"});
+  auto gres = SbatchPlan({"--gres=gpu:a100:4", "--", "x"});
   ASSERT_TRUE(gres) << gres.error().ToString();
   EXPECT_EQ(gres->spec.gpus(), 4u);
   EXPECT_EQ(gres->spec.nodes(), 1u);
   EXPECT_EQ(gres->spec.constraint(), "a100");
   // Per node, as in Slurm: Accelerate's example asks for 4 nodes x --gres=gpu:4.
-  auto nodes = Plan({"--nodes=4", "--gres=gpu:4", "--", "x"});
+  auto nodes = SbatchPlan({"--nodes=4", "--gres=gpu:4", "--", "x"});
   ASSERT_TRUE(nodes) << nodes.error().ToString();
   EXPECT_EQ(nodes->spec.gpus(), 16u);
   EXPECT_EQ(nodes->spec.nodes(), 4u);
   EXPECT_EQ(nodes->spec.gpus_per_node(), 4u);
-  auto total = Plan({"-G", "8", "--gres=gpu:4", "--", "x"});
+  auto total = SbatchPlan({"-G", "8", "--gres=gpu:4", "--", "x"});
   ASSERT_TRUE(total) << total.error().ToString();
   EXPECT_EQ(total->spec.nodes(), 2u);
-  auto typed = Plan({"--gpus=h100:2", "-C", "nvlink|ib", "--", "x"});
+  auto typed = SbatchPlan({"--gpus=h100:2", "-C", "nvlink|ib", "--", "x"});
   ASSERT_TRUE(typed) << typed.error().ToString();
   EXPECT_EQ(typed->spec.gpus(), 2u);
   EXPECT_EQ(typed->spec.constraint(), "nvlink&h100|ib&h100");
-  EXPECT_EQ(Plan({"--gres=gpu:2", "--", "x"})->spec.gpus(), 2u);
-  EXPECT_THAT(PlanError({"--gpus-per-node", "4", "--gres=gpu:2", "--", "x"}),
+  EXPECT_EQ(SbatchPlan({"--gres=gpu:2", "--", "x"})->spec.gpus(), 2u);
+  EXPECT_THAT(SbatchPlanError({"--gpus-per-node", "4", "--gres=gpu:2", "--", "x"}),
               HasSubstr("--gres: 'gpu:2' asks for other GPUs per node than --gpus-per-node 4"));
-  EXPECT_EQ(PlanError({"--mem=1G", "--mem-per-gpu=1G", "--", "x"}),
+  EXPECT_EQ(SbatchPlanError({"--mem=1G", "--mem-per-gpu=1G", "--", "x"}),
             "--mem-per-gpu: give --mem or --mem-per-gpu, not both (as sbatch)");
 }
 
@@ -265,19 +265,19 @@ TEST(SlurmValues, Memory) {
 
 TEST(SlurmValues, BeginForms) {
   const BeginClock c = UtcClock();
-  EXPECT_EQ(*ParseBeginTime("now", c), kNow);
-  EXPECT_EQ(*ParseBeginTime("now+1hour", c), kNow + 3600);
-  EXPECT_EQ(*ParseBeginTime("now+90", c), kNow + 90);
-  EXPECT_EQ(*ParseBeginTime("now+2days", c), kNow + 2 * 86400);
-  EXPECT_EQ(*ParseBeginTime("NOW+30minutes", c), kNow + 1800);
-  EXPECT_EQ(*ParseBeginTime("18:00", c), kNow + 1800);                  // today
-  EXPECT_EQ(*ParseBeginTime("16:00:30", c), kNow - 5400 + 86400 + 30);  // passed: tomorrow
+  EXPECT_EQ(*ParseBeginTime("now", c), kSbatchNow);
+  EXPECT_EQ(*ParseBeginTime("now+1hour", c), kSbatchNow + 3600);
+  EXPECT_EQ(*ParseBeginTime("now+90", c), kSbatchNow + 90);
+  EXPECT_EQ(*ParseBeginTime("now+2days", c), kSbatchNow + 2 * 86400);
+  EXPECT_EQ(*ParseBeginTime("NOW+30minutes", c), kSbatchNow + 1800);
+  EXPECT_EQ(*ParseBeginTime("18:00", c), kSbatchNow + 1800);                  // today
+  EXPECT_EQ(*ParseBeginTime("16:00:30", c), kSbatchNow - 5400 + 86400 + 30);  // passed: tomorrow
   EXPECT_EQ(*ParseBeginTime("2026-12-24", c), 1798070400);
   EXPECT_EQ(*ParseBeginTime("2026-12-24T08:30", c), 1798070400 + 8 * 3600 + 1800);
   EXPECT_EQ(*ParseBeginTime("2026-12-24T08:30:15", c), 1798070400 + 8 * 3600 + 1800 + 15);
-  EXPECT_EQ(*ParseBeginTime("midnight", c), kNow - 17 * 3600 - 1800 + 86400);
-  EXPECT_EQ(*ParseBeginTime("teatime", c), kNow - 5400 + 86400);  // 16:00 has passed
-  EXPECT_EQ(*ParseBeginTime("tomorrow", c), kNow - 17 * 3600 - 1800 + 86400);
+  EXPECT_EQ(*ParseBeginTime("midnight", c), kSbatchNow - 17 * 3600 - 1800 + 86400);
+  EXPECT_EQ(*ParseBeginTime("teatime", c), kSbatchNow - 5400 + 86400);  // 16:00 has passed
+  EXPECT_EQ(*ParseBeginTime("tomorrow", c), kSbatchNow - 17 * 3600 - 1800 + 86400);
   EXPECT_THAT(ParseBeginTime("now+1fortnight", c).error().message, HasSubstr("unknown unit 'fortnight'"));
   EXPECT_THAT(ParseBeginTime("2026-02-30", c).error().message, HasSubstr("no such date"));
   for (const char* bad : {"", "now+", "25:00", "12:60", "2026-13-01", "12/24", "2026-12-24T8", "soon"}) {
@@ -286,9 +286,9 @@ TEST(SlurmValues, BeginForms) {
 }
 
 TEST(SlurmValues, BeginGoesIntoTheSpec) {
-  auto p = Plan({"--begin", "now+1hour", "--", "x"});
+  auto p = SbatchPlan({"--begin", "now+1hour", "--", "x"});
   ASSERT_TRUE(p) << p.error().ToString();
-  EXPECT_EQ(p->spec.begin_time(), kNow + 3600);
+  EXPECT_EQ(p->spec.begin_time(), kSbatchNow + 3600);
 }
 
 TEST(SlurmValues, GresAndFeatures) {

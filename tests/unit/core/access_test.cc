@@ -12,7 +12,7 @@ namespace {
 
 const std::vector<std::string> kClasses = {"low", "normal", "high", "urgent"};
 
-AccessConfig Config() {
+AccessConfig AccessConf() {
   AccessConfig c;
   c.classes["urgent"] = {.users = {"alice"}, .groups = {"oncall"}, .accounts = {"prod"}};
   c.classes["high"] = {};  // admins only
@@ -22,7 +22,7 @@ AccessConfig Config() {
   return c;
 }
 
-AccessRules Rules(AccessConfig c = Config()) {
+AccessRules Rules(AccessConfig c = AccessConf()) {
   auto r = AccessRules::Build(std::move(c), kClasses);
   EXPECT_TRUE(r) << r.error().ToString();
   return r ? *r : AccessRules();
@@ -56,7 +56,7 @@ TEST(AccessRules, AccountMembersByUserOrGroup) {
 }
 
 TEST(AccessRules, UnlistedAccountsCanBeRefused) {
-  AccessConfig c = Config();
+  AccessConfig c = AccessConf();
   c.unlisted_accounts_open = false;
   const AccessRules r = Rules(c);
   const Status st = r.CheckAccount(Who("bob"), "physics");
@@ -117,7 +117,7 @@ TEST(AccessRules, BuildRefusesBadRules) {
   closed.unlisted_accounts_open = false;
   closed.default_accounts["bob"] = "physics";
   EXPECT_EQ(err(closed), "access.default_accounts.bob: account physics has no rule and unlisted accounts are refused");
-  EXPECT_EQ(err(Config()), "ok");
+  EXPECT_EQ(err(AccessConf()), "ok");
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ namespace {
 
 using testing::DemoScheduler;
 
-JobSpec Job(JobId id, uint32_t gpus = 8, std::string name = "", std::string user = "alice") {
+JobSpec DepJob(JobId id, uint32_t gpus = 8, std::string name = "", std::string user = "alice") {
   JobSpec j;
   j.id = id;
   j.name = std::move(name);
@@ -30,7 +30,7 @@ JobSpec Job(JobId id, uint32_t gpus = 8, std::string name = "", std::string user
 }
 
 JobSpec After(JobId id, const std::string& dependency, uint32_t gpus = 8) {
-  JobSpec j = Job(id, gpus);
+  JobSpec j = DepJob(id, gpus);
   auto d = ParseDependencies(dependency);
   if (!d) throw std::runtime_error(d.error().message);
   j.depends = *d;
@@ -41,7 +41,7 @@ JobSpec After(JobId id, const std::string& dependency, uint32_t gpus = 8) {
 void SubmitArray(Scheduler& s, JobId array, JobId first, uint32_t n, uint32_t max_running, Time now,
                  uint32_t gpus = 8) {
   for (uint32_t i = 0; i < n; ++i) {
-    JobSpec t = Job(first + i, gpus);
+    JobSpec t = DepJob(first + i, gpus);
     t.array_id = array;
     t.array_task = i;
     t.array_max_running = max_running;
@@ -55,7 +55,7 @@ JobState State(const Scheduler& s, JobId id) { return s.job(id)->state; }
 TEST(SchedulerDependency, AfterOkFailedTargetLeavesThePendingJobNeverSatisfiedNotKilled) {
   auto s = DemoScheduler();
   Time now = 0;
-  ASSERT_TRUE(s->Submit(Job(1), now));
+  ASSERT_TRUE(s->Submit(DepJob(1), now));
   ASSERT_TRUE(s->Submit(After(2, "afterok:1"), now));
   s->Schedule(now);
   EXPECT_EQ(Wait(*s, 2), "Dependency(afterok:1)");
@@ -86,7 +86,7 @@ TEST(SchedulerDependency, EachKindIsMetWaitingOrNeverAsSlurmSays) {
     SCOPED_TRACE(c.kind + (c.target_ok ? " ok" : " failed"));
     auto s = DemoScheduler();
     Time now = 0;
-    ASSERT_TRUE(s->Submit(Job(1, 32), now));
+    ASSERT_TRUE(s->Submit(DepJob(1, 32), now));
     ASSERT_TRUE(s->Submit(After(2, c.kind + ":1"), now));
     s->Schedule(now);
     ASSERT_EQ(State(*s, 1), JobState::kRunning);
@@ -110,7 +110,7 @@ TEST(SchedulerDependency, EachKindIsMetWaitingOrNeverAsSlurmSays) {
 
 TEST(SchedulerDependency, AfterIsMetByACancelledPendingTarget) {
   auto s = DemoScheduler();
-  ASSERT_TRUE(s->Submit(Job(1, 8), 0));
+  ASSERT_TRUE(s->Submit(DepJob(1, 8), 0));
   ASSERT_TRUE(s->Hold(1, 0));
   ASSERT_TRUE(s->Submit(After(2, "after:1"), 0));
   s->Schedule(0);
@@ -123,8 +123,8 @@ TEST(SchedulerDependency, AfterIsMetByACancelledPendingTarget) {
 TEST(SchedulerDependency, AllOfWaitsForEveryItemAndAnyOfForOne) {
   auto s = DemoScheduler();
   Time now = 0;
-  ASSERT_TRUE(s->Submit(Job(1, 8), now));
-  ASSERT_TRUE(s->Submit(Job(2, 8), now));
+  ASSERT_TRUE(s->Submit(DepJob(1, 8), now));
+  ASSERT_TRUE(s->Submit(DepJob(2, 8), now));
   ASSERT_TRUE(s->Submit(After(3, "afterok:1,afterany:2"), now));
   ASSERT_TRUE(s->Submit(After(4, "afterok:1?afterok:2"), now));
   ASSERT_TRUE(s->Submit(After(5, "afterok:1?afterok:2"), now));
@@ -150,8 +150,8 @@ TEST(SchedulerDependency, AllOfWaitsForEveryItemAndAnyOfForOne) {
 TEST(SchedulerDependency, AnyOfIsNeverMetOnlyWhenEveryItemIsNever) {
   auto s = DemoScheduler();
   Time now = 0;
-  ASSERT_TRUE(s->Submit(Job(1, 8), now));
-  ASSERT_TRUE(s->Submit(Job(2, 8), now));
+  ASSERT_TRUE(s->Submit(DepJob(1, 8), now));
+  ASSERT_TRUE(s->Submit(DepJob(2, 8), now));
   ASSERT_TRUE(s->Submit(After(3, "afterok:1?afternotok:2"), now));
   s->Schedule(now);
   now += 10;
@@ -166,7 +166,7 @@ TEST(SchedulerDependency, AnyOfIsNeverMetOnlyWhenEveryItemIsNever) {
 TEST(SchedulerDependency, SingletonRunsOneJobPerUserAndName) {
   auto s = DemoScheduler();
   Time now = 0;
-  ASSERT_TRUE(s->Submit(Job(1, 8, "train"), now));
+  ASSERT_TRUE(s->Submit(DepJob(1, 8, "train"), now));
   JobSpec two = After(2, "singleton");
   two.name = "train";
   JobSpec three = After(3, "singleton");
@@ -196,7 +196,7 @@ TEST(SchedulerDependency, SingletonRunsOneJobPerUserAndName) {
 
 TEST(SchedulerDependency, HeldJobsSayHeldFirstAndWaitForTheirDependencyWhenReleased) {
   auto s = DemoScheduler();
-  ASSERT_TRUE(s->Submit(Job(1, 8), 0));
+  ASSERT_TRUE(s->Submit(DepJob(1, 8), 0));
   JobSpec two = After(2, "afterany:1");
   two.held = true;
   ASSERT_TRUE(s->Submit(two, 0));
@@ -212,7 +212,7 @@ TEST(SchedulerDependency, HeldJobsSayHeldFirstAndWaitForTheirDependencyWhenRelea
 
 TEST(SchedulerDependency, SubmissionsNameUnknownTargetsAndSelfDependencies) {
   auto s = DemoScheduler();
-  ASSERT_TRUE(s->Submit(Job(1), 0));
+  ASSERT_TRUE(s->Submit(DepJob(1), 0));
   SubmitArray(*s, 10, 11, 3, 0, 0);
   const auto err = [&](const JobSpec& j) { return s->Submit(j, 0).error(); };
   EXPECT_EQ(err(After(5, "afterok:99")).code, ErrorCode::kNotFound);
@@ -224,12 +224,12 @@ TEST(SchedulerDependency, SubmissionsNameUnknownTargetsAndSelfDependencies) {
   task.array_id = 10;
   task.array_task = 9;
   EXPECT_EQ(err(task).ToString(), "job 20: dependency afterok:10: a task cannot depend on its own array");
-  JobSpec dup = Job(21);
+  JobSpec dup = DepJob(21);
   dup.array_id = 10;
   dup.array_task = 1;
   EXPECT_EQ(err(dup).code, ErrorCode::kAlreadyExists);
-  EXPECT_EQ(err(Job(10)).ToString(), "job 10: id 10 is an array's id");
-  JobSpec on_job = Job(22);
+  EXPECT_EQ(err(DepJob(10)).ToString(), "job 10: id 10 is an array's id");
+  JobSpec on_job = DepJob(22);
   on_job.array_id = 1;
   EXPECT_EQ(err(on_job).ToString(), "job 22: array_id 1: a job's id, not an array's");
   // The same checks without submitting.
@@ -301,7 +301,7 @@ TEST(SchedulerArray, AfterNotOkOnAnArrayWhoseTasksAllCompletedIsNeverMet) {
 TEST(SchedulerArray, RestoreKeepsArrayMembershipAndDropsUnknownTargets) {
   auto a = DemoScheduler();
   SubmitArray(*a, 10, 11, 4, 1, 0, 8);
-  ASSERT_TRUE(a->Submit(Job(15), 0));
+  ASSERT_TRUE(a->Submit(DepJob(15), 0));
   ASSERT_TRUE(a->Submit(After(20, "afterok:10_3,afterany:15"), 0));
   a->Schedule(0);
   auto b = DemoScheduler();

@@ -14,7 +14,7 @@ namespace {
 
 using testing::DemoScheduler;
 
-JobSpec Job(JobId id, uint32_t gpus = 8) {
+JobSpec ErrJob(JobId id, uint32_t gpus = 8) {
   JobSpec j;
   j.id = id;
   j.user = "alice";
@@ -39,7 +39,7 @@ TEST(SchedulerErrors, UnknownJobsAndNodesAreNotFound) {
   const Status node = s->SetNodeState("no-such-node", NodeState::kDown, 0);
   EXPECT_EQ(Code(node), "NOT_FOUND");
   EXPECT_EQ(node.error().ToString(), "node no-such-node: unknown node");
-  JobSpec dependent = Job(2);
+  JobSpec dependent = ErrJob(2);
   dependent.after_ok = {1};
   const Status dep = s->Submit(dependent, 0);
   EXPECT_EQ(Code(dep), "NOT_FOUND");
@@ -49,7 +49,7 @@ TEST(SchedulerErrors, UnknownJobsAndNodesAreNotFound) {
 
 TEST(SchedulerErrors, EventsTheJobsStateForbidsAreFailedPreconditions) {
   auto s = DemoScheduler();
-  ASSERT_TRUE(s->Submit(Job(1), 0));
+  ASSERT_TRUE(s->Submit(ErrJob(1), 0));
   const Status ended = s->JobEnded(1, 0, true);
   EXPECT_EQ(Code(ended), "FAILED_PRECONDITION");
   EXPECT_EQ(ended.error().ToString(), "job 1: job ended: job is pending");
@@ -72,10 +72,10 @@ TEST(SchedulerErrors, EventsTheJobsStateForbidsAreFailedPreconditions) {
 TEST(SchedulerErrors, ARestoreInProgressIsAFailedPrecondition) {
   auto s = DemoScheduler();
   JobRecord r;
-  r.spec = Job(1);
+  r.spec = ErrJob(1);
   ASSERT_TRUE(s->Restore(r, 0));
-  EXPECT_EQ(Code(s->Submit(Job(2), 0)), "FAILED_PRECONDITION");
-  EXPECT_EQ(Code(s->ValidateSpec(Job(2))), "FAILED_PRECONDITION");
+  EXPECT_EQ(Code(s->Submit(ErrJob(2), 0)), "FAILED_PRECONDITION");
+  EXPECT_EQ(Code(s->ValidateSpec(ErrJob(2))), "FAILED_PRECONDITION");
   EXPECT_EQ(Code(s->Hold(1, 0)), "FAILED_PRECONDITION");
   ASSERT_TRUE(s->FinishRestore(0));
   const auto again = s->FinishRestore(0);
@@ -86,13 +86,13 @@ TEST(SchedulerErrors, ARestoreInProgressIsAFailedPrecondition) {
 
 TEST(SchedulerErrors, AKnownIdAlreadyExists) {
   auto s = DemoScheduler();
-  ASSERT_TRUE(s->Submit(Job(1), 0));
-  const Status dup = s->Submit(Job(1), 0);
+  ASSERT_TRUE(s->Submit(ErrJob(1), 0));
+  const Status dup = s->Submit(ErrJob(1), 0);
   EXPECT_EQ(Code(dup), "ALREADY_EXISTS");
   EXPECT_EQ(dup.error().ToString(), "job 1: id 1: duplicate job id");
-  EXPECT_EQ(Code(s->ValidateSpec(Job(1))), "ALREADY_EXISTS");
+  EXPECT_EQ(Code(s->ValidateSpec(ErrJob(1))), "ALREADY_EXISTS");
   JobRecord r;
-  r.spec = Job(1);
+  r.spec = ErrJob(1);
   EXPECT_EQ(Code(s->Restore(r, 0)), "ALREADY_EXISTS");
 }
 
@@ -101,14 +101,14 @@ TEST(SchedulerErrors, PendingJobLimitsAreResourceExhausted) {
   c.limits.default_user.max_pending_jobs = 1;
   c.limits.accounts["lab"].max_pending_jobs = 2;
   auto s = DemoScheduler(c);
-  ASSERT_TRUE(s->Submit(Job(1, 64), 0));  // larger than the cluster: stays pending
-  const Status user = s->Submit(Job(2), 0);
+  ASSERT_TRUE(s->Submit(ErrJob(1, 64), 0));  // larger than the cluster: stays pending
+  const Status user = s->Submit(ErrJob(2), 0);
   EXPECT_EQ(Code(user), "RESOURCE_EXHAUSTED");
   EXPECT_EQ(user.error().ToString(), "job 2: UserLimit: user alice has 1 pending jobs (max 1)");
-  JobSpec bob = Job(3, 64);
+  JobSpec bob = ErrJob(3, 64);
   bob.user = "bob";
   ASSERT_TRUE(s->Submit(bob, 0));
-  JobSpec carol = Job(4);
+  JobSpec carol = ErrJob(4);
   carol.user = "carol";
   const Status account = s->ValidateSpec(carol);
   EXPECT_EQ(Code(account), "RESOURCE_EXHAUSTED");
@@ -117,13 +117,13 @@ TEST(SchedulerErrors, PendingJobLimitsAreResourceExhausted) {
 
 TEST(SchedulerErrors, BadSpecsAndValuesAreInvalidArguments) {
   auto s = DemoScheduler();
-  EXPECT_EQ(Code(s->Submit(Job(0), 0)), "INVALID_ARGUMENT");
-  EXPECT_EQ(Code(s->Submit(Job(1, 0), 0)), "INVALID_ARGUMENT");
-  JobSpec cls = Job(1);
+  EXPECT_EQ(Code(s->Submit(ErrJob(0), 0)), "INVALID_ARGUMENT");
+  EXPECT_EQ(Code(s->Submit(ErrJob(1, 0), 0)), "INVALID_ARGUMENT");
+  JobSpec cls = ErrJob(1);
   cls.priority_class = "nope";
   EXPECT_EQ(Code(s->Submit(cls, 0)), "INVALID_ARGUMENT");
-  EXPECT_EQ(Code(s->ValidateSpec(Job(1, 1000))), "INVALID_ARGUMENT");  // can never fit
-  ASSERT_TRUE(s->Submit(Job(1), 10));
+  EXPECT_EQ(Code(s->ValidateSpec(ErrJob(1, 1000))), "INVALID_ARGUMENT");  // can never fit
+  ASSERT_TRUE(s->Submit(ErrJob(1), 10));
   EXPECT_EQ(Code(s->Hold(1, 5)), "INVALID_ARGUMENT");  // time going back
   EXPECT_EQ(Code(s->Update(1, {.walltime = -1}, 10)), "INVALID_ARGUMENT");
 }
@@ -132,9 +132,9 @@ TEST(SchedulerErrors, AFailedEventChangesNothing) {
   SchedulerConfig c;
   c.limits.default_user.max_pending_jobs = 1;
   auto s = DemoScheduler(c);
-  ASSERT_TRUE(s->Submit(Job(1, 64), 0));
-  ASSERT_FALSE(s->Submit(Job(2), 0));
-  ASSERT_FALSE(s->Submit(Job(1), 0));
+  ASSERT_TRUE(s->Submit(ErrJob(1, 64), 0));
+  ASSERT_FALSE(s->Submit(ErrJob(2), 0));
+  ASSERT_FALSE(s->Submit(ErrJob(1), 0));
   EXPECT_EQ(s->jobs().size(), 1u);
   EXPECT_EQ(s->job(2), nullptr);
   EXPECT_EQ(s->CheckInvariants(), "");

@@ -30,7 +30,7 @@ std::unique_ptr<Scheduler> TwoModels() {
   return std::move(*s);
 }
 
-JobSpec Job(JobId id, uint32_t gpus) {
+JobSpec NodeSelJob(JobId id, uint32_t gpus) {
   JobSpec j;
   j.id = id;
   j.user = "alice";
@@ -48,7 +48,7 @@ std::set<std::string> Nodes(const Scheduler& s, JobId id) {
 
 TEST(NodeSelection, NodelistPlacesOnlyOnTheListedNodes) {
   auto s = TwoModels();
-  JobSpec j = Job(1, 8);
+  JobSpec j = NodeSelJob(1, 8);
   j.nodelist = {"leaf1-n1"};
   ASSERT_TRUE(s->Submit(j, 0));
   s->Schedule(0);
@@ -59,7 +59,7 @@ TEST(NodeSelection, NodelistPlacesOnlyOnTheListedNodes) {
 
 TEST(NodeSelection, ExcludeKeepsTheJobOffThoseNodes) {
   auto s = TwoModels();
-  JobSpec j = Job(1, 16);
+  JobSpec j = NodeSelJob(1, 16);
   j.exclude = {"leaf0-n0", "leaf0-n1"};
   ASSERT_TRUE(s->Submit(j, 0));
   s->Schedule(0);
@@ -69,11 +69,11 @@ TEST(NodeSelection, ExcludeKeepsTheJobOffThoseNodes) {
 
 TEST(NodeSelection, ConstraintMatchesTheModelsWords) {
   auto s = TwoModels();
-  JobSpec a = Job(1, 8);
+  JobSpec a = NodeSelJob(1, 8);
   a.constraint = "a100";
-  JobSpec h = Job(2, 16);
+  JobSpec h = NodeSelJob(2, 16);
   h.constraint = "h100|v100";
-  JobSpec both = Job(3, 8);
+  JobSpec both = NodeSelJob(3, 8);
   both.constraint = "hgx&a100";
   ASSERT_TRUE(s->Submit(a, 0));
   ASSERT_TRUE(s->Submit(h, 0));
@@ -89,12 +89,12 @@ TEST(NodeSelection, ConstraintMatchesTheModelsWords) {
 
 TEST(NodeSelection, AJobWaitsForItsNodesEvenWhenOthersAreFree) {
   auto s = TwoModels();
-  JobSpec blocker = Job(1, 8);
+  JobSpec blocker = NodeSelJob(1, 8);
   blocker.nodelist = {"leaf0-n0"};
   ASSERT_TRUE(s->Submit(blocker, 0));
   s->Schedule(0);
   ASSERT_EQ(s->job(1)->state, JobState::kRunning);
-  JobSpec j = Job(2, 8);
+  JobSpec j = NodeSelJob(2, 8);
   j.nodelist = {"leaf0-n0"};
   ASSERT_TRUE(s->Submit(j, 1));
   s->Schedule(1);
@@ -109,7 +109,7 @@ TEST(NodeSelection, AJobWaitsForItsNodesEvenWhenOthersAreFree) {
 
 TEST(NodeSelection, TooFewAllowedGpusIsUnsatisfiable) {
   auto s = TwoModels();
-  JobSpec j = Job(1, 16);
+  JobSpec j = NodeSelJob(1, 16);
   j.nodelist = {"leaf0-n0"};
   ASSERT_TRUE(s->Submit(j, 0));
   s->Schedule(0);
@@ -119,7 +119,7 @@ TEST(NodeSelection, TooFewAllowedGpusIsUnsatisfiable) {
 
 TEST(NodeSelection, BadSelectionsAreRefusedNamingWhat) {
   auto s = TwoModels();
-  JobSpec j = Job(1, 8);
+  JobSpec j = NodeSelJob(1, 8);
   j.nodelist = {"leaf9-n0"};
   auto st = s->Submit(j, 0);
   ASSERT_FALSE(st);
@@ -149,7 +149,7 @@ TEST(NodeSelection, BadSelectionsAreRefusedNamingWhat) {
 
 TEST(NodeSelection, BeginTimeHoldsTheJobUntilThen) {
   auto s = TwoModels();
-  JobSpec j = Job(1, 8);
+  JobSpec j = NodeSelJob(1, 8);
   j.begin = 3600;
   ASSERT_TRUE(s->Submit(j, 0));
   s->Schedule(0);
@@ -165,12 +165,12 @@ TEST(NodeSelection, BeginTimeHoldsTheJobUntilThen) {
 TEST(NodeSelection, RestoreKeepsTheSelection) {
   auto s = TwoModels();
   JobRecord r;
-  r.spec = Job(1, 8);
+  r.spec = NodeSelJob(1, 8);
   r.spec.exclude = {"leaf0-n0", "leaf0-n1", "leaf1-n0"};
   r.walltime = 1000;
   ASSERT_TRUE(s->Restore(r, 0));
   JobRecord gone;
-  gone.spec = Job(2, 8);
+  gone.spec = NodeSelJob(2, 8);
   gone.spec.nodelist = {"removed-node"};  // no longer in the topology: waits, says why
   gone.walltime = 1000;
   ASSERT_TRUE(s->Restore(gone, 0));
@@ -184,9 +184,9 @@ TEST(NodeSelection, RestoreKeepsTheSelection) {
 // --no-requeue: a node failure ends the job instead of requeueing it; the default requeues.
 TEST(NodeSelection, NoRequeueEndsTheJobOnANodeFailure) {
   auto s = TwoModels();
-  JobSpec keep = Job(1, 8);
+  JobSpec keep = NodeSelJob(1, 8);
   keep.nodelist = {"leaf0-n0"};
-  JobSpec once = Job(2, 8);
+  JobSpec once = NodeSelJob(2, 8);
   once.nodelist = {"leaf0-n1"};
   once.no_requeue = true;
   ASSERT_TRUE(s->Submit(keep, 0));

@@ -38,13 +38,13 @@ SchedulerConfig PartConfig() {
   return c;
 }
 
-std::unique_ptr<Scheduler> Make(SchedulerConfig c = PartConfig()) {
+std::unique_ptr<Scheduler> MakePart(SchedulerConfig c = PartConfig()) {
   auto s = Scheduler::Create(Build(TwoTier(2, 2)), std::move(c));
   if (!s) throw std::runtime_error(s.error().ToString());
   return std::move(*s);
 }
 
-JobSpec Job(JobId id, uint32_t gpus, std::vector<std::string> parts = {}, Duration walltime = 0) {
+JobSpec PartJob(JobId id, uint32_t gpus, std::vector<std::string> parts = {}, Duration walltime = 0) {
   JobSpec s;
   s.id = id;
   s.user = "alice";
@@ -68,17 +68,17 @@ std::set<std::string> NodesOf(const Scheduler& s, JobId id) {
 TEST(SchedulerTop, FirstAmongItsUsersPendingJobs) {
   SchedulerConfig c;
   c.weights.fairshare = 0;
-  auto s = Make(c);
-  JobSpec big = Job(1, 32);
+  auto s = MakePart(c);
+  JobSpec big = PartJob(1, 32);
   big.walltime = 3600;
   ASSERT_TRUE(s->Submit(big, 0));
   (void)s->Schedule(0);
   ASSERT_EQ(s->job(1)->state, JobState::kRunning);
-  ASSERT_TRUE(s->Submit(Job(2, 32), 1));
-  JobSpec bob = Job(3, 32);
+  ASSERT_TRUE(s->Submit(PartJob(2, 32), 1));
+  JobSpec bob = PartJob(3, 32);
   bob.user = "bob";
   ASSERT_TRUE(s->Submit(bob, 2));
-  ASSERT_TRUE(s->Submit(Job(4, 32), 3));
+  ASSERT_TRUE(s->Submit(PartJob(4, 32), 3));
   (void)s->Schedule(4);
   EXPECT_EQ(s->queue(), (std::vector<JobId>{2, 3, 4}));
   ASSERT_TRUE(s->Top(4, 5));
@@ -99,13 +99,13 @@ TEST(SchedulerTop, FirstAmongItsUsersPendingJobs) {
 TEST(SchedulerPartitions, PerUserGpuLimitWaitsUserLimit) {
   SchedulerConfig c = PartConfig();
   c.partitions[0].max_gpus_per_user = 8;  // big: leaf0's two nodes
-  auto s = Make(c);
-  ASSERT_TRUE(s->Submit(Job(1, 8, {}, 600), 0));
-  ASSERT_TRUE(s->Submit(Job(2, 8, {}, 600), 0));
-  JobSpec bob = Job(3, 8, {}, 600);
+  auto s = MakePart(c);
+  ASSERT_TRUE(s->Submit(PartJob(1, 8, {}, 600), 0));
+  ASSERT_TRUE(s->Submit(PartJob(2, 8, {}, 600), 0));
+  JobSpec bob = PartJob(3, 8, {}, 600);
   bob.user = "bob";
   ASSERT_TRUE(s->Submit(bob, 0));
-  ASSERT_TRUE(s->Submit(Job(4, 4, {"big", "all"}, 600), 0));
+  ASSERT_TRUE(s->Submit(PartJob(4, 4, {"big", "all"}, 600), 0));
   (void)s->Schedule(1);
   EXPECT_EQ(s->job(1)->state, JobState::kRunning);
   EXPECT_EQ(s->job(2)->state, JobState::kPending);
@@ -121,21 +121,21 @@ TEST(SchedulerPartitions, PerUserGpuLimitWaitsUserLimit) {
 
 TEST(SchedulerPartitions, NoneConfiguredIsOneDefaultOfEveryNode) {
   SchedulerConfig c;
-  auto s = Make(c);
+  auto s = MakePart(c);
   ASSERT_EQ(s->partitions().size(), 1u);
   EXPECT_EQ(s->partitions().default_name(), "default");
   EXPECT_TRUE(s->partitions().at(0).all_nodes);
   EXPECT_EQ(s->partitions().at(0).gpus, 32u);
-  ASSERT_TRUE(s->Submit(Job(1, 32), 0));
+  ASSERT_TRUE(s->Submit(PartJob(1, 32), 0));
   s->Schedule(0);
   EXPECT_EQ(s->job(1)->state, JobState::kRunning);
   EXPECT_EQ(s->job(1)->walltime, c.default_walltime);
 }
 
 TEST(SchedulerPartitions, JobRunsOnlyOnItsPartitionsNodes) {
-  auto s = Make();
-  ASSERT_TRUE(s->Submit(Job(1, 2, {"small"}), 0));
-  ASSERT_TRUE(s->Submit(Job(2, 8), 0));  // default partition: big
+  auto s = MakePart();
+  ASSERT_TRUE(s->Submit(PartJob(1, 2, {"small"}), 0));
+  ASSERT_TRUE(s->Submit(PartJob(2, 8), 0));  // default partition: big
   s->Schedule(0);
   ASSERT_EQ(s->job(1)->state, JobState::kRunning);
   EXPECT_EQ(NodesOf(*s, 1), std::set<std::string>{"leaf1-n1"});
@@ -147,10 +147,10 @@ TEST(SchedulerPartitions, JobRunsOnlyOnItsPartitionsNodes) {
 }
 
 TEST(SchedulerPartitions, FullPartitionWaitsAlthoughOtherNodesAreFree) {
-  auto s = Make();
-  ASSERT_TRUE(s->Submit(Job(1, 4, {"small"}, 1000), 0));
-  ASSERT_TRUE(s->Submit(Job(2, 4, {"small"}, 1000), 0));
-  ASSERT_TRUE(s->Submit(Job(3, 4, {"small"}, 1000), 0));
+  auto s = MakePart();
+  ASSERT_TRUE(s->Submit(PartJob(1, 4, {"small"}, 1000), 0));
+  ASSERT_TRUE(s->Submit(PartJob(2, 4, {"small"}, 1000), 0));
+  ASSERT_TRUE(s->Submit(PartJob(3, 4, {"small"}, 1000), 0));
   s->Schedule(0);
   EXPECT_EQ(s->job(1)->state, JobState::kRunning);
   EXPECT_EQ(s->job(2)->state, JobState::kRunning);
@@ -172,25 +172,25 @@ TEST(SchedulerPartitions, FullPartitionWaitsAlthoughOtherNodesAreFree) {
 // although other partitions' nodes are free; with enough free GPUs in it but no block of the
 // required shape, TopologyBlock.
 TEST(SchedulerPartitions, WaitReasonCountsThePartitionsFreeGpus) {
-  auto full = Make();
-  ASSERT_TRUE(full->Submit(Job(1, 12, {"big"}, 1000), 0));  // big: 16 GPUs, 4 left
+  auto full = MakePart();
+  ASSERT_TRUE(full->Submit(PartJob(1, 12, {"big"}, 1000), 0));  // big: 16 GPUs, 4 left
   full->Schedule(0);
   ASSERT_EQ(full->job(1)->state, JobState::kRunning);
-  ASSERT_TRUE(full->Submit(Job(2, 8, {"big"}, 1000), 1));  // 8 > 4 free in big (16 free outside)
+  ASSERT_TRUE(full->Submit(PartJob(2, 8, {"big"}, 1000), 1));  // 8 > 4 free in big (16 free outside)
   full->Schedule(1);
   ASSERT_EQ(full->job(2)->state, JobState::kPending);
   EXPECT_EQ(full->job(2)->wait.kind, WaitKind::kResources) << full->job(2)->wait.ToString();
 
-  auto shape = Make();
-  JobSpec whole = Job(1, 8, {"big"}, 1000);  // one whole node of big, and 4 GPUs of the other
+  auto shape = MakePart();
+  JobSpec whole = PartJob(1, 8, {"big"}, 1000);  // one whole node of big, and 4 GPUs of the other
   whole.shape.nodes = 1;
   whole.shape.gpus_per_node = 8;
   ASSERT_TRUE(shape->Submit(whole, 0));
-  ASSERT_TRUE(shape->Submit(Job(2, 4, {"big"}, 1000), 0));
+  ASSERT_TRUE(shape->Submit(PartJob(2, 4, {"big"}, 1000), 0));
   shape->Schedule(0);
   ASSERT_EQ(shape->job(2)->state, JobState::kRunning);
   ASSERT_NE(NodesOf(*shape, 1), NodesOf(*shape, 2));  // big's 4 free GPUs are on one node
-  JobSpec two_nodes = Job(3, 4, {"big"}, 1000);
+  JobSpec two_nodes = PartJob(3, 4, {"big"}, 1000);
   two_nodes.shape.nodes = 2;
   two_nodes.shape.gpus_per_node = 2;
   ASSERT_TRUE(shape->Submit(two_nodes, 1));
@@ -200,63 +200,63 @@ TEST(SchedulerPartitions, WaitReasonCountsThePartitionsFreeGpus) {
 }
 
 TEST(SchedulerPartitions, SeveralPartitionsTakeTheFirstWhereItCanStart) {
-  auto s = Make();
-  ASSERT_TRUE(s->Submit(Job(1, 4, {"small"}, 1000), 0));
-  ASSERT_TRUE(s->Submit(Job(2, 4, {"small"}, 1000), 0));
+  auto s = MakePart();
+  ASSERT_TRUE(s->Submit(PartJob(1, 4, {"small"}, 1000), 0));
+  ASSERT_TRUE(s->Submit(PartJob(2, 4, {"small"}, 1000), 0));
   s->Schedule(0);
   // small is full: a job asking for small,all runs in all; one asking small first when it has
   // room runs in small.
-  ASSERT_TRUE(s->Submit(Job(3, 4, {"small", "all"}, 100), 1));
+  ASSERT_TRUE(s->Submit(PartJob(3, 4, {"small", "all"}, 100), 1));
   s->Schedule(1);
   ASSERT_EQ(s->job(3)->state, JobState::kRunning);
   EXPECT_FALSE(NodesOf(*s, 3).contains("leaf1-n1"));
   EXPECT_EQ(s->partitions().Holding(s->job(3)->partition_ids, s->job(3)->gpus, s->topology()), 2u);
   ASSERT_TRUE(s->JobEnded(1, 2, true));
-  ASSERT_TRUE(s->Submit(Job(4, 4, {"small", "all"}, 100), 2));
+  ASSERT_TRUE(s->Submit(PartJob(4, 4, {"small", "all"}, 100), 2));
   s->Schedule(2);
   ASSERT_EQ(s->job(4)->state, JobState::kRunning);
   EXPECT_EQ(NodesOf(*s, 4), std::set<std::string>{"leaf1-n1"});
 }
 
 TEST(SchedulerPartitions, SubmitRefusalsNameThePartitionAndTheLimit) {
-  auto s = Make();
-  auto too_long = s->Submit(Job(1, 1, {}, 7200), 0);
+  auto s = MakePart();
+  auto too_long = s->Submit(PartJob(1, 1, {}, 7200), 0);
   ASSERT_FALSE(too_long);
   EXPECT_NE(
       too_long.error().message.find("walltime 7200s exceeds the maximum 3600s of partition big (MaxTime 1:00:00)"),
       std::string::npos)
       << too_long.error().message;
-  auto too_wide = s->Submit(Job(2, 8, {"small"}), 0);
+  auto too_wide = s->Submit(PartJob(2, 8, {"small"}), 0);
   ASSERT_FALSE(too_wide);
   EXPECT_NE(too_wide.error().message.find("partition small: 8 GPUs exceed its MaxGPUsPerJob 4"), std::string::npos)
       << too_wide.error().message;
-  auto unknown = s->Submit(Job(3, 1, {"gpu"}), 0);
+  auto unknown = s->Submit(PartJob(3, 1, {"gpu"}), 0);
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().message.find("unknown partition 'gpu' (known: big, small, all)"), std::string::npos)
       << unknown.error().message;
-  auto twice = s->Submit(Job(4, 1, {"all", "all"}), 0);
+  auto twice = s->Submit(PartJob(4, 1, {"all", "all"}), 0);
   ASSERT_FALSE(twice);
   EXPECT_NE(twice.error().message.find("partition 'all' listed twice"), std::string::npos);
   // Every partition named must accept it: small's MaxGPUsPerJob refuses small,all too.
-  EXPECT_FALSE(s->Submit(Job(5, 8, {"all", "small"}), 0));
+  EXPECT_FALSE(s->Submit(PartJob(5, 8, {"all", "small"}), 0));
   // The maximum is within the limit.
-  EXPECT_TRUE(s->Submit(Job(6, 1, {}, 3600), 0));
+  EXPECT_TRUE(s->Submit(PartJob(6, 1, {}, 3600), 0));
 }
 
 TEST(SchedulerPartitions, CanNeverFitThePartition) {
-  auto s = Make();
+  auto s = MakePart();
   // 16 GPUs fit the cluster but not small's 8.
-  JobSpec j = Job(1, 16, {"all"});
+  JobSpec j = PartJob(1, 16, {"all"});
   EXPECT_TRUE(s->ValidateSpec(j));
   SchedulerConfig c = PartConfig();
   c.partitions[1].max_gpus_per_job = 0;
-  s = Make(c);
-  auto v = s->ValidateSpec(Job(2, 16, {"small"}));
+  s = MakePart(c);
+  auto v = s->ValidateSpec(PartJob(2, 16, {"small"}));
   ASSERT_FALSE(v);
   EXPECT_NE(v.error().message.find("partition: can never fit: partition small has 8 GPUs"), std::string::npos)
       << v.error().message;
   // Submitted anyway (Submit does not ask "can it fit"), it waits Unsatisfiable.
-  ASSERT_TRUE(s->Submit(Job(2, 16, {"small"}), 0));
+  ASSERT_TRUE(s->Submit(PartJob(2, 16, {"small"}), 0));
   s->Schedule(0);
   EXPECT_EQ(s->job(2)->wait.kind, WaitKind::kUnsatisfiable);
   EXPECT_EQ(s->job(2)->wait.detail, "partition small has 8 GPUs");
@@ -266,12 +266,12 @@ TEST(SchedulerPartitions, DrainRefusesNewJobsDownQueuesThem) {
   SchedulerConfig c = PartConfig();
   c.partitions[1].state = PartitionState::kDrain;
   c.partitions[2].state = PartitionState::kDown;
-  auto s = Make(c);
-  auto drained = s->Submit(Job(1, 1, {"small"}), 0);
+  auto s = MakePart(c);
+  auto drained = s->Submit(PartJob(1, 1, {"small"}), 0);
   ASSERT_FALSE(drained);
   EXPECT_EQ(drained.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_NE(drained.error().message.find("partition small: state DRAIN: no new jobs"), std::string::npos);
-  ASSERT_TRUE(s->Submit(Job(2, 1, {"all"}), 0));
+  ASSERT_TRUE(s->Submit(PartJob(2, 1, {"all"}), 0));
   s->Schedule(0);
   EXPECT_EQ(s->job(2)->state, JobState::kPending);
   EXPECT_EQ(s->job(2)->wait.kind, WaitKind::kPartitionDown);
@@ -280,8 +280,8 @@ TEST(SchedulerPartitions, DrainRefusesNewJobsDownQueuesThem) {
 }
 
 TEST(SchedulerPartitions, UpdateWalltimeWithinThePartitionsMaximum) {
-  auto s = Make();
-  ASSERT_TRUE(s->Submit(Job(1, 1), 0));
+  auto s = MakePart();
+  ASSERT_TRUE(s->Submit(PartJob(1, 1), 0));
   EXPECT_TRUE(s->Update(1, {.walltime = 3600}, 0));
   auto over = s->Update(1, {.walltime = 3601}, 0);
   ASSERT_FALSE(over);
@@ -291,10 +291,10 @@ TEST(SchedulerPartitions, UpdateWalltimeWithinThePartitionsMaximum) {
 // A pending job moved to other partitions (phalanxd's Slurm mode: `scontrol update Partition=`):
 // checked as a submission is; it then runs on the new partitions' nodes only.
 TEST(SchedulerPartitions, UpdateMovesAPendingJobsPartitions) {
-  auto s = Make();
-  ASSERT_TRUE(s->Submit(Job(1, 16), 0));  // big (the default): leaf0's nodes, default walltime 600
-  ASSERT_TRUE(s->Submit(Job(2, 16), 0));
-  ASSERT_TRUE(s->Submit(Job(3, 8), 0));
+  auto s = MakePart();
+  ASSERT_TRUE(s->Submit(PartJob(1, 16), 0));  // big (the default): leaf0's nodes, default walltime 600
+  ASSERT_TRUE(s->Submit(PartJob(2, 16), 0));
+  ASSERT_TRUE(s->Submit(PartJob(3, 8), 0));
   EXPECT_EQ(s->job(3)->walltime, 600);
   ASSERT_TRUE(s->Update(3, {.partitions = std::vector<std::string>{"all"}}, 0));
   EXPECT_EQ(s->job(3)->spec.partitions, (std::vector<std::string>{"all"}));
@@ -313,7 +313,7 @@ TEST(SchedulerPartitions, UpdateMovesAPendingJobsPartitions) {
   auto too_big = s->Update(2, {.partitions = std::vector<std::string>{"small"}}, 0);
   ASSERT_FALSE(too_big);
   EXPECT_NE(too_big.error().message.find("exceed its MaxGPUsPerJob 4"), std::string::npos) << too_big.error().message;
-  ASSERT_TRUE(s->Submit(Job(4, 1, {"all"}, 7200), 0));
+  ASSERT_TRUE(s->Submit(PartJob(4, 1, {"all"}, 7200), 0));
   auto too_long = s->Update(4, {.partitions = std::vector<std::string>{"big"}}, 0);
   ASSERT_FALSE(too_long);
   EXPECT_NE(too_long.error().message.find("exceeds the maximum 3600s of partition big"), std::string::npos);
@@ -326,12 +326,12 @@ TEST(SchedulerPartitions, UpdateMovesAPendingJobsPartitions) {
 }
 
 TEST(SchedulerPartitions, RestoredJobOfAPartitionNoLongerConfiguredWaitsUnsatisfiable) {
-  auto s = Make();
+  auto s = MakePart();
   JobRecord r;
-  r.spec = Job(1, 1, {"gone"}, 100);
+  r.spec = PartJob(1, 1, {"gone"}, 100);
   ASSERT_TRUE(s->Restore(r, 0));
   JobRecord old;  // a row from before partitions: none named, so the default
-  old.spec = Job(2, 1, {}, 100);
+  old.spec = PartJob(2, 1, {}, 100);
   ASSERT_TRUE(s->Restore(old, 0));
   (void)s->FinishRestore(0);
   s->Schedule(0);
@@ -344,9 +344,9 @@ TEST(SchedulerPartitions, RestoredJobOfAPartitionNoLongerConfiguredWaitsUnsatisf
 // phalanxd's Slurm mode hands over Slurm's partitions whenever they change: states, nodes and
 // the list itself change under queued jobs; a bad table is refused and the old one stays.
 TEST(SchedulerPartitions, SetPartitionsAtRunTime) {
-  auto s = Make();
-  ASSERT_TRUE(s->Submit(Job(1, 2, {"small"}, 100), 0));
-  ASSERT_TRUE(s->Submit(Job(2, 2, {"all"}, 100), 0));
+  auto s = MakePart();
+  ASSERT_TRUE(s->Submit(PartJob(1, 2, {"small"}, 100), 0));
+  ASSERT_TRUE(s->Submit(PartJob(2, 2, {"all"}, 100), 0));
   std::vector<PartitionConfig> parts = PartConfig().partitions;
   parts[1].state = PartitionState::kDown;
   parts[2].state = PartitionState::kDown;

@@ -16,7 +16,7 @@ namespace {
 using testing::Build;
 using testing::TwoTier;
 
-std::unique_ptr<Scheduler> Make() {
+std::unique_ptr<Scheduler> MakeSuspend() {
   SchedulerConfig c;
   c.weights.fairshare = 0;
   auto s = Scheduler::Create(Build(TwoTier(1, 1)), std::move(c));  // one node, 8 GPUs
@@ -24,7 +24,7 @@ std::unique_ptr<Scheduler> Make() {
   return std::move(*s);
 }
 
-JobSpec Job(JobId id, uint32_t gpus, Duration walltime) {
+JobSpec SuspendJob(JobId id, uint32_t gpus, Duration walltime) {
   JobSpec s;
   s.id = id;
   s.user = "alice";
@@ -40,15 +40,15 @@ bool Killed(const std::vector<Decision>& ds, JobId id) {
 }
 
 TEST(SchedulerSuspend, KeepsGpusAndTheWalltimeClockStops) {
-  auto s = Make();
-  ASSERT_TRUE(s->Submit(Job(1, 8, 100), 0));
+  auto s = MakeSuspend();
+  ASSERT_TRUE(s->Submit(SuspendJob(1, 8, 100), 0));
   (void)s->Schedule(0);
   ASSERT_EQ(s->job(1)->state, JobState::kRunning);
   ASSERT_TRUE(s->Suspend(1, 10));
   EXPECT_TRUE(s->job(1)->spec.suspended);
   EXPECT_EQ(s->job(1)->spec.suspended_at, 10);
   // Its GPUs stay allocated: a job wanting them waits.
-  ASSERT_TRUE(s->Submit(Job(2, 8, 100), 11));
+  ASSERT_TRUE(s->Submit(SuspendJob(2, 8, 100), 11));
   (void)s->Schedule(11);
   EXPECT_EQ(s->job(2)->state, JobState::kPending);
   EXPECT_EQ(s->job(1)->gpus.size(), 8u);
@@ -66,9 +66,9 @@ TEST(SchedulerSuspend, KeepsGpusAndTheWalltimeClockStops) {
 }
 
 TEST(SchedulerSuspend, OnlyRunningJobsAndOnlyOnce) {
-  auto s = Make();
-  ASSERT_TRUE(s->Submit(Job(1, 8, 100), 0));
-  ASSERT_TRUE(s->Submit(Job(2, 8, 100), 0));
+  auto s = MakeSuspend();
+  ASSERT_TRUE(s->Submit(SuspendJob(1, 8, 100), 0));
+  ASSERT_TRUE(s->Submit(SuspendJob(2, 8, 100), 0));
   (void)s->Schedule(0);
   ASSERT_EQ(s->job(2)->state, JobState::kPending);
   auto pending = s->Suspend(2, 1);
@@ -90,11 +90,11 @@ TEST(SchedulerSuspend, OnlyRunningJobsAndOnlyOnce) {
 // Planning: backfill counts a suspended job's GPUs busy until its walltime measured from now
 // (as if resumed now), so a reservation behind it moves on while it stays suspended.
 TEST(SchedulerSuspend, ReservationBehindItMovesOn) {
-  auto s = Make();
-  ASSERT_TRUE(s->Submit(Job(1, 8, 100), 0));
+  auto s = MakeSuspend();
+  ASSERT_TRUE(s->Submit(SuspendJob(1, 8, 100), 0));
   (void)s->Schedule(0);
   ASSERT_TRUE(s->Suspend(1, 50));
-  ASSERT_TRUE(s->Submit(Job(2, 8, 100), 60));
+  ASSERT_TRUE(s->Submit(SuspendJob(2, 8, 100), 60));
   (void)s->Schedule(60);
   EXPECT_EQ(s->job(2)->wait.predicted_start, 110) << "100 s walltime + 10 s suspended so far";
   (void)s->Schedule(200);

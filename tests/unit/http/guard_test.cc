@@ -26,7 +26,7 @@ RequestGuard Guard(std::string token = "t0ken") {
   return RequestGuard(std::move(o));
 }
 
-int Status(const RequestGuard& g, const Request& r) {
+int GuardStatus(const RequestGuard& g, const Request& r) {
   auto refusal = g.Check(r);
   return refusal ? refusal->status : 0;
 }
@@ -47,40 +47,41 @@ TEST(DefaultAllowedHosts, LoopbackNamesAndTheBoundHostUnlessWildcard) {
 
 TEST(RequestGuard, HostMustBeOneOfTheServersNames) {
   const RequestGuard g = Guard();
-  EXPECT_EQ(Status(g, Get({{"host", "127.0.0.1:9464"}})), 0);
-  EXPECT_EQ(Status(g, Get({{"host", "LOCALHOST:9464"}})), 0);
-  EXPECT_EQ(Status(g, Get({{"host", "[::1]:9464"}})), 0);
-  EXPECT_EQ(Status(g, Get({{"host", "sched.example.com"}})), 0) << "configured names, any case";
+  EXPECT_EQ(GuardStatus(g, Get({{"host", "127.0.0.1:9464"}})), 0);
+  EXPECT_EQ(GuardStatus(g, Get({{"host", "LOCALHOST:9464"}})), 0);
+  EXPECT_EQ(GuardStatus(g, Get({{"host", "[::1]:9464"}})), 0);
+  EXPECT_EQ(GuardStatus(g, Get({{"host", "sched.example.com"}})), 0) << "configured names, any case";
   auto rebound = g.Check(Get({{"host", "evil.example:9464"}}));
   ASSERT_TRUE(rebound);
   EXPECT_EQ(rebound->status, 421);
   EXPECT_NE(rebound->body.find("Host: 'evil.example:9464' is not a name of this server"), std::string::npos)
       << rebound->body;
-  EXPECT_EQ(Status(g, Get({})), 400) << "no Host header";
-  EXPECT_EQ(Status(g, Get({{"host", "127.0.0.1.evil.example"}})), 421);
+  EXPECT_EQ(GuardStatus(g, Get({})), 400) << "no Host header";
+  EXPECT_EQ(GuardStatus(g, Get({{"host", "127.0.0.1.evil.example"}})), 421);
 }
 
 TEST(RequestGuard, ForeignOriginsAreRefused) {
   const RequestGuard g = Guard();
-  EXPECT_EQ(Status(g, Get({{"host", "127.0.0.1:9464"}, {"origin", "http://127.0.0.1:9464"}})), 0) << "same origin";
-  EXPECT_EQ(Status(g, Get({{"host", "127.0.0.1:9464"}, {"origin", "https://dash.example.com"}})), 0) << "configured";
+  EXPECT_EQ(GuardStatus(g, Get({{"host", "127.0.0.1:9464"}, {"origin", "http://127.0.0.1:9464"}})), 0) << "same origin";
+  EXPECT_EQ(GuardStatus(g, Get({{"host", "127.0.0.1:9464"}, {"origin", "https://dash.example.com"}})), 0)
+      << "configured";
   auto foreign = g.Check(Get({{"host", "127.0.0.1:9464"}, {"origin", "https://evil.example"}}));
   ASSERT_TRUE(foreign);
   EXPECT_EQ(foreign->status, 403);
   EXPECT_NE(foreign->body.find("Origin: 'https://evil.example' is not this server's origin"), std::string::npos)
       << foreign->body;
-  EXPECT_EQ(Status(g, Get({{"host", "127.0.0.1:9464"}, {"origin", "null"}})), 403);
-  EXPECT_EQ(Status(g, Get({{"host", "127.0.0.1:9464"}, {"origin", "http://127.0.0.1:9999"}})), 403)
+  EXPECT_EQ(GuardStatus(g, Get({{"host", "127.0.0.1:9464"}, {"origin", "null"}})), 403);
+  EXPECT_EQ(GuardStatus(g, Get({{"host", "127.0.0.1:9464"}, {"origin", "http://127.0.0.1:9999"}})), 403)
       << "another port is another origin";
 }
 
 TEST(RequestGuard, AdminTokenInConstantTimeElse401) {
   const RequestGuard g = Guard();
   const Request anon = Get({{"host", "localhost"}});
-  EXPECT_EQ(Status(g, anon), 0);
+  EXPECT_EQ(GuardStatus(g, anon), 0);
   EXPECT_FALSE(g.Admin(anon));
   const Request admin = Get({{"host", "localhost"}, {"authorization", "Bearer t0ken"}});
-  EXPECT_EQ(Status(g, admin), 0);
+  EXPECT_EQ(GuardStatus(g, admin), 0);
   EXPECT_TRUE(g.Admin(admin));
   for (const char* bad : {"Bearer t0ke", "Bearer t0kenX", "Basic dDBrZW4=", "Bearer "}) {
     const Request r = Get({{"host", "localhost"}, {"authorization", bad}});

@@ -9,7 +9,7 @@
 namespace phalanx {
 namespace {
 
-std::string Fixture(const std::string& name) {
+std::string TraceFixture(const std::string& name) {
   std::ifstream in(std::string(PHALANX_FIXTURES) + "/traces/" + name);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -36,7 +36,7 @@ TEST(TraceCsv, ReadsTheShippedFormatWithCrlf) {
 }
 
 TEST(TraceCsv, ErrorsNameFileAndLine) {
-  auto bad = ReadTraceCsv(Fixture("bad_gpus.csv"), "bad_gpus.csv");
+  auto bad = ReadTraceCsv(TraceFixture("bad_gpus.csv"), "bad_gpus.csv");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().ToString(), "bad_gpus.csv:4: gpus: 'eight' is not a whole number");
   struct Case {
@@ -60,7 +60,7 @@ TEST(TraceCsv, ErrorsNameFileAndLine) {
 }
 
 TEST(Sacct, SkipsStepsAndJobsWithoutGpusOrRun) {
-  auto t = ReadTrace(Fixture("sacct.txt"), "sacct.txt");
+  auto t = ReadTrace(TraceFixture("sacct.txt"), "sacct.txt");
   ASSERT_TRUE(t) << t.error().ToString();
   EXPECT_EQ(t->skipped_steps, 2u);
   EXPECT_EQ(t->skipped_no_gpu, 2u);  // 1003 (also never ran) and 1004
@@ -108,7 +108,7 @@ TEST(Sacct, DayHourDurationsAreHours) {
 }
 
 TEST(Sacct, ErrorsNameFileAndLine) {
-  auto t = ReadTrace(Fixture("bad_time.sacct"), "bad_time.sacct");
+  auto t = ReadTrace(TraceFixture("bad_time.sacct"), "bad_time.sacct");
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().ToString(), "bad_time.sacct:3: Submit: '2024-03-01 10:00' is not a time YYYY-MM-DDTHH:MM:SS");
   auto h = ReadSacct("JobID|Submit|End|AllocTRES\n", "h.txt");
