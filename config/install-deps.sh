@@ -3,6 +3,9 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
+  # Ninja: tests/run.sh's builds compile a target's files while the libraries it links are still
+  # being built (make waits for each dependency target first)
+  ninja-build
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwloc-dev hwloc libyaml-cpp-dev
   libsqlite3-dev

@@ -26,16 +26,20 @@ run_ctest() {
 }
 
 ctest_env=(env)
+# Ninja (config/install-deps.sh installs it) for a new build directory: with make, a target's files
+# wait until every library it links is built, and a unity batch of instrumented core files is
+# minutes long. An existing directory keeps its generator (cmake refuses to change it).
+generator() { if [ ! -f "$1/CMakeCache.txt" ] && command -v ninja >/dev/null; then echo -GNinja; fi; }
 # Unity batches in all three GCC builds (PHALANX_UNITY, CMakeLists.txt): the tree is compiled three
 # times here, mostly parsing the same gRPC, Protobuf and GoogleTest headers again per file.
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHALANX_UNITY=ON >/dev/null
+cmake -S . -B build $(generator build) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHALANX_UNITY=ON >/dev/null
 phase "dependencies"
 cmake --build build -j"$jobs"
 phase "plain build"
 run_ctest build
 phase "plain tests"
 if [ "${1:-}" != "--no-sanitize" ]; then
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHALANX_UNITY=ON -DPHALANX_SANITIZE=address >/dev/null
+  cmake -S . -B build-asan $(generator build-asan) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHALANX_UNITY=ON -DPHALANX_SANITIZE=address >/dev/null
   cmake --build build-asan -j"$jobs"
   phase "asan build"
   # Under ASan the placer's exhaustive and randomized quality tests run a quarter of their cases
@@ -65,7 +69,7 @@ fi
 if [ "${1:-}" != "--no-sanitize" ] && [ "${PHALANX_TSAN:-1}" != 0 ]; then
   tsan_tests=(daemon_test service_test store_test http_test agent_client_test)
   norandom=(setarch "$(uname -m)" -R)
-  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHALANX_UNITY=ON -DPHALANX_SANITIZE=thread >/dev/null
+  cmake -S . -B build-tsan $(generator build-tsan) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHALANX_UNITY=ON -DPHALANX_SANITIZE=thread >/dev/null
   "${norandom[@]}" cmake --build build-tsan -j"$jobs" --target "${tsan_tests[@]}"
   phase "tsan build"
   # Debian's gRPC/Protobuf/Abseil are not instrumented: tests/tsan_absl_sync.cc (linked into these

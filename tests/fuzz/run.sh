@@ -26,7 +26,9 @@ done
 
 start=$(date +%s)
 launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+# Ninja for a new build directory (an existing one keeps its generator): see tests/run.sh.
+if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null; then launcher=(-G Ninja); fi
+command -v ccache >/dev/null && launcher+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 # -O1 with line tables only: what libFuzzer's docs suggest, and about half the compile time of
 # RelWithDebInfo's -O2 -g (this build runs in CI on a cold 2-core machine; stacks keep file:line).
 cmake -S "$root" -B "$build" -DPHALANX_FUZZ=ON -DCMAKE_BUILD_TYPE=Fuzz \
