@@ -168,7 +168,7 @@ Dashboard::Sample Dashboard::TakeSample() const {
   std::vector<uint32_t> sizes;
   for (const auto& [id, job] : core.jobs()) {
     if (job.state == JobState::kPending) ++s.pending;
-    if (job.state == JobState::kRunning || job.state == JobState::kCheckpointing) ++s.running;
+    if (HoldsGpus(job)) ++s.running;
     if (!IsFinal(job.state)) sizes.push_back(job.spec.shape.gpus);
   }
   if (sizes.empty()) {

@@ -289,8 +289,8 @@ class Runner {
       }
       e.kind = *kind;
     }
-    const bool placed = at_time ? (e.state == JobState::kRunning || e.state == JobState::kCheckpointing)
-                                : (e.kind == DecisionKind::kStart || e.kind == DecisionKind::kResize);
+    const bool placed =
+        at_time ? HoldsGpus(e.state) : (e.kind == DecisionKind::kStart || e.kind == DecisionKind::kResize);
     const bool has_for = !at_time && (e.kind == DecisionKind::kCheckpoint || e.kind == DecisionKind::kPreempt ||
                                       e.kind == DecisionKind::kResize);
     std::map<std::string_view, bool> seen;

@@ -477,7 +477,7 @@ class Sim {
     const JobId id = static_cast<JobId>(i + 1);
     const JobRecord* r = sched_->job(id);
     if (!r) return {};
-    const bool active = r->state == JobState::kRunning || r->state == JobState::kCheckpointing;
+    const bool active = HoldsGpus(r->state);
     switch (e.kind) {
       case Ev::kEnd: {
         if (e.gen != j.gen || !active) return {};

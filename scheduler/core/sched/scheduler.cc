@@ -504,7 +504,7 @@ std::string Scheduler::CheckInvariants() const {
   out << topo.CheckInvariants();
   size_t held = 0;
   for (const auto& [id, job] : s.jobs) {
-    const bool active = job.state == JobState::kRunning || job.state == JobState::kCheckpointing;
+    const bool active = HoldsGpus(job);
     if (active != s.active.Contains(id)) out << "job " << id << ": active set disagrees with state\n";
     if ((job.state == JobState::kPending) != s.pending.Contains(id)) out << "job " << id << ": pending set disagrees\n";
     if (const JobRecord* p = s.pending.Find(id); p != nullptr && p != &job)

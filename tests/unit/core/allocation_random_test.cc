@@ -22,6 +22,7 @@
 #include "core/placement/placer.h"
 #include "core/topology/node_models.h"
 #include "core/topology/topology.h"
+#include "quality_scale.h"
 
 namespace phalanx {
 namespace {
@@ -29,12 +30,6 @@ namespace {
 uint32_t Uniform(std::mt19937& rng, uint32_t lo, uint32_t hi) {
   if (hi <= lo) return lo;
   return std::uniform_int_distribution<uint32_t>(lo, hi)(rng);
-}
-
-double Scale() {
-  const char* s = std::getenv("PHALANX_QUALITY_SCALE");
-  const double v = s ? std::atof(s) : 1.0;
-  return v > 0 ? v : 1.0;
 }
 
 // Everything observable about the Topology's state, for "a failed call changes nothing".
@@ -363,7 +358,7 @@ void RunSequence(const Result<TopologySpec>& spec, uint64_t seed, int steps) {
   ASSERT_TRUE(built.has_value()) << built.error().ToString();
   Topology t = *std::move(built);
   Ledger ledger(t, seed);
-  const int n = std::max(1, static_cast<int>(steps * Scale()));
+  const int n = std::max(1, static_cast<int>(steps * testing::QualityScale()));
   for (int i = 0; i < n; ++i) {
     ledger.Step(i);
     if (::testing::Test::HasFatalFailure() || ::testing::Test::HasNonfatalFailure()) {

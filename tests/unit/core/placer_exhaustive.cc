@@ -428,12 +428,6 @@ PlacementRequest MakeRequest(const Shape& shape, const Topology& t, Mode mode, s
   return r;
 }
 
-double Scale() {
-  const char* s = std::getenv("PHALANX_QUALITY_SCALE");
-  const double v = s ? std::atof(s) : 1.0;
-  return v > 0 ? v : 1.0;
-}
-
 int CompareFloor(int min_compared, int planned, int generated) {
   return static_cast<int>(static_cast<int64_t>(min_compared) * generated / planned);
 }

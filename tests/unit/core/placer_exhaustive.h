@@ -91,9 +91,6 @@ struct Stats {
   double smallest_key = 1e18;
 };
 
-// PHALANX_QUALITY_SCALE, default 1.
-double Scale();
-
 // The floor on compared (not skipped) cases for `generated` cases, given `min_compared` of
 // `planned` at scale 1: the same fraction, so PHALANX_QUALITY_SCALE scales it too.
 int CompareFloor(int min_compared, int planned, int generated);

@@ -16,6 +16,7 @@
 #include "core/placement/placer.h"
 #include "core/topology/topology.h"
 #include "placer_exhaustive.h"
+#include "quality_scale.h"
 
 namespace phalanx::placer_exhaustive {
 namespace {
@@ -121,7 +122,7 @@ void RunNodeFitCase(Mode mode, size_t shape_index, uint64_t seed, double toleran
 void RunNodeFitMode(Mode mode, int cases_per_shape, int min_compared) {
   for (double tolerance : {0.8, 0.95}) {
     Stats stats;
-    const int n = std::max(1, static_cast<int>(cases_per_shape * Scale()));
+    const int n = std::max(1, static_cast<int>(cases_per_shape * testing::QualityScale()));
     for (size_t s = 0; s < Shapes().size(); ++s) {
       for (int i = 0; i < n; ++i) {
         const uint64_t seed = (static_cast<uint64_t>(mode) + 11) * 1'000'000 + s * 10'000 + static_cast<uint64_t>(i);

@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "../core/quality_scale.h"
 #include "core/topology/node_models.h"
 #include "sim/job_mapping.h"
 #include "sim/report.h"
@@ -333,9 +334,7 @@ TEST(SimKeptPlan, SameDecisionsAsAPlanBuiltEachPass) {
   const TopologySpec spec = GenerateByName("leafspine:16:4:2").value();
   // Four seeds; PHALANX_QUALITY_SCALE (tests/run.sh's ASan run: 0.25) runs fewer, the same paths
   // (97 s under ASan with four).
-  const char* scale_env = std::getenv("PHALANX_QUALITY_SCALE");
-  const double scale = scale_env != nullptr && std::atof(scale_env) > 0 ? std::atof(scale_env) : 1.0;
-  const uint64_t seeds = std::clamp<uint64_t>(std::llround(4 * scale), 1, 4);
+  const uint64_t seeds = std::clamp<uint64_t>(std::llround(4 * testing::QualityScale()), 1, 4);
   size_t waited_big = 0;
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
     std::mt19937_64 rng(seed);
