@@ -35,6 +35,7 @@ struct QueueKey {
   Time submit;
   JobId id;
   JobRecord* job;
+  bool topped;  // spec.top > 0 (scontrol top), read once with the rest of the key
 };
 
 // Memory a pass reuses from the last one (a fresh megabyte per 10,000 pending jobs each pass
@@ -90,6 +91,11 @@ struct PassState {
   // one pass to the next; `planned` are those whose job this pass has scheduled already.
   std::map<JobId, std::vector<GpuId>> promised;
   std::set<JobId> planned;
+  // This pass's reservations (SchedulerState::reservations) counted as they are made and
+  // removed, so that no pending job scans them: how many each job holds, and how many the
+  // backfill policy made (neither a preemption claim nor a patience hold; never removed in a pass).
+  std::unordered_map<JobId, uint32_t> reservations_of;
+  size_t policy_reservations = 0;
   StartBlocks start_blocks;
   // Release times of the active jobs, sorted (SchedulerState::ReleaseTime); built on first use,
   // rebuilt after `ends_dirty`.

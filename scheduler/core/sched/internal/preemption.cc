@@ -202,6 +202,7 @@ void ReserveClaim(SchedulerState& s, PassState& pass, JobRecord& j) {
   std::sort(gpus.begin(), gpus.end());
   if (j.victims.empty()) gpus = TrimClaim(s, j, std::move(gpus));
   s.reservations.push_back({j.spec.id, pass.now, pass.now + s.policies.runtime->Run(j), std::move(gpus), true});
+  ++pass.reservations_of[j.spec.id];
 }
 
 bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<Decision>& out) {

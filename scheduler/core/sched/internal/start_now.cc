@@ -67,7 +67,11 @@ void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placemen
   job.victims.clear();
   job.wait = {};
   // Its claim (if it preempted) is no longer a reservation.
-  if (std::erase_if(s.reservations, [&](const Reservation& r) { return r.job == id && r.for_preemption; }) > 0) {
+  if (const size_t erased =
+          std::erase_if(s.reservations, [&](const Reservation& r) { return r.job == id && r.for_preemption; });
+      erased > 0) {
+    if (auto it = pass.reservations_of.find(id); it != pass.reservations_of.end() && (it->second -= erased) == 0)
+      pass.reservations_of.erase(it);
     pass.start_blocks.Invalidate();
     pass.reserve.res_words.clear();  // the indexes moved
   }
