@@ -1,5 +1,6 @@
 #include "core/queue/limits.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace phalanx {
@@ -13,7 +14,12 @@ std::string LimitHit::ToString() const {
   return (scope == LimitScope::kUser ? "UserLimit: " : "AccountLimit: ") + reason;
 }
 
-LimitTracker::LimitTracker(LimitsConfig config) : config_(std::move(config)) {}
+LimitTracker::LimitTracker(LimitsConfig config) : config_(std::move(config)) {
+  const auto limited = [](const auto& entry) { return entry.second.max_running_gpus > 0; };
+  gpu_limits_ = config_.default_user.max_running_gpus > 0 || config_.default_account.max_running_gpus > 0 ||
+                std::any_of(config_.users.begin(), config_.users.end(), limited) ||
+                std::any_of(config_.accounts.begin(), config_.accounts.end(), limited);
+}
 
 LimitUsage LimitTracker::Get(const Counters& counters, std::string_view name) {
   const auto it = counters.find(name);
@@ -100,6 +106,7 @@ std::optional<LimitHit> LimitTracker::CheckSubmit(std::string_view user, std::st
 
 std::optional<LimitHit> LimitTracker::CheckStart(std::string_view user, std::string_view account, uint32_t gpus) const {
   // Asked for every pending job in every pass: the usage is looked up only under a limit.
+  if (!gpu_limits_) return std::nullopt;
   const uint32_t user_max = UserLimits(user).max_running_gpus;
   const uint64_t user_running = user_max > 0 ? Get(users_, user).running_gpus : 0;
   if (user_max > 0 && user_running + gpus > user_max) {

@@ -83,6 +83,9 @@ class LimitTracker {
   static void EraseIfZero(Counters& counters, std::string_view name);
 
   LimitsConfig config_;
+  // Whether any user or account has a max_running_gpus (CheckStart is asked for every pending
+  // job in every pass, and most sites set none).
+  bool gpu_limits_ = false;
   Counters users_;
   Counters accounts_;
 };

@@ -29,6 +29,7 @@ class Topology;
 // refused. DOWN: jobs are accepted and queued, none starts (they wait PartitionDown).
 // INACTIVE: refused, and none starts.
 enum class PartitionState : uint8_t { kUp, kDown, kDrain, kInactive };
+inline bool StartsJobs(PartitionState s) { return s == PartitionState::kUp || s == PartitionState::kDrain; }
 std::string_view PartitionStateName(PartitionState state);                 // UP, DOWN, DRAIN, INACTIVE
 std::optional<PartitionState> ParsePartitionState(std::string_view text);  // case-insensitive
 

@@ -127,7 +127,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     const std::string names = job.spec.partitions.empty() ? "" : job.spec.partitions.front();
     return wait(WaitKind::kUnsatisfiable, "partition '" + names + "' is no longer configured");
   }
-  if (!s.PartitionOpen(job)) {
+  if (!pass.all_partitions_open && !s.PartitionOpen(job)) {
     return wait(WaitKind::kPartitionDown,
                 "partition " + s.partitions.at(job.partition_ids.front()).name + " is " +
                     std::string(PartitionStateName(s.partitions.at(job.partition_ids.front()).state)));
@@ -143,7 +143,9 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
                                                 std::to_string(allowed) + " GPUs, it needs " + std::to_string(n));
     }
   }
-  if (std::string why = s.UserLimitHit(job, n); !why.empty()) return wait(WaitKind::kUserLimit, why);
+  if (pass.user_gpu_limits) {
+    if (std::string why = s.UserLimitHit(job, n); !why.empty()) return wait(WaitKind::kUserLimit, why);
+  }
   if (auto hit = s.limits.CheckStart(job.spec.user, job.spec.account, n)) {
     return wait(hit->scope == LimitScope::kAccount ? WaitKind::kAccountLimit : WaitKind::kUserLimit,
                 std::move(hit->reason));
@@ -271,6 +273,11 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
     if (pass.backfill_cycle) s.last_backfill = now;
   }
   pass.test_limit = pass.backfill_cycle ? s.config.backfill_max_jobs : s.config.main_queue_depth;
+  const std::vector<Partition>& parts = s.partitions.all();
+  pass.all_partitions_open =
+      std::all_of(parts.begin(), parts.end(), [](const Partition& p) { return StartsJobs(p.state); });
+  pass.user_gpu_limits =
+      std::any_of(parts.begin(), parts.end(), [](const Partition& p) { return p.max_gpus_per_user > 0; });
   // The last pass's reservations are this pass's promises; preemption claims are made anew.
   for (Reservation& r : s.reservations) {
     if (!r.for_preemption) pass.promised[r.job] = std::move(r.gpus);

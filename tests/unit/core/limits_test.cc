@@ -68,6 +68,28 @@ TEST(Limits, RunningGpuLimits) {
   EXPECT_EQ(t.CheckStart("vip", "elsewhere", 1000), std::nullopt);
 }
 
+// Each place a running-GPU limit can be set is enforced on its own (CheckStart skips the
+// lookups when none is set anywhere).
+TEST(Limits, ARunningGpuLimitSetInOnePlaceAloneIsEnforced) {
+  const auto only = [](auto set) {
+    LimitsConfig c;
+    set(c);
+    LimitTracker t(c);
+    t.AddRunning("alice", "lab", 8);
+    return t.CheckStart("alice", "lab", 1);
+  };
+  EXPECT_EQ(only([](LimitsConfig& c) { c.default_user.max_running_gpus = 8; }),
+            User("user alice has 8 running GPUs, 1 more would exceed max 8"));
+  EXPECT_EQ(only([](LimitsConfig& c) { c.default_account.max_running_gpus = 8; }),
+            Account("account lab has 8 running GPUs, 1 more would exceed max 8"));
+  EXPECT_EQ(only([](LimitsConfig& c) { c.users["alice"].max_running_gpus = 8; }),
+            User("user alice has 8 running GPUs, 1 more would exceed max 8"));
+  EXPECT_EQ(only([](LimitsConfig& c) { c.accounts["lab"].max_running_gpus = 8; }),
+            Account("account lab has 8 running GPUs, 1 more would exceed max 8"));
+  EXPECT_EQ(only([](LimitsConfig& c) { c.users["bob"].max_running_gpus = 8; }), std::nullopt);
+  EXPECT_EQ(only([](LimitsConfig& c) { c.users["alice"].max_pending_jobs = 1; }), std::nullopt);
+}
+
 TEST(Limits, RequestsAboveALimitCanNeverStart) {
   LimitTracker t(Config());
   EXPECT_EQ(t.CheckRequest("alice", "x", 16), std::nullopt);

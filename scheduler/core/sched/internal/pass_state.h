@@ -77,6 +77,11 @@ struct PassState {
   bool backfill_cycle = true;
   uint32_t test_limit = 0;
   uint32_t tested = 0;
+  // The partitions as the pass starts (their states and limits do not change during a pass):
+  // whether every one is open and whether any has a MaxGPUsPerUser, so that the checks asked
+  // for every pending job need not read the job's partitions when the answer is the same for all.
+  bool all_partitions_open = false;
+  bool user_gpu_limits = true;
   // Shapes that failed to start: a job of the same shape that is no bigger and no longer fails
   // too (resources only shrink during a pass).
   struct FailedShape {

@@ -35,15 +35,11 @@ std::optional<Placement> SchedulerState::PlaceNow(const PlacementRequest& reques
   return std::move(out.placement);
 }
 
-namespace {
-bool Starts(PartitionState s) { return s == PartitionState::kUp || s == PartitionState::kDrain; }
-}  // namespace
-
 std::optional<Placement> SchedulerState::PlaceNow(const JobRecord& job, const PlacementRequest& request) const {
   const NodeFilter filter(*topo, job.forbidden_nodes);  // -w/-x/-C: only the allowed nodes
   for (uint32_t i : job.partition_ids) {
     const Partition& part = partitions.at(i);
-    if (!Starts(part.state) || !UnderUserLimit(job, i, request.gpus)) continue;
+    if (!StartsJobs(part.state) || !UnderUserLimit(job, i, request.gpus)) continue;
     if (part.all_nodes) {
       if (auto p = PlaceNow(request)) return p;
       continue;
@@ -70,7 +66,7 @@ std::string SchedulerState::UserLimitHit(const JobRecord& job, uint32_t n) const
   std::string why;
   for (uint32_t i : job.partition_ids) {
     const Partition& p = partitions.at(i);
-    if (!Starts(p.state)) continue;
+    if (!StartsJobs(p.state)) continue;
     if (UnderUserLimit(job, i, n)) return {};
     if (why.empty()) {
       why = "partition " + p.name + ": MaxGPUsPerUser " + std::to_string(p.max_gpus_per_user) + ", " + job.spec.user +
@@ -93,7 +89,7 @@ uint32_t SchedulerState::FreeGpusFor(const JobRecord& job, StartBlocks& blocks) 
   uint32_t best = 0;
   for (uint32_t i : job.partition_ids) {
     const Partition& p = partitions.at(i);
-    if (!Starts(p.state)) continue;
+    if (!StartsJobs(p.state)) continue;
     uint32_t free = 0;
     for (uint32_t node = 0; node < p.has_node.size(); ++node) {
       if (p.has_node[node] && (forbidden.empty() || !forbidden[node]))
@@ -106,7 +102,7 @@ uint32_t SchedulerState::FreeGpusFor(const JobRecord& job, StartBlocks& blocks) 
 
 bool SchedulerState::PartitionOpen(const JobRecord& job) const {
   return std::any_of(job.partition_ids.begin(), job.partition_ids.end(),
-                     [&](uint32_t i) { return Starts(partitions.at(i).state); });
+                     [&](uint32_t i) { return StartsJobs(partitions.at(i).state); });
 }
 
 const SchedulerState::BestBlock& SchedulerState::Best(uint32_t gpus) {
