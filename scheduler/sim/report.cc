@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "util/json.h"
+#include "util/strings.h"
 
 namespace phalanx {
 namespace {
@@ -14,18 +15,6 @@ std::string F(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
-}
-
-std::string Html(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
 }
 
 // Levels present in the cluster (some sample has a nonzero block there, or the first sample).
@@ -341,7 +330,7 @@ std::string LineChart(const std::string& title, const std::string& xlabel, const
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W
     << " " << H << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   o << "<text x=\"" << W / 2 - R / 2 << "\" y=\"18\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">"
-    << Html(title) << "</text>\n";
+    << HtmlEscape(title) << "</text>\n";
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
     << "\" fill=\"none\" stroke=\"#999\"/>\n";
   for (double y = 0; y <= y1 + 1e-9; y += ystep) {
@@ -364,10 +353,10 @@ std::string LineChart(const std::string& title, const std::string& xlabel, const
         << "</text>\n";
     }
   }
-  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\">" << Html(xlabel)
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\">" << HtmlEscape(xlabel)
     << "</text>\n";
-  o << "<text transform=\"translate(14," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << Html(ylabel)
-    << "</text>\n";
+  o << "<text transform=\"translate(14," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+    << HtmlEscape(ylabel) << "</text>\n";
   for (size_t k = 0; k < series.size(); ++k) {
     const Series& s = series[k];
     o << "<polyline fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"1.5\""
@@ -378,7 +367,7 @@ std::string LineChart(const std::string& title, const std::string& xlabel, const
     const double ly = T + 10 + 16 * static_cast<double>(k);
     o << "<line x1=\"" << W - R + 10 << "\" x2=\"" << W - R + 30 << "\" y1=\"" << ly << "\" y2=\"" << ly
       << "\" stroke=\"" << s.color << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"5,3\"" : "") << "/>";
-    o << "<text x=\"" << W - R + 34 << "\" y=\"" << ly + 4 << "\">" << Html(s.name) << "</text>\n";
+    o << "<text x=\"" << W - R + 34 << "\" y=\"" << ly + 4 << "\">" << HtmlEscape(s.name) << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();
@@ -401,7 +390,7 @@ std::string BarChart(const std::string& title, const std::vector<std::string>& g
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
     << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   o << "<text x=\"" << W / 2 - R / 2 << "\" y=\"18\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">"
-    << Html(title) << "</text>\n";
+    << HtmlEscape(title) << "</text>\n";
   for (double y = 0; y <= y1 + 1e-9; y += ystep) {
     o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << F(Y(y), 1) << "\" y2=\"" << F(Y(y), 1)
       << "\" stroke=\"#eee\"/>";
@@ -410,13 +399,13 @@ std::string BarChart(const std::string& title, const std::vector<std::string>& g
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     o << "<text x=\"" << F(L + gw * (static_cast<double>(g) + 0.5), 1) << "\" y=\"" << H - B + 15
-      << "\" text-anchor=\"middle\">" << Html(groups[g]) << "</text>\n";
+      << "\" text-anchor=\"middle\">" << HtmlEscape(groups[g]) << "</text>\n";
     for (size_t k = 0; k < series.size(); ++k) {
       const double y = g < series[k].points.size() ? series[k].points[g].second : 0;
       const double x = L + gw * static_cast<double>(g) + gw * 0.1 + bw * static_cast<double>(k);
       o << "<rect x=\"" << F(x, 1) << "\" y=\"" << F(Y(y), 1) << "\" width=\"" << F(bw, 1) << "\" height=\""
-        << F(H - B - Y(y), 1) << "\" fill=\"" << series[k].color << "\"><title>" << Html(series[k].name) << " "
-        << Html(groups[g]) << ": " << HumanSeconds(y) << "</title></rect>\n";
+        << F(H - B - Y(y), 1) << "\" fill=\"" << series[k].color << "\"><title>" << HtmlEscape(series[k].name) << " "
+        << HtmlEscape(groups[g]) << ": " << HumanSeconds(y) << "</title></rect>\n";
     }
   }
   o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\">job size (GPUs)</text>\n";
@@ -424,7 +413,7 @@ std::string BarChart(const std::string& title, const std::vector<std::string>& g
     const double ly = T + 10 + 16 * static_cast<double>(k);
     o << "<rect x=\"" << W - R + 10 << "\" y=\"" << ly - 5 << "\" width=\"20\" height=\"10\" fill=\"" << series[k].color
       << "\"/>";
-    o << "<text x=\"" << W - R + 34 << "\" y=\"" << ly + 4 << "\">" << Html(series[k].name) << "</text>\n";
+    o << "<text x=\"" << W - R + 34 << "\" y=\"" << ly + 4 << "\">" << HtmlEscape(series[k].name) << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();

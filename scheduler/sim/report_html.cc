@@ -9,6 +9,7 @@
 
 #include "sim/report.h"
 #include "util/json.h"
+#include "util/strings.h"
 #include "web/web_assets.h"
 
 namespace phalanx {
@@ -23,18 +24,6 @@ std::string Num(double v, int digits) {
     if (s.back() == '.') s.pop_back();
   }
   return s == "-0" ? "0" : s;
-}
-
-std::string Esc(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
 }
 
 // A JSON string that is also safe inside <script> ("</" cannot end it).
@@ -163,15 +152,16 @@ std::string FormatHtml(const ReportInfo& info, const std::vector<PolicyRun>& run
                            bars + ",x:{label:'job size (GPUs)'},y:{label:'average wait',kind:'duration'}})"},
   };
   std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Phalanx simulation: " << Esc(info.trace)
+  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Phalanx simulation: " << HtmlEscape(info.trace)
     << "</title>\n"
     << "<style>body{font-family:sans-serif;max-width:1340px;margin:20px auto;color:#222}"
        "pre{background:#f6f6f6;padding:10px;font-size:12px}figure{display:inline-block;margin:6px;width:640px}"
        "figure svg{width:100%;height:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px "
        "8px;text-align:right}</style></head><body>\n";
-  o << "<h1>Phalanx trace simulation</h1>\n<p>Trace <b>" << Esc(info.trace) << "</b> (" << info.jobs << " jobs) on <b>"
-    << Esc(info.topology) << "</b> (" << info.gpus << " GPUs). " << Esc(info.settings) << "</p>\n";
-  o << "<h2>Summary</h2>\n<pre>" << Esc(FormatTable(info, runs)) << "</pre>\n";
+  o << "<h1>Phalanx trace simulation</h1>\n<p>Trace <b>" << HtmlEscape(info.trace) << "</b> (" << info.jobs
+    << " jobs) on <b>" << HtmlEscape(info.topology) << "</b> (" << info.gpus << " GPUs). " << HtmlEscape(info.settings)
+    << "</p>\n";
+  o << "<h2>Summary</h2>\n<pre>" << HtmlEscape(FormatTable(info, runs)) << "</pre>\n";
   o << "<h2>Over time</h2>\n";
   for (size_t i = 0; i < charts.size(); ++i) {
     if (i == 4) o << "<h2>Jobs</h2>\n";

@@ -82,4 +82,23 @@ bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
 
 std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
+std::string FileStem(std::string_view path, std::string_view if_empty) {
+  if (const size_t slash = path.find_last_of('/'); slash != std::string_view::npos) path.remove_prefix(slash + 1);
+  if (const size_t dot = path.find_last_of('.'); dot != std::string_view::npos && dot > 0) path = path.substr(0, dot);
+  return std::string(path.empty() ? if_empty : path);
+}
+
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
 }  // namespace phalanx

@@ -32,4 +32,11 @@ bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix);
 // `s` in single quotes, as error messages quote values: 'dgx01'. Nothing is escaped.
 std::string Quote(std::string_view s);
 
+// The file name in `path` without its directories and its last extension: "cfg/dgx01.xml" ->
+// "dgx01" (a name's leading dot starts no extension: ".hidden" stays); `if_empty` when that is "".
+std::string FileStem(std::string_view path, std::string_view if_empty = "");
+
+// `s` safe as HTML text or a double-quoted attribute value: < > & " as entities.
+std::string HtmlEscape(std::string_view s);
+
 }  // namespace phalanx

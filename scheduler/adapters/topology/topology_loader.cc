@@ -14,16 +14,10 @@ namespace {
 constexpr std::string_view kGenPrefix = "gen:";
 Result<std::string> ReadFile(const std::string& path) { return ReadFileBounded(path, kMaxTopologyFileBytes); }
 
-std::string FileStem(std::string_view path) {
-  if (const size_t slash = path.find_last_of('/'); slash != std::string_view::npos) path.remove_prefix(slash + 1);
-  if (const size_t dot = path.find_last_of('.'); dot != std::string_view::npos && dot > 0) path = path.substr(0, dot);
-  return std::string(path.empty() ? "node" : path);
-}
-
 // A one-node cluster around `model`.
 TopologySpec OneNode(NodeModel model, const std::string& path, const LoadOptions& options) {
   TopologySpec spec;
-  const std::string node = options.node_name.empty() ? FileStem(path) : options.node_name;
+  const std::string node = options.node_name.empty() ? FileStem(path, "node") : options.node_name;
   spec.name = node;
   spec.models.push_back(std::move(model));
   spec.nodes.push_back(NodeSpec{node, "", 0, path});

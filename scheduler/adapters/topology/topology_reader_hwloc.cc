@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/topology/limits.h"
+#include "util/strings.h"
 
 namespace phalanx {
 namespace {
@@ -56,14 +57,6 @@ int NumaOf(hwloc_topology_t topo, hwloc_obj_t pci) {
   hwloc_obj_t cpu_side = hwloc_get_non_io_ancestor_obj(topo, pci);
   if (cpu_side == nullptr || cpu_side->nodeset == nullptr || hwloc_bitmap_weight(cpu_side->nodeset) != 1) return -1;
   return hwloc_bitmap_first(cpu_side->nodeset);
-}
-
-std::string NodeNameFromFile(std::string_view filename) {
-  const size_t slash = filename.find_last_of('/');
-  std::string_view base = slash == std::string_view::npos ? filename : filename.substr(slash + 1);
-  const size_t dot = base.find_last_of('.');
-  if (dot != std::string_view::npos && dot > 0) base = base.substr(0, dot);
-  return std::string(base.empty() ? "node" : base);
 }
 
 // hwloc's XML importer trusts its input: hwloc 2.9 crashes (SIGSEGV) on a well-formed file
@@ -254,7 +247,7 @@ Result<NodeModel> ReadHwlocXml(std::string_view xml_text, std::string_view filen
   std::sort(gpus.begin(), gpus.end(), [](const FoundGpu& x, const FoundGpu& y) { return x.busid < y.busid; });
 
   NodeModel m;
-  m.name = options.model_name.empty() ? "hwloc-" + NodeNameFromFile(filename) : options.model_name;
+  m.name = options.model_name.empty() ? "hwloc-" + FileStem(filename, "node") : options.model_name;
   m.gpus = static_cast<int>(gpus.size());
   m.gpu_link_gbs = options.gpu_link_gbs;
   m.gpu_link_type = LinkType::kPcie;

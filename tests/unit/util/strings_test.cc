@@ -46,5 +46,22 @@ TEST(Quote, SingleQuotesWithoutEscaping) {
   EXPECT_EQ(Quote(""), "''");
 }
 
+TEST(FileStem, NameWithoutDirectoriesAndLastExtension) {
+  EXPECT_EQ(FileStem("config/nodes/dgx01.xml"), "dgx01");
+  EXPECT_EQ(FileStem("dgx01.topo.txt"), "dgx01.topo");
+  EXPECT_EQ(FileStem("/abs/dgx01"), "dgx01");
+  EXPECT_EQ(FileStem("dir.d/.hidden"), ".hidden");  // a leading dot starts no extension
+  EXPECT_EQ(FileStem("dir/"), "");
+  EXPECT_EQ(FileStem("dir/", "node"), "node");
+  EXPECT_EQ(FileStem("x.xml", "node"), "x");
+}
+
+TEST(HtmlEscape, EntitiesForMarkupAndQuotes) {
+  EXPECT_EQ(HtmlEscape("<b>a & \"b\"</b>"), "&lt;b&gt;a &amp; &quot;b&quot;&lt;/b&gt;");
+  EXPECT_EQ(HtmlEscape("it's vc_6214e9"), "it's vc_6214e9");
+  EXPECT_EQ(HtmlEscape("&amp;"), "&amp;amp;");  // not idempotent: escape once
+  EXPECT_EQ(HtmlEscape(""), "");
+}
+
 }  // namespace
 }  // namespace phalanx
