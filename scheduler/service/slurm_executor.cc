@@ -222,7 +222,7 @@ void SlurmExecutor::SubmitNew(const SlurmJob& j, const slurm::ManagedOptions& o,
       refused_.insert(sid);
       if (it != tracked_.end()) it->second.submitting = false;
       if (options_.comments) {
-        const std::string c = "phalanx: refused: " + r.error().error.message;
+        const std::string c = SlurmComment("phalanx: refused: " + r.error().error.message);
         Act("Slurm job " + std::to_string(sid) + ": comment",
             [sid, c](slurm::SlurmAdapter& a) { return a.SetComment(sid, c); });
       }
@@ -242,7 +242,7 @@ void SlurmExecutor::Release(SlurmJobId sid, JobId job, Tracked& t) {
   const auto nodes = slurm::SlurmNodeList(topo_, rec->gpus);
   const Time now = host_->Now();
   const Time begin = std::max(now, t.not_before);
-  const std::string comment = options_.comments ? "phalanx: placed on " + CompressHostlist(nodes) : "";
+  const std::string comment = options_.comments ? SlurmComment("phalanx: placed on " + CompressHostlist(nodes)) : "";
   // Released from now on (a poll whose snapshot predates the update does not release it twice);
   // undone when Slurm refuses.
   const Time lease_before = t.lease;

@@ -4,13 +4,16 @@
 
 #include <pwd.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <ctime>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "adapters/slurm/slurm_adapter.h"
 #include "core/sched/scheduler.h"
+#include "util/printable.h"
 
 namespace phalanx::service::slurm_executor_internal {
 
@@ -29,6 +32,19 @@ inline std::string UserName(const SlurmJob& j, uint32_t* gid) {
     return pw.pw_name;
   }
   return j.user.empty() ? "uid:" + std::to_string(j.uid) : j.user;
+}
+
+// A job comment Phalanx writes into Slurm, which squeue and scontrol show other users: one line
+// with no control character (Printable: reasons carry partition names and the job's own fields),
+// at most kMaxSlurmComment bytes (cut at a character boundary, ending in '+').
+inline constexpr size_t kMaxSlurmComment = 1000;
+inline std::string SlurmComment(std::string_view text) {
+  std::string c = Printable(text);
+  if (c.size() <= kMaxSlurmComment) return c;
+  size_t cut = kMaxSlurmComment - 1;
+  while (cut > 0 && (static_cast<unsigned char>(c[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  c.resize(cut);
+  return c + "+";
 }
 
 // "2026-12-01T11:30Z": Unix seconds to the minute, UTC.

@@ -351,6 +351,7 @@ void SlurmExecutor::SyncManaged(const SlurmJob& j, const slurm::ManagedOptions& 
     const Time predicted = w.predicted_start == kForever ? 0 : w.predicted_start;
     const bool moved = predicted / 60 != t.predicted / 60;
     if (predicted > 0) c += " start~" + IsoMinute(predicted);
+    c = SlurmComment(c);
     if (c != t.comment && (moved || c.substr(0, c.find(" start~")) != t.comment.substr(0, t.comment.find(" start~")))) {
       // Taken as written; a failure is tried again at the next poll.
       const std::string before = t.comment;
@@ -496,7 +497,7 @@ void SlurmExecutor::Moved(SlurmJobId sid, JobId job, const std::string& from, co
   if (cancel_) cancel_(job, "moved in Slurm to partitions the core refuses");
   Unlink(sid);
   if (options_.comments) {
-    const std::string c = "phalanx: refused: " + r.error().error.message;
+    const std::string c = SlurmComment("phalanx: refused: " + r.error().error.message);
     Act("Slurm job " + std::to_string(sid) + ": comment",
         [sid, c](slurm::SlurmAdapter& a) { return a.SetComment(sid, c); });
   }

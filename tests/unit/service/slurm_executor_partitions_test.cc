@@ -1,6 +1,10 @@
 // SlurmExecutor and Slurm's partitions (docs/slurm.md, "Partitions"), against the fake Slurm.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
+#include "service/slurm_executor_internal.h"
 #include "slurm_executor_fixture.h"
 
 namespace phalanx::service {
@@ -96,6 +100,43 @@ TEST_F(SlurmExecutorTest, PartitionNodesChangingOnAPollArePickedUp) {
   ASSERT_EQ(starts.size(), 1u);
   EXPECT_EQ(starts[0].nodes, (std::vector<std::string>{"n3", "n4"}));
   EXPECT_EQ(host_.partition_updates, 2);
+}
+
+// Partition names come from Slurm's configuration, and the reasons Phalanx writes back into a
+// job's comment (squeue shows it to every user) carry them: an ESC sequence and a newline reach
+// the comment only as visible escapes, a 20,000-byte name leaves the comment at most
+// kMaxSlurmComment bytes, and both partitions still work.
+bool HasControlByte(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+TEST_F(SlurmExecutorTest, HostilePartitionNamesReachTheCommentsOnlyEscaped) {
+  const std::string esc = "a\x1b[2J\nb";
+  const std::string huge(20000, 'p');
+  slurm_.partitions = {Part(esc, {"n3", "n4"}, false, slurm::SlurmPartitionState::kDown), Part(huge, {"n1"}),
+                       Part("b", {"n1", "n2"}, true)};
+  Managed(3).partition = esc;
+  Managed(4).partition = huge;  // 2 nodes; the partition has one
+  Round();
+  Round();
+  ASSERT_EQ(host_.submits, 2);
+  EXPECT_EQ(host_.core().job(1)->wait.kind, WaitKind::kPartitionDown);
+  EXPECT_EQ(host_.core().job(2)->wait.kind, WaitKind::kUnsatisfiable);
+  const std::string& c3 = slurm_.job(3)->comment;
+  EXPECT_NE(c3.find("PartitionDown(partition a\\x1b[2J\\nb is DOWN)"), std::string::npos) << c3;
+  EXPECT_FALSE(HasControlByte(c3)) << c3;
+  const std::string& c4 = slurm_.job(4)->comment;
+  EXPECT_TRUE(c4.starts_with("phalanx: Unsatisfiable(")) << c4.substr(0, 80);
+  EXPECT_LE(c4.size(), slurm_executor_internal::kMaxSlurmComment);
+  EXPECT_EQ(c4.back(), '+');
+  EXPECT_FALSE(HasControlByte(c4));
+
+  slurm_.partitions[0].state = slurm::SlurmPartitionState::kUp;
+  host_.now += 1;
+  Round();
+  const auto starts = slurm_.Calls("start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].nodes, (std::vector<std::string>{"n3", "n4"}));
 }
 
 // A pending managed job moved in Slurm (`scontrol update JobId=3 Partition=b`): the core's job
