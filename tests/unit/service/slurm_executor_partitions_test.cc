@@ -102,16 +102,16 @@ TEST_F(SlurmExecutorTest, PartitionNodesChangingOnAPollArePickedUp) {
   EXPECT_EQ(host_.partition_updates, 2);
 }
 
-// Partition names come from Slurm's configuration, and the reasons Phalanx writes back into a
-// job's comment (squeue shows it to every user) carry them: an ESC sequence and a newline reach
-// the comment only as visible escapes, a 20,000-byte name leaves the comment at most
-// kMaxSlurmComment bytes, and both partitions still work.
 bool HasControlByte(const std::string& s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
 }
 
+// Partition names come from Slurm's configuration, and the reasons Phalanx writes back into a
+// job's comment (squeue shows it to every user) carry them: ESC, a newline and a NUL reach the
+// comment only as visible escapes, a 20,000-byte name leaves the comment at most
+// kMaxSlurmComment bytes, and both partitions still work.
 TEST_F(SlurmExecutorTest, HostilePartitionNamesReachTheCommentsOnlyEscaped) {
-  const std::string esc = "a\x1b[2J\nb";
+  const std::string esc("a\x1b[2J\n\0b", 8);
   const std::string huge(20000, 'p');
   slurm_.partitions = {Part(esc, {"n3", "n4"}, false, slurm::SlurmPartitionState::kDown), Part(huge, {"n1"}),
                        Part("b", {"n1", "n2"}, true)};
@@ -123,7 +123,7 @@ TEST_F(SlurmExecutorTest, HostilePartitionNamesReachTheCommentsOnlyEscaped) {
   EXPECT_EQ(host_.core().job(1)->wait.kind, WaitKind::kPartitionDown);
   EXPECT_EQ(host_.core().job(2)->wait.kind, WaitKind::kUnsatisfiable);
   const std::string& c3 = slurm_.job(3)->comment;
-  EXPECT_NE(c3.find("PartitionDown(partition a\\x1b[2J\\nb is DOWN)"), std::string::npos) << c3;
+  EXPECT_NE(c3.find("PartitionDown(partition a\\x1b[2J\\n\\x00b is DOWN)"), std::string::npos) << c3;
   EXPECT_FALSE(HasControlByte(c3)) << c3;
   const std::string& c4 = slurm_.job(4)->comment;
   EXPECT_TRUE(c4.starts_with("phalanx: Unsatisfiable(")) << c4.substr(0, 80);
