@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
 #include <set>
+#include <vector>
 
 #include "test_clusters.h"
 
@@ -151,6 +154,101 @@ TEST(Placer, PcieBoxKeepsPairsOnOneSwitch) {
   const DomainId a = t.domain(t.gpu_domain(out.placement.gpus[0])).parent;
   const DomainId b = t.domain(t.gpu_domain(out.placement.gpus[1])).parent;
   EXPECT_EQ(a, b);
+}
+
+// CountsMayHold is the filter Reserve's walk uses to skip Placer calls: it must never say no
+// where the Placer places (a skipped step would change the reservation), and it must say no
+// where only counts decide.
+TEST(PlacerCounts, SayNoWhereOnlyCountsDecide) {
+  Topology t = Build(TwoTier(2, 2, "l40s-pcie"));
+  // Each node keeps 3 of its GPUs free: 12 free, no node with 4, and no leaf with two nodes of 4.
+  for (const char* node : {"leaf0-n0", "leaf0-n1", "leaf1-n0", "leaf1-n1"}) {
+    const std::vector<GpuId> gpus = NodeGpus(t, node);
+    ASSERT_TRUE(t.Allocate(t.find_node(node).value + 1, std::vector<GpuId>(gpus.begin() + 3, gpus.end()), 0));
+  }
+  Placer p(t);
+  std::vector<DomainId> leaves;
+  DomainsUpTo(t, Level::kLeaf, leaves);
+  EXPECT_EQ(leaves.size(), 2u);
+  const PlacementRequest in_node{.gpus = 4, .level = Level::kNode, .fit = FitMode::kRequire};
+  const PlacementRequest two_by_four{.nodes = 2, .gpus_per_node = 4, .level = Level::kLeaf, .fit = FitMode::kRequire};
+  const PlacementRequest six_in_leaf{.gpus = 6, .level = Level::kLeaf, .fit = FitMode::kRequire};
+  const PlacementRequest seven_in_leaf{.gpus = 7, .level = Level::kLeaf, .fit = FitMode::kRequire};
+  EXPECT_FALSE(CountsMayHold(t, in_node, {}));
+  EXPECT_EQ(p.Place(in_node).status, PlaceStatus::kBusy);
+  EXPECT_FALSE(CountsMayHold(t, two_by_four, leaves));
+  EXPECT_EQ(p.Place(two_by_four).status, PlaceStatus::kBusy);
+  EXPECT_TRUE(CountsMayHold(t, six_in_leaf, leaves));
+  EXPECT_EQ(p.Place(six_in_leaf).status, PlaceStatus::kPlaced);
+  EXPECT_FALSE(CountsMayHold(t, seven_in_leaf, leaves));
+  EXPECT_EQ(p.Place(seven_in_leaf).status, PlaceStatus::kBusy);
+  // Held GPUs are not free: holding one more of leaf1's leaves it 5.
+  ASSERT_TRUE(t.Hold(std::vector<GpuId>{NodeGpus(t, "leaf1-n1")[0]}));
+  ASSERT_TRUE(t.Hold(std::vector<GpuId>{NodeGpus(t, "leaf0-n1")[0]}));
+  EXPECT_FALSE(CountsMayHold(t, six_in_leaf, leaves));
+  EXPECT_EQ(p.Place(six_in_leaf).status, PlaceStatus::kBusy);
+}
+
+TEST(PlacerCounts, NeverSayNoWhereThePlacerPlaces) {
+  std::mt19937 rng(7);
+  int placed = 0, refused_by_counts = 0;
+  for (int round = 0; round < 300; ++round) {
+    const char* model = round % 3 == 0 ? "l40s-pcie" : round % 3 == 1 ? "dgx-h100" : "nvlink-bridge-4";
+    Topology t = Build(TwoTier(3, 3, model, 1.0, round % 2 == 0));
+    // A random cluster: each GPU taken by a job (one per node), held, or free; a node drained.
+    const uint32_t busy = static_cast<uint32_t>(rng() % 100);
+    std::vector<GpuId> held;
+    for (uint32_t node = 0; node < t.node_count(); ++node) {
+      const Domain& d = t.domain(t.node_domain(NodeId(node)));
+      std::vector<GpuId> taken;
+      for (uint32_t g = d.first_gpu; g < d.first_gpu + d.gpu_count; ++g) {
+        const uint32_t r = static_cast<uint32_t>(rng() % 100);
+        if (r < busy) {
+          taken.push_back(GpuId(g));
+        } else if (r < busy + 10) {
+          held.push_back(GpuId(g));
+        }
+      }
+      if (!taken.empty()) {
+        ASSERT_TRUE(t.Allocate(node + 1, taken, 0));
+      }
+    }
+    ASSERT_TRUE(t.Hold(held));
+    if (rng() % 4 == 0) {
+      ASSERT_TRUE(t.SetNodeState(NodeId(rng() % t.node_count()), NodeState::kDrain));
+    }
+    Placer p(t);
+    const uint32_t per_node = t.max_gpus_per_node();
+    for (int k = 0; k < 40; ++k) {
+      PlacementRequest r;
+      const Level levels[] = {Level::kGroup, Level::kNode, Level::kLeaf, Level::kSpine};
+      r.level = levels[rng() % 4];
+      r.fit = rng() % 4 == 0 ? FitMode::kAny : FitMode::kRequire;
+      if (rng() % 3 == 0) {
+        r.nodes = 1 + static_cast<uint32_t>(rng() % 4);
+        r.gpus_per_node = 1 + static_cast<uint32_t>(rng() % per_node);
+      } else {
+        r.gpus = 1 + static_cast<uint32_t>(rng() % (2 * per_node + 2));
+      }
+      r.exclusive = rng() % 6 == 0;
+      r.rail_aligned = rng() % 6 == 0;
+      if (!p.Unsatisfiable(r).empty()) continue;
+      std::vector<DomainId> tops;
+      DomainsUpTo(t, r.level, tops);
+      const bool may = CountsMayHold(t, r, tops);
+      const PlaceOutcome out = p.Place(r);
+      if (out.status == PlaceStatus::kPlaced) {
+        ++placed;
+        EXPECT_TRUE(may) << "round " << round << ": gpus " << r.gpus << " nodes " << r.nodes << "x" << r.gpus_per_node
+                         << " level " << LevelName(r.level) << " fit " << static_cast<int>(r.fit);
+      } else if (!may) {
+        ++refused_by_counts;
+      }
+    }
+  }
+  // Both sides were exercised.
+  EXPECT_GT(placed, 1000);
+  EXPECT_GT(refused_by_counts, 500);
 }
 
 }  // namespace

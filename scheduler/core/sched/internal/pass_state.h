@@ -151,6 +151,7 @@ struct PassState {
     std::vector<uint32_t> seen;
     std::vector<GpuId> others;    // GPUs promised to other jobs not re-planned yet
     std::vector<uint8_t> listed;  // by GPU, all zero between uses: in `others` already
+    std::vector<DomainId> tops;   // the largest domains a job that must fit in one may use
   } reserve;
   // By 64-GPU word: the GPUs free now (Topology::is_free) and those on nodes that are up, for
   // Reserve, built on its first call. Between Reserve calls the Topology's lasting changes are

@@ -282,6 +282,12 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
                             : nullptr;
   // (Groups are not planned: a job that must fit in a group must fit in its node.)
   const Level max_level = request.fit == FitMode::kRequire ? std::max(request.level, Level::kNode) : Level::kCore;
+  // Where a job that must fit inside one domain may fit, for CountsMayHold.
+  if (request.fit == FitMode::kRequire && request.level > Level::kNode) {
+    DomainsUpTo(topo, request.level, scratch.tops);
+  } else {
+    scratch.tops.clear();
+  }
   // The state at t: the jobs released by then, and the GPUs of every reservation that overlaps
   // [t, t + w) held while free (more become free as jobs are released). Kept incrementally as t
   // advances: `wanted` counts, per GPU, the overlapping reservations that list it (two may share
@@ -546,6 +552,8 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) { return topo.is_free(g); })) {
       p = Placement{own->second, {}, {}};
     }
+    // Both Placer calls below would fail when the counts alone say so (the first holds more).
+    if (!p && !CountsMayHold(topo, request, scratch.tops)) continue;
     if (!p) {
       if (!others_built) {  // neither changes during the call
         // One list, each block's GPUs in order, less those an earlier block lists (one Extend
@@ -564,7 +572,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         others_built = true;
       }
       what_if.Extend(kPromised, others);
-      p = s.PlaceNow(job, request);
+      if (CountsMayHold(topo, request, scratch.tops)) p = s.PlaceNow(job, request);
     }
     if (!p && !what_if.empty(kPromised)) {
       what_if.Empty(kPromised);
