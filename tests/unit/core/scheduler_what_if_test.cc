@@ -153,6 +153,44 @@ TEST(SchedulerWhatIf, BlockedBehindAReservation) {
   EXPECT_EQ(AskThenSubmit(queued, Shape(8, Level::kNode, 1500), 10).start, 3000);
 }
 
+// Free GPUs scattered over the nodes make no block (Reserve's walk skips the Placer while the
+// free-GPU counts alone refuse, and must still stop at the first time that places): 3 GPUs free
+// on every node (12 in all) from the start; node0's and node1's 1-GPU jobs end at 100 and 200,
+// node2's 4-GPU job at 300.
+std::unique_ptr<Scheduler> Scattered() {
+  auto s = DemoScheduler(Config());
+  const Duration big_end[] = {2000, 2000, 300, 2000};
+  const Duration small_end[] = {100, 200, 2000, 2000};
+  for (int node = 0; node < 4; ++node) {
+    JobSpec big = Job(1 + node, 4), small = Job(5 + node, 1);
+    big.walltime = big_end[node];
+    small.walltime = small_end[node];
+    big.nodelist = small.nodelist = {"node" + std::to_string(node)};
+    if (!s->Submit(big, 0) || !s->Submit(small, 0)) throw std::runtime_error("submit");
+  }
+  s->Schedule(0);
+  for (JobId id = 1; id <= 8; ++id) {
+    if (s->job(id)->state != JobState::kRunning) throw std::runtime_error("not running: " + std::to_string(id));
+  }
+  return s;
+}
+
+TEST(SchedulerWhatIf, ScatteredFreeGpusMakeNoBlock) {
+  auto scattered = [] { return Scattered(); };
+  // 12 GPUs free now, but 3 on each node: a 5-GPU block in one node at 300 (node2: 7 free).
+  EXPECT_EQ(AskThenSubmit(scattered, Shape(5, Level::kNode), 10).start, 300);
+  // Any 5 GPUs: now.
+  EXPECT_EQ(AskThenSubmit(scattered, Shape(5, Level::kCore), 10).start, 10);
+  // Two nodes with 4 free in one leaf: node0 (100) and node1 (200), leaf0.
+  JobSpec two = Shape(8, Level::kLeaf);
+  two.shape.gpus = 0;
+  two.shape.nodes = 2;
+  two.shape.gpus_per_node = 4;
+  EXPECT_EQ(AskThenSubmit(scattered, two, 10).start, 200);
+  // 7 within a leaf: leaf0 has 6 free now, 7 at 100.
+  EXPECT_EQ(AskThenSubmit(scattered, Shape(7, Level::kLeaf), 10).start, 100);
+}
+
 TEST(SchedulerWhatIf, MultifactorBehindAHigherClassJob) {
   // The default queue order: job 3 is of a higher class, so a new normal job queues behind it.
   auto queued = [] {

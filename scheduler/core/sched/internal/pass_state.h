@@ -152,6 +152,10 @@ struct PassState {
     std::vector<GpuId> others;    // GPUs promised to other jobs not re-planned yet
     std::vector<uint8_t> listed;  // by GPU, all zero between uses: in `others` already
     std::vector<DomainId> tops;   // the largest domains a job that must fit in one may use
+    // Before Reserve goes live: free GPUs by node, the index in `tops` of each node's domain,
+    // and per domain of `tops` the nodes by free GPUs ([top * (GPUs per node + 1) + free]) and
+    // its free GPUs.
+    std::vector<uint32_t> node_free, node_top, top_hist, top_free;
   } reserve;
   // By 64-GPU word: the GPUs free now (Topology::is_free) and those on nodes that are up, for
   // Reserve, built on its first call. Between Reserve calls the Topology's lasting changes are

@@ -386,6 +386,49 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   held.assign(words, 0);
   planes.assign(words * nplanes, 0);
   free_bits.assign(pass.free_now_bits.begin(), pass.free_now_bits.end());
+  // Before `live`, for a request CountsMayHold can refuse: each node's GPUs free at t and not
+  // held (what the Topology will count once live), and per domain of `tops` (the root alone when
+  // it does not need them) how many nodes have each count and its free GPUs, so the walk goes
+  // live only at a step whose counts allow the request (once live, every step changes the
+  // Topology). Kept by the three places that change `free_bits` or `held` (below).
+  const bool in_tops = request.fit == FitMode::kRequire && request.level > Level::kNode;
+  const bool count_nodes = request.nodes > 0 || request.fit == FitMode::kRequire;
+  const uint32_t stride = topo.max_gpus_per_node() + 1;
+  std::vector<uint32_t>& node_free = scratch.node_free;
+  std::vector<uint32_t>& node_top = scratch.node_top;
+  std::vector<uint32_t>& top_hist = scratch.top_hist;
+  std::vector<uint32_t>& top_free = scratch.top_free;
+  bool counting = false;
+  auto count_change = [&](uint32_t w, uint64_t bits, bool freed) {
+    for (; bits != 0; bits &= bits - 1) {
+      const uint32_t node = topo.node_of(GpuId(w * 64 + static_cast<uint32_t>(std::countr_zero(bits)))).value;
+      uint32_t& c = node_free[node];
+      uint32_t* hist = top_hist.data() + size_t{node_top[node]} * stride;
+      --hist[c];
+      c = freed ? c + 1 : c - 1;
+      ++hist[c];
+      top_free[node_top[node]] += freed ? 1u : -1u;
+    }
+  };
+  // CountsMayHold on the counts above.
+  auto counts_allow = [&]() {
+    const size_t tops = top_free.size();
+    auto nodes_with_at_least = [&](size_t top, uint32_t per_node, uint32_t needed) {
+      if (per_node >= stride) return false;
+      const uint32_t* hist = top_hist.data() + top * stride;
+      uint32_t nodes = 0;
+      for (uint32_t f = std::max(per_node, 1u); f < stride && nodes < needed; ++f) nodes += hist[f];
+      return nodes >= needed;
+    };
+    for (size_t top = 0; top < tops; ++top) {
+      if (request.nodes > 0 ? nodes_with_at_least(top, request.gpus_per_node, request.nodes)
+          : in_tops         ? top_free[top] >= n
+                            : nodes_with_at_least(top, n, 1)) {
+        return true;
+      }
+    }
+    return false;
+  };
   auto free_at = [&](GpuId g) { return (free_bits[g.value >> 6] >> (g.value & 63)) & 1; };  // before `live` only
   auto is_held = [&](GpuId g) { return (held[g.value >> 6] >> (g.value & 63)) & 1; };       // before `live`
   auto want_bits = [&](uint32_t w, uint64_t m) {            // before `live`: one more want of each GPU of m
@@ -398,6 +441,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     const uint64_t newly = m & ~held[w];
     held[w] |= m;
     if (newly != 0) free_count -= static_cast<uint32_t>(std::popcount(newly & free_bits[w]));
+    if (counting) count_change(w, newly & free_bits[w], false);
   };
   auto unwant_bits = [&](uint32_t w, uint64_t m) {          // before `live`: one want less of each GPU of m
     uint64_t* plane = planes.data() + size_t{w} * nplanes;  // data(): nplanes may be 0 (no wants)
@@ -411,6 +455,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     const uint64_t cleared = m & ~any;
     held[w] &= ~cleared;
     if (cleared != 0) free_count += static_cast<uint32_t>(std::popcount(cleared & free_bits[w]));
+    if (counting) count_change(w, cleared & free_bits[w], true);
   };
   // Reservations enter the window when t + w passes their start and leave it for good when t
   // reaches their end (t only grows): two cursors, over the reservations by start and by end.
@@ -438,6 +483,20 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // -w/-x/-C: the forbidden nodes' GPUs are wanted by the job's own filter for all time, so they
   // are held (counted out before `live`) now and as their jobs release them.
   by_word(forbidden, want_bits);
+  if (count_nodes) {
+    const size_t tops = in_tops ? scratch.tops.size() : 1;
+    node_free.assign(topo.node_count(), 0);
+    node_top.assign(topo.node_count(), 0);
+    top_hist.assign(tops * stride, 0);
+    top_free.assign(tops, 0);
+    for (size_t i = 0; i < tops; ++i) {
+      const Domain& d = topo.domain(in_tops ? scratch.tops[i] : topo.root());
+      std::fill_n(node_top.begin() + d.first_node, d.node_count, static_cast<uint32_t>(i));
+      top_hist[i * stride] = d.node_count;
+    }
+    for (uint32_t w = 0; w < words; ++w) count_change(w, free_bits[w] & ~held[w], true);
+    counting = true;
+  }
   std::vector<JobId>& released = scratch.released;  // before `live`: the jobs to release when it goes live
   released.clear();
   std::vector<GpuId>& gpus = scratch.gpus;
@@ -471,6 +530,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         const auto [w, m] = pass.release_word_list[x];
         free_bits[w] |= m;
         free_count += static_cast<uint32_t>(std::popcount(m & ~held[w]));
+        if (counting) count_change(w, m & ~held[w], true);
       }
       return;
     }
@@ -547,7 +607,11 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) { return free_at(g) && !is_held(g); })) {
       p = Placement{own->second, {}, {}};  // only the GPUs make the reservation
     }
-    if (!p && !live) go_live();
+    if (!p && !live) {
+      // Live, CountsMayHold would refuse this step (below) on the same counts.
+      if (count_nodes && !counts_allow()) continue;
+      go_live();
+    }
     if (!p && own_fits &&
         std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) { return topo.is_free(g); })) {
       p = Placement{own->second, {}, {}};
