@@ -4,8 +4,8 @@
 # 0.15, seed 1; no class rules, no per-trace settings), all four policy presets side by side, at
 # native load and at the load where slurm-like's average wait is >= 20% of its average JCT, and
 # there with the runtime model off (--comm-share 0) and at 0.05 and 0.30.
-# Not a test (never in ctest): about 45 minutes of one core, one sim at a time (2026-12-02, on a
-# shared 2-core machine; the Philly 6x runs take 8-10 minutes each, four policies).
+# Not a test (never in ctest): about 4 minutes of one core, one sim at a time (2026-12-02 at
+# dc044d8, on a shared 2-core machine; the Philly 6x runs take about a minute each, four policies).
 #
 #   bench/run_sim.sh [BUILD_DIR] [OUT_DIR]      (defaults: build, docs/results)
 #
