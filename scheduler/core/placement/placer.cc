@@ -4,7 +4,6 @@
 #include <bit>
 #include <cmath>
 #include <deque>
-#include <span>
 
 namespace phalanx {
 
@@ -15,43 +14,6 @@ std::string_view PlaceStatusName(PlaceStatus status) {
     case PlaceStatus::kUnsatisfiable: return "unsatisfiable";
   }
   return "busy";
-}
-
-void DomainsUpTo(const Topology& topology, Level level, std::vector<DomainId>& out) {
-  out.clear();
-  std::vector<DomainId> stack{topology.root()};
-  while (!stack.empty()) {
-    const DomainId d = stack.back();
-    stack.pop_back();
-    if (topology.domain(d).level <= level) {
-      out.push_back(d);
-      continue;
-    }
-    for (DomainId c : topology.children(d)) stack.push_back(c);
-  }
-}
-
-bool CountsMayHold(const Topology& topology, const PlacementRequest& request, std::span<const DomainId> tops) {
-  const uint32_t most = topology.max_gpus_per_node();
-  // Whether `needed` nodes below `d` have at least `per_node` free GPUs each.
-  auto nodes_with_at_least = [&](DomainId d, uint32_t per_node, uint32_t needed) {
-    if (per_node > most) return false;
-    uint32_t nodes = 0;
-    for (uint32_t f = std::max(per_node, 1u); f <= most && nodes < needed; ++f) nodes += topology.nodes_with_free(d, f);
-    return nodes >= needed;
-  };
-  const bool within = request.fit == FitMode::kRequire;
-  if (request.nodes > 0) {
-    if (!within || request.level <= Level::kNode) {
-      return nodes_with_at_least(topology.root(), request.gpus_per_node, request.nodes);
-    }
-    return std::any_of(tops.begin(), tops.end(),
-                       [&](DomainId d) { return nodes_with_at_least(d, request.gpus_per_node, request.nodes); });
-  }
-  if (!within) return true;
-  const uint32_t n = request.TotalGpus();
-  if (request.level <= Level::kNode) return nodes_with_at_least(topology.root(), n, 1);
-  return std::any_of(tops.begin(), tops.end(), [&](DomainId d) { return topology.free_gpus(d) >= n; });
 }
 
 namespace {

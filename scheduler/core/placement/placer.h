@@ -13,7 +13,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -56,20 +55,6 @@ struct PlaceOutcome {
   Placement placement;  // when placed
   std::string reason;   // when busy or unsatisfiable
 };
-
-// The largest domains of level <= `level` (the root, or those whose parent is above it), into
-// `out`: a placement that must fit within one domain of that level lies inside one of them.
-void DomainsUpTo(const Topology& topology, Level level, std::vector<DomainId>& out);
-
-// Whether the Topology's free-GPU counters (per domain: free GPUs, nodes by free GPUs) allow
-// `request` as it is now: false only when Placer::Place would place nothing. A request that
-// must fit within one node (or a smaller domain) needs a node with that many free GPUs; a
-// node-shaped one, that many nodes with `gpus_per_node` free each, within one of `tops` when it
-// must fit within one domain; any other that must fit within one domain, one of `tops` with
-// enough free GPUs. `tops`: DomainsUpTo(topology, request.level), for requests that must fit
-// within a domain above the node (else unread). Anything else: true. O(|tops| x GPUs per node).
-// For callers that try many states (Reserve's walk over time): skip the Placer when false.
-bool CountsMayHold(const Topology& topology, const PlacementRequest& request, std::span<const DomainId> tops);
 
 class Placer {
  public:

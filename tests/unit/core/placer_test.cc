@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "core/placement/placement_counts.h"
 #include "test_clusters.h"
 
 namespace phalanx {

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/placement/placement_counts.h"
 #include "core/planner/domain_planner.h"
 #include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
@@ -283,7 +284,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // (Groups are not planned: a job that must fit in a group must fit in its node.)
   const Level max_level = request.fit == FitMode::kRequire ? std::max(request.level, Level::kNode) : Level::kCore;
   // Where a job that must fit inside one domain may fit, for CountsMayHold.
-  if (request.fit == FitMode::kRequire && request.level > Level::kNode) {
+  if (WithinDomainAboveNode(request)) {
     DomainsUpTo(topo, request.level, scratch.tops);
   } else {
     scratch.tops.clear();
@@ -391,8 +392,8 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // it does not need them) how many nodes have each count and its free GPUs, so the walk goes
   // live only at a step whose counts allow the request (once live, every step changes the
   // Topology). Kept by the three places that change `free_bits` or `held` (below).
-  const bool in_tops = request.fit == FitMode::kRequire && request.level > Level::kNode;
-  const bool count_nodes = request.nodes > 0 || request.fit == FitMode::kRequire;
+  const bool in_tops = WithinDomainAboveNode(request);
+  const bool count_nodes = CountsCanRefuse(request);
   const uint32_t stride = topo.max_gpus_per_node() + 1;
   std::vector<uint32_t>& node_free = scratch.node_free;
   std::vector<uint32_t>& node_top = scratch.node_top;
@@ -410,24 +411,11 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       top_free[node_top[node]] += freed ? 1u : -1u;
     }
   };
-  // CountsMayHold on the counts above.
+  // CountsMayHold's rule on the counts above.
   auto counts_allow = [&]() {
-    const size_t tops = top_free.size();
-    auto nodes_with_at_least = [&](size_t top, uint32_t per_node, uint32_t needed) {
-      if (per_node >= stride) return false;
-      const uint32_t* hist = top_hist.data() + top * stride;
-      uint32_t nodes = 0;
-      for (uint32_t f = std::max(per_node, 1u); f < stride && nodes < needed; ++f) nodes += hist[f];
-      return nodes >= needed;
-    };
-    for (size_t top = 0; top < tops; ++top) {
-      if (request.nodes > 0 ? nodes_with_at_least(top, request.gpus_per_node, request.nodes)
-          : in_tops         ? top_free[top] >= n
-                            : nodes_with_at_least(top, n, 1)) {
-        return true;
-      }
-    }
-    return false;
+    return CountsAllow(
+        request, stride - 1, top_free.size(), [&](size_t top, uint32_t f) { return top_hist[top * stride + f]; },
+        [&](size_t top) { return top_free[top]; });
   };
   auto free_at = [&](GpuId g) { return (free_bits[g.value >> 6] >> (g.value & 63)) & 1; };  // before `live` only
   auto is_held = [&](GpuId g) { return (held[g.value >> 6] >> (g.value & 63)) & 1; };       // before `live`
