@@ -142,6 +142,8 @@ void Agent::ApplyWelcome(const v1::RegisterResponse& welcome) {
   Contact();  // a registration answered (logs when it ends a fence)
   fence_.SetLimit(fence, std::chrono::steady_clock::now());
   ArmFence();
+  // Retry at least four times within the fence: a daemon back in time is reached in time.
+  link_->SetRetryCap(fence / 4);
   if (welcome.heartbeat_interval_s() > 0 && milliseconds(welcome.heartbeat_interval_s() * 1000) != heartbeat_) {
     heartbeat_ = milliseconds(welcome.heartbeat_interval_s() * 1000);
     ArmHeartbeat();

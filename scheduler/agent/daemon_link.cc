@@ -113,6 +113,16 @@ void DaemonLink::DropStream(const std::string& why) {
   stream->Cancel();
 }
 
+std::chrono::milliseconds CappedBackoff(std::chrono::milliseconds backoff, std::chrono::milliseconds cap,
+                                        std::chrono::milliseconds initial) {
+  return cap.count() > 0 ? std::min(backoff, std::max(cap, initial)) : backoff;
+}
+
+void DaemonLink::SetRetryCap(std::chrono::milliseconds cap) {
+  std::lock_guard lock(mu_);
+  retry_cap_ = cap;
+}
+
 std::string DaemonLink::current_target() {
   std::lock_guard lock(mu_);
   return targets_[current_];
@@ -142,8 +152,9 @@ void DaemonLink::Run() {
     }
     tried = 0;
     current_ = (current_ + 1) % targets_.size();
+    const std::chrono::milliseconds base = CappedBackoff(backoff, retry_cap_, options_.backoff_initial);
     const auto wait = std::chrono::milliseconds(
-        static_cast<int64_t>(static_cast<double>(backoff.count()) * std::uniform_real_distribution(0.8, 1.2)(rng)));
+        static_cast<int64_t>(static_cast<double>(base.count()) * std::uniform_real_distribution(0.8, 1.2)(rng)));
     Log(LogLevel::kWarn, "daemon " + from + ": " + ended + "; retrying " + targets_[current_] + " in " +
                              std::to_string(wait.count()) + " ms");
     cv_.wait_for(lock, wait, [this] { return stopping_; });

@@ -3,7 +3,8 @@
 //   loop: read the token file -> Register(hello) -> Connect stream (hello first) -> wait until
 //         the stream ends -> the next address of the list -> back off once every address was
 //         tried (initial, doubling to max, +-20% jitter; reset once the daemon sent anything;
-//         not doubled while a standby phalanxd answered, since a takeover is near) -> again
+//         not doubled while a standby phalanxd answered, since a takeover is near; never above
+//         the retry cap, see SetRetryCap) -> again
 //
 // Several phalanxd (a leader and standbys, docs/deployment.md "High availability"): `target` is
 // an address list "host:port,host:port"; a standby refuses Register with UNAVAILABLE "standby:
@@ -54,6 +55,11 @@ struct LinkOptions {
   std::chrono::milliseconds keepalive{300'000};
 };
 
+// The wait before the next round of attempts, before jitter: the grown `backoff`, at most `cap`
+// (0: no cap) but never below `initial`.
+std::chrono::milliseconds CappedBackoff(std::chrono::milliseconds backoff, std::chrono::milliseconds cap,
+                                        std::chrono::milliseconds initial);
+
 class DaemonLink {
  public:
   struct Callbacks {
@@ -75,6 +81,10 @@ class DaemonLink {
   void DropStream(const std::string& why);
   // The address of the current (or last) attempt.
   std::string current_target();
+  // The longest wait between two rounds of attempts, whatever the backoff has grown to (0: none).
+  // The agent sets a quarter of its fence limit, so that a daemon back well before the fence is
+  // reached before the fence stops the node's parts.
+  void SetRetryCap(std::chrono::milliseconds cap);
 
  private:
   DaemonLink(LinkOptions options, Callbacks callbacks, std::shared_ptr<grpc::ChannelCredentials> creds);
@@ -97,6 +107,7 @@ class DaemonLink {
   std::shared_ptr<ConnectStream> stream_;        // guarded by mu_
   std::string session_;                          // guarded by mu_
   uint64_t generation_ = 0;                      // guarded by mu_
+  std::chrono::milliseconds retry_cap_{0};       // guarded by mu_
 };
 
 }  // namespace phalanx::agent

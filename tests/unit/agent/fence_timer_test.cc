@@ -2,6 +2,8 @@
 // on made-up time points.
 #include "agent/fence_timer.h"
 
+#include "agent/daemon_link.h"
+
 #include <gtest/gtest.h>
 
 namespace phalanx::agent {
@@ -62,6 +64,27 @@ TEST(FenceTimer, ANewRegistrationCanTurnItOff) {
   f.SetLimit(0ms, t0 + 5s);  // re-registered with a daemon that does not fence
   EXPECT_FALSE(f.Due(t0 + 100s));
   EXPECT_EQ(f.limit(), 0ms);
+}
+
+// The link's wait between rounds of attempts, as the agent caps it at a quarter of the fence:
+// a daemon back 2 s into a 4 s fence is tried again before the fence, however long the link
+// had been backing off (a flaky CI run once showed 0.5, 1.2, 2.3 s waits: the third retry
+// came 20 ms after the fence had stopped the job).
+TEST(FenceTimer, TheLinkRetriesAtLeastFourTimesWithinTheFence) {
+  const std::chrono::milliseconds fence = 4s, initial = 500ms, max = 30s;
+  std::chrono::milliseconds backoff = initial, waited{0};
+  int attempts = 0;
+  while (waited < fence) {
+    const std::chrono::milliseconds base = CappedBackoff(backoff, fence / 4, initial);
+    EXPECT_LE(base, fence / 4);
+    waited += base * 12 / 10;  // the longest jitter
+    ++attempts;
+    backoff = std::min(backoff * 2, max);
+  }
+  EXPECT_GE(attempts, 4);
+  EXPECT_EQ(CappedBackoff(16s, 0ms, initial), 16s);        // no fence: the plain backoff
+  EXPECT_EQ(CappedBackoff(16s, 100ms, initial), initial);  // never faster than the first retry
+  EXPECT_EQ(CappedBackoff(250ms, 1s, initial), 250ms);     // below the cap: unchanged
 }
 
 }  // namespace
