@@ -68,7 +68,7 @@ void OrderQueue(SchedulerState& s, PassState& pass) {
     if (a.submit != b.submit) return a.submit < b.submit;
     return a.id < b.id;
   };
-  if (!std::is_sorted(keys.begin(), keys.end(), before)) std::stable_sort(keys.begin(), keys.end(), before);
+  if (!std::is_sorted(keys.begin(), keys.end(), before)) std::sort(keys.begin(), keys.end(), before);
   // scontrol top (Scheduler::Top): a user's topped jobs go first among that user's jobs, the
   // last topped first, in the places the user's jobs hold; nothing to do when none is topped.
   std::set<std::string_view> topped;
@@ -152,7 +152,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   }
   // A preemptor's own claim is a reservation of its own: it is not blocked by it, so neither the
   // strict order nor another job's failure says anything about it.
-  const bool own = pass.reservations_of.contains(id);
+  const bool own = pass.reserved_filter.MayContain(id) && pass.reservations_of.contains(id);
   if ((!s.policies.backfill->Backfills() || !pass.backfill_cycle) && pass.blocked && !own) {
     return wait(WaitKind::kPriority, pass.behind);
   }
@@ -163,13 +163,11 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   // Start now, unless a job of the same shape class that was no bigger and no longer failed.
   const ShapeKey key = ShapeKey::Of(job.spec.shape, PartitionMask(job.partition_ids));
   const Duration w = s.policies.runtime->Run(job);
-  bool dominated = false;
-  for (const auto& f : pass.failed_shapes) {
-    if (!own && !filtered && f.key == key && f.gpus <= n && f.walltime <= w) {
-      dominated = true;
-      break;
-    }
+  PassState::FailedShape* failed = nullptr;
+  for (PassState::FailedShape& f : pass.failed_shapes) {
+    if (f.key == key) failed = &f;
   }
+  const bool dominated = !own && !filtered && failed && failed->failures.Covers(n, w);
   if (!dominated) {
     if (auto p = TryStartNow(s, pass, job)) {
       // Placement under pressure: a good block soon rather than a slow one now.
@@ -189,7 +187,10 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
       NoteStarted(pass, job);
       return;
     }
-    if (!own && !filtered) pass.failed_shapes.push_back({key, n, w});
+    if (!own && !filtered) {
+      if (!failed) failed = &pass.failed_shapes.emplace_back(PassState::FailedShape{key, {}});
+      failed->failures.Add(n, w);
+    }
   }
   if (!pass.blocked) {
     pass.first_blocked = id;
@@ -204,6 +205,12 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
 
   // The blocks jobs wait for under placement pressure are beyond the policy's depth.
   const size_t made = pass.policy_reservations;
+  // reserve_larger: EASY's one reservation, and one for each blocked job larger than all before.
+  const bool larger = s.config.reserve_larger && s.config.backfill == BackfillMode::kEasy && n > pass.reserved_max_gpus;
+  const bool reserves = s.policies.backfill->Reserves(job, n, made, now) || larger;
+  // Beyond the reservations the policy makes: higher-priority jobs hold them (most pending jobs
+  // of a long queue end here, so nothing below is computed for them).
+  if (!reserves && made > 0) return wait(WaitKind::kPriority);
   // Resources when not enough GPUs are free where it may run (its partitions' nodes, as Slurm
   // counts them), TopologyBlock when they are but no block of its shape is.
   const uint32_t free = s.FreeGpusFor(job, pass.start_blocks);
@@ -213,16 +220,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     detail = job.spec.shape.fit == FitMode::kRequire ? std::string(LevelName(job.spec.shape.level))
                                                      : "no block of " + std::to_string(n) + " free GPUs fits";
   }
-  // reserve_larger: EASY's one reservation, and one for each blocked job larger than all before.
-  const bool larger = s.config.reserve_larger && s.config.backfill == BackfillMode::kEasy && n > pass.reserved_max_gpus;
-  if (!s.policies.backfill->Reserves(job, n, made, now) && !larger) {
-    // Beyond the reservations the policy makes: higher-priority jobs hold them.
-    if (made > 0) {
-      kind = WaitKind::kPriority;
-      detail.clear();
-    }
-    return wait(kind, detail);
-  }
+  if (!reserves) return wait(kind, detail);
   pass.start_blocks.Clear();
   if (kind == WaitKind::kTopologyBlock && !s.reservations.empty() &&
       s.PlaceNow(job, SchedulerState::ShapeFor(job, n))) {
@@ -280,7 +278,9 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
       std::any_of(parts.begin(), parts.end(), [](const Partition& p) { return p.max_gpus_per_user > 0; });
   // The last pass's reservations are this pass's promises; preemption claims are made anew.
   for (Reservation& r : s.reservations) {
-    if (!r.for_preemption) pass.promised[r.job] = std::move(r.gpus);
+    if (r.for_preemption) continue;
+    pass.promised[r.job] = std::move(r.gpus);
+    pass.promised_filter.Add(r.job);
   }
   s.reservations.clear();
   s.patience_due = kForever;
@@ -308,7 +308,8 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
     JobRecord& job = *queue[i];
     if (job.state == JobState::kPending) ScheduleJob(s, pass, job, out);
     // Reserve asks only about jobs promised a block in the last pass.
-    if (pass.promised.contains(job.spec.id)) pass.planned.insert(job.spec.id);
+    if (pass.promised_filter.MayContain(job.spec.id) && pass.promised.contains(job.spec.id))
+      pass.planned.insert(job.spec.id);
     if (job.state != JobState::kPending || !s.config.wait_decisions) continue;
     Decision& d = pass.buffers.waits.emplace_back();
     d.kind = DecisionKind::kWait;

@@ -7,6 +7,7 @@
 // Thread-safety: none; the Scheduler's thread only. Internal to core/sched.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -22,6 +23,7 @@
 #include "core/placement/placer.h"
 #include "core/planner/domain_planner.h"
 #include "core/sched/decision.h"
+#include "core/sched/internal/failure_frontier.h"
 #include "core/sched/internal/start_blocks.h"
 #include "core/sched/job.h"
 #include "core/topology/level.h"
@@ -60,6 +62,19 @@ struct ShapeKey {
   }
 };
 
+// A set of job ids that answers most "is it in there?" with two instructions: a job whose bit
+// (its id modulo 4096) is clear was never added. Ids are added, never removed: a set bit means
+// "maybe", to be asked of the set it filters. A pass asks it of every pending job, for the few
+// (a reservation depth's worth) that hold a promise or a reservation.
+class IdFilter {
+ public:
+  void Add(JobId id) { bits_[(id >> 6) & 63] |= uint64_t{1} << (id & 63); }
+  bool MayContain(JobId id) const { return (bits_[(id >> 6) & 63] >> (id & 63)) & 1; }
+
+ private:
+  std::array<uint64_t, 64> bits_{};
+};
+
 struct PassState {
   PassState(Topology& topology, PassBuffers& buffers, Time now);
 
@@ -83,11 +98,10 @@ struct PassState {
   bool all_partitions_open = false;
   bool user_gpu_limits = true;
   // Shapes that failed to start: a job of the same shape that is no bigger and no longer fails
-  // too (resources only shrink during a pass).
+  // too (resources only shrink during a pass). One entry per shape (a pass meets a few).
   struct FailedShape {
     ShapeKey key;
-    uint32_t gpus;
-    Duration walltime;
+    FailureFrontier failures;
   };
   std::vector<FailedShape> failed_shapes;
 
@@ -95,11 +109,13 @@ struct PassState {
   // The blocks reserved in the last pass, by job: kept where still free, so promises hold from
   // one pass to the next; `planned` are those whose job this pass has scheduled already.
   std::map<JobId, std::vector<GpuId>> promised;
+  IdFilter promised_filter;  // every job ever in `promised` in this pass
   std::set<JobId> planned;
   // This pass's reservations (SchedulerState::reservations) counted as they are made and
   // removed, so that no pending job scans them: how many each job holds, and how many the
   // backfill policy made (neither a preemption claim nor a patience hold; never removed in a pass).
   std::unordered_map<JobId, uint32_t> reservations_of;
+  IdFilter reserved_filter;  // every job ever in `reservations_of` in this pass (AddReservation, ReserveClaim)
   size_t policy_reservations = 0;
   StartBlocks start_blocks;
   // Release times of the active jobs, sorted (SchedulerState::ReleaseTime); built on first use,

@@ -203,6 +203,7 @@ void ReserveClaim(SchedulerState& s, PassState& pass, JobRecord& j) {
   if (j.victims.empty()) gpus = TrimClaim(s, j, std::move(gpus));
   s.reservations.push_back({j.spec.id, pass.now, pass.now + s.policies.runtime->Run(j), std::move(gpus), true});
   ++pass.reservations_of[j.spec.id];
+  pass.reserved_filter.Add(j.spec.id);
 }
 
 bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<Decision>& out) {

@@ -653,6 +653,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
 void AddReservation(SchedulerState& s, PassState& pass, Reservation r) {
   if (pass.plan) pass.plan_pending.push_back({r.gpus, r.start, r.end});  // added when the plan is next asked
   ++pass.reservations_of[r.job];
+  pass.reserved_filter.Add(r.job);
   pass.policy_reservations += !r.for_preemption && !r.for_patience;
   s.reservations.push_back(std::move(r));
   pass.start_blocks.Invalidate();

@@ -17,7 +17,7 @@ std::optional<Placement> TryStartNow(SchedulerState& s, PassState& pass, const J
   const uint32_t min = sizes.back();
   // The block promised to this job in the previous pass, when it is all still free: starting
   // there keeps the promises made to the jobs after it.
-  if (auto it = pass.promised.find(job.spec.id);
+  if (auto it = pass.promised_filter.MayContain(job.spec.id) ? pass.promised.find(job.spec.id) : pass.promised.end();
       it != pass.promised.end() && !job.spec.shape.exclusive && it->second.size() == min &&
       std::all_of(it->second.begin(), it->second.end(), [&](GpuId g) { return s.topo->is_free(g); })) {
     Placement p;

@@ -1,6 +1,7 @@
 // QueueOrder::kPriority: the multifactor priority of core/queue/priority.h.
-#include <map>
+#include <functional>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "core/sched/policy/queue_policy.h"
@@ -34,7 +35,14 @@ class MultifactorQueue final : public QueuePolicy {
   const PriorityWeights weights_;
   const uint32_t cluster_gpus_;
   // (user, account) -> fairshare factor, for this pass (the views point into the job records).
-  std::map<std::pair<std::string_view, std::string_view>, double> factors_;
+  // Hashed: asked for every pending job of every pass.
+  struct HashPair {
+    size_t operator()(const std::pair<std::string_view, std::string_view>& p) const {
+      const size_t a = std::hash<std::string_view>{}(p.first);
+      return a ^ (std::hash<std::string_view>{}(p.second) + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
+    }
+  };
+  std::unordered_map<std::pair<std::string_view, std::string_view>, double, HashPair> factors_;
 };
 
 }  // namespace
