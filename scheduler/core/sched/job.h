@@ -158,7 +158,12 @@ struct JobRecord {
 
   Time deferred_since = -1;   // placement under pressure: waiting for a good block since (-1: not)
   Duration run_walltime = 0;  // limit of the current run: walltime - progress at start
-  double busbw_gbs = 0;       // predicted ring bandwidth of the current placement
+  // Reserve's list of release times (reserve.cc, Ends): the build of it that last listed this
+  // job (0: none), its place and release time there, so the next build starts from that order.
+  uint64_t ends_build = 0;
+  uint32_t ends_rank = 0;
+  Time ends_release = 0;
+  double busbw_gbs = 0;  // predicted ring bandwidth of the current placement
   // By node id: 1 where spec's nodelist/exclude/constraint forbid the node; empty when they
   // allow every node. Derived from the spec by Submit and Restore (not stored).
   std::vector<uint8_t> forbidden_nodes;

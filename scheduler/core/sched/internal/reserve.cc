@@ -20,16 +20,60 @@ namespace {
 
 // Release times of the active jobs, sorted; built on first use in a pass (StartJob and
 // preemptions keep or invalidate them).
-const std::vector<std::pair<Time, JobId>>& Ends(const SchedulerState& s, PassState& pass) {
+//
+// Sorting them all again in every pass that reserves was a sixth of a Slurm-like replay under
+// long queues, while from one build to the next few change: a running job's release time moves
+// only when it starts, becomes overdue (it is then `now`), is suspended or checkpoints. So a
+// job whose release time is the one the last build listed takes its place from there (in rank
+// order those are sorted: they were, with the same keys), the others (new, changed, outside
+// load) are sorted alone, and the two merge: the same list as a sort of all (the keys are
+// distinct: one per job or outside piece).
+const std::vector<std::pair<Time, JobId>>& Ends(SchedulerState& s, PassState& pass) {
   if (pass.ends_dirty) {
-    pass.ends.clear();
-    for (const auto& [id, job] : s.active.Walk()) pass.ends.push_back({s.ReleaseTime(*job), id});
+    SchedulerState::EndsOrder& o = s.ends_order;
+    const uint64_t last = o.builds;
+    const uint64_t build = ++o.builds;
+    o.kept.assign(o.last_size, {0, kNoJob, nullptr});
+    o.changed.clear();
+    for (const auto& [id, job] : s.active.Walk()) {
+      const Time t = s.ReleaseTime(*job);
+      // (The place is checked to be free: a record copied from another Scheduler carries its
+      // marks. The kept entries are checked to be in order below, for the same reason.)
+      if (last != 0 && job->ends_build == last && job->ends_release == t && job->ends_rank < o.kept.size() &&
+          o.kept[job->ends_rank].id == kNoJob) {
+        o.kept[job->ends_rank] = {t, id, job};
+      } else {
+        o.changed.push_back({t, id, job});
+      }
+    }
     // Load from outside (Slurm's own jobs): free at its end; one past its end, a little later.
     for (const auto& [node, load] : s.external) {
-      for (uint32_t k = 0; k < load.pieces.size(); ++k)
-        pass.ends.push_back({std::max(load.pieces[k].until, pass.now + 1), Topology::ExternalOwner(NodeId(node), k)});
+      for (uint32_t k = 0; k < load.pieces.size(); ++k) {
+        o.changed.push_back(
+            {std::max(load.pieces[k].until, pass.now + 1), Topology::ExternalOwner(NodeId(node), k), nullptr});
+      }
     }
-    std::sort(pass.ends.begin(), pass.ends.end());
+    using Entry = SchedulerState::EndsOrder::Entry;
+    const auto before = [](const Entry& a, const Entry& b) { return a.t != b.t ? a.t < b.t : a.id < b.id; };
+    std::erase_if(o.kept, [](const Entry& e) { return e.id == kNoJob; });
+    if (!std::is_sorted(o.kept.begin(), o.kept.end(), before)) {
+      o.changed.insert(o.changed.end(), o.kept.begin(), o.kept.end());
+      o.kept.clear();
+    }
+    std::sort(o.changed.begin(), o.changed.end(), before);
+    o.merged.resize(o.kept.size() + o.changed.size());
+    std::merge(o.kept.begin(), o.kept.end(), o.changed.begin(), o.changed.end(), o.merged.begin(), before);
+    pass.ends.clear();
+    for (uint32_t i = 0; i < o.merged.size(); ++i) {
+      const Entry& e = o.merged[i];
+      pass.ends.push_back({e.t, e.id});
+      if (e.job) {
+        e.job->ends_build = build;
+        e.job->ends_rank = i;
+        e.job->ends_release = e.t;
+      }
+    }
+    o.last_size = o.merged.size();
     pass.ends_words.assign(pass.ends.size(), nullptr);
     pass.ends_dirty = false;
   }

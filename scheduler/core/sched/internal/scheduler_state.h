@@ -194,6 +194,18 @@ struct SchedulerState {
     std::optional<DomainPlanner> plan;
     std::vector<Entry> entries;
   } kept_plan;
+  // The builds of Reserve's sorted release times (reserve.cc, Ends): how many were made, the
+  // size of the last, and working memory. Each running job's record keeps its place in the last.
+  struct EndsOrder {
+    struct Entry {
+      Time t;
+      JobId id;
+      JobRecord* job;  // null: outside load
+    };
+    uint64_t builds = 0;
+    size_t last_size = 0;
+    std::vector<Entry> kept, changed, merged;
+  } ends_order;
 };
 
 }  // namespace phalanx
