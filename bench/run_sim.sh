@@ -55,6 +55,7 @@ ITP_TOPO=config/topologies/itp-1024.yaml
 ITP_LOAD=(--load-scale 1.5)
 ITP_WINDOW=(--window 0:1200000 --load-scale 1.5)
 PHILLY_LOAD=(--window 1000000:3000000 --load-scale 6)
+PHILLY_WHOLE_LOAD=(--load-scale 4)
 
 # Cheap runs first, so an interrupted call (ONLY=...) still leaves the headline ones.
 run philly            $PHILLY_TOPO "$PHILLY"
@@ -72,6 +73,10 @@ run philly-w-x6       $PHILLY_TOPO "$PHILLY" "${PHILLY_LOAD[@]}"
 run philly-w-x6-c0    $PHILLY_TOPO "$PHILLY" "${PHILLY_LOAD[@]}" --comm-share 0
 run philly-w-x6-c0.05 $PHILLY_TOPO "$PHILLY" "${PHILLY_LOAD[@]}" --comm-share 0.05
 run philly-w-x6-c0.30 $PHILLY_TOPO "$PHILLY" "${PHILLY_LOAD[@]}" --comm-share 0.30
+run philly-x4         $PHILLY_TOPO "$PHILLY" "${PHILLY_WHOLE_LOAD[@]}"
+run philly-x4-c0      $PHILLY_TOPO "$PHILLY" "${PHILLY_WHOLE_LOAD[@]}" --comm-share 0
+run philly-x4-c0.05   $PHILLY_TOPO "$PHILLY" "${PHILLY_WHOLE_LOAD[@]}" --comm-share 0.05
+run philly-x4-c0.30   $PHILLY_TOPO "$PHILLY" "${PHILLY_WHOLE_LOAD[@]}" --comm-share 0.30
 
 # docs/results.md: command lines, tables and plots of every run, then the hand-written notes.
 {

@@ -173,6 +173,11 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   else if (key == "default_walltime") c.default_walltime = seconds;
   else if (key == "max_walltime") c.max_walltime = seconds;
   else if (key == "service_min_run") c.service_min_run = seconds;
+  else if (key == "weight_age") c.weights.age = *v;
+  else if (key == "weight_fairshare") c.weights.fairshare = *v;
+  else if (key == "weight_job_size") c.weights.job_size = *v;
+  else if (key == "max_age") c.weights.max_age = seconds;
+  else if (key == "fairshare_half_life") c.fairshare.half_life = seconds;
   else return Fail(k, "unknown scheduler setting '" + k + "'");
   return {};
 }

@@ -143,7 +143,9 @@ std::vector<std::string_view> PolicyPresetNames();
 // node-best-fit|first-fit, order=priority|fifo, preemption|elastic|best_fit|
 // whole_node_reservations|shrink_for_waiting|reserve_larger=on|off, node_fit_tolerance=X, checkpoint_grace,
 // periodic_checkpoint, grow_after_idle, default_walltime, max_walltime, service_min_run = seconds;
-// service_queues=T1/T2/... GPU-seconds, ascending). Fails naming the key and value.
+// service_queues=T1/T2/... GPU-seconds, ascending; the multifactor priority's weight_age,
+// weight_fairshare, weight_job_size = X, max_age, fairshare_half_life = seconds). Fails naming the
+// key and value.
 Status SetConfigOption(SchedulerConfig& config, std::string_view key, std::string_view value);
 // "PRESET" or "PRESET:KEY=VALUE,KEY=VALUE" (e.g. "phalanx:backfill=easy"); the name is the spec.
 Result<SchedulerConfig> PolicyFromSpec(std::string_view spec);

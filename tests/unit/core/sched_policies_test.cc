@@ -228,6 +228,25 @@ TEST(SchedPolicies, NumericSettingsRefuseNonFiniteNegativeAndHugeValues) {
   EXPECT_EQ(c.checkpoint_grace, 90);
 }
 
+// The multifactor priority's weights and horizons are settings too (phalanx sim --policy
+// phalanx:weight_age=...): each lands in its field, and a bad value names the key.
+TEST(SchedPolicies, PriorityWeightSettingsLandInTheirFields) {
+  Result<SchedulerConfig> c = PolicyFromSpec(
+      "phalanx:weight_age=5000,weight_fairshare=2500.5,weight_job_size=0,max_age=43200,"
+      "fairshare_half_life=86400");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->weights.age, 5000);
+  EXPECT_EQ(c->weights.fairshare, 2500.5);
+  EXPECT_EQ(c->weights.job_size, 0);
+  EXPECT_EQ(c->weights.max_age, 43200);
+  EXPECT_EQ(c->fairshare.half_life, 86400);
+  EXPECT_EQ(c->weights.priority_class, SchedulerConfig{}.weights.priority_class);  // untouched
+  const Result<SchedulerConfig> bad = PolicyFromSpec("phalanx:weight_age=-1");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().ToString(),
+            "policy phalanx:weight_age=-1: weight_age: expected a non-negative number, got '-1'");
+}
+
 // Runtime prediction (Tsafrir et al.): the mean of the last two run times of the same user, name
 // and size, never above the walltime; the walltime without history, and once a run is past its
 // prediction.
