@@ -39,6 +39,7 @@ struct PlacementRequest {
 
   // The GPUs the job runs on: `gpus`, or nodes * gpus_per_node for a node-shaped request.
   uint32_t TotalGpus() const { return nodes > 0 && gpus == 0 ? nodes * gpus_per_node : gpus; }
+  bool operator==(const PlacementRequest&) const = default;
 };
 
 struct Placement {

@@ -94,6 +94,28 @@ void OrderQueue(SchedulerState& s, PassState& pass) {
   }
 }
 
+// Whether `job` would fit now if no GPU were reserved, for the ReservedFor wait reason: a whole
+// Placer search, asked for every job that reserves, so the answer is kept for the rest of the
+// pass while the Topology stays as it is (same version, no what-if in force) and for every job
+// that asks the same: the same request in the same partitions, no -w/-x/-C, no per-user limit.
+bool FitsIgnoringReservations(SchedulerState& s, PassState& pass, const JobRecord& job, uint32_t n) {
+  const PlacementRequest request = SchedulerState::ShapeFor(job, n);
+  const Topology& topo = *s.topo;
+  if (!job.forbidden_nodes.empty() || pass.user_gpu_limits || !topo.no_what_if())
+    return s.PlaceNow(job, request).has_value();
+  if (pass.fits_version != topo.version()) {
+    pass.fits.clear();
+    pass.fits_version = topo.version();
+  }
+  const uint64_t partitions = PartitionMask(job.partition_ids);
+  for (const PassState::FitsAnswer& a : pass.fits) {
+    if (a.partitions == partitions && a.request == request) return a.fits;
+  }
+  const bool fits = s.PlaceNow(job, request).has_value();
+  pass.fits.push_back({request, partitions, fits});
+  return fits;
+}
+
 // Decides about one pending job, in queue order: start it now, or say why it waits (with the
 // reservation or the victims that will let it start).
 void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<Decision>& out) {
@@ -222,8 +244,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   }
   if (!reserves) return wait(kind, detail);
   pass.start_blocks.Clear();
-  if (kind == WaitKind::kTopologyBlock && !s.reservations.empty() &&
-      s.PlaceNow(job, SchedulerState::ShapeFor(job, n))) {
+  if (kind == WaitKind::kTopologyBlock && !s.reservations.empty() && FitsIgnoringReservations(s, pass, job, n)) {
     // It would fit, but only on GPUs promised to others.
     for (const Reservation& r : s.reservations) {
       if (r.job != id && r.start < now + w) {

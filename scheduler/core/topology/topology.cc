@@ -112,6 +112,7 @@ Status Topology::Hold(std::span<const GpuId> gpus) {
   }
   for (GpuId g : gpus) owner_[g.value] = kHeld;
   ChangeGpus(gpus, false);
+  held_gpus_ += gpus.size();
   return {};
 }
 
@@ -122,6 +123,7 @@ Status Topology::Unhold(std::span<const GpuId> gpus) {
   }
   for (GpuId g : gpus) owner_[g.value] = kNoJob;
   ChangeGpus(gpus, true);
+  held_gpus_ -= gpus.size();
   return {};
 }
 
@@ -132,6 +134,7 @@ Status Topology::Suspend(JobId job) {
   ChangeGpus(it->second.gpus, true);
   Charge(it->second, -1);
   it->second.suspended = true;
+  ++suspended_jobs_;
   return {};
 }
 
@@ -146,6 +149,7 @@ Status Topology::Resume(JobId job) {
   ChangeGpus(it->second.gpus, false);
   Charge(it->second, +1);
   it->second.suspended = false;
+  --suspended_jobs_;
   return {};
 }
 
@@ -208,6 +212,7 @@ Status Topology::DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_
   }
   alloc.gpus = std::move(sorted);
   jobs_.emplace(job, std::move(alloc));
+  ++version_;
   return {};
 }
 
@@ -221,11 +226,13 @@ Status Topology::Release(JobId job) {
     load_jobs_[d.value]--;
   }
   jobs_.erase(it);
+  ++version_;
   return {};
 }
 
 Status Topology::SetNodeState(NodeId node, NodeState state) {
   if (node.value >= node_count()) return Fail("node " + std::to_string(node.value), "unknown node id");
+  ++version_;
   const NodeState old = node_state_[node.value];
   const bool was_up = old == NodeState::kUp, will_be_up = state == NodeState::kUp;
   if (was_up == will_be_up) {

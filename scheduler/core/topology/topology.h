@@ -140,6 +140,13 @@ class Topology {
   // Drain/Down make a node's GPUs unavailable for new work (running jobs keep them).
   Status SetNodeState(NodeId node, NodeState state);
 
+  // Changes that stay (Allocate, Restore, Release, SetNodeState) give the state a new number;
+  // what-if changes (Hold, Suspend) are counted while they are in force. So two moments with the
+  // same version() and no what-if in force see the same Topology: an answer computed from it at
+  // one holds at the other (Scheduler's pass caches some that way).
+  uint64_t version() const { return version_; }
+  bool no_what_if() const { return held_gpus_ == 0 && suspended_jobs_ == 0; }
+
   // Recomputes every counter from scratch and compares; empty string when consistent.
   // For tests and debug checks; O(domains * depth).
   std::string CheckInvariants() const;
@@ -170,6 +177,9 @@ class Topology {
   std::vector<DomainId> node_domain_;
   std::unordered_map<std::string, DomainId> by_name_;
   uint32_t max_gpus_per_node_ = 0;
+  uint64_t version_ = 0;
+  uint64_t held_gpus_ = 0;       // owned by kHeld (Hold less Unhold)
+  uint32_t suspended_jobs_ = 0;  // Suspend less Resume
   uint32_t hist_stride_ = 1;
 
   std::vector<JobId> owner_;

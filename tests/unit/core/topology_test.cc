@@ -97,6 +97,40 @@ TEST(Topology, DrainAndDownRemoveCapacityUntilResumed) {
   EXPECT_EQ(t.CheckInvariants(), "");
 }
 
+// version() numbers the states that stay; what-ifs (Hold, Suspend) leave it and are counted
+// while in force, so "same version, no what-if" means the same Topology. A refused change keeps
+// the number.
+TEST(Topology, VersionCountsChangesThatStayAndWhatIfsWhileInForce) {
+  Topology t = Build(TwoTier(1, 2));
+  const uint64_t v0 = t.version();
+  EXPECT_TRUE(t.no_what_if());
+  ASSERT_TRUE(t.Allocate(1, std::vector<GpuId>{GpuId(0), GpuId(1)}, 10));
+  const uint64_t v1 = t.version();
+  EXPECT_NE(v1, v0);
+  ASSERT_FALSE(t.Allocate(2, std::vector<GpuId>{GpuId(1)}, 0));  // refused: GPU 1 is busy
+  ASSERT_FALSE(t.Release(42));
+  EXPECT_EQ(t.version(), v1);
+
+  ASSERT_TRUE(t.Hold(std::vector<GpuId>{GpuId(4), GpuId(5)}));
+  EXPECT_FALSE(t.no_what_if());
+  ASSERT_TRUE(t.Suspend(1));
+  ASSERT_TRUE(t.Unhold(std::vector<GpuId>{GpuId(4), GpuId(5)}));
+  EXPECT_FALSE(t.no_what_if());  // job 1 is still suspended
+  ASSERT_TRUE(t.Resume(1));
+  EXPECT_TRUE(t.no_what_if());
+  EXPECT_EQ(t.version(), v1);  // what-ifs undone: the same state as before them
+
+  ASSERT_TRUE(t.Release(1));
+  const uint64_t v2 = t.version();
+  EXPECT_NE(v2, v1);
+  ASSERT_TRUE(t.Allocate(1, std::vector<GpuId>{GpuId(0), GpuId(1)}, 10));
+  EXPECT_NE(t.version(), v1);  // the same allocation again is a new number: versions never repeat
+  EXPECT_NE(t.version(), v2);
+  const uint64_t v3 = t.version();
+  ASSERT_TRUE(t.SetNodeState(t.find_node("leaf0-n1"), NodeState::kDrain));
+  EXPECT_NE(t.version(), v3);
+}
+
 TEST(Topology, BuildErrorsNameThePlace) {
   TopologySpec dup = TwoTier(1, 2);
   dup.nodes.push_back(NodeSpec{"leaf0-n1", "leaf0", 0, "conf:9"});

@@ -104,6 +104,15 @@ struct PassState {
     FailureFrontier failures;
   };
   std::vector<FailedShape> failed_shapes;
+  // Whether a request fits the Topology as it is, reservations aside (scheduler_pass.cc,
+  // FitsIgnoringReservations): the answers for one Topology::version(), by request and partitions.
+  struct FitsAnswer {
+    PlacementRequest request;
+    uint64_t partitions;
+    bool fits;
+  };
+  uint64_t fits_version = 0;
+  std::vector<FitsAnswer> fits;
 
   // ---- backfill (start_now.cc, reserve.cc) ----
   // The blocks reserved in the last pass, by job: kept where still free, so promises hold from
