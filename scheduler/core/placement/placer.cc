@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <deque>
+#include <span>
 
 namespace phalanx {
 
@@ -106,12 +108,14 @@ std::string Placer::Unsatisfiable(const PlacementRequest& r) const {
 // GPU counts that can be placed in D so that every uplink crossed inside the region offers >= B.
 class Placer::Search {
  public:
-  Search(const Placer& placer, const PlacementRequest& request)
+  Search(const Placer& placer, const PlacementRequest& request, std::span<const DomainId> regions = {})
       : p_(placer),
         t_(placer.topo_),
         m_(placer.model_),
         r_(request),
         n_(request.TotalGpus()),
+        root_(placer.topo_.root()),
+        regions_(regions.empty() ? std::span<const DomainId>(&root_, 1) : regions),
         words_((n_ + 64) / 64),
         slot_(placer.memo_slot_),
         pool_(placer.memo_pool_) {
@@ -135,10 +139,15 @@ class Placer::Search {
     bool found = false;
     if (r_.fit == FitMode::kPrefer) found = SearchAll(r_.level);
     if (!found) found = SearchAll(r_.fit == FitMode::kAny || r_.fit == FitMode::kPrefer ? Level::kCore : r_.level);
-    if (!found) {
+    if (!found || best_.busbw_gbs < r_.min_busbw_gbs) {
       out.status = PlaceStatus::kBusy;
       out.reason = "TopologyBlock(" + std::string(LevelName(r_.fit == FitMode::kRequire ? r_.level : Level::kCore)) +
                    "): no free block of " + std::to_string(n_) + " GPUs fits the request now";
+      if (r_.min_busbw_gbs > 0) {
+        char floor[64];
+        std::snprintf(floor, sizeof floor, " at %.1f GB/s or more", r_.min_busbw_gbs);
+        out.reason += floor;
+      }
       return out;
     }
     out.status = PlaceStatus::kPlaced;
@@ -176,10 +185,11 @@ class Placer::Search {
     // reaches the best GPU link of the whole cluster, nothing can beat it.
     if (one_node) {
       const DomainId node = FullestNodeFitting();
-      if (node.valid() && EvaluateAll(node, max_level) && best_.busbw_gbs >= p_.max_gpu_cap_[t_.root().value])
+      if (node.valid() && InRegions(node) && EvaluateAll({&node, 1}, max_level) &&
+          best_.busbw_gbs >= p_.max_gpu_cap_[t_.root().value])
         return true;
     }
-    if (!EvaluateAll(t_.root(), max_level) && best_gpus_.empty()) return false;
+    if (!EvaluateAll(regions_, max_level) && best_gpus_.empty()) return false;
     if (one_node && p_.best_fit_ && p_.node_fit_tolerance_ < 1.0) NodeFitTiers(max_level);
     return true;
   }
@@ -189,7 +199,8 @@ class Placer::Search {
   // within the tolerance of the best placement found anywhere; bandwidth decides among those.
   // Keeps the large (and the better-connected) nodes whole for the jobs that need them.
   void NodeFitTiers(Level max_level) {
-    const double target = best_.busbw_gbs * p_.node_fit_tolerance_;
+    // Never below the request's own floor: the fullest node must still be a fit.
+    const double target = std::max(best_.busbw_gbs * p_.node_fit_tolerance_, r_.min_busbw_gbs);
     const Prediction global = best_;
     std::vector<GpuId> global_gpus = best_gpus_;
     for (uint32_t f = n_; f <= t_.max_gpus_per_node(); ++f) {
@@ -197,7 +208,7 @@ class Placer::Search {
       best_gpus_.clear();
       best_ = {};
       only_free_ = f;
-      const bool found = EvaluateAll(t_.root(), std::min(max_level, Level::kNode));
+      const bool found = EvaluateAll(regions_, std::min(max_level, Level::kNode));
       only_free_ = 0;
       if (found && best_.busbw_gbs >= target) return;
     }
@@ -205,10 +216,18 @@ class Placer::Search {
     best_gpus_ = std::move(global_gpus);
   }
 
-  // Evaluates every candidate region in the subtree of `top`, best upper bound first.
-  bool EvaluateAll(DomainId top, Level max_level) {
+  // Whether `d` lies inside one of the regions searched (always, for Place).
+  bool InRegions(DomainId d) const {
+    for (; d.valid(); d = t_.domain(d).parent) {
+      if (std::find(regions_.begin(), regions_.end(), d) != regions_.end()) return true;
+    }
+    return false;
+  }
+
+  // Evaluates every candidate region in the subtrees of `tops`, best upper bound first.
+  bool EvaluateAll(std::span<const DomainId> tops, Level max_level) {
     std::vector<Candidate> cands;
-    Collect(top, max_level, cands);
+    for (DomainId top : tops) Collect(top, max_level, cands);
     std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
       if (a.upper != b.upper) return a.upper > b.upper;
       const Domain &da = t_.domain(a.domain), &db = t_.domain(b.domain);
@@ -227,6 +246,7 @@ class Placer::Search {
     bool found = false;
     for (const Candidate& c : cands) {
       if (!best_gpus_.empty() && c.upper <= best_.busbw_gbs) break;
+      if (c.upper < r_.min_busbw_gbs) break;  // upper bounds: nothing further reaches the floor
       if (Evaluate(c.domain, c.upper)) found = true;
     }
     return found;
@@ -349,7 +369,9 @@ class Placer::Search {
   bool Evaluate(DomainId x, double upper) {
     region_ = x;
     B_ = upper;
-    while (B_ > 0 && (best_gpus_.empty() || B_ > best_.busbw_gbs)) {
+    // The first feasible threshold is the region's best busbw: below the request's floor, none
+    // that is left can be a fit.
+    while (B_ > 0 && B_ >= r_.min_busbw_gbs && (best_gpus_.empty() || B_ > best_.busbw_gbs)) {
       next_ = 0;
       ResetMemo();
       align_per_ = 0;
@@ -653,6 +675,8 @@ class Placer::Search {
   const BandwidthModel& m_;
   const PlacementRequest& r_;
   const uint32_t n_;
+  const DomainId root_;
+  const std::span<const DomainId> regions_;  // where candidates are collected: the root, or PlaceWithin's
   const uint32_t words_;
 
   DomainId region_;
@@ -672,5 +696,14 @@ class Placer::Search {
 };
 
 PlaceOutcome Placer::Place(const PlacementRequest& request) const { return Search(*this, request).Run(); }
+
+PlaceOutcome Placer::PlaceWithin(const PlacementRequest& request, std::span<const DomainId> regions) const {
+  if (regions.empty()) {
+    PlaceOutcome out;
+    out.reason = "TopologyBlock: no region to search";
+    return out;
+  }
+  return Search(*this, request, regions).Run();
+}
 
 }  // namespace phalanx

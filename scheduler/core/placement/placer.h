@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct PlacementRequest {
   FitMode fit = FitMode::kAny;
   bool exclusive = false;     // only entirely free nodes; the job holds them whole
   bool rail_aligned = false;  // require the same local GPU indices on every node
+  // A placement predicted below this busbw (GB/s) does not count as a fit (0: any). Not part of a
+  // user's request: placement under pressure asks for a block this good (internal/patience.cc).
+  double min_busbw_gbs = 0;
 
   // The GPUs the job runs on: `gpus`, or nodes * gpus_per_node for a node-shaped request.
   uint32_t TotalGpus() const { return nodes > 0 && gpus == 0 ? nodes * gpus_per_node : gpus; }
@@ -65,6 +69,11 @@ class Placer {
   std::string Unsatisfiable(const PlacementRequest& request) const;
 
   PlaceOutcome Place(const PlacementRequest& request) const;
+  // Place, looking only inside `regions` (disjoint domains; none: busy). When every domain the
+  // request may use outside them is known to hold no fit (Reserve's walk: the domains that have
+  // not gained GPUs since a search found nothing), the answer is Place's: the same search, less
+  // candidates that could not win. (A job of one GPU gets Place's answer.)
+  PlaceOutcome PlaceWithin(const PlacementRequest& request, std::span<const DomainId> regions) const;
 
   const BandwidthModel& model() const { return model_; }
 

@@ -95,6 +95,77 @@ TEST(Placer, BusyVersusUnsatisfiable) {
   EXPECT_EQ(too_wide.status, PlaceStatus::kUnsatisfiable);
 }
 
+// min_busbw_gbs: a block below the floor is no fit (busy), one above it is placed as before.
+TEST(Placer, MinBusbwRefusesSlowerBlocks) {
+  Topology t = Build(testing::MixedNodes());
+  Placer p(t);
+  const PlaceOutcome best = p.Place({.gpus = 8});
+  ASSERT_EQ(best.status, PlaceStatus::kPlaced);
+  // The best 8 GPUs are four small nodes (the NIC, not the sockets' link, is the bottleneck).
+  EXPECT_EQ(NodesOf(t, best.placement.gpus), (std::set<std::string>{"small-n0", "small-n1", "small-n2", "small-n3"}));
+  const double floor = best.placement.prediction.busbw_gbs * 0.95;
+  EXPECT_EQ(p.Place({.gpus = 8, .min_busbw_gbs = floor}).placement.gpus, best.placement.gpus);
+  // The small nodes busy, 6 GPUs of each big node busy: 8 GPUs fit only as 2 on each big node,
+  // sharing the NICs with the busy GPUs' rings.
+  JobId id = 1;
+  for (int n = 0; n < 4; ++n) ASSERT_TRUE(t.Allocate(id++, NodeGpus(t, "small-n" + std::to_string(n)), 0));
+  // Two 12-GPU jobs, each 6 GPUs on two big nodes, their rings on the big nodes' NICs.
+  for (int pair = 0; pair < 2; ++pair) {
+    std::vector<GpuId> gpus;
+    for (int n = 2 * pair; n < 2 * pair + 2; ++n) {
+      std::vector<GpuId> six = NodeGpus(t, "big-n" + std::to_string(n));
+      gpus.insert(gpus.end(), six.begin(), six.begin() + 6);
+    }
+    ASSERT_TRUE(t.Allocate(id++, gpus, 10));
+  }
+  const PlaceOutcome split = p.Place({.gpus = 8});
+  ASSERT_EQ(split.status, PlaceStatus::kPlaced);
+  EXPECT_EQ(NodesOf(t, split.placement.gpus).size(), 4u);
+  EXPECT_LT(split.placement.prediction.busbw_gbs, floor);
+  const PlaceOutcome refused = p.Place({.gpus = 8, .min_busbw_gbs = floor});
+  EXPECT_EQ(refused.status, PlaceStatus::kBusy);
+  EXPECT_NE(refused.reason.find("GB/s"), std::string::npos) << refused.reason;
+  // Two big nodes free again: one of them is a fit (within the tolerance of the best), and the
+  // block placed.
+  ASSERT_TRUE(t.Release(5));  // big-n0 and big-n1's twelve
+  const PlaceOutcome node = p.Place({.gpus = 8, .min_busbw_gbs = floor});
+  ASSERT_EQ(node.status, PlaceStatus::kPlaced) << node.reason;
+  const std::set<std::string> on = NodesOf(t, node.placement.gpus);
+  ASSERT_EQ(on.size(), 1u);
+  EXPECT_TRUE(on.contains("big-n0") || on.contains("big-n1")) << *on.begin();
+  EXPECT_GE(node.placement.prediction.busbw_gbs, floor);
+}
+
+// PlaceWithin: the regions that may hold a fit, the others holding none, give Place's answer;
+// a region that holds none gives none.
+TEST(Placer, PlaceWithinGivesPlacesAnswerWhereTheOthersHoldNone) {
+  Topology t = Build(testing::MixedNodes());
+  Placer p(t);
+  const double floor = p.Place({.gpus = 8}).placement.prediction.busbw_gbs * 0.95;
+  JobId id = 1;
+  for (int n = 0; n < 4; ++n) ASSERT_TRUE(t.Allocate(id++, NodeGpus(t, "small-n" + std::to_string(n)), 0));
+  // Two 12-GPU jobs, each 6 GPUs on two big nodes, their rings on the big nodes' NICs.
+  for (int pair = 0; pair < 2; ++pair) {
+    std::vector<GpuId> gpus;
+    for (int n = 2 * pair; n < 2 * pair + 2; ++n) {
+      std::vector<GpuId> six = NodeGpus(t, "big-n" + std::to_string(n));
+      gpus.insert(gpus.end(), six.begin(), six.begin() + 6);
+    }
+    ASSERT_TRUE(t.Allocate(id++, gpus, 10));
+  }
+  const PlacementRequest r{.gpus = 8, .level = Level::kLeaf, .fit = FitMode::kRequire, .min_busbw_gbs = floor};
+  ASSERT_EQ(p.Place(r).status, PlaceStatus::kBusy);
+  ASSERT_TRUE(t.Release(6));  // big-n2 and big-n3's twelve: the big leaf gained GPUs, the small one did not
+  const std::vector<DomainId> big{t.find("big")}, small{t.find("small")};
+  const PlaceOutcome all = p.Place(r), within = p.PlaceWithin(r, big);
+  ASSERT_EQ(all.status, PlaceStatus::kPlaced) << all.reason;
+  ASSERT_EQ(within.status, PlaceStatus::kPlaced) << within.reason;
+  EXPECT_EQ(within.placement.gpus, all.placement.gpus);
+  EXPECT_EQ(NodesOf(t, within.placement.gpus).size(), 1u);
+  EXPECT_EQ(p.PlaceWithin(r, small).status, PlaceStatus::kBusy);
+  EXPECT_EQ(p.PlaceWithin(r, {}).status, PlaceStatus::kBusy);
+}
+
 TEST(Placer, RequireLevelKeepsJobInsideOneLeaf) {
   Topology t = Build(TwoTier(2, 2));
   ASSERT_TRUE(t.Allocate(1, NodeGpus(t, "leaf0-n0"), 0));

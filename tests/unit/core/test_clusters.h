@@ -30,6 +30,47 @@ inline TopologySpec TwoTier(int leaves, int nodes_per_leaf, const std::string& m
   return spec;
 }
 
+// A small cluster of mixed nodes after config/topologies/philly.yaml: leaf "big" of `big` 8-GPU
+// PCIe nodes (two sockets of one 4-GPU PCIe switch each, 19 GB/s between them) and leaf "small"
+// of `small` 2-GPU PCIe nodes, one 100 Gb/s NIC each, both leaves 2:1 under one spine. Four
+// small nodes make the best 8-GPU block (11.5 GB/s, the NIC); one big node is about as good (11.4,
+// the sockets' link); 2 GPUs on each of four big nodes are not.
+inline TopologySpec MixedNodes(int big = 4, int small = 4) {
+  auto pcie = [](std::vector<int> gpus) {
+    GroupSpec g;
+    g.kind = "pcie";
+    g.gpus = std::move(gpus);
+    g.gpu_link_gbs = 16;
+    g.gpu_link_type = LinkType::kPcie;
+    g.uplink = LinkSpec{16, 0, 0, LinkType::kPcie};
+    return g;
+  };
+  auto numa = [&](int socket, std::vector<int> gpus) {
+    GroupSpec g;
+    g.kind = "numa";
+    g.numa = socket;
+    g.uplink = LinkSpec{19, 0, 0, LinkType::kSmp};
+    g.children.push_back(pcie(std::move(gpus)));
+    return g;
+  };
+  TopologySpec spec;
+  spec.name = "mixed-test";
+  NodeModel p8{.name = "p8", .gpus = 8, .groups = {numa(0, {0, 1, 2, 3}), numa(1, {4, 5, 6, 7})}};
+  NodeModel k2{.name = "k2", .gpus = 2, .groups = {pcie({0, 1})}};
+  for (NodeModel* m : {&p8, &k2}) {
+    m->nics = 1;
+    m->nic_gbs = 12.5;
+    m->nic_type = LinkType::kInfiniband;
+  }
+  spec.models = {p8, k2};
+  spec.switches.push_back(SwitchSpec{"spine", Level::kSpine, "", {}, 1.0, false, "t:1"});
+  spec.switches.push_back(SwitchSpec{"big", Level::kLeaf, "spine", {}, 2.0, false, "t:2"});
+  spec.switches.push_back(SwitchSpec{"small", Level::kLeaf, "spine", {}, 2.0, false, "t:3"});
+  for (int n = 0; n < big; ++n) spec.nodes.push_back(NodeSpec{"big-n" + std::to_string(n), "big", 0, "t:4"});
+  for (int n = 0; n < small; ++n) spec.nodes.push_back(NodeSpec{"small-n" + std::to_string(n), "small", 1, "t:5"});
+  return spec;
+}
+
 inline Topology Build(const TopologySpec& spec) {
   auto t = Topology::Build(spec);
   if (!t) throw std::runtime_error(t.error().ToString());

@@ -181,6 +181,10 @@ struct PassState {
     // and per domain of `tops` the nodes by free GPUs ([top * (GPUs per node + 1) + free]) and
     // its free GPUs.
     std::vector<uint32_t> node_free, node_top, top_hist, top_free;
+    // A walk with a bandwidth floor, for each of its two searches: the domains of `tops` that
+    // gained GPUs since the last search that found nothing, and a mark per domain of `tops`.
+    std::array<std::vector<DomainId>, 2> gained;
+    std::array<std::vector<uint8_t>, 2> gained_mark;
   } reserve;
   // By 64-GPU word: the GPUs free now (Topology::is_free) and those on nodes that are up, for
   // Reserve, built on its first call. Between Reserve calls the Topology's lasting changes are
@@ -198,6 +202,19 @@ struct PassState {
   // By index of `ends`: the job's entry of release_words, null until first asked (kept in step
   // with `ends`: cleared when it is rebuilt, a null inserted where StartJob inserts).
   std::vector<const ReleaseWords*> ends_words;
+  // Reserve's walks with a bandwidth floor: the first searches (without the blocks promised to
+  // others) that found nothing, by request, partitions, time and the walk's window. A later walk
+  // of the pass for the same request at the same time with a window as long finds nothing there
+  // either: its state holds at least as much (reservations are added, jobs started; cleared when
+  // StartJob removes one), so it skips the search. Only walks of jobs without -w/-x/-C, without
+  // per-user limits and with no what-if in force record or read them.
+  struct FloorMiss {
+    PlacementRequest request;
+    uint64_t partitions;
+    Time t;
+    Duration window;
+  };
+  std::vector<FloorMiss> floor_misses;
   std::vector<std::pair<uint32_t, uint64_t>> release_word_list;
 
   // ---- preemption (preemption.cc) ----

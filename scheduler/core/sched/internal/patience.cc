@@ -44,13 +44,14 @@ std::optional<Reservation> WaitForBetterBlock(SchedulerState& s, PassState& pass
     const PlacementRequest own;
     ~GoodShape() { job.spec.shape = own; }
   } good{job, job.spec.shape};
+  // A good block is one as fast as the tolerance allows, inside a domain no wider than the best
+  // block's. Not the best block's own shape (so many nodes, so many GPUs on each): on a cluster of
+  // mixed nodes that shape is good on one kind of node only. On Philly's the best 8 GPUs are four
+  // 2-GPU nodes (11.5 GB/s); one 8-GPU node is as good (11.4), and four 8-GPU nodes with 2 GPUs
+  // each are not (2.3-5.8 GB/s), yet that shape started 8-GPU jobs there.
   job.spec.shape.fit = FitMode::kRequire;
   job.spec.shape.level = best.level;
-  if (best.nodes > 0) {  // the best placement's own shape: so many nodes, so many GPUs on each
-    job.spec.shape.nodes = best.nodes;
-    job.spec.shape.gpus_per_node = best.gpus_per_node;
-    job.spec.shape.gpus = best.nodes * best.gpus_per_node;
-  }
+  job.spec.shape.min_busbw_gbs = best.busbw_gbs * s.config.node_fit_tolerance;
   // The block promised to the job in the last pass may be the slow one (a reservation made on
   // its own shape): Reserve must not offer it back as good.
   auto own = pass.promised.extract(job.spec.id);

@@ -1,15 +1,19 @@
 // Placement under pressure: whether a multi-GPU job that could start now on a slower block
 // should rather wait for a good one (docs/scheduling.md, "Placement under pressure").
 //
-// A good block is one of the shape of the job's best placement in the empty cluster: inside one
-// domain of the level that placement spans (a node for 8 GPUs on 8-GPU nodes, a leaf for 64).
+// A good block is one as fast as the job's best placement in the empty cluster, within the
+// tolerance (predicted bus bandwidth >= node_fit_tolerance x best: PlacementRequest::
+// min_busbw_gbs), inside one domain of the level that placement spans (a node for 8 GPUs on
+// 8-GPU nodes, a leaf for 64). Not that placement's shape: on mixed nodes the best shape is good
+// on one kind of node only (Philly: four 2-GPU nodes are the best 8 GPUs, and the same shape on
+// four 8-GPU nodes runs at a third of it).
 // Starting now on a block of predicted bus bandwidth b stretches each step by
 //     slowdown = (1 - c) + c x best / b      (c = SchedulerConfig::placement_comm_share)
 // so the run takes (slowdown - 1) x estimate longer, and holds its n GPUs that much longer: under
 // pressure, capacity the Q other pending jobs wait for, each about that lost GPU time / N (the
 // cluster's GPUs). The cost of starting now is therefore (slowdown - 1) x estimate x (1 + Q n / N).
-// The planner (Reserve, on the good shape: the best placement's own nodes x GPUs when it spans
-// equal nodes) finds the good block that frees up first; the job waits for it, with a
+// The planner (Reserve, for a good block) finds the good block that frees up first; the job
+// waits for it, with a
 // reservation on that block, until the time it has waited for one reaches the cost (delay
 // scheduling with a bound); then, or when no good block is planned at all, it starts now. The
 // bound is the cost itself: no job waits for a good block longer than its slower run would

@@ -1,6 +1,7 @@
 #include "core/sched/internal/reserve.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <span>
 #include <unordered_map>
@@ -134,6 +135,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // time the Topology is brought to the same state the step-by-step walk would have left (the
   // same jobs released, the same GPUs held; the counters depend only on which), and from there
   // on every step changes it as it goes.
+  const bool no_outer_what_if = topo.no_what_if();  // before the walk's own
   WhatIf what_if(topo);
   constexpr size_t kPromised = 0;
   what_if.Block({});
@@ -274,6 +276,61 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     if (cleared != 0) free_count += static_cast<uint32_t>(std::popcount(cleared & free_bits[w]));
     if (counting) count_change(w, cleared & free_bits[w], true);
   };
+  // A request with a bandwidth floor (placement under pressure: a good block) fails the Placer
+  // at most steps of its walk, each a search of every domain of `tops` with enough free GPUs.
+  // Once a search has found nothing, a domain of `tops` can hold a fit at a later step only if it
+  // gained GPUs since (a release, a hold that ends; a hold that begins only takes), so the next
+  // search looks only in those (Placer::PlaceWithin; exact, see there), and none is made while
+  // there are none. The two searches of a step (the GPUs promised to others held, and not) are
+  // tracked apart. Gains are over-counted (a released GPU that stays held marks its domain too).
+  const bool track =
+      in_tops && count_nodes && request.min_busbw_gbs > 0 && s.config.placement == PlacementMode::kTopology;
+  const bool shareable = track && job.forbidden_nodes.empty() && !pass.user_gpu_limits && no_outer_what_if;
+  const uint64_t partitions = PartitionMask(job.partition_ids);
+  struct Tracked {
+    bool failed = false;  // the last search found nothing; `gained` lists the domains since
+    std::vector<uint8_t>& marked;
+    std::vector<DomainId>& gained;
+  };
+  std::array<Tracked, 2> tracked{Tracked{false, scratch.gained_mark[0], scratch.gained[0]},
+                                 Tracked{false, scratch.gained_mark[1], scratch.gained[1]}};
+  if (track) {
+    for (Tracked& tr : tracked) {
+      tr.marked.assign(scratch.tops.size(), 0);
+      tr.gained.clear();
+    }
+  }
+  auto gained = [&](GpuId g) {
+    const uint32_t top = node_top[topo.node_of(g).value];
+    for (Tracked& tr : tracked) {
+      if (tr.failed && !tr.marked[top]) {
+        tr.marked[top] = 1;
+        tr.gained.push_back(scratch.tops[top]);
+      }
+    }
+  };
+  auto found_nothing = [&](Tracked& tr) {  // a search of tr's state would find nothing
+    tr.failed = true;
+    std::fill(tr.marked.begin(), tr.marked.end(), 0);
+    tr.gained.clear();
+  };
+  auto place = [&](Tracked& tr) -> std::optional<Placement> {
+    if (!track) return s.PlaceNow(job, request);
+    std::optional<Placement> p;
+    if (!tr.failed) {
+      p = s.PlaceNow(job, request);
+    } else if (!tr.gained.empty()) {
+      p = s.PlaceNow(job, request, tr.gained);
+    }
+    if (p) {
+      tr.failed = false;
+      std::fill(tr.marked.begin(), tr.marked.end(), 0);
+      tr.gained.clear();
+    } else {
+      found_nothing(tr);
+    }
+    return p;
+  };
   // Reservations enter the window when t + w passes their start and leave it for good when t
   // reaches their end (t only grows): two cursors, over the reservations by start and by end.
   std::vector<uint8_t>& in_window = scratch.in_window;
@@ -294,7 +351,10 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       return;
     }
     for (GpuId g : reservations[i].gpus) {
-      if (--wanted[g.value] == 0) what_if.UnholdOne(g);
+      if (--wanted[g.value] == 0) {
+        what_if.UnholdOne(g);
+        if (track) gained(g);
+      }
     }
   };
   // -w/-x/-C: the forbidden nodes' GPUs are wanted by the job's own filter for all time, so they
@@ -358,6 +418,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     for (GpuId g : gpus) {
       if (topo.node_state(topo.node_of(g)) != NodeState::kUp) continue;  // not free: the node takes no work
       if (wanted[g.value] > 0) what_if.HoldOne(g);
+      if (track) gained(g);
     }
   };
   // The Topology at t as the step-by-step walk leaves it: the jobs released, every wanted GPU
@@ -435,29 +496,61 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     }
     // Both Placer calls below would fail when the counts alone say so (the first holds more).
     if (!p && !CountsMayHold(topo, request, scratch.tops)) continue;
-    if (!p) {
-      if (!others_built) {  // neither changes during the call
-        // One list, each block's GPUs in order, less those an earlier block lists (one Extend
-        // per block would find them held by then): the same GPUs held as one Extend per block.
-        std::vector<uint8_t>& listed = scratch.listed;
-        listed.resize(topo.gpu_count(), 0);
-        for (const auto& [other, gpus] : pass.promised) {
-          if (other == job.spec.id || pass.planned.contains(other)) continue;
-          const size_t from = others.size();
-          for (GpuId g : gpus) {
-            if (!listed[g.value]) others.push_back(g);
-          }
-          for (size_t i = from; i < others.size(); ++i) listed[others[i].value] = 1;
+    auto build_others = [&]() {
+      if (others_built) return;  // neither changes during the call
+      // One list, each block's GPUs in order, less those an earlier block lists (one Extend
+      // per block would find them held by then): the same GPUs held as one Extend per block.
+      std::vector<uint8_t>& listed = scratch.listed;
+      listed.resize(topo.gpu_count(), 0);
+      for (const auto& [other, gpus] : pass.promised) {
+        if (other == job.spec.id || pass.planned.contains(other)) continue;
+        const size_t from = others.size();
+        for (GpuId g : gpus) {
+          if (!listed[g.value]) others.push_back(g);
         }
-        for (GpuId g : others) listed[g.value] = 0;
-        others_built = true;
+        for (size_t i = from; i < others.size(); ++i) listed[others[i].value] = 1;
       }
+      for (GpuId g : others) listed[g.value] = 0;
+      others_built = true;
+    };
+    if (!p && track) {
+      // A walk with a floor searches without the blocks promised to others first: most of its
+      // searches find nothing, and what finds nothing without them finds nothing with them held.
+      // Only when it finds a block is the search with them held made (and preferred, as below).
+      const bool first = !tracked[1].failed;
+      auto same = [&](const PassState::FloorMiss& m) {
+        return m.t == t && m.window <= w && m.partitions == partitions && m.request == request;
+      };
+      if (first && shareable && std::any_of(pass.floor_misses.begin(), pass.floor_misses.end(), same)) {
+        found_nothing(tracked[1]);
+      } else {
+        p = place(tracked[1]);
+        if (!p && first && shareable) pass.floor_misses.push_back({request, partitions, t, w});
+      }
+      if (!p) {
+        found_nothing(tracked[0]);
+        continue;
+      }
+      build_others();
       what_if.Extend(kPromised, others);
-      if (CountsMayHold(topo, request, scratch.tops)) p = s.PlaceNow(job, request);
+      if (what_if.empty(kPromised)) {
+        tracked[0].failed = false;  // the state just searched: a block
+        std::fill(tracked[0].marked.begin(), tracked[0].marked.end(), 0);
+        tracked[0].gained.clear();
+      } else if (!CountsMayHold(topo, request, scratch.tops)) {
+        found_nothing(tracked[0]);
+      } else if (auto a = place(tracked[0])) {
+        p = std::move(a);
+      }
+    }
+    if (!p) {
+      build_others();
+      what_if.Extend(kPromised, others);
+      if (CountsMayHold(topo, request, scratch.tops)) p = place(tracked[0]);
     }
     if (!p && !what_if.empty(kPromised)) {
       what_if.Empty(kPromised);
-      p = s.PlaceNow(job, request);
+      p = place(tracked[1]);
     }
     if (!p) continue;
     Reservation res{job.spec.id, t, t + w, p->gpus};

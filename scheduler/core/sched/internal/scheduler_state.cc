@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <iterator>
-#include <map>
 #include <utility>
 
 #include "core/placement/simple_placers.h"
@@ -24,29 +23,35 @@ SchedulerState::SchedulerState(Topology topology, SchedulerConfig cfg, PriorityC
   placer->set_node_fit_tolerance(config.node_fit_tolerance);
 }
 
-std::optional<Placement> SchedulerState::PlaceNow(const PlacementRequest& request) const {
+std::optional<Placement> SchedulerState::PlaceNow(const PlacementRequest& request,
+                                                  std::span<const DomainId> within) const {
   PlaceOutcome out;
   switch (config.placement) {
-    case PlacementMode::kTopology: out = placer->Place(request); break;
+    case PlacementMode::kTopology:
+      out = within.empty() ? placer->Place(request) : placer->PlaceWithin(request, within);
+      break;
     case PlacementMode::kNodeBestFit: out = PlaceNodeBestFit(*topo, placer->model(), *placer, request); break;
     case PlacementMode::kFirstFit: out = PlaceFirstFit(*topo, placer->model(), *placer, request); break;
   }
   if (out.status != PlaceStatus::kPlaced) return std::nullopt;
+  // The Placer honours the floor itself; the simple placers' one choice is checked here.
+  if (out.placement.prediction.busbw_gbs < request.min_busbw_gbs) return std::nullopt;
   return std::move(out.placement);
 }
 
-std::optional<Placement> SchedulerState::PlaceNow(const JobRecord& job, const PlacementRequest& request) const {
+std::optional<Placement> SchedulerState::PlaceNow(const JobRecord& job, const PlacementRequest& request,
+                                                  std::span<const DomainId> within) const {
   const NodeFilter filter(*topo, job.forbidden_nodes);  // -w/-x/-C: only the allowed nodes
   for (uint32_t i : job.partition_ids) {
     const Partition& part = partitions.at(i);
     if (!StartsJobs(part.state) || !UnderUserLimit(job, i, request.gpus)) continue;
     if (part.all_nodes) {
-      if (auto p = PlaceNow(request)) return p;
+      if (auto p = PlaceNow(request, within)) return p;
       continue;
     }
     WhatIf fence(*topo);
     fence.Block(part.outside);
-    if (auto p = PlaceNow(request)) return p;
+    if (auto p = PlaceNow(request, within)) return p;
   }
   return std::nullopt;
 }
@@ -124,14 +129,6 @@ const SchedulerState::BestBlock& SchedulerState::Best(uint32_t gpus) {
     DomainId d = empty_topo->gpu_domain(o.placement.gpus.front());
     for (GpuId g : o.placement.gpus) d = empty_topo->lowest_common_ancestor(d, empty_topo->gpu_domain(g));
     b.level = std::max(empty_topo->domain(d).level, Level::kNode);
-    std::map<uint32_t, uint32_t> per_node;  // node -> GPUs of the placement there
-    for (GpuId g : o.placement.gpus) ++per_node[empty_topo->node_of(g).value];
-    const uint32_t p = per_node.begin()->second;
-    if (per_node.size() > 1 &&
-        std::all_of(per_node.begin(), per_node.end(), [&](const auto& e) { return e.second == p; })) {
-      b.nodes = static_cast<uint32_t>(per_node.size());
-      b.gpus_per_node = p;
-    }
   }
   return best_blocks.emplace(gpus, b).first->second;
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -62,12 +63,14 @@ struct SchedulerState {
     return r;
   }
   // The configured placement (config.placement) on the Topology as it is now, what-ifs
-  // included; nullopt unless placed.
-  std::optional<Placement> PlaceNow(const PlacementRequest& request) const;
+  // included; nullopt unless placed. `within` (topology placement only; empty: everywhere):
+  // Placer::PlaceWithin's regions.
+  std::optional<Placement> PlaceNow(const PlacementRequest& request, std::span<const DomainId> within = {}) const;
   // The same for `job`, on the nodes its -w/-x/-C allow (node_filter.h) and inside its
   // partitions: in each of them in order that is UP or DRAIN, with the free GPUs outside it held
   // for the call; the first placement found.
-  std::optional<Placement> PlaceNow(const JobRecord& job, const PlacementRequest& request) const;
+  std::optional<Placement> PlaceNow(const JobRecord& job, const PlacementRequest& request,
+                                    std::span<const DomainId> within = {}) const;
   // Whether any of the job's partitions lets jobs start (UP or DRAIN).
   bool PartitionOpen(const JobRecord& job) const;
   // The GPUs `user`'s active jobs other than `except` hold in partition `part` (each job
@@ -92,13 +95,10 @@ struct SchedulerState {
   }
   // The best placement of `gpus` GPUs in the empty cluster (the Placer on a copy of the topology
   // as it was created): its predicted bus bandwidth and the level of the smallest domain that
-  // holds it; when it spans several nodes with the same number of GPUs on each, that shape
-  // (`nodes` x `gpus_per_node`; 0: one node, or uneven). Cached per size. Used by placement
-  // under pressure (patience.h).
+  // holds it. Cached per size. Used by placement under pressure (patience.h).
   struct BestBlock {
     double busbw_gbs = 0;
     Level level = Level::kCore;
-    uint32_t nodes = 0, gpus_per_node = 0;
   };
   const BestBlock& Best(uint32_t gpus);
   // When an active job is planned to give its GPUs back: the end of its run as estimated
