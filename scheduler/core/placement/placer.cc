@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdio>
+#include <charconv>
 #include <deque>
 #include <span>
 
@@ -143,10 +143,10 @@ class Placer::Search {
       out.status = PlaceStatus::kBusy;
       out.reason = "TopologyBlock(" + std::string(LevelName(r_.fit == FitMode::kRequire ? r_.level : Level::kCore)) +
                    "): no free block of " + std::to_string(n_) + " GPUs fits the request now";
-      if (r_.min_busbw_gbs > 0) {
-        char floor[64];
-        std::snprintf(floor, sizeof floor, " at %.1f GB/s or more", r_.min_busbw_gbs);
-        out.reason += floor;
+      if (r_.min_busbw_gbs > 0) {  // to_chars: a walk for a good block is refused thousands of times
+        char floor[32];
+        const auto end = std::to_chars(floor, floor + sizeof floor, r_.min_busbw_gbs, std::chars_format::fixed, 1).ptr;
+        out.reason.append(" at ").append(floor, end).append(" GB/s or more");
       }
       return out;
     }
@@ -368,6 +368,17 @@ class Placer::Search {
   // Tries region `x` at decreasing thresholds; records it if it beats the best so far.
   bool Evaluate(DomainId x, double upper) {
     region_ = x;
+    // With a floor, one test at the floor first: most regions a walk for a good block searches
+    // hold no fit, and where none reaches the floor, no threshold above it is feasible either
+    // (one set computation instead of one per threshold down to the floor).
+    if (r_.min_busbw_gbs > 0 && upper > r_.min_busbw_gbs) {
+      B_ = r_.min_busbw_gbs;
+      next_ = 0;
+      ResetMemo();
+      align_per_ = 0;
+      align_mask_ = 0;
+      if (!Test(RegionSet(), n_)) return false;
+    }
     B_ = upper;
     // The first feasible threshold is the region's best busbw: below the request's floor, none
     // that is left can be a fit.

@@ -78,6 +78,21 @@ void RunCase(Mode mode, size_t shape_index, uint64_t seed, Stats& stats) {
     if (best.any)
       problem = std::string(PlaceStatusName(out.status)) + " (" + out.reason + ") although a valid subset exists";
   }
+  // A bandwidth floor (PlacementRequest::min_busbw_gbs) just below the best changes nothing; just
+  // above it, nothing fits. (Not for fit=prefer: below the floor inside, it looks outside.)
+  if (problem.empty() && best.any && r.fit != FitMode::kPrefer) {
+    PlacementRequest below = r, above = r;
+    below.min_busbw_gbs = best.busbw * (1 - 1e-6);
+    above.min_busbw_gbs = best.busbw * (1 + 1e-6);
+    const PlaceOutcome b = placer.Place(below), a = placer.Place(above);
+    if (b.status != PlaceStatus::kPlaced || !SameScore(b.placement.prediction.busbw_gbs, best.busbw)) {
+      problem = "floor just below the best: " + std::string(PlaceStatusName(b.status)) + " busbw " +
+                std::to_string(b.placement.prediction.busbw_gbs) + " (" + b.reason + ")";
+    } else if (a.status != PlaceStatus::kBusy) {
+      problem = "floor just above the best: " + std::string(PlaceStatusName(a.status)) + " busbw " +
+                std::to_string(a.placement.prediction.busbw_gbs);
+    }
+  }
   if (problem.empty()) return;
 
   ++stats.mismatches;
