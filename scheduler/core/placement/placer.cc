@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <deque>
 #include <span>
 
