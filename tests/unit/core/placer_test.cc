@@ -95,6 +95,22 @@ TEST(Placer, BusyVersusUnsatisfiable) {
   EXPECT_EQ(too_wide.status, PlaceStatus::kUnsatisfiable);
 }
 
+// On testing::MixedNodes(): jobs 1-4 on the four small nodes, and jobs 5 and 6 (12 GPUs each: 6
+// on big-n0 and big-n1, 6 on big-n2 and big-n3) with their rings on the big nodes' NICs. 8 GPUs
+// are then free only as 2 on each big node.
+void OccupyMixed(Topology& t) {
+  JobId id = 1;
+  for (int n = 0; n < 4; ++n) ASSERT_TRUE(t.Allocate(id++, NodeGpus(t, "small-n" + std::to_string(n)), 0));
+  for (int pair = 0; pair < 2; ++pair) {
+    std::vector<GpuId> gpus;
+    for (int n = 2 * pair; n < 2 * pair + 2; ++n) {
+      std::vector<GpuId> six = NodeGpus(t, "big-n" + std::to_string(n));
+      gpus.insert(gpus.end(), six.begin(), six.begin() + 6);
+    }
+    ASSERT_TRUE(t.Allocate(id++, gpus, 10));
+  }
+}
+
 // min_busbw_gbs: a block below the floor is no fit (busy), one above it is placed as before.
 TEST(Placer, MinBusbwRefusesSlowerBlocks) {
   Topology t = Build(testing::MixedNodes());
@@ -107,17 +123,7 @@ TEST(Placer, MinBusbwRefusesSlowerBlocks) {
   EXPECT_EQ(p.Place({.gpus = 8, .min_busbw_gbs = floor}).placement.gpus, best.placement.gpus);
   // The small nodes busy, 6 GPUs of each big node busy: 8 GPUs fit only as 2 on each big node,
   // sharing the NICs with the busy GPUs' rings.
-  JobId id = 1;
-  for (int n = 0; n < 4; ++n) ASSERT_TRUE(t.Allocate(id++, NodeGpus(t, "small-n" + std::to_string(n)), 0));
-  // Two 12-GPU jobs, each 6 GPUs on two big nodes, their rings on the big nodes' NICs.
-  for (int pair = 0; pair < 2; ++pair) {
-    std::vector<GpuId> gpus;
-    for (int n = 2 * pair; n < 2 * pair + 2; ++n) {
-      std::vector<GpuId> six = NodeGpus(t, "big-n" + std::to_string(n));
-      gpus.insert(gpus.end(), six.begin(), six.begin() + 6);
-    }
-    ASSERT_TRUE(t.Allocate(id++, gpus, 10));
-  }
+  ASSERT_NO_FATAL_FAILURE(OccupyMixed(t));
   const PlaceOutcome split = p.Place({.gpus = 8});
   ASSERT_EQ(split.status, PlaceStatus::kPlaced);
   EXPECT_EQ(NodesOf(t, split.placement.gpus).size(), 4u);
@@ -142,17 +148,7 @@ TEST(Placer, PlaceWithinGivesPlacesAnswerWhereTheOthersHoldNone) {
   Topology t = Build(testing::MixedNodes());
   Placer p(t);
   const double floor = p.Place({.gpus = 8}).placement.prediction.busbw_gbs * 0.95;
-  JobId id = 1;
-  for (int n = 0; n < 4; ++n) ASSERT_TRUE(t.Allocate(id++, NodeGpus(t, "small-n" + std::to_string(n)), 0));
-  // Two 12-GPU jobs, each 6 GPUs on two big nodes, their rings on the big nodes' NICs.
-  for (int pair = 0; pair < 2; ++pair) {
-    std::vector<GpuId> gpus;
-    for (int n = 2 * pair; n < 2 * pair + 2; ++n) {
-      std::vector<GpuId> six = NodeGpus(t, "big-n" + std::to_string(n));
-      gpus.insert(gpus.end(), six.begin(), six.begin() + 6);
-    }
-    ASSERT_TRUE(t.Allocate(id++, gpus, 10));
-  }
+  ASSERT_NO_FATAL_FAILURE(OccupyMixed(t));
   const PlacementRequest r{.gpus = 8, .level = Level::kLeaf, .fit = FitMode::kRequire, .min_busbw_gbs = floor};
   ASSERT_EQ(p.Place(r).status, PlaceStatus::kBusy);
   ASSERT_TRUE(t.Release(6));  // big-n2 and big-n3's twelve: the big leaf gained GPUs, the small one did not

@@ -19,21 +19,13 @@ namespace {
 
 using testing::Build;
 using testing::MixedNodes;
+using testing::PlainJob;
 
 std::set<std::string> NodesOfJob(const Scheduler& s, JobId id) {
   std::set<std::string> out;
   const Topology& t = s.topology();
   for (GpuId g : s.job(id)->gpus) out.insert(t.domain(t.node_domain(t.node_of(g))).name);
   return out;
-}
-
-JobSpec PressureJob(JobId id, uint32_t gpus, Duration walltime) {
-  JobSpec j;
-  j.id = id;
-  j.user = "alice";
-  j.shape.gpus = gpus;
-  j.walltime = walltime;
-  return j;
 }
 
 // The best 8 GPUs are four 2-GPU nodes; with those busy and 6 GPUs of every 8-GPU node taken
@@ -49,12 +41,12 @@ TEST(PlacementUnderPressure, OnMixedNodesAGoodBlockIsAsFastNotShapedAsTheBest) {
   ASSERT_TRUE(made) << made.error().ToString();
   Scheduler& s = **made;
   for (JobId id = 1; id <= 4; ++id) {
-    JobSpec j = PressureJob(id, 2, 100000);
+    JobSpec j = PlainJob(id, 2, 100000);
     j.nodelist = {"small-n" + std::to_string(id - 1)};
     ASSERT_TRUE(s.Submit(j, 0));
   }
   for (JobId id : {5, 6}) {
-    JobSpec j = PressureJob(id, 12, id == 5 ? 1000 : 100000);
+    JobSpec j = PlainJob(id, 12, id == 5 ? 1000 : 100000);
     j.shape.nodes = 2;
     j.shape.gpus_per_node = 6;
     ASSERT_TRUE(s.Submit(j, 0));
@@ -66,7 +58,7 @@ TEST(PlacementUnderPressure, OnMixedNodesAGoodBlockIsAsFastNotShapedAsTheBest) {
   }
   for (JobId id : {5, 6}) ASSERT_EQ(s.job(id)->state, JobState::kRunning) << id;
 
-  ASSERT_TRUE(s.Submit(PressureJob(7, 8, 100000), 10));
+  ASSERT_TRUE(s.Submit(PlainJob(7, 8, 100000), 10));
   s.Schedule(10);
   const JobRecord& job = *s.job(7);
   EXPECT_EQ(job.state, JobState::kPending)

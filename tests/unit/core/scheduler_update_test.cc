@@ -12,15 +12,7 @@ namespace phalanx {
 namespace {
 
 using testing::DemoScheduler;
-
-JobSpec Job(JobId id, uint32_t gpus, Duration walltime) {
-  JobSpec j;
-  j.id = id;
-  j.user = "alice";
-  j.shape.gpus = gpus;
-  j.walltime = walltime;
-  return j;
-}
+using testing::PlainJob;
 
 bool Killed(const std::vector<Decision>& ds, JobId id) {
   for (const Decision& d : ds) {
@@ -31,7 +23,7 @@ bool Killed(const std::vector<Decision>& ds, JobId id) {
 
 TEST(SchedulerUpdate, LoweringARunningJobsWalltimeEndsItEarlier) {
   auto s = DemoScheduler();
-  ASSERT_TRUE(s->Submit(Job(1, 8, 1000), 0));
+  ASSERT_TRUE(s->Submit(PlainJob(1, 8, 1000), 0));
   s->Schedule(0);
   ASSERT_EQ(s->job(1)->state, JobState::kRunning);
   ASSERT_TRUE(s->Update(1, {.walltime = 300}, 100));
@@ -45,7 +37,7 @@ TEST(SchedulerUpdate, LoweringARunningJobsWalltimeEndsItEarlier) {
 
 TEST(SchedulerUpdate, RaisingAWalltimeBelowTheTimeRunKeepsItRunning) {
   auto s = DemoScheduler();
-  ASSERT_TRUE(s->Submit(Job(1, 8, 100), 0));
+  ASSERT_TRUE(s->Submit(PlainJob(1, 8, 100), 0));
   s->Schedule(0);
   ASSERT_TRUE(s->Update(1, {.walltime = 5000}, 50));
   EXPECT_FALSE(Killed(s->Schedule(100), 1));
@@ -55,11 +47,11 @@ TEST(SchedulerUpdate, RaisingAWalltimeBelowTheTimeRunKeepsItRunning) {
 
 TEST(SchedulerUpdate, ClassAndNameOfAPendingJobChangeItsOrder) {
   auto s = DemoScheduler();
-  ASSERT_TRUE(s->Submit(Job(1, 32, 1000), 0));  // fills the cluster
+  ASSERT_TRUE(s->Submit(PlainJob(1, 32, 1000), 0));  // fills the cluster
   s->Schedule(0);
   ASSERT_EQ(s->job(1)->state, JobState::kRunning);
-  ASSERT_TRUE(s->Submit(Job(2, 8, 100), 1));
-  ASSERT_TRUE(s->Submit(Job(3, 8, 100), 2));
+  ASSERT_TRUE(s->Submit(PlainJob(2, 8, 100), 1));
+  ASSERT_TRUE(s->Submit(PlainJob(3, 8, 100), 2));
   s->Schedule(2);
   ASSERT_EQ(s->queue().front(), 2u);
   ASSERT_TRUE(s->Update(3, {.priority_class = "high", .name = "urgent-fix"}, 3));
@@ -72,7 +64,7 @@ TEST(SchedulerUpdate, ClassAndNameOfAPendingJobChangeItsOrder) {
 
 TEST(SchedulerUpdate, BadUpdatesFailAndChangeNothing) {
   auto s = DemoScheduler();
-  ASSERT_TRUE(s->Submit(Job(1, 8, 100), 0));
+  ASSERT_TRUE(s->Submit(PlainJob(1, 8, 100), 0));
   const JobRecord before = *s->job(1);
   auto e1 = s->Update(1, {.walltime = 0}, 1);
   ASSERT_FALSE(e1);

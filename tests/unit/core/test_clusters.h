@@ -71,6 +71,16 @@ inline TopologySpec MixedNodes(int big = 4, int small = 4) {
   return spec;
 }
 
+// A job of alice's: `gpus` GPUs anywhere, `walltime` asked.
+inline JobSpec PlainJob(JobId id, uint32_t gpus, Duration walltime) {
+  JobSpec j;
+  j.id = id;
+  j.user = "alice";
+  j.shape.gpus = gpus;
+  j.walltime = walltime;
+  return j;
+}
+
 inline Topology Build(const TopologySpec& spec) {
   auto t = Topology::Build(spec);
   if (!t) throw std::runtime_error(t.error().ToString());

@@ -309,8 +309,9 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       }
     }
   };
-  auto found_nothing = [&](Tracked& tr) {  // a search of tr's state would find nothing
-    tr.failed = true;
+  // After a search of tr's state (or one known to find what it would): a block, or none.
+  auto searched = [&](Tracked& tr, bool found) {
+    tr.failed = !found;
     std::fill(tr.marked.begin(), tr.marked.end(), 0);
     tr.gained.clear();
   };
@@ -322,13 +323,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     } else if (!tr.gained.empty()) {
       p = s.PlaceNow(job, request, tr.gained);
     }
-    if (p) {
-      tr.failed = false;
-      std::fill(tr.marked.begin(), tr.marked.end(), 0);
-      tr.gained.clear();
-    } else {
-      found_nothing(tr);
-    }
+    searched(tr, p.has_value());
     return p;
   };
   // Reservations enter the window when t + w passes their start and leave it for good when t
@@ -522,23 +517,21 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         return m.t == t && m.window <= w && m.partitions == partitions && m.request == request;
       };
       if (first && shareable && std::any_of(pass.floor_misses.begin(), pass.floor_misses.end(), same)) {
-        found_nothing(tracked[1]);
+        searched(tracked[1], false);
       } else {
         p = place(tracked[1]);
         if (!p && first && shareable) pass.floor_misses.push_back({request, partitions, t, w});
       }
       if (!p) {
-        found_nothing(tracked[0]);
+        searched(tracked[0], false);
         continue;
       }
       build_others();
       what_if.Extend(kPromised, others);
       if (what_if.empty(kPromised)) {
-        tracked[0].failed = false;  // the state just searched: a block
-        std::fill(tracked[0].marked.begin(), tracked[0].marked.end(), 0);
-        tracked[0].gained.clear();
+        searched(tracked[0], true);  // the state just searched: a block
       } else if (!CountsMayHold(topo, request, scratch.tops)) {
-        found_nothing(tracked[0]);
+        searched(tracked[0], false);
       } else if (auto a = place(tracked[0])) {
         p = std::move(a);
       }
