@@ -5,15 +5,9 @@
 
 #include <cstdint>
 
-namespace phalanx {
+#include "core/common/hash.h"
 
-// splitmix64's finalizer.
-constexpr uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+namespace phalanx {
 
 // Uniform in [0, 1), a pure function of its arguments.
 constexpr double SeededUniform(uint64_t seed, uint64_t a, uint64_t b) {

@@ -5,7 +5,11 @@
 #include <charconv>
 #include <cmath>
 #include <deque>
+#include <optional>
 #include <span>
+
+#include "core/common/hash.h"
+#include "core/placement/placement_counts.h"
 
 namespace phalanx {
 
@@ -39,7 +43,8 @@ Placer::Placer(const Topology& topology, ModelParams params)
       max_lane_cap_(topology.domain_count(), 0),
       level_max_gpus_(kLevelCount, 0),
       connected_max_(ConnectedMax(topology)),
-      nodes_with_at_least_(topology.max_gpus_per_node() + 1, 0) {
+      nodes_with_at_least_(topology.max_gpus_per_node() + 1, 0),
+      tops_(kLevelCount) {
   for (uint32_t i = 0; i < topology.node_count(); ++i) {
     for (uint32_t g = 0; g <= topology.node_gpu_count(NodeId(i)) && g < nodes_with_at_least_.size(); ++g)
       ++nodes_with_at_least_[g];
@@ -108,14 +113,20 @@ std::string Placer::Unsatisfiable(const PlacementRequest& r) const {
 // GPU counts that can be placed in D so that every uplink crossed inside the region offers >= B.
 class Placer::Search {
  public:
-  Search(const Placer& placer, const PlacementRequest& request, std::span<const DomainId> regions = {})
+  // Run's answer when no region is left to search (every one is known to hold no fit).
+  PlaceOutcome NothingToSearch() const {
+    if (std::optional<PlaceOutcome> out = Refused()) return std::move(*out);
+    return NoBlock();
+  }
+
+  // Candidates are looked for inside `regions` only (none: nothing is found).
+  Search(const Placer& placer, const PlacementRequest& request, std::span<const DomainId> regions)
       : p_(placer),
         t_(placer.topo_),
         m_(placer.model_),
         r_(request),
         n_(request.TotalGpus()),
-        root_(placer.topo_.root()),
-        regions_(regions.empty() ? std::span<const DomainId>(&root_, 1) : regions),
+        regions_(regions),
         words_((n_ + 64) / 64),
         slot_(placer.memo_slot_),
         pool_(placer.memo_pool_) {
@@ -124,32 +135,12 @@ class Placer::Search {
   ~Search() { ResetMemo(); }
 
   PlaceOutcome Run() {
-    PlaceOutcome out;
-    if (std::string why = p_.Unsatisfiable(r_); !why.empty()) {
-      out.status = PlaceStatus::kUnsatisfiable;
-      out.reason = why;
-      return out;
-    }
-    if (t_.free_gpus(t_.root()) < n_) {
-      out.status = PlaceStatus::kBusy;
-      out.reason =
-          "Resources: " + std::to_string(n_) + " GPUs requested, " + std::to_string(t_.free_gpus(t_.root())) + " free";
-      return out;
-    }
+    if (std::optional<PlaceOutcome> out = Refused()) return std::move(*out);
     bool found = false;
     if (r_.fit == FitMode::kPrefer) found = SearchAll(r_.level);
     if (!found) found = SearchAll(r_.fit == FitMode::kAny || r_.fit == FitMode::kPrefer ? Level::kCore : r_.level);
-    if (!found || best_.busbw_gbs < r_.min_busbw_gbs) {
-      out.status = PlaceStatus::kBusy;
-      out.reason = "TopologyBlock(" + std::string(LevelName(r_.fit == FitMode::kRequire ? r_.level : Level::kCore)) +
-                   "): no free block of " + std::to_string(n_) + " GPUs fits the request now";
-      if (r_.min_busbw_gbs > 0) {  // to_chars: a walk for a good block is refused thousands of times
-        char floor[32];
-        const auto end = std::to_chars(floor, floor + sizeof floor, r_.min_busbw_gbs, std::chars_format::fixed, 1).ptr;
-        out.reason.append(" at ").append(floor, end).append(" GB/s or more");
-      }
-      return out;
-    }
+    if (!found || best_.busbw_gbs < r_.min_busbw_gbs) return NoBlock();
+    PlaceOutcome out;
     out.status = PlaceStatus::kPlaced;
     std::sort(best_gpus_.begin(), best_gpus_.end());
     out.placement.gpus = best_gpus_;
@@ -170,6 +161,36 @@ class Placer::Search {
   }
 
  private:
+  // Unsatisfiable, or too few GPUs free in the whole cluster.
+  std::optional<PlaceOutcome> Refused() const {
+    PlaceOutcome out;
+    if (std::string why = p_.Unsatisfiable(r_); !why.empty()) {
+      out.status = PlaceStatus::kUnsatisfiable;
+      out.reason = why;
+      return out;
+    }
+    if (t_.free_gpus(t_.root()) < n_) {
+      out.status = PlaceStatus::kBusy;
+      out.reason =
+          "Resources: " + std::to_string(n_) + " GPUs requested, " + std::to_string(t_.free_gpus(t_.root())) + " free";
+      return out;
+    }
+    return std::nullopt;
+  }
+
+  PlaceOutcome NoBlock() const {
+    PlaceOutcome out;
+    out.status = PlaceStatus::kBusy;
+    out.reason = "TopologyBlock(" + std::string(LevelName(r_.fit == FitMode::kRequire ? r_.level : Level::kCore)) +
+                 "): no free block of " + std::to_string(n_) + " GPUs fits the request now";
+    if (r_.min_busbw_gbs > 0) {  // to_chars: a walk for a good block is refused thousands of times
+      char floor[32];
+      const auto end = std::to_chars(floor, floor + sizeof floor, r_.min_busbw_gbs, std::chars_format::fixed, 1).ptr;
+      out.reason.append(" at ").append(floor, end).append(" GB/s or more");
+    }
+    return out;
+  }
+
   using Bits = std::vector<uint64_t>;
   struct Candidate {
     DomainId domain;
@@ -686,7 +707,6 @@ class Placer::Search {
   const BandwidthModel& m_;
   const PlacementRequest& r_;
   const uint32_t n_;
-  const DomainId root_;
   const std::span<const DomainId> regions_;  // where candidates are collected: the root, or PlaceWithin's
   const uint32_t words_;
 
@@ -706,14 +726,69 @@ class Placer::Search {
   std::vector<GpuId> best_gpus_;
 };
 
-PlaceOutcome Placer::Place(const PlacementRequest& request) const { return Search(*this, request).Run(); }
+bool Placer::Remembers(const PlacementRequest& request) {
+  return request.min_busbw_gbs > 0 && request.fit == FitMode::kRequire && request.TotalGpus() > 1;
+}
+
+Placer::MissKey Placer::KeyOf(const PlacementRequest& r) {
+  // Everything of the request, in two independent chains.
+  const uint64_t fields[] = {r.gpus,
+                             r.nodes,
+                             r.gpus_per_node,
+                             static_cast<uint64_t>(r.level),
+                             static_cast<uint64_t>(r.fit),
+                             uint64_t{r.exclusive} << 1 | uint64_t{r.rail_aligned},
+                             std::bit_cast<uint64_t>(r.min_busbw_gbs)};
+  uint64_t a = 0x243f6a8885a308d3ULL, b = 0x13198a2e03707344ULL;
+  for (uint64_t f : fields) {
+    a = SplitMix64(a ^ f);
+    b = SplitMix64(b + f);
+  }
+  return {a, b};
+}
+
+Placer::MissKey Placer::KeyOf(MissKey request, DomainId region) const {
+  const Topology::Fingerprint fp = topo_.fingerprint(region);
+  return {SplitMix64(request.a ^ region.value ^ fp.a), SplitMix64((request.b + region.value) ^ fp.b)};
+}
+
+PlaceOutcome Placer::PlaceRemembering(const PlacementRequest& request, std::span<const DomainId> candidates) const {
+  if (misses_.empty()) misses_.resize(std::bit_ceil(std::clamp<size_t>(topo_.gpu_count() * 512, 4096, 1 << 20)));
+  const size_t mask = misses_.size() - 1;
+  const uint32_t n = request.TotalGpus();
+  const MissKey asked = KeyOf(request);
+  std::vector<DomainId> open = std::move(open_);  // a member: no allocation per call
+  open.clear();
+  for (DomainId d : candidates) {
+    if (topo_.free_gpus(d) < n) continue;
+    const MissKey key = KeyOf(asked, d);
+    if (misses_[key.a & mask] != key) open.push_back(d);
+  }
+  Search search(*this, request, open);
+  PlaceOutcome out = open.empty() ? search.NothingToSearch() : search.Run();
+  if (out.status == PlaceStatus::kBusy) {  // nothing in any of them
+    for (DomainId d : open) {
+      const MissKey key = KeyOf(asked, d);
+      misses_[key.a & mask] = key;
+    }
+  }
+  open_ = std::move(open);
+  return out;
+}
+
+PlaceOutcome Placer::Place(const PlacementRequest& request) const {
+  if (Remembers(request)) {
+    const Level level = std::max(request.level, Level::kLeaf);
+    std::vector<DomainId>& tops = tops_[static_cast<size_t>(level)];
+    if (tops.empty()) DomainsUpTo(topo_, level, tops);
+    return PlaceRemembering(request, tops);
+  }
+  const DomainId root = topo_.root();
+  return Search(*this, request, {&root, 1}).Run();
+}
 
 PlaceOutcome Placer::PlaceWithin(const PlacementRequest& request, std::span<const DomainId> regions) const {
-  if (regions.empty()) {
-    PlaceOutcome out;
-    out.reason = "TopologyBlock: no region to search";
-    return out;
-  }
+  if (Remembers(request)) return PlaceRemembering(request, regions);
   return Search(*this, request, regions).Run();
 }
 

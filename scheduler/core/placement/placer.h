@@ -68,6 +68,13 @@ class Placer {
   // Checks the request against the empty cluster (shape, sizes, level). Empty when it could fit.
   std::string Unsatisfiable(const PlacementRequest& request) const;
 
+  // A request with a bandwidth floor that must fit inside one domain above the node (a walk for a
+  // good block: internal/patience.cc) mostly finds nothing, in state after state. Such a search
+  // looks only in the domains of the request's level not known to hold no fit: a domain where a
+  // search found nothing is remembered by the request and the domain's fingerprint
+  // (Topology::fingerprint: its free GPUs and loads), which is all the search reads there, so the
+  // answer is the same as searching it again. The memory is a fixed-size cache: a forgotten
+  // domain is searched again.
   PlaceOutcome Place(const PlacementRequest& request) const;
   // Place, looking only inside `regions` (disjoint domains; none: busy). When every domain the
   // request may use outside them is known to hold no fit (Reserve's walk: the domains that have
@@ -102,6 +109,20 @@ class Placer {
   mutable std::deque<std::vector<uint64_t>> memo_pool_;  // search scratch: reachable-count sets
   bool best_fit_ = true;
   double node_fit_tolerance_ = 1.0;
+  // The remembered misses (see Place): one key per request, domain and fingerprint.
+  struct MissKey {
+    uint64_t a = 0, b = 0;
+    bool operator==(const MissKey&) const = default;
+  };
+  static bool Remembers(const PlacementRequest& request);
+  static MissKey KeyOf(const PlacementRequest& request);
+  MissKey KeyOf(MissKey request, DomainId region) const;
+  PlaceOutcome PlaceRemembering(const PlacementRequest& request, std::span<const DomainId> candidates) const;
+  // Direct-mapped by a ({0, 0}: empty), made at the first floor search: 512 slots per GPU, a
+  // power of two from 4 Ki to 1 Mi slots (16 B each: 16 MiB at most).
+  mutable std::vector<MissKey> misses_;
+  mutable std::vector<DomainId> open_;               // PlaceRemembering's regions to search
+  mutable std::vector<std::vector<DomainId>> tops_;  // per level: DomainsUpTo, made when asked
 };
 
 }  // namespace phalanx

@@ -5,18 +5,15 @@
 #include <limits>
 #include <string>
 
+#include "core/common/hash.h"
+
 namespace phalanx {
 namespace {
 
 constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
 
 // Treap priority: a fixed mix of the key (splitmix64), so the shape depends only on the keys.
-uint64_t PriorityOf(Time time) {
-  uint64_t z = static_cast<uint64_t>(time) + 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+uint64_t PriorityOf(Time time) { return SplitMix64(static_cast<uint64_t>(time)); }
 
 // a + b, saturated to int64 (times and durations come from callers unchecked).
 int64_t AddSat(int64_t a, int64_t b) {

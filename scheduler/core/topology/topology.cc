@@ -7,6 +7,8 @@
 #include <sstream>
 #include <string>
 
+#include "core/common/hash.h"
+
 namespace phalanx {
 
 std::string_view NodeStateName(NodeState state) {
@@ -67,6 +69,51 @@ void Topology::ChangeNodeFree(NodeId n, uint32_t before, uint32_t after, uint32_
   }
 }
 
+namespace {
+
+// Zobrist keys of the fingerprints (topology.h): fixed, so runs are reproducible.
+uint64_t FreeKey(uint32_t gpu, uint64_t salt) { return SplitMix64(SplitMix64(gpu ^ salt)); }
+uint64_t LoadKey(uint32_t domain, int64_t mbs, uint32_t jobs, uint64_t salt) {
+  if (jobs == 0 && mbs == 0) return 0;  // no load: no part in the fingerprint
+  return SplitMix64(SplitMix64(SplitMix64(domain ^ salt) ^ static_cast<uint64_t>(mbs)) ^ jobs);
+}
+constexpr uint64_t kSaltA = 0x5a17a11a5a17a11aULL, kSaltB = 0x0ddba11c0ffee000ULL;
+
+}  // namespace
+
+void Topology::Reprint(DomainId d, uint64_t a, uint64_t b) {
+  for (; d.valid(); d = domains_[d.value].parent) {
+    print_[2 * d.value] ^= a;
+    print_[2 * d.value + 1] ^= b;
+  }
+}
+
+void Topology::ChangeLoad(DomainId d, int64_t mbs, int jobs) {
+  int64_t& m = load_mbs_[d.value];
+  uint32_t& j = load_jobs_[d.value];
+  const uint64_t a = LoadKey(d.value, m, j, kSaltA), b = LoadKey(d.value, m, j, kSaltB);
+  m += mbs;
+  j = static_cast<uint32_t>(static_cast<int64_t>(j) + jobs);
+  Reprint(d, a ^ LoadKey(d.value, m, j, kSaltA), b ^ LoadKey(d.value, m, j, kSaltB));
+}
+
+std::vector<uint64_t> Topology::ComputePrints() const {
+  std::vector<uint64_t> out(2 * domains_.size(), 0);
+  auto add = [&](DomainId d, uint64_t a, uint64_t b) {
+    for (; d.valid(); d = domains_[d.value].parent) {
+      out[2 * d.value] ^= a;
+      out[2 * d.value + 1] ^= b;
+    }
+  };
+  for (uint32_t g = 0; g < gpu_count(); ++g) {
+    if (is_free(GpuId(g))) add(gpu_domain_[g], FreeKey(g, kSaltA), FreeKey(g, kSaltB));
+  }
+  for (uint32_t i = 0; i < domains_.size(); ++i) {
+    add(DomainId(i), LoadKey(i, load_mbs_[i], load_jobs_[i], kSaltA), LoadKey(i, load_mbs_[i], load_jobs_[i], kSaltB));
+  }
+  return out;
+}
+
 void Topology::ChangeGpus(std::span<const GpuId> gpus, bool becomes_free) {
   // One node at a time: the GPUs of a node come in a run (allocations are sorted, and GPU ids
   // follow the tree), so the node and the domains above it change once per run, not per GPU.
@@ -78,14 +125,22 @@ void Topology::ChangeGpus(std::span<const GpuId> gpus, bool becomes_free) {
     if (node_state_[n.value] == NodeState::kUp) {
       const DomainId node = node_domain_[n.value];
       const auto k = static_cast<uint32_t>(j - i);
+      uint64_t ka = 0, kb = 0;          // the run's keys, for the node and above
       for (size_t x = i; x < j; ++x) {  // the GPU's own domain and any group below the node
+        const uint64_t ga = FreeKey(gpus[x].value, kSaltA), gb = FreeKey(gpus[x].value, kSaltB);
+        ka ^= ga;
+        kb ^= gb;
         for (DomainId a = gpu_domain_[gpus[x].value]; a != node; a = domains_[a.value].parent) {
           free_[a.value] = becomes_free ? free_[a.value] + 1 : free_[a.value] - 1;
+          print_[2 * a.value] ^= ga;
+          print_[2 * a.value + 1] ^= gb;
         }
       }
       const uint32_t before = node_free(n);
       for (DomainId a = node; a.valid(); a = domains_[a.value].parent) {
         free_[a.value] = becomes_free ? free_[a.value] + k : free_[a.value] - k;
+        print_[2 * a.value] ^= ka;
+        print_[2 * a.value + 1] ^= kb;
       }
       ChangeNodeFree(n, before, becomes_free ? before + k : before - k, node_gpu_count(n));
     }
@@ -100,10 +155,7 @@ std::span<const GpuId> Topology::job_gpus(JobId job) const {
 }
 
 void Topology::Charge(const JobAlloc& alloc, int sign) {
-  for (DomainId d : alloc.crossed) {
-    load_mbs_[d.value] += sign * alloc.ring_mbs;
-    load_jobs_[d.value] = sign > 0 ? load_jobs_[d.value] + 1 : load_jobs_[d.value] - 1;
-  }
+  for (DomainId d : alloc.crossed) ChangeLoad(d, sign * alloc.ring_mbs, sign);
 }
 
 Status Topology::Hold(std::span<const GpuId> gpus) {
@@ -206,10 +258,7 @@ Status Topology::DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_
   }
   for (GpuId g : sorted) owner_[g.value] = job;
   ChangeGpus(sorted, false);
-  for (DomainId d : alloc.crossed) {
-    load_mbs_[d.value] += alloc.ring_mbs;
-    load_jobs_[d.value]++;
-  }
+  for (DomainId d : alloc.crossed) ChangeLoad(d, alloc.ring_mbs, +1);
   alloc.gpus = std::move(sorted);
   jobs_.emplace(job, std::move(alloc));
   ++version_;
@@ -221,10 +270,7 @@ Status Topology::Release(JobId job) {
   if (it == jobs_.end() || it->second.suspended) return Fail("job " + std::to_string(job), "holds no GPUs");
   for (GpuId g : it->second.gpus) owner_[g.value] = kNoJob;
   ChangeGpus(it->second.gpus, true);
-  for (DomainId d : it->second.crossed) {
-    load_mbs_[d.value] -= it->second.ring_mbs;
-    load_jobs_[d.value]--;
-  }
+  for (DomainId d : it->second.crossed) ChangeLoad(d, -it->second.ring_mbs, -1);
   jobs_.erase(it);
   ++version_;
   return {};
@@ -243,13 +289,20 @@ Status Topology::SetNodeState(NodeId node, NodeState state) {
   const Domain& d = domains_[nd.value];
   // Count (or uncount) the node's unowned GPUs.
   uint32_t unowned = 0;
+  uint64_t ka = 0, kb = 0;  // their fingerprint keys, for the node and above
   for (uint32_t g = d.first_gpu; g < d.first_gpu + d.gpu_count; ++g) {
     if (owner_[g] != kNoJob) continue;
     ++unowned;
+    const uint64_t ga = FreeKey(g, kSaltA), gb = FreeKey(g, kSaltB);
+    ka ^= ga;
+    kb ^= gb;
     for (DomainId a = gpu_domain_[g]; a != nd; a = domains_[a.value].parent) {
       free_[a.value] = will_be_up ? free_[a.value] + 1 : free_[a.value] - 1;
+      print_[2 * a.value] ^= ga;
+      print_[2 * a.value + 1] ^= gb;
     }
   }
+  Reprint(nd, ka, kb);
   for (DomainId a = nd; a.valid(); a = domains_[a.value].parent) {
     free_[a.value] = will_be_up ? free_[a.value] + unowned : free_[a.value] - unowned;
     uint32_t& h = hist_[a.value * hist_stride_ + unowned];
@@ -312,6 +365,7 @@ std::string Topology::CheckInvariants() const {
       out << "domain " << domains_[i].name << ": crossing MB/s " << load_mbs_[i] << " != " << mbs[i] << "\n";
   }
   if (hist != hist_) out << "node free-count histograms differ\n";
+  if (ComputePrints() != print_) out << "fingerprints differ\n";
   return out.str();
 }
 

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "core/placement/placement_counts.h"
@@ -160,6 +162,87 @@ TEST(Placer, PlaceWithinGivesPlacesAnswerWhereTheOthersHoldNone) {
   EXPECT_EQ(NodesOf(t, within.placement.gpus).size(), 1u);
   EXPECT_EQ(p.PlaceWithin(r, small).status, PlaceStatus::kBusy);
   EXPECT_EQ(p.PlaceWithin(r, {}).status, PlaceStatus::kBusy);
+}
+
+// A search with a floor remembers the regions that held no fit by their state (free GPUs and
+// loads), so an answer given again is the same as searching again: here the free GPUs come back
+// as they were, but the other jobs' rings, which made the block slow, do not.
+TEST(Placer, RemembersRegionsWithNoFitByTheirStateNotTheirFreeGpus) {
+  Topology t = Build(testing::MixedNodes());
+  Placer p(t);
+  const double floor = p.Place({.gpus = 8}).placement.prediction.busbw_gbs * 0.95;
+  ASSERT_NO_FATAL_FAILURE(OccupyMixed(t));
+  const PlacementRequest r{.gpus = 8, .level = Level::kSpine, .fit = FitMode::kRequire, .min_busbw_gbs = floor};
+  ASSERT_EQ(p.Place(r).status, PlaceStatus::kBusy);
+  ASSERT_EQ(p.Place(r).status, PlaceStatus::kBusy);  // remembered: the same answer
+  // The same GPUs busy again, by jobs whose rings carry nothing: the four 2-GPU pieces of the big
+  // nodes now have their NICs to themselves, and that is a fit.
+  const std::vector<GpuId> five(t.job_gpus(5).begin(), t.job_gpus(5).end());
+  const std::vector<GpuId> six(t.job_gpus(6).begin(), t.job_gpus(6).end());
+  ASSERT_TRUE(t.Release(5));
+  ASSERT_TRUE(t.Release(6));
+  ASSERT_TRUE(t.Allocate(5, five, 0));
+  ASSERT_TRUE(t.Allocate(6, six, 0));
+  const PlaceOutcome quiet = p.Place(r);
+  ASSERT_EQ(quiet.status, PlaceStatus::kPlaced) << quiet.reason;
+  EXPECT_EQ(quiet.placement.gpus, Placer(t).Place(r).placement.gpus);  // a fresh Placer's answer
+  EXPECT_GE(quiet.placement.prediction.busbw_gbs, floor);
+  // The busy rings back: no fit again, whether remembered or searched.
+  ASSERT_TRUE(t.Release(5));
+  ASSERT_TRUE(t.Allocate(5, five, 10));
+  ASSERT_TRUE(t.Release(6));
+  ASSERT_TRUE(t.Allocate(6, six, 10));
+  EXPECT_EQ(p.Place(r).status, PlaceStatus::kBusy);
+  EXPECT_EQ(Placer(t).Place(r).status, PlaceStatus::kBusy);
+}
+
+// The same as a differential check: along a random walk of allocations and releases (rings of
+// several sizes, holds, node drains) that returns to earlier states, a Placer that remembers
+// answers every floor request as a fresh Placer does.
+TEST(Placer, RememberedAnswersEqualFreshSearchesAlongRandomStates) {
+  Topology t = Build(testing::MixedNodes(6, 8));
+  Placer remembering(t);
+  std::mt19937_64 rng(7);
+  std::vector<JobId> running;
+  JobId next = 1;
+  const double best8 = Placer(t).Place({.gpus = 8}).placement.prediction.busbw_gbs;
+  const double best4 = Placer(t).Place({.gpus = 4}).placement.prediction.busbw_gbs;
+  int placed = 0, busy = 0;
+  for (int step = 0; step < 1500; ++step) {
+    const uint32_t action = static_cast<uint32_t>(rng() % 10);
+    if (action < 5 || running.empty()) {  // a job of 1-8 free GPUs, anywhere, some ring
+      std::vector<GpuId> free;
+      for (uint32_t g = 0; g < t.gpu_count(); ++g) {
+        if (t.is_free(GpuId(g))) free.push_back(GpuId(g));
+      }
+      if (!free.empty()) {
+        std::shuffle(free.begin(), free.end(), rng);
+        free.resize(std::min<size_t>(free.size(), 1 + rng() % 8));
+        const double ring = static_cast<double>(rng() % 3) * 5;
+        ASSERT_TRUE(t.Allocate(next, free, ring));
+        running.push_back(next++);
+      }
+    } else if (action < 9) {
+      const size_t i = rng() % running.size();
+      ASSERT_TRUE(t.Release(running[i]));
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {  // a node drained for a while, or back up
+      const NodeId n(static_cast<uint32_t>(rng() % t.node_count()));
+      ASSERT_TRUE(t.SetNodeState(n, t.node_state(n) == NodeState::kUp ? NodeState::kDrain : NodeState::kUp));
+    }
+    for (const auto& [gpus, level, floor] :
+         {std::tuple{8u, Level::kSpine, best8 * 0.95}, std::tuple{8u, Level::kLeaf, best8 * 0.95},
+          std::tuple{4u, Level::kGroup, best4 * 0.95}, std::tuple{4u, Level::kLeaf, best4 * 0.5}}) {
+      const PlacementRequest r{.gpus = gpus, .level = level, .fit = FitMode::kRequire, .min_busbw_gbs = floor};
+      const PlaceOutcome a = remembering.Place(r), b = Placer(t).Place(r);
+      ASSERT_EQ(a.status, b.status) << "step " << step << ", " << gpus << " GPUs: " << a.reason << " / " << b.reason;
+      ASSERT_EQ(a.placement.gpus, b.placement.gpus) << "step " << step;
+      (a.status == PlaceStatus::kPlaced ? placed : busy)++;
+    }
+  }
+  EXPECT_GT(placed, 500);  // both answers came often
+  EXPECT_GT(busy, 500);
+  EXPECT_EQ(t.CheckInvariants(), "");
 }
 
 TEST(Placer, RequireLevelKeepsJobInsideOneLeaf) {

@@ -100,6 +100,48 @@ TEST(Topology, DrainAndDownRemoveCapacityUntilResumed) {
 // version() numbers the states that stay; what-ifs (Hold, Suspend) leave it and are counted
 // while in force, so "same version, no what-if" means the same Topology. A refused change keeps
 // the number.
+// A domain's fingerprint names its state (free GPUs, crossing loads), not how it came there.
+TEST(Topology, FingerprintNamesTheStateBelowADomain) {
+  Topology t = Build(TwoTier(2, 2));
+  const DomainId leaf0 = t.find("leaf0"), leaf1 = t.find("leaf1"), n0 = t.find("leaf0-n0");
+  const Topology::Fingerprint empty0 = t.fingerprint(leaf0), empty1 = t.fingerprint(leaf1);
+  EXPECT_NE(empty0, empty1);  // other GPUs
+  const std::vector<GpuId> a{GpuId(0), GpuId(1)}, b{GpuId(2), GpuId(9)};
+  ASSERT_TRUE(t.Allocate(1, a, 0));
+  const Topology::Fingerprint one = t.fingerprint(leaf0);
+  EXPECT_NE(one, empty0);
+  EXPECT_EQ(t.fingerprint(leaf1), empty1);  // nothing changed below leaf1
+  ASSERT_TRUE(t.Allocate(2, b, 10));
+  const Topology::Fingerprint both = t.fingerprint(leaf0);
+  // The same two jobs in the other order: the same state.
+  ASSERT_TRUE(t.Release(1));
+  ASSERT_TRUE(t.Release(2));
+  EXPECT_EQ(t.fingerprint(leaf0), empty0);
+  ASSERT_TRUE(t.Allocate(2, b, 10));
+  ASSERT_TRUE(t.Allocate(1, a, 0));
+  EXPECT_EQ(t.fingerprint(leaf0), both);
+  // The same GPUs, another ring: the loads differ, so does the state.
+  ASSERT_TRUE(t.Release(2));
+  ASSERT_TRUE(t.Allocate(2, b, 20));
+  EXPECT_NE(t.fingerprint(leaf0), both);
+  EXPECT_NE(t.fingerprint(n0), t.fingerprint(leaf0));
+  // What-ifs change it while in force; undone, it is as before.
+  const Topology::Fingerprint now = t.fingerprint(leaf0);
+  ASSERT_TRUE(t.Hold(std::vector<GpuId>{GpuId(4)}));
+  EXPECT_NE(t.fingerprint(leaf0), now);
+  ASSERT_TRUE(t.Unhold(std::vector<GpuId>{GpuId(4)}));
+  ASSERT_TRUE(t.Suspend(2));
+  EXPECT_NE(t.fingerprint(leaf0), now);
+  ASSERT_TRUE(t.Resume(2));
+  EXPECT_EQ(t.fingerprint(leaf0), now);
+  // A drained node's free GPUs are not free.
+  ASSERT_TRUE(t.SetNodeState(t.find_node("leaf0-n1"), NodeState::kDrain));
+  EXPECT_NE(t.fingerprint(leaf0), now);
+  ASSERT_TRUE(t.SetNodeState(t.find_node("leaf0-n1"), NodeState::kUp));
+  EXPECT_EQ(t.fingerprint(leaf0), now);
+  EXPECT_EQ(t.CheckInvariants(), "");
+}
+
 TEST(Topology, VersionCountsChangesThatStayAndWhatIfsWhileInForce) {
   Topology t = Build(TwoTier(1, 2));
   const uint64_t v0 = t.version();

@@ -202,19 +202,6 @@ struct PassState {
   // By index of `ends`: the job's entry of release_words, null until first asked (kept in step
   // with `ends`: cleared when it is rebuilt, a null inserted where StartJob inserts).
   std::vector<const ReleaseWords*> ends_words;
-  // Reserve's walks with a bandwidth floor: the first searches (without the blocks promised to
-  // others) that found nothing, by request, partitions, time and the walk's window. A later walk
-  // of the pass for the same request at the same time with a window as long finds nothing there
-  // either: its state holds at least as much (reservations are added, jobs started; cleared when
-  // StartJob removes one), so it skips the search. Only walks of jobs without -w/-x/-C, without
-  // per-user limits and with no what-if in force record or read them.
-  struct FloorMiss {
-    PlacementRequest request;
-    uint64_t partitions;
-    Time t;
-    Duration window;
-  };
-  std::vector<FloorMiss> floor_misses;
   std::vector<std::pair<uint32_t, uint64_t>> release_word_list;
 
   // ---- preemption (preemption.cc) ----

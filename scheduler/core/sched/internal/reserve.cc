@@ -135,7 +135,6 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // time the Topology is brought to the same state the step-by-step walk would have left (the
   // same jobs released, the same GPUs held; the counters depend only on which), and from there
   // on every step changes it as it goes.
-  const bool no_outer_what_if = topo.no_what_if();  // before the walk's own
   WhatIf what_if(topo);
   constexpr size_t kPromised = 0;
   what_if.Block({});
@@ -283,10 +282,10 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // search looks only in those (Placer::PlaceWithin; exact, see there), and none is made while
   // there are none. The two searches of a step (the GPUs promised to others held, and not) are
   // tracked apart. Gains are over-counted (a released GPU that stays held marks its domain too).
+  // (The Placer also remembers, across walks and passes, the domains that held no fit by their
+  // state, so even the first search of a walk looks only where something changed.)
   const bool track =
       in_tops && count_nodes && request.min_busbw_gbs > 0 && s.config.placement == PlacementMode::kTopology;
-  const bool shareable = track && job.forbidden_nodes.empty() && !pass.user_gpu_limits && no_outer_what_if;
-  const uint64_t partitions = PartitionMask(job.partition_ids);
   struct Tracked {
     bool failed = false;  // the last search found nothing; `gained` lists the domains since
     std::vector<uint8_t>& marked;
@@ -512,16 +511,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       // A walk with a floor searches without the blocks promised to others first: most of its
       // searches find nothing, and what finds nothing without them finds nothing with them held.
       // Only when it finds a block is the search with them held made (and preferred, as below).
-      const bool first = !tracked[1].failed;
-      auto same = [&](const PassState::FloorMiss& m) {
-        return m.t == t && m.window <= w && m.partitions == partitions && m.request == request;
-      };
-      if (first && shareable && std::any_of(pass.floor_misses.begin(), pass.floor_misses.end(), same)) {
-        searched(tracked[1], false);
-      } else {
-        p = place(tracked[1]);
-        if (!p && first && shareable) pass.floor_misses.push_back({request, partitions, t, w});
-      }
+      p = place(tracked[1]);
       if (!p) {
         searched(tracked[0], false);
         continue;

@@ -74,7 +74,6 @@ void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placemen
       pass.reservations_of.erase(it);
     pass.start_blocks.Invalidate();
     pass.reserve.res_words.clear();  // the indexes moved
-    pass.floor_misses.clear();       // a state may now hold less than when they were found
   }
   if (pass.gpu_bits_built) {
     for (GpuId g : job.gpus) pass.free_now_bits[g.value >> 6] &= ~(uint64_t{1} << (g.value & 63));
