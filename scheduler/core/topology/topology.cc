@@ -69,55 +69,55 @@ void Topology::ChangeNodeFree(NodeId n, uint32_t before, uint32_t after, uint32_
   }
 }
 
-namespace {
-
-// Zobrist keys of the fingerprints (topology.h): fixed, so runs are reproducible.
-uint64_t FreeKey(uint32_t gpu, uint64_t salt) { return SplitMix64(SplitMix64(gpu ^ salt)); }
-uint64_t LoadKey(uint32_t domain, int64_t mbs, uint32_t jobs, uint64_t salt) {
-  if (jobs == 0 && mbs == 0) return 0;  // no load: no part in the fingerprint
-  return SplitMix64(SplitMix64(SplitMix64(domain ^ salt) ^ static_cast<uint64_t>(mbs)) ^ jobs);
+void Topology::StartPrints() const {
+  // Zobrist keys (topology.h), fixed so that runs are reproducible: one pair per GPU (free) and
+  // per domain (its crossing load, mixed with the load's value).
+  keys_.resize(2 * (gpu_count() + domains_.size()));
+  for (size_t i = 0; i < keys_.size(); ++i) keys_[i] = SplitMix64(i ^ 0x5a17a11a5a17a11aULL);
+  print_.assign(2 * domains_.size(), 0);
+  auto add = [&](DomainId d, uint64_t a, uint64_t b) {
+    for (; d.valid(); d = domains_[d.value].parent) {
+      print_[2 * d.value] ^= a;
+      print_[2 * d.value + 1] ^= b;
+    }
+  };
+  for (uint32_t g = 0; g < gpu_count(); ++g) {
+    if (is_free(GpuId(g))) add(gpu_domain_[g], keys_[2 * g], keys_[2 * g + 1]);
+  }
+  for (uint32_t i = 0; i < domains_.size(); ++i) add(DomainId(i), LoadKey(i, 0), LoadKey(i, 1));
 }
-constexpr uint64_t kSaltA = 0x5a17a11a5a17a11aULL, kSaltB = 0x0ddba11c0ffee000ULL;
 
-}  // namespace
+uint64_t Topology::LoadKey(uint32_t domain, int half) const {
+  const int64_t mbs = load_mbs_[domain];
+  const uint32_t jobs = load_jobs_[domain];
+  if (jobs == 0 && mbs == 0) return 0;  // no load: no part in the fingerprint
+  return SplitMix64(keys_[2 * (gpu_count() + domain) + static_cast<size_t>(half)] + (uint64_t{jobs} << 40) +
+                    static_cast<uint64_t>(mbs));
+}
 
-void Topology::Reprint(DomainId d, uint64_t a, uint64_t b) {
+void Topology::ChangeLoad(DomainId d, int64_t mbs, int jobs) {
+  const bool printing = !print_.empty();
+  uint64_t a = 0, b = 0;
+  if (printing) {
+    a = LoadKey(d.value, 0);
+    b = LoadKey(d.value, 1);
+  }
+  load_mbs_[d.value] += mbs;
+  load_jobs_[d.value] = static_cast<uint32_t>(static_cast<int64_t>(load_jobs_[d.value]) + jobs);
+  if (!printing) return;
+  a ^= LoadKey(d.value, 0);
+  b ^= LoadKey(d.value, 1);
   for (; d.valid(); d = domains_[d.value].parent) {
     print_[2 * d.value] ^= a;
     print_[2 * d.value + 1] ^= b;
   }
 }
 
-void Topology::ChangeLoad(DomainId d, int64_t mbs, int jobs) {
-  int64_t& m = load_mbs_[d.value];
-  uint32_t& j = load_jobs_[d.value];
-  const uint64_t a = LoadKey(d.value, m, j, kSaltA), b = LoadKey(d.value, m, j, kSaltB);
-  m += mbs;
-  j = static_cast<uint32_t>(static_cast<int64_t>(j) + jobs);
-  Reprint(d, a ^ LoadKey(d.value, m, j, kSaltA), b ^ LoadKey(d.value, m, j, kSaltB));
-}
-
-std::vector<uint64_t> Topology::ComputePrints() const {
-  std::vector<uint64_t> out(2 * domains_.size(), 0);
-  auto add = [&](DomainId d, uint64_t a, uint64_t b) {
-    for (; d.valid(); d = domains_[d.value].parent) {
-      out[2 * d.value] ^= a;
-      out[2 * d.value + 1] ^= b;
-    }
-  };
-  for (uint32_t g = 0; g < gpu_count(); ++g) {
-    if (is_free(GpuId(g))) add(gpu_domain_[g], FreeKey(g, kSaltA), FreeKey(g, kSaltB));
-  }
-  for (uint32_t i = 0; i < domains_.size(); ++i) {
-    add(DomainId(i), LoadKey(i, load_mbs_[i], load_jobs_[i], kSaltA), LoadKey(i, load_mbs_[i], load_jobs_[i], kSaltB));
-  }
-  return out;
-}
-
 void Topology::ChangeGpus(std::span<const GpuId> gpus, bool becomes_free) {
   // One node at a time: the GPUs of a node come in a run (allocations are sorted, and GPU ids
   // follow the tree), so the node and the domains above it change once per run, not per GPU.
   // The counters end as they would one GPU at a time.
+  uint64_t* const print = print_.empty() ? nullptr : print_.data();
   for (size_t i = 0; i < gpus.size();) {
     const NodeId n = gpu_node_[gpus[i].value];
     size_t j = i;
@@ -125,22 +125,27 @@ void Topology::ChangeGpus(std::span<const GpuId> gpus, bool becomes_free) {
     if (node_state_[n.value] == NodeState::kUp) {
       const DomainId node = node_domain_[n.value];
       const auto k = static_cast<uint32_t>(j - i);
-      uint64_t ka = 0, kb = 0;          // the run's keys, for the node and above
+      uint64_t ka = 0, kb = 0;          // the run's fingerprint keys, for the node and above
       for (size_t x = i; x < j; ++x) {  // the GPU's own domain and any group below the node
-        const uint64_t ga = FreeKey(gpus[x].value, kSaltA), gb = FreeKey(gpus[x].value, kSaltB);
+        const uint32_t g = gpus[x].value;
+        const uint64_t ga = print ? keys_[2 * g] : 0, gb = print ? keys_[2 * g + 1] : 0;
         ka ^= ga;
         kb ^= gb;
-        for (DomainId a = gpu_domain_[gpus[x].value]; a != node; a = domains_[a.value].parent) {
+        for (DomainId a = gpu_domain_[g]; a != node; a = domains_[a.value].parent) {
           free_[a.value] = becomes_free ? free_[a.value] + 1 : free_[a.value] - 1;
-          print_[2 * a.value] ^= ga;
-          print_[2 * a.value + 1] ^= gb;
+          if (print) {
+            print[2 * a.value] ^= ga;
+            print[2 * a.value + 1] ^= gb;
+          }
         }
       }
       const uint32_t before = node_free(n);
       for (DomainId a = node; a.valid(); a = domains_[a.value].parent) {
         free_[a.value] = becomes_free ? free_[a.value] + k : free_[a.value] - k;
-        print_[2 * a.value] ^= ka;
-        print_[2 * a.value + 1] ^= kb;
+        if (print) {
+          print[2 * a.value] ^= ka;
+          print[2 * a.value + 1] ^= kb;
+        }
       }
       ChangeNodeFree(n, before, becomes_free ? before + k : before - k, node_gpu_count(n));
     }
@@ -289,22 +294,28 @@ Status Topology::SetNodeState(NodeId node, NodeState state) {
   const Domain& d = domains_[nd.value];
   // Count (or uncount) the node's unowned GPUs.
   uint32_t unowned = 0;
+  uint64_t* const print = print_.empty() ? nullptr : print_.data();
   uint64_t ka = 0, kb = 0;  // their fingerprint keys, for the node and above
   for (uint32_t g = d.first_gpu; g < d.first_gpu + d.gpu_count; ++g) {
     if (owner_[g] != kNoJob) continue;
     ++unowned;
-    const uint64_t ga = FreeKey(g, kSaltA), gb = FreeKey(g, kSaltB);
+    const uint64_t ga = print ? keys_[2 * g] : 0, gb = print ? keys_[2 * g + 1] : 0;
     ka ^= ga;
     kb ^= gb;
     for (DomainId a = gpu_domain_[g]; a != nd; a = domains_[a.value].parent) {
       free_[a.value] = will_be_up ? free_[a.value] + 1 : free_[a.value] - 1;
-      print_[2 * a.value] ^= ga;
-      print_[2 * a.value + 1] ^= gb;
+      if (print) {
+        print[2 * a.value] ^= ga;
+        print[2 * a.value + 1] ^= gb;
+      }
     }
   }
-  Reprint(nd, ka, kb);
   for (DomainId a = nd; a.valid(); a = domains_[a.value].parent) {
     free_[a.value] = will_be_up ? free_[a.value] + unowned : free_[a.value] - unowned;
+    if (print) {
+      print[2 * a.value] ^= ka;
+      print[2 * a.value + 1] ^= kb;
+    }
     uint32_t& h = hist_[a.value * hist_stride_ + unowned];
     h = will_be_up ? h + 1 : h - 1;
     if (unowned == d.gpu_count) free_nodes_[a.value] = will_be_up ? free_nodes_[a.value] + 1 : free_nodes_[a.value] - 1;
@@ -365,7 +376,11 @@ std::string Topology::CheckInvariants() const {
       out << "domain " << domains_[i].name << ": crossing MB/s " << load_mbs_[i] << " != " << mbs[i] << "\n";
   }
   if (hist != hist_) out << "node free-count histograms differ\n";
-  if (ComputePrints() != print_) out << "fingerprints differ\n";
+  if (!print_.empty()) {
+    const std::vector<uint64_t> kept = print_;
+    StartPrints();
+    if (kept != print_) out << "fingerprints differ\n";
+  }
   return out.str();
 }
 

@@ -106,11 +106,15 @@ class Topology {
   // fingerprint see the same free GPUs and loads below `d` (up to a 2^-128 chance per pair: two
   // independent 64-bit Zobrist hashes, kept in O(depth) per change like the counters above), so
   // a search confined to `d` finds the same at both (Placer's memo of regions with no fit).
+  // Kept from the first call on: a Topology nobody asks pays nothing for them.
   struct Fingerprint {
     uint64_t a = 0, b = 0;
     bool operator==(const Fingerprint&) const = default;
   };
-  Fingerprint fingerprint(DomainId d) const { return {print_[2 * d.value], print_[2 * d.value + 1]}; }
+  Fingerprint fingerprint(DomainId d) const {
+    if (print_.empty()) StartPrints();
+    return {print_[2 * d.value], print_[2 * d.value + 1]};
+  }
 
   // Gives `gpus` to `job`. Fails, changing nothing, if the job already holds GPUs, a GPU id is
   // out of range or repeated, or a GPU is not free. `ring_gbs` is the job's predicted ring
@@ -175,10 +179,12 @@ class Topology {
   // touched plus O(levels below the node) per GPU.
   void ChangeGpus(std::span<const GpuId> gpus, bool becomes_free);
   void ChangeNodeFree(NodeId n, uint32_t before, uint32_t after, uint32_t total);
-  // Fingerprints: XOR `a`/`b` into d and every domain above it; a crossing load change at d.
-  void Reprint(DomainId d, uint64_t a, uint64_t b);
+  // A crossing load change at d (and its part in the fingerprints).
   void ChangeLoad(DomainId d, int64_t mbs, int jobs);
-  std::vector<uint64_t> ComputePrints() const;  // from scratch (Build, CheckInvariants)
+  // Fingerprints: the keys and every domain's print from scratch (first asked, CheckInvariants);
+  // a domain's load key (half 0: a, 1: b).
+  void StartPrints() const;
+  uint64_t LoadKey(uint32_t domain, int half) const;
   uint32_t node_free(NodeId n) const { return free_[node_domain_[n.value].value]; }
 
   std::string name_;
@@ -203,7 +209,8 @@ class Topology {
   std::vector<uint32_t> hist_;
   std::vector<int64_t> load_mbs_;  // integer MB/s: sums and differences stay exact
   std::vector<uint32_t> load_jobs_;
-  std::vector<uint64_t> print_;  // per domain: fingerprint a, b
+  mutable std::vector<uint64_t> print_;  // per domain: fingerprint a, b; empty until asked
+  mutable std::vector<uint64_t> keys_;   // Zobrist keys a, b: per GPU, then per domain
   std::unordered_map<JobId, JobAlloc> jobs_;
   std::vector<uint32_t> scratch_count_;  // Allocate's per-domain counts, all 0 between calls
 };

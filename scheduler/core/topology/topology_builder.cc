@@ -360,7 +360,6 @@ class TopologyBuilder {
       for (DomainId a = nd; a.valid(); a = topo_.domains_[a.value].parent)
         topo_.hist_[a.value * topo_.hist_stride_ + g]++;
     }
-    topo_.print_ = topo_.ComputePrints();
   }
 
   const TopologySpec& spec_;

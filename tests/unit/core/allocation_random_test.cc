@@ -70,7 +70,9 @@ class Ledger {
         placer_(t),
         rng_(static_cast<uint32_t>(seed)),
         owner_(t.gpu_count(), kNoJob),
-        state_(t.node_count(), NodeState::kUp) {}
+        state_(t.node_count(), NodeState::kUp) {
+    t.fingerprint(t.root());  // kept from now on, and recounted by CheckInvariants
+  }
 
   void Step(int step) {
     step_ = step;
