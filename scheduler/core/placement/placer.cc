@@ -761,6 +761,11 @@ PlaceOutcome Placer::PlaceRemembering(const PlacementRequest& request, std::span
   open.clear();
   for (DomainId d : candidates) {
     if (topo_.free_gpus(d) < n) continue;
+    // (Domains inside a node have no fingerprint of their own: always searched.)
+    if (topo_.domain(d).level < Level::kNode) {
+      open.push_back(d);
+      continue;
+    }
     const MissKey key = KeyOf(asked, d);
     if (misses_[key.a & mask] != key) open.push_back(d);
   }
@@ -768,6 +773,7 @@ PlaceOutcome Placer::PlaceRemembering(const PlacementRequest& request, std::span
   PlaceOutcome out = open.empty() ? search.NothingToSearch() : search.Run();
   if (out.status == PlaceStatus::kBusy) {  // nothing in any of them
     for (DomainId d : open) {
+      if (topo_.domain(d).level < Level::kNode) continue;
       const MissKey key = KeyOf(asked, d);
       misses_[key.a & mask] = key;
     }

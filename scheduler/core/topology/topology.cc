@@ -82,9 +82,14 @@ void Topology::StartPrints() const {
     }
   };
   for (uint32_t g = 0; g < gpu_count(); ++g) {
-    if (is_free(GpuId(g))) add(gpu_domain_[g], keys_[2 * g], keys_[2 * g + 1]);
+    if (is_free(GpuId(g))) add(node_domain_[gpu_node_[g].value], keys_[2 * g], keys_[2 * g + 1]);
   }
-  for (uint32_t i = 0; i < domains_.size(); ++i) add(DomainId(i), LoadKey(i, 0), LoadKey(i, 1));
+  for (uint32_t i = 0; i < domains_.size(); ++i) add(AtNodeOrAbove(DomainId(i)), LoadKey(i, 0), LoadKey(i, 1));
+}
+
+DomainId Topology::AtNodeOrAbove(DomainId d) const {
+  while (domains_[d.value].level < Level::kNode) d = domains_[d.value].parent;
+  return d;
 }
 
 uint64_t Topology::LoadKey(uint32_t domain, int half) const {
@@ -107,7 +112,7 @@ void Topology::ChangeLoad(DomainId d, int64_t mbs, int jobs) {
   if (!printing) return;
   a ^= LoadKey(d.value, 0);
   b ^= LoadKey(d.value, 1);
-  for (; d.valid(); d = domains_[d.value].parent) {
+  for (d = AtNodeOrAbove(d); d.valid(); d = domains_[d.value].parent) {
     print_[2 * d.value] ^= a;
     print_[2 * d.value + 1] ^= b;
   }
@@ -128,15 +133,12 @@ void Topology::ChangeGpus(std::span<const GpuId> gpus, bool becomes_free) {
       uint64_t ka = 0, kb = 0;          // the run's fingerprint keys, for the node and above
       for (size_t x = i; x < j; ++x) {  // the GPU's own domain and any group below the node
         const uint32_t g = gpus[x].value;
-        const uint64_t ga = print ? keys_[2 * g] : 0, gb = print ? keys_[2 * g + 1] : 0;
-        ka ^= ga;
-        kb ^= gb;
+        if (print) {
+          ka ^= keys_[2 * g];
+          kb ^= keys_[2 * g + 1];
+        }
         for (DomainId a = gpu_domain_[g]; a != node; a = domains_[a.value].parent) {
           free_[a.value] = becomes_free ? free_[a.value] + 1 : free_[a.value] - 1;
-          if (print) {
-            print[2 * a.value] ^= ga;
-            print[2 * a.value + 1] ^= gb;
-          }
         }
       }
       const uint32_t before = node_free(n);
@@ -299,15 +301,12 @@ Status Topology::SetNodeState(NodeId node, NodeState state) {
   for (uint32_t g = d.first_gpu; g < d.first_gpu + d.gpu_count; ++g) {
     if (owner_[g] != kNoJob) continue;
     ++unowned;
-    const uint64_t ga = print ? keys_[2 * g] : 0, gb = print ? keys_[2 * g + 1] : 0;
-    ka ^= ga;
-    kb ^= gb;
+    if (print) {
+      ka ^= keys_[2 * g];
+      kb ^= keys_[2 * g + 1];
+    }
     for (DomainId a = gpu_domain_[g]; a != nd; a = domains_[a.value].parent) {
       free_[a.value] = will_be_up ? free_[a.value] + 1 : free_[a.value] - 1;
-      if (print) {
-        print[2 * a.value] ^= ga;
-        print[2 * a.value + 1] ^= gb;
-      }
     }
   }
   for (DomainId a = nd; a.valid(); a = domains_[a.value].parent) {

@@ -106,7 +106,9 @@ class Topology {
   // fingerprint see the same free GPUs and loads below `d` (up to a 2^-128 chance per pair: two
   // independent 64-bit Zobrist hashes, kept in O(depth) per change like the counters above), so
   // a search confined to `d` finds the same at both (Placer's memo of regions with no fit).
-  // Kept from the first call on: a Topology nobody asks pays nothing for them.
+  // Kept from the first call on: a Topology nobody asks pays nothing for them. Only for domains
+  // of node level and above (the GPUs and groups inside a node have none of their own: what
+  // changes there is counted at the node; zero for them).
   struct Fingerprint {
     uint64_t a = 0, b = 0;
     bool operator==(const Fingerprint&) const = default;
@@ -185,6 +187,7 @@ class Topology {
   // a domain's load key (half 0: a, 1: b).
   void StartPrints() const;
   uint64_t LoadKey(uint32_t domain, int half) const;
+  DomainId AtNodeOrAbove(DomainId d) const;  // d, or its node when d is inside one
   uint32_t node_free(NodeId n) const { return free_[node_domain_[n.value].value]; }
 
   std::string name_;
