@@ -8,7 +8,6 @@
 #include <optional>
 #include <span>
 
-#include "core/common/hash.h"
 #include "core/placement/placement_counts.h"
 
 namespace phalanx {
@@ -44,6 +43,7 @@ Placer::Placer(const Topology& topology, ModelParams params)
       level_max_gpus_(kLevelCount, 0),
       connected_max_(ConnectedMax(topology)),
       nodes_with_at_least_(topology.max_gpus_per_node() + 1, 0),
+      misses_(topology),
       tops_(kLevelCount) {
   for (uint32_t i = 0; i < topology.node_count(); ++i) {
     for (uint32_t g = 0; g <= topology.node_gpu_count(NodeId(i)) && g < nodes_with_at_least_.size(); ++g)
@@ -730,53 +730,18 @@ bool Placer::Remembers(const PlacementRequest& request) {
   return request.min_busbw_gbs > 0 && request.fit == FitMode::kRequire && request.TotalGpus() > 1;
 }
 
-Placer::MissKey Placer::KeyOf(const PlacementRequest& r) {
-  // Everything of the request, in two independent chains.
-  const uint64_t fields[] = {r.gpus,
-                             r.nodes,
-                             r.gpus_per_node,
-                             static_cast<uint64_t>(r.level),
-                             static_cast<uint64_t>(r.fit),
-                             uint64_t{r.exclusive} << 1 | uint64_t{r.rail_aligned},
-                             std::bit_cast<uint64_t>(r.min_busbw_gbs)};
-  uint64_t a = 0x243f6a8885a308d3ULL, b = 0x13198a2e03707344ULL;
-  for (uint64_t f : fields) {
-    a = SplitMix64(a ^ f);
-    b = SplitMix64(b + f);
-  }
-  return {a, b};
-}
-
-Placer::MissKey Placer::KeyOf(MissKey request, DomainId region) const {
-  const Topology::Fingerprint fp = topo_.fingerprint(region);
-  return {SplitMix64(request.a ^ region.value ^ fp.a), SplitMix64((request.b + region.value) ^ fp.b)};
-}
-
 PlaceOutcome Placer::PlaceRemembering(const PlacementRequest& request, std::span<const DomainId> candidates) const {
-  if (misses_.empty()) misses_.resize(std::bit_ceil(std::clamp<size_t>(topo_.gpu_count() * 512, 4096, 1 << 20)));
-  const size_t mask = misses_.size() - 1;
   const uint32_t n = request.TotalGpus();
-  const MissKey asked = KeyOf(request);
+  const MissMemory::Key asked = MissMemory::Of(request);
   std::vector<DomainId> open = std::move(open_);  // a member: no allocation per call
   open.clear();
   for (DomainId d : candidates) {
-    if (topo_.free_gpus(d) < n) continue;
-    // (Domains inside a node have no fingerprint of their own: always searched.)
-    if (topo_.domain(d).level < Level::kNode) {
-      open.push_back(d);
-      continue;
-    }
-    const MissKey key = KeyOf(asked, d);
-    if (misses_[key.a & mask] != key) open.push_back(d);
+    if (topo_.free_gpus(d) >= n && !misses_.Known(asked, d)) open.push_back(d);
   }
   Search search(*this, request, open);
   PlaceOutcome out = open.empty() ? search.NothingToSearch() : search.Run();
   if (out.status == PlaceStatus::kBusy) {  // nothing in any of them
-    for (DomainId d : open) {
-      if (topo_.domain(d).level < Level::kNode) continue;
-      const MissKey key = KeyOf(asked, d);
-      misses_[key.a & mask] = key;
-    }
+    for (DomainId d : open) misses_.Remember(asked, d);
   }
   open_ = std::move(open);
   return out;

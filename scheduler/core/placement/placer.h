@@ -19,6 +19,7 @@
 
 #include "core/common/ids.h"
 #include "core/placement/bandwidth_model.h"
+#include "core/placement/miss_memory.h"
 #include "core/topology/topology.h"
 
 namespace phalanx {
@@ -109,18 +110,9 @@ class Placer {
   mutable std::deque<std::vector<uint64_t>> memo_pool_;  // search scratch: reachable-count sets
   bool best_fit_ = true;
   double node_fit_tolerance_ = 1.0;
-  // The remembered misses (see Place): one key per request, domain and fingerprint.
-  struct MissKey {
-    uint64_t a = 0, b = 0;
-    bool operator==(const MissKey&) const = default;
-  };
-  static bool Remembers(const PlacementRequest& request);
-  static MissKey KeyOf(const PlacementRequest& request);
-  MissKey KeyOf(MissKey request, DomainId region) const;
+  static bool Remembers(const PlacementRequest& request);  // a search that uses misses_ (see Place)
   PlaceOutcome PlaceRemembering(const PlacementRequest& request, std::span<const DomainId> candidates) const;
-  // Direct-mapped by a ({0, 0}: empty), made at the first floor search: 512 slots per GPU, a
-  // power of two from 4 Ki to 1 Mi slots (16 B each: 16 MiB at most).
-  mutable std::vector<MissKey> misses_;
+  mutable MissMemory misses_;
   mutable std::vector<DomainId> open_;               // PlaceRemembering's regions to search
   mutable std::vector<std::vector<DomainId>> tops_;  // per level: DomainsUpTo, made when asked
 };

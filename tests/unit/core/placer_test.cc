@@ -113,6 +113,14 @@ void OccupyMixed(Topology& t) {
   }
 }
 
+// A request for a good block of 8 GPUs (within one `level`, at 0.95 x the best in the empty
+// cluster), made, and then the cluster loaded by OccupyMixed: no such block is free.
+PlacementRequest GoodBlockUnderPressure(Topology& t, const Placer& p, Level level) {
+  const double floor = p.Place({.gpus = 8}).placement.prediction.busbw_gbs * 0.95;
+  OccupyMixed(t);
+  return {.gpus = 8, .level = level, .fit = FitMode::kRequire, .min_busbw_gbs = floor};
+}
+
 // min_busbw_gbs: a block below the floor is no fit (busy), one above it is placed as before.
 TEST(Placer, MinBusbwRefusesSlowerBlocks) {
   Topology t = Build(testing::MixedNodes());
@@ -149,9 +157,8 @@ TEST(Placer, MinBusbwRefusesSlowerBlocks) {
 TEST(Placer, PlaceWithinGivesPlacesAnswerWhereTheOthersHoldNone) {
   Topology t = Build(testing::MixedNodes());
   Placer p(t);
-  const double floor = p.Place({.gpus = 8}).placement.prediction.busbw_gbs * 0.95;
-  ASSERT_NO_FATAL_FAILURE(OccupyMixed(t));
-  const PlacementRequest r{.gpus = 8, .level = Level::kLeaf, .fit = FitMode::kRequire, .min_busbw_gbs = floor};
+  PlacementRequest r;
+  ASSERT_NO_FATAL_FAILURE(r = GoodBlockUnderPressure(t, p, Level::kLeaf));
   ASSERT_EQ(p.Place(r).status, PlaceStatus::kBusy);
   ASSERT_TRUE(t.Release(6));  // big-n2 and big-n3's twelve: the big leaf gained GPUs, the small one did not
   const std::vector<DomainId> big{t.find("big")}, small{t.find("small")};
@@ -170,9 +177,8 @@ TEST(Placer, PlaceWithinGivesPlacesAnswerWhereTheOthersHoldNone) {
 TEST(Placer, RemembersRegionsWithNoFitByTheirStateNotTheirFreeGpus) {
   Topology t = Build(testing::MixedNodes());
   Placer p(t);
-  const double floor = p.Place({.gpus = 8}).placement.prediction.busbw_gbs * 0.95;
-  ASSERT_NO_FATAL_FAILURE(OccupyMixed(t));
-  const PlacementRequest r{.gpus = 8, .level = Level::kSpine, .fit = FitMode::kRequire, .min_busbw_gbs = floor};
+  PlacementRequest r;
+  ASSERT_NO_FATAL_FAILURE(r = GoodBlockUnderPressure(t, p, Level::kSpine));
   ASSERT_EQ(p.Place(r).status, PlaceStatus::kBusy);
   ASSERT_EQ(p.Place(r).status, PlaceStatus::kBusy);  // remembered: the same answer
   // The same GPUs busy again, by jobs whose rings carry nothing: the four 2-GPU pieces of the big
@@ -186,7 +192,7 @@ TEST(Placer, RemembersRegionsWithNoFitByTheirStateNotTheirFreeGpus) {
   const PlaceOutcome quiet = p.Place(r);
   ASSERT_EQ(quiet.status, PlaceStatus::kPlaced) << quiet.reason;
   EXPECT_EQ(quiet.placement.gpus, Placer(t).Place(r).placement.gpus);  // a fresh Placer's answer
-  EXPECT_GE(quiet.placement.prediction.busbw_gbs, floor);
+  EXPECT_GE(quiet.placement.prediction.busbw_gbs, r.min_busbw_gbs);
   // The busy rings back: no fit again, whether remembered or searched.
   ASSERT_TRUE(t.Release(5));
   ASSERT_TRUE(t.Allocate(5, five, 10));
