@@ -183,9 +183,10 @@ class Topology {
   void ChangeNodeFree(NodeId n, uint32_t before, uint32_t after, uint32_t total);
   // A crossing load change at d (and its part in the fingerprints).
   void ChangeLoad(DomainId d, int64_t mbs, int jobs);
-  // Fingerprints: the keys and every domain's print from scratch (first asked, CheckInvariants);
-  // a domain's load key (half 0: a, 1: b).
+  // Fingerprints: the keys, then every domain's print (when first asked); every print recounted
+  // (StartPrints, CheckInvariants); a domain's load key (half 0: a, 1: b).
   void StartPrints() const;
+  std::vector<uint64_t> PrintsFromScratch() const;
   uint64_t LoadKey(uint32_t domain, int half) const;
   DomainId AtNodeOrAbove(DomainId d) const;  // d, or its node when d is inside one
   uint32_t node_free(NodeId n) const { return free_[node_domain_[n.value].value]; }
