@@ -108,6 +108,12 @@ struct SchedulerConfig {
   // that could start now only on a block slower than node_fit_tolerance x the best waits for a
   // good block when the planner says one frees up before the slowdown would cost. 0: off.
   double placement_comm_share = 0;
+  // How many of the jobs waiting for a good block in a pass have that block planned and reserved,
+  // in queue order (0: all). The others wait for one without a reservation, to the same bound:
+  // as EASY backfill reserves for the first blocked job only, so that a pass under a long queue
+  // does not plan a block for each of thousands of deferred jobs (each a walk over the release
+  // times: the whole cost of long-queue replays, docs/performance.md, twelfth round).
+  uint32_t patience_depth = 0;
   Duration grow_after_idle = 300;  // GPUs idle this long may grow elastic jobs
   // Elastic jobs of the same or a lower class give GPUs up (a shrink, through a checkpoint) to a
   // job that cannot start now, as a higher class's preemption would, once they have run their
@@ -128,6 +134,11 @@ struct SchedulerConfig {
   // from pass to pass and brought up to date by the allocations that changed (on), or built anew
   // in every pass that asks it (off). The answers are the same; off is for tests.
   bool keep_domain_plan = true;
+  // Not a policy: whether a pass keeps the start-now answers of jobs that then waited for a
+  // better block without a planned one (beyond patience_depth) for the next job asking the same
+  // of the same state (on), or searches again for each (off). The answers are the same; off is
+  // for tests.
+  bool keep_start_answers = true;
 
   ModelParams model;
 };

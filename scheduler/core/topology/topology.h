@@ -162,6 +162,9 @@ class Topology {
   // one holds at the other (Scheduler's pass caches some that way).
   uint64_t version() const { return version_; }
   bool no_what_if() const { return held_gpus_ == 0 && suspended_jobs_ == 0; }
+  // The GPUs held by what-if changes in force, and whether no job is suspended.
+  uint64_t held_gpus() const { return held_gpus_; }
+  bool none_suspended() const { return suspended_jobs_ == 0; }
 
   // Recomputes every counter from scratch and compares; empty string when consistent.
   // For tests and debug checks; O(domains * depth).

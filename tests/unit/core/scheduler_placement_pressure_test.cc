@@ -29,17 +29,9 @@ std::set<std::string> NodesOfJob(const Scheduler& s, JobId id) {
 }
 
 // The best 8 GPUs are four 2-GPU nodes; with those busy and 6 GPUs of every 8-GPU node taken
-// by two multi-node jobs, 8 GPUs are free only as 2 on each 8-GPU node, sharing the NICs with
-// those jobs' rings: the best block's shape (four nodes, 2 GPUs each), on the wrong nodes. The
-// job waits, and starts on a whole 8-GPU node when one frees up.
-TEST(PlacementUnderPressure, OnMixedNodesAGoodBlockIsAsFastNotShapedAsTheBest) {
-  auto config = PolicyPreset("phalanx");
-  ASSERT_TRUE(config) << config.error().ToString();
-  config->preemption = false;
-  config->weights.fairshare = 0;
-  auto made = Scheduler::Create(Build(MixedNodes()), *config);
-  ASSERT_TRUE(made) << made.error().ToString();
-  Scheduler& s = **made;
+// by two multi-node jobs (job 5 ends at 1000, job 6 much later), 8 GPUs are free only as 2 on
+// each 8-GPU node, sharing the NICs with those jobs' rings.
+void FillSmallNodesAndSixOfEachBigNode(Scheduler& s) {
   for (JobId id = 1; id <= 4; ++id) {
     JobSpec j = PlainJob(id, 2, 100000);
     j.nodelist = {"small-n" + std::to_string(id - 1)};
@@ -57,6 +49,21 @@ TEST(PlacementUnderPressure, OnMixedNodesAGoodBlockIsAsFastNotShapedAsTheBest) {
     EXPECT_EQ(NodesOfJob(s, id).begin()->substr(0, 5), "small") << id;
   }
   for (JobId id : {5, 6}) ASSERT_EQ(s.job(id)->state, JobState::kRunning) << id;
+}
+
+// The best 8 GPUs are four 2-GPU nodes; with those busy and 6 GPUs of every 8-GPU node taken
+// by two multi-node jobs, 8 GPUs are free only as 2 on each 8-GPU node, sharing the NICs with
+// those jobs' rings: the best block's shape (four nodes, 2 GPUs each), on the wrong nodes. The
+// job waits, and starts on a whole 8-GPU node when one frees up.
+TEST(PlacementUnderPressure, OnMixedNodesAGoodBlockIsAsFastNotShapedAsTheBest) {
+  auto config = PolicyPreset("phalanx");
+  ASSERT_TRUE(config) << config.error().ToString();
+  config->preemption = false;
+  config->weights.fairshare = 0;
+  auto made = Scheduler::Create(Build(MixedNodes()), *config);
+  ASSERT_TRUE(made) << made.error().ToString();
+  Scheduler& s = **made;
+  ASSERT_NO_FATAL_FAILURE(FillSmallNodesAndSixOfEachBigNode(s));
 
   ASSERT_TRUE(s.Submit(PlainJob(7, 8, 100000), 10));
   s.Schedule(10);
@@ -76,6 +83,65 @@ TEST(PlacementUnderPressure, OnMixedNodesAGoodBlockIsAsFastNotShapedAsTheBest) {
   Topology empty = Build(MixedNodes());
   const double best = Placer(empty).Place({.gpus = 8}).placement.prediction.busbw_gbs;
   EXPECT_GE(job.busbw_gbs, config->node_fit_tolerance * best);
+}
+
+// patience_depth: only the first jobs of a pass that wait for a good block have it planned and
+// reserved; the others wait for one to the same bound without a reservation (no walk over the
+// release times). Two 8-GPU jobs that could start now only on the slow block (job 8 short enough
+// to end before the first one's reservation): with a depth of 1 the first holds a reservation on
+// a whole 8-GPU node from job 5's end; the second holds none, is told its bound and starts on the
+// slow block then. With no depth (0) both hold one.
+TEST(PlacementUnderPressure, BeyondThePatienceDepthJobsWaitWithoutAPlannedBlock) {
+  for (const uint32_t depth : {1u, 0u}) {
+    SCOPED_TRACE("patience_depth " + std::to_string(depth));
+    auto config = PolicyPreset("phalanx");
+    ASSERT_TRUE(config) << config.error().ToString();
+    config->preemption = false;
+    config->weights.fairshare = 0;
+    config->patience_depth = depth;
+    auto made = Scheduler::Create(Build(MixedNodes()), *config);
+    ASSERT_TRUE(made) << made.error().ToString();
+    Scheduler& s = **made;
+    ASSERT_NO_FATAL_FAILURE(FillSmallNodesAndSixOfEachBigNode(s));
+    ASSERT_TRUE(s.Submit(PlainJob(7, 8, 100000), 10));
+    ASSERT_TRUE(s.Submit(PlainJob(8, 8, 500), 10));
+    s.Schedule(10);
+    for (JobId id : {7, 8}) {
+      const JobRecord& job = *s.job(id);
+      ASSERT_EQ(job.state, JobState::kPending) << id;
+      EXPECT_EQ(job.wait.kind, WaitKind::kTopologyBlock) << id << ": " << job.wait.detail;
+      EXPECT_NE(job.wait.detail.find("a slower block is free now"), std::string::npos) << job.wait.detail;
+    }
+    auto reservation_of = [&](JobId id) -> const Reservation* {
+      for (const Reservation& r : s.reservations()) {
+        if (r.job == id) return &r;
+      }
+      return nullptr;
+    };
+    const Reservation* first = reservation_of(7);
+    ASSERT_NE(first, nullptr);
+    EXPECT_TRUE(first->for_patience);
+    EXPECT_EQ(first->start, 1000);
+    EXPECT_EQ(s.job(7)->wait.predicted_start, 1000);
+    const Reservation* second = reservation_of(8);
+    if (depth == 0) {
+      ASSERT_NE(second, nullptr);
+      EXPECT_TRUE(second->for_patience);
+      EXPECT_EQ(s.job(8)->wait.predicted_start, second->start);
+      continue;
+    }
+    EXPECT_EQ(second, nullptr);
+    // Its bound: the cost of the slower run, from when it began to wait.
+    const Time bound = s.job(8)->wait.predicted_start;
+    ASSERT_GT(bound, 10);
+    ASSERT_LT(bound + 500, 1000);  // it would end before the first one's reservation begins
+    s.Schedule(bound - 1);
+    EXPECT_EQ(s.job(8)->state, JobState::kPending);
+    s.Schedule(bound);
+    ASSERT_EQ(s.job(8)->state, JobState::kRunning);
+    EXPECT_GT(NodesOfJob(s, 8).size(), 1u);
+    EXPECT_EQ(s.job(7)->state, JobState::kPending);
+  }
 }
 
 }  // namespace

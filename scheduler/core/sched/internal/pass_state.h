@@ -104,6 +104,17 @@ struct PassState {
     FailureFrontier failures;
   };
   std::vector<FailedShape> failed_shapes;
+  // Start-now answers of jobs that then waited for a better block (placement under pressure),
+  // by request and partitions, for the state they were computed in (Topology::version(), the
+  // blocked reservations): the next job asking the same of the same state gets the same block.
+  struct NowAnswer {
+    PlacementRequest request;
+    uint64_t partitions;
+    uint64_t version;
+    std::pair<uint64_t, size_t> blocked;
+    Placement placement;
+  };
+  std::vector<NowAnswer> deferred_now;
   // Whether a request fits the Topology as it is, reservations aside (scheduler_pass.cc,
   // FitsIgnoringReservations): the answers for one Topology::version(), by request and partitions.
   struct FitsAnswer {
@@ -126,6 +137,9 @@ struct PassState {
   std::unordered_map<JobId, uint32_t> reservations_of;
   IdFilter reserved_filter;  // every job ever in `reservations_of` in this pass (AddReservation, ReserveClaim)
   size_t policy_reservations = 0;
+  // Good blocks planned for jobs waiting under placement pressure in this pass (patience.h:
+  // at most SchedulerConfig::patience_depth).
+  uint32_t patience_walks = 0;
   StartBlocks start_blocks;
   // Release times of the active jobs, sorted (SchedulerState::ReleaseTime); built on first use,
   // rebuilt after `ends_dirty`.

@@ -9,13 +9,12 @@
 
 namespace phalanx {
 
-std::optional<Reservation> WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job,
-                                              const Placement& now_placement) {
+Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, const Placement& now_placement) {
   const double c = s.config.placement_comm_share;
   const uint32_t n = static_cast<uint32_t>(now_placement.gpus.size());
-  auto start_now = [&]() -> std::optional<Reservation> {
+  auto start_now = [&]() -> Patience {
     job.deferred_since = -1;
-    return std::nullopt;
+    return {};
   };
   // Elastic jobs take what is free (they can grow later); exclusive and node-shaped jobs have
   // their shape already.
@@ -37,6 +36,14 @@ std::optional<Reservation> WaitForBetterBlock(SchedulerState& s, PassState& pass
   const double cost = (slowdown - 1) * static_cast<double>(s.policies.runtime->Run(job)) * (1 + queued * n / cluster);
   const Time since = job.deferred_since >= 0 ? job.deferred_since : pass.now;
   if (static_cast<double>(pass.now - since) >= cost) return start_now();
+  const Time until = since + static_cast<Time>(std::ceil(cost));
+  if (s.config.patience_depth > 0 && pass.patience_walks >= s.config.patience_depth) {
+    // Beyond the depth: waits to the bound without a planned block (a pass runs at the bound).
+    job.deferred_since = since;
+    s.patience_due = std::min(s.patience_due, until);
+    return {.wait = true, .block = std::nullopt, .until = until};
+  }
+  ++pass.patience_walks;
   // The good shape is set on the record for the Reserve call and put back after it (a copy of the
   // record, strings and all, for every job held in every pass cost more than the rest of this).
   struct GoodShape {
@@ -65,8 +72,8 @@ std::optional<Reservation> WaitForBetterBlock(SchedulerState& s, PassState& pass
   if (!r) return start_now();
   job.deferred_since = since;
   r->for_patience = true;
-  if (r->start > pass.now) s.patience_due = std::min(s.patience_due, since + static_cast<Time>(std::ceil(cost)));
-  return r;
+  if (r->start > pass.now) s.patience_due = std::min(s.patience_due, until);
+  return {.wait = true, .block = std::move(r), .until = until};
 }
 
 }  // namespace phalanx

@@ -13,11 +13,11 @@
 // pressure, capacity the Q other pending jobs wait for, each about that lost GPU time / N (the
 // cluster's GPUs). The cost of starting now is therefore (slowdown - 1) x estimate x (1 + Q n / N).
 // The planner (Reserve, for a good block) finds the good block that frees up first; the job
-// waits for it, with a
-// reservation on that block, until the time it has waited for one reaches the cost (delay
+// waits for it, with a reservation on that block, until the time it has waited for one reaches the cost (delay
 // scheduling with a bound); then, or when no good block is planned at all, it starts now. The
 // bound is the cost itself: no job waits for a good block longer than its slower run would
-// have cost.
+// have cost. Only the first SchedulerConfig::patience_depth such jobs of a pass, in queue order,
+// have their block planned and reserved; the others wait to the same bound without one.
 // Thread-safety: none; the Scheduler's thread only. Internal to core/sched.
 #pragma once
 
@@ -32,11 +32,18 @@ namespace phalanx {
 struct PassState;
 struct SchedulerState;
 
-// The reservation of a good block to wait for instead of starting `job` on `now_placement`
-// now (its start may be now: a good block is free, start there), or nullopt: start now (off, 1 GPU, the placement is
-// good already, no good block is planned, or waiting costs more). Changes nothing but the start blocks (like Reserve)
-// and the job's `deferred_since` (set when it returns a reservation, cleared when not).
-std::optional<Reservation> WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job,
-                                              const Placement& now_placement);
+// What a job that could start now on `now_placement` does instead.
+struct Patience {
+  bool wait = false;  // false: start now (off, 1 GPU, the placement is good already, no good
+                      // block is planned, or waiting costs more)
+  // The good block it waits for, reserved (its start may be now: a good block is free, start
+  // there); none for a job beyond the pass's patience_depth (it waits without one).
+  std::optional<Reservation> block;
+  Time until = kForever;  // the bound: it starts on a slower block then
+};
+
+// Changes nothing but the start blocks (like Reserve), the pass's count of planned good blocks
+// and the job's `deferred_since` (set when it waits, cleared when not).
+Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, const Placement& now_placement);
 
 }  // namespace phalanx
