@@ -28,6 +28,7 @@ TEST(DaemonConfig, ExampleFileParsesAndKeepsTcpOff) {
   EXPECT_EQ(c->scheduler.reserve_larger, preset->reserve_larger);
   EXPECT_EQ(c->scheduler.node_fit_tolerance, preset->node_fit_tolerance);
   EXPECT_EQ(c->scheduler.placement_comm_share, preset->placement_comm_share);
+  EXPECT_EQ(c->scheduler.patience_depth, preset->patience_depth);
   EXPECT_EQ(c->scheduler.runtime, preset->runtime);
   EXPECT_EQ(c->scheduler.charge_period, preset->charge_period);
   EXPECT_EQ(c->scheduler.placement, preset->placement);
@@ -363,8 +364,8 @@ TEST(DaemonConfig, PrivacyAccessAndHttpAccess) {
 TEST(DaemonConfig, FlagsOverrideTheFile) {
   testing::TempDir dir;
   const std::string path = dir.File("d.yaml");
-  std::ofstream(path)
-      << "socket: /tmp/file.sock\nadmins: [alice]\nscheduler:\n  policy: slurm-like\n  reserve_depth: 7\n";
+  std::ofstream(path) << "socket: /tmp/file.sock\nadmins: [alice]\nscheduler:\n"
+                         "  policy: slurm-like\n  reserve_depth: 7\n  patience_depth: 9\n";
   const char* argv[] = {"phalanxd", "--socket", "/tmp/flag.sock",  "--config", path.c_str(),
                         "--admin",  "bob",      "--force-topology"};
   bool help = false;
@@ -375,6 +376,7 @@ TEST(DaemonConfig, FlagsOverrideTheFile) {
   EXPECT_EQ(c->admins, (std::vector<std::string>{"alice", "bob"}));
   EXPECT_EQ(c->policy, "slurm-like");
   EXPECT_EQ(c->scheduler.reserve_depth, 7u);
+  EXPECT_EQ(c->scheduler.patience_depth, 9u);
   EXPECT_EQ(c->scheduler.backfill, BackfillMode::kEasy);
   EXPECT_TRUE(c->force_topology);
 
