@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "core/topology/limits.h"
@@ -34,9 +35,22 @@ bool Contains(const std::vector<unsigned>& ids, unsigned id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
+// An enum attribute as the number stored in it. hwloc's XML importer copies the numbers of
+// osdev_type and bridge_type from the file without checking them, so the field may hold a value
+// that is no enumerator, and reading it as the enum is undefined (found by tests/fuzz: a bridge
+// type of 2).
+template <typename Enum>
+std::underlying_type_t<Enum> Raw(const Enum& e) {
+  std::underlying_type_t<Enum> v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
 bool HasOsdev(hwloc_obj_t pci, hwloc_obj_osdev_type_t a, hwloc_obj_osdev_type_t b) {
   for (hwloc_obj_t c = pci->io_first_child; c != nullptr; c = c->next_sibling) {
-    if (c->type == HWLOC_OBJ_OS_DEVICE && (c->attr->osdev.type == a || c->attr->osdev.type == b)) return true;
+    if (c->type != HWLOC_OBJ_OS_DEVICE) continue;
+    const auto type = Raw(c->attr->osdev.type);
+    if (type == Raw(a) || type == Raw(b)) return true;
   }
   return false;
 }
@@ -46,7 +60,7 @@ bool HasOsdev(hwloc_obj_t pci, hwloc_obj_osdev_type_t a, hwloc_obj_osdev_type_t 
 hwloc_obj_t RootPort(hwloc_obj_t pci) {
   hwloc_obj_t port = pci;
   for (hwloc_obj_t p = pci->parent; p != nullptr && p->type == HWLOC_OBJ_BRIDGE; p = p->parent) {
-    if (p->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) break;
+    if (Raw(p->attr->bridge.upstream_type) == Raw(HWLOC_OBJ_BRIDGE_HOST)) break;
     port = p;
   }
   return port;
