@@ -159,6 +159,11 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   auto v = Number(key, value);
   PHX_RETURN_IF_ERROR(v);
   const auto seconds = static_cast<Duration>(*v);
+  // Counts (depths, GPUs, jobs) are 32-bit: a larger value would not survive the cast.
+  if (*v > 4294967295.0 && (key == "reserve_depth" || key == "patience_depth" || key == "reserve_large_gpus" ||
+                            key == "backfill_max_jobs" || key == "main_queue_depth")) {
+    return Fail(k, "'" + std::string(value) + "' is too large (at most 4294967295)");
+  }
   if (key == "placement_comm_share") {
     if (*v >= 1) return Fail(k, "must be in [0, 1), got '" + std::string(value) + "'");
     c.placement_comm_share = *v;

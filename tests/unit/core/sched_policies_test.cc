@@ -228,6 +228,30 @@ TEST(SchedPolicies, NumericSettingsRefuseNonFiniteNegativeAndHugeValues) {
   EXPECT_EQ(c.checkpoint_grace, 90);
 }
 
+// The whole-count settings (depths, GPUs, jobs): hostile strings and counts beyond 32 bits get an
+// error naming the key and the value, and leave the setting alone.
+TEST(SchedPolicies, CountSettingsRefuseHostileAndHugeValues) {
+  for (const char* key : {"patience_depth", "reserve_depth"}) {
+    SchedulerConfig c;
+    const uint32_t before = key == std::string("patience_depth") ? c.patience_depth : c.reserve_depth;
+    const std::string huge_string(100000, '9');
+    for (const std::string& bad : {std::string("-1"), std::string("1\n"), std::string("\x1b[2J"), std::string("4\0", 2),
+                                   std::string("1e12"), huge_string}) {
+      const Status s = SetConfigOption(c, key, bad);
+      ASSERT_FALSE(s) << key << " " << bad.size();
+      EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+      EXPECT_EQ(s.error().ToString().rfind(std::string(key) + ": ", 0), 0u) << s.error().ToString();
+    }
+    EXPECT_EQ(key == std::string("patience_depth") ? c.patience_depth : c.reserve_depth, before);
+    ASSERT_TRUE(SetConfigOption(c, key, "4294967295"));
+    ASSERT_TRUE(SetConfigOption(c, key, "7"));
+    EXPECT_EQ(key == std::string("patience_depth") ? c.patience_depth : c.reserve_depth, 7u);
+  }
+  SchedulerConfig c;
+  EXPECT_EQ(SetConfigOption(c, "patience_depth", "1e12").error().ToString(),
+            "patience_depth: '1e12' is too large (at most 4294967295)");
+}
+
 // The multifactor priority's weights and horizons are settings too (phalanx sim --policy
 // phalanx:weight_age=...): each lands in its field, and a bad value names the key.
 TEST(SchedPolicies, PriorityWeightSettingsLandInTheirFields) {
