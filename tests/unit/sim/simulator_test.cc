@@ -324,6 +324,50 @@ TEST(SimDeterminism, SameSeedSameBytes) {
   EXPECT_NE(a, c);
 }
 
+// A random trace of `count` jobs for the equivalence tests below: submits `max_gap` s apart at
+// most, sizes drawn from `sizes`, 300 s plus up to `max_extra` s of work, five users.
+Trace RandomTrace(uint64_t seed, int count, Time max_gap, std::span<const uint32_t> sizes, Duration max_extra) {
+  std::mt19937_64 rng(seed);
+  Trace trace;
+  trace.source = "random";
+  Time t = 0;
+  for (int i = 0; i < count; ++i) {
+    TraceJob j;
+    j.id = std::to_string(i + 1);
+    t += static_cast<Time>(rng() % static_cast<uint64_t>(max_gap));
+    j.submit = t;
+    j.gpus = sizes[rng() % sizes.size()];
+    j.duration = 300 + static_cast<Duration>(rng() % static_cast<uint64_t>(max_extra));
+    j.user = "u" + std::to_string(rng() % 5);
+    j.status = "COMPLETED";
+    trace.jobs.push_back(std::move(j));
+  }
+  return trace;
+}
+
+// Replays `trace` with the config flag `keep` off and on: the two decision logs and per-job
+// CSVs ([0] off, [1] on), and the run with it on.
+struct OffAndOn {
+  std::string log[2], csv[2];
+  SimResult on;
+};
+OffAndOn ReplayOffAndOn(const Trace& trace, const TopologySpec& spec, SchedulerConfig config, const SimOptions& o,
+                        bool SchedulerConfig::*keep) {
+  OffAndOn out;
+  for (const bool on : {false, true}) {
+    config.*keep = on;
+    auto r = Simulate(trace, spec, config, o);
+    EXPECT_TRUE(r) << r.error().ToString();
+    if (!r) return out;
+    out.log[on] = r->decision_log;
+    std::vector<PolicyRun> runs(1);
+    runs[0].result = std::move(*r);
+    out.csv[on] = FormatJobsCsv(runs);
+    if (on) out.on = std::move(runs[0].result);
+  }
+  return out;
+}
+
 // SchedulerConfig::keep_domain_plan: the domain plan kept from pass to pass (and brought up to
 // date by the allocations that changed) decides exactly as one built anew in every pass. Random
 // traces of leaf-shaped multi-node jobs (the jobs Reserve asks the plan for) and one-node jobs
@@ -337,22 +381,8 @@ TEST(SimKeptPlan, SameDecisionsAsAPlanBuiltEachPass) {
   const uint64_t seeds = std::clamp<uint64_t>(std::llround(4 * testing::QualityScale()), 1, 4);
   size_t waited_big = 0;
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
-    std::mt19937_64 rng(seed);
-    Trace trace;
-    trace.source = "random";
-    Time t = 0;
-    for (int i = 0; i < 160; ++i) {
-      TraceJob j;
-      j.id = std::to_string(i + 1);
-      t += static_cast<Time>(rng() % 400);
-      j.submit = t;
-      const uint32_t sizes[] = {1, 2, 4, 8, 8, 16, 16, 24, 32};
-      j.gpus = sizes[rng() % std::size(sizes)];
-      j.duration = 300 + static_cast<Duration>(rng() % 20000);
-      j.user = "u" + std::to_string(rng() % 5);
-      j.status = "COMPLETED";
-      trace.jobs.push_back(std::move(j));
-    }
+    constexpr uint32_t kSizes[] = {1, 2, 4, 8, 8, 16, 16, 24, 32};
+    const Trace trace = RandomTrace(seed, 160, 400, kSizes, 20000);
     for (const char* policy : {"phalanx", "phalanx:backfill=conservative"}) {
       SimOptions o;
       o.seed = seed;
@@ -366,20 +396,10 @@ TEST(SimKeptPlan, SameDecisionsAsAPlanBuiltEachPass) {
       o.node_repair = 3000;
       auto config = PolicyFromSpec(policy);
       ASSERT_TRUE(config);
-      std::vector<PolicyRun> runs[2];
-      std::string log[2];
-      for (const bool keep : {false, true}) {
-        config->keep_domain_plan = keep;
-        auto r = Simulate(trace, spec, *config, o);
-        ASSERT_TRUE(r) << r.error().ToString();
-        log[keep] = r->decision_log;
-        PolicyRun run;
-        run.result = std::move(*r);
-        runs[keep].push_back(std::move(run));
-      }
-      EXPECT_EQ(log[0], log[1]) << policy << " seed " << seed;
-      EXPECT_EQ(FormatJobsCsv(runs[0]), FormatJobsCsv(runs[1])) << policy << " seed " << seed;
-      for (const JobOutcome& j : runs[1][0].result.jobs) waited_big += j.gpus > 8 && j.first_start > j.submit;
+      const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::keep_domain_plan);
+      EXPECT_EQ(r.log[0], r.log[1]) << policy << " seed " << seed;
+      EXPECT_EQ(r.csv[0], r.csv[1]) << policy << " seed " << seed;
+      for (const JobOutcome& j : r.on.jobs) waited_big += j.gpus > 8 && j.first_start > j.submit;
     }
   }
   // The runs exercise the plan: multi-node jobs waited (Reserve planned their blocks).
@@ -397,22 +417,8 @@ TEST(SimKeptStartAnswers, SameDecisionsAsASearchForEachJob) {
   const uint64_t seeds = std::clamp<uint64_t>(std::llround(4 * testing::QualityScale()), 1, 4);
   size_t waited_unplanned = 0;
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
-    std::mt19937_64 rng(seed);
-    Trace trace;
-    trace.source = "random";
-    Time t = 0;
-    for (int i = 0; i < 200; ++i) {
-      TraceJob j;
-      j.id = std::to_string(i + 1);
-      t += static_cast<Time>(rng() % 300);
-      j.submit = t;
-      const uint32_t sizes[] = {1, 1, 2, 3, 4, 4, 6, 8};
-      j.gpus = sizes[rng() % std::size(sizes)];
-      j.duration = 300 + static_cast<Duration>(rng() % 12000);
-      j.user = "u" + std::to_string(rng() % 5);
-      j.status = "COMPLETED";
-      trace.jobs.push_back(std::move(j));
-    }
+    constexpr uint32_t kSizes[] = {1, 1, 2, 3, 4, 4, 6, 8};
+    const Trace trace = RandomTrace(seed, 200, 300, kSizes, 12000);
     for (const char* policy : {"phalanx:patience_depth=1", "phalanx:patience_depth=3,backfill=conservative"}) {
       SimOptions o;
       o.seed = seed;
@@ -424,22 +430,12 @@ TEST(SimKeptStartAnswers, SameDecisionsAsASearchForEachJob) {
       o.node_repair = 3000;
       auto config = PolicyFromSpec(policy);
       ASSERT_TRUE(config);
-      std::vector<PolicyRun> runs[2];
-      std::string log[2];
-      for (const bool keep : {false, true}) {
-        config->keep_start_answers = keep;
-        auto r = Simulate(trace, spec, *config, o);
-        ASSERT_TRUE(r) << r.error().ToString();
-        log[keep] = r->decision_log;
-        PolicyRun run;
-        run.result = std::move(*r);
-        runs[keep].push_back(std::move(run));
-      }
-      EXPECT_EQ(log[0], log[1]) << policy << " seed " << seed;
-      EXPECT_EQ(FormatJobsCsv(runs[0]), FormatJobsCsv(runs[1])) << policy << " seed " << seed;
-      // Waits for a better block beyond the depth (no planned block): the kept answers' jobs.
-      for (size_t at = log[1].find("a slower block is free now"); at != std::string::npos;
-           at = log[1].find("a slower block is free now", at + 1)) {
+      const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::keep_start_answers);
+      EXPECT_EQ(r.log[0], r.log[1]) << policy << " seed " << seed;
+      EXPECT_EQ(r.csv[0], r.csv[1]) << policy << " seed " << seed;
+      // Waits for a better block (the kept answers are those of jobs that wait beyond the depth).
+      for (size_t at = r.log[1].find("a slower block is free now"); at != std::string::npos;
+           at = r.log[1].find("a slower block is free now", at + 1)) {
         ++waited_unplanned;
       }
     }
