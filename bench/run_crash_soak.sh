@@ -42,7 +42,7 @@ summary() {
   echo "== summary: $done_rounds rounds, $passed passed, $failed failed${failed_seeds:+ (seeds: ${failed_seeds[*]})}"
   echo "   kills: $kills ($acked_kills of a daemon that had acknowledged submissions), acknowledged jobs: $acked"
   echo "   acknowledged jobs lost (must be 0): $lost_daemon in the daemon, $lost_store in the store"
-  echo "   jobs that ran and ended failed (must be 0): $ran_failed"
+  echo "   jobs that ended failed (must be 0): $ran_failed"
   echo "   double allocations (must be 0): $double_daemon in the daemon's allocations, $double_procs GPUs used by two jobs' processes, $twice jobs running twice"
   echo "   restart to serving (spawn to the first answered call, ms): $(tr ' ' '\n' <"$samples_file" | grep -c .) samples, median $(quantile 0.5), p99 $(quantile 0.99), max $(quantile 1)"
   [ "$unparsed" -eq 0 ] || echo "   rounds that ended before printing their figures: $unparsed"
@@ -59,8 +59,8 @@ for seed in "${seeds[@]}"; do
   done_rounds=$((done_rounds + 1))
   # "kills: 37 (13 long lives, 9 of a daemon that had acknowledged submissions), acknowledged: 2000, ..."
   k=$(sed -n 's/^kills: \([0-9]*\) ([0-9]* long lives, \([0-9]*\) of a daemon.*acknowledged: \([0-9]*\),.*/\1 \2 \3/p' "$log")
-  # "acknowledged jobs lost: 0 in the daemon, 0 in the store; jobs that ran and ended failed: 1"
-  l=$(sed -n 's/^acknowledged jobs lost: \([0-9]*\) in the daemon, \([0-9]*\) in the store; jobs that ran and ended failed: \([0-9]*\)$/\1 \2 \3/p' "$log")
+  # "acknowledged jobs lost: 0 in the daemon, 0 in the store; jobs that ended failed: 1"
+  l=$(sed -n 's/^acknowledged jobs lost: \([0-9]*\) in the daemon, \([0-9]*\) in the store; jobs that ended failed: \([0-9]*\)$/\1 \2 \3/p' "$log")
   d=$(sed -n "s/^double allocations: \([0-9]*\) in the daemon's allocations, \([0-9]*\) GPUs used by two jobs' processes, \([0-9]*\) jobs running twice$/\1 \2 \3/p" "$log")
   if [ -n "$d" ]; then
     read -r dd dp dt <<<"$d"
@@ -72,7 +72,7 @@ for seed in "${seeds[@]}"; do
     read -r rld rls rrf <<<"$l"
     kills=$((kills + rk)) acked_kills=$((acked_kills + rak)) acked=$((acked + ra))
     lost_daemon=$((lost_daemon + rld)) lost_store=$((lost_store + rls)) ran_failed=$((ran_failed + rrf))
-    figures="kills $rk ($rak acked), acknowledged $ra, lost $rld/$rls, ran+failed $rrf"
+    figures="kills $rk ($rak acked), acknowledged $ra, lost $rld/$rls, failed $rrf"
   else
     unparsed=$((unparsed + 1))
     figures="no figures printed"

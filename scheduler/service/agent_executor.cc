@@ -158,8 +158,21 @@ std::vector<JobId> AgentExecutor::Reconcile(const std::string& node, const std::
     PHX_LOG(kWarn) << "node " << node << " runs job " << id << " (launch " << p->launch_id
                    << ") which phalanxd does not run there: killing it";
   }
-  // What the daemon launched there (and the agent got) but the agent no longer has: lost.
-  for (JobId id : r.lost) PartGone(id, node, -1, "lost: the agent on " + node + " registered without it");
+  // What the daemon launched there but the agent does not have: never delivered (phalanxd
+  // stopped between deciding the launch and sending it) or lost with the agent's state. The
+  // job never ended by itself: requeued, as on a node failure. A launch already ending (a part
+  // failed) or restarting for a resize just counts the part as exited.
+  for (JobId id : r.lost) {
+    const std::string why = "lost: the agent on " + node + " registered without it";
+    const RunningParts::Launch* l = parts_.Find(id);
+    if (l == nullptr) continue;
+    if (l->failed || l->restarting) {
+      PartGone(id, node, -1, why);
+    } else {
+      parts_.PartLost(id, node);
+      host_->JobLost(id, why);
+    }
+  }
   // A suspended job's parts stay stopped whatever the agent went through (it may have lost its
   // state dir): the suspend again, queued behind the welcome (idempotent on the agent).
   for (const PartRef& p : running) {

@@ -326,6 +326,23 @@ void Controller::JobPartsEnded(JobId id, bool success, int32_t exit_code, const 
   RequestPass();
 }
 
+void Controller::JobLost(JobId id, const std::string& reason) {
+  if (!HoldsGpus(core_->job(id)) || stopped_ || failed_) return;
+  const Time now = Now();
+  if (auto s = core_->JobLost(id, now, reason); !s) {
+    PHX_LOG(kError) << "job " << id << ": " << s.error().ToString();
+    return;
+  }
+  PHX_LOG(kWarn) << "job " << id << " " << reason << ": requeued";
+  store::Batch b;
+  b.RecordEvent(now, "lost", id, "reason=" + store::Escape(reason));
+  SaveChanged(b, {id});
+  Commit(std::move(b), [this, id](CallStatus st) {
+    if (st) Publish("lost", id);
+  });
+  RequestPass();
+}
+
 void Controller::CheckpointReported(JobId id, uint64_t epoch, const std::string& path, const std::string& node) {
   const JobRecord* job = core_->job(id);
   if (job == nullptr) return;

@@ -249,6 +249,7 @@ class Controller final : public ExecutorHost {
 
   // ExecutorHost (controller.cc, controller_nodes.cc)
   void JobPartsEnded(JobId job, bool success, int32_t exit_code, const std::string& reason) override;
+  void JobLost(JobId job, const std::string& reason) override;
   void CheckpointReported(JobId job, uint64_t epoch, const std::string& path, const std::string& node) override;
   void NodeAvailabilityChanged(const std::string& node, const std::string& why) override;
   uint32_t SetExternalLoad(const std::string& node, const std::vector<Scheduler::ExternalPiece>& pieces) override;

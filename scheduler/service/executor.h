@@ -89,6 +89,10 @@ class ExecutorHost {
   // Every part of the job's launch has ended: `success` iff each exited 0; else `exit_code`
   // and `reason` are the first failure's.
   virtual void JobPartsEnded(JobId job, bool success, int32_t exit_code, const std::string& reason) = 0;
+  // A part of the job is gone without an exit (its node registered without it: a launch never
+  // delivered, or a node that lost it): the job is requeued, as on a node failure
+  // (Scheduler::JobLost); the next pass stops its other parts.
+  virtual void JobLost(JobId job, const std::string& reason) = 0;
   // A part of the job wrote checkpoint `epoch` (0: the one after the job's last) at `path`.
   virtual void CheckpointReported(JobId job, uint64_t epoch, const std::string& path, const std::string& node) = 0;
   // The node's NodeReport::availability may have changed (`why`, for the log and the store).

@@ -96,6 +96,18 @@ void RunningParts::Delivered(const std::string& node, JobId job) {
   }
 }
 
+bool RunningParts::PartLost(JobId job, const std::string& node) {
+  Launch* l = Find(job);
+  if (l == nullptr) return false;
+  for (Part& p : l->parts) {
+    if (p.node == node && p.state != PartState::kExited) {
+      p.state = PartState::kExited;
+      p.exit_code = -1;
+    }
+  }
+  return true;
+}
+
 void RunningParts::NodeLost(const std::string& node) {
   for (auto& [id, l] : jobs_) {
     for (Part& p : l.parts) {

@@ -73,6 +73,9 @@ class RunningParts {
   bool PartExited(JobId job, const std::string& node, int32_t code, const std::string& reason);
   // Queued parts of the job on `node` were delivered.
   void Delivered(const std::string& node, JobId job);
+  // The job's part on `node` is gone without an exit (the node registered without it): it
+  // counts as exited (-1) and fails nothing (the job is requeued). False when not tracked.
+  bool PartLost(JobId job, const std::string& node);
   // The node is gone: its parts count as exited (-1).
   void NodeLost(const std::string& node);
   // Every part of the job's launch has exited (false when the job is not tracked).

@@ -190,6 +190,24 @@ Status Scheduler::Requeue(JobId id, Time now, std::string reason) {
   return {};
 }
 
+Status Scheduler::JobLost(JobId id, Time now, std::string reason) {
+  SchedulerState& s = *s_;
+  auto j = FindJob(s, id, "job lost");
+  PHX_RETURN_IF_ERROR(j);
+  JobRecord& job = **j;
+  if (!HoldsGpus(&job))
+    return Fail(ErrorCode::kFailedPrecondition, JobWhere(id),
+                "job lost: only running jobs can be lost (it is " + std::string(JobStateName(job.state)) + ")");
+  PHX_RETURN_IF_ERROR(Advance(s, now));
+  if (job.spec.no_requeue) {
+    s.StopJob(job, now);
+    s.Kill(job, now, reason + " (no-requeue)", s.outbox);
+  } else {
+    s.Requeue(job, now, std::move(reason), s.outbox);
+  }
+  return {};
+}
+
 Status Scheduler::Suspend(JobId id, Time now) {
   SchedulerState& s = *s_;
   auto j = FindJob(s, id, "suspend");

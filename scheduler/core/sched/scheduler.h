@@ -74,6 +74,12 @@ class Scheduler {
   // and the next pass returns Preempt{requeue} with `reason` for the glue to stop it; it
   // resumes from its last checkpoint. Fails: kNotFound, kFailedPrecondition (not active).
   Status Requeue(JobId job, Time now, std::string reason);
+  // The job's processes are gone through no exit of theirs: a launch its node never got (the
+  // glue stopped between deciding and delivering it) or a node that came back without them.
+  // As for a node going down: the next pass returns Preempt{requeue} with `reason` (it resumes
+  // from its last checkpoint), or Kill with "`reason` (no-requeue)" under --no-requeue.
+  // Fails: kNotFound, kFailedPrecondition (not active).
+  Status JobLost(JobId job, Time now, std::string reason);
   // scontrol suspend / resume: a running job is stopped (the glue sends SIGSTOP to its parts)
   // and keeps its GPUs; no timer of it fires while suspended (walltime, periodic checkpoint);
   // Resume extends its run's walltime by the time it was suspended (Slurm extends the end time

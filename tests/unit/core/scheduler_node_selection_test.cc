@@ -207,6 +207,40 @@ TEST(NodeSelection, NoRequeueEndsTheJobOnANodeFailure) {
   EXPECT_EQ(s->CheckInvariants(), "");
 }
 
+// A job whose processes vanished without an exit (a launch its node never got, a node that came
+// back without it) is requeued as on a node failure; under --no-requeue it ends Killed.
+TEST(JobLost, RequeuedAsOnANodeFailureOrKilledUnderNoRequeue) {
+  auto s = TwoModels();
+  JobSpec again = NodeSelJob(1, 8);
+  JobSpec once = NodeSelJob(2, 8);
+  once.no_requeue = true;
+  ASSERT_TRUE(s->Submit(again, 0));
+  ASSERT_TRUE(s->Submit(once, 0));
+  s->Schedule(0);
+  ASSERT_EQ(s->job(1)->state, JobState::kRunning);
+  ASSERT_EQ(s->job(2)->state, JobState::kRunning);
+  const std::string why = "lost: the agent on leaf0-n0 registered without it";
+  ASSERT_TRUE(s->JobLost(1, 10, why));
+  ASSERT_TRUE(s->JobLost(2, 10, why));
+  EXPECT_EQ(s->job(1)->state, JobState::kPending);
+  EXPECT_EQ(s->job(2)->state, JobState::kKilled);
+  EXPECT_TRUE(s->topology().job_gpus(2).empty());
+  const std::vector<Decision> ds = s->Schedule(10);
+  bool requeued = false, killed = false, restarted = false;
+  for (const Decision& d : ds) {
+    requeued |= d.kind == DecisionKind::kPreempt && d.job == 1 && d.requeue && d.reason == why;
+    killed |= d.kind == DecisionKind::kKill && d.job == 2 && d.reason == why + " (no-requeue)";
+    restarted |= d.kind == DecisionKind::kStart && d.job == 1;
+  }
+  EXPECT_TRUE(requeued);
+  EXPECT_TRUE(killed);
+  EXPECT_TRUE(restarted) << "the requeued job starts again on the free GPUs";
+  EXPECT_EQ(s->CheckInvariants(), "");
+  // Only a job that holds GPUs can be lost.
+  EXPECT_EQ(s->JobLost(2, 11, why).error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(s->JobLost(99, 11, why).error().code, ErrorCode::kNotFound);
+}
+
 TEST(Constraint, ParseAndMatch) {
   auto c = ParseConstraint(" h100&nvlink | a100 ", "C");
   ASSERT_TRUE(c) << c.error().ToString();

@@ -1,7 +1,8 @@
 // Restart: stop phalanxd, start a new one on the same store file. Pending and running jobs
 // come back as they were; nodes with running jobs wait (drained) for their agents; agents
 // re-register and reconcile: a part the daemon knows is adopted, an unknown one is killed, a
-// part the agent no longer has fails its job. A changed topology under running jobs is refused.
+// part the agent no longer has requeues its job (it never ended by itself). A changed topology
+// under running jobs is refused.
 #include <map>
 
 #include "daemon_harness.h"
@@ -109,7 +110,12 @@ TEST(DaemonRestart, JobsComeBackAndAgentsReconcile) {
   }
   FakeAgent again_c(h.AgentTarget(), agent_c->node());
   ASSERT_TRUE(again_c.Join());
-  ASSERT_TRUE(h.WaitState(c, v1::JOB_STATE_FAILED));
+  // c never ended by itself (its launch lost in the restart, or with the agent's state): it is
+  // requeued, as on a node failure, and launched again (the only free 8 GPUs: c's node).
+  auto relaunch = again_c.WaitLaunch(c);
+  ASSERT_TRUE(relaunch);
+  EXPECT_NE(relaunch->launch_id(), where[c].second.launch_id());
+  ASSERT_TRUE(h.WaitState(c, v1::JOB_STATE_RUNNING));
   EXPECT_EQ(h.State(a), v1::JOB_STATE_RUNNING);
   EXPECT_EQ(NodeStateOf(h, agent_a->node()), v1::NODE_STATE_UP);
   // a's part ends normally: completed.
@@ -117,6 +123,48 @@ TEST(DaemonRestart, JobsComeBackAndAgentsReconcile) {
   ASSERT_TRUE(h.WaitState(a, v1::JOB_STATE_COMPLETED));
   // Ids continue after the recovered ones.
   EXPECT_GT(h.SubmitOk(Harness::Spec(1)), b);
+}
+
+// A two-node job whose part one agent does not have after a restart (its launch never reached
+// that node: the daemon died between the commit and the send): the job is requeued, never
+// failed; its part on the other node is stopped, and it starts again under a new launch.
+TEST(DaemonRestart, APartAnAgentNeverGotRequeuesTheJobAndStopsItsOtherPart) {
+  Harness h;
+  h.Start();
+  FakeAgent n0(h.AgentTarget(), "node0"), n1(h.AgentTarget(), "node1");
+  ASSERT_TRUE(n0.Join());
+  ASSERT_TRUE(n1.Join());
+  v1::JobSpec two = Harness::Spec(0, "two");
+  two.set_nodes(2);
+  two.set_gpus_per_node(8);
+  const uint64_t id = h.SubmitOk(two);  // only node0 and node1 have agents: it runs there
+  auto first0 = n0.WaitLaunch(id);
+  auto first1 = n1.WaitLaunch(id);
+  ASSERT_TRUE(first0 && first1);
+  ASSERT_EQ(first0->launch_id(), first1->launch_id());
+  h.Stop();
+  n0.Disconnect();
+  n1.Disconnect();
+
+  h.Start();
+  FakeAgent again0(h.AgentTarget(), "node0"), again1(h.AgentTarget(), "node1");
+  v1::RunningPart part;
+  part.set_job_id(id);
+  part.set_launch_id(first0->launch_id());
+  ASSERT_TRUE(again0.Join({part}));
+  ASSERT_TRUE(again1.Join());  // without its part
+  ASSERT_TRUE(again0.WaitKill(id)) << "the part that still runs is stopped";
+  for (const auto& cmd : again0.Commands()) {
+    if (cmd.has_kill() && cmd.kill().job_id() == id) {
+      EXPECT_EQ(cmd.kill().launch_id(), first0->launch_id());
+    }
+  }
+  auto next0 = again0.WaitLaunch(id);
+  auto next1 = again1.WaitLaunch(id);
+  ASSERT_TRUE(next0 && next1) << "requeued, it starts again on both nodes";
+  EXPECT_EQ(next0->launch_id(), next1->launch_id());
+  EXPECT_NE(next0->launch_id(), first0->launch_id());
+  ASSERT_TRUE(h.WaitState(id, v1::JOB_STATE_RUNNING));
 }
 
 // A suspended job (phalanx job suspend) is SUSPENDED again after a restart (the store keeps

@@ -35,6 +35,22 @@ TEST(RunningParts, ReconcileAdoptsConfirmsKillsAndLoses) {
   EXPECT_EQ(r.lost, (std::vector<JobId>{3}));
 }
 
+// A lost part (its node registered without it) counts as exited but fails nothing: the job is
+// requeued, not ended, so no failure is recorded and the other part is still to stop.
+TEST(RunningParts, ALostPartExitsWithoutFailingTheLaunch) {
+  RunningParts rp;
+  rp.Launched(3, LaunchOn(30, {{"n0", PartState::kSent}, {"n1", PartState::kRunning}}));
+  EXPECT_EQ(rp.Reconcile("n0", {}).lost, (std::vector<JobId>{3}));
+  ASSERT_TRUE(rp.PartLost(3, "n0"));
+  EXPECT_EQ(rp.Find(3)->parts[0].state, PartState::kExited);
+  EXPECT_EQ(rp.Find(3)->parts[0].exit_code, -1);
+  EXPECT_EQ(rp.Find(3)->parts[1].state, PartState::kRunning);
+  EXPECT_FALSE(rp.Find(3)->failed);
+  EXPECT_FALSE(rp.AllExited(3));
+  EXPECT_TRUE(rp.Reconcile("n0", {}).lost.empty()) << "lost once";
+  EXPECT_FALSE(rp.PartLost(4, "n0")) << "not tracked";
+}
+
 // An agent lists an ended part until the daemon answers its exit (ExitStored): a gang part
 // that exited while the others run is neither killed nor lost when its node registers again.
 TEST(RunningParts, ListedPartWhoseExitWasHandledIsNeitherUnknownNorLost) {

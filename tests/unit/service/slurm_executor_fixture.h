@@ -56,6 +56,10 @@ class Host final : public ExecutorHost {
     ended.push_back(std::to_string(job) + (success ? " ok " : " failed ") + reason);
     EXPECT_TRUE(core_->JobEnded(job, now, success));
   }
+  void JobLost(JobId job, const std::string& reason) override {
+    ended.push_back(std::to_string(job) + " lost " + reason);
+    EXPECT_TRUE(core_->JobLost(job, now, reason));
+  }
   void CheckpointReported(JobId, uint64_t, const std::string&, const std::string&) override {}
   void NodeAvailabilityChanged(const std::string& node, const std::string& why) override {
     const NodeAvailability a = executor->node(node).availability;
