@@ -191,7 +191,11 @@ class Sim {
 
  private:
   void Push(Time t, Ev kind, size_t job, uint64_t gen) { heap_.push({t, kind, seq_++, job, gen}); }
+  // A pass at `t`, asked by the pass that runs now. Each pass asks anew for what its plan has
+  // coming due (Pass clears `due_` first), so a wake that no later pass asked for again is stale
+  // and runs no pass: a reservation that moved, a patience bound that changed with the queue.
   void Wake(Time t) {
+    due_.insert(t);
     if (wakes_.insert(t).second) Push(t, Ev::kWake, 0, 0);
   }
 
@@ -459,7 +463,7 @@ class Sim {
     }
     if (e.kind == Ev::kWake) {
       wakes_.erase(e.t);
-      pass = true;
+      if (due_.contains(e.t)) pass = true;
       return {};
     }
     if (e.kind == Ev::kRelease) {
@@ -527,6 +531,7 @@ class Sim {
     ++res_.counters.passes;
     if (opt_.record_decisions) script_ << "at " << now << " schedule\n";
     std::vector<Decision> decisions = sched_->Schedule(now);
+    due_.clear();  // this pass's plan says what comes due next (Wake)
     const bool waiting_for_gpus = WaitsForGpus();
     for (const Decision& d : decisions) {
       if (opt_.record_decisions) Print(d);
@@ -659,7 +664,8 @@ class Sim {
   std::vector<SimJob> jobs_;
   std::vector<NodeEvent> nodes_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
-  std::set<Time> wakes_;
+  std::set<Time> wakes_;  // times with a kWake in the heap
+  std::set<Time> due_;    // the times the last pass asked to be woken at
   std::set<size_t> elastic_running_;
   uint64_t seq_ = 0;
   size_t finished_ = 0;

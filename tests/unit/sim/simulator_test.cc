@@ -82,8 +82,7 @@ TEST(SimGolden, BackfillVersusFifo) {
 }
 
 // Walltimes: factor 2 makes the reservation for j3 land at 4000 (j2's walltime end), so j4 still
-// backfills; the simulator wakes the core at the reservation start, but j3 starts at 2000
-// (j2 really ends then).
+// backfills; j3 starts at 2000 (j2 really ends then).
 TEST(SimGolden, WalltimeFactorKeepsRealEnds) {
   SimOptions o;
   o.walltime.mode = WalltimeModel::Mode::kFactor;
@@ -93,6 +92,27 @@ TEST(SimGolden, WalltimeFactorKeepsRealEnds) {
   EXPECT_EQ(r.jobs[2].end, 2500);
   EXPECT_EQ(r.jobs[3].end, 1300);
   EXPECT_EQ(MakeJobSpec(Golden4().jobs[1], 1, o).walltime, 4000);
+}
+
+// The passes that planned j3's reservation at 4000 asked to be woken then; j2 really ends at
+// 2000, j3 starts, and no pass after that asks for 4000 again: the wake is stale and runs no pass
+// (j5 keeps the replay going past it). Passes run at the events only.
+TEST(SimGolden, AStaleWakeRunsNoPass) {
+  auto t = ReadTraceCsv(Fixture("golden4.csv") + "j5,3000,8,2000,dave,COMPLETED\n", "golden5.csv");
+  ASSERT_TRUE(t) << t.error().ToString();
+  SimOptions o;
+  o.walltime.mode = WalltimeModel::Mode::kFactor;
+  o.walltime.factor = 2;
+  o.record_decisions = true;
+  const SimResult r = SimRun(*t, "phalanx", o);
+  EXPECT_EQ(r.jobs[2].first_start, 2000);
+  EXPECT_EQ(r.jobs[4].end, 5000);
+  EXPECT_EQ(r.event_script.find("at 4000 schedule"), std::string::npos) << r.event_script;
+  // 0 (j1, j2), 100 (j3), 200 (j4), 1000, 1300, 2000, 2500, 3000 (j5), 5000.
+  EXPECT_EQ(r.counters.passes, 9u) << r.event_script;
+  // Without the wakes at reservation starts, the same passes.
+  o.wake_for_reservations = false;
+  EXPECT_EQ(SimRun(*t, "phalanx", o).event_script, r.event_script);
 }
 
 // Preemption through checkpoints, with the default costs: a high-priority 32-GPU job arrives at
