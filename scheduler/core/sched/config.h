@@ -139,6 +139,12 @@ struct SchedulerConfig {
   // of the same state (on), or searches again for each (off). The answers are the same; off is
   // for tests.
   bool keep_start_answers = true;
+  // Not a policy: whether a backfill cycle (backfill_interval) that would repeat an idle one --
+  // the last cycle decided nothing, no event since, a policy nothing of which changes with time
+  // alone (FIFO order, no wait-based guard, no placement patience, preemption or elastic
+  // resizing, walltime runtimes, no begin time ahead, nothing suspended) -- is skipped (on) or
+  // run in full (off). The decisions are the same; off is for tests.
+  bool skip_idle_backfill = true;
 
   ModelParams model;
 };

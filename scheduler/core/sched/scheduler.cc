@@ -31,6 +31,7 @@ Status Advance(SchedulerState& s, Time now) {
     return Fail("time",
                 "events must not go back in time (" + std::to_string(now) + " < " + std::to_string(s.now) + ")");
   s.now = now;
+  s.backfill_idle = false;  // something happens: the next backfill cycle may decide
   return {};
 }
 
@@ -74,6 +75,7 @@ const std::vector<Reservation>& Scheduler::reservations() const { return s_->res
 Time Scheduler::next_backfill() const {
   return s_->config.backfill_interval > 0 ? s_->last_backfill + s_->config.backfill_interval : kForever;
 }
+uint64_t Scheduler::idle_cycles_skipped() const { return s_->idle_cycles_skipped; }
 Time Scheduler::next_patience_deadline() const { return s_->patience_due; }
 
 const std::vector<JobId>* Scheduler::array_tasks(JobId array) const {
@@ -129,6 +131,7 @@ Status Scheduler::Submit(JobSpec spec, Time now) {
   PHX_RETURN_IF_ERROR(cls);
   if (now < s.now) return Fail("time", "events must not go back in time");
   s.now = now;
+  s.backfill_idle = false;
   spec.shape = NormalisedShape(spec.shape);
   auto forbidden = ForbiddenNodes(*s.topo, spec);
   PHX_RETURN_IF_ERROR(forbidden);

@@ -262,6 +262,9 @@ class Scheduler {
   // With config().backfill_interval > 0: when the next pass may be a backfill cycle (Slurm's
   // bf_interval after the last one); kForever otherwise.
   Time next_backfill() const;
+  // Backfill cycles taken without a pass because they would repeat an idle one
+  // (config().skip_idle_backfill).
+  uint64_t idle_cycles_skipped() const;
   // Placement under pressure: the earliest time a job the last pass held back for a good block
   // reaches its bound and starts on whatever block is free (a pass is due then); kForever if none.
   Time next_patience_deadline() const;

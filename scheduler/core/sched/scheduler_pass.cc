@@ -143,7 +143,10 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
                                                  std::to_string(job.spec.array_id) + " running (%" +
                                                  std::to_string(job.spec.array_max_running) + ")");
   }
-  if (job.spec.begin > now) return wait(WaitKind::kBeginTime, {}, job.spec.begin);
+  if (job.spec.begin > now) {
+    pass.begin_ahead = true;
+    return wait(WaitKind::kBeginTime, {}, job.spec.begin);
+  }
   const uint32_t n = s.MinLegalSize(job);
   if (job.partition_ids.empty()) {
     const std::string names = job.spec.partitions.empty() ? "" : job.spec.partitions.front();
@@ -288,12 +291,33 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   if (auto r = Reserve(s, pass, job)) {
     const Time start = r->start;
     // Slurm's bf_window: no reservation further out (the job is planned again next cycle).
-    if (s.config.backfill_window > 0 && start > now + s.config.backfill_window) return wait(kind, detail, start);
+    if (s.config.backfill_window > 0 && start > now + s.config.backfill_window) {
+      // Once the window reaches it, it reserves, and a job after it may no longer: time alone
+      // changes the pass then (IdleCyclesRepeat).
+      pass.window_reaches = std::min(pass.window_reaches, start - s.config.backfill_window);
+      return wait(kind, detail, start);
+    }
     pass.reserved_max_gpus = std::max(pass.reserved_max_gpus, n);
     AddReservation(s, pass, std::move(*r));
     return wait(kind, detail, start);
   }
   return wait(kind, detail);
+}
+
+// Whether nothing the policy decides with changes by time alone, so that a backfill cycle after
+// an idle one, with no event between, decides nothing either: the order is FIFO (priorities
+// constant; a topped job is an event), no guard starts reserving by waiting time, no job waits
+// for a better block until a bound, neither preemption (minimum run times) nor elastic resizing
+// (idle times), runtimes are walltimes (a running job never outlives its expected end: it is
+// killed then, a timer), nothing is suspended (its walltime clock stops). Time still moves the
+// reservations' blocking interval, but only to block more, and the backfill window, which
+// changes who reserves once it reaches a job's start (PassState::window_reaches: the skipping
+// stops there).
+bool IdleCyclesRepeat(const SchedulerState& s, const PassState& pass) {
+  const SchedulerConfig& c = s.config;
+  return c.skip_idle_backfill && c.backfill_interval > 0 && c.order == QueueOrder::kFifo && c.reserve_after_wait == 0 &&
+         (c.placement_comm_share <= 0 || c.placement != PlacementMode::kTopology) && !c.preemption && !c.elastic &&
+         c.runtime == RuntimeMode::kWalltime && !pass.begin_ahead && s.topo->none_suspended();
 }
 
 }  // namespace
@@ -302,6 +326,26 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   SchedulerState& s = *s_;
   now = std::max(now, s.now);
   s.now = now;
+  // A backfill cycle that would repeat an idle one (SchedulerState::backfill_idle): the cycle
+  // is taken (its clock moves) and decides nothing; the waits are those the records keep.
+  if (s.backfill_idle && s.outbox.empty() && s.next_timer > now && now < s.backfill_idle_until &&
+      now >= s.last_backfill + s.config.backfill_interval) {
+    ChargeUsage(s, now);
+    s.last_backfill = now;
+    ++s.idle_cycles_skipped;
+    std::vector<Decision> waits;
+    if (!s.config.wait_decisions) return waits;
+    for (JobId id : s.queue) {
+      const JobRecord& job = s.jobs.at(id);
+      if (job.state != JobState::kPending) continue;
+      Decision& d = waits.emplace_back();
+      d.kind = DecisionKind::kWait;
+      d.job = id;
+      d.at = now;
+      d.wait = job.wait;
+    }
+    return waits;
+  }
   // Decisions made by events since the last pass, unless a later event made them moot (a job
   // resized by a node failure that then ended; a requeued job that was then cancelled).
   std::vector<Decision> out;
@@ -371,6 +415,13 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   }
   pass.start_blocks.Clear();
   GrowElastic(s, pass, out);
+  const bool decided = !out.empty();  // the waits are not in `out` yet
+  if (pass.backfill_cycle && s.config.backfill_interval > 0) {
+    s.backfill_idle = !decided && IdleCyclesRepeat(s, pass);
+    s.backfill_idle_until = pass.window_reaches;
+  } else if (decided) {
+    s.backfill_idle = false;
+  }
   std::vector<Decision>& waits = pass.buffers.waits;
   out.reserve(out.size() + waits.size());
   std::move(waits.begin(), waits.end(), std::back_inserter(out));

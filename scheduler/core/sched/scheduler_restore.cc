@@ -124,6 +124,7 @@ Status Scheduler::Restore(JobRecord record, Time now) {
   }
   s.now = now;
   s.restoring = true;
+  s.backfill_idle = false;
   s.restored.push_back(id);
   return {};
 }

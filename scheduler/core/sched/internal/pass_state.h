@@ -90,6 +90,10 @@ struct PassState {
   // Slurm's limits (SchedulerConfig::backfill_interval...): whether this pass is a backfill
   // cycle, how many pending jobs it may test (0: all) and how many it has.
   bool backfill_cycle = true;
+  bool begin_ahead = false;  // a job waits for its begin time (time alone will change this pass)
+  // The earliest time the backfill window reaches the start of a job that did not reserve
+  // because its start was beyond it (from then on it reserves: time alone changes the pass).
+  Time window_reaches = kForever;
   uint32_t test_limit = 0;
   uint32_t tested = 0;
   // The partitions as the pass starts (their states and limits do not change during a pass):

@@ -175,7 +175,13 @@ struct SchedulerState {
   Time idle_since = 0;             // since when GPUs have been free with nobody waiting (GrowElastic)
   Time last_freed = 0;             // last time GPUs were given back (ends, shrinks, node up)
   Time last_backfill = -kForever;  // the last backfill cycle (config.backfill_interval > 0)
-  Time patience_due = kForever;    // the last pass: the earliest bound of a job waiting for a good block
+  // The last backfill cycle decided nothing, nothing happened since (every event clears it) and
+  // nothing in the policy changes with time alone (IdleCyclesRepeat): the next cycles decide
+  // nothing either until an event, so Schedule skips them (scheduler_pass.cc).
+  bool backfill_idle = false;
+  Time backfill_idle_until = kForever;  // ... and only before this (PassState::window_reaches)
+  uint64_t idle_cycles_skipped = 0;
+  Time patience_due = kForever;  // the last pass: the earliest bound of a job waiting for a good block
   // Between the first Restore and FinishRestore: the jobs restored so far (scheduler_restore.cc).
   bool restoring = false;
   std::vector<JobId> restored;
