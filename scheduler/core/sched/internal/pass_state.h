@@ -179,7 +179,7 @@ struct PassState {
     // reservations made since are inserted into them.
     std::vector<uint32_t> by_start, by_end;
     std::vector<std::pair<Time, Time>> sorted_bounds;
-    std::vector<Time> bounds, times;
+    std::vector<Time> bounds;
     std::vector<JobId> released;
     std::vector<GpuId> gpus;
     // By reservation index: its GPUs as (64-GPU word, bits) in the order Reserve's word walk

@@ -88,18 +88,24 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     }
     if (!now_in) bounds.push_back(now);
   }
-  std::vector<Time>& times = scratch.times;
-  times.clear();
-  times.reserve(ends.size() + bounds.size());
-  {
-    size_t b = 0;
-    for (const auto& e : ends) {
-      while (b < bounds.size() && bounds[b] <= e.first) times.push_back(bounds[b++]);
-      times.push_back(e.first);
+  // The candidate times in order, each once: the release times and `bounds` merged as the walk
+  // goes (most walks end after a few dozen steps, long before the last of hundreds of releases,
+  // and merging them all first cost more than the steps).
+  size_t next_end = 0, next_bound = 0;
+  bool any_time = false;
+  Time last_time = 0;
+  auto next_time = [&]() -> std::optional<Time> {
+    for (;;) {
+      const bool has_end = next_end < ends.size(), has_bound = next_bound < bounds.size();
+      if (!has_end && !has_bound) return std::nullopt;
+      const Time t = !has_bound || (has_end && ends[next_end].first <= bounds[next_bound]) ? ends[next_end++].first
+                                                                                           : bounds[next_bound++];
+      if (any_time && t == last_time) continue;
+      any_time = true;
+      last_time = t;
+      return t;
     }
-    times.insert(times.end(), bounds.begin() + static_cast<std::ptrdiff_t>(b), bounds.end());
-  }
-  times.erase(std::unique(times.begin(), times.end()), times.end());
+  };
 
   // The planner tells, from GPU counts alone, the earliest time some domain the job may live in
   // has n GPUs free for its whole walltime: a necessary condition, so every time it skips would
@@ -442,16 +448,17 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   bool others_built = false;
   const auto own = pass.promised.find(job.spec.id);
   size_t next = 0;
-  for (size_t ti = 0; ti < times.size(); ++ti) {
-    Time t = times[ti];
+  for (std::optional<Time> candidate; (candidate = next_time());) {
+    Time t = *candidate;
     if (t < now) continue;
     if (plan) {
       const auto c = plan->EarliestBlock(max_level, n, w, t, Level::kNode);
       if (!c) return std::nullopt;
       if (c->first > t) {
-        ti = static_cast<size_t>(std::lower_bound(times.begin(), times.end(), c->first) - times.begin());
-        if (ti == times.size()) return std::nullopt;
-        t = times[ti];
+        // The first candidate time not before it.
+        while (candidate && *candidate < c->first) candidate = next_time();
+        if (!candidate) return std::nullopt;
+        t = *candidate;
       }
     }
     if (live) what_if.Empty(kPromised);
