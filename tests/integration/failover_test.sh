@@ -53,6 +53,10 @@ cleanup() {
 trap cleanup EXIT
 fail() {
   echo "FAIL: $*"
+  # The lines that explain most failures first (CI keeps only the end of a long output).
+  echo "---- the daemons' job ends, losses and leadership changes"
+  grep -hE "job [0-9]+ (failed|completed|lost)|requeued|took over|resigned|deposed" "$dir"/a.log "$dir"/b*.log \
+    2>/dev/null | tail -n 40
   for f in "$dir"/*.log; do
     echo "---- $f"
     tail -n 30 "$f"
@@ -176,6 +180,13 @@ for i in 1 2 3 4; do
   echo "$id" >>"$dir/acked"
 done
 started() { [ "$(wc -l <"$dir/starts")" -ge "$1" ]; }
+# Every job the daemon behind SOCKET remembers, finished ones too, with its state and reason;
+# the acknowledged ids and how many parts wrote a start record (for failure messages).
+jobs_report() {
+  "$gq" --socket "$1" --all -o '%.6i %.10j %.10T %R' 2>&1
+  echo "acknowledged: $(tr '\n' ' ' <"$dir/acked")"
+  echo "start records: $(wc -l <"$dir/starts")"
+}
 deadline 20 started 4 || fail "the first 4 jobs did not start"
 echo "$(date +%T.%N) 4 jobs run"
 before_pids=$(awk '{print $5}' "$dir/starts" | sort)
@@ -211,7 +222,8 @@ all_running() {  # SOCKET
   [ "$total" -eq "$running" ] && [ "$running" -ge "$(wc -l <"$dir/acked")" ] &&
     [ "$(wc -l <"$dir/starts")" -eq "$running" ]
 }
-deadline 20 all_running "$dir/b.sock" || fail "not every job runs on B: $("$gq" --socket "$dir/b.sock" 2>&1)"
+deadline 20 all_running "$dir/b.sock" || fail "not every job runs on B:
+$(jobs_report "$dir/b.sock")"
 while read -r id; do
   out=$("$gq" --socket "$dir/b.sock" -j "$id" --json 2>&1)
   case $out in *"\"id\":\"$id\""*) ;; *) fail "acknowledged job $id lost: $out" ;; esac
@@ -241,7 +253,8 @@ echo "SIGSTOP: A leads $(($(now_ms) - stopped_at)) ms after the stop"
 deadline 20 nodes_up "$dir/a.sock" || fail "not every agent moved to A"
 id=$(submit 1 after-stop) || fail "no submission acknowledged after the takeover"
 echo "$id" >>"$dir/acked"
-deadline 20 all_running "$dir/a.sock" || fail "the job submitted to A does not run: $("$gq" --socket "$dir/a.sock" 2>&1)"
+deadline 20 all_running "$dir/a.sock" || fail "the job submitted to A does not run:
+$(jobs_report "$dir/a.sock")"
 starts_before=$(wc -l <"$dir/starts")
 registered_b=$(cat "$dir"/agent-node*.log | grep -c "registered with 127.0.0.1:$pb")
 kill -CONT "$pids_b"
@@ -258,7 +271,8 @@ sleep 1  # anything B had sent would have reached the agents by now
 [ "$(wc -l <"$dir/starts")" -eq "$starts_before" ] || fail "a job part started after B resumed"
 check_starts
 for p in $before_pids; do kill -0 "$p" 2>/dev/null || fail "job process $p did not survive the second failover"; done
-deadline 20 all_running "$dir/a.sock" || fail "not every job runs on A: $("$gq" --socket "$dir/a.sock" 2>&1)"
+deadline 20 all_running "$dir/a.sock" || fail "not every job runs on A:
+$(jobs_report "$dir/a.sock")"
 while read -r id; do
   out=$("$gq" --socket "$dir/a.sock" -j "$id" --json 2>&1)
   case $out in *"\"id\":\"$id\""*) ;; *) fail "acknowledged job $id lost: $out" ;; esac
@@ -278,6 +292,7 @@ pids_a=
 grep -q "resigned the leadership" "$dir/a.log" || fail "A did not resign the lease on its clean stop"
 deadline 20 nodes_up "$dir/b.sock" || fail "not every agent moved to B"
 for p in $before_pids; do kill -0 "$p" 2>/dev/null || fail "job process $p did not survive the clean handover"; done
-deadline 20 all_running "$dir/b.sock" || fail "not every job runs on B: $("$gq" --socket "$dir/b.sock" 2>&1)"
+deadline 20 all_running "$dir/b.sock" || fail "not every job runs on B:
+$(jobs_report "$dir/b.sock")"
 check_starts
 echo "ok: $(wc -l <"$dir/acked") acknowledged jobs, each started once, through two failovers and a handover"
