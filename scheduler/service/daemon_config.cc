@@ -2,16 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
-#include <cmath>
-#include <fstream>
-#include <functional>
 #include <map>
-#include <sstream>
 #include <utility>
 
-#include "call_auth.h"
-#include "service/store_space.h"
+#include "service/daemon_config_yaml.h"
 #include "util/duration.h"
 #include "util/file_read.h"
 #include "util/flags.h"
@@ -22,109 +16,15 @@
 namespace phalanx::service {
 namespace {
 
-// Walks one YAML map: every key must be known; values are converted with errors that name
-// "file:line: section.key".
-class Section {
- public:
-  Section(const YAML::Node& node, std::string file, std::string prefix)
-      : node_(node), file_(std::move(file)), prefix_(std::move(prefix)) {}
-
-  using Handler = std::function<Status(const YAML::Node& value, const std::string& key)>;
-  void On(std::string key, Handler h) { handlers_.emplace(std::move(key), std::move(h)); }
-
-  Status Run() {
-    if (!node_.IsMap()) return Fail(Where(node_), Name("") + "expected a map of settings");
-    for (auto it = node_.begin(); it != node_.end(); ++it) {
-      const std::string key = it->first.as<std::string>();
-      auto h = handlers_.find(key);
-      if (h == handlers_.end()) {
-        std::string known;
-        for (const auto& [k, _] : handlers_) known += (known.empty() ? "" : ", ") + k;
-        return Fail(Where(it->first), "unknown key '" + prefix_ + key + "' (known: " + known + ")");
-      }
-      if (auto st = h->second(it->second, prefix_ + key); !st) return st;
-    }
-    return {};
-  }
-
-  std::string Where(const YAML::Node& n) const { return file_ + ":" + std::to_string(n.Mark().line + 1); }
-  std::string Name(const std::string& key) const { return key.empty() ? prefix_ : key + ": "; }
-  const std::string& file() const { return file_; }
-
- private:
-  // By value (a handle): a Section may be made from `it->second` of a YAML iterator, whose
-  // proxy is gone at the end of that statement (ASan: stack-use-after-scope in ParseAccess).
-  const YAML::Node node_;
-  std::string file_, prefix_;
-  std::map<std::string, Handler> handlers_;
-};
+using detail::Conv;
+using detail::NameList;
+using detail::Scalar;
+using detail::Section;
 
 // A policy preset keeps the partitions already read (the YAML keys come in any order).
 SchedulerConfig WithPartitions(SchedulerConfig preset, const std::vector<PartitionConfig>& partitions) {
   preset.partitions = partitions;
   return preset;
-}
-
-std::string Scalar(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : std::string("<not a scalar>"); }
-
-struct Conv {
-  const Section& sec;
-  Status Bad(const YAML::Node& v, const std::string& key, const std::string& what) const {
-    return Fail(sec.Where(v), key + ": expected " + what + ", got '" + Scalar(v) + "'");
-  }
-  Status Str(const YAML::Node& v, const std::string& key, std::string* out) const {
-    if (v.IsNull()) {
-      out->clear();
-      return {};
-    }
-    if (!v.IsScalar()) return Bad(v, key, "a string");
-    *out = v.Scalar();
-    return {};
-  }
-  Status Seconds(const YAML::Node& v, const std::string& key, double* out) const {
-    double d = 0;
-    if (!v.IsScalar() || !YAML::convert<double>::decode(v, d) || !std::isfinite(d) || d < 0)
-      return Bad(v, key, "a number of seconds >= 0");
-    *out = d;
-    return {};
-  }
-  Status NonNegative(const YAML::Node& v, const std::string& key, double* out) const {
-    double d = 0;
-    if (!v.IsScalar() || !YAML::convert<double>::decode(v, d) || !std::isfinite(d) || d < 0)
-      return Bad(v, key, "a number >= 0");
-    *out = d;
-    return {};
-  }
-  Status WholeSeconds(const YAML::Node& v, const std::string& key, Duration* out) const {
-    int64_t x = 0;
-    if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x) || x < 0)
-      return Bad(v, key, "a whole number of seconds >= 0");
-    *out = x;
-    return {};
-  }
-  Status U32(const YAML::Node& v, const std::string& key, uint32_t* out, uint32_t max = UINT32_MAX) const {
-    int64_t x = 0;
-    if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x) || x < 0 || x > max)
-      return Bad(v, key, "a whole number in 0.." + std::to_string(max));
-    *out = static_cast<uint32_t>(x);
-    return {};
-  }
-  Status Bool(const YAML::Node& v, const std::string& key, bool* out) const {
-    if (!v.IsScalar() || !YAML::convert<bool>::decode(v, *out)) return Bad(v, key, "true or false");
-    return {};
-  }
-};
-
-// A list of names (users, groups, accounts, hosts): null keeps `out` as it is.
-Status NameList(const Conv& cv, const YAML::Node& v, const std::string& key, std::vector<std::string>* out) {
-  if (v.IsNull()) return {};
-  if (!v.IsSequence()) return cv.Bad(v, key, "a list of names");
-  out->clear();
-  for (const YAML::Node& n : v) {
-    if (!n.IsScalar() || n.Scalar().empty()) return cv.Bad(n, key, "a name");
-    out->push_back(n.Scalar());
-  }
-  return {};
 }
 
 // access: classes and accounts (core/queue/access.h).
@@ -364,36 +264,7 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     }
     return {};
   });
-  s.On("user_limits", [&](const YAML::Node& v, const std::string&) -> Status {
-    Section t(v, file, "user_limits.");
-    Conv tc{t};
-    UserLimits& u = c.user_limits;
-    t.On("max_connections",
-         [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &u.max_connections); });
-    t.On("max_connections_per_uid",
-         [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &u.max_connections_per_uid); });
-    t.On("requests_per_second",
-         [&](const YAML::Node& x, const std::string& key) { return tc.NonNegative(x, key, &u.requests_per_second); });
-    t.On("request_burst",
-         [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &u.request_burst); });
-    t.On("idle_timeout",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &u.idle_timeout_s); });
-    t.On("exempt_uids", [&](const YAML::Node& x, const std::string& key) -> Status {
-      if (x.IsNull()) {
-        u.exempt_uids.clear();
-        return {};
-      }
-      if (!x.IsSequence()) return tc.Bad(x, key, "a list of uids");
-      u.exempt_uids.clear();
-      for (const YAML::Node& n : x) {
-        uint32_t uid = 0;
-        if (auto st = tc.U32(n, key, &uid); !st) return st;
-        u.exempt_uids.insert(uid);
-      }
-      return {};
-    });
-    return t.Run();
-  });
+  s.On("user_limits", [&](const YAML::Node& v, const std::string&) { return detail::ParseUserLimits(v, file, c); });
   s.On("admin_groups",
        [&](const YAML::Node& v, const std::string& key) { return NameList(cv, v, key, &c.admin_groups); });
   // private_data: [jobs, names, users] (Slurm's PrivateData); the sensitive fields are always private.
@@ -417,108 +288,10 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     c.log_level = *level;
     return {};
   });
-  s.On("store", [&](const YAML::Node& v, const std::string&) -> Status {
-    Section t(v, file, "store.");
-    Conv tc{t};
-    t.On("path", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.db_path); });
-    t.On("backend", [&](const YAML::Node& x, const std::string& key) -> Status {
-      const auto backend = store::ParseBackend(Scalar(x));
-      if (!backend) return tc.Bad(x, key, "sqlite or postgresql");
-      if (*backend == store::Backend::kPostgres && !store::PostgresBuilt())
-        return Fail(t.Where(x), key +
-                                    ": postgresql: this phalanxd was built without the PostgreSQL backend "
-                                    "(libpq-dev was not found when it was configured); use sqlite, or rebuild");
-      c.store_backend = *backend;
-      return {};
-    });
-    t.On("dsn", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.store_dsn); });
-    t.On("lease", [&](const YAML::Node& x, const std::string& key) -> Status {
-      double d = 0;
-      if (auto st = tc.Seconds(x, key, &d); !st) return st;
-      if (d < 1) return tc.Bad(x, key, "a number of seconds >= 1");
-      c.store_lease_s = d;
-      return {};
-    });
-    t.On("lease_renew", [&](const YAML::Node& x, const std::string& key) -> Status {
-      double d = 0;
-      if (auto st = tc.Seconds(x, key, &d); !st) return st;
-      if (d < 0.1) return tc.Bad(x, key, "a number of seconds >= 0.1");
-      c.store_lease_renew_s = d;
-      return {};
-    });
-    t.On("standby", [&](const YAML::Node& x, const std::string& key) { return tc.Bool(x, key, &c.store_standby); });
-    t.On("sync", [&](const YAML::Node& x, const std::string& key) -> Status {
-      const std::string m = Scalar(x);
-      if (m == "normal") c.sync = store::SyncMode::kNormal;
-      else if (m == "full") c.sync = store::SyncMode::kFull;
-      else return tc.Bad(x, key, "normal or full");
-      return {};
-    });
-    t.On("min_free", [&](const YAML::Node& x, const std::string& key) -> Status {
-      auto b = x.IsScalar() ? ParseByteSize(x.Scalar()) : std::unexpected(Error{"", ""});
-      if (!b) return tc.Bad(x, key, "a size in bytes (a number, or with a unit: 64MiB, 512KiB, 2GiB; 0: off)");
-      c.store_min_free = *b;
-      return {};
-    });
-    return t.Run();
-  });
-  s.On("topology", [&](const YAML::Node& v, const std::string&) -> Status {
-    Section t(v, file, "topology.");
-    Conv tc{t};
-    t.On("source", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.topology); });
-    t.On("format", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.topology_format); });
-    return t.Run();
-  });
-  s.On("users_tcp", [&](const YAML::Node& v, const std::string&) -> Status {
-    Section t(v, file, "users_tcp.");
-    Conv tc{t};
-    UserTcpConfig& u = c.users_tcp;
-    t.On("listen", [&](const YAML::Node& x, const std::string& key) -> Status {
-      PHX_RETURN_IF_ERROR(tc.Str(x, key, &u.listen));
-      if (!u.listen.empty() && !auth::HaveMunge())
-        return Fail(t.Where(x), key +
-                                    ": this phalanxd was built without libmunge (libmunge-dev was not installed "
-                                    "when it was configured): install it and rebuild to serve users over TCP");
-      return {};
-    });
-    t.On("tls_cert", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &u.tls_cert); });
-    t.On("tls_key", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &u.tls_key); });
-    t.On("munge_socket", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &u.munge_socket); });
-    return t.Run();
-  });
-  s.On("agents", [&](const YAML::Node& v, const std::string&) -> Status {
-    Section t(v, file, "agents.");
-    Conv tc{t};
-    AgentListenerConfig& a = c.agents;
-    t.On("listen", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.listen); });
-    t.On("token_file", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.token_file); });
-    t.On("tls_cert", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.tls_cert); });
-    t.On("tls_key", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.tls_key); });
-    t.On("tls_client_ca",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &a.tls_client_ca); });
-    t.On("heartbeat_interval",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.heartbeat_interval_s); });
-    t.On("heartbeat_timeout",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.heartbeat_timeout_s); });
-    t.On("grace", [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.agent_grace_s); });
-    t.On("startup_grace",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.startup_grace_s); });
-    t.On("kill_grace",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.kill_grace_s); });
-    t.On("fence", [&](const YAML::Node& x, const std::string& key) -> Status {
-      bool on = false;
-      PHX_RETURN_IF_ERROR(tc.Bool(x, key, &on));
-      c.fence = on;
-      return Status{};
-    });
-    t.On("fence_margin",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.fence_margin_s); });
-    t.On("master_port_min",
-         [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &c.master_port_min, 65535); });
-    t.On("master_port_max",
-         [&](const YAML::Node& x, const std::string& key) { return tc.U32(x, key, &c.master_port_max, 65535); });
-    return t.Run();
-  });
+  s.On("store", [&](const YAML::Node& v, const std::string&) { return detail::ParseStore(v, file, c); });
+  s.On("topology", [&](const YAML::Node& v, const std::string&) { return detail::ParseTopologySection(v, file, c); });
+  s.On("users_tcp", [&](const YAML::Node& v, const std::string&) { return detail::ParseUsersTcp(v, file, c); });
+  s.On("agents", [&](const YAML::Node& v, const std::string&) { return detail::ParseAgents(v, file, c); });
   s.On("scheduler", [&](const YAML::Node& v, const std::string&) { return ParseScheduler(v, file, c); });
   s.On("partitions", [&](const YAML::Node& v, const std::string&) { return ParsePartitions(v, file, c); });
   s.On("mode", [&](const YAML::Node& v, const std::string& key) -> Status {
@@ -528,63 +301,9 @@ Status ParseRoot(const YAML::Node& root, const std::string& file, DaemonConfig& 
     return {};
   });
   // Slurm mode (docs/slurm.md): where Slurm's files are and what makes a job Phalanx's.
-  s.On("slurm", [&](const YAML::Node& v, const std::string&) -> Status {
-    Section t(v, file, "slurm.");
-    Conv tc{t};
-    SlurmSection& sl = c.slurm;
-    t.On("conf", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.conf); });
-    t.On("topology", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.topology); });
-    t.On("gres", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.gres); });
-    t.On("poll_interval",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &sl.poll_interval_s); });
-    t.On("fallback_delay",
-         [&](const YAML::Node& x, const std::string& key) { return tc.WholeSeconds(x, key, &sl.fallback_delay_s); });
-    t.On("start_timeout",
-         [&](const YAML::Node& x, const std::string& key) { return tc.WholeSeconds(x, key, &sl.start_timeout_s); });
-    t.On("comments", [&](const YAML::Node& x, const std::string& key) { return tc.Bool(x, key, &sl.comments); });
-    t.On("report_socket",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.report_socket); });
-    t.On("report_listen",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.report_listen); });
-    t.On("report_listen",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.report_listen); });
-    t.On("munge_socket", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.munge_socket); });
-    for (auto [name, list] : {std::pair{"partitions", &sl.partitions}, std::pair{"qos", &sl.qos},
-                              std::pair{"report_users", &sl.report_users}}) {
-      t.On(name, [&tc, list](const YAML::Node& x, const std::string& key) -> Status {
-        if (x.IsNull()) return {};
-        if (!x.IsSequence()) return tc.Bad(x, key, "a list of names");
-        list->clear();
-        for (const YAML::Node& n : x) {
-          if (!n.IsScalar() || n.Scalar().empty()) return tc.Bad(n, key, "a name");
-          list->push_back(n.Scalar());
-        }
-        return {};
-      });
-    }
-    return t.Run();
-  });
-  s.On("http", [&](const YAML::Node& v, const std::string&) -> Status {
-    Section t(v, file, "http.");
-    Conv tc{t};
-    t.On("listen", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.http_listen); });
-    t.On("admin_token_file",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &c.http.admin_token_file); });
-    t.On("allowed_hosts",
-         [&](const YAML::Node& x, const std::string& key) { return NameList(tc, x, key, &c.http.allowed_hosts); });
-    t.On("allowed_origins",
-         [&](const YAML::Node& x, const std::string& key) { return NameList(tc, x, key, &c.http.allowed_origins); });
-    return t.Run();
-  });
-  s.On("history", [&](const YAML::Node& v, const std::string&) -> Status {
-    Section t(v, file, "history.");
-    Conv tc{t};
-    t.On("interval",
-         [&](const YAML::Node& x, const std::string& key) { return tc.Seconds(x, key, &c.history_interval_s); });
-    t.On("retention",
-         [&](const YAML::Node& x, const std::string& key) { return tc.WholeSeconds(x, key, &c.history_retention_s); });
-    return t.Run();
-  });
+  s.On("slurm", [&](const YAML::Node& v, const std::string&) { return detail::ParseSlurm(v, file, c); });
+  s.On("http", [&](const YAML::Node& v, const std::string&) { return detail::ParseHttp(v, file, c); });
+  s.On("history", [&](const YAML::Node& v, const std::string&) { return detail::ParseHistory(v, file, c); });
   return s.Run();
 }
 
