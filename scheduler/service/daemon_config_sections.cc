@@ -161,16 +161,7 @@ Status ParseSlurm(const YAML::Node& v, const std::string& file, DaemonConfig& c)
   t.On("munge_socket", [&](const YAML::Node& x, const std::string& key) { return tc.Str(x, key, &sl.munge_socket); });
   for (auto [name, list] : {std::pair{"partitions", &sl.partitions}, std::pair{"qos", &sl.qos},
                             std::pair{"report_users", &sl.report_users}}) {
-    t.On(name, [&tc, list](const YAML::Node& x, const std::string& key) -> Status {
-      if (x.IsNull()) return {};
-      if (!x.IsSequence()) return tc.Bad(x, key, "a list of names");
-      list->clear();
-      for (const YAML::Node& n : x) {
-        if (!n.IsScalar() || n.Scalar().empty()) return tc.Bad(n, key, "a name");
-        list->push_back(n.Scalar());
-      }
-      return {};
-    });
+    t.On(name, [&tc, list](const YAML::Node& x, const std::string& key) { return NameList(tc, x, key, list); });
   }
   return t.Run();
 }
