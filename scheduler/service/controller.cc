@@ -333,7 +333,8 @@ void Controller::JobLost(JobId id, const std::string& reason) {
     PHX_LOG(kError) << "job " << id << ": " << s.error().ToString();
     return;
   }
-  PHX_LOG(kWarn) << "job " << id << " " << reason << ": requeued";
+  PHX_LOG(kWarn) << "job " << id << " " << reason
+                 << (core_->job(id)->state == JobState::kPending ? ": requeued" : ": killed (no-requeue)");
   store::Batch b;
   b.RecordEvent(now, "lost", id, "reason=" + store::Escape(reason));
   SaveChanged(b, {id});
