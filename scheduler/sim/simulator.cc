@@ -166,6 +166,7 @@ class Sim {
     TakeSample(prev);
     res_.counters.end = prev;
     res_.counters.idle_cycles_skipped = sched_->idle_cycles_skipped();
+    res_.counters.floored_walks = sched_->floored_walks();
     for (size_t i = 0; i < n; ++i) {
       const JobRecord* r = sched_->job(static_cast<JobId>(i + 1));
       if (!r) continue;

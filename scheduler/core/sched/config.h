@@ -145,6 +145,12 @@ struct SchedulerConfig {
   // resizing, walltime runtimes, no begin time ahead, nothing suspended) -- is skipped (on) or
   // run in full (off). The decisions are the same; off is for tests.
   bool skip_idle_backfill = true;
+  // Not a policy: whether Reserve's walks (placement topology) skip the searches the Placer's
+  // completeness makes needless -- with the blocks promised to others held before a search
+  // without them finds a block, and at times before where an earlier walk of the pass for the
+  // same request ended (PassState::WalkFloor) -- (on), or search at every step (off). The answers
+  // are the same; off is for tests.
+  bool reserve_shortcuts = true;
 
   ModelParams model;
 };

@@ -76,6 +76,7 @@ Time Scheduler::next_backfill() const {
   return s_->config.backfill_interval > 0 ? s_->last_backfill + s_->config.backfill_interval : kForever;
 }
 uint64_t Scheduler::idle_cycles_skipped() const { return s_->idle_cycles_skipped; }
+uint64_t Scheduler::floored_walks() const { return s_->floored_walks; }
 Time Scheduler::next_patience_deadline() const { return s_->patience_due; }
 
 const std::vector<JobId>* Scheduler::array_tasks(JobId array) const {

@@ -265,6 +265,9 @@ class Scheduler {
   // Backfill cycles taken without a pass because they would repeat an idle one
   // (config().skip_idle_backfill).
   uint64_t idle_cycles_skipped() const;
+  // Reserve walks that began after now, where an earlier walk of the same pass for the same
+  // request ended (config().reserve_shortcuts).
+  uint64_t floored_walks() const;
   // Placement under pressure: the earliest time a job the last pass held back for a good block
   // reaches its bound and starts on whatever block is free (a pass is due then); kForever if none.
   Time next_patience_deadline() const;

@@ -511,6 +511,49 @@ TEST(SimIdleBackfill, SameDecisionsAsEveryCycleInFull) {
   EXPECT_GT(skipped, 1000 * seeds);
 }
 
+// SchedulerConfig::reserve_shortcuts: Reserve's walks search without the blocks promised to
+// others first, and a walk for a request an earlier walk of the pass made begins where that one
+// ended (a pass only takes capacity away, until a preemptor starts on its claim or victims
+// checkpoint: the floors are dropped then); the replay decides exactly as one that searches every
+// step in full. Random traces of mixed sizes under pressure with node failures; the preset
+// (placement patience), its starvation guard after ten minutes (a reservation for most waiting
+// jobs), conservative backfill, and preemption by class (claims, victims): the same decision
+// log and per-job rows, byte for byte.
+TEST(SimReserveShortcuts, SameDecisionsAsASearchAtEveryStep) {
+  const TopologySpec spec = GenerateByName("leafspine:8:4:2").value();
+  const uint64_t seeds = std::clamp<uint64_t>(std::llround(4 * testing::QualityScale()), 1, 4);
+  uint64_t floored = 0, preemptions = 0;
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
+    constexpr uint32_t kSizes[] = {1, 1, 2, 3, 4, 4, 8, 8, 16, 32};
+    const Trace trace = RandomTrace(seed, 200, 300, kSizes, 12000);
+    for (const char* policy : {"phalanx", "phalanx:reserve_after_wait=600", "phalanx:backfill=conservative",
+                               "phalanx:reserve_after_wait=600,patience_depth=2"}) {
+      SimOptions o;
+      o.seed = seed;
+      o.record_decisions = true;
+      o.check_invariants = true;
+      o.walltime.mode = WalltimeModel::Mode::kRandom;
+      o.walltime.factor = 3;
+      o.node_mtbf = 80000;
+      o.node_repair = 3000;
+      if (std::string_view(policy).find("patience_depth") != std::string_view::npos) {
+        o.checkpoint_answer_share = 1;
+        o.rules.push_back(*ParseClassRule("gpus>=16:class=high"));
+        o.rules.push_back(*ParseClassRule("gpus<=8:class=low,preemptible=yes"));
+      }
+      auto config = PolicyFromSpec(policy);
+      ASSERT_TRUE(config);
+      const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::reserve_shortcuts);
+      EXPECT_EQ(FirstDifference(r.log[0], r.log[1]), "") << policy << " seed " << seed;
+      EXPECT_EQ(FirstDifference(r.csv[0], r.csv[1]), "") << policy << " seed " << seed;
+      floored += r.on.counters.floored_walks;
+      preemptions += r.on.counters.preemptions;
+    }
+  }
+  EXPECT_GT(floored, 10000 * seeds);
+  EXPECT_GT(preemptions, 20 * seeds);
+}
+
 // The simulator only feeds events: replaying the events it fed as a scenario script through the
 // core directly gives the same decision log, byte for byte.
 TEST(SimVersusCore, SameDecisions) {

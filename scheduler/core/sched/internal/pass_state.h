@@ -165,6 +165,21 @@ struct PassState {
   std::vector<PlanPending> plan_pending;
   // GPUs on nodes that are up (node states do not change during a pass); computed on first use.
   std::optional<uint32_t> up_gpus;
+  // Where Reserve's walks ended, by request and partitions (jobs with no node filter, no
+  // per-user limit): no block of the request existed at any earlier time for a job of walltime
+  // `w`, the blocks promised to others aside (a walk takes one of them when no other exists).
+  // A pass only takes capacity away (jobs start, reservations are made), so a later walk for
+  // the same request, no shorter, finds no block before it either and searches from there.
+  // Cleared when capacity may come back: a reservation removed (a preemptor starts on its
+  // claim) or the release times rebuilt (victims checkpoint). `t` is kForever when the walk
+  // found nothing.
+  struct WalkFloor {
+    PlacementRequest request;
+    uint64_t partitions;
+    Duration w;
+    Time t;
+  };
+  std::vector<WalkFloor> walk_floors;
   // Reserve's working memory, reused by every call of the pass (one allocation per pass, not
   // per call: the allocator was a tenth of a pass under long queues). Contents are per call;
   // `wanted` is all zero between calls.

@@ -39,6 +39,30 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   if (!job.forbidden_nodes.empty() && AllowedGpus(topo, job.forbidden_nodes) < n) return std::nullopt;
   pass.start_blocks.Clear();
   const std::vector<std::pair<Time, JobId>>& ends = Ends(s, pass);
+  // The Placer (topology mode) searches every set of free GPUs, so holding more GPUs can only
+  // take fits away. The simple placers try one choice per domain and check a floor on it alone.
+  const bool complete = s.config.placement == PlacementMode::kTopology && s.config.reserve_shortcuts;
+  // Where an earlier walk of the pass for the same request ended (PassState::WalkFloor): no
+  // time before it is searched, only the job's own block from the last pass is checked there.
+  // Ends and the reservations' check above clear the floors first when they no longer hold.
+  const bool floored = complete && job.forbidden_nodes.empty() && !pass.user_gpu_limits;
+  const uint64_t partitions = PartitionMask(job.partition_ids);
+  Time floor = now;
+  if (floored) {
+    for (const PassState::WalkFloor& f : pass.walk_floors) {
+      if (f.partitions == partitions && f.w <= w && f.request == request) floor = std::max(floor, f.t);
+    }
+    s.floored_walks += floor > now;
+  }
+  // Notes where this walk ended; the floors it makes redundant (same request, no shorter
+  // walltime, no later end) go.
+  auto ended = [&](Time t) {
+    if (!floored) return;
+    std::erase_if(pass.walk_floors, [&](const PassState::WalkFloor& f) {
+      return f.partitions == partitions && f.w >= w && f.t <= t && f.request == request;
+    });
+    pass.walk_floors.push_back({request, partitions, w, t});
+  };
   PassState::ReserveScratch& scratch = pass.reserve;
   // The reservations by start and by end (ties in any order: entering or leaving the window
   // in any order leaves the same counts and the same held GPUs). Kept from the last call while
@@ -52,6 +76,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       valid = sorted[i].first == reservations[i].start && sorted[i].second == reservations[i].end;
     }
     if (!valid) {
+      pass.walk_floors.clear();  // a reservation was removed (PassState::WalkFloor)
       sorted.clear();
       by_start.clear();
       by_end.clear();
@@ -316,6 +341,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   };
   // After a search of tr's state (or one known to find what it would): a block, or none.
   auto searched = [&](Tracked& tr, bool found) {
+    if (!track) return;
     tr.failed = !found;
     std::fill(tr.marked.begin(), tr.marked.end(), 0);
     tr.gained.clear();
@@ -453,11 +479,17 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     if (t < now) continue;
     if (plan) {
       const auto c = plan->EarliestBlock(max_level, n, w, t, Level::kNode);
-      if (!c) return std::nullopt;
+      if (!c) {
+        ended(kForever);
+        return std::nullopt;
+      }
       if (c->first > t) {
         // The first candidate time not before it.
         while (candidate && *candidate < c->first) candidate = next_time();
-        if (!candidate) return std::nullopt;
+        if (!candidate) {
+          ended(kForever);
+          return std::nullopt;
+        }
         t = *candidate;
       }
     }
@@ -486,6 +518,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) { return free_at(g) && !is_held(g); })) {
       p = Placement{own->second, {}, {}};  // only the GPUs make the reservation
     }
+    if (!p && t < floor) continue;
     if (!p && !live) {
       // Live, CountsMayHold would refuse this step (below) on the same counts.
       if (count_nodes && !counts_allow()) continue;
@@ -514,10 +547,11 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       for (GpuId g : others) listed[g.value] = 0;
       others_built = true;
     };
-    if (!p && track) {
-      // A walk with a floor searches without the blocks promised to others first: most of its
-      // searches find nothing, and what finds nothing without them finds nothing with them held.
-      // Only when it finds a block is the search with them held made (and preferred, as below).
+    if (!p && (track || complete)) {
+      // Searches without the blocks promised to others first: most searches of a walk find
+      // nothing, and what finds nothing without them finds nothing with them held. Only when it
+      // finds a block are they held (hundreds of GPUs under a long queue, each a Topology
+      // change, at every step) and the search with them made (and preferred, as below).
       p = place(tracked[1]);
       if (!p) {
         searched(tracked[0], false);
@@ -543,6 +577,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       p = place(tracked[1]);
     }
     if (!p) continue;
+    ended(t);
     Reservation res{job.spec.id, t, t + w, p->gpus};
     res.gpus.insert(res.gpus.end(), p->held.begin(), p->held.end());
     if (s.config.whole_node_reservations) {
@@ -559,6 +594,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     std::sort(res.gpus.begin(), res.gpus.end());
     return res;
   }
+  ended(kForever);
   return std::nullopt;
 }
 

@@ -92,6 +92,7 @@ const std::vector<std::pair<Time, JobId>>& Ends(SchedulerState& s, PassState& pa
     o.last_size = o.merged.size();
     pass.ends_words.assign(pass.ends.size(), nullptr);
     pass.ends_dirty = false;
+    pass.walk_floors.clear();  // release times may have come earlier (PassState::WalkFloor)
   }
   return pass.ends;
 }
