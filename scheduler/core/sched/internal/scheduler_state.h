@@ -181,7 +181,7 @@ struct SchedulerState {
   bool backfill_idle = false;
   Time backfill_idle_until = kForever;  // ... and only before this (PassState::window_reaches)
   uint64_t idle_cycles_skipped = 0;
-  uint64_t floored_walks = 0;  // Reserve walks that began at an earlier walk's end (PassState::WalkFloor)
+  uint64_t floored_walks = 0;    // Reserve walks that began at an earlier walk's end (PassState::WalkFloor)
   Time patience_due = kForever;  // the last pass: the earliest bound of a job waiting for a good block
   // Between the first Restore and FinishRestore: the jobs restored so far (scheduler_restore.cc).
   bool restoring = false;
