@@ -34,6 +34,11 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     // slowdown (3.29 vs 3.76), placement efficiency 0.958 (0.961); the other measured cases never
     // reach the depth (docs/performance.md, twelfth round).
     c.patience_depth = 100;
+    // ... and a planned good block is kept, without a walk, for 5 minutes while it stays free
+    // (a deferred job's bound is far beyond: its good block matters for what it holds, not for
+    // when it starts). Whole Philly trace at 4x: 13.9 s -> 6.4 s, ITP x2 6.1 -> 4.5, the same
+    // scheduling figures within the walltime model's seeds (docs/performance.md, fourteenth round).
+    c.patience_replan = 300;
     // Elastic jobs shrink for waiting jobs of their class too, and grow back when GPUs idle.
     c.shrink_for_waiting = true;
     // Backfill plans on walltimes: runtime=predicted measured worse on both traces with
@@ -174,6 +179,7 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   else if (key == "patience_depth") c.patience_depth = static_cast<uint32_t>(*v);
   else if (key == "reserve_large_gpus") c.reserve_large_gpus = static_cast<uint32_t>(*v);
   else if (key == "reserve_after_wait") c.reserve_after_wait = seconds;
+  else if (key == "patience_replan") c.patience_replan = seconds;
   else if (key == "backfill_interval") c.backfill_interval = seconds;
   else if (key == "backfill_max_jobs") c.backfill_max_jobs = static_cast<uint32_t>(*v);
   else if (key == "main_queue_depth") c.main_queue_depth = static_cast<uint32_t>(*v);

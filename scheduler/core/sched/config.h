@@ -114,6 +114,10 @@ struct SchedulerConfig {
   // does not plan a block for each of thousands of deferred jobs (each a walk over the release
   // times: the whole cost of long-queue replays, docs/performance.md, twelfth round).
   uint32_t patience_depth = 0;
+  // How long a deferred job's planned good block is kept, without a walk, while it stays free
+  // for the job (nothing started on it that runs past its start, nothing reserved on it since).
+  // 0: planned anew in every pass.
+  Duration patience_replan = 0;
   Duration grow_after_idle = 300;  // GPUs idle this long may grow elastic jobs
   // Elastic jobs of the same or a lower class give GPUs up (a shrink, through a checkpoint) to a
   // job that cannot start now, as a higher class's preemption would, once they have run their

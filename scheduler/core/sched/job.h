@@ -157,6 +157,11 @@ struct JobRecord {
   Time idle_since = 0;  // elastic growth bookkeeping
 
   Time deferred_since = -1;   // placement under pressure: waiting for a good block since (-1: not)
+  // Placement under pressure: the good block the job's last walk planned (start and GPUs) and when
+  // (-1: none), kept while it stays free for SchedulerConfig::patience_replan (patience.cc).
+  Time patience_planned_at = -1;
+  Time patience_start = 0;
+  std::vector<GpuId> patience_gpus;
   Duration run_walltime = 0;  // limit of the current run: walltime - progress at start
   // Reserve's list of release times (reserve.cc, Ends): the build of it that last listed this
   // job (0: none), its place and release time there, so the next build starts from that order.

@@ -144,5 +144,71 @@ TEST(PlacementUnderPressure, BeyondThePatienceDepthJobsWaitWithoutAPlannedBlock)
   }
 }
 
+// patience_replan: a deferred job's planned good block is kept without a walk for that long
+// while it stays free for the job, then planned anew. Job 7 is planned the node job 5 frees at
+// 1000; job 5's walltime is then cut to end at 500. Re-planned in every pass (0), job 7 is
+// promised 500 at once; with 300 s it keeps 1000 until 300 s after its plan, then gets 500. A
+// kept block that is no longer free for it (its node drained) is planned anew at once: the
+// other node job 5 frees.
+TEST(PlacementUnderPressure, APlannedGoodBlockIsKeptWhileFreeUntilTheReplanTime) {
+  for (const Duration replan : {Duration{0}, Duration{300}}) {
+    SCOPED_TRACE("patience_replan " + std::to_string(replan));
+    auto config = PolicyPreset("phalanx");
+    ASSERT_TRUE(config) << config.error().ToString();
+    config->preemption = false;
+    config->weights.fairshare = 0;
+    config->patience_replan = replan;
+    auto made = Scheduler::Create(Build(MixedNodes()), *config);
+    ASSERT_TRUE(made) << made.error().ToString();
+    Scheduler& s = **made;
+    ASSERT_NO_FATAL_FAILURE(FillSmallNodesAndSixOfEachBigNode(s));
+    ASSERT_TRUE(s.Submit(PlainJob(7, 8, 100000), 10));
+    s.Schedule(10);
+    const JobRecord& job = *s.job(7);
+    ASSERT_EQ(job.state, JobState::kPending);
+    ASSERT_EQ(job.wait.predicted_start, 1000) << job.wait.detail;
+    auto block_of_7 = [&]() -> std::set<std::string> {
+      for (const Reservation& r : s.reservations()) {
+        if (r.job != 7) continue;
+        std::set<std::string> nodes;
+        const Topology& t = s.topology();
+        for (GpuId g : r.gpus) nodes.insert(t.domain(t.node_domain(t.node_of(g))).name);
+        return nodes;
+      }
+      return {};
+    };
+    const std::set<std::string> planned = block_of_7();
+    ASSERT_EQ(planned.size(), 1u);
+    Scheduler::JobUpdate shorter;
+    shorter.walltime = 500;
+    ASSERT_TRUE(s.Update(5, shorter, 20));
+    s.Schedule(20);
+    ASSERT_EQ(job.state, JobState::kPending);
+    if (replan == 0) {
+      EXPECT_EQ(job.wait.predicted_start, 500);
+      continue;
+    }
+    EXPECT_EQ(job.wait.predicted_start, 1000);  // kept
+    EXPECT_EQ(block_of_7(), planned);
+    s.Schedule(309);
+    EXPECT_EQ(job.wait.predicted_start, 1000);  // kept: planned at 10
+    s.Schedule(310);
+    EXPECT_EQ(job.wait.predicted_start, 500);  // planned anew
+    const std::set<std::string> again = block_of_7();
+    ASSERT_EQ(again.size(), 1u);
+    // Kept again from 310; its node drained (and a small node freed: a slow block is still
+    // free now, so the job still waits for a good one): planned anew at once, on the other node.
+    ASSERT_TRUE(s.JobEnded(1, 320, true));
+    ASSERT_TRUE(s.SetNodeState(*again.begin(), NodeState::kDrain, 320));
+    s.Schedule(320);
+    ASSERT_EQ(job.state, JobState::kPending);
+    EXPECT_NE(job.wait.detail.find("a slower block is free now"), std::string::npos) << job.wait.detail;
+    EXPECT_EQ(job.wait.predicted_start, 500);
+    const std::set<std::string> other = block_of_7();
+    ASSERT_EQ(other.size(), 1u);
+    EXPECT_NE(other, again);
+  }
+}
+
 }  // namespace
 }  // namespace phalanx

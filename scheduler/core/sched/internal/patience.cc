@@ -9,11 +9,43 @@
 
 namespace phalanx {
 
+namespace {
+
+// Whether the good block a recent walk planned for `job` (JobRecord::patience_start and
+// patience_gpus) is still free for it from its start for `w`: every GPU on a node that is up,
+// free now or held by a job released by then, and none reserved in this pass over that time.
+bool KeptBlockFree(SchedulerState& s, PassState& pass, const JobRecord& job, Duration w) {
+  const Topology& topo = *s.topo;
+  const Time start = job.patience_start, end = start + w;
+  if (start <= pass.now) return false;  // due: a walk says whether it is free now
+  pass.start_blocks.Clear();            // its holds are not owners
+  JobId last = kNoJob;
+  for (GpuId g : job.patience_gpus) {
+    if (topo.node_state(topo.node_of(g)) != NodeState::kUp) return false;
+    const JobId owner = topo.owner(g);
+    if (owner == kNoJob || owner == last) continue;
+    if (Topology::IsExternal(owner) || owner == Topology::kHeld) return false;
+    const auto it = s.jobs.find(owner);
+    if (it == s.jobs.end() || s.ReleaseTime(it->second) > start) return false;
+    last = owner;
+  }
+  for (const Reservation& r : s.reservations) {
+    if (r.start >= end || r.end <= start || r.job == job.spec.id) continue;
+    for (GpuId g : r.gpus) {
+      if (std::binary_search(job.patience_gpus.begin(), job.patience_gpus.end(), g)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, const Placement& now_placement) {
   const double c = s.config.placement_comm_share;
   const uint32_t n = static_cast<uint32_t>(now_placement.gpus.size());
   auto start_now = [&]() -> Patience {
     job.deferred_since = -1;
+    job.patience_planned_at = -1;
     return {};
   };
   // Elastic jobs take what is free (they can grow later); exclusive and node-shaped jobs have
@@ -37,6 +69,17 @@ Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, 
   const Time since = job.deferred_since >= 0 ? job.deferred_since : pass.now;
   if (static_cast<double>(pass.now - since) >= cost) return start_now();
   const Time until = since + static_cast<Time>(std::ceil(cost));
+  // The good block a walk planned in the last patience_replan seconds, kept while still free.
+  const Duration w = s.policies.runtime->Run(job);
+  if (s.config.patience_replan > 0 && job.patience_planned_at >= 0 &&
+      pass.now - job.patience_planned_at < s.config.patience_replan && job.patience_gpus.size() == n &&
+      KeptBlockFree(s, pass, job, w)) {
+    job.deferred_since = since;
+    s.patience_due = std::min(s.patience_due, until);
+    Reservation r{job.spec.id, job.patience_start, job.patience_start + w, job.patience_gpus};
+    r.for_patience = true;
+    return {.wait = true, .block = std::move(r), .until = until};
+  }
   if (s.config.patience_depth > 0 && pass.patience_walks >= s.config.patience_depth) {
     // Beyond the depth: waits to the bound without a planned block (a pass runs at the bound).
     job.deferred_since = since;
@@ -71,6 +114,9 @@ Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, 
   // bound (delay scheduling); no planned good block at all: start now.
   if (!r) return start_now();
   job.deferred_since = since;
+  job.patience_planned_at = pass.now;
+  job.patience_start = r->start;
+  job.patience_gpus = r->gpus;
   r->for_patience = true;
   if (r->start > pass.now) s.patience_due = std::min(s.patience_due, until);
   return {.wait = true, .block = std::move(r), .until = until};

@@ -63,6 +63,7 @@ void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placemen
   job.run_walltime = RemainingWalltime(job);
   job.busbw_gbs = p.prediction.busbw_gbs;
   job.deferred_since = -1;
+  job.patience_planned_at = -1;
   job.claim.clear();
   job.victims.clear();
   job.wait = {};
