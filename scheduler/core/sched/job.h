@@ -156,7 +156,7 @@ struct JobRecord {
   WaitReason wait;
   Time idle_since = 0;  // elastic growth bookkeeping
 
-  Time deferred_since = -1;   // placement under pressure: waiting for a good block since (-1: not)
+  Time deferred_since = -1;  // placement under pressure: waiting for a good block since (-1: not)
   // Placement under pressure: the good block the job's last walk planned (start and GPUs) and when
   // (-1: none), kept while it stays free for SchedulerConfig::patience_replan (patience.cc).
   Time patience_planned_at = -1;
