@@ -319,6 +319,7 @@ Status Scheduler::Update(JobId id, const JobUpdate& u, Time now) {
   if (partition_ids) {
     job.spec.partitions = *u.partitions;
     job.partition_ids = std::move(*partition_ids);
+    job.patience_planned_at = -1;  // its kept good block may lie outside them
     if (job.spec.walltime <= 0 && !u.walltime) job.walltime = DefaultWalltime(s, job.partition_ids);
   }
   if (u.name) job.spec.name = *u.name;
@@ -439,6 +440,7 @@ Status Scheduler::SetPartitions(std::vector<PartitionConfig> partitions, Time no
   for (auto& [id, job] : s.jobs) {
     auto ids = s.partitions.Resolve(job.spec.partitions);
     job.partition_ids = ids ? *ids : std::vector<uint32_t>{};  // gone: Unsatisfiable (as a restore)
+    job.patience_planned_at = -1;                              // its kept good block may lie outside them
   }
   return {};
 }
