@@ -65,12 +65,12 @@ Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, 
   // other pending jobs, their share of the lost capacity: (slowdown - 1) x run x (1 + Q n / N).
   const double queued = s.pending.size() > 0 ? static_cast<double>(s.pending.size() - 1) : 0.0;
   const double cluster = std::max<double>(1, s.topo->gpu_count());
-  const double cost = (slowdown - 1) * static_cast<double>(s.policies.runtime->Run(job)) * (1 + queued * n / cluster);
+  const Duration w = s.policies.runtime->Run(job);
+  const double cost = (slowdown - 1) * static_cast<double>(w) * (1 + queued * n / cluster);
   const Time since = job.deferred_since >= 0 ? job.deferred_since : pass.now;
   if (static_cast<double>(pass.now - since) >= cost) return start_now();
   const Time until = since + static_cast<Time>(std::ceil(cost));
   // The good block a walk planned in the last patience_replan seconds, kept while still free.
-  const Duration w = s.policies.runtime->Run(job);
   if (s.config.patience_replan > 0 && job.patience_planned_at >= 0 &&
       pass.now - job.patience_planned_at < s.config.patience_replan && job.patience_gpus.size() == n &&
       KeptBlockFree(s, pass, job, w)) {
