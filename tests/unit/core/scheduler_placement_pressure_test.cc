@@ -51,19 +51,33 @@ void FillSmallNodesAndSixOfEachBigNode(Scheduler& s) {
   for (JobId id : {5, 6}) ASSERT_EQ(s.job(id)->state, JobState::kRunning) << id;
 }
 
+// The phalanx preset, without preemption and fairshare (the queue in submit order).
+SchedulerConfig PressureConfig() {
+  auto config = PolicyPreset("phalanx");
+  EXPECT_TRUE(config) << config.error().ToString();
+  if (!config) return {};
+  config->preemption = false;
+  config->weights.fairshare = 0;
+  return *config;
+}
+
+// A Scheduler on MixedNodes under `config`, as FillSmallNodesAndSixOfEachBigNode leaves it.
+void MakeFilled(const SchedulerConfig& config, std::unique_ptr<Scheduler>& out) {
+  auto made = Scheduler::Create(Build(MixedNodes()), config);
+  ASSERT_TRUE(made) << made.error().ToString();
+  out = std::move(*made);
+  ASSERT_NO_FATAL_FAILURE(FillSmallNodesAndSixOfEachBigNode(*out));
+}
+
 // The best 8 GPUs are four 2-GPU nodes; with those busy and 6 GPUs of every 8-GPU node taken
 // by two multi-node jobs, 8 GPUs are free only as 2 on each 8-GPU node, sharing the NICs with
 // those jobs' rings: the best block's shape (four nodes, 2 GPUs each), on the wrong nodes. The
 // job waits, and starts on a whole 8-GPU node when one frees up.
 TEST(PlacementUnderPressure, OnMixedNodesAGoodBlockIsAsFastNotShapedAsTheBest) {
-  auto config = PolicyPreset("phalanx");
-  ASSERT_TRUE(config) << config.error().ToString();
-  config->preemption = false;
-  config->weights.fairshare = 0;
-  auto made = Scheduler::Create(Build(MixedNodes()), *config);
-  ASSERT_TRUE(made) << made.error().ToString();
-  Scheduler& s = **made;
-  ASSERT_NO_FATAL_FAILURE(FillSmallNodesAndSixOfEachBigNode(s));
+  const SchedulerConfig config = PressureConfig();
+  std::unique_ptr<Scheduler> made;
+  ASSERT_NO_FATAL_FAILURE(MakeFilled(config, made));
+  Scheduler& s = *made;
 
   ASSERT_TRUE(s.Submit(PlainJob(7, 8, 100000), 10));
   s.Schedule(10);
@@ -82,7 +96,7 @@ TEST(PlacementUnderPressure, OnMixedNodesAGoodBlockIsAsFastNotShapedAsTheBest) {
       << *on.begin();
   Topology empty = Build(MixedNodes());
   const double best = Placer(empty).Place({.gpus = 8}).placement.prediction.busbw_gbs;
-  EXPECT_GE(job.busbw_gbs, config->node_fit_tolerance * best);
+  EXPECT_GE(job.busbw_gbs, config.node_fit_tolerance * best);
 }
 
 // patience_depth: only the first jobs of a pass that wait for a good block have it planned and
@@ -94,15 +108,11 @@ TEST(PlacementUnderPressure, OnMixedNodesAGoodBlockIsAsFastNotShapedAsTheBest) {
 TEST(PlacementUnderPressure, BeyondThePatienceDepthJobsWaitWithoutAPlannedBlock) {
   for (const uint32_t depth : {1u, 0u}) {
     SCOPED_TRACE("patience_depth " + std::to_string(depth));
-    auto config = PolicyPreset("phalanx");
-    ASSERT_TRUE(config) << config.error().ToString();
-    config->preemption = false;
-    config->weights.fairshare = 0;
-    config->patience_depth = depth;
-    auto made = Scheduler::Create(Build(MixedNodes()), *config);
-    ASSERT_TRUE(made) << made.error().ToString();
-    Scheduler& s = **made;
-    ASSERT_NO_FATAL_FAILURE(FillSmallNodesAndSixOfEachBigNode(s));
+    SchedulerConfig config = PressureConfig();
+    config.patience_depth = depth;
+    std::unique_ptr<Scheduler> made;
+    ASSERT_NO_FATAL_FAILURE(MakeFilled(config, made));
+    Scheduler& s = *made;
     ASSERT_TRUE(s.Submit(PlainJob(7, 8, 100000), 10));
     ASSERT_TRUE(s.Submit(PlainJob(8, 8, 500), 10));
     s.Schedule(10);
@@ -153,15 +163,11 @@ TEST(PlacementUnderPressure, BeyondThePatienceDepthJobsWaitWithoutAPlannedBlock)
 TEST(PlacementUnderPressure, APlannedGoodBlockIsKeptWhileFreeUntilTheReplanTime) {
   for (const Duration replan : {Duration{0}, Duration{300}}) {
     SCOPED_TRACE("patience_replan " + std::to_string(replan));
-    auto config = PolicyPreset("phalanx");
-    ASSERT_TRUE(config) << config.error().ToString();
-    config->preemption = false;
-    config->weights.fairshare = 0;
-    config->patience_replan = replan;
-    auto made = Scheduler::Create(Build(MixedNodes()), *config);
-    ASSERT_TRUE(made) << made.error().ToString();
-    Scheduler& s = **made;
-    ASSERT_NO_FATAL_FAILURE(FillSmallNodesAndSixOfEachBigNode(s));
+    SchedulerConfig config = PressureConfig();
+    config.patience_replan = replan;
+    std::unique_ptr<Scheduler> made;
+    ASSERT_NO_FATAL_FAILURE(MakeFilled(config, made));
+    Scheduler& s = *made;
     ASSERT_TRUE(s.Submit(PlainJob(7, 8, 100000), 10));
     s.Schedule(10);
     const JobRecord& job = *s.job(7);

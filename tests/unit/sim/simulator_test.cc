@@ -378,6 +378,21 @@ std::string FirstDifference(const std::string& a, const std::string& b) {
   }
 }
 
+// The conditions of the off/on equivalence tests below: the decision log recorded and the
+// invariants checked after every pass, walltimes users overstate (random, up to 3x), node
+// failures (MTBF `mtbf` s, repaired in 3,000 s: killed and requeued jobs, GPUs missing).
+SimOptions EquivalenceOptions(uint64_t seed, Duration mtbf = 80000) {
+  SimOptions o;
+  o.seed = seed;
+  o.record_decisions = true;
+  o.check_invariants = true;
+  o.walltime.mode = WalltimeModel::Mode::kRandom;
+  o.walltime.factor = 3;
+  o.node_mtbf = mtbf;
+  o.node_repair = 3000;
+  return o;
+}
+
 // Replays `trace` with the config flag `keep` off and on: the two decision logs and per-job
 // CSVs ([0] off, [1] on), and the run with it on.
 struct OffAndOn {
@@ -417,16 +432,9 @@ TEST(SimKeptPlan, SameDecisionsAsAPlanBuiltEachPass) {
     constexpr uint32_t kSizes[] = {1, 2, 4, 8, 8, 16, 16, 24, 32};
     const Trace trace = RandomTrace(seed, 160, 400, kSizes, 20000);
     for (const char* policy : {"phalanx", "phalanx:backfill=conservative"}) {
-      SimOptions o;
-      o.seed = seed;
-      o.record_decisions = true;
-      o.check_invariants = true;
-      o.walltime.mode = WalltimeModel::Mode::kRandom;
-      o.walltime.factor = 3;
+      SimOptions o = EquivalenceOptions(seed, 60000);
       o.rules.push_back(*ParseClassRule("gpus<=8:level=node"));
       o.rules.push_back(*ParseClassRule("gpus>=9:level=leaf,gpn=8"));
-      o.node_mtbf = 60000;
-      o.node_repair = 3000;
       auto config = PolicyFromSpec(policy);
       ASSERT_TRUE(config);
       const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::keep_domain_plan);
@@ -453,14 +461,7 @@ TEST(SimKeptStartAnswers, SameDecisionsAsASearchForEachJob) {
     constexpr uint32_t kSizes[] = {1, 1, 2, 3, 4, 4, 6, 8};
     const Trace trace = RandomTrace(seed, 200, 300, kSizes, 12000);
     for (const char* policy : {"phalanx:patience_depth=1", "phalanx:patience_depth=3,backfill=conservative"}) {
-      SimOptions o;
-      o.seed = seed;
-      o.record_decisions = true;
-      o.check_invariants = true;
-      o.walltime.mode = WalltimeModel::Mode::kRandom;
-      o.walltime.factor = 3;
-      o.node_mtbf = 80000;
-      o.node_repair = 3000;
+      SimOptions o = EquivalenceOptions(seed);
       auto config = PolicyFromSpec(policy);
       ASSERT_TRUE(config);
       const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::keep_start_answers);
@@ -492,14 +493,7 @@ TEST(SimIdleBackfill, SameDecisionsAsEveryCycleInFull) {
     const Trace trace = RandomTrace(seed, 200, 300, kSizes, 12000);
     for (const char* policy :
          {"slurm-like", "slurm-like:backfill_window=3600", "slurm-like:backfill_max_jobs=4,main_queue_depth=2"}) {
-      SimOptions o;
-      o.seed = seed;
-      o.record_decisions = true;
-      o.check_invariants = true;
-      o.walltime.mode = WalltimeModel::Mode::kRandom;
-      o.walltime.factor = 3;
-      o.node_mtbf = 80000;
-      o.node_repair = 3000;
+      SimOptions o = EquivalenceOptions(seed);
       auto config = PolicyFromSpec(policy);
       ASSERT_TRUE(config);
       const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::skip_idle_backfill);
@@ -528,14 +522,7 @@ TEST(SimReserveShortcuts, SameDecisionsAsASearchAtEveryStep) {
     const Trace trace = RandomTrace(seed, 200, 300, kSizes, 12000);
     for (const char* policy : {"phalanx", "phalanx:reserve_after_wait=600", "phalanx:backfill=conservative",
                                "phalanx:reserve_after_wait=600,patience_depth=2"}) {
-      SimOptions o;
-      o.seed = seed;
-      o.record_decisions = true;
-      o.check_invariants = true;
-      o.walltime.mode = WalltimeModel::Mode::kRandom;
-      o.walltime.factor = 3;
-      o.node_mtbf = 80000;
-      o.node_repair = 3000;
+      SimOptions o = EquivalenceOptions(seed);
       if (std::string_view(policy).find("patience_depth") != std::string_view::npos) {
         o.checkpoint_answer_share = 1;
         o.rules.push_back(*ParseClassRule("gpus>=16:class=high"));
