@@ -213,19 +213,26 @@ TEST(SchedPolicies, TheWalltimeEstimatorPlansTheRemainingWalltime) {
 // non-negative number a whole-seconds setting can hold (NaN would pass a `< 0` check; infinity
 // and 1e300 would overflow the cast to seconds).
 TEST(SchedPolicies, NumericSettingsRefuseNonFiniteNegativeAndHugeValues) {
-  for (const char* bad : {"nan", "-nan", "inf", "-inf", "-1", "x", "", "1e", "3\n"}) {
+  for (const std::string key : {"checkpoint_grace", "patience_replan"}) {
+    for (const std::string& bad : std::vector<std::string>{"nan", "-nan", "inf", "-inf", "-1", "x", "", "1e", "3\n",
+                                                           "\x1b[2J", std::string("4\0", 2)}) {
+      SchedulerConfig c;
+      const Status s = SetConfigOption(c, key, bad);
+      ASSERT_FALSE(s) << key << " " << bad;
+      EXPECT_EQ(s.error().ToString(), key + ": expected a non-negative number, got '" + bad + "'");
+      EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+    }
     SchedulerConfig c;
-    const Status s = SetConfigOption(c, "checkpoint_grace", bad);
-    ASSERT_FALSE(s) << bad;
-    EXPECT_EQ(s.error().ToString(), "checkpoint_grace: expected a non-negative number, got '" + std::string(bad) + "'");
-    EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+    const Status huge = SetConfigOption(c, key, std::string(100000, '9'));
+    ASSERT_FALSE(huge) << key;
+    EXPECT_EQ(huge.error().ToString().rfind(key + ": ", 0), 0u) << key;
+    ASSERT_TRUE(SetConfigOption(c, key, "90.5"));
+    EXPECT_EQ(key == "checkpoint_grace" ? c.checkpoint_grace : c.patience_replan, 90) << key;
   }
   SchedulerConfig c;
   const Status huge = SetConfigOption(c, "max_walltime", "1e300");
   ASSERT_FALSE(huge);
   EXPECT_EQ(huge.error().ToString(), "max_walltime: '1e300' is too large");
-  ASSERT_TRUE(SetConfigOption(c, "checkpoint_grace", "90.5"));
-  EXPECT_EQ(c.checkpoint_grace, 90);
 }
 
 // The whole-count settings (depths, GPUs, jobs): hostile strings and counts beyond 32 bits get an
