@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "util/numbers.h"
+#include "util/printable.h"
 
 namespace phalanx {
 
@@ -75,8 +76,8 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     c.elastic = false;
     return c;
   }
-  return Fail("policy",
-              "unknown policy '" + std::string(name) + "' (known: phalanx, slurm-like, ideal-backfill, fifo-firstfit)");
+  return Fail("policy", "unknown policy '" + EscapeForLog(name) +
+                            "' (known: phalanx, slurm-like, ideal-backfill, fifo-firstfit)");
 }
 
 namespace {
@@ -85,49 +86,49 @@ Result<double> Number(std::string_view key, std::string_view value) {
   const std::optional<double> v = ParseNumber<double>(value);
   // Not NaN (no order: it would pass `< 0`) nor infinite (later cast to whole seconds).
   if (!v || !std::isfinite(*v) || *v < 0) {
-    return Fail(std::string(key), "expected a non-negative number, got '" + std::string(value) + "'");
+    return Fail(EscapeForLog(key), "expected a non-negative number, got '" + EscapeForLog(value) + "'");
   }
   // Settings become whole seconds or counts; beyond 2^53 a double has no whole-number precision
   // left and the casts would overflow.
-  if (*v > 9007199254740992.0) return Fail(std::string(key), "'" + std::string(value) + "' is too large");
+  if (*v > 9007199254740992.0) return Fail(EscapeForLog(key), "'" + EscapeForLog(value) + "' is too large");
   return *v;
 }
 
 Result<bool> OnOff(std::string_view key, std::string_view value) {
   if (value == "on" || value == "true") return true;
   if (value == "off" || value == "false") return false;
-  return Fail(std::string(key), "expected on or off, got '" + std::string(value) + "'");
+  return Fail(EscapeForLog(key), "expected on or off, got '" + EscapeForLog(value) + "'");
 }
 
 }  // namespace
 
 Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_view value) {
-  const std::string k(key);
+  const std::string k = EscapeForLog(key);  // named in errors, control bytes made visible
   if (key == "backfill") {
     if (value == "easy") c.backfill = BackfillMode::kEasy;
     else if (value == "conservative") c.backfill = BackfillMode::kConservative;
     else if (value == "none") c.backfill = BackfillMode::kNone;
-    else return Fail(k, "easy, conservative or none, not '" + std::string(value) + "'");
+    else return Fail(k, "easy, conservative or none, not '" + EscapeForLog(value) + "'");
     return {};
   }
   if (key == "placement") {
     if (value == "topology") c.placement = PlacementMode::kTopology;
     else if (value == "node-best-fit") c.placement = PlacementMode::kNodeBestFit;
     else if (value == "first-fit") c.placement = PlacementMode::kFirstFit;
-    else return Fail(k, "topology, node-best-fit or first-fit, not '" + std::string(value) + "'");
+    else return Fail(k, "topology, node-best-fit or first-fit, not '" + EscapeForLog(value) + "'");
     return {};
   }
   if (key == "runtime") {
     if (value == "walltime") c.runtime = RuntimeMode::kWalltime;
     else if (value == "predicted") c.runtime = RuntimeMode::kPredicted;
-    else return Fail(k, "walltime or predicted, not '" + std::string(value) + "'");
+    else return Fail(k, "walltime or predicted, not '" + EscapeForLog(value) + "'");
     return {};
   }
   if (key == "order") {
     if (value == "priority") c.order = QueueOrder::kPriority;
     else if (value == "fifo") c.order = QueueOrder::kFifo;
     else if (value == "attained") c.order = QueueOrder::kAttained;
-    else return Fail(k, "priority, fifo or attained, not '" + std::string(value) + "'");
+    else return Fail(k, "priority, fifo or attained, not '" + EscapeForLog(value) + "'");
     return {};
   }
   if (key == "preemption" || key == "elastic" || key == "best_fit" || key == "whole_node_reservations" ||
@@ -152,7 +153,7 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
       PHX_RETURN_IF_ERROR(t);
       if (*t <= 0 || (!thresholds.empty() && *t <= thresholds.back())) {
         return Fail(
-            k, "thresholds must be positive and ascending (T1/T2/... GPU-seconds), got '" + std::string(value) + "'");
+            k, "thresholds must be positive and ascending (T1/T2/... GPU-seconds), got '" + EscapeForLog(value) + "'");
       }
       thresholds.push_back(*t);
       if (slash == std::string_view::npos) break;
@@ -167,13 +168,13 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   // Counts (depths, GPUs, jobs) are 32-bit: a larger value would not survive the cast.
   if (*v > 4294967295.0 && (key == "reserve_depth" || key == "patience_depth" || key == "reserve_large_gpus" ||
                             key == "backfill_max_jobs" || key == "main_queue_depth")) {
-    return Fail(k, "'" + std::string(value) + "' is too large (at most 4294967295)");
+    return Fail(k, "'" + EscapeForLog(value) + "' is too large (at most 4294967295)");
   }
   if (key == "placement_comm_share") {
-    if (*v >= 1) return Fail(k, "must be in [0, 1), got '" + std::string(value) + "'");
+    if (*v >= 1) return Fail(k, "must be in [0, 1), got '" + EscapeForLog(value) + "'");
     c.placement_comm_share = *v;
   } else if (key == "node_fit_tolerance") {
-    if (*v > 1) return Fail(k, "must be in [0, 1], got '" + std::string(value) + "'");
+    if (*v > 1) return Fail(k, "must be in [0, 1], got '" + EscapeForLog(value) + "'");
     c.node_fit_tolerance = *v;
   } else if (key == "reserve_depth") c.reserve_depth = static_cast<uint32_t>(*v);
   else if (key == "patience_depth") c.patience_depth = static_cast<uint32_t>(*v);
@@ -213,9 +214,9 @@ Result<SchedulerConfig> PolicyFromSpec(std::string_view spec) {
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     const size_t eq = kv.find('=');
     if (eq == std::string_view::npos)
-      return Fail("policy " + std::string(spec), "expected KEY=VALUE, got '" + std::string(kv) + "'");
+      return Fail("policy " + EscapeForLog(spec), "expected KEY=VALUE, got '" + EscapeForLog(kv) + "'");
     if (auto s = SetConfigOption(*c, kv.substr(0, eq), kv.substr(eq + 1)); !s) {
-      return Fail("policy " + std::string(spec), s.error().where + ": " + s.error().message);
+      return Fail("policy " + EscapeForLog(spec), s.error().where + ": " + s.error().message);
     }
   }
   return c;

@@ -2,8 +2,10 @@
 // every caller) and the policies MakePolicies chooses from the configuration.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -211,15 +213,26 @@ TEST(SchedPolicies, TheWalltimeEstimatorPlansTheRemainingWalltime) {
 
 // Numeric settings: a clear error naming the key and the value for anything that is not a finite,
 // non-negative number a whole-seconds setting can hold (NaN would pass a `< 0` check; infinity
-// and 1e300 would overflow the cast to seconds).
+// and 1e300 would overflow the cast to seconds). Control bytes in the value are shown escaped (an
+// error reaches terminals and logs).
 TEST(SchedPolicies, NumericSettingsRefuseNonFiniteNegativeAndHugeValues) {
+  const std::vector<std::pair<std::string, std::string>> bad_values = {{"nan", "nan"},
+                                                                       {"-nan", "-nan"},
+                                                                       {"inf", "inf"},
+                                                                       {"-inf", "-inf"},
+                                                                       {"-1", "-1"},
+                                                                       {"x", "x"},
+                                                                       {"", ""},
+                                                                       {"1e", "1e"},
+                                                                       {"3\n", "3\\n"},
+                                                                       {"\x1b[2J", "\\x1b[2J"},
+                                                                       {std::string("4\0", 2), "4\\x00"}};
   for (const std::string key : {"checkpoint_grace", "patience_replan"}) {
-    for (const std::string& bad : std::vector<std::string>{"nan", "-nan", "inf", "-inf", "-1", "x", "", "1e", "3\n",
-                                                           "\x1b[2J", std::string("4\0", 2)}) {
+    for (const auto& [bad, shown] : bad_values) {
       SchedulerConfig c;
       const Status s = SetConfigOption(c, key, bad);
-      ASSERT_FALSE(s) << key << " " << bad;
-      EXPECT_EQ(s.error().ToString(), key + ": expected a non-negative number, got '" + bad + "'");
+      ASSERT_FALSE(s) << key << " " << shown;
+      EXPECT_EQ(s.error().ToString(), key + ": expected a non-negative number, got '" + shown + "'");
       EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
     }
     SchedulerConfig c;
@@ -257,6 +270,37 @@ TEST(SchedPolicies, CountSettingsRefuseHostileAndHugeValues) {
   SchedulerConfig c;
   EXPECT_EQ(SetConfigOption(c, "patience_depth", "1e12").error().ToString(),
             "patience_depth: '1e12' is too large (at most 4294967295)");
+}
+
+// Every kind of setting names a hostile value (or key, or policy) with its control bytes escaped:
+// the error reaches terminals (phalanx sim --policy) and logs (phalanxd's config), where a raw
+// ESC or newline would rewrite the screen or forge a line.
+TEST(SchedPolicies, SettingErrorsShowControlBytesEscaped) {
+  const std::string hostile = std::string("\x1b[2J\n") + '\0';
+  const std::string shown = "\\x1b[2J\\n\\x00";
+  auto clean = [](const std::string& s) {
+    return std::none_of(s.begin(), s.end(),
+                        [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; });
+  };
+  for (const char* key : {"preemption", "backfill", "placement", "runtime", "order", "service_queues", "reserve_depth",
+                          "checkpoint_grace", "placement_comm_share", "node_fit_tolerance"}) {
+    SchedulerConfig c;
+    const Status s = SetConfigOption(c, key, hostile);
+    ASSERT_FALSE(s) << key;
+    const std::string message = s.error().ToString();
+    EXPECT_TRUE(clean(message)) << key << ": " << message;
+    EXPECT_NE(message.find(shown), std::string::npos) << key << ": " << message;
+  }
+  SchedulerConfig c;
+  const Status unknown = SetConfigOption(c, hostile, "1");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().ToString(), shown + ": unknown scheduler setting '" + shown + "'");
+  for (const std::string& spec : {hostile, "phalanx:" + hostile, "phalanx:reserve_depth=" + hostile}) {
+    const Result<SchedulerConfig> r = PolicyFromSpec(spec);
+    ASSERT_FALSE(r);
+    EXPECT_TRUE(clean(r.error().ToString())) << r.error().ToString();
+    EXPECT_NE(r.error().ToString().find(shown), std::string::npos) << r.error().ToString();
+  }
 }
 
 // The multifactor priority's weights and horizons are settings too (phalanx sim --policy
