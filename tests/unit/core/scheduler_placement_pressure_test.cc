@@ -4,6 +4,7 @@
 // of node only).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <set>
 #include <string>
@@ -152,6 +153,49 @@ TEST(PlacementUnderPressure, BeyondThePatienceDepthJobsWaitWithoutAPlannedBlock)
     EXPECT_GT(NodesOfJob(s, 8).size(), 1u);
     EXPECT_EQ(s.job(7)->state, JobState::kPending);
   }
+}
+
+// The bound of a job held back for a good block counts, besides its own slowdown, the slowdown
+// its ring would impose on the running jobs whose links it shares: the part of its slowdown that
+// comes from them (its block's shape alone, in the empty cluster, is faster). Job 8 (500 s) could
+// start now only on 2 GPUs of each 8-GPU node, beside jobs 5 and 6's rings; beyond the depth it
+// waits without a planned block, told its bound, which is exactly
+//     10 + ceil((slowdown - 1 + imposed) x 500 x (1 + Q n / N)),
+//     slowdown = 0.85 + 0.15 best / b,  imposed = 0.15 best / b - 0.15 best / shape,
+// with b its block's predicted bandwidth now, `shape` the same GPUs' in the empty cluster and Q = 1.
+TEST(PlacementUnderPressure, AContendedBlockCountsTheSlowdownItImposesOnTheJobsItShares) {
+  SchedulerConfig config = PressureConfig();
+  config.patience_depth = 1;
+  std::unique_ptr<Scheduler> made;
+  ASSERT_NO_FATAL_FAILURE(MakeFilled(config, made));
+  Scheduler& s = *made;
+  ASSERT_TRUE(s.Submit(PlainJob(7, 8, 100000), 10));
+  ASSERT_TRUE(s.Submit(PlainJob(8, 8, 500), 10));
+  s.Schedule(10);
+  ASSERT_EQ(s.job(8)->state, JobState::kPending);
+  ASSERT_EQ(s.job(8)->wait.kind, WaitKind::kTopologyBlock) << s.job(8)->wait.detail;
+
+  // The slow block it was offered: the fastest 8 free GPUs now (job 7's good block begins at
+  // 1000, after job 8 would end, so it blocks nothing of job 8's).
+  const PlaceOutcome now = Placer(s.topology(), config.model).Place({.gpus = 8});
+  ASSERT_EQ(now.status, PlaceStatus::kPlaced);
+  Topology empty = Build(MixedNodes());
+  const Placer empty_placer(empty, config.model);
+  const double best = empty_placer.Place({.gpus = 8}).placement.prediction.busbw_gbs;
+  const double b = now.placement.prediction.busbw_gbs;
+  const double shape = empty_placer.model().Predict(now.placement.gpus).busbw_gbs;
+  const double c = config.placement_comm_share;
+  ASSERT_GT(shape, b) << "the block is slow because of the rings beside it";
+  const double slowdown = (1 - c) + c * best / b;
+  const double imposed = c * best / b - c * best / shape;
+  const double gpus = static_cast<double>(s.topology().gpu_count());
+  const Time bound = 10 + static_cast<Time>(std::ceil((slowdown - 1 + imposed) * 500 * (1 + 1 * 8 / gpus)));
+  EXPECT_EQ(s.job(8)->wait.predicted_start, bound)
+      << "without the imposed part: " << 10 + static_cast<Time>(std::ceil((slowdown - 1) * 500 * (1 + 1 * 8 / gpus)));
+  s.Schedule(bound - 1);
+  EXPECT_EQ(s.job(8)->state, JobState::kPending);
+  s.Schedule(bound);
+  EXPECT_EQ(s.job(8)->state, JobState::kRunning);
 }
 
 // patience_replan: a deferred job's planned good block is kept without a walk for that long

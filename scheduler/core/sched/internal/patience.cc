@@ -59,14 +59,23 @@ Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, 
   if (job.spec.shape.fit == FitMode::kRequire && job.spec.shape.level <= best.level) return start_now();
   const double busbw = now_placement.prediction.busbw_gbs;
   const double slowdown = busbw > 0 ? (1 - c) + c * best.busbw_gbs / busbw : 1e9;
+  // Of that slowdown, the part that comes from sharing links with running jobs' rings (the block's
+  // own shape, in the empty cluster, is faster): a ring that joins them takes its fair share from
+  // them, and they lose about as much as it does. That slowdown is counted again, for them.
+  double imposed = 0;
+  if (busbw > 0) {
+    const double shape = s.ShapeBusbw(now_placement.gpus);
+    if (shape > busbw) imposed = c * best.busbw_gbs / busbw - c * best.busbw_gbs / shape;
+  }
   // The slower run holds n GPUs (slowdown - 1) x run longer than the same work needs: under
   // pressure that capacity is taken from the jobs queued behind, each of which then waits about
-  // lost GPU-seconds / cluster GPUs longer. So the cost is the job's own lost time plus, for the
-  // other pending jobs, their share of the lost capacity: (slowdown - 1) x run x (1 + Q n / N).
+  // lost GPU-seconds / cluster GPUs longer. So the cost is the lost time of the job and of those it
+  // slows, plus, for the other pending jobs, their share of the lost capacity:
+  // (slowdown - 1 + imposed) x run x (1 + Q n / N).
   const double queued = s.pending.size() > 0 ? static_cast<double>(s.pending.size() - 1) : 0.0;
   const double cluster = std::max<double>(1, s.topo->gpu_count());
   const Duration w = s.policies.runtime->Run(job);
-  const double cost = (slowdown - 1) * static_cast<double>(w) * (1 + queued * n / cluster);
+  const double cost = (slowdown - 1 + imposed) * static_cast<double>(w) * (1 + queued * n / cluster);
   const Time since = job.deferred_since >= 0 ? job.deferred_since : pass.now;
   if (static_cast<double>(pass.now - since) >= cost) return start_now();
   const Time until = since + static_cast<Time>(std::ceil(cost));

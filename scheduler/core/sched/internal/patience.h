@@ -11,7 +11,10 @@
 //     slowdown = (1 - c) + c x best / b      (c = SchedulerConfig::placement_comm_share)
 // so the run takes (slowdown - 1) x estimate longer, and holds its n GPUs that much longer: under
 // pressure, capacity the Q other pending jobs wait for, each about that lost GPU time / N (the
-// cluster's GPUs). The cost of starting now is therefore (slowdown - 1) x estimate x (1 + Q n / N).
+// cluster's GPUs). When b is below the block's own bandwidth in the empty cluster (its shape),
+// the gap comes from links shared with running jobs' rings, which the job's ring slows about as
+// much: that part of the slowdown, `imposed` = c x best / b - c x best / shape, counts again. The
+// cost of starting now is therefore (slowdown - 1 + imposed) x estimate x (1 + Q n / N).
 // The planner (Reserve, for a good block) finds the good block that frees up first; the job
 // waits for it, with a reservation on that block, until the time it has waited for one reaches the cost (delay
 // scheduling with a bound); then, or when no good block is planned at all, it starts now. The

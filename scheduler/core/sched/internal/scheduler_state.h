@@ -101,6 +101,9 @@ struct SchedulerState {
     Level level = Level::kCore;
   };
   const BestBlock& Best(uint32_t gpus);
+  // The predicted bus bandwidth of a ring over `gpus` in the empty cluster: its shape alone, no
+  // other job's traffic. After Best (which makes the empty copy).
+  double ShapeBusbw(std::span<const GpuId> gpus) const { return empty_placer->model().Predict(gpus).busbw_gbs; }
   // When an active job is planned to give its GPUs back: the end of its run as estimated
   // (policies.runtime), its checkpoint deadline if it is being preempted, not before `now`.
   Time ReleaseTime(const JobRecord& running) const;
