@@ -119,6 +119,11 @@ struct PassState {
     Placement placement;
   };
   std::vector<NowAnswer> deferred_now;
+  // The empty-cluster bandwidth of the last slower block a wait for a better one asked about
+  // (patience.cc, SchedulerState::ShapeBusbw): the jobs that wait on one kept answer ask it of
+  // the same GPUs.
+  std::vector<GpuId> shape_gpus;
+  double shape_busbw = 0;
   // Whether a request fits the Topology as it is, reservations aside (scheduler_pass.cc,
   // FitsIgnoringReservations): the answers for one Topology::version(), by request and partitions.
   struct FitsAnswer {

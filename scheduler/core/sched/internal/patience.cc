@@ -64,7 +64,11 @@ Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, 
   // them, and they lose about as much as it does. That slowdown is counted again, for them.
   double imposed = 0;
   if (busbw > 0) {
-    const double shape = s.ShapeBusbw(now_placement.gpus);
+    if (pass.shape_gpus != now_placement.gpus) {
+      pass.shape_gpus = now_placement.gpus;
+      pass.shape_busbw = s.ShapeBusbw(pass.shape_gpus);
+    }
+    const double shape = pass.shape_busbw;
     if (shape > busbw) imposed = c * best.busbw_gbs / busbw - c * best.busbw_gbs / shape;
   }
   // The slower run holds n GPUs (slowdown - 1) x run longer than the same work needs: under
