@@ -70,6 +70,18 @@ void MakeFilled(const SchedulerConfig& config, std::unique_ptr<Scheduler>& out) 
   ASSERT_NO_FATAL_FAILURE(FillSmallNodesAndSixOfEachBigNode(*out));
 }
 
+// MakeFilled under PressureConfig with `depth`, then two 8-GPU jobs at 10 that could start only
+// on the slow block: job 7 (long) and job 8 (500 s, short enough to end before job 7's good
+// block frees up at 1000), and a pass.
+void MakeTwoWaiting(uint32_t depth, std::unique_ptr<Scheduler>& out) {
+  SchedulerConfig config = PressureConfig();
+  config.patience_depth = depth;
+  ASSERT_NO_FATAL_FAILURE(MakeFilled(config, out));
+  ASSERT_TRUE(out->Submit(PlainJob(7, 8, 100000), 10));
+  ASSERT_TRUE(out->Submit(PlainJob(8, 8, 500), 10));
+  out->Schedule(10);
+}
+
 // The best 8 GPUs are four 2-GPU nodes; with those busy and 6 GPUs of every 8-GPU node taken
 // by two multi-node jobs, 8 GPUs are free only as 2 on each 8-GPU node, sharing the NICs with
 // those jobs' rings: the best block's shape (four nodes, 2 GPUs each), on the wrong nodes. The
@@ -109,14 +121,9 @@ TEST(PlacementUnderPressure, OnMixedNodesAGoodBlockIsAsFastNotShapedAsTheBest) {
 TEST(PlacementUnderPressure, BeyondThePatienceDepthJobsWaitWithoutAPlannedBlock) {
   for (const uint32_t depth : {1u, 0u}) {
     SCOPED_TRACE("patience_depth " + std::to_string(depth));
-    SchedulerConfig config = PressureConfig();
-    config.patience_depth = depth;
     std::unique_ptr<Scheduler> made;
-    ASSERT_NO_FATAL_FAILURE(MakeFilled(config, made));
+    ASSERT_NO_FATAL_FAILURE(MakeTwoWaiting(depth, made));
     Scheduler& s = *made;
-    ASSERT_TRUE(s.Submit(PlainJob(7, 8, 100000), 10));
-    ASSERT_TRUE(s.Submit(PlainJob(8, 8, 500), 10));
-    s.Schedule(10);
     for (JobId id : {7, 8}) {
       const JobRecord& job = *s.job(id);
       ASSERT_EQ(job.state, JobState::kPending) << id;
@@ -164,14 +171,10 @@ TEST(PlacementUnderPressure, BeyondThePatienceDepthJobsWaitWithoutAPlannedBlock)
 //     slowdown = 0.85 + 0.15 best / b,  imposed = 0.15 best / b - 0.15 best / shape,
 // with b its block's predicted bandwidth now, `shape` the same GPUs' in the empty cluster and Q = 1.
 TEST(PlacementUnderPressure, AContendedBlockCountsTheSlowdownItImposesOnTheJobsItShares) {
-  SchedulerConfig config = PressureConfig();
-  config.patience_depth = 1;
   std::unique_ptr<Scheduler> made;
-  ASSERT_NO_FATAL_FAILURE(MakeFilled(config, made));
+  ASSERT_NO_FATAL_FAILURE(MakeTwoWaiting(1, made));
   Scheduler& s = *made;
-  ASSERT_TRUE(s.Submit(PlainJob(7, 8, 100000), 10));
-  ASSERT_TRUE(s.Submit(PlainJob(8, 8, 500), 10));
-  s.Schedule(10);
+  const SchedulerConfig& config = s.config();
   ASSERT_EQ(s.job(8)->state, JobState::kPending);
   ASSERT_EQ(s.job(8)->wait.kind, WaitKind::kTopologyBlock) << s.job(8)->wait.detail;
 
