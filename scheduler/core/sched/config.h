@@ -138,10 +138,10 @@ struct SchedulerConfig {
   // from pass to pass and brought up to date by the allocations that changed (on), or built anew
   // in every pass that asks it (off). The answers are the same; off is for tests.
   bool keep_domain_plan = true;
-  // Not a policy: whether a pass keeps the start-now answers of jobs that then waited for a
-  // better block without a planned one (beyond patience_depth) for the next job asking the same
-  // of the same state (on), or searches again for each (off). The answers are the same; off is
-  // for tests.
+  // Not a policy: whether a pass keeps the Placer's start-now answers (those that depend on
+  // nothing of the job's own) for the next job asking the same of the same Topology state
+  // (PassState::NowAnswer; on), or searches again for each (off). The answers are the same; off
+  // is for tests.
   bool keep_start_answers = true;
   // Not a policy: whether a backfill cycle (backfill_interval) that would repeat an idle one --
   // the last cycle decided nothing, no event since, a policy nothing of which changes with time

@@ -194,40 +194,11 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   }
   const bool dominated = !own && !filtered && failed && failed->failures.Covers(n, w);
   if (!dominated) {
-    // Under a long queue most jobs of a pass ask the same start-now question of the same state,
-    // get the same slower block and wait for a better one: the answer is kept for the next
-    // (NowAnswer). Only for jobs whose search depends on nothing of their own.
-    const bool plain = s.config.keep_start_answers && !own && !filtered && !pass.user_gpu_limits &&
-                       !job.spec.elastic() && !(pass.promised_filter.MayContain(id) && pass.promised.contains(id));
-    const PlacementRequest request = SchedulerState::ShapeFor(job, n);
-    const uint64_t partitions = PartitionMask(job.partition_ids);
-    auto same_state = [&](const PassState::NowAnswer& a) {
-      return a.version == s.topo->version() && a.blocked == pass.start_blocks.blocked_state() &&
-             s.topo->held_gpus() == pass.start_blocks.blocked_gpus() && s.topo->none_suspended();
-    };
-    std::optional<Placement> p;
-    if (plain && !pass.deferred_now.empty()) {
-      pass.start_blocks.Set(s.reservations, now + w, id);
-      for (const PassState::NowAnswer& a : pass.deferred_now) {
-        if (a.partitions == partitions && a.request == request && same_state(a)) p = a.placement;
-      }
-    }
-    if (!p) p = TryStartNow(s, pass, job);
+    std::optional<Placement> p = TryStartNow(s, pass, job);
     if (p) {
       // Placement under pressure: a good block soon rather than a slow one now.
       if (Patience patience = WaitForBetterBlock(s, pass, job, *p); patience.wait) {
         std::optional<Reservation>& r = patience.block;
-        if (plain && !r) {
-          // Nothing changed since the search (no reservation made): kept for the next job.
-          pass.start_blocks.Set(s.reservations, now + w, id);
-          PassState::NowAnswer a{request, partitions, s.topo->version(), pass.start_blocks.blocked_state(), *p};
-          if (same_state(a)) {
-            std::erase_if(pass.deferred_now, [&](const PassState::NowAnswer& b) {
-              return b.partitions == partitions && b.request == request;
-            });
-            pass.deferred_now.push_back(std::move(a));
-          }
-        }
         if (r && r->start <= now) {
           Placement good{r->gpus, {}, s.placer->model().Predict(r->gpus)};
           StartJob(s, pass, job, good, out);

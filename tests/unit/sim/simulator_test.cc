@@ -447,34 +447,35 @@ TEST(SimKeptPlan, SameDecisionsAsAPlanBuiltEachPass) {
   EXPECT_GT(waited_big, 10 * seeds);
 }
 
-// SchedulerConfig::keep_start_answers: the start-now answer of a job that then waited for a
-// better block without a planned one (placement under pressure beyond patience_depth), kept for
-// the next job of the pass that asks the same of the same state, decides exactly as a search for
-// each. Random traces of one-node jobs of 2-8 GPUs (split across nodes when the cluster is busy:
-// the slow blocks they wait instead of) with node failures; a depth of 1 and 3, EASY and
-// conservative backfill: the same decision log and per-job rows, byte for byte.
+// SchedulerConfig::keep_start_answers: a start-now search kept for the next job of the pass that
+// asks the same of the same Topology state (version and fingerprint) decides exactly as a search
+// for each. Random traces of one-node jobs of 2-8 GPUs (split across nodes when the cluster is
+// busy: the slow blocks they wait instead of, with a planned good block or beyond the depth
+// without) with node failures; the preset (depth 100), depths 1 and 3, EASY and conservative
+// backfill: the same decision log and per-job rows, byte for byte.
 TEST(SimKeptStartAnswers, SameDecisionsAsASearchForEachJob) {
   const TopologySpec spec = GenerateByName("leafspine:8:4:2").value();
   const uint64_t seeds = std::clamp<uint64_t>(std::llround(4 * testing::QualityScale()), 1, 4);
-  size_t waited_unplanned = 0;
+  size_t waited_better = 0;
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
     constexpr uint32_t kSizes[] = {1, 1, 2, 3, 4, 4, 6, 8};
     const Trace trace = RandomTrace(seed, 200, 300, kSizes, 12000);
-    for (const char* policy : {"phalanx:patience_depth=1", "phalanx:patience_depth=3,backfill=conservative"}) {
+    for (const char* policy :
+         {"phalanx", "phalanx:patience_depth=1", "phalanx:patience_depth=3,backfill=conservative"}) {
       SimOptions o = EquivalenceOptions(seed);
       auto config = PolicyFromSpec(policy);
       ASSERT_TRUE(config);
       const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::keep_start_answers);
       EXPECT_EQ(FirstDifference(r.log[0], r.log[1]), "") << policy << " seed " << seed;
       EXPECT_EQ(FirstDifference(r.csv[0], r.csv[1]), "") << policy << " seed " << seed;
-      // Waits for a better block (the kept answers are those of jobs that wait beyond the depth).
+      // Waits for a better block (after which the next job asks the same of the same state).
       for (size_t at = r.log[1].find("a slower block is free now"); at != std::string::npos;
            at = r.log[1].find("a slower block is free now", at + 1)) {
-        ++waited_unplanned;
+        ++waited_better;
       }
     }
   }
-  EXPECT_GT(waited_unplanned, 50 * seeds);
+  EXPECT_GT(waited_better, 50 * seeds);
 }
 
 // SchedulerConfig::skip_idle_backfill: a backfill cycle (Slurm's bf_interval) that would repeat

@@ -108,17 +108,21 @@ struct PassState {
     FailureFrontier failures;
   };
   std::vector<FailedShape> failed_shapes;
-  // Start-now answers of jobs that then waited for a better block (placement under pressure),
-  // by request and partitions, for the state they were computed in (Topology::version(), the
-  // blocked reservations): the next job asking the same of the same state gets the same block.
+  // The Placer's start-now answers (start_now.cc, TryStartNow; config.keep_start_answers) for the
+  // searches that depend on nothing of the job's own, by request and partitions, for the state
+  // they were searched in: Topology::version() and the fingerprint of the whole Topology (its
+  // free GPUs, what-if holds included, and its loads: all a search reads; Topology::fingerprint).
+  // Under a long queue most jobs of a pass ask the same of the same state: a job that waits for a
+  // better block, or reserves GPUs that are busy now, leaves the state as it was.
   struct NowAnswer {
     PlacementRequest request;
     uint64_t partitions;
     uint64_t version;
-    std::pair<uint64_t, size_t> blocked;
-    Placement placement;
+    Topology::Fingerprint state;
+    std::optional<Placement> placement;  // none: nothing fits now
   };
-  std::vector<NowAnswer> deferred_now;
+  std::vector<NowAnswer> now_answers;  // the latest last, at most kKeptNowAnswers
+  static constexpr size_t kKeptNowAnswers = 64;
   // The empty-cluster bandwidth of the last slower block a wait for a better one asked about
   // (patience.cc, SchedulerState::ShapeBusbw): the jobs that wait on one kept answer ask it of
   // the same GPUs.

@@ -14,7 +14,6 @@ void StartBlocks::Set(const std::vector<Reservation>& reservations, Time end, Jo
   for (const Reservation& r : reservations) own = own || r.job == except;
   if (order_dirty_ || own) {
     Clear();
-    ++generation_;
     order_.resize(reservations.size());
     for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
     std::stable_sort(order_.begin(), order_.end(),

@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "core/common/ids.h"
@@ -35,16 +34,12 @@ class StartBlocks {
   }
   // GPUs currently blocked (all of them free otherwise).
   size_t blocked_gpus() const { return what_if_.blocked_gpus(); }
-  // Names the blocked set: equal values, the same GPUs blocked (the same reservations, the same
-  // prefix of them). Changes when the reservations change or a preemptor's Set blocked others.
-  std::pair<uint64_t, size_t> blocked_state() const { return {generation_, applied_}; }
 
  private:
   WhatIf what_if_;
   std::vector<size_t> order_;  // indices into the reservations, by start time
   size_t applied_ = 0;         // blocks on the stack: order_[0..applied_)
   bool order_dirty_ = true;
-  uint64_t generation_ = 0;  // a new one at every re-sort and every preemptor's Set
 };
 
 }  // namespace phalanx

@@ -11,6 +11,31 @@
 
 namespace phalanx {
 
+namespace {
+
+// s.PlaceNow(job, request), answered from PassState::now_answers when a job of the pass asked the
+// same of the same state (a search that depends on nothing of the job's own: no
+// nodelist/exclude/constraint, no per-user limit).
+std::optional<Placement> PlaceNowKept(SchedulerState& s, PassState& pass, const JobRecord& job,
+                                      const PlacementRequest& request) {
+  if (!s.config.keep_start_answers || !job.forbidden_nodes.empty() || pass.user_gpu_limits)
+    return s.PlaceNow(job, request);
+  const uint64_t partitions = PartitionMask(job.partition_ids);
+  const uint64_t version = s.topo->version();
+  const Topology::Fingerprint state = s.topo->fingerprint(s.topo->root());
+  std::vector<PassState::NowAnswer>& kept = pass.now_answers;
+  const auto same = std::find_if(kept.rbegin(), kept.rend(), [&](const PassState::NowAnswer& a) {
+    return a.state == state && a.version == version && a.partitions == partitions && a.request == request;
+  });
+  if (same != kept.rend()) return same->placement;
+  std::optional<Placement> p = s.PlaceNow(job, request);
+  if (kept.size() == PassState::kKeptNowAnswers) kept.erase(kept.begin());
+  kept.push_back({request, partitions, version, state, p});
+  return p;
+}
+
+}  // namespace
+
 std::optional<Placement> TryStartNow(SchedulerState& s, PassState& pass, const JobRecord& job) {
   pass.start_blocks.Set(s.reservations, pass.now + s.policies.runtime->Run(job), job.spec.id);
   const std::vector<uint32_t> sizes = s.LegalSizes(job);  // largest first
@@ -25,7 +50,7 @@ std::optional<Placement> TryStartNow(SchedulerState& s, PassState& pass, const J
     p.prediction = s.placer->model().Predict(p.gpus);
     if (p.prediction.busbw_gbs > 0 || p.gpus.size() == 1) return p;
   }
-  auto smallest = s.PlaceNow(job, SchedulerState::ShapeFor(job, min));
+  auto smallest = PlaceNowKept(s, pass, job, SchedulerState::ShapeFor(job, min));
   if (!smallest || sizes.size() == 1) return smallest;
   // Larger elastic sizes are opportunistic: they may not take blocks promised to other jobs.
   // Feasibility is monotone in size, so binary search the sizes above the minimum.
