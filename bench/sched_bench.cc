@@ -1,13 +1,17 @@
 // sched_bench: wall time of one full scheduling pass (Scheduler::Schedule) with N pending jobs.
 //
 // Cluster: a DGX SuperPOD-like fabric of 128 SUs x 32 DGX H100 nodes (32,768 GPUs), filled to
-// 70% by the scheduler itself (jobs of the mix below submitted and started by passes at t=0,
-// long walltimes). Then N jobs of the same mix are submitted at t=10 and one pass is timed with
-// std::chrono::steady_clock. Configuration: conservative backfill, reserve_depth 100, the other
-// knobs at their defaults; every job is of class "normal", so no preemption happens.
+// 70% (--occupancy=P) by the scheduler itself (jobs of the mix below submitted and started by
+// passes at t=0, long walltimes); with --churn=P, P% of the running jobs then end at t=5 (free
+// GPUs in scattered pieces, as on a busy cluster). Then N jobs of the same mix are submitted at
+// t=10 and one pass is timed with std::chrono::steady_clock. Configuration: conservative
+// backfill, reserve_depth 100, the other knobs at their defaults; or, with --policy=NAME, a
+// preset (phalanx: EASY with the starvation guard and placement under pressure, the daemon's
+// default). Every job is of class "normal", so no preemption happens.
 // Size mix (GPUs): 50% 1-8, 30% 16-64, 15% 128-256, 5% 512.
 // Each measurement runs on a freshly built scheduler (same seed, so the same state); the table
-// gives the median of --reps passes. Usage: sched_bench [--reps=R] [--n=N[,N...]] [--seed=S]
+// gives the median of --reps passes.
+// Usage: sched_bench [--reps=R] [--n=N[,N...]] [--seed=S] [--policy=NAME] [--occupancy=P] [--churn=P]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/sched/config.h"
 #include "core/sched/scheduler.h"
 #include "core/topology/node_models.h"
 
@@ -53,27 +58,25 @@ JobSpec MakeJob(JobId id, std::mt19937& rng, Duration min_wall, Duration max_wal
 struct Measurement {
   double ms = 0;
   size_t starts = 0, waits = 0, reservations = 0;
+  size_t held = 0;       // waits for a better block while a slower one is free (placement under pressure)
   double occupancy = 0;  // before the pass
 };
 
 // Builds the busy cluster, submits `n` jobs and times one pass.
-Measurement MeasureOnce(size_t n, uint32_t seed) {
+Measurement MeasureOnce(size_t n, uint32_t seed, const SchedulerConfig& config, uint32_t occupancy, uint32_t churn) {
   auto spec = GenerateSuperPod({.scalable_units = 128, .nodes_per_su = 32, .model = "dgx-h100"});
   if (!spec) Die(spec.error().ToString());
   auto topo = Topology::Build(*spec);
   if (!topo) Die(topo.error().ToString());
-  SchedulerConfig config;
-  config.backfill = BackfillMode::kConservative;
-  config.reserve_depth = 100;
   auto created = Scheduler::Create(std::move(*topo), config);
   if (!created) Die(created.error().ToString());
   Scheduler& sched = **created;
   const Topology& t = sched.topology();
   std::mt19937 rng(seed);
 
-  // Fill to 70% through the scheduler: submit a batch that would reach the target, run a pass,
+  // Fill to `occupancy` % through the scheduler: submit a batch that would reach the target, run a pass,
   // cancel what did not start, repeat while it makes progress.
-  const size_t target = t.gpu_count() * 7 / 10;
+  const size_t target = t.gpu_count() * occupancy / 100;
   JobId next = 1;
   for (int round = 0; round < 50; ++round) {
     const size_t used = t.gpu_count() - t.free_gpus(t.root());
@@ -97,6 +100,16 @@ Measurement MeasureOnce(size_t n, uint32_t seed) {
     }
     if (left == submitted.size()) break;
   }
+  // Churn: `churn` % of the running jobs, picked at random, end at t=5; their GPUs are free in
+  // scattered pieces, as on a busy cluster, where multi-GPU jobs find slower split blocks free.
+  if (churn > 0) {
+    for (JobId id = 1; id < next; ++id) {
+      const JobRecord* j = sched.job(id);
+      if (j && j->state == JobState::kRunning && rng() % 100 < churn) {
+        if (auto st = sched.JobEnded(id, 5, true); !st) Die(st.error().ToString());
+      }
+    }
+  }
   Measurement m;
   m.occupancy = 1.0 - static_cast<double>(t.free_gpus(t.root())) / static_cast<double>(t.gpu_count());
 
@@ -110,6 +123,7 @@ Measurement MeasureOnce(size_t n, uint32_t seed) {
   for (const Decision& d : ds) {
     m.starts += d.kind == DecisionKind::kStart;
     m.waits += d.kind == DecisionKind::kWait;
+    m.held += d.kind == DecisionKind::kWait && d.wait.detail.ends_with("a slower block is free now");
   }
   m.reservations = sched.reservations().size();
   if (std::string bad = sched.CheckInvariants(); !bad.empty()) Die("invariants broken:\n" + bad);
@@ -120,6 +134,11 @@ int Main(int argc, char** argv) {
   int reps = 3;
   uint32_t seed = 42;
   std::vector<size_t> sizes = {1'000, 10'000, 100'000};
+  SchedulerConfig config;
+  config.backfill = BackfillMode::kConservative;
+  config.reserve_depth = 100;
+  std::string described = "conservative backfill, reserve_depth 100";
+  uint32_t occupancy = 70, churn = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--reps=", 7) == 0) {
       reps = std::max(1, std::atoi(argv[i] + 7));
@@ -133,22 +152,40 @@ int Main(int argc, char** argv) {
         p = *end == ',' ? end + 1 : end;
         if (end == p && *p) Die(std::string("bad --n list: ") + argv[i]);
       }
+    } else if (std::strncmp(argv[i], "--occupancy=", 12) == 0) {
+      occupancy = static_cast<uint32_t>(std::strtoul(argv[i] + 12, nullptr, 10));
+      if (occupancy == 0 || occupancy > 100) Die(std::string("bad --occupancy (1-100): ") + argv[i]);
+    } else if (std::strncmp(argv[i], "--churn=", 8) == 0) {
+      churn = static_cast<uint32_t>(std::strtoul(argv[i] + 8, nullptr, 10));
+      if (churn > 100) Die(std::string("bad --churn (0-100): ") + argv[i]);
+    } else if (std::strncmp(argv[i], "--policy=", 9) == 0) {
+      auto preset = PolicyPreset(argv[i] + 9);
+      if (!preset) Die(preset.error().ToString());
+      config = std::move(*preset);
+      described = std::string("policy preset '") + (argv[i] + 9) + "'";
     } else {
-      std::fprintf(stderr, "sched_bench: unknown argument '%s' (use --reps=R --n=N[,N...] --seed=S)\n", argv[i]);
+      std::fprintf(stderr,
+                   "sched_bench: unknown argument '%s' (use --reps=R --n=N[,N...] --seed=S --policy=NAME "
+                   "--occupancy=P --churn=P)\n",
+                   argv[i]);
       return 2;
     }
   }
-  std::printf("One Schedule() pass, 32,768-GPU SuperPOD (128 SUs x 32 DGX H100) at ~70%% occupancy,\n");
-  std::printf("conservative backfill, reserve_depth 100; median of %d fresh runs, seed %u.\n\n", reps, seed);
-  std::printf("| pending jobs | median ms | min ms | max ms | starts | reservations | occupancy before |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("One Schedule() pass, 32,768-GPU SuperPOD (128 SUs x 32 DGX H100) filled to ~%u%%", occupancy);
+  if (churn > 0) std::printf(", then %u%% of its running jobs ended", churn);
+  std::printf(",\n");
+  std::printf("%s; median of %d fresh runs, seed %u.\n\n", described.c_str(), reps, seed);
+  std::printf(
+      "| pending jobs | median ms | min ms | max ms | starts | reservations | held for a better block | "
+      "occupancy before |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t n : sizes) {
     std::vector<Measurement> ms;
-    for (int r = 0; r < reps; ++r) ms.push_back(MeasureOnce(n, seed));
+    for (int r = 0; r < reps; ++r) ms.push_back(MeasureOnce(n, seed, config, occupancy, churn));
     std::sort(ms.begin(), ms.end(), [](const Measurement& a, const Measurement& b) { return a.ms < b.ms; });
     const Measurement& med = ms[ms.size() / 2];
-    std::printf("| %zu | %.1f | %.1f | %.1f | %zu | %zu | %.1f%% |\n", n, med.ms, ms.front().ms, ms.back().ms,
-                med.starts, med.reservations, 100.0 * med.occupancy);
+    std::printf("| %zu | %.1f | %.1f | %.1f | %zu | %zu | %zu | %.1f%% |\n", n, med.ms, ms.front().ms, ms.back().ms,
+                med.starts, med.reservations, med.held, 100.0 * med.occupancy);
     std::fflush(stdout);
   }
   return 0;
