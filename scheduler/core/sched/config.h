@@ -140,8 +140,8 @@ struct SchedulerConfig {
   bool keep_domain_plan = true;
   // Not a policy: whether a pass keeps the Placer's start-now answers (those that depend on
   // nothing of the job's own) for the next job asking the same of the same Topology state
-  // (PassState::NowAnswer; on), or searches again for each (off). The answers are the same; off
-  // is for tests.
+  // (PassState::NowAnswer; on, under placement under pressure only), or searches again for each
+  // (off). The answers are the same; off is for tests.
   bool keep_start_answers = true;
   // Not a policy: whether a backfill cycle (backfill_interval) that would repeat an idle one --
   // the last cycle decided nothing, no event since, a policy nothing of which changes with time

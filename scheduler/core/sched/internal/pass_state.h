@@ -112,8 +112,9 @@ struct PassState {
   // searches that depend on nothing of the job's own, by request and partitions, for the state
   // they were searched in: Topology::version() and the fingerprint of the whole Topology (its
   // free GPUs, what-if holds included, and its loads: all a search reads; Topology::fingerprint).
-  // Under a long queue most jobs of a pass ask the same of the same state: a job that waits for a
-  // better block, or reserves GPUs that are busy now, leaves the state as it was.
+  // Under placement under pressure and a long queue, most jobs of a pass ask the same of the same
+  // state: a job that waits for a better block, or reserves GPUs that are busy now, leaves the
+  // state as it was. (Kept under that policy only: start_now.cc, PlaceNowKept.)
   struct NowAnswer {
     PlacementRequest request;
     uint64_t partitions;
