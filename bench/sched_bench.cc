@@ -20,11 +20,13 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/sched/config.h"
 #include "core/sched/scheduler.h"
 #include "core/topology/node_models.h"
+#include "util/printable.h"
 
 namespace phalanx::bench {
 namespace {
@@ -32,6 +34,19 @@ namespace {
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "sched_bench: %s\n", what.c_str());
   std::exit(1);
+}
+
+// The whole number after the first `skip` characters of `arg`, from `min` to 100; dies otherwise.
+uint32_t Percent(const char* arg, size_t skip, uint32_t min) {
+  const char* text = arg + skip;
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(text, &end, 10);
+  if (end == text || *end != '\0' || *text == '-' || v < min || v > 100) {
+    const std::string_view shown(text);  // escaped, and cut at 40 bytes
+    Die(std::string("bad ") + std::string(arg, skip - 1) + " (a whole number, " + std::to_string(min) + "-100): '" +
+        EscapeForLog(shown.substr(0, 40)) + (shown.size() > 40 ? "'..." : "'"));
+  }
+  return static_cast<uint32_t>(v);
 }
 
 uint32_t PickSize(std::mt19937& rng) {
@@ -153,11 +168,9 @@ int Main(int argc, char** argv) {
         if (end == p && *p) Die(std::string("bad --n list: ") + argv[i]);
       }
     } else if (std::strncmp(argv[i], "--occupancy=", 12) == 0) {
-      occupancy = static_cast<uint32_t>(std::strtoul(argv[i] + 12, nullptr, 10));
-      if (occupancy == 0 || occupancy > 100) Die(std::string("bad --occupancy (1-100): ") + argv[i]);
+      occupancy = Percent(argv[i], 12, 1);
     } else if (std::strncmp(argv[i], "--churn=", 8) == 0) {
-      churn = static_cast<uint32_t>(std::strtoul(argv[i] + 8, nullptr, 10));
-      if (churn > 100) Die(std::string("bad --churn (0-100): ") + argv[i]);
+      churn = Percent(argv[i], 8, 0);
     } else if (std::strncmp(argv[i], "--policy=", 9) == 0) {
       auto preset = PolicyPreset(argv[i] + 9);
       if (!preset) Die(preset.error().ToString());
