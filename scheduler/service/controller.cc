@@ -26,7 +26,8 @@ bool SamePersistent(const JobRecord& a, const JobRecord& b) {
          a.last_checkpoint_request == b.last_checkpoint_request && a.checkpoint_deadline == b.checkpoint_deadline &&
          a.after_checkpoint == b.after_checkpoint && a.shrink_to == b.shrink_to && a.preempted_for == b.preempted_for &&
          a.victims == b.victims && a.claim == b.claim && a.preemptions == b.preemptions && a.resizes == b.resizes &&
-         a.gpu_seconds_lost == b.gpu_seconds_lost && a.idle_since == b.idle_since && x.held == y.held &&
+         a.gpu_seconds_lost == b.gpu_seconds_lost && a.idle_since == b.idle_since &&
+         a.service_gpu_s == b.service_gpu_s && a.service_until == b.service_until && x.held == y.held &&
          x.name == y.name && x.priority_class == y.priority_class && x.walltime == y.walltime &&
          x.after_ok == y.after_ok && x.preemptible == y.preemptible && x.top == y.top && x.suspended == y.suspended &&
          x.suspended_at == y.suspended_at && x.partitions == y.partitions;

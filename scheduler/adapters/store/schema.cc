@@ -211,12 +211,22 @@ ALTER TABLE jobs ADD COLUMN partitions TEXT NOT NULL DEFAULT '';
 ALTER TABLE nodes ADD COLUMN reason_user TEXT NOT NULL DEFAULT '';
 )sql";
 
+// v6. Attained service (JobRecord::service_gpu_s, service_until): the GPU-seconds a job has held
+// GPUs in its runs so far, which orders the queue under `order: attained` and survives
+// preemptions; without it a restart put every job back in the first service queue. Rows from
+// before v6 have 0 and 0: their service counts from the restart (Scheduler::Restore).
+constexpr std::string_view kV6 = R"sql(
+ALTER TABLE jobs ADD COLUMN service_gpu_s REAL NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN service_until INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "jobs, checkpoints, nodes, events, meta", kV1, kV1Postgres},
     {2, "launch: how to run each job (opaque, the daemon's)", kV2},
     {3, "history: sampled series for dashboards", kV3, kV3Postgres},
     {4, "job_events: each job's history, bounded", kV4},
     {5, "partitions of jobs, who set a node's state", kV5},
+    {6, "attained service of jobs", kV6},
 };
 
 bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }

@@ -229,7 +229,9 @@ Status Store::ApplyOp(const Batch::Op& op, BatchResult* result) {
         .Bind(21, int64_t{j.resizes})
         .Bind(22, j.gpu_seconds_lost)
         .Bind(23, j.idle_since)
-        .Bind(24, JoinPartitions(j.spec.partitions));
+        .Bind(24, JoinPartitions(j.spec.partitions))
+        .Bind(25, j.service_gpu_s)
+        .Bind(26, j.service_until);
     if (auto st = Run(u); !st) return st;
     if (db_->Changes() == 0) return Fail(path(), JobWhere(j.spec.id) + ": no such job to save");
     return {};
@@ -497,6 +499,10 @@ Result<JobRecord> Store::ReadJobRow(Statement& q) const {
   j.gpu_seconds_lost = q.Real(22);
   j.idle_since = q.Int(23);
   j.spec.partitions = SplitPartitions(q.Text(24));
+  j.service_gpu_s = q.Real(25);
+  if (!std::isfinite(j.service_gpu_s) || j.service_gpu_s < 0)
+    return bad("service_gpu_s", "not a finite count of GPU-seconds >= 0 (" + std::to_string(j.service_gpu_s) + ")");
+  j.service_until = q.Int(26);
   return j;
 }
 

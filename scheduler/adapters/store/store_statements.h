@@ -19,7 +19,8 @@ inline constexpr std::string_view kLeaderKey = "leader";  // meta('leader'): the
 inline constexpr std::string_view kJobColumns =
     "id, submit, spec, state, gpus, start_time, end_time, walltime, run_walltime, progress, checkpoint_epoch, "
     "checkpoint_path, last_checkpoint, last_checkpoint_request, checkpoint_deadline, after_checkpoint, shrink_to, "
-    "preempted_for, victims, claim, preemptions, resizes, gpu_seconds_lost, idle_since, partitions";
+    "preempted_for, victims, claim, preemptions, resizes, gpu_seconds_lost, idle_since, partitions, "
+    "service_gpu_s, service_until";
 
 }  // namespace detail
 
@@ -60,7 +61,7 @@ struct Store::Statements {
          "run_walltime = ?8, progress = ?9, checkpoint_epoch = ?10, checkpoint_path = ?11, last_checkpoint = ?12, "
          "last_checkpoint_request = ?13, checkpoint_deadline = ?14, after_checkpoint = ?15, shrink_to = ?16, "
          "preempted_for = ?17, victims = ?18, claim = ?19, preemptions = ?20, resizes = ?21, gpu_seconds_lost = ?22, "
-         "idle_since = ?23, partitions = ?24 WHERE id = ?1"},
+         "idle_since = ?23, partitions = ?24, service_gpu_s = ?25, service_until = ?26 WHERE id = ?1"},
         {&s->insert_event, "INSERT INTO events(time, kind, job, payload) VALUES (?1, ?2, ?3, ?4)"},
         {&s->insert_checkpoint,
          "INSERT INTO checkpoints(job, epoch, time, path) VALUES (?1, ?2, ?3, ?4) "

@@ -159,6 +159,58 @@ TEST(Store, MigratesV4JobsToTheDefaultPartition) {
   EXPECT_EQ(again->jobs[1].spec.partitions, std::vector<std::string>{"debug"});
 }
 
+// Schema v6: a v5 file's jobs load with no attained service (Scheduler::Restore counts a running
+// job's from the restart); a saved record keeps its count and time. A count that is not a finite
+// number >= 0 is refused, naming the job and the field.
+TEST(Store, MigratesV5JobsWithoutAttainedServiceAndKeepsItFromThen) {
+  TempDir dir;
+  const std::string path = dir.File("v5.db");
+  JobSpec spec;
+  spec.id = 1;
+  spec.name = "old";
+  spec.user = "alice";
+  spec.shape.gpus = 8;
+  {
+    auto db = SqliteDb::Open(path, true, "");
+    ASSERT_TRUE(db);
+    auto r = Migrate(*db, StoreMigrations().first(5));
+    ASSERT_TRUE(r) << r.error().ToString();
+    ASSERT_EQ(r->to, 5);
+  }
+  RawSql(path, "INSERT INTO jobs(id, submit, spec, state, gpus, start_time) VALUES (1, 5, '" + EncodeJobSpec(spec) +
+                   "', 'running', '0-7', 10);");
+  {
+    auto store = OpenOrDie(path);
+    ASSERT_TRUE(store);
+    auto all = store->LoadAll();
+    ASSERT_TRUE(all) << all.error().ToString();
+    ASSERT_EQ(all->jobs.size(), 1u);
+    EXPECT_EQ(all->jobs[0].service_gpu_s, 0.0);
+    EXPECT_EQ(all->jobs[0].service_until, 0);
+    JobRecord rec = all->jobs[0];
+    rec.service_gpu_s = 8.0 * 3600 + 0.5;
+    rec.service_until = 3700;
+    ASSERT_TRUE(store->SaveJobState(rec.spec.id, rec));
+  }
+  {
+    auto store = OpenOrDie(path);
+    ASSERT_TRUE(store);
+    auto all = store->LoadAll();
+    ASSERT_TRUE(all) << all.error().ToString();
+    ASSERT_EQ(all->jobs.size(), 1u);
+    EXPECT_EQ(all->jobs[0].service_gpu_s, 8.0 * 3600 + 0.5);
+    EXPECT_EQ(all->jobs[0].service_until, 3700);
+  }
+  for (const char* value : {"-1", "9e999"}) {
+    RawSql(path, std::string("UPDATE jobs SET service_gpu_s = ") + value + " WHERE id = 1;");
+    auto store = OpenOrDie(path);
+    ASSERT_TRUE(store);
+    auto all = store->LoadAll();
+    ASSERT_FALSE(all) << value;
+    EXPECT_NE(all.error().message.find("job 1: service_gpu_s"), std::string::npos) << all.error().message;
+  }
+}
+
 TEST(Store, RefusesNewerSchemaVersionNamingTheFile) {
   TempDir dir;
   const std::string path = dir.File("new.db");

@@ -54,6 +54,8 @@ JobRecord FullRecord(JobSpec spec) {
   j.resizes = 3;
   j.gpu_seconds_lost = 1234.5;
   j.idle_since = 1800;
+  j.service_gpu_s = 98765.25;
+  j.service_until = 1990;
   return j;
 }
 
@@ -80,6 +82,8 @@ void ExpectRecordEq(const JobRecord& a, const JobRecord& b) {
   EXPECT_EQ(a.resizes, b.resizes);
   EXPECT_EQ(a.gpu_seconds_lost, b.gpu_seconds_lost);
   EXPECT_EQ(a.idle_since, b.idle_since);
+  EXPECT_EQ(a.service_gpu_s, b.service_gpu_s);
+  EXPECT_EQ(a.service_until, b.service_until);
 }
 
 class StoreTest : public testing::StoreBackendTest {};
