@@ -14,9 +14,11 @@
 // Usage: sched_bench [--reps=R] [--n=N[,N...]] [--seed=S] [--policy=NAME] [--occupancy=P] [--churn=P]
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -36,17 +38,26 @@ namespace {
   std::exit(1);
 }
 
-// The whole number after the first `skip` characters of `arg`, from `min` to 100; dies otherwise.
-uint32_t Percent(const char* arg, size_t skip, uint32_t min) {
-  const char* text = arg + skip;
-  char* end = nullptr;
-  const unsigned long v = std::strtoul(text, &end, 10);
-  if (end == text || *end != '\0' || *text == '-' || v < min || v > 100) {
-    const std::string_view shown(text);  // escaped, and cut at 40 bytes
-    Die(std::string("bad ") + std::string(arg, skip - 1) + " (a whole number, " + std::to_string(min) + "-100): '" +
-        EscapeForLog(shown.substr(0, 40)) + (shown.size() > 40 ? "'..." : "'"));
+// `text` for a message: escaped, cut at 40 bytes, quoted.
+std::string Shown(std::string_view text) {
+  return "'" + EscapeForLog(text.substr(0, 40)) + (text.size() > 40 ? "'..." : "'");
+}
+
+// `text` as a whole number from `min` to `max` (digits only); dies naming `flag` otherwise.
+uint64_t Whole(std::string_view flag, std::string_view text, uint64_t min, uint64_t max) {
+  uint64_t v = 0;
+  bool ok = !text.empty() && text.size() <= 19;
+  for (char c : text) ok = ok && c >= '0' && c <= '9' && (v = v * 10 + static_cast<uint64_t>(c - '0'), true);
+  if (!ok || v < min || v > max) {
+    Die("bad " + std::string(flag) + " (a whole number, " + std::to_string(min) + "-" + std::to_string(max) +
+        "): " + Shown(text));
   }
-  return static_cast<uint32_t>(v);
+  return v;
+}
+
+// The whole number after the first `skip` characters of `arg` ("--flag="), from `min` to `max`.
+uint64_t WholeArg(const char* arg, size_t skip, uint64_t min, uint64_t max) {
+  return Whole(std::string_view(arg, skip - 1), arg + skip, min, max);
 }
 
 uint32_t PickSize(std::mt19937& rng) {
@@ -156,31 +167,33 @@ int Main(int argc, char** argv) {
   uint32_t occupancy = 70, churn = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--reps=", 7) == 0) {
-      reps = std::max(1, std::atoi(argv[i] + 7));
+      reps = static_cast<int>(WholeArg(argv[i], 7, 1, 1000));
     } else if (std::strncmp(argv[i], "--seed=", 7) == 0) {
-      seed = static_cast<uint32_t>(std::strtoul(argv[i] + 7, nullptr, 10));
+      seed = static_cast<uint32_t>(WholeArg(argv[i], 7, 0, std::numeric_limits<uint32_t>::max()));
     } else if (std::strncmp(argv[i], "--n=", 4) == 0) {
+      // Comma-separated sizes, each a whole number (an empty item is an error too).
       sizes.clear();
-      for (const char* p = argv[i] + 4; *p;) {
-        char* end = nullptr;
-        sizes.push_back(std::strtoul(p, &end, 10));
-        p = *end == ',' ? end + 1 : end;
-        if (end == p && *p) Die(std::string("bad --n list: ") + argv[i]);
+      const std::string_view list(argv[i] + 4);
+      for (size_t from = 0;;) {
+        const size_t comma = list.find(',', from);
+        sizes.push_back(Whole("--n", list.substr(from, comma - from), 1, 10'000'000));
+        if (comma == std::string_view::npos) break;
+        from = comma + 1;
       }
     } else if (std::strncmp(argv[i], "--occupancy=", 12) == 0) {
-      occupancy = Percent(argv[i], 12, 1);
+      occupancy = static_cast<uint32_t>(WholeArg(argv[i], 12, 1, 100));
     } else if (std::strncmp(argv[i], "--churn=", 8) == 0) {
-      churn = Percent(argv[i], 8, 0);
+      churn = static_cast<uint32_t>(WholeArg(argv[i], 8, 0, 100));
     } else if (std::strncmp(argv[i], "--policy=", 9) == 0) {
       auto preset = PolicyPreset(argv[i] + 9);
       if (!preset) Die(preset.error().ToString());
       config = std::move(*preset);
-      described = std::string("policy preset '") + (argv[i] + 9) + "'";
+      described = "policy preset " + Shown(argv[i] + 9);
     } else {
       std::fprintf(stderr,
-                   "sched_bench: unknown argument '%s' (use --reps=R --n=N[,N...] --seed=S --policy=NAME "
+                   "sched_bench: unknown argument %s (use --reps=R --n=N[,N...] --seed=S --policy=NAME "
                    "--occupancy=P --churn=P)\n",
-                   argv[i]);
+                   Shown(argv[i]).c_str());
       return 2;
     }
   }
