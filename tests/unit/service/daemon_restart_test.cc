@@ -245,6 +245,61 @@ TEST(DaemonRestart, SuspendedJobStaysSuspendedAndItsAgentIsToldAgain) {
   EXPECT_EQ(h.State(id), v1::JOB_STATE_RUNNING);
 }
 
+// order: attained (Tiresias' least attained service first): a job's service lives in the store
+// (schema v6), so after a restart a requeued job that ran stays in the queue it reached, behind
+// a newer job that has not run, as before the restart. (Without it the requeued job, older and
+// back to no service, went first.)
+TEST(DaemonRestart, AttainedServiceKeepsTheQueueOrder) {
+  Harness h;
+  h.config.scheduler.order = QueueOrder::kAttained;
+  h.config.scheduler.service_queues = {1000};  // GPU-seconds: queue 1 from 1,000
+  h.Start();
+  std::vector<std::unique_ptr<FakeAgent>> agents;
+  for (int n = 0; n < 3; ++n) {
+    agents.push_back(std::make_unique<FakeAgent>(h.AgentTarget(), "node" + std::to_string(n)));
+    ASSERT_TRUE(agents.back()->Join());
+  }
+  ASSERT_TRUE(WaitFor([&] { return NodeStateOf(h, "node2") == v1::NODE_STATE_UP; }));
+  const uint64_t ran = h.SubmitOk(Harness::Spec(8, "ran"));
+  const uint64_t b1 = h.SubmitOk(Harness::Spec(8, "b1"));
+  const uint64_t b2 = h.SubmitOk(Harness::Spec(8, "b2"));
+  for (uint64_t id : {ran, b1, b2}) ASSERT_TRUE(h.WaitState(id, v1::JOB_STATE_RUNNING)) << id;
+  const std::string node = h.Get(ran).nodelist();  // one node: its name
+  ASSERT_TRUE(node.starts_with("node") && node.size() == 5) << node;
+  // 200 s on 8 GPUs: 1,600 GPU-seconds, queue 1. Then its node goes down: requeued, pending.
+  h.clock.Advance(200);
+  {
+    grpc::ClientContext ctx;
+    v1::NodeRequest req;
+    req.set_node(node);
+    req.set_reason("psu");
+    v1::Node out;
+    ASSERT_TRUE(h.cluster->DownNode(&ctx, req, &out).ok());
+  }
+  ASSERT_TRUE(h.WaitState(ran, v1::JOB_STATE_PENDING));
+  EXPECT_EQ(h.Get(ran).preemptions(), 1u);
+  h.clock.Advance(10);
+  const uint64_t fresh = h.SubmitOk(Harness::Spec(8, "fresh"));  // queue 0, newer
+  const auto position = [&](uint64_t job) {
+    grpc::ClientContext ctx;
+    v1::ExplainPendingRequest req;
+    req.set_job_id(job);
+    v1::ExplainPendingResponse resp;
+    return h.cluster->ExplainPending(&ctx, req, &resp).ok() ? resp.queue_position() : 0u;
+  };
+  ASSERT_TRUE(WaitFor([&] { return position(fresh) == 1 && position(ran) == 2; }))
+      << position(fresh) << " " << position(ran);
+
+  h.Stop();
+  for (auto& ag : agents) ag->Disconnect();
+  h.clock.Advance(10);
+  h.Start();
+  EXPECT_EQ(h.State(ran), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(h.State(fresh), v1::JOB_STATE_PENDING);
+  EXPECT_TRUE(WaitFor([&] { return position(fresh) == 1 && position(ran) == 2; }))
+      << "after the restart: fresh " << position(fresh) << ", ran " << position(ran);
+}
+
 // --force-topology: the running job's GPU indices are void on the new cluster; it is requeued
 // (pending, a preemption more) and what still runs of it is killed when the agents come back.
 TEST(DaemonRestart, ForcedTopologyChangeRequeuesRunningJobs) {
