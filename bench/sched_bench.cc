@@ -46,8 +46,11 @@ std::string Shown(std::string_view text) {
 // `text` as a whole number from `min` to `max` (digits only); dies naming `flag` otherwise.
 uint64_t Whole(std::string_view flag, std::string_view text, uint64_t min, uint64_t max) {
   uint64_t v = 0;
-  bool ok = !text.empty() && text.size() <= 19;
-  for (char c : text) ok = ok && c >= '0' && c <= '9' && (v = v * 10 + static_cast<uint64_t>(c - '0'), true);
+  bool ok = !text.empty() && text.size() <= 19;  // 19 digits cannot overflow
+  for (size_t i = 0; ok && i < text.size(); ++i) {
+    ok = text[i] >= '0' && text[i] <= '9';
+    v = v * 10 + static_cast<uint64_t>(text[i] - '0');
+  }
   if (!ok || v < min || v > max) {
     Die("bad " + std::string(flag) + " (a whole number, " + std::to_string(min) + "-" + std::to_string(max) +
         "): " + Shown(text));

@@ -34,6 +34,24 @@ void RawSql(const std::string& path, const std::string& sql) {
   sqlite3_close(db);
 }
 
+// A store file at schema `version` (an older build's), with no rows; one job spec to put in it.
+void OldStore(const std::string& path, int version) {
+  auto db = SqliteDb::Open(path, true, "");
+  ASSERT_TRUE(db);
+  auto r = Migrate(*db, StoreMigrations().first(version));
+  ASSERT_TRUE(r) << r.error().ToString();
+  ASSERT_EQ(r->to, version);
+}
+
+JobSpec OldSpec(uint32_t gpus) {
+  JobSpec spec;
+  spec.id = 1;
+  spec.name = "old";
+  spec.user = "alice";
+  spec.shape.gpus = gpus;
+  return spec;
+}
+
 TEST(Store, CreatesVersionedSchema) {
   TempDir dir;
   auto store = OpenOrDie(dir.File("s.db"));
@@ -110,18 +128,8 @@ TEST(Store, MigratesOldFilesAndRefusesNewerOnes) {
 TEST(Store, MigratesV4JobsToTheDefaultPartition) {
   TempDir dir;
   const std::string path = dir.File("v4.db");
-  JobSpec spec;
-  spec.id = 1;
-  spec.name = "old";
-  spec.user = "alice";
-  spec.shape.gpus = 2;
-  {
-    auto db = SqliteDb::Open(path, true, "");
-    ASSERT_TRUE(db);
-    auto r = Migrate(*db, StoreMigrations().first(4));
-    ASSERT_TRUE(r) << r.error().ToString();
-    ASSERT_EQ(r->to, 4);
-  }
+  const JobSpec spec = OldSpec(2);
+  ASSERT_NO_FATAL_FAILURE(OldStore(path, 4));
   RawSql(path, "INSERT INTO jobs(id, submit, spec) VALUES (1, 5, '" + EncodeJobSpec(spec) + "');" +
                    "INSERT INTO nodes(name, state, since, reason) VALUES ('n1', 'drain', 9, 'fan');");
   {
@@ -165,18 +173,8 @@ TEST(Store, MigratesV4JobsToTheDefaultPartition) {
 TEST(Store, MigratesV5JobsWithoutAttainedServiceAndKeepsItFromThen) {
   TempDir dir;
   const std::string path = dir.File("v5.db");
-  JobSpec spec;
-  spec.id = 1;
-  spec.name = "old";
-  spec.user = "alice";
-  spec.shape.gpus = 8;
-  {
-    auto db = SqliteDb::Open(path, true, "");
-    ASSERT_TRUE(db);
-    auto r = Migrate(*db, StoreMigrations().first(5));
-    ASSERT_TRUE(r) << r.error().ToString();
-    ASSERT_EQ(r->to, 5);
-  }
+  const JobSpec spec = OldSpec(8);
+  ASSERT_NO_FATAL_FAILURE(OldStore(path, 5));
   RawSql(path, "INSERT INTO jobs(id, submit, spec, state, gpus, start_time) VALUES (1, 5, '" + EncodeJobSpec(spec) +
                    "', 'running', '0-7', 10);");
   {

@@ -21,15 +21,25 @@ v1::NodeState NodeStateOf(Harness& h, const std::string& node) {
   return v1::NODE_STATE_UNSPECIFIED;
 }
 
+// Agents for node0..node{count-1} of `h`, joined, into `agents`; returns once every one is UP.
+void JoinAgents(Harness& h, int count, std::vector<std::unique_ptr<FakeAgent>>& agents) {
+  for (int n = 0; n < count; ++n) {
+    agents.push_back(std::make_unique<FakeAgent>(h.AgentTarget(), "node" + std::to_string(n)));
+    ASSERT_TRUE(agents.back()->Join());
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    for (int n = 0; n < count; ++n) {
+      if (NodeStateOf(h, "node" + std::to_string(n)) != v1::NODE_STATE_UP) return false;
+    }
+    return true;
+  }));
+}
+
 TEST(DaemonRestart, JobsComeBackAndAgentsReconcile) {
   Harness h;
   h.Start();
   std::vector<std::unique_ptr<FakeAgent>> agents;
-  for (int n = 0; n < 4; ++n) {
-    agents.push_back(std::make_unique<FakeAgent>(h.AgentTarget(), "node" + std::to_string(n)));
-    ASSERT_TRUE(agents.back()->Join());
-  }
-  ASSERT_TRUE(WaitFor([&] { return NodeStateOf(h, "node3") == v1::NODE_STATE_UP; }));
+  ASSERT_NO_FATAL_FAILURE(JoinAgents(h, 4, agents));
   v1::JobSpec one = Harness::Spec(0, "a");
   one.set_nodes(1);
   one.set_gpus_per_node(8);
@@ -255,11 +265,7 @@ TEST(DaemonRestart, AttainedServiceKeepsTheQueueOrder) {
   h.config.scheduler.service_queues = {1000};  // GPU-seconds: queue 1 from 1,000
   h.Start();
   std::vector<std::unique_ptr<FakeAgent>> agents;
-  for (int n = 0; n < 3; ++n) {
-    agents.push_back(std::make_unique<FakeAgent>(h.AgentTarget(), "node" + std::to_string(n)));
-    ASSERT_TRUE(agents.back()->Join());
-  }
-  ASSERT_TRUE(WaitFor([&] { return NodeStateOf(h, "node2") == v1::NODE_STATE_UP; }));
+  ASSERT_NO_FATAL_FAILURE(JoinAgents(h, 3, agents));
   const uint64_t ran = h.SubmitOk(Harness::Spec(8, "ran"));
   const uint64_t b1 = h.SubmitOk(Harness::Spec(8, "b1"));
   const uint64_t b2 = h.SubmitOk(Harness::Spec(8, "b2"));
@@ -344,16 +350,7 @@ TEST(DaemonRestart, FinishedJobsKeepExitCodeReasonAndNodelist) {
   std::vector<std::unique_ptr<FakeAgent>> agents;  // destroyed after the daemon
   Harness h;
   h.Start();
-  for (int n = 0; n < 4; ++n) {
-    agents.push_back(std::make_unique<FakeAgent>(h.AgentTarget(), "node" + std::to_string(n)));
-    ASSERT_TRUE(agents.back()->Join());
-  }
-  ASSERT_TRUE(WaitFor([&] {
-    for (int n = 0; n < 4; ++n) {
-      if (NodeStateOf(h, "node" + std::to_string(n)) != v1::NODE_STATE_UP) return false;
-    }
-    return true;
-  }));
+  ASSERT_NO_FATAL_FAILURE(JoinAgents(h, 4, agents));
   // Where each part of `job` was launched: (agent, launch id).
   const auto parts = [&](uint64_t job, size_t n) {
     std::vector<std::pair<FakeAgent*, uint64_t>> out;
@@ -456,16 +453,7 @@ TEST(DaemonRestart, ExitsSentAgainAfterARestartAreAnsweredOnce) {
   std::vector<std::unique_ptr<FakeAgent>> agents;  // destroyed after the daemon
   Harness h;
   h.Start();
-  for (int n = 0; n < 4; ++n) {
-    agents.push_back(std::make_unique<FakeAgent>(h.AgentTarget(), "node" + std::to_string(n)));
-    ASSERT_TRUE(agents.back()->Join());
-  }
-  ASSERT_TRUE(WaitFor([&] {
-    for (int n = 0; n < 4; ++n) {
-      if (NodeStateOf(h, "node" + std::to_string(n)) != v1::NODE_STATE_UP) return false;
-    }
-    return true;
-  }));
+  ASSERT_NO_FATAL_FAILURE(JoinAgents(h, 4, agents));
   const uint64_t done = h.SubmitOk(Harness::Spec(8, "done"));
   const uint64_t outage = h.SubmitOk(Harness::Spec(8, "outage"));
   std::map<uint64_t, std::pair<FakeAgent*, uint64_t>> where;  // job -> (agent, launch id)
