@@ -32,19 +32,20 @@ std::set<std::string> NodesOfJob(const Scheduler& s, JobId id) {
 // The best 8 GPUs are four 2-GPU nodes; with those busy and 6 GPUs of every 8-GPU node taken
 // by two multi-node jobs (job 5 ends at 1000, job 6 much later), 8 GPUs are free only as 2 on
 // each 8-GPU node, sharing the NICs with those jobs' rings.
-void FillSmallNodesAndSixOfEachBigNode(Scheduler& s) {
+// Submitted and scheduled at `at` (job 5 then ends at `at` + 1000).
+void FillSmallNodesAndSixOfEachBigNode(Scheduler& s, Time at = 0) {
   for (JobId id = 1; id <= 4; ++id) {
     JobSpec j = PlainJob(id, 2, 100000);
     j.nodelist = {"small-n" + std::to_string(id - 1)};
-    ASSERT_TRUE(s.Submit(j, 0));
+    ASSERT_TRUE(s.Submit(j, at));
   }
   for (JobId id : {5, 6}) {
     JobSpec j = PlainJob(id, 12, id == 5 ? 1000 : 100000);
     j.shape.nodes = 2;
     j.shape.gpus_per_node = 6;
-    ASSERT_TRUE(s.Submit(j, 0));
+    ASSERT_TRUE(s.Submit(j, at));
   }
-  s.Schedule(0);
+  s.Schedule(at);
   for (JobId id = 1; id <= 4; ++id) {
     ASSERT_EQ(s.job(id)->state, JobState::kRunning) << id;
     EXPECT_EQ(NodesOfJob(s, id).begin()->substr(0, 5), "small") << id;
@@ -199,6 +200,55 @@ TEST(PlacementUnderPressure, AContendedBlockCountsTheSlowdownItImposesOnTheJobsI
   EXPECT_EQ(s.job(8)->state, JobState::kPending);
   s.Schedule(bound);
   EXPECT_EQ(s.job(8)->state, JobState::kRunning);
+}
+
+// runtime=predicted plans a held job's good block on its predicted run, but its bound is counted
+// on its walltime request, as under runtime=walltime: on the (shorter) prediction the bound
+// came out so short that jobs started split at once and ran past their predictions (ITP x2:
+// placement efficiency 0.397). Alice's last two 8-GPU jobs ran 50 s each; then, as in
+// MakeTwoWaiting from 100, job 7 is planned a whole node from job 5's end (1100) for its
+// prediction (50 s; 100,000 on its walltime) and job 8 (500 s requested), beyond the depth,
+// waits to its bound: the same under both estimators.
+TEST(PlacementUnderPressure, TheBoundIsCountedOnTheWalltimeRequestUnderAnyEstimator) {
+  Time bound[2] = {0, 0};
+  for (const RuntimeMode mode : {RuntimeMode::kWalltime, RuntimeMode::kPredicted}) {
+    const bool predicted = mode == RuntimeMode::kPredicted;
+    SCOPED_TRACE(predicted ? "runtime=predicted" : "runtime=walltime");
+    SchedulerConfig config = PressureConfig();
+    config.patience_depth = 1;
+    config.runtime = mode;
+    auto made = Scheduler::Create(Build(MixedNodes()), config);
+    ASSERT_TRUE(made) << made.error().ToString();
+    Scheduler& s = **made;
+    for (JobId id : {101, 102}) ASSERT_TRUE(s.Submit(PlainJob(id, 8, 500), 0));
+    s.Schedule(0);
+    for (JobId id : {101, 102}) {
+      ASSERT_EQ(s.job(id)->state, JobState::kRunning) << id;
+      ASSERT_TRUE(s.JobEnded(id, 50, true));
+    }
+    ASSERT_NO_FATAL_FAILURE(FillSmallNodesAndSixOfEachBigNode(s, 100));
+    ASSERT_TRUE(s.Submit(PlainJob(7, 8, 100000), 110));
+    ASSERT_TRUE(s.Submit(PlainJob(8, 8, 500), 110));
+    s.Schedule(110);
+    for (JobId id : {7, 8}) {
+      ASSERT_EQ(s.job(id)->state, JobState::kPending) << id;
+      ASSERT_EQ(s.job(id)->wait.kind, WaitKind::kTopologyBlock) << id << ": " << s.job(id)->wait.detail;
+    }
+    const Reservation* planned = nullptr;
+    for (const Reservation& r : s.reservations()) {
+      if (r.job == 7) planned = &r;
+    }
+    ASSERT_NE(planned, nullptr);
+    EXPECT_EQ(planned->start, 1100);
+    EXPECT_EQ(planned->end - planned->start, predicted ? 50 : 100000);
+    bound[predicted] = s.job(8)->wait.predicted_start;
+    ASSERT_GT(bound[predicted], 110);
+    s.Schedule(bound[predicted] - 1);
+    EXPECT_EQ(s.job(8)->state, JobState::kPending);
+    s.Schedule(bound[predicted]);
+    EXPECT_EQ(s.job(8)->state, JobState::kRunning);
+  }
+  EXPECT_EQ(bound[1], bound[0]);
 }
 
 // patience_replan: a deferred job's planned good block is kept without a walk for that long
