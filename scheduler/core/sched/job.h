@@ -157,6 +157,10 @@ struct JobRecord {
   Time idle_since = 0;  // elastic growth bookkeeping
 
   Time deferred_since = -1;  // placement under pressure: waiting for a good block since (-1: not)
+  // What starting it on the slower block free at `patience_counted_at` costs, before the queue's
+  // share (patience.cc; -1: not counted).
+  double patience_slower = -1;
+  Time patience_counted_at = -1;
   // Placement under pressure: the good block the job's last walk planned (start and GPUs) and when
   // (-1: none), kept while it stays free for SchedulerConfig::patience_replan (patience.cc).
   Time patience_planned_at = -1;

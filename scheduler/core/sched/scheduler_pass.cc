@@ -185,6 +185,33 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   if (pass.test_limit > 0 && pass.tested >= pass.test_limit && !own) return wait(WaitKind::kPriority, "not tested");
   ++pass.tested;
 
+  // Placement under pressure: the job waits for a good block, started on one as soon as it is
+  // free (the slower one free now is only looked at again at the bound).
+  auto wait_for_block = [&](Patience& patience, uint32_t gpus) {
+    std::optional<Reservation>& r = patience.block;
+    if (r && r->start <= now) {
+      Placement good{r->gpus, {}, s.placer->model().Predict(r->gpus)};
+      StartJob(s, pass, job, good, out);
+      NoteStarted(pass, job);
+      return;
+    }
+    const Time start = r ? r->start : patience.until;
+    std::string detail = std::string(LevelName(s.Best(gpus).level)) + "; a slower block is free now";
+    if (r) AddReservation(s, pass, std::move(*r));
+    wait(WaitKind::kTopologyBlock, std::move(detail), start);
+  };
+  if (!own && !filtered) {
+    if (std::optional<StillHeld> held = WaitStillHeld(s, pass, job, n)) {
+      if (held->good) {
+        StartJob(s, pass, job, *held->good, out);
+        NoteStarted(pass, job);
+        return;
+      }
+      if (held->patience.wait) return wait_for_block(held->patience, n);
+      // No good block is planned for it any more: decided below, as a job not held.
+    }
+  }
+
   // Start now, unless a job of the same shape class that was no bigger and no longer failed.
   const ShapeKey key = ShapeKey::Of(job.spec.shape, PartitionMask(job.partition_ids));
   const Duration w = s.policies.runtime->Run(job);
@@ -197,19 +224,8 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     std::optional<Placement> p = TryStartNow(s, pass, job);
     if (p) {
       // Placement under pressure: a good block soon rather than a slow one now.
-      if (Patience patience = WaitForBetterBlock(s, pass, job, *p); patience.wait) {
-        std::optional<Reservation>& r = patience.block;
-        if (r && r->start <= now) {
-          Placement good{r->gpus, {}, s.placer->model().Predict(r->gpus)};
-          StartJob(s, pass, job, good, out);
-          return;
-        }
-        const Time start = r ? r->start : patience.until;
-        std::string detail = std::string(LevelName(s.Best(static_cast<uint32_t>(p->gpus.size())).level)) +
-                             "; a slower block is free now";
-        if (r) AddReservation(s, pass, std::move(*r));
-        return wait(WaitKind::kTopologyBlock, std::move(detail), start);
-      }
+      if (Patience patience = WaitForBetterBlock(s, pass, job, *p); patience.wait)
+        return wait_for_block(patience, static_cast<uint32_t>(p->gpus.size()));
       StartJob(s, pass, job, *p, out);
       NoteStarted(pass, job);
       return;

@@ -21,6 +21,7 @@ namespace {
 using testing::Build;
 using testing::MixedNodes;
 using testing::PlainJob;
+using testing::TwoTier;
 
 std::set<std::string> NodesOfJob(const Scheduler& s, JobId id) {
   std::set<std::string> out;
@@ -163,6 +164,33 @@ TEST(PlacementUnderPressure, BeyondThePatienceDepthJobsWaitWithoutAPlannedBlock)
   }
 }
 
+// The bound of a job of `gpus` GPUs and `walltime` asked, held since `since`, with `queued` other
+// pending jobs, on the cluster built from `spec` as `s` has it now:
+//     since + ceil((slowdown - 1 + imposed) x walltime x (1 + Q n / N)),
+//     slowdown = 0.85 + 0.15 best / b,  imposed = 0.15 best / b - 0.15 best / shape,
+// with b the predicted bandwidth of the fastest `gpus` GPUs free now, `shape` the same GPUs' in
+// the empty cluster.
+Time BoundOf(const Scheduler& s, const TopologySpec& spec, uint32_t gpus, Duration walltime, Time since,
+             double queued) {
+  const SchedulerConfig& config = s.config();
+  const PlaceOutcome now = Placer(s.topology(), config.model).Place({.gpus = gpus});
+  EXPECT_EQ(now.status, PlaceStatus::kPlaced);
+  Topology empty = Build(spec);
+  const Placer empty_placer(empty, config.model);
+  const double best = empty_placer.Place({.gpus = gpus}).placement.prediction.busbw_gbs;
+  const double b = now.placement.prediction.busbw_gbs;
+  const double shape = empty_placer.model().Predict(now.placement.gpus).busbw_gbs;
+  const double c = config.placement_comm_share;
+  const double slowdown = (1 - c) + c * best / b;
+  const double imposed = shape > b ? c * best / b - c * best / shape : 0;
+  const double n = static_cast<double>(s.topology().gpu_count());
+  return since + static_cast<Time>(
+                     std::ceil((slowdown - 1 + imposed) * static_cast<double>(walltime) * (1 + queued * gpus / n)));
+}
+
+// Job 8's in MakeTwoWaiting: its block is slow because of the rings beside it.
+Time BoundOfJob8(const Scheduler& s, double queued) { return BoundOf(s, MixedNodes(), 8, 500, 10, queued); }
+
 // The bound of a job held back for a good block counts, besides its own slowdown, the slowdown
 // its ring would impose on the running jobs whose links it shares: the part of its slowdown that
 // comes from them (its block's shape alone, in the empty cluster, is faster). Job 8 (500 s) could
@@ -175,31 +203,91 @@ TEST(PlacementUnderPressure, AContendedBlockCountsTheSlowdownItImposesOnTheJobsI
   std::unique_ptr<Scheduler> made;
   ASSERT_NO_FATAL_FAILURE(MakeTwoWaiting(1, made));
   Scheduler& s = *made;
-  const SchedulerConfig& config = s.config();
   ASSERT_EQ(s.job(8)->state, JobState::kPending);
   ASSERT_EQ(s.job(8)->wait.kind, WaitKind::kTopologyBlock) << s.job(8)->wait.detail;
-
-  // The slow block it was offered: the fastest 8 free GPUs now (job 7's good block begins at
-  // 1000, after job 8 would end, so it blocks nothing of job 8's).
-  const PlaceOutcome now = Placer(s.topology(), config.model).Place({.gpus = 8});
-  ASSERT_EQ(now.status, PlaceStatus::kPlaced);
-  Topology empty = Build(MixedNodes());
-  const Placer empty_placer(empty, config.model);
-  const double best = empty_placer.Place({.gpus = 8}).placement.prediction.busbw_gbs;
-  const double b = now.placement.prediction.busbw_gbs;
-  const double shape = empty_placer.model().Predict(now.placement.gpus).busbw_gbs;
-  const double c = config.placement_comm_share;
-  ASSERT_GT(shape, b) << "the block is slow because of the rings beside it";
-  const double slowdown = (1 - c) + c * best / b;
-  const double imposed = c * best / b - c * best / shape;
-  const double gpus = static_cast<double>(s.topology().gpu_count());
-  const Time bound = 10 + static_cast<Time>(std::ceil((slowdown - 1 + imposed) * 500 * (1 + 1 * 8 / gpus)));
-  EXPECT_EQ(s.job(8)->wait.predicted_start, bound)
-      << "without the imposed part: " << 10 + static_cast<Time>(std::ceil((slowdown - 1) * 500 * (1 + 1 * 8 / gpus)));
+  // The slow block it was offered is the fastest 8 free GPUs now (job 7's good block begins at
+  // 1000, after job 8 would end, so it blocks nothing of job 8's); Q = 1 (job 7).
+  const Time bound = BoundOfJob8(s, 1);
+  EXPECT_EQ(s.job(8)->wait.predicted_start, bound);
   s.Schedule(bound - 1);
   EXPECT_EQ(s.job(8)->state, JobState::kPending);
   s.Schedule(bound);
   EXPECT_EQ(s.job(8)->state, JobState::kRunning);
+}
+
+// A held job's bound is counted on the slower block free then, and counted again on the one free
+// then every patience_replan seconds (300 in the preset), not at every pass: between, the job
+// searches only for a good block. Three leaves of two 8-GPU nodes, 4:1 under the spine; one node
+// free in each of leaf0 and leaf1, so 16 GPUs span the spine, beside the ring of job 3 (2 GPUs on
+// a node of each leaf, ending at 100). Job 10 (16 GPUs) is held at 10 with a bound counted on
+// that contended block. Once job 3 ends the same block is faster, but job 10 keeps its bound to
+// 310; counted again then, on the faster block, the bound is earlier.
+TEST(PlacementUnderPressure, TheSlowerBlockIsLookedAtAgainEveryReplanPeriod) {
+  const TopologySpec spec = TwoTier(3, 2, "dgx-h100", 4.0);
+  auto made = Scheduler::Create(Build(spec), PressureConfig());
+  ASSERT_TRUE(made) << made.error().ToString();
+  Scheduler& s = **made;
+  auto on = [](JobId id, uint32_t gpus, Duration walltime, std::vector<std::string> nodes) {
+    JobSpec j = PlainJob(id, gpus, walltime);
+    if (nodes.size() > 1) {
+      j.shape.nodes = static_cast<uint32_t>(nodes.size());
+      j.shape.gpus_per_node = gpus / j.shape.nodes;
+    }
+    j.nodelist = std::move(nodes);
+    return j;
+  };
+  ASSERT_TRUE(s.Submit(on(1, 6, 100000, {"leaf0-n1"}), 0));
+  ASSERT_TRUE(s.Submit(on(2, 6, 100000, {"leaf1-n1"}), 0));
+  ASSERT_TRUE(s.Submit(on(3, 4, 100, {"leaf0-n1", "leaf1-n1"}), 0));
+  ASSERT_TRUE(s.Submit(on(4, 16, 100000, {"leaf2-n0", "leaf2-n1"}), 0));
+  s.Schedule(0);
+  for (JobId id = 1; id <= 4; ++id) ASSERT_EQ(s.job(id)->state, JobState::kRunning) << id;
+  ASSERT_TRUE(s.Submit(PlainJob(10, 16, 20000), 10));
+  s.Schedule(10);
+  const JobRecord& job = *s.job(10);
+  ASSERT_EQ(job.state, JobState::kPending);
+  ASSERT_EQ(job.wait.kind, WaitKind::kTopologyBlock) << job.wait.detail;
+  const Time bound = BoundOf(s, spec, 16, 20000, 10, 0);
+  ASSERT_EQ(s.next_patience_deadline(), bound);
+  ASSERT_TRUE(s.JobEnded(3, 100, true));
+  const Time faster = BoundOf(s, spec, 16, 20000, 10, 0);
+  ASSERT_LT(faster, bound);
+  ASSERT_GT(faster, 310);
+  ASSERT_EQ(s.config().patience_replan, 300);
+  for (Time t = 100; t < 310; t += 7) {
+    s.Schedule(t);
+    ASSERT_EQ(job.state, JobState::kPending) << "at " << t;
+    ASSERT_EQ(s.next_patience_deadline(), bound) << "at " << t << " (the bound on the faster block: " << faster << ")";
+  }
+  s.Schedule(310);
+  ASSERT_EQ(job.state, JobState::kPending);
+  EXPECT_EQ(s.next_patience_deadline(), faster);
+  s.Schedule(faster - 1);
+  EXPECT_EQ(job.state, JobState::kPending);
+  s.Schedule(faster);
+  ASSERT_EQ(job.state, JobState::kRunning);
+  std::set<std::string> nodes = NodesOfJob(s, 10);
+  EXPECT_EQ(nodes, (std::set<std::string>{"leaf0-n0", "leaf1-n0"}));
+}
+
+// The queue's share of a held job's bound (Q n / N) is counted at every pass: job 7, the only
+// other pending job, is cancelled at 11, and job 8 starts at the bound with Q = 0.
+TEST(PlacementUnderPressure, TheQueuesShareOfTheBoundFollowsTheQueue) {
+  std::unique_ptr<Scheduler> made;
+  ASSERT_NO_FATAL_FAILURE(MakeTwoWaiting(1, made));
+  Scheduler& s = *made;
+  const Time bound = BoundOfJob8(s, 1), alone = BoundOfJob8(s, 0);
+  ASSERT_EQ(s.job(8)->wait.predicted_start, bound);
+  ASSERT_LT(alone, bound);
+  ASSERT_TRUE(s.Cancel(7, 11));
+  for (Time t = 11; t < alone; ++t) {
+    s.Schedule(t);
+    ASSERT_EQ(s.job(8)->state, JobState::kPending) << "at " << t;
+    ASSERT_EQ(s.next_patience_deadline(), alone) << "at " << t;
+  }
+  s.Schedule(alone);
+  ASSERT_EQ(s.job(8)->state, JobState::kRunning);
+  EXPECT_GT(NodesOfJob(s, 8).size(), 1u);
 }
 
 // runtime=predicted plans a held job's good block on its predicted run, but its bound is counted

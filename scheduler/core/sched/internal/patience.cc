@@ -6,6 +6,7 @@
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/reserve.h"
 #include "core/sched/internal/scheduler_state.h"
+#include "core/sched/internal/start_now.h"
 
 namespace phalanx {
 
@@ -38,25 +39,131 @@ bool KeptBlockFree(SchedulerState& s, PassState& pass, const JobRecord& job, Dur
   return true;
 }
 
+void StopWaiting(JobRecord& job) {
+  job.deferred_since = -1;
+  job.patience_slower = -1;
+  job.patience_planned_at = -1;
+}
+
+// Whether `job`, n GPUs, may wait for a good block at all: placement under pressure is on, it
+// is a multi-GPU job, and its shape is not fixed already (elastic jobs take what is free, they
+// can grow later; exclusive and node-shaped jobs have their shape; a job that must stay inside a
+// domain no larger than the good one gets no better shape).
+bool MayWait(SchedulerState& s, const JobRecord& job, uint32_t n) {
+  if (s.config.placement_comm_share <= 0 || n <= 1 || job.spec.elastic() || job.spec.shape.exclusive ||
+      job.spec.shape.nodes > 0)
+    return false;
+  const SchedulerState::BestBlock& best = s.Best(n);
+  if (best.busbw_gbs <= 0) return false;
+  return job.spec.shape.fit != FitMode::kRequire || job.spec.shape.level > best.level;
+}
+
+// A good block for `job`: inside one domain of the best block's level, as fast as the tolerance
+// allows. Not the best block's own shape (so many nodes, so many GPUs on each): on a cluster of
+// mixed nodes that shape is good on one kind of node only. On Philly's the best 8 GPUs are four
+// 2-GPU nodes (11.5 GB/s); one 8-GPU node is as good (11.4), and four 8-GPU nodes with 2 GPUs
+// each are not (2.3-5.8 GB/s), yet that shape started 8-GPU jobs there.
+PlacementRequest GoodShape(const SchedulerState& s, const JobRecord& job, const SchedulerState::BestBlock& best) {
+  PlacementRequest good = job.spec.shape;
+  good.fit = FitMode::kRequire;
+  good.level = best.level;
+  good.min_busbw_gbs = best.busbw_gbs * s.config.node_fit_tolerance;
+  return good;
+}
+
+// GPUs free now where `job` may run (its partitions' nodes; no -w/-x/-C), the pass's start blocks
+// applied: unlike SchedulerState::FreeGpusFor, GPUs promised to others are not free.
+uint32_t FreeNowFor(const SchedulerState& s, const JobRecord& job) {
+  const Topology& topo = *s.topo;
+  uint32_t most = 0;
+  for (uint32_t i : job.partition_ids) {
+    const Partition& p = s.partitions.at(i);
+    if (!StartsJobs(p.state)) continue;
+    if (p.all_nodes) return topo.free_gpus(topo.root());
+    uint32_t free = 0;
+    for (uint32_t node = 0; node < p.has_node.size(); ++node) {
+      if (p.has_node[node]) free += topo.free_gpus(topo.node_domain(NodeId(node)));
+    }
+    most = std::max(most, free);
+  }
+  return job.partition_ids.empty() ? topo.free_gpus(topo.root()) : most;
+}
+
+// The cost of starting a job of n GPUs on a slower block, `slower` for itself and the jobs it
+// slows, with the other pending jobs' share of the capacity it loses: x (1 + Q n / N).
+double WithQueue(const SchedulerState& s, double slower, uint32_t n) {
+  const double queued = s.pending.size() > 0 ? static_cast<double>(s.pending.size() - 1) : 0.0;
+  const double cluster = std::max<double>(1, s.topo->gpu_count());
+  return slower * (1 + queued * n / cluster);
+}
+
+// The wait of `job` (n GPUs), held back for a good block since `since`, to its bound `until`: on
+// the good block a walk planned in the last patience_replan seconds while it stays free, else on
+// the one a walk plans now (within the pass's patience_depth), else without one. No good block
+// planned at all: start now.
+Patience Hold(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, Time since, Time until,
+              const SchedulerState::BestBlock& best) {
+  const Duration w = s.policies.runtime->Run(job);
+  // The good block a walk planned in the last patience_replan seconds, kept while still free.
+  if (s.config.patience_replan > 0 && job.patience_planned_at >= 0 &&
+      pass.now - job.patience_planned_at < s.config.patience_replan && job.patience_gpus.size() == n &&
+      KeptBlockFree(s, pass, job, w)) {
+    job.deferred_since = since;
+    s.patience_due = std::min(s.patience_due, until);
+    Reservation r{job.spec.id, job.patience_start, job.patience_start + w, job.patience_gpus};
+    r.for_patience = true;
+    return {.wait = true, .block = std::move(r), .until = until};
+  }
+  if (s.config.patience_depth > 0 && pass.patience_walks >= s.config.patience_depth) {
+    // Beyond the depth: waits to the bound without a planned block (a pass runs at the bound).
+    job.deferred_since = since;
+    s.patience_due = std::min(s.patience_due, until);
+    return {.wait = true, .block = std::nullopt, .until = until};
+  }
+  ++pass.patience_walks;
+  // The good shape is set on the record for the Reserve call and put back after it (a copy of the
+  // record, strings and all, for every job held in every pass cost more than the rest of this).
+  struct OwnShape {
+    JobRecord& job;
+    const PlacementRequest own;
+    ~OwnShape() { job.spec.shape = own; }
+  } own_shape{job, job.spec.shape};
+  job.spec.shape = GoodShape(s, job, best);
+  // The block promised to the job in the last pass may be the slow one (a reservation made on
+  // its own shape): Reserve must not offer it back as good.
+  auto own = pass.promised.extract(job.spec.id);
+  std::optional<Reservation> r = Reserve(s, pass, job);
+  if (!own.empty()) pass.promised.insert(std::move(own));
+  // The planned start of the good block does not shorten the wait: it is planned on walltime
+  // requests, which jobs mostly end well before (users ask 2-3x), so it overstates the wait, and
+  // trusting it started jobs split that a good block would soon have taken (ITP x2: 356 of 422
+  // split starts; placement efficiency 0.83 with it, 0.97 without). The job waits until the
+  // bound (delay scheduling); no planned good block at all: start now.
+  if (!r) {
+    StopWaiting(job);
+    return {};
+  }
+  job.deferred_since = since;
+  job.patience_planned_at = pass.now;
+  job.patience_start = r->start;
+  job.patience_gpus = r->gpus;
+  r->for_patience = true;
+  if (r->start > pass.now) s.patience_due = std::min(s.patience_due, until);
+  return {.wait = true, .block = std::move(r), .until = until};
+}
+
 }  // namespace
 
 Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, const Placement& now_placement) {
   const double c = s.config.placement_comm_share;
   const uint32_t n = static_cast<uint32_t>(now_placement.gpus.size());
   auto start_now = [&]() -> Patience {
-    job.deferred_since = -1;
-    job.patience_planned_at = -1;
+    StopWaiting(job);
     return {};
   };
-  // Elastic jobs take what is free (they can grow later); exclusive and node-shaped jobs have
-  // their shape already.
-  if (c <= 0 || n <= 1 || job.spec.elastic() || job.spec.shape.exclusive || job.spec.shape.nodes > 0)
-    return start_now();
+  if (!MayWait(s, job, n)) return start_now();
   const SchedulerState::BestBlock& best = s.Best(n);
-  if (best.busbw_gbs <= 0 || now_placement.prediction.busbw_gbs >= best.busbw_gbs * s.config.node_fit_tolerance)
-    return start_now();
-  // A job that must stay inside a domain no larger than the good one gets no better shape.
-  if (job.spec.shape.fit == FitMode::kRequire && job.spec.shape.level <= best.level) return start_now();
+  if (now_placement.prediction.busbw_gbs >= best.busbw_gbs * s.config.node_fit_tolerance) return start_now();
   const double busbw = now_placement.prediction.busbw_gbs;
   const double slowdown = busbw > 0 ? (1 - c) + c * best.busbw_gbs / busbw : 1e9;
   // Of that slowdown, the part that comes from sharing links with running jobs' rings (the block's
@@ -81,64 +188,33 @@ Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, 
   // On a predicted run it came out so short that jobs started split at once, ran past their
   // predictions and queued the rest (runtime=predicted, ITP x2: placement efficiency 0.397,
   // average JCT 30.93 h; on the request 0.924 and 10.27 h; docs/scheduling.md).
-  const double queued = s.pending.size() > 0 ? static_cast<double>(s.pending.size() - 1) : 0.0;
-  const double cluster = std::max<double>(1, s.topo->gpu_count());
-  const Duration w = s.policies.runtime->Run(job);
-  const double cost =
-      (slowdown - 1 + imposed) * static_cast<double>(RemainingWalltime(job)) * (1 + queued * n / cluster);
+  const double slower = (slowdown - 1 + imposed) * static_cast<double>(RemainingWalltime(job));
+  const double cost = WithQueue(s, slower, n);
   const Time since = job.deferred_since >= 0 ? job.deferred_since : pass.now;
   if (static_cast<double>(pass.now - since) >= cost) return start_now();
-  const Time until = since + static_cast<Time>(std::ceil(cost));
-  // The good block a walk planned in the last patience_replan seconds, kept while still free.
-  if (s.config.patience_replan > 0 && job.patience_planned_at >= 0 &&
-      pass.now - job.patience_planned_at < s.config.patience_replan && job.patience_gpus.size() == n &&
-      KeptBlockFree(s, pass, job, w)) {
-    job.deferred_since = since;
-    s.patience_due = std::min(s.patience_due, until);
-    Reservation r{job.spec.id, job.patience_start, job.patience_start + w, job.patience_gpus};
-    r.for_patience = true;
-    return {.wait = true, .block = std::move(r), .until = until};
+  job.patience_slower = slower;
+  job.patience_counted_at = pass.now;
+  return Hold(s, pass, job, n, since, since + static_cast<Time>(std::ceil(cost)), best);
+}
+
+std::optional<StillHeld> WaitStillHeld(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n) {
+  if (job.deferred_since < 0 || job.patience_slower < 0 || !MayWait(s, job, n)) return std::nullopt;
+  // The slower block free now is looked at again as often as a good block is planned again.
+  if (pass.now - job.patience_counted_at >= s.config.patience_replan) return std::nullopt;
+  const double cost = WithQueue(s, job.patience_slower, n);
+  if (static_cast<double>(pass.now - job.deferred_since) >= cost) return std::nullopt;  // the bound
+  const Time until = job.deferred_since + static_cast<Time>(std::ceil(cost));
+  const SchedulerState::BestBlock& best = s.Best(n);
+  StillHeld out;
+  out.good = TryStartNowWithin(s, pass, job, GoodShape(s, job, best));
+  if (out.good) {
+    StopWaiting(job);
+    return out;
   }
-  if (s.config.patience_depth > 0 && pass.patience_walks >= s.config.patience_depth) {
-    // Beyond the depth: waits to the bound without a planned block (a pass runs at the bound).
-    job.deferred_since = since;
-    s.patience_due = std::min(s.patience_due, until);
-    return {.wait = true, .block = std::nullopt, .until = until};
-  }
-  ++pass.patience_walks;
-  // The good shape is set on the record for the Reserve call and put back after it (a copy of the
-  // record, strings and all, for every job held in every pass cost more than the rest of this).
-  struct GoodShape {
-    JobRecord& job;
-    const PlacementRequest own;
-    ~GoodShape() { job.spec.shape = own; }
-  } good{job, job.spec.shape};
-  // A good block is one as fast as the tolerance allows, inside a domain no wider than the best
-  // block's. Not the best block's own shape (so many nodes, so many GPUs on each): on a cluster of
-  // mixed nodes that shape is good on one kind of node only. On Philly's the best 8 GPUs are four
-  // 2-GPU nodes (11.5 GB/s); one 8-GPU node is as good (11.4), and four 8-GPU nodes with 2 GPUs
-  // each are not (2.3-5.8 GB/s), yet that shape started 8-GPU jobs there.
-  job.spec.shape.fit = FitMode::kRequire;
-  job.spec.shape.level = best.level;
-  job.spec.shape.min_busbw_gbs = best.busbw_gbs * s.config.node_fit_tolerance;
-  // The block promised to the job in the last pass may be the slow one (a reservation made on
-  // its own shape): Reserve must not offer it back as good.
-  auto own = pass.promised.extract(job.spec.id);
-  std::optional<Reservation> r = Reserve(s, pass, job);
-  if (!own.empty()) pass.promised.insert(std::move(own));
-  // The planned start of the good block does not shorten the wait: it is planned on walltime
-  // requests, which jobs mostly end well before (users ask 2-3x), so it overstates the wait, and
-  // trusting it started jobs split that a good block would soon have taken (ITP x2: 356 of 422
-  // split starts; placement efficiency 0.83 with it, 0.97 without). The job waits until the
-  // bound (delay scheduling); no planned good block at all: start now.
-  if (!r) return start_now();
-  job.deferred_since = since;
-  job.patience_planned_at = pass.now;
-  job.patience_start = r->start;
-  job.patience_gpus = r->gpus;
-  r->for_patience = true;
-  if (r->start > pass.now) s.patience_due = std::min(s.patience_due, until);
-  return {.wait = true, .block = std::move(r), .until = until};
+  // Fewer GPUs free than it needs: no slower block either; it waits as any job that cannot start.
+  if (FreeNowFor(s, job) < n) return std::nullopt;
+  out.patience = Hold(s, pass, job, n, job.deferred_since, until, best);
+  return out;
 }
 
 }  // namespace phalanx

@@ -76,6 +76,22 @@ std::optional<Placement> TryStartNow(SchedulerState& s, PassState& pass, const J
   return best ? best : smallest;
 }
 
+std::optional<Placement> TryStartNowWithin(SchedulerState& s, PassState& pass, const JobRecord& job,
+                                           const PlacementRequest& request) {
+  pass.start_blocks.Set(s.reservations, pass.now + s.policies.runtime->Run(job), job.spec.id);
+  // Its block from the last pass first, as TryStartNow: starting there keeps the promises made
+  // to the jobs after it.
+  if (auto it = pass.promised_filter.MayContain(job.spec.id) ? pass.promised.find(job.spec.id) : pass.promised.end();
+      it != pass.promised.end() && it->second.size() == request.TotalGpus() &&
+      std::all_of(it->second.begin(), it->second.end(), [&](GpuId g) { return s.topo->is_free(g); })) {
+    Placement p;
+    p.gpus = it->second;
+    p.prediction = s.placer->model().Predict(p.gpus);
+    if (p.prediction.busbw_gbs >= request.min_busbw_gbs) return p;
+  }
+  return PlaceNowKept(s, pass, job, request);
+}
+
 void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placement& p, std::vector<Decision>& out) {
   const Time now = pass.now;
   std::vector<GpuId> all = p.gpus;
@@ -92,6 +108,7 @@ void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placemen
   job.run_walltime = RemainingWalltime(job);
   job.busbw_gbs = p.prediction.busbw_gbs;
   job.deferred_since = -1;
+  job.patience_slower = -1;
   job.patience_planned_at = -1;
   job.claim.clear();
   job.victims.clear();

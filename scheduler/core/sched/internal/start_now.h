@@ -21,6 +21,12 @@ struct SchedulerState;
 // above its smallest may not take blocks promised to other jobs. Leaves the blocks applied.
 std::optional<Placement> TryStartNow(SchedulerState& s, PassState& pass, const JobRecord& job);
 
+// As TryStartNow for a non-elastic job, but on a block that meets `request` (its level and
+// bandwidth floor: a good block, placement under pressure), nothing else, and without the
+// promised block first. Leaves the blocks applied.
+std::optional<Placement> TryStartNowWithin(SchedulerState& s, PassState& pass, const JobRecord& job,
+                                           const PlacementRequest& request);
+
 // Starts the pending `job` on `placement` now: its GPUs, counters and timers; its preemption
 // claim stops being a reservation. A Start decision into `out`.
 void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placement& placement,
