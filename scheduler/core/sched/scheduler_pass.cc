@@ -185,8 +185,9 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   if (pass.test_limit > 0 && pass.tested >= pass.test_limit && !own) return wait(WaitKind::kPriority, "not tested");
   ++pass.tested;
 
-  // Placement under pressure: the job waits for a good block, started on one as soon as it is
-  // free (the slower one free now is only looked at again at the bound).
+  // Placement under pressure: a held job waits for a good block and starts on one as soon as it
+  // is free; the slower block free now is looked at again every patience_replan and at the bound
+  // (WaitStillHeld), not at every pass.
   auto wait_for_block = [&](Patience& patience, uint32_t gpus) {
     std::optional<Reservation>& r = patience.block;
     if (r && r->start <= now) {

@@ -46,16 +46,17 @@ struct Patience {
 };
 
 // Changes nothing but the start blocks (like Reserve), the pass's count of planned good blocks
-// and the job's patience fields (`deferred_since`, `patience_until`: set when it waits, cleared
-// when not).
+// and the job's patience fields (`deferred_since`, `patience_slower`, `patience_counted_at`: set
+// when it waits, cleared when not).
 Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, const Placement& now_placement);
 
-// A job held back for a good block, before the bound counted when it was last counted: a good
-// block free now (`good`: start it there), else its wait as WaitForBetterBlock would give it
-// (`patience`), without the search for the fastest block free now that the bound is counted on.
-// The bound stands until it is reached; the pass then counts it again on the block free then
-// (WaitForBetterBlock), which may keep the job waiting longer. Not such a job, or fewer GPUs free
-// than it needs (no slower block either): nullopt, it is scheduled as any other job.
+// A job held back for a good block whose bound was counted less than patience_replan ago and has
+// not been reached: a good block free now (`good`: start it there; its own planned block first),
+// else its wait as WaitForBetterBlock would give it (`patience`), without the search for the
+// fastest block free now. The bound keeps the slower block's part as last counted (the queue's
+// share is counted now); every patience_replan, and at the bound, WaitForBetterBlock counts it
+// again on the block free then. Not such a job, or fewer GPUs free than it needs (no slower
+// block either): nullopt, it is scheduled as any other job.
 struct StillHeld {
   std::optional<Placement> good;
   Patience patience;
