@@ -45,17 +45,18 @@ void StopWaiting(JobRecord& job) {
   job.patience_planned_at = -1;
 }
 
-// Whether `job`, n GPUs, may wait for a good block at all: placement under pressure is on, it
+// Its best block if `job`, n GPUs, may wait for a good block at all (else null): placement under pressure is on, it
 // is a multi-GPU job, and its shape is not fixed already (elastic jobs take what is free, they
 // can grow later; exclusive and node-shaped jobs have their shape; a job that must stay inside a
 // domain no larger than the good one gets no better shape).
-bool MayWait(SchedulerState& s, const JobRecord& job, uint32_t n) {
+const SchedulerState::BestBlock* MayWait(SchedulerState& s, const JobRecord& job, uint32_t n) {
   if (s.config.placement_comm_share <= 0 || n <= 1 || job.spec.elastic() || job.spec.shape.exclusive ||
       job.spec.shape.nodes > 0)
-    return false;
+    return nullptr;
   const SchedulerState::BestBlock& best = s.Best(n);
-  if (best.busbw_gbs <= 0) return false;
-  return job.spec.shape.fit != FitMode::kRequire || job.spec.shape.level > best.level;
+  if (best.busbw_gbs <= 0) return nullptr;
+  if (job.spec.shape.fit == FitMode::kRequire && job.spec.shape.level <= best.level) return nullptr;
+  return &best;
 }
 
 // A good block for `job`: inside one domain of the best block's level, as fast as the tolerance
@@ -69,24 +70,6 @@ PlacementRequest GoodShape(const SchedulerState& s, const JobRecord& job, const 
   good.level = best.level;
   good.min_busbw_gbs = best.busbw_gbs * s.config.node_fit_tolerance;
   return good;
-}
-
-// GPUs free now where `job` may run (its partitions' nodes; no -w/-x/-C), the pass's start blocks
-// applied: unlike SchedulerState::FreeGpusFor, GPUs promised to others are not free.
-uint32_t FreeNowFor(const SchedulerState& s, const JobRecord& job) {
-  const Topology& topo = *s.topo;
-  uint32_t most = 0;
-  for (uint32_t i : job.partition_ids) {
-    const Partition& p = s.partitions.at(i);
-    if (!StartsJobs(p.state)) continue;
-    if (p.all_nodes) return topo.free_gpus(topo.root());
-    uint32_t free = 0;
-    for (uint32_t node = 0; node < p.has_node.size(); ++node) {
-      if (p.has_node[node]) free += topo.free_gpus(topo.node_domain(NodeId(node)));
-    }
-    most = std::max(most, free);
-  }
-  return job.partition_ids.empty() ? topo.free_gpus(topo.root()) : most;
 }
 
 // The cost of starting a job of n GPUs on a slower block, `slower` for itself and the jobs it
@@ -161,8 +144,9 @@ Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, 
     StopWaiting(job);
     return {};
   };
-  if (!MayWait(s, job, n)) return start_now();
-  const SchedulerState::BestBlock& best = s.Best(n);
+  const SchedulerState::BestBlock* may = MayWait(s, job, n);
+  if (!may) return start_now();
+  const SchedulerState::BestBlock& best = *may;
   if (now_placement.prediction.busbw_gbs >= best.busbw_gbs * s.config.node_fit_tolerance) return start_now();
   const double busbw = now_placement.prediction.busbw_gbs;
   const double slowdown = busbw > 0 ? (1 - c) + c * best.busbw_gbs / busbw : 1e9;
@@ -198,13 +182,15 @@ Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, 
 }
 
 std::optional<StillHeld> WaitStillHeld(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n) {
-  if (job.deferred_since < 0 || job.patience_slower < 0 || !MayWait(s, job, n)) return std::nullopt;
+  if (job.deferred_since < 0 || job.patience_slower < 0) return std::nullopt;
+  const SchedulerState::BestBlock* may = MayWait(s, job, n);
+  if (!may) return std::nullopt;
   // The slower block free now is looked at again as often as a good block is planned again.
   if (pass.now - job.patience_counted_at >= s.config.patience_replan) return std::nullopt;
   const double cost = WithQueue(s, job.patience_slower, n);
   if (static_cast<double>(pass.now - job.deferred_since) >= cost) return std::nullopt;  // the bound
   const Time until = job.deferred_since + static_cast<Time>(std::ceil(cost));
-  const SchedulerState::BestBlock& best = s.Best(n);
+  const SchedulerState::BestBlock& best = *may;
   StillHeld out;
   out.good = TryStartNowWithin(s, pass, job, GoodShape(s, job, best));
   if (out.good) {
@@ -212,7 +198,7 @@ std::optional<StillHeld> WaitStillHeld(SchedulerState& s, PassState& pass, JobRe
     return out;
   }
   // Fewer GPUs free than it needs: no slower block either; it waits as any job that cannot start.
-  if (FreeNowFor(s, job) < n) return std::nullopt;
+  if (s.FreeGpusNowFor(job) < n) return std::nullopt;
   out.patience = Hold(s, pass, job, n, job.deferred_since, until, best);
   return out;
 }

@@ -81,16 +81,27 @@ std::string SchedulerState::UserLimitHit(const JobRecord& job, uint32_t n) const
   return why;
 }
 
+namespace {
+
+// Whether `job`'s GPUs are counted by partition: none of its partitions is every node.
+bool CountedByPartition(const SchedulerState& s, const JobRecord& job) {
+  return !job.partition_ids.empty() && std::none_of(job.partition_ids.begin(), job.partition_ids.end(),
+                                                    [&](uint32_t i) { return s.partitions.at(i).all_nodes; });
+}
+
+}  // namespace
+
 uint32_t SchedulerState::FreeGpusFor(const JobRecord& job, StartBlocks& blocks) const {
+  const bool fenced = CountedByPartition(*this, job);
+  if (!fenced && job.forbidden_nodes.empty()) return FreeGpusNowFor(job) + static_cast<uint32_t>(blocks.blocked_gpus());
+  if (fenced) blocks.Clear();
+  return FreeGpusNowFor(job);
+}
+
+uint32_t SchedulerState::FreeGpusNowFor(const JobRecord& job) const {
   const std::vector<uint8_t>& forbidden = job.forbidden_nodes;
-  const bool fenced =
-      !job.partition_ids.empty() && std::none_of(job.partition_ids.begin(), job.partition_ids.end(),
-                                                 [&](uint32_t i) { return partitions.at(i).all_nodes; });
-  if (!fenced) {
-    return forbidden.empty() ? topo->free_gpus(topo->root()) + static_cast<uint32_t>(blocks.blocked_gpus())
-                             : FreeAllowedGpus(*topo, forbidden);
-  }
-  blocks.Clear();
+  const bool fenced = CountedByPartition(*this, job);
+  if (!fenced) return forbidden.empty() ? topo->free_gpus(topo->root()) : FreeAllowedGpus(*topo, forbidden);
   uint32_t best = 0;
   for (uint32_t i : job.partition_ids) {
     const Partition& p = partitions.at(i);

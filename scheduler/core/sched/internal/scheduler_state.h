@@ -89,6 +89,8 @@ struct SchedulerState {
   // cluster-wide when one of them is every node, the GPUs `blocks` holds counted as free. Clears
   // `blocks` when it counts by partition (blocked GPUs are not counted by node).
   uint32_t FreeGpusFor(const JobRecord& job, StartBlocks& blocks) const;
+  // The same count as the Topology stands: GPUs held (start blocks, what-ifs) are not free.
+  uint32_t FreeGpusNowFor(const JobRecord& job) const;
   // How long a job has between the checkpoint signal and its deadline: its own, else the config's.
   Duration CheckpointGrace(const JobRecord& job) const {
     return job.spec.checkpoint_grace > 0 ? job.spec.checkpoint_grace : config.checkpoint_grace;
