@@ -167,6 +167,7 @@ class Sim {
     res_.counters.end = prev;
     res_.counters.idle_cycles_skipped = sched_->idle_cycles_skipped();
     res_.counters.floored_walks = sched_->floored_walks();
+    res_.counters.kept_order_passes = sched_->kept_order_passes();
     for (size_t i = 0; i < n; ++i) {
       const JobRecord* r = sched_->job(static_cast<JobId>(i + 1));
       if (!r) continue;
@@ -626,13 +627,10 @@ class Sim {
   // Whether a job of the last pass's queue still waits for GPUs (not held, not for a dependency,
   // not unsatisfiable). Stops at the first: most passes look at one or two records.
   bool WaitsForGpus() const {
-    for (JobId id : sched_->queue()) {
-      const JobRecord* r = sched_->job(id);
-      if (!r || r->state != JobState::kPending) continue;
-      const WaitKind k = r->wait.kind;
-      if (k != WaitKind::kHeld && k != WaitKind::kDependency && k != WaitKind::kUnsatisfiable) return true;
-    }
-    return false;
+    return sched_->FindQueued([](const JobRecord& r) {
+      const WaitKind k = r.wait.kind;
+      return k != WaitKind::kHeld && k != WaitKind::kDependency && k != WaitKind::kUnsatisfiable;
+    }) != nullptr;
   }
 
   bool elastic_below_max() const {

@@ -70,8 +70,11 @@ struct SchedulerConfig {
   // since the last one (bf_interval); the passes between are the main scheduler's: strict order
   // (nothing passes a blocked job), at most main_queue_depth jobs tested (default_queue_depth).
   // A backfill cycle tests at most backfill_max_jobs pending jobs (bf_max_job_test) and makes no
-  // reservation that starts later than backfill_window after now (bf_window). Jobs beyond a
-  // limit wait with Priority ("not tested").
+  // reservation that starts later than backfill_window after now (bf_window). A pass stops
+  // reading the queue once it has looked at its limit of jobs, counted as Slurm counts its
+  // depth: every job that could run by itself (not held, its dependencies met, its begin time
+  // reached, within its limits), tested or waiting behind a blocked one. The jobs beyond keep
+  // the reason a pass last gave them, as in Slurm (a job no pass has reached has none).
   Duration backfill_interval = 0;
   uint32_t backfill_max_jobs = 0;
   uint32_t main_queue_depth = 0;
@@ -138,6 +141,10 @@ struct SchedulerConfig {
   // from pass to pass and brought up to date by the allocations that changed (on), or built anew
   // in every pass that asks it (off). The answers are the same; off is for tests.
   bool keep_domain_plan = true;
+  // Not a policy: whether a pass with Slurm's depth (main_queue_depth, backfill_max_jobs) in
+  // FIFO order reads the queue from the order kept across passes (SchedulerState::fifo) when
+  // it can (on), or orders every pending job anew (off). The same decisions; off is for tests.
+  bool kept_fifo_order = true;
   // Not a policy: whether a pass keeps the Placer's start-now answers (those that depend on
   // nothing of the job's own) for the next job asking the same of the same Topology state
   // (PassState::NowAnswer; on, under placement under pressure only), or searches again for each

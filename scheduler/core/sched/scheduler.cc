@@ -76,6 +76,7 @@ Time Scheduler::next_backfill() const {
   return s_->config.backfill_interval > 0 ? s_->last_backfill + s_->config.backfill_interval : kForever;
 }
 uint64_t Scheduler::idle_cycles_skipped() const { return s_->idle_cycles_skipped; }
+uint64_t Scheduler::kept_order_passes() const { return s_->kept_order_passes; }
 uint64_t Scheduler::floored_walks() const { return s_->floored_walks; }
 Time Scheduler::next_patience_deadline() const { return s_->patience_due; }
 
@@ -85,7 +86,22 @@ const std::vector<JobId>* Scheduler::array_tasks(JobId array) const {
 }
 
 JobId Scheduler::array_task_job(JobId array, uint32_t task) const { return ArrayTaskJob(*s_, array, task); }
-const std::vector<JobId>& Scheduler::queue() const { return s_->queue; }
+const std::vector<JobId>& Scheduler::queue() const { return s_->Queue(); }
+
+const JobRecord* Scheduler::FindQueued(const std::function<bool(const JobRecord&)>& want) const {
+  const SchedulerState& s = *s_;
+  if (s.queue_stale) {
+    for (const SchedulerState::FifoEntry& e : s.fifo) {
+      if (want(*e.job)) return e.job;
+    }
+    return nullptr;
+  }
+  for (JobId id : s.queue) {
+    const JobRecord& j = s.jobs.at(id);
+    if (j.state == JobState::kPending && want(j)) return &j;
+  }
+  return nullptr;
+}
 Time Scheduler::now() const { return s_->now; }
 
 const JobRecord* Scheduler::job(JobId id) const {
@@ -147,7 +163,7 @@ Status Scheduler::Submit(JobSpec spec, Time now) {
   const JobId id = rec.spec.id;
   s.limits.AddPending(rec.spec.user, rec.spec.account);
   JobRecord& job = s.jobs.emplace(id, std::move(rec)).first->second;
-  s.pending.Insert(id, &job);
+  s.EnterPending(job);
   IndexArrayTask(s, job);
   return {};
 }
@@ -163,7 +179,7 @@ Status Scheduler::Cancel(JobId id, Time now) {
   PHX_RETURN_IF_ERROR(Advance(s, now));
   if (job.state == JobState::kPending) {
     (void)s.limits.RemovePending(job.spec.user, job.spec.account);
-    s.pending.Erase(id);
+    s.LeavePending(job);
     // Its victims keep running: a checkpoint they are taking is then just a checkpoint.
     for (JobId v : job.victims) {
       if (JobRecord* victim = s.Find(v); victim && victim->preempted_for == id) {
@@ -251,6 +267,10 @@ Status Scheduler::Hold(JobId id, Time now) {
     return Fail(ErrorCode::kFailedPrecondition, JobWhere(id), "hold: only pending jobs can be held");
   PHX_RETURN_IF_ERROR(Advance(s, now));
   (*j)->spec.held = true;
+  // As Slurm's scontrol hold: the reason now, not at the next pass that reaches the job (a pass
+  // with Slurm's depth may not).
+  (*j)->wait = {};
+  (*j)->wait.kind = WaitKind::kHeld;
   return {};
 }
 
@@ -266,6 +286,7 @@ Status Scheduler::Top(JobId id, Time now) {
   for (const auto& [other, job] : s.pending.Walk()) {
     if (job->spec.user == (*j)->spec.user) last = std::max(last, job->spec.top);
   }
+  if ((*j)->spec.top == 0) ++s.topped_pending;
   (*j)->spec.top = last + 1;
   return {};
 }
@@ -278,6 +299,7 @@ Status Scheduler::Release(JobId id, Time now) {
     return Fail(ErrorCode::kFailedPrecondition, JobWhere(id), "release: job is not held");
   PHX_RETURN_IF_ERROR(Advance(s, now));
   (*j)->spec.held = false;
+  (*j)->wait = {};  // no reason until a pass looks at it (Slurm: WAIT_NO_REASON)
   return {};
 }
 

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -265,14 +266,20 @@ class Scheduler {
   // Backfill cycles taken without a pass because they would repeat an idle one
   // (config().skip_idle_backfill).
   uint64_t idle_cycles_skipped() const;
+  // Passes that read the queue from the kept FIFO order (config().kept_fifo_order).
+  uint64_t kept_order_passes() const;
   // Reserve walks that began after now, where an earlier walk of the same pass for the same
   // request ended (config().reserve_shortcuts).
   uint64_t floored_walks() const;
   // Placement under pressure: the earliest time a job the last pass held back for a good block
   // reaches its bound and starts on whatever block is free (a pass is due then); kForever if none.
   Time next_patience_deadline() const;
-  // Pending jobs in the order of the last pass.
+  // The jobs still pending after the last pass, in its order (O(pending) after a pass in the
+  // kept FIFO order, which does not build it: scheduler_pass.cc).
   const std::vector<JobId>& queue() const;
+  // The first job of queue() still pending for which `want` is true, nullptr if none; reads no
+  // further than that job.
+  const JobRecord* FindQueued(const std::function<bool(const JobRecord&)>& want) const;
   Time now() const;
   // Empty when every internal invariant holds (GPU ownership vs job records, counters,
   // reservations disjoint in time-overlap, links to known jobs). For tests; O(jobs + GPUs).

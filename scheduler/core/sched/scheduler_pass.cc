@@ -55,9 +55,8 @@ void PrefetchHeap(const JobRecord* j) {
   __builtin_prefetch(j->wait.detail.data());
 }
 
-// Sorts the pass's queue keys into queue order and sets the queue (ids) and the pass's records
-// in that order.
-void OrderQueue(SchedulerState& s, PassState& pass) {
+// Sorts the pass's queue keys into queue order and sets the pass's records in that order.
+void OrderQueue(PassState& pass) {
   std::vector<QueueKey>& keys = pass.buffers.keys;
   // Sorts keys, not ids: comparing ids looked both jobs up in the job map (every job ever known),
   // O(n log n) lookups, most of a pass with tens of thousands of pending jobs. The order is
@@ -87,11 +86,7 @@ void OrderQueue(SchedulerState& s, PassState& pass) {
                      [](const QueueKey& a, const QueueKey& b) { return a.job->spec.top > b.job->spec.top; });
     for (size_t i = 0; i < at.size(); ++i) keys[at[i]] = mine[i];
   }
-  s.queue.clear();
-  for (const QueueKey& k : keys) {
-    s.queue.push_back(k.id);
-    pass.buffers.jobs.push_back(k.job);
-  }
+  for (const QueueKey& k : keys) pass.buffers.jobs.push_back(k.job);
 }
 
 // Whether `job` would fit now if no GPU were reserved, for the ReservedFor wait reason: a whole
@@ -114,6 +109,12 @@ bool FitsIgnoringReservations(SchedulerState& s, PassState& pass, const JobRecor
   const bool fits = s.PlaceNow(job, request).has_value();
   pass.fits.push_back({request, partitions, fits});
   return fits;
+}
+
+// Whether `id` reserves a claim of its own in this pass (a preemptor's: ReserveClaim). Such a
+// job is exempt from the strict order and from Slurm's depth.
+bool Own(const PassState& pass, JobId id) {
+  return pass.reserved_filter.MayContain(id) && pass.reservations_of.contains(id);
 }
 
 // Decides about one pending job, in queue order: start it now, or say why it waits (with the
@@ -177,13 +178,13 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   }
   // A preemptor's own claim is a reservation of its own: it is not blocked by it, so neither the
   // strict order nor another job's failure says anything about it.
-  const bool own = pass.reserved_filter.MayContain(id) && pass.reservations_of.contains(id);
+  const bool own = Own(pass, id);
+  // Slurm's depth counts this job (the pass reads no further than test_limit such jobs, so every
+  // job it tests is within the limit).
+  if (!own) ++pass.looked_at;
   if ((!s.policies.backfill->Backfills() || !pass.backfill_cycle) && pass.blocked && !own) {
     return wait(WaitKind::kPriority, pass.behind);
   }
-  // Slurm's queue depth: the jobs beyond it are not looked at in this pass.
-  if (pass.test_limit > 0 && pass.tested >= pass.test_limit && !own) return wait(WaitKind::kPriority, "not tested");
-  ++pass.tested;
 
   // Placement under pressure: a held job waits for a good block and starts on one as soon as it
   // is free; the slower block free now is looked at again every patience_replan and at the bound
@@ -308,6 +309,42 @@ bool IdleCyclesRepeat(const SchedulerState& s, const PassState& pass) {
          c.runtime == RuntimeMode::kWalltime && !pass.begin_ahead && s.topo->none_suspended();
 }
 
+// Whether this pass reads the queue from the kept FIFO order (SchedulerState::fifo) rather than
+// ordering every pending job: with Slurm's depth the pass looks at a few hundred jobs, and under
+// a queue of thousands the ordering was the pass (every record read to compute a priority that
+// FIFO holds at 0). Only where the two give the same queue and the same decisions: FIFO order,
+// no topped job (Top reorders a user's jobs), and no claim to reserve before the queue is read
+// (preemption off, none restored).
+bool KeptOrder(const SchedulerState& s, const PassState& pass) {
+  return s.config.kept_fifo_order && pass.test_limit > 0 && s.config.order == QueueOrder::kFifo &&
+         s.topped_pending == 0 && !s.policies.preemption && !s.pending_claims;
+}
+
+void AddWait(PassState& pass, const JobRecord& job) {
+  Decision& d = pass.buffers.waits.emplace_back();
+  d.kind = DecisionKind::kWait;
+  d.job = job.spec.id;
+  d.at = pass.now;
+  d.wait = job.wait;
+}
+
+// The queue in the kept FIFO order, up to Slurm's depth. A job that starts leaves the order (its
+// entry only: with preemption off nothing else enters or leaves it during the pass, so the next
+// entry stays valid); the Waits, as the other path gives them, for every pending job.
+void ScheduleKeptOrder(SchedulerState& s, PassState& pass, std::vector<Decision>& out) {
+  s.queue_stale = true;
+  ++s.kept_order_passes;
+  for (auto it = s.fifo.begin(); it != s.fifo.end() && !pass.DepthReached();) {
+    JobRecord& job = *it->job;
+    ++it;  // first: a start erases the job's entry
+    ScheduleJob(s, pass, job, out);
+    if (pass.promised_filter.MayContain(job.spec.id) && pass.promised.contains(job.spec.id))
+      pass.planned.insert(job.spec.id);
+  }
+  if (!s.config.wait_decisions) return;
+  for (const SchedulerState::FifoEntry& e : s.fifo) AddWait(pass, *e.job);
+}
+
 }  // namespace
 
 std::vector<Decision> Scheduler::Schedule(Time now) {
@@ -323,7 +360,7 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
     ++s.idle_cycles_skipped;
     std::vector<Decision> waits;
     if (!s.config.wait_decisions) return waits;
-    for (JobId id : s.queue) {
+    for (JobId id : s.Queue()) {
       const JobRecord& job = s.jobs.at(id);
       if (job.state != JobState::kPending) continue;
       Decision& d = waits.emplace_back();
@@ -373,33 +410,38 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   // priorities are computed; then the queue is sorted on the keys.
   NoteActiveJobs(s, pass);
   s.policies.queue->BeginPass(now);
-  const std::vector<JobSet::Entry>& pending = s.pending.Walk();
-  for (size_t i = 0; i < pending.size(); ++i) {
-    if (i + kPrefetchAhead < pending.size()) PrefetchForPriority(pending[i + kPrefetchAhead].second);
-    const auto& [id, jp] = pending[i];
-    JobRecord& j = *jp;
-    if (!j.claim.empty() || !j.victims.empty()) ReserveClaim(s, pass, j);
-    j.priority = s.policies.queue->Priority(j, now);
-    pass.buffers.keys.push_back({j.priority, j.spec.submit, id, &j, j.spec.top > 0});
-  }
-  OrderQueue(s, pass);
-  // A job's Wait is final once it was scheduled (later jobs change only themselves and running
-  // jobs); the Waits go after every other decision, in queue order.
-  const std::vector<JobRecord*>& queue = pass.buffers.jobs;
-  for (size_t i = 0; i < queue.size(); ++i) {
-    if (i + kPrefetchAhead < queue.size()) PrefetchForSchedule(queue[i + kPrefetchAhead]);
-    if (i + kPrefetchAhead / 2 < queue.size()) PrefetchHeap(queue[i + kPrefetchAhead / 2]);
-    JobRecord& job = *queue[i];
-    if (job.state == JobState::kPending) ScheduleJob(s, pass, job, out);
-    // Reserve asks only about jobs promised a block in the last pass.
-    if (pass.promised_filter.MayContain(job.spec.id) && pass.promised.contains(job.spec.id))
-      pass.planned.insert(job.spec.id);
-    if (job.state != JobState::kPending || !s.config.wait_decisions) continue;
-    Decision& d = pass.buffers.waits.emplace_back();
-    d.kind = DecisionKind::kWait;
-    d.job = job.spec.id;
-    d.at = now;
-    d.wait = job.wait;
+  if (KeptOrder(s, pass)) {
+    ScheduleKeptOrder(s, pass, out);
+  } else {
+    const std::vector<JobSet::Entry>& pending = s.pending.Walk();
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (i + kPrefetchAhead < pending.size()) PrefetchForPriority(pending[i + kPrefetchAhead].second);
+      const auto& [id, jp] = pending[i];
+      JobRecord& j = *jp;
+      if (!j.claim.empty() || !j.victims.empty()) ReserveClaim(s, pass, j);
+      j.priority = s.policies.queue->Priority(j, now);
+      pass.buffers.keys.push_back({j.priority, j.spec.submit, id, &j, j.spec.top > 0});
+    }
+    OrderQueue(pass);
+    // A job's Wait is final once it was scheduled (later jobs change only themselves and running
+    // jobs); the Waits go after every other decision, in queue order. Past Slurm's depth only a
+    // job with a claim of its own is still scheduled; the others keep their reasons.
+    const std::vector<JobRecord*>& queue = pass.buffers.jobs;
+    s.queue.clear();
+    s.queue_stale = false;
+    for (size_t i = 0; i < queue.size(); ++i) {
+      if (i + kPrefetchAhead < queue.size()) PrefetchForSchedule(queue[i + kPrefetchAhead]);
+      if (i + kPrefetchAhead / 2 < queue.size()) PrefetchHeap(queue[i + kPrefetchAhead / 2]);
+      JobRecord& job = *queue[i];
+      if (job.state == JobState::kPending && (!pass.DepthReached() || Own(pass, job.spec.id)))
+        ScheduleJob(s, pass, job, out);
+      // Reserve asks only about jobs promised a block in the last pass.
+      if (pass.promised_filter.MayContain(job.spec.id) && pass.promised.contains(job.spec.id))
+        pass.planned.insert(job.spec.id);
+      if (job.state != JobState::kPending) continue;
+      s.queue.push_back(job.spec.id);
+      if (s.config.wait_decisions) AddWait(pass, job);
+    }
   }
   pass.start_blocks.Clear();
   GrowElastic(s, pass, out);

@@ -112,7 +112,10 @@ Status Scheduler::Restore(JobRecord record, Time now) {
   JobRecord& job = s.jobs.emplace(id, std::move(record)).first->second;
   IndexArrayTask(s, job);
   if (job.state == JobState::kPending) {
-    s.pending.Insert(id, &job);
+    s.EnterPending(job);
+    // A claim made under preemption before the restart: the kept FIFO order does not reserve
+    // claims (scheduler_pass.cc, KeptOrder).
+    if (!job.claim.empty() || !job.victims.empty()) s.pending_claims = true;
     s.limits.AddPending(job.spec.user, job.spec.account);
   } else if (active) {
     s.active.Insert(id, &job);

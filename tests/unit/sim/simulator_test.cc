@@ -506,6 +506,41 @@ TEST(SimIdleBackfill, SameDecisionsAsEveryCycleInFull) {
   EXPECT_GT(skipped, 1000 * seeds);
 }
 
+// SchedulerConfig::kept_fifo_order: a FIFO pass with Slurm's depth reads its first jobs from the
+// order kept across passes, and decides exactly as one that orders every pending job. Random
+// traces under pressure with node failures (killed jobs requeued: they re-enter the order at
+// their submit time, ahead of later jobs); slurm-like, its limits cut to a few jobs (the depth
+// stops both passes early: the jobs beyond keep their reasons), fifo-firstfit with a limit
+// (strict order in every pass) and the phalanx preset in FIFO order with Slurm's limits
+// (placement under pressure, elastic jobs): the same decision log (waits included) and per-job
+// rows, byte for byte.
+TEST(SimKeptFifoOrder, SameDecisionsAsAQueueOrderedEachPass) {
+  const TopologySpec spec = GenerateByName("leafspine:8:4:2").value();
+  const uint64_t seeds = std::clamp<uint64_t>(std::llround(4 * testing::QualityScale()), 1, 4);
+  uint64_t kept = 0, passes = 0, requeued = 0;
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
+    constexpr uint32_t kSizes[] = {1, 1, 2, 4, 8, 8, 16, 32};
+    const Trace trace = RandomTrace(seed, 200, 300, kSizes, 12000);
+    for (const char* policy :
+         {"slurm-like", "slurm-like:backfill_max_jobs=4,main_queue_depth=2", "fifo-firstfit:backfill_max_jobs=3",
+          "phalanx:order=fifo,preemption=off,backfill_interval=30,backfill_max_jobs=6,main_queue_depth=3"}) {
+      SimOptions o = EquivalenceOptions(seed);
+      if (std::string_view(policy).starts_with("phalanx")) o.rules.push_back(*ParseClassRule("share=0.3:elastic=0.5"));
+      auto config = PolicyFromSpec(policy);
+      ASSERT_TRUE(config);
+      const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::kept_fifo_order);
+      EXPECT_EQ(FirstDifference(r.log[0], r.log[1]), "") << policy << " seed " << seed;
+      EXPECT_EQ(FirstDifference(r.csv[0], r.csv[1]), "") << policy << " seed " << seed;
+      kept += r.on.counters.kept_order_passes;
+      passes += r.on.counters.passes - r.on.counters.idle_cycles_skipped;
+      requeued += r.on.counters.preemptions;
+    }
+  }
+  // Every pass of these policies can read the kept order (no preemption, nobody topped).
+  EXPECT_EQ(kept, passes);
+  EXPECT_GT(requeued, 5 * seeds);
+}
+
 // SchedulerConfig::reserve_shortcuts: Reserve's walks search without the blocks promised to
 // others first, and a walk for a request an earlier walk of the pass made begins where that one
 // ended (a pass only takes capacity away, until a preemptor starts on its claim or victims

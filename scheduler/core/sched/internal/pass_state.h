@@ -88,14 +88,17 @@ struct PassState {
   std::string behind;              // "behind job <first_blocked>"
   uint32_t reserved_max_gpus = 0;  // the most GPUs of a job given a reservation in this pass (reserve_larger)
   // Slurm's limits (SchedulerConfig::backfill_interval...): whether this pass is a backfill
-  // cycle, how many pending jobs it may test (0: all) and how many it has.
+  // cycle, and how many pending jobs it may look at (0: all).
   bool backfill_cycle = true;
   bool begin_ahead = false;  // a job waits for its begin time (time alone will change this pass)
   // The earliest time the backfill window reaches the start of a job that did not reserve
   // because its start was beyond it (from then on it reserves: time alone changes the pass).
   Time window_reaches = kForever;
   uint32_t test_limit = 0;
-  uint32_t tested = 0;
+  // The jobs this pass has looked at as Slurm counts its depth (config.h): tested, or waiting
+  // behind a blocked one. At test_limit the pass reads no further (DepthReached).
+  uint32_t looked_at = 0;
+  bool DepthReached() const { return test_limit > 0 && looked_at >= test_limit; }
   // The partitions as the pass starts (their states and limits do not change during a pass):
   // whether every one is open and whether any has a MaxGPUsPerUser, so that the checks asked
   // for every pending job need not read the job's partitions when the answer is the same for all.

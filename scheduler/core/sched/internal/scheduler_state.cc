@@ -202,7 +202,7 @@ void SchedulerState::Requeue(JobRecord& job, Time at, std::string reason, std::v
   }
   job.state = JobState::kPending;
   job.preemptions++;
-  pending.Insert(job.spec.id, &job);
+  EnterPending(job);
   limits.AddPending(job.spec.user, job.spec.account);
   Decision d;
   d.kind = DecisionKind::kPreempt;
@@ -262,6 +262,25 @@ void SchedulerState::FinishShrink(JobRecord& job, Time at, std::vector<Decision>
   d.gpus = job.gpus;
   d.reason = preemptor != kNoJob ? "shrunk for job " + std::to_string(preemptor) : "shrunk";
   out.push_back(std::move(d));
+}
+
+void SchedulerState::EnterPending(JobRecord& job) {
+  pending.Insert(job.spec.id, &job);
+  if (fifo.insert({job.spec.submit, job.spec.id, &job}).second && job.spec.top > 0) ++topped_pending;
+}
+
+void SchedulerState::LeavePending(JobRecord& job) {
+  pending.Erase(job.spec.id);
+  if (fifo.erase({job.spec.submit, job.spec.id, nullptr}) > 0 && job.spec.top > 0) --topped_pending;
+}
+
+const std::vector<JobId>& SchedulerState::Queue() {
+  if (queue_stale) {
+    queue.clear();
+    for (const FifoEntry& e : fifo) queue.push_back(e.id);
+    queue_stale = false;
+  }
+  return queue;
 }
 
 }  // namespace phalanx

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -116,6 +117,10 @@ struct SchedulerState {
   void NoteTimers(const JobRecord& job);
 
   // ---- job state changes (scheduler_state.cc) ---------------------------------------------
+  // A job enters or leaves the queue: the pending set, the kept FIFO order, the count of topped
+  // jobs (every change of pending membership goes through these two).
+  void EnterPending(JobRecord& job);
+  void LeavePending(JobRecord& job);
   // Releases the job's GPUs and running-GPU counters and charges its usage; it leaves the
   // active set, and its preemption links are cut (victims keep running, a preemptor forgets it).
   void StopJob(JobRecord& job, Time now);
@@ -155,6 +160,19 @@ struct SchedulerState {
   std::map<JobId, JobRecord> jobs;  // every job ever known (never erased: records stay put)
   JobSet pending;                   // pending jobs (incl. held), with their records
   JobSet active;                    // running or checkpointing
+  // The pending jobs in FIFO order (submit time, then id), kept as they enter and leave the
+  // queue: a FIFO pass with Slurm's depth reads its first jobs here instead of ordering every
+  // pending job (scheduler_pass.cc, KeptOrder). A std::set: jobs start from its front and
+  // enter at its back, and a pass reads only its first few hundred entries.
+  struct FifoEntry {
+    Time submit = 0;
+    JobId id = kNoJob;
+    JobRecord* job = nullptr;
+    bool operator<(const FifoEntry& o) const { return submit != o.submit ? submit < o.submit : id < o.id; }
+  };
+  std::set<FifoEntry> fifo;
+  size_t topped_pending = 0;    // pending jobs put first by Scheduler::Top (spec.top > 0)
+  bool pending_claims = false;  // a restored pending job has a claim or victims (Restore)
   // External load by node index (Scheduler::SetExternalLoad): piece k's GPUs held on the
   // Topology by Topology::ExternalOwner(node, k) until its `until` (pieces by end, latest
   // first; none empty); only nodes with a load are listed.
@@ -170,7 +188,11 @@ struct SchedulerState {
   // Arrays: the array's id -> its tasks' job ids, by task index (dependencies on a whole array,
   // one task of it; the %N limit). Filled by Submit and Restore; tasks never leave.
   std::map<JobId, std::vector<JobId>> arrays;
-  std::vector<JobId> queue;               // pending jobs in the order of the last pass
+  // The jobs still pending after the last pass, in its order. A pass in the kept FIFO order
+  // leaves it stale (queue_stale) and Queue() builds it from `fifo` when asked.
+  std::vector<JobId> queue;
+  bool queue_stale = false;
+  const std::vector<JobId>& Queue();
   std::vector<Reservation> reservations;  // made by the last pass; the next keeps their blocks
   std::vector<Decision> outbox;           // decisions made by events, emitted by the next pass
   std::map<JobId, Time> charged_until;    // active jobs: usage charged to fairshare up to then
@@ -186,6 +208,7 @@ struct SchedulerState {
   bool backfill_idle = false;
   Time backfill_idle_until = kForever;  // ... and only before this (PassState::window_reaches)
   uint64_t idle_cycles_skipped = 0;
+  uint64_t kept_order_passes = 0;
   uint64_t floored_walks = 0;    // Reserve walks that began at an earlier walk's end (PassState::WalkFloor)
   Time patience_due = kForever;  // the last pass: the earliest bound of a job waiting for a good block
   // Between the first Restore and FinishRestore: the jobs restored so far (scheduler_restore.cc).
