@@ -74,6 +74,10 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     c.backfill = BackfillMode::kNone;
     c.preemption = false;
     c.elastic = false;
+    // Slurm's sched/builtin reads as far: default_queue_depth jobs a pass (nothing passes the
+    // first blocked job anyway; the jobs beyond keep their reasons). Before, a runaway queue was
+    // read to its end at every pass: the whole Philly trace at 4x replayed in 54 s.
+    c.main_queue_depth = 100;
     return c;
   }
   return Fail("policy", "unknown policy '" + EscapeForLog(name) +

@@ -68,13 +68,16 @@ struct SchedulerConfig {
   // Slurm's limits on how much a pass looks at (slurm.conf SchedulerParameters; 0: no limit).
   // With backfill_interval > 0 a pass is a backfill cycle only when backfill_interval has passed
   // since the last one (bf_interval); the passes between are the main scheduler's: strict order
-  // (nothing passes a blocked job), at most main_queue_depth jobs tested (default_queue_depth).
-  // A backfill cycle tests at most backfill_max_jobs pending jobs (bf_max_job_test) and makes no
-  // reservation that starts later than backfill_window after now (bf_window). A pass stops
-  // reading the queue once it has looked at its limit of jobs, counted as Slurm counts its
-  // depth: every job that could run by itself (not held, its dependencies met, its begin time
-  // reached, within its limits), tested or waiting behind a blocked one. The jobs beyond keep
-  // the reason a pass last gave them, as in Slurm (a job no pass has reached has none).
+  // (nothing passes a blocked job), at most main_queue_depth jobs tested (default_queue_depth);
+  // under BackfillMode::kNone every pass is the main scheduler's. A backfill cycle tests at
+  // most backfill_max_jobs pending jobs (bf_max_job_test) and makes no reservation that starts
+  // later than backfill_window after now (bf_window).
+  //
+  // A pass stops reading the queue once it has looked at its limit of jobs, counted as Slurm
+  // counts its depth: every job that could run by itself (not held, its dependencies met, its
+  // begin time reached, within its limits), tested or waiting behind a blocked one. The jobs
+  // beyond keep the reason a pass last gave them, as in Slurm (a job no pass has reached has
+  // none).
   Duration backfill_interval = 0;
   uint32_t backfill_max_jobs = 0;
   uint32_t main_queue_depth = 0;

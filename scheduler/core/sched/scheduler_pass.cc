@@ -391,7 +391,9 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
     pass.backfill_cycle = now >= s.last_backfill + s.config.backfill_interval;
     if (pass.backfill_cycle) s.last_backfill = now;
   }
-  pass.test_limit = pass.backfill_cycle ? s.config.backfill_max_jobs : s.config.main_queue_depth;
+  // A policy that never backfills runs only the main scheduler's passes (Slurm's sched/builtin).
+  pass.test_limit =
+      pass.backfill_cycle && s.policies.backfill->Backfills() ? s.config.backfill_max_jobs : s.config.main_queue_depth;
   const std::vector<Partition>& parts = s.partitions.all();
   pass.all_partitions_open =
       std::all_of(parts.begin(), parts.end(), [](const Partition& p) { return StartsJobs(p.state); });

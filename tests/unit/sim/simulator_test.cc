@@ -522,7 +522,7 @@ TEST(SimKeptFifoOrder, SameDecisionsAsAQueueOrderedEachPass) {
     constexpr uint32_t kSizes[] = {1, 1, 2, 4, 8, 8, 16, 32};
     const Trace trace = RandomTrace(seed, 200, 300, kSizes, 12000);
     for (const char* policy :
-         {"slurm-like", "slurm-like:backfill_max_jobs=4,main_queue_depth=2", "fifo-firstfit:backfill_max_jobs=3",
+         {"slurm-like", "slurm-like:backfill_max_jobs=4,main_queue_depth=2", "fifo-firstfit:main_queue_depth=3",
           "phalanx:order=fifo,preemption=off,backfill_interval=30,backfill_max_jobs=6,main_queue_depth=3"}) {
       SimOptions o = EquivalenceOptions(seed);
       if (std::string_view(policy).starts_with("phalanx")) o.rules.push_back(*ParseClassRule("share=0.3:elastic=0.5"));
