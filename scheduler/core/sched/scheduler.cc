@@ -92,7 +92,7 @@ const JobRecord* Scheduler::FindQueued(const std::function<bool(const JobRecord&
   const SchedulerState& s = *s_;
   if (s.queue_stale) {
     for (const SchedulerState::FifoEntry& e : s.fifo) {
-      if (want(*e.job)) return e.job;
+      if (e.job->state == JobState::kPending && want(*e.job)) return e.job;
     }
     return nullptr;
   }

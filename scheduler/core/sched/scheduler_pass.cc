@@ -336,13 +336,16 @@ void ScheduleKeptOrder(SchedulerState& s, PassState& pass, std::vector<Decision>
   ++s.kept_order_passes;
   for (auto it = s.fifo.begin(); it != s.fifo.end() && !pass.DepthReached();) {
     JobRecord& job = *it->job;
-    ++it;  // first: a start erases the job's entry
+    ++it;                                           // first: a start erases the job's entry
+    if (job.state != JobState::kPending) continue;  // the order holds pending jobs only
     ScheduleJob(s, pass, job, out);
     if (pass.promised_filter.MayContain(job.spec.id) && pass.promised.contains(job.spec.id))
       pass.planned.insert(job.spec.id);
   }
   if (!s.config.wait_decisions) return;
-  for (const SchedulerState::FifoEntry& e : s.fifo) AddWait(pass, *e.job);
+  for (const SchedulerState::FifoEntry& e : s.fifo) {
+    if (e.job->state == JobState::kPending) AddWait(pass, *e.job);
+  }
 }
 
 }  // namespace
@@ -407,14 +410,14 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   }
   s.reservations.clear();
   s.patience_due = kForever;
-  // One walk over the pending jobs, in id order, touching each record once (tens of thousands
-  // of records do not stay in cache from one walk to the next): claims become reservations and
-  // priorities are computed; then the queue is sorted on the keys.
   NoteActiveJobs(s, pass);
   s.policies.queue->BeginPass(now);
   if (KeptOrder(s, pass)) {
     ScheduleKeptOrder(s, pass, out);
   } else {
+    // One walk over the pending jobs, in id order, touching each record once (tens of thousands
+    // of records do not stay in cache from one walk to the next): claims become reservations
+    // and priorities are computed; then the queue is sorted on the keys.
     const std::vector<JobSet::Entry>& pending = s.pending.Walk();
     for (size_t i = 0; i < pending.size(); ++i) {
       if (i + kPrefetchAhead < pending.size()) PrefetchForPriority(pending[i + kPrefetchAhead].second);

@@ -277,7 +277,9 @@ void SchedulerState::LeavePending(JobRecord& job) {
 const std::vector<JobId>& SchedulerState::Queue() {
   if (queue_stale) {
     queue.clear();
-    for (const FifoEntry& e : fifo) queue.push_back(e.id);
+    for (const FifoEntry& e : fifo) {
+      if (e.job->state == JobState::kPending) queue.push_back(e.id);
+    }
     queue_stale = false;
   }
   return queue;
