@@ -44,8 +44,9 @@ struct QueueKey {
 // was page faults); the contents are the pass's own. Kept in SchedulerState.
 struct PassBuffers {
   std::vector<QueueKey> keys;
-  std::vector<JobRecord*> jobs;  // the pending jobs in queue order
-  std::vector<Decision> waits;   // one Wait per pending job, emitted after the other decisions
+  std::vector<JobRecord*> jobs;    // the pending jobs in queue order
+  std::vector<Decision> waits;     // one Wait per pending job, emitted after the other decisions
+  std::vector<uint64_t> gpu_bits;  // by 64-GPU word, all clear between uses (patience.cc, KeptBlockFree)
 };
 
 // The parts of a shape that decide where it fits, apart from its size.

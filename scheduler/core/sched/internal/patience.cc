@@ -26,17 +26,25 @@ bool KeptBlockFree(SchedulerState& s, PassState& pass, const JobRecord& job, Dur
     const JobId owner = topo.owner(g);
     if (owner == kNoJob || owner == last) continue;
     if (Topology::IsExternal(owner) || owner == Topology::kHeld) return false;
-    const auto it = s.jobs.find(owner);
-    if (it == s.jobs.end() || s.ReleaseTime(it->second) > start) return false;
+    // A GPU's owner is an active job: the active set's sorted vector, not the map of every job
+    // ever known (a dozen cache misses a lookup under a long trace).
+    const JobRecord* holder = s.active.Find(owner);
+    if (!holder || s.ReleaseTime(*holder) > start) return false;
     last = owner;
   }
+  // The reservations over its time, their GPUs tested against the block's as bits (the block's
+  // set, then cleared again: the buffer stays all clear between calls).
+  std::vector<uint64_t>& bits = pass.buffers.gpu_bits;
+  bits.resize((topo.gpu_count() + 63) / 64);
+  for (GpuId g : job.patience_gpus) bits[g.value >> 6] |= uint64_t{1} << (g.value & 63);
+  bool free = true;
   for (const Reservation& r : s.reservations) {
     if (r.start >= end || r.end <= start || r.job == job.spec.id) continue;
-    for (GpuId g : r.gpus) {
-      if (std::binary_search(job.patience_gpus.begin(), job.patience_gpus.end(), g)) return false;
-    }
+    for (GpuId g : r.gpus) free &= !((bits[g.value >> 6] >> (g.value & 63)) & 1);
+    if (!free) break;
   }
-  return true;
+  for (GpuId g : job.patience_gpus) bits[g.value >> 6] = 0;
+  return free;
 }
 
 void StopWaiting(JobRecord& job) {
