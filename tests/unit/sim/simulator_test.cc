@@ -393,18 +393,22 @@ SimOptions EquivalenceOptions(uint64_t seed, Duration mtbf = 80000) {
   return o;
 }
 
-// Replays `trace` with the config flag `keep` off and on: the two decision logs and per-job
-// CSVs ([0] off, [1] on), and the run with it on.
+// Replays `trace` under `policy` (a --policy spec) with the config flag `keep` off and on, and
+// expects the same decision log and per-job rows, byte for byte: the two logs and CSVs ([0] off,
+// [1] on), and the run with it on. Failures name the policy and the seed.
 struct OffAndOn {
   std::string log[2], csv[2];
   SimResult on;
 };
-OffAndOn ReplayOffAndOn(const Trace& trace, const TopologySpec& spec, SchedulerConfig config, const SimOptions& o,
-                        bool SchedulerConfig::*keep) {
+OffAndOn SameOffAndOn(const Trace& trace, const TopologySpec& spec, std::string_view policy, const SimOptions& o,
+                      bool SchedulerConfig::*keep) {
   OffAndOn out;
+  auto config = PolicyFromSpec(policy);
+  EXPECT_TRUE(config) << policy;
+  if (!config) return out;
   for (const bool on : {false, true}) {
-    config.*keep = on;
-    auto r = Simulate(trace, spec, config, o);
+    (*config).*keep = on;
+    auto r = Simulate(trace, spec, *config, o);
     EXPECT_TRUE(r) << r.error().ToString();
     if (!r) return out;
     out.log[on] = r->decision_log;
@@ -413,6 +417,8 @@ OffAndOn ReplayOffAndOn(const Trace& trace, const TopologySpec& spec, SchedulerC
     out.csv[on] = FormatJobsCsv(runs);
     if (on) out.on = std::move(runs[0].result);
   }
+  EXPECT_EQ(FirstDifference(out.log[0], out.log[1]), "") << policy << " seed " << o.seed;
+  EXPECT_EQ(FirstDifference(out.csv[0], out.csv[1]), "") << policy << " seed " << o.seed;
   return out;
 }
 
@@ -435,11 +441,7 @@ TEST(SimKeptPlan, SameDecisionsAsAPlanBuiltEachPass) {
       SimOptions o = EquivalenceOptions(seed, 60000);
       o.rules.push_back(*ParseClassRule("gpus<=8:level=node"));
       o.rules.push_back(*ParseClassRule("gpus>=9:level=leaf,gpn=8"));
-      auto config = PolicyFromSpec(policy);
-      ASSERT_TRUE(config);
-      const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::keep_domain_plan);
-      EXPECT_EQ(FirstDifference(r.log[0], r.log[1]), "") << policy << " seed " << seed;
-      EXPECT_EQ(FirstDifference(r.csv[0], r.csv[1]), "") << policy << " seed " << seed;
+      const OffAndOn r = SameOffAndOn(trace, spec, policy, o, &SchedulerConfig::keep_domain_plan);
       for (const JobOutcome& j : r.on.jobs) waited_big += j.gpus > 8 && j.first_start > j.submit;
     }
   }
@@ -463,11 +465,7 @@ TEST(SimKeptStartAnswers, SameDecisionsAsASearchForEachJob) {
     for (const char* policy :
          {"phalanx", "phalanx:patience_depth=1", "phalanx:patience_depth=3,backfill=conservative"}) {
       SimOptions o = EquivalenceOptions(seed);
-      auto config = PolicyFromSpec(policy);
-      ASSERT_TRUE(config);
-      const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::keep_start_answers);
-      EXPECT_EQ(FirstDifference(r.log[0], r.log[1]), "") << policy << " seed " << seed;
-      EXPECT_EQ(FirstDifference(r.csv[0], r.csv[1]), "") << policy << " seed " << seed;
+      const OffAndOn r = SameOffAndOn(trace, spec, policy, o, &SchedulerConfig::keep_start_answers);
       // Waits for a better block (after which the next job asks the same of the same state).
       for (size_t at = r.log[1].find("a slower block is free now"); at != std::string::npos;
            at = r.log[1].find("a slower block is free now", at + 1)) {
@@ -495,11 +493,7 @@ TEST(SimIdleBackfill, SameDecisionsAsEveryCycleInFull) {
     for (const char* policy :
          {"slurm-like", "slurm-like:backfill_window=3600", "slurm-like:backfill_max_jobs=4,main_queue_depth=2"}) {
       SimOptions o = EquivalenceOptions(seed);
-      auto config = PolicyFromSpec(policy);
-      ASSERT_TRUE(config);
-      const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::skip_idle_backfill);
-      EXPECT_EQ(FirstDifference(r.log[0], r.log[1]), "") << policy << " seed " << seed;
-      EXPECT_EQ(FirstDifference(r.csv[0], r.csv[1]), "") << policy << " seed " << seed;
+      const OffAndOn r = SameOffAndOn(trace, spec, policy, o, &SchedulerConfig::skip_idle_backfill);
       skipped += r.on.counters.idle_cycles_skipped;
     }
   }
@@ -526,11 +520,7 @@ TEST(SimKeptFifoOrder, SameDecisionsAsAQueueOrderedEachPass) {
           "phalanx:order=fifo,preemption=off,backfill_interval=30,backfill_max_jobs=6,main_queue_depth=3"}) {
       SimOptions o = EquivalenceOptions(seed);
       if (std::string_view(policy).starts_with("phalanx")) o.rules.push_back(*ParseClassRule("share=0.3:elastic=0.5"));
-      auto config = PolicyFromSpec(policy);
-      ASSERT_TRUE(config);
-      const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::kept_fifo_order);
-      EXPECT_EQ(FirstDifference(r.log[0], r.log[1]), "") << policy << " seed " << seed;
-      EXPECT_EQ(FirstDifference(r.csv[0], r.csv[1]), "") << policy << " seed " << seed;
+      const OffAndOn r = SameOffAndOn(trace, spec, policy, o, &SchedulerConfig::kept_fifo_order);
       kept += r.on.counters.kept_order_passes;
       passes += r.on.counters.passes - r.on.counters.idle_cycles_skipped;
       requeued += r.on.counters.preemptions;
@@ -564,11 +554,7 @@ TEST(SimReserveShortcuts, SameDecisionsAsASearchAtEveryStep) {
         o.rules.push_back(*ParseClassRule("gpus>=16:class=high"));
         o.rules.push_back(*ParseClassRule("gpus<=8:class=low,preemptible=yes"));
       }
-      auto config = PolicyFromSpec(policy);
-      ASSERT_TRUE(config);
-      const OffAndOn r = ReplayOffAndOn(trace, spec, *config, o, &SchedulerConfig::reserve_shortcuts);
-      EXPECT_EQ(FirstDifference(r.log[0], r.log[1]), "") << policy << " seed " << seed;
-      EXPECT_EQ(FirstDifference(r.csv[0], r.csv[1]), "") << policy << " seed " << seed;
+      const OffAndOn r = SameOffAndOn(trace, spec, policy, o, &SchedulerConfig::reserve_shortcuts);
       floored += r.on.counters.floored_walks;
       preemptions += r.on.counters.preemptions;
     }
