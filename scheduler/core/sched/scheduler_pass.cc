@@ -316,16 +316,17 @@ bool IdleCyclesRepeat(const SchedulerState& s, const PassState& pass) {
 // no topped job (Top reorders a user's jobs), and no claim to reserve before the queue is read
 // (preemption off, none restored).
 bool KeptOrder(const SchedulerState& s, const PassState& pass) {
-  return s.config.kept_fifo_order && pass.test_limit > 0 && s.config.order == QueueOrder::kFifo &&
-         s.topped_pending == 0 && !s.policies.preemption && !s.pending_claims;
+  return s.KeepsFifo() && pass.test_limit > 0 && s.topped_pending == 0 && !s.policies.preemption && !s.pending_claims;
 }
 
-void AddWait(PassState& pass, const JobRecord& job) {
-  Decision& d = pass.buffers.waits.emplace_back();
+// A pending job's Wait decision at `at`: the reason its record keeps.
+Decision WaitOf(const JobRecord& job, Time at) {
+  Decision d;
   d.kind = DecisionKind::kWait;
   d.job = job.spec.id;
-  d.at = pass.now;
+  d.at = at;
   d.wait = job.wait;
+  return d;
 }
 
 // The queue in the kept FIFO order, up to Slurm's depth. A job that starts leaves the order (its
@@ -344,7 +345,7 @@ void ScheduleKeptOrder(SchedulerState& s, PassState& pass, std::vector<Decision>
   }
   if (!s.config.wait_decisions) return;
   for (const SchedulerState::FifoEntry& e : s.fifo) {
-    if (e.job->state == JobState::kPending) AddWait(pass, *e.job);
+    if (e.job->state == JobState::kPending) pass.buffers.waits.push_back(WaitOf(*e.job, pass.now));
   }
 }
 
@@ -364,13 +365,7 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
     std::vector<Decision> waits;
     if (!s.config.wait_decisions) return waits;
     for (JobId id : s.Queue()) {
-      const JobRecord& job = s.jobs.at(id);
-      if (job.state != JobState::kPending) continue;
-      Decision& d = waits.emplace_back();
-      d.kind = DecisionKind::kWait;
-      d.job = id;
-      d.at = now;
-      d.wait = job.wait;
+      if (const JobRecord& job = s.jobs.at(id); job.state == JobState::kPending) waits.push_back(WaitOf(job, now));
     }
     return waits;
   }
@@ -445,7 +440,7 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
         pass.planned.insert(job.spec.id);
       if (job.state != JobState::kPending) continue;
       s.queue.push_back(job.spec.id);
-      if (s.config.wait_decisions) AddWait(pass, job);
+      if (s.config.wait_decisions) pass.buffers.waits.push_back(WaitOf(job, now));
     }
   }
   pass.start_blocks.Clear();

@@ -266,12 +266,14 @@ void SchedulerState::FinishShrink(JobRecord& job, Time at, std::vector<Decision>
 
 void SchedulerState::EnterPending(JobRecord& job) {
   pending.Insert(job.spec.id, &job);
-  if (fifo.insert({job.spec.submit, job.spec.id, &job}).second && job.spec.top > 0) ++topped_pending;
+  if (job.spec.top > 0) ++topped_pending;
+  if (KeepsFifo()) fifo.insert({job.spec.submit, job.spec.id, &job});
 }
 
 void SchedulerState::LeavePending(JobRecord& job) {
   pending.Erase(job.spec.id);
-  if (fifo.erase({job.spec.submit, job.spec.id, nullptr}) > 0 && job.spec.top > 0) --topped_pending;
+  if (job.spec.top > 0) --topped_pending;
+  if (KeepsFifo()) fifo.erase({job.spec.submit, job.spec.id, nullptr});
 }
 
 const std::vector<JobId>& SchedulerState::Queue() {

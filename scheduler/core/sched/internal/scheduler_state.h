@@ -118,7 +118,7 @@ struct SchedulerState {
 
   // ---- job state changes (scheduler_state.cc) ---------------------------------------------
   // A job enters or leaves the queue: the pending set, the kept FIFO order, the count of topped
-  // jobs (every change of pending membership goes through these two).
+  // jobs (every change of pending membership goes through these two, once per change).
   void EnterPending(JobRecord& job);
   void LeavePending(JobRecord& job);
   // Releases the job's GPUs and running-GPU counters and charges its usage; it leaves the
@@ -170,7 +170,13 @@ struct SchedulerState {
     JobRecord* job = nullptr;
     bool operator<(const FifoEntry& o) const { return submit != o.submit ? submit < o.submit : id < o.id; }
   };
-  std::set<FifoEntry> fifo;
+  std::set<FifoEntry> fifo;  // kept only where a pass may read it (KeepsFifo), else empty
+  // Whether the config lets a pass read the kept order: FIFO order with Slurm's limits (the
+  // config does not change for the Scheduler's life; under other policies `fifo` costs nothing).
+  bool KeepsFifo() const {
+    return config.kept_fifo_order && config.order == QueueOrder::kFifo &&
+           (config.main_queue_depth > 0 || config.backfill_max_jobs > 0);
+  }
   size_t topped_pending = 0;    // pending jobs put first by Scheduler::Top (spec.top > 0)
   bool pending_claims = false;  // a restored pending job has a claim or victims (Restore)
   // External load by node index (Scheduler::SetExternalLoad): piece k's GPUs held on the
