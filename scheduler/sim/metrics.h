@@ -56,6 +56,7 @@ struct RunCounters {
   uint64_t idle_cycles_skipped = 0;  // of them, backfill cycles taken without a pass (Scheduler::idle_cycles_skipped)
   uint64_t floored_walks = 0;        // Reserve walks begun where an earlier one ended (Scheduler::floored_walks)
   uint64_t kept_order_passes = 0;    // passes that read the kept FIFO order (Scheduler::kept_order_passes)
+  uint64_t keyed_skips = 0;          // jobs decided without reading their records (Scheduler::keyed_skips)
   uint64_t events = 0;               // events delivered to the core
   uint64_t starts = 0, preemptions = 0, resizes = 0, kills = 0, checkpoints_requested = 0;
   uint64_t node_events = 0;

@@ -98,6 +98,7 @@ class Sim {
     // A Wait per pending job and pass is only printed (--decisions); the pass reads whether any
     // job waits for GPUs from the records (WaitsForGpus).
     config.wait_decisions = opt_.record_decisions;
+    config.record_priorities = false;  // no output shows a job's priority
     PHX_ASSIGN_OR_RETURN(auto sched, Scheduler::Create(std::move(topo), config));
     sched_ = std::move(sched);
     if (opt_.record_decisions) script_ << "set max_walltime=" << config.max_walltime << "\n";
@@ -168,6 +169,7 @@ class Sim {
     res_.counters.idle_cycles_skipped = sched_->idle_cycles_skipped();
     res_.counters.floored_walks = sched_->floored_walks();
     res_.counters.kept_order_passes = sched_->kept_order_passes();
+    res_.counters.keyed_skips = sched_->keyed_skips();
     for (size_t i = 0; i < n; ++i) {
       const JobRecord* r = sched_->job(static_cast<JobId>(i + 1));
       if (!r) continue;

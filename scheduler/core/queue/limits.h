@@ -72,6 +72,8 @@ class LimitTracker {
   std::optional<LimitHit> CheckStart(std::string_view user, std::string_view account, uint32_t gpus) const;
   std::optional<LimitHit> CheckRequest(std::string_view user, std::string_view account, uint32_t gpus) const;
 
+  // Whether any user or account has a max_running_gpus (else CheckStart never fails).
+  bool gpu_limits() const { return gpu_limits_; }
   LimitUsage UserUsage(std::string_view user) const;
   LimitUsage AccountUsage(std::string_view account) const;
   const Limits& UserLimits(std::string_view user) const;

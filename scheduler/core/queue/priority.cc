@@ -7,22 +7,7 @@
 #include <utility>
 
 namespace phalanx {
-namespace {
-
-double Clamp01(double v) { return std::isnan(v) ? 0.0 : std::clamp(v, 0.0, 1.0); }
-
-double AgeFactor(Time submit, Time now, Duration max_age) {
-  if (now <= submit) return 0;
-  if (max_age <= 0) return 1;
-  return std::min(1.0, static_cast<double>(now - submit) / static_cast<double>(max_age));
-}
-
-double SizeFactor(uint32_t gpus, uint32_t cluster_gpus, bool favor_small) {
-  const double share = cluster_gpus == 0 ? 0.0 : Clamp01(static_cast<double>(gpus) / cluster_gpus);
-  return favor_small ? 1.0 - share : share;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Status ValidatePriorityWeights(const PriorityWeights& w) {
   const std::pair<const char*, double> weights[] = {
@@ -36,25 +21,6 @@ Status ValidatePriorityWeights(const PriorityWeights& w) {
   }
   if (w.max_age < 0) return Fail("priority.weights.max_age", "must be >= 0 seconds, got " + std::to_string(w.max_age));
   return {};
-}
-
-PriorityBreakdown ExplainPriority(const PriorityInputs& in, const PriorityWeights& w, Time now) {
-  PriorityBreakdown b;
-  b.class_factor = Clamp01(in.class_factor);
-  b.age = AgeFactor(in.submit, now, w.max_age);
-  b.fairshare = Clamp01(in.fairshare_factor);
-  b.job_size = SizeFactor(in.gpus, in.cluster_gpus, w.favor_small);
-  b.weighted_class = w.priority_class * b.class_factor;
-  b.weighted_age = w.age * b.age;
-  b.weighted_fairshare = w.fairshare * b.fairshare;
-  b.weighted_job_size = w.job_size * b.job_size;
-  b.nice = in.nice;
-  b.total = b.weighted_class + b.weighted_age + b.weighted_fairshare + b.weighted_job_size - b.nice;
-  return b;
-}
-
-double JobPriority(const PriorityInputs& in, const PriorityWeights& weights, Time now) {
-  return ExplainPriority(in, weights, now).total;
 }
 
 // ---- priority classes ---------------------------------------------------------------------

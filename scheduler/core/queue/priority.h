@@ -14,6 +14,8 @@
 // Thread-safety: free functions are pure; a built table is immutable and safe to share.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -56,8 +58,43 @@ struct PriorityBreakdown {
   double total = 0;
 };
 
-PriorityBreakdown ExplainPriority(const PriorityInputs& in, const PriorityWeights& weights, Time now);
-double JobPriority(const PriorityInputs& in, const PriorityWeights& weights, Time now);
+namespace priority_internal {
+
+inline double Clamp01(double v) { return std::isnan(v) ? 0.0 : std::clamp(v, 0.0, 1.0); }
+
+inline double AgeFactor(Time submit, Time now, Duration max_age) {
+  if (now <= submit) return 0;
+  if (max_age <= 0) return 1;
+  return std::min(1.0, static_cast<double>(now - submit) / static_cast<double>(max_age));
+}
+
+inline double SizeFactor(uint32_t gpus, uint32_t cluster_gpus, bool favor_small) {
+  const double share = cluster_gpus == 0 ? 0.0 : Clamp01(static_cast<double>(gpus) / cluster_gpus);
+  return favor_small ? 1.0 - share : share;
+}
+
+}  // namespace priority_internal
+
+// Inline: a pass asks it for every pending job (and JobPriority is its total, to the bit).
+inline PriorityBreakdown ExplainPriority(const PriorityInputs& in, const PriorityWeights& w, Time now) {
+  using namespace priority_internal;
+  PriorityBreakdown b;
+  b.class_factor = Clamp01(in.class_factor);
+  b.age = AgeFactor(in.submit, now, w.max_age);
+  b.fairshare = Clamp01(in.fairshare_factor);
+  b.job_size = SizeFactor(in.gpus, in.cluster_gpus, w.favor_small);
+  b.weighted_class = w.priority_class * b.class_factor;
+  b.weighted_age = w.age * b.age;
+  b.weighted_fairshare = w.fairshare * b.fairshare;
+  b.weighted_job_size = w.job_size * b.job_size;
+  b.nice = in.nice;
+  b.total = b.weighted_class + b.weighted_age + b.weighted_fairshare + b.weighted_job_size - b.nice;
+  return b;
+}
+
+inline double JobPriority(const PriorityInputs& in, const PriorityWeights& weights, Time now) {
+  return ExplainPriority(in, weights, now).total;
+}
 
 // ---- priority classes ---------------------------------------------------------------------
 

@@ -140,6 +140,11 @@ struct SchedulerConfig {
   // phalanxd reads them there, and a pass over tens of thousands of waiting jobs then builds no
   // list of them.
   bool wait_decisions = true;
+  // Not a policy: whether every pass writes each pending job's priority to its record
+  // (JobRecord::priority, which phalanxd shows). Off, a pass that orders the queue from its kept
+  // keys (kept_queue_keys) writes it only to the records it reads: the simulator shows no
+  // priority, and a write to each of thousands of records was a fifth of such a pass.
+  bool record_priorities = true;
   // Not a policy: whether the domain plan Reserve asks (GPU counts over time per domain) is kept
   // from pass to pass and brought up to date by the allocations that changed (on), or built anew
   // in every pass that asks it (off). The answers are the same; off is for tests.
@@ -148,6 +153,12 @@ struct SchedulerConfig {
   // FIFO order reads the queue from the order kept across passes (SchedulerState::fifo) when
   // it can (on), or orders every pending job anew (off). The same decisions; off is for tests.
   bool kept_fifo_order = true;
+  // Not a policy: whether the queue's keys are kept across passes (SchedulerState::kept_keys),
+  // with what a pass reads of a job that cannot start, where the policy allows (a keyed queue
+  // order, no preemption, walltime runtimes): a pass then orders a mostly ordered queue and reads
+  // no record of a job that was left waiting on Priority and still cannot start (on), or reads
+  // every pending job's record (off). The same decisions; off is for tests.
+  bool kept_queue_keys = true;
   // Not a policy: whether a pass keeps the Placer's start-now answers (those that depend on
   // nothing of the job's own) for the next job asking the same of the same Topology state
   // (PassState::NowAnswer; on, under placement under pressure only), or searches again for each

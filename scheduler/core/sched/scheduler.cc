@@ -77,6 +77,7 @@ Time Scheduler::next_backfill() const {
 }
 uint64_t Scheduler::idle_cycles_skipped() const { return s_->idle_cycles_skipped; }
 uint64_t Scheduler::kept_order_passes() const { return s_->kept_order_passes; }
+uint64_t Scheduler::keyed_skips() const { return s_->keyed_skips; }
 uint64_t Scheduler::floored_walks() const { return s_->floored_walks; }
 Time Scheduler::next_patience_deadline() const { return s_->patience_due; }
 
@@ -271,6 +272,7 @@ Status Scheduler::Hold(JobId id, Time now) {
   // with Slurm's depth may not).
   (*j)->wait = {};
   (*j)->wait.kind = WaitKind::kHeld;
+  s.KeyChanged(**j);
   return {};
 }
 
@@ -288,6 +290,7 @@ Status Scheduler::Top(JobId id, Time now) {
   }
   if ((*j)->spec.top == 0) ++s.topped_pending;
   (*j)->spec.top = last + 1;
+  s.KeyChanged(**j);
   return {};
 }
 
@@ -300,6 +303,7 @@ Status Scheduler::Release(JobId id, Time now) {
   PHX_RETURN_IF_ERROR(Advance(s, now));
   (*j)->spec.held = false;
   (*j)->wait = {};  // no reason until a pass looks at it (Slurm: WAIT_NO_REASON)
+  s.KeyChanged(**j);
   return {};
 }
 
@@ -359,6 +363,7 @@ Status Scheduler::Update(JobId id, const JobUpdate& u, Time now) {
       s.NoteTimers(job);
     }
   }
+  if (job.state == JobState::kPending) s.KeyChanged(job);
   return {};
 }
 
@@ -449,6 +454,7 @@ Status Scheduler::SetNodeState(std::string_view node, NodeState state, Time now)
   }
   PHX_RETURN_IF_ERROR(s.topo->SetNodeState(n, state));
   if (state == NodeState::kUp) s.last_freed = now;
+  s.keys_valid = false;  // what the Placer says a job can never have may change
   return {};
 }
 
@@ -464,6 +470,7 @@ Status Scheduler::SetPartitions(std::vector<PartitionConfig> partitions, Time no
     job.partition_ids = ids ? *ids : std::vector<uint32_t>{};  // gone: Unsatisfiable (as a restore)
     job.patience_planned_at = -1;                              // its kept good block may lie outside them
   }
+  s.keys_valid = false;  // partitions and their checks changed for every job
   return {};
 }
 

@@ -268,6 +268,9 @@ class Scheduler {
   uint64_t idle_cycles_skipped() const;
   // Passes that read the queue from the kept FIFO order (config().kept_fifo_order).
   uint64_t kept_order_passes() const;
+  // Pending jobs a pass decided about from their kept queue keys alone, without reading their
+  // records (config().kept_queue_keys), summed over the passes.
+  uint64_t keyed_skips() const;
   // Reserve walks that began after now, where an earlier walk of the same pass for the same
   // request ended (config().reserve_shortcuts).
   uint64_t floored_walks() const;

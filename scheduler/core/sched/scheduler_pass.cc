@@ -55,18 +55,21 @@ void PrefetchHeap(const JobRecord* j) {
   __builtin_prefetch(j->wait.detail.data());
 }
 
+// Queue order: priority, then submit time, then id (a total order, so any sort of the same keys
+// gives the same queue).
+bool Before(const QueueKey& a, const QueueKey& b) {
+  if (a.priority != b.priority) return a.priority > b.priority;
+  if (a.submit != b.submit) return a.submit < b.submit;
+  return a.id < b.id;
+}
+
 // Sorts the pass's queue keys into queue order and sets the pass's records in that order.
 void OrderQueue(PassState& pass) {
   std::vector<QueueKey>& keys = pass.buffers.keys;
   // Sorts keys, not ids: comparing ids looked both jobs up in the job map (every job ever known),
-  // O(n log n) lookups, most of a pass with tens of thousands of pending jobs. The order is
-  // the same: priority, then submit time, then id (a total order, so the sort is unique, and
-  // keys already in that order -- submit order, as FIFO queues mostly are -- stay as they are).
-  const auto before = [](const QueueKey& a, const QueueKey& b) {
-    if (a.priority != b.priority) return a.priority > b.priority;
-    if (a.submit != b.submit) return a.submit < b.submit;
-    return a.id < b.id;
-  };
+  // O(n log n) lookups, most of a pass with tens of thousands of pending jobs. Keys already in
+  // order -- submit order, as FIFO queues mostly are -- stay as they are.
+  const auto before = Before;
   if (!std::is_sorted(keys.begin(), keys.end(), before)) std::sort(keys.begin(), keys.end(), before);
   // scontrol top (Scheduler::Top): a user's topped jobs go first among that user's jobs, the
   // last topped first, in the places the user's jobs hold; nothing to do when none is topped.
@@ -252,7 +255,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   const size_t made = pass.policy_reservations;
   // reserve_larger: EASY's one reservation, and one for each blocked job larger than all before.
   const bool larger = s.config.reserve_larger && s.config.backfill == BackfillMode::kEasy && n > pass.reserved_max_gpus;
-  const bool reserves = s.policies.backfill->Reserves(job, n, made, now) || larger;
+  const bool reserves = s.policies.backfill->Reserves(job.spec.submit, n, made, now) || larger;
   // Beyond the reservations the policy makes: higher-priority jobs hold them (most pending jobs
   // of a long queue end here, so nothing below is computed for them).
   if (!reserves && made > 0) return wait(WaitKind::kPriority);
@@ -349,6 +352,151 @@ void ScheduleKeptOrder(SchedulerState& s, PassState& pass, std::vector<Decision>
   }
 }
 
+// Whether this pass reads the queue from the kept keys (SchedulerState::kept_keys): where the
+// config keeps them, no job is topped (Top reorders a user's jobs) and no restored claim must be
+// reserved before the queue is read.
+bool FromKeys(const SchedulerState& s) { return s.KeepsKeys() && s.topped_pending == 0 && !s.pending_claims; }
+
+// The key of a pending job, from its record (QueueKey).
+QueueKey MakeKey(SchedulerState& s, const JobRecord& job) {
+  const JobSpec& spec = job.spec;
+  QueueKey k;
+  k.submit = spec.submit;
+  k.id = spec.id;
+  k.job = const_cast<JobRecord*>(&job);
+  k.topped = spec.top > 0;
+  k.simple = !spec.held && spec.after_ok.empty() && spec.depends.empty() && spec.array_max_running == 0 &&
+             job.forbidden_nodes.empty() && !job.partition_ids.empty() && job.claim.empty() && job.victims.empty();
+  k.n = s.MinLegalSize(job);
+  k.w = s.policies.runtime->Run(job);
+  k.begin = spec.begin;
+  k.shape = ShapeKey::Of(spec.shape, PartitionMask(job.partition_ids));
+  k.prio = s.policies.queue->KeyOf(job);
+  return k;
+}
+
+// Brings the kept keys up to the pending set: the keys of jobs that left or changed go, those of
+// jobs that entered or changed come at the end (made anew from their records). Returns how many
+// keys are still in the last pass's order (the rest follow them).
+size_t SyncKeys(SchedulerState& s) {
+  std::vector<QueueKey>& keys = s.kept_keys;
+  if (!s.keys_valid) {
+    keys.clear();
+    for (const auto& [id, job] : s.pending.Walk()) keys.push_back(MakeKey(s, *job));
+    s.keys_valid = true;
+    s.keys_left.clear();
+    s.keys_entered.clear();
+    return 0;
+  }
+  std::vector<JobId>& gone = s.keys_left;
+  if (!gone.empty() || !s.keys_entered.empty()) {
+    // A job that entered again (or was changed) has its old key replaced.
+    for (const JobRecord* j : s.keys_entered) gone.push_back(j->spec.id);
+    std::sort(gone.begin(), gone.end());
+    IdFilter maybe;
+    for (JobId id : gone) maybe.Add(id);
+    std::erase_if(keys, [&](const QueueKey& k) {
+      return maybe.MayContain(k.id) && std::binary_search(gone.begin(), gone.end(), k.id);
+    });
+  }
+  const size_t kept = keys.size();
+  std::vector<JobRecord*>& entered = s.keys_entered;
+  std::sort(entered.begin(), entered.end(),
+            [](const JobRecord* a, const JobRecord* b) { return a->spec.id < b->spec.id; });
+  entered.erase(std::unique(entered.begin(), entered.end()), entered.end());
+  for (const JobRecord* j : entered) {
+    if (j->state == JobState::kPending) keys.push_back(MakeKey(s, *j));
+  }
+  gone.clear();
+  entered.clear();
+  return kept;
+}
+
+// Sorts keys whose first `kept` were in order at the last pass: priorities move a little between
+// passes, so few of those are out of place and each is moved into place (up to a budget of moves,
+// then a full sort); the rest, the new ones, are sorted and merged in. The same order as a sort.
+void OrderKept(std::vector<QueueKey>& keys, size_t kept) {
+  const auto first = keys.begin();
+  size_t budget = 8 * kept + 4096;
+  for (size_t i = 1; i < kept; ++i) {
+    if (!Before(keys[i], keys[i - 1])) continue;
+    const auto at = std::upper_bound(first, first + static_cast<ptrdiff_t>(i), keys[i], Before);
+    const size_t moves = i - static_cast<size_t>(at - first);
+    if (moves > budget) {
+      std::sort(first, keys.end(), Before);
+      return;
+    }
+    budget -= moves;
+    QueueKey k = keys[i];
+    std::move_backward(at, first + static_cast<ptrdiff_t>(i), first + static_cast<ptrdiff_t>(i) + 1);
+    *at = k;
+  }
+  std::sort(first + static_cast<ptrdiff_t>(kept), keys.end(), Before);
+  std::inplace_merge(first, first + static_cast<ptrdiff_t>(kept), keys.end(), Before);
+}
+
+// Whether a pass left the job waiting on Priority with no detail and no predicted start, and
+// not waiting for a better block (QueueKey::memo).
+bool PlainPriorityWait(const JobRecord& job) {
+  return job.state == JobState::kPending && job.wait.kind == WaitKind::kPriority && job.wait.detail.empty() &&
+         job.wait.predicted_start == kForever && (job.deferred_since < 0 || job.patience_slower < 0);
+}
+
+// The queue from the kept keys: priorities from the keys, a mostly ordered sort, then each job
+// in order as the other path does it, except a job whose record needs no reading: one the last
+// pass left waiting on Priority (QueueKey::memo) that nothing changed since, in a pass where
+// ScheduleJob would decide the same without looking at it again -- a backfill cycle with no
+// partition down and no user limits, after the policy's reservations are made, a job of a shape
+// that already failed at no larger size and no longer run (PassState::failed_shapes), and that
+// does not reserve. ScheduleJob's checks before that point all pass for it (QueueKey::simple, its
+// begin time; partitions and nodes unchanged, or the keys are made anew), the record keeps its
+// reason, and only Slurm's depth counts it.
+void ScheduleFromKeys(SchedulerState& s, PassState& pass, std::vector<Decision>& out) {
+  const size_t kept = SyncKeys(s);
+  std::vector<QueueKey>& keys = s.kept_keys;
+  QueuePolicy& order = *s.policies.queue;
+  for (QueueKey& k : keys) k.priority = order.Priority(k.prio, pass.now);
+  if (s.config.record_priorities) {
+    for (const QueueKey& k : keys) k.job->priority = k.priority;  // as after the other path
+  }
+  OrderKept(keys, kept);
+  const BackfillPolicy& backfill = *s.policies.backfill;
+  const bool skips = pass.backfill_cycle && backfill.Backfills() && !pass.user_gpu_limits && pass.all_partitions_open &&
+                     !s.limits.gpu_limits();
+  const bool larger_rule = s.config.reserve_larger && s.config.backfill == BackfillMode::kEasy;
+  s.queue.clear();
+  s.queue_stale = false;
+  for (QueueKey& k : keys) {
+    JobRecord& job = *k.job;
+    bool read = false;  // whether ScheduleJob read (and may have started) the job
+    if (!pass.DepthReached()) {
+      bool skip = skips && k.memo && k.simple && k.begin <= pass.now && pass.blocked && pass.policy_reservations > 0;
+      if (skip) {
+        const PassState::FailedShape* failed = nullptr;
+        for (const PassState::FailedShape& f : pass.failed_shapes) {
+          if (f.key == k.shape) failed = &f;
+        }
+        skip = failed && failed->failures.Covers(k.n, k.w) &&
+               !backfill.Reserves(k.submit, k.n, pass.policy_reservations, pass.now) &&
+               !(larger_rule && k.n > pass.reserved_max_gpus);
+      }
+      if (skip) {
+        ++pass.looked_at;
+        ++s.keyed_skips;
+      } else {
+        job.priority = k.priority;
+        ScheduleJob(s, pass, job, out);
+        read = true;
+        k.memo = k.simple && PlainPriorityWait(job);
+      }
+    }
+    if (pass.promised_filter.MayContain(k.id) && pass.promised.contains(k.id)) pass.planned.insert(k.id);
+    if (read && job.state != JobState::kPending) continue;  // started (no other job leaves in a pass)
+    s.queue.push_back(k.id);
+    if (s.config.wait_decisions) pass.buffers.waits.push_back(WaitOf(job, pass.now));
+  }
+}
+
 }  // namespace
 
 std::vector<Decision> Scheduler::Schedule(Time now) {
@@ -409,7 +557,12 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   s.policies.queue->BeginPass(now);
   if (KeptOrder(s, pass)) {
     ScheduleKeptOrder(s, pass, out);
+  } else if (FromKeys(s)) {
+    ScheduleFromKeys(s, pass, out);
   } else {
+    s.keys_valid = false;  // not kept through this pass
+    s.keys_left.clear();
+    s.keys_entered.clear();
     // One walk over the pending jobs, in id order, touching each record once (tens of thousands
     // of records do not stay in cache from one walk to the next): claims become reservations
     // and priorities are computed; then the queue is sorted on the keys.

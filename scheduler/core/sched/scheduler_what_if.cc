@@ -93,7 +93,7 @@ Answer Ask(SchedulerState& s, PassState& pass, const JobRecord& job) {
     made += !r.for_preemption;
     if (!r.for_preemption && !r.for_patience) reserved_max = std::max(reserved_max, r.gpus.size());
   }
-  a.promised = s.policies.backfill->Reserves(job, n, made, pass.now) ||
+  a.promised = s.policies.backfill->Reserves(job.spec.submit, n, made, pass.now) ||
                (s.config.reserve_larger && s.config.backfill == BackfillMode::kEasy && n > reserved_max);
   if (!a.promised) {
     // Beyond the reservations the policy makes: the pass says higher-priority jobs hold them.

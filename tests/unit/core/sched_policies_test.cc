@@ -127,20 +127,20 @@ TEST(SchedPolicies, BackfillModesDifferInPassingAndDepth) {
   c.backfill = BackfillMode::kNone;
   Made none(c);
   EXPECT_FALSE(none.policies.backfill->Backfills());
-  EXPECT_FALSE(none.policies.backfill->Reserves(j, 8, 0, 10));
+  EXPECT_FALSE(none.policies.backfill->Reserves(j.spec.submit, 8, 0, 10));
   c.backfill = BackfillMode::kEasy;
   Made easy(c);
   EXPECT_TRUE(easy.policies.backfill->Backfills());
-  EXPECT_TRUE(easy.policies.backfill->Reserves(j, 8, 0, 10));
-  EXPECT_FALSE(easy.policies.backfill->Reserves(j, 8, 1, 10));
+  EXPECT_TRUE(easy.policies.backfill->Reserves(j.spec.submit, 8, 0, 10));
+  EXPECT_FALSE(easy.policies.backfill->Reserves(j.spec.submit, 8, 1, 10));
   c.backfill = BackfillMode::kConservative;
   Made conservative(c);
   EXPECT_TRUE(conservative.policies.backfill->Backfills());
-  EXPECT_TRUE(conservative.policies.backfill->Reserves(j, 8, 2, 10));
-  EXPECT_FALSE(conservative.policies.backfill->Reserves(j, 8, 3, 10));
+  EXPECT_TRUE(conservative.policies.backfill->Reserves(j.spec.submit, 8, 2, 10));
+  EXPECT_FALSE(conservative.policies.backfill->Reserves(j.spec.submit, 8, 3, 10));
   c.reserve_depth = 0;  // every blocked job
   Made all(c);
-  EXPECT_TRUE(all.policies.backfill->Reserves(j, 8, 100000, 10));
+  EXPECT_TRUE(all.policies.backfill->Reserves(j.spec.submit, 8, 100000, 10));
 }
 
 TEST(SchedPolicies, TheStarvationGuardReservesBeyondTheDepthUpToReserveDepth) {
@@ -151,13 +151,13 @@ TEST(SchedPolicies, TheStarvationGuardReservesBeyondTheDepthUpToReserveDepth) {
   c.reserve_after_wait = 100;
   Made m(c);
   const BackfillPolicy& easy = *m.policies.backfill;
-  EXPECT_FALSE(easy.Reserves(Waiting(8, 0), 8, 1, 99));    // small, waited 99 s
-  EXPECT_TRUE(easy.Reserves(Waiting(8, 0), 8, 1, 100));    // waited long enough
-  EXPECT_TRUE(easy.Reserves(Waiting(16, 0), 16, 1, 10));   // large
-  EXPECT_FALSE(easy.Reserves(Waiting(16, 0), 16, 2, 10));  // reserve_depth reached
+  EXPECT_FALSE(easy.Reserves(Waiting(8, 0).spec.submit, 8, 1, 99));    // small, waited 99 s
+  EXPECT_TRUE(easy.Reserves(Waiting(8, 0).spec.submit, 8, 1, 100));    // waited long enough
+  EXPECT_TRUE(easy.Reserves(Waiting(16, 0).spec.submit, 16, 1, 10));   // large
+  EXPECT_FALSE(easy.Reserves(Waiting(16, 0).spec.submit, 16, 2, 10));  // reserve_depth reached
   c.backfill = BackfillMode::kNone;
   Made none(c);
-  EXPECT_TRUE(none.policies.backfill->Reserves(Waiting(16, 0), 16, 0, 10));
+  EXPECT_TRUE(none.policies.backfill->Reserves(Waiting(16, 0).spec.submit, 16, 0, 10));
 }
 
 TEST(SchedPolicies, FifoOrdersBySubmitTimeOnlyAndMultifactorByClass) {

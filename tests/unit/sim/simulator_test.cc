@@ -531,6 +531,38 @@ TEST(SimKeptFifoOrder, SameDecisionsAsAQueueOrderedEachPass) {
   EXPECT_GT(requeued, 5 * seeds);
 }
 
+// SchedulerConfig::kept_queue_keys: a pass orders the queue from keys kept across passes (most
+// already in order) and does not read the record of a job the last pass left waiting on
+// Priority that still cannot start; it decides exactly as a pass that reads every pending job's
+// record. Random traces under pressure with node failures (requeued jobs re-enter the keys; a
+// node going down or up makes them anew); ideal-backfill (multifactor order: priorities move
+// every pass), with conservative backfill, the phalanx preset without preemption (placement
+// under pressure, elastic jobs, the starvation guard's reservations after ten minutes),
+// multifactor order with Slurm's depth and backfill interval (passes that are not backfill
+// cycles read every record), and FIFO without backfill: the same decision log (waits
+// included) and per-job rows, byte for byte.
+TEST(SimKeptQueueKeys, SameDecisionsAsEveryRecordReadEachPass) {
+  const TopologySpec spec = GenerateByName("leafspine:8:4:2").value();
+  const uint64_t seeds = std::clamp<uint64_t>(std::llround(4 * testing::QualityScale()), 1, 4);
+  uint64_t skipped = 0, requeued = 0;
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
+    constexpr uint32_t kSizes[] = {1, 1, 2, 4, 8, 8, 16, 32};
+    const Trace trace = RandomTrace(seed, 200, 300, kSizes, 12000);
+    for (const char* policy : {"ideal-backfill", "ideal-backfill:backfill=conservative,reserve_depth=3",
+                               "phalanx:preemption=off,reserve_after_wait=600",
+                               "slurm-like:order=priority,backfill_max_jobs=6,main_queue_depth=3",
+                               "fifo-firstfit:main_queue_depth=0,backfill=easy"}) {
+      SimOptions o = EquivalenceOptions(seed);
+      if (std::string_view(policy).starts_with("phalanx")) o.rules.push_back(*ParseClassRule("share=0.3:elastic=0.5"));
+      const OffAndOn r = SameOffAndOn(trace, spec, policy, o, &SchedulerConfig::kept_queue_keys);
+      skipped += r.on.counters.keyed_skips;
+      requeued += r.on.counters.preemptions;
+    }
+  }
+  EXPECT_GT(skipped, 10000 * seeds);
+  EXPECT_GT(requeued, 5 * seeds);
+}
+
 // SchedulerConfig::reserve_shortcuts: Reserve's walks search without the blocks promised to
 // others first, and a walk for a request an earlier walk of the pass made begins where that one
 // ended (a pass only takes capacity away, until a preemptor starts on its claim or victims

@@ -26,28 +26,11 @@
 #include "core/sched/internal/failure_frontier.h"
 #include "core/sched/internal/start_blocks.h"
 #include "core/sched/job.h"
+#include "core/sched/policy/queue_policy.h"
 #include "core/topology/level.h"
 #include "core/topology/topology.h"
 
 namespace phalanx {
-
-// A pending job's place in the queue: priority (higher first), submit time, id.
-struct QueueKey {
-  double priority;
-  Time submit;
-  JobId id;
-  JobRecord* job;
-  bool topped;  // spec.top > 0 (scontrol top), read once with the rest of the key
-};
-
-// Memory a pass reuses from the last one (a fresh megabyte per 10,000 pending jobs each pass
-// was page faults); the contents are the pass's own. Kept in SchedulerState.
-struct PassBuffers {
-  std::vector<QueueKey> keys;
-  std::vector<JobRecord*> jobs;    // the pending jobs in queue order
-  std::vector<Decision> waits;     // one Wait per pending job, emitted after the other decisions
-  std::vector<uint64_t> gpu_bits;  // by 64-GPU word, all clear between uses (patience.cc, KeptBlockFree)
-};
 
 // The parts of a shape that decide where it fits, apart from its size.
 struct ShapeKey {
@@ -61,6 +44,39 @@ struct ShapeKey {
   static ShapeKey Of(const PlacementRequest& r, uint64_t partitions) {
     return {r.level, r.fit, r.exclusive, r.rail_aligned, r.gpus_per_node, partitions};
   }
+};
+
+// A pending job's place in the queue: priority (higher first), submit time, id. Kept across
+// passes (SchedulerState::kept_keys) with what a pass reads of a job that cannot start, so that
+// such a job's record is not read at all; made from the record when the job enters the queue and
+// at every change the Scheduler makes to it (SchedulerState::KeyChanged).
+struct QueueKey {
+  double priority = 0;
+  Time submit = 0;
+  JobId id = kNoJob;
+  JobRecord* job = nullptr;
+  bool topped = false;  // spec.top > 0 (scontrol top), read once with the rest of the key
+  // Kept keys only:
+  // Not held; no dependencies, array limit or -w/-x/-C; in a configured partition; no claim.
+  bool simple = false;
+  // The last pass left the job waiting on Priority with no detail and no predicted start (the
+  // other jobs hold the reservations), at the end of every check before; nothing changed it
+  // since (ScheduleFromKeys).
+  bool memo = false;
+  uint32_t n = 0;  // MinLegalSize
+  Duration w = 0;  // policies.runtime->Run
+  Time begin = 0;  // spec.begin
+  ShapeKey shape{};
+  PriorityKey prio{};
+};
+
+// Memory a pass reuses from the last one (a fresh megabyte per 10,000 pending jobs each pass
+// was page faults); the contents are the pass's own. Kept in SchedulerState.
+struct PassBuffers {
+  std::vector<QueueKey> keys;
+  std::vector<JobRecord*> jobs;    // the pending jobs in queue order
+  std::vector<Decision> waits;     // one Wait per pending job, emitted after the other decisions
+  std::vector<uint64_t> gpu_bits;  // by 64-GPU word, all clear between uses (patience.cc, KeptBlockFree)
 };
 
 // A set of job ids that answers most "is it in there?" with two instructions: a job whose bit

@@ -268,12 +268,14 @@ void SchedulerState::EnterPending(JobRecord& job) {
   pending.Insert(job.spec.id, &job);
   if (job.spec.top > 0) ++topped_pending;
   if (KeepsFifo()) fifo.insert({job.spec.submit, job.spec.id, &job});
+  if (keys_valid) keys_entered.push_back(&job);
 }
 
 void SchedulerState::LeavePending(JobRecord& job) {
   pending.Erase(job.spec.id);
   if (job.spec.top > 0) --topped_pending;
   if (KeepsFifo()) fifo.erase({job.spec.submit, job.spec.id, nullptr});
+  if (keys_valid) keys_left.push_back(job.spec.id);
 }
 
 const std::vector<JobId>& SchedulerState::Queue() {

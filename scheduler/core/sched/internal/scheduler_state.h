@@ -177,6 +177,25 @@ struct SchedulerState {
     return config.kept_fifo_order && config.order == QueueOrder::kFifo &&
            (config.main_queue_depth > 0 || config.backfill_max_jobs > 0);
   }
+  // The queue's keys in the last pass's order, where the config keeps them (KeepsKeys;
+  // scheduler_pass.cc, ScheduleFromKeys): jobs that entered the queue since (or changed: Hold,
+  // Release, Update, Top) wait in keys_entered, those that left (or changed) in keys_left, until
+  // the next pass that reads the keys. keys_valid false: built anew from the pending set then
+  // (after a pass that ordered the records, or a change to partitions or nodes).
+  std::vector<QueueKey> kept_keys;
+  std::vector<JobRecord*> keys_entered;
+  std::vector<JobId> keys_left;
+  bool keys_valid = false;
+  bool KeepsKeys() const {
+    return config.kept_queue_keys && !KeepsFifo() && !policies.preemption && policies.queue->Keyed() &&
+           config.runtime == RuntimeMode::kWalltime;
+  }
+  // The Scheduler changed a pending job (its key may be stale): made again at the next pass.
+  void KeyChanged(JobRecord& job) {
+    if (!keys_valid) return;
+    keys_left.push_back(job.spec.id);
+    keys_entered.push_back(&job);
+  }
   size_t topped_pending = 0;    // pending jobs put first by Scheduler::Top (spec.top > 0)
   bool pending_claims = false;  // a restored pending job has a claim or victims (Restore)
   // External load by node index (Scheduler::SetExternalLoad): piece k's GPUs held on the
@@ -215,6 +234,7 @@ struct SchedulerState {
   Time backfill_idle_until = kForever;  // ... and only before this (PassState::window_reaches)
   uint64_t idle_cycles_skipped = 0;
   uint64_t kept_order_passes = 0;
+  uint64_t keyed_skips = 0;      // jobs decided from their kept keys alone (ScheduleFromKeys)
   uint64_t floored_walks = 0;    // Reserve walks that began at an earlier walk's end (PassState::WalkFloor)
   Time patience_due = kForever;  // the last pass: the earliest bound of a job waiting for a good block
   // Between the first Restore and FinishRestore: the jobs restored so far (scheduler_restore.cc).

@@ -14,8 +14,8 @@ class ConservativeBackfill final : public BackfillPolicy {
   explicit ConservativeBackfill(const SchedulerConfig& config)
       : depth_(config.reserve_depth == 0 ? SIZE_MAX : config.reserve_depth), guard_(config) {}
   bool Backfills() const override { return true; }
-  bool Reserves(const JobRecord& job, uint32_t gpus, size_t made, Time now) const override {
-    return made < depth_ || guard_.Reserves(job, gpus, made, now);
+  bool Reserves(Time submit, uint32_t gpus, size_t made, Time now) const override {
+    return made < depth_ || guard_.Reserves(submit, gpus, made, now);
   }
 
  private:

@@ -10,8 +10,8 @@ class NoBackfill final : public BackfillPolicy {
  public:
   explicit NoBackfill(const SchedulerConfig& config) : guard_(config) {}
   bool Backfills() const override { return false; }
-  bool Reserves(const JobRecord& job, uint32_t gpus, size_t made, Time now) const override {
-    return guard_.Reserves(job, gpus, made, now);
+  bool Reserves(Time submit, uint32_t gpus, size_t made, Time now) const override {
+    return guard_.Reserves(submit, gpus, made, now);
   }
 
  private:

@@ -9,9 +9,8 @@ StarvationGuard::StarvationGuard(const SchedulerConfig& config)
       after_wait_(config.reserve_after_wait),
       cap_(config.reserve_depth == 0 ? SIZE_MAX : config.reserve_depth) {}
 
-bool StarvationGuard::Reserves(const JobRecord& job, uint32_t gpus, size_t made, Time now) const {
-  const bool guarded =
-      (large_gpus_ > 0 && gpus >= large_gpus_) || (after_wait_ > 0 && now - job.spec.submit >= after_wait_);
+bool StarvationGuard::Reserves(Time submit, uint32_t gpus, size_t made, Time now) const {
+  const bool guarded = (large_gpus_ > 0 && gpus >= large_gpus_) || (after_wait_ > 0 && now - submit >= after_wait_);
   return guarded && made < cap_;
 }
 

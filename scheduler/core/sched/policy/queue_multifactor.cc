@@ -1,8 +1,12 @@
 // QueueOrder::kPriority: the multifactor priority of core/queue/priority.h.
 #include <functional>
+#include <map>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "core/sched/policy/queue_policy.h"
 
@@ -18,6 +22,7 @@ class MultifactorQueue final : public QueuePolicy {
   void BeginPass(Time) override {
     factors_.clear();
     last_ = nullptr;
+    owner_factors_.assign(owners_.size(), std::nullopt);
   }
 
   double Priority(const JobRecord& job, Time now) override {
@@ -36,6 +41,32 @@ class MultifactorQueue final : public QueuePolicy {
     return JobPriority(in, weights_, now);
   }
 
+  bool Keyed() const override { return true; }
+  PriorityKey KeyOf(const JobRecord& job) override {
+    auto [it, added] = owner_ids_.try_emplace({job.spec.user, job.spec.account}, 0);
+    if (added) {
+      it->second = static_cast<uint32_t>(owners_.size());
+      owners_.push_back(&it->first);
+    }
+    return {.submit = job.spec.submit,
+            .gpus = job.spec.shape.gpus,
+            .class_factor = classes_.class_factor(PriorityClassId(static_cast<uint32_t>(job.class_rank))),
+            .owner = it->second};
+  }
+  // The same computation as above, from the key: the same bits.
+  double Priority(const PriorityKey& key, Time now) override {
+    PriorityInputs in;
+    in.class_factor = key.class_factor;
+    in.submit = key.submit;
+    in.gpus = key.gpus;
+    in.cluster_gpus = cluster_gpus_;
+    if (key.owner >= owner_factors_.size()) owner_factors_.resize(owners_.size());
+    std::optional<double>& f = owner_factors_[key.owner];
+    if (!f) f = fairshare_.UserFactor(owners_[key.owner]->first, owners_[key.owner]->second, now);
+    in.fairshare_factor = *f;
+    return JobPriority(in, weights_, now);
+  }
+
  private:
   const PriorityClassTable& classes_;
   const FairshareTracker& fairshare_;
@@ -51,6 +82,11 @@ class MultifactorQueue final : public QueuePolicy {
   };
   std::unordered_map<std::pair<std::string_view, std::string_view>, double, HashPair> factors_;
   const std::pair<const std::pair<std::string_view, std::string_view>, double>* last_ = nullptr;  // into factors_
+  // Keys (KeyOf): every (user, account) a key was made for, numbered in order (a std::map: the
+  // names stay put), and their fairshare factors in this pass (none: not asked yet).
+  std::map<std::pair<std::string, std::string>, uint32_t> owner_ids_;
+  std::vector<const std::pair<std::string, std::string>*> owners_;
+  std::vector<std::optional<double>> owner_factors_;
 };
 
 }  // namespace

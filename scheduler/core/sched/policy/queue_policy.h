@@ -7,9 +7,14 @@
 //  1. Called by the pass only: BeginPass(now) once, then Priority(job, now) once per pending job.
 //  2. Priority depends on the job, `now` and what the policy reads (PolicyInputs), never on the
 //     other jobs or the order of the calls.
+//  3. A Keyed() policy's priority is a function of the PriorityKey it made of the job (KeyOf, at
+//     the job's entry into the queue and at every change the Scheduler makes to it) and of `now`:
+//     Priority(KeyOf(job), now) == Priority(job, now), to the bit. A pass may then order the
+//     queue without reading the records (scheduler_pass.cc, the kept queue keys).
 // Thread-safety: none; the Scheduler's thread only.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "core/common/time.h"
@@ -18,11 +23,23 @@
 
 namespace phalanx {
 
+// What a Keyed() policy reads of a pending job for its priority (contract 3).
+struct PriorityKey {
+  Time submit = 0;
+  uint32_t gpus = 0;        // spec.shape.gpus
+  double class_factor = 0;  // of the job's class rank
+  uint32_t owner = 0;       // the job's (user, account), numbered by the policy
+};
+
 class QueuePolicy {
  public:
   virtual ~QueuePolicy() = default;
   virtual void BeginPass(Time now) = 0;
   virtual double Priority(const JobRecord& job, Time now) = 0;
+  // Contract 3 (the default: not keyed).
+  virtual bool Keyed() const { return false; }
+  virtual PriorityKey KeyOf(const JobRecord&) { return {}; }
+  virtual double Priority(const PriorityKey&, Time) { return 0; }
 };
 
 // QueueOrder::kPriority (queue_multifactor.cc): multifactor priority (class, age, fairshare,
