@@ -59,6 +59,12 @@ TEST_P(KeptKeys, ChangesToAWaitingJobAreSeenAtTheNextPass) {
   for (JobId id = 3; id <= 6; ++id) EXPECT_EQ(ReasonOf(*s, id), WaitKind::kPriority) << id;
   EXPECT_EQ(s->queue(), (std::vector<JobId>{2, 3, 4, 5, 6}));
   EXPECT_EQ(s->keyed_skips() > 0, GetParam()) << "jobs 4-6 fail as job 3 did";
+  // Their records still show the priority of the last pass (it grows with their age).
+  const double before = s->job(5)->priority;
+  const uint64_t skips = s->keyed_skips();
+  (void)s->Schedule(25);
+  EXPECT_GT(s->job(5)->priority, before);
+  EXPECT_EQ(s->keyed_skips() > skips, GetParam()) << "job 5 was not read";
 
   // Held: its reason at once and at every pass; released: Priority again at the next pass.
   ASSERT_TRUE(s->Hold(4, 30));
