@@ -358,12 +358,12 @@ void ScheduleKeptOrder(SchedulerState& s, PassState& pass, std::vector<Decision>
 bool FromKeys(const SchedulerState& s) { return s.KeepsKeys() && s.topped_pending == 0 && !s.pending_claims; }
 
 // The key of a pending job, from its record (QueueKey).
-QueueKey MakeKey(SchedulerState& s, const JobRecord& job) {
+QueueKey MakeKey(SchedulerState& s, JobRecord& job) {
   const JobSpec& spec = job.spec;
   QueueKey k;
   k.submit = spec.submit;
   k.id = spec.id;
-  k.job = const_cast<JobRecord*>(&job);
+  k.job = &job;
   k.topped = spec.top > 0;
   k.simple = !spec.held && spec.after_ok.empty() && spec.depends.empty() && spec.array_max_running == 0 &&
              job.forbidden_nodes.empty() && !job.partition_ids.empty() && job.claim.empty() && job.victims.empty();
@@ -404,7 +404,7 @@ size_t SyncKeys(SchedulerState& s) {
   std::sort(entered.begin(), entered.end(),
             [](const JobRecord* a, const JobRecord* b) { return a->spec.id < b->spec.id; });
   entered.erase(std::unique(entered.begin(), entered.end()), entered.end());
-  for (const JobRecord* j : entered) {
+  for (JobRecord* j : entered) {
     if (j->state == JobState::kPending) keys.push_back(MakeKey(s, *j));
   }
   gone.clear();
