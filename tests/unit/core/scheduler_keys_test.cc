@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,11 +20,17 @@ namespace {
 using testing::Build;
 using testing::TwoTier;
 
-// ideal-backfill (multifactor order, EASY, a pass at every call) on 2 leaves x 2 nodes x 8 GPUs.
-std::unique_ptr<Scheduler> MakeIdeal(bool kept) {
+// ideal-backfill (multifactor order, EASY, a pass at every call) on 2 leaves x 2 nodes x 8 GPUs;
+// with `depth`, Slurm's limits and backfill interval (slurm-like in multifactor order).
+std::unique_ptr<Scheduler> MakeIdeal(bool kept, bool depth = false) {
   auto c = PolicyPreset("ideal-backfill");
   if (!c) throw std::runtime_error(c.error().ToString());
   c->kept_queue_keys = kept;
+  if (depth) {
+    c->backfill_interval = 30;
+    c->backfill_max_jobs = 4;
+    c->main_queue_depth = 2;
+  }
   auto s = Scheduler::Create(Build(TwoTier(2, 2)), std::move(*c));
   if (!s) throw std::runtime_error(s.error().ToString());
   return std::move(*s);
@@ -116,6 +123,82 @@ TEST_P(KeptKeys, ANodeDownMakesTheKeysAnew) {
   size_t running = 0;
   for (JobId id = 2; id <= 5; ++id) running += s->job(id)->state == JobState::kRunning;
   EXPECT_EQ(running, 3u) << "24 GPUs up: three of the 8-GPU jobs start, the fourth waits";
+}
+
+// Random events on two Schedulers, one with the keys kept and one reading every record: the
+// same decisions (waits included), reasons, priorities and queue after every pass. Submissions
+// (some with a begin time), ends, holds and releases, walltime and class updates, tops, cancels,
+// nodes going down and up; ideal-backfill, and with Slurm's depth (where a held job read as
+// waiting on Priority would count towards it).
+TEST(KeptKeysRandom, SameAsEveryRecordReadUnderRandomEvents) {
+  uint64_t skipped = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const bool depth = seed % 2 == 0;
+    std::unique_ptr<Scheduler> sched[2] = {MakeIdeal(false, depth), MakeIdeal(true, depth)};
+    std::mt19937_64 rng(seed);
+    const auto pick = [&](uint64_t n) { return static_cast<uint32_t>(rng() % n); };
+    const std::string classes[] = {"low", "normal", "high"};
+    JobId next = 1;
+    Time now = 0;
+    for (int step = 0; step < 400; ++step) {
+      now += pick(120);
+      std::vector<JobId> pending, running;
+      for (const auto& [id, job] : sched[0]->jobs()) {
+        if (job.state == JobState::kPending) pending.push_back(id);
+        if (job.state == JobState::kRunning) running.push_back(id);
+      }
+      const uint32_t op = pick(12);
+      // Each event to both; the results must agree too.
+      const auto both = [&](auto&& event) {
+        const bool a = static_cast<bool>(event(*sched[0])), b = static_cast<bool>(event(*sched[1]));
+        ASSERT_EQ(a, b) << "seed " << seed << " step " << step;
+      };
+      if (op < 4) {
+        JobSpec j = KeyJob(next++, 1u << pick(5), now, 600 + 600 * static_cast<Duration>(pick(12)));
+        j.user = "u" + std::to_string(pick(3));
+        if (pick(8) == 0) j.begin = now + pick(2000);
+        both([&](Scheduler& s) { return s.Submit(j, now); });
+      } else if (op < 6 && !running.empty()) {
+        const JobId id = running[pick(running.size())];
+        both([&](Scheduler& s) { return s.JobEnded(id, now, true); });
+      } else if (op == 6 && !pending.empty()) {
+        const JobId id = pending[pick(pending.size())];
+        const bool held = sched[0]->job(id)->spec.held;
+        both([&](Scheduler& s) { return held ? s.Release(id, now) : s.Hold(id, now); });
+      } else if (op == 7 && !pending.empty()) {
+        const JobId id = pending[pick(pending.size())];
+        Scheduler::JobUpdate u;
+        if (pick(2) == 0) u.walltime = 300 + 300 * static_cast<Duration>(pick(20));
+        else u.priority_class = classes[pick(3)];
+        both([&](Scheduler& s) { return s.Update(id, u, now); });
+      } else if (op == 8 && !pending.empty() && pick(4) == 0) {
+        const JobId id = pending[pick(pending.size())];
+        both([&](Scheduler& s) { return s.Top(id, now); });
+      } else if (op == 9 && !pending.empty()) {
+        const JobId id = pending[pick(pending.size())];
+        both([&](Scheduler& s) { return s.Cancel(id, now); });
+      } else if (op == 10 && pick(4) == 0) {
+        const Topology& t = sched[0]->topology();
+        const NodeId n(pick(static_cast<uint64_t>(t.node_count())));
+        const std::string node = t.domain(t.node_domain(n)).name;
+        const NodeState to = t.node_state(n) == NodeState::kUp ? NodeState::kDown : NodeState::kUp;
+        both([&](Scheduler& s) { return s.SetNodeState(node, to, now); });
+      }
+      std::vector<std::string> log[2];
+      for (int k = 0; k < 2; ++k) {
+        for (const Decision& d : sched[k]->Schedule(now)) log[k].push_back(FormatDecision(d, sched[k]->topology()));
+      }
+      ASSERT_EQ(log[0], log[1]) << "seed " << seed << " step " << step;
+      ASSERT_EQ(sched[0]->queue(), sched[1]->queue()) << "seed " << seed << " step " << step;
+      for (JobId id : sched[0]->queue()) {
+        const JobRecord &a = *sched[0]->job(id), &b = *sched[1]->job(id);
+        ASSERT_EQ(a.wait.ToString(), b.wait.ToString()) << "seed " << seed << " step " << step << " job " << id;
+        ASSERT_EQ(a.priority, b.priority) << "seed " << seed << " step " << step << " job " << id;
+      }
+    }
+    skipped += sched[1]->keyed_skips();
+  }
+  EXPECT_GT(skipped, 1000u);
 }
 
 INSTANTIATE_TEST_SUITE_P(OnAndOff, KeptKeys, ::testing::Bool(),
