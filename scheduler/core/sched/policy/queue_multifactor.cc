@@ -42,29 +42,29 @@ class MultifactorQueue final : public QueuePolicy {
   }
 
   bool Keyed() const override { return true; }
+  // The class and size terms as ExplainPriority weighs them; Priority adds the others in its order.
   PriorityKey KeyOf(const JobRecord& job) override {
     auto [it, added] = owner_ids_.try_emplace({job.spec.user, job.spec.account}, 0);
     if (added) {
       it->second = static_cast<uint32_t>(owners_.size());
       owners_.push_back(&it->first);
     }
+    using namespace priority_internal;
+    const double class_factor = classes_.class_factor(PriorityClassId(static_cast<uint32_t>(job.class_rank)));
     return {.submit = job.spec.submit,
-            .gpus = job.spec.shape.gpus,
-            .class_factor = classes_.class_factor(PriorityClassId(static_cast<uint32_t>(job.class_rank))),
-            .owner = it->second};
+            .owner = it->second,
+            .fixed_a = weights_.priority_class * Clamp01(class_factor),
+            .fixed_b = weights_.job_size * SizeFactor(job.spec.shape.gpus, cluster_gpus_, weights_.favor_small)};
   }
-  // The same computation as above, from the key: the same bits.
+  // ExplainPriority's total, term by term in its order (nice is 0 here), to the bit.
   double Priority(const PriorityKey& key, Time now) override {
-    PriorityInputs in;
-    in.class_factor = key.class_factor;
-    in.submit = key.submit;
-    in.gpus = key.gpus;
-    in.cluster_gpus = cluster_gpus_;
+    using namespace priority_internal;
     if (key.owner >= owner_factors_.size()) owner_factors_.resize(owners_.size());
     std::optional<double>& f = owner_factors_[key.owner];
     if (!f) f = fairshare_.UserFactor(owners_[key.owner]->first, owners_[key.owner]->second, now);
-    in.fairshare_factor = *f;
-    return JobPriority(in, weights_, now);
+    const double weighted_age = weights_.age * AgeFactor(key.submit, now, weights_.max_age);
+    const double weighted_fairshare = weights_.fairshare * Clamp01(*f);
+    return key.fixed_a + weighted_age + weighted_fairshare + key.fixed_b - 0.0;
   }
 
  private:

@@ -23,12 +23,13 @@
 
 namespace phalanx {
 
-// What a Keyed() policy reads of a pending job for its priority (contract 3).
+// What a Keyed() policy reads of a pending job for its priority (contract 3): its submit time,
+// its (user, account) as the policy numbers them, and two terms of the priority that do not
+// change while it waits, computed once by the policy (multifactor: the weighted class and size).
 struct PriorityKey {
   Time submit = 0;
-  uint32_t gpus = 0;        // spec.shape.gpus
-  double class_factor = 0;  // of the job's class rank
-  uint32_t owner = 0;       // the job's (user, account), numbered by the policy
+  uint32_t owner = 0;
+  double fixed_a = 0, fixed_b = 0;
 };
 
 class QueuePolicy {
