@@ -375,45 +375,37 @@ QueueKey MakeKey(SchedulerState& s, JobRecord& job) {
   return k;
 }
 
-// Brings the kept keys up to the pending set, with the priorities of `now`: the keys of jobs that
-// left or changed go, those of jobs that entered or changed come at the end (made anew from
-// their records). Returns how many keys are still in the last pass's order (the rest follow).
-size_t SyncKeys(SchedulerState& s, Time now) {
+// Brings the kept keys up to the pending set: the keys of jobs that left or changed go, those of
+// jobs that entered or changed come at the end (made anew from their records). Returns how many
+// keys are still in the last pass's order (the rest follow them).
+size_t SyncKeys(SchedulerState& s) {
   std::vector<QueueKey>& keys = s.kept_keys;
-  QueuePolicy& order = *s.policies.queue;
   if (!s.keys_valid) {
     keys.clear();
     for (const auto& [id, job] : s.pending.Walk()) keys.push_back(MakeKey(s, *job));
-    for (QueueKey& k : keys) k.priority = order.Priority(k.prio, now);
     s.keys_valid = true;
     s.keys_left.clear();
     s.keys_entered.clear();
     return 0;
   }
-  // A job that entered again (or was changed) has its old key replaced.
   std::vector<JobId>& gone = s.keys_left;
-  for (const JobRecord* j : s.keys_entered) gone.push_back(j->spec.id);
-  std::sort(gone.begin(), gone.end());
-  IdFilter maybe;
-  for (JobId id : gone) maybe.Add(id);
-  // One walk drops the old keys and computes the priorities of the others.
-  size_t kept = 0;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (!gone.empty() && maybe.MayContain(keys[i].id) && std::binary_search(gone.begin(), gone.end(), keys[i].id))
-      continue;
-    if (kept != i) keys[kept] = keys[i];
-    keys[kept].priority = order.Priority(keys[kept].prio, now);
-    ++kept;
+  if (!gone.empty() || !s.keys_entered.empty()) {
+    // A job that entered again (or was changed) has its old key replaced.
+    for (const JobRecord* j : s.keys_entered) gone.push_back(j->spec.id);
+    std::sort(gone.begin(), gone.end());
+    IdFilter maybe;
+    for (JobId id : gone) maybe.Add(id);
+    std::erase_if(keys, [&](const QueueKey& k) {
+      return maybe.MayContain(k.id) && std::binary_search(gone.begin(), gone.end(), k.id);
+    });
   }
-  keys.resize(kept);
+  const size_t kept = keys.size();
   std::vector<JobRecord*>& entered = s.keys_entered;
   std::sort(entered.begin(), entered.end(),
             [](const JobRecord* a, const JobRecord* b) { return a->spec.id < b->spec.id; });
   entered.erase(std::unique(entered.begin(), entered.end()), entered.end());
   for (JobRecord* j : entered) {
-    if (j->state != JobState::kPending) continue;
-    keys.push_back(MakeKey(s, *j));
-    keys.back().priority = order.Priority(keys.back().prio, now);
+    if (j->state == JobState::kPending) keys.push_back(MakeKey(s, *j));
   }
   gone.clear();
   entered.clear();
@@ -460,8 +452,10 @@ bool PlainPriorityWait(const JobRecord& job) {
 // begin time; partitions and nodes unchanged, or the keys are made anew), the record keeps its
 // reason, and only Slurm's depth counts it.
 void ScheduleFromKeys(SchedulerState& s, PassState& pass, std::vector<Decision>& out) {
-  const size_t kept = SyncKeys(s, pass.now);
+  const size_t kept = SyncKeys(s);
   std::vector<QueueKey>& keys = s.kept_keys;
+  QueuePolicy& order = *s.policies.queue;
+  for (QueueKey& k : keys) k.priority = order.Priority(k.prio, pass.now);
   if (s.config.record_priorities) {
     for (const QueueKey& k : keys) k.job->priority = k.priority;  // as after the other path
   }
@@ -472,39 +466,26 @@ void ScheduleFromKeys(SchedulerState& s, PassState& pass, std::vector<Decision>&
   const bool larger_rule = s.config.reserve_larger && s.config.backfill == BackfillMode::kEasy;
   s.queue.clear();
   s.queue_stale = false;
-  // Whether a job of the last (shape, size, run) asked is covered by a failure of the pass: kept
-  // until ScheduleJob next runs (it may add failures). Many waiting jobs ask the same.
-  struct Covered {
-    bool valid = false;
-    ShapeKey shape{};
-    uint32_t n = 0;
-    Duration w = 0;
-    bool covered = false;
-  } last;
-  const auto covered = [&](const QueueKey& k) {
-    if (last.valid && last.n == k.n && last.w == k.w && last.shape == k.shape) return last.covered;
-    const PassState::FailedShape* failed = nullptr;
-    for (const PassState::FailedShape& f : pass.failed_shapes) {
-      if (f.key == k.shape) failed = &f;
-    }
-    last = {true, k.shape, k.n, k.w, failed && failed->failures.Covers(k.n, k.w)};
-    return last.covered;
-  };
   for (QueueKey& k : keys) {
     JobRecord& job = *k.job;
     bool read = false;  // whether ScheduleJob read (and may have started) the job
     if (!pass.DepthReached()) {
-      const bool skip = skips && k.memo && k.simple && k.begin <= pass.now && pass.blocked &&
-                        pass.policy_reservations > 0 && covered(k) &&
-                        !backfill.Reserves(k.submit, k.n, pass.policy_reservations, pass.now) &&
-                        !(larger_rule && k.n > pass.reserved_max_gpus);
+      bool skip = skips && k.memo && k.simple && k.begin <= pass.now && pass.blocked && pass.policy_reservations > 0;
+      if (skip) {
+        const PassState::FailedShape* failed = nullptr;
+        for (const PassState::FailedShape& f : pass.failed_shapes) {
+          if (f.key == k.shape) failed = &f;
+        }
+        skip = failed && failed->failures.Covers(k.n, k.w) &&
+               !backfill.Reserves(k.submit, k.n, pass.policy_reservations, pass.now) &&
+               !(larger_rule && k.n > pass.reserved_max_gpus);
+      }
       if (skip) {
         ++pass.looked_at;
         ++s.keyed_skips;
       } else {
         job.priority = k.priority;
         ScheduleJob(s, pass, job, out);
-        last.valid = false;
         read = true;
         k.memo = k.simple && PlainPriorityWait(job);
       }
