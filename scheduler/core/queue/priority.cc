@@ -7,7 +7,6 @@
 #include <utility>
 
 namespace phalanx {
-namespace {}  // namespace
 
 Status ValidatePriorityWeights(const PriorityWeights& w) {
   const std::pair<const char*, double> weights[] = {

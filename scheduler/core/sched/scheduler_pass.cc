@@ -357,10 +357,10 @@ void ScheduleKeptOrder(SchedulerState& s, PassState& pass, std::vector<Decision>
 // reserved before the queue is read.
 bool FromKeys(const SchedulerState& s) { return s.KeepsKeys() && s.topped_pending == 0 && !s.pending_claims; }
 
-// The key of a pending job, from its record (QueueKey).
-QueueKey MakeKey(SchedulerState& s, JobRecord& job) {
+// The kept key of a pending job, from its record (KeptKey).
+KeptKey MakeKey(SchedulerState& s, JobRecord& job) {
   const JobSpec& spec = job.spec;
-  QueueKey k;
+  KeptKey k;
   k.submit = spec.submit;
   k.id = spec.id;
   k.job = &job;
@@ -379,7 +379,7 @@ QueueKey MakeKey(SchedulerState& s, JobRecord& job) {
 // jobs that entered or changed come at the end (made anew from their records). Returns how many
 // keys are still in the last pass's order (the rest follow them).
 size_t SyncKeys(SchedulerState& s) {
-  std::vector<QueueKey>& keys = s.kept_keys;
+  std::vector<KeptKey>& keys = s.kept_keys;
   if (!s.keys_valid) {
     keys.clear();
     for (const auto& [id, job] : s.pending.Walk()) keys.push_back(MakeKey(s, *job));
@@ -415,7 +415,7 @@ size_t SyncKeys(SchedulerState& s) {
 // Sorts keys whose first `kept` were in order at the last pass: priorities move a little between
 // passes, so few of those are out of place and each is moved into place (up to a budget of moves,
 // then a full sort); the rest, the new ones, are sorted and merged in. The same order as a sort.
-void OrderKept(std::vector<QueueKey>& keys, size_t kept) {
+void OrderKept(std::vector<KeptKey>& keys, size_t kept) {
   const auto first = keys.begin();
   size_t budget = 8 * kept + 4096;
   for (size_t i = 1; i < kept; ++i) {
@@ -427,7 +427,7 @@ void OrderKept(std::vector<QueueKey>& keys, size_t kept) {
       return;
     }
     budget -= moves;
-    QueueKey k = keys[i];
+    KeptKey k = keys[i];
     std::move_backward(at, first + static_cast<ptrdiff_t>(i), first + static_cast<ptrdiff_t>(i) + 1);
     *at = k;
   }
@@ -436,7 +436,7 @@ void OrderKept(std::vector<QueueKey>& keys, size_t kept) {
 }
 
 // Whether a pass left the job waiting on Priority with no detail and no predicted start, and
-// not waiting for a better block (QueueKey::memo).
+// not waiting for a better block (KeptKey::memo).
 bool PlainPriorityWait(const JobRecord& job) {
   return job.state == JobState::kPending && job.wait.kind == WaitKind::kPriority && job.wait.detail.empty() &&
          job.wait.predicted_start == kForever && (job.deferred_since < 0 || job.patience_slower < 0);
@@ -444,20 +444,20 @@ bool PlainPriorityWait(const JobRecord& job) {
 
 // The queue from the kept keys: priorities from the keys, a mostly ordered sort, then each job
 // in order as the other path does it, except a job whose record needs no reading: one the last
-// pass left waiting on Priority (QueueKey::memo) that nothing changed since, in a pass where
+// pass left waiting on Priority (KeptKey::memo) that nothing changed since, in a pass where
 // ScheduleJob would decide the same without looking at it again -- a backfill cycle with no
 // partition down and no user limits, after the policy's reservations are made, a job of a shape
 // that already failed at no larger size and no longer run (PassState::failed_shapes), and that
-// does not reserve. ScheduleJob's checks before that point all pass for it (QueueKey::simple, its
+// does not reserve. ScheduleJob's checks before that point all pass for it (KeptKey::simple, its
 // begin time; partitions and nodes unchanged, or the keys are made anew), the record keeps its
 // reason, and only Slurm's depth counts it.
 void ScheduleFromKeys(SchedulerState& s, PassState& pass, std::vector<Decision>& out) {
   const size_t kept = SyncKeys(s);
-  std::vector<QueueKey>& keys = s.kept_keys;
+  std::vector<KeptKey>& keys = s.kept_keys;
   QueuePolicy& order = *s.policies.queue;
-  for (QueueKey& k : keys) k.priority = order.Priority(k.prio, pass.now);
+  for (KeptKey& k : keys) k.priority = order.Priority(k.prio, pass.now);
   if (s.config.record_priorities) {
-    for (const QueueKey& k : keys) k.job->priority = k.priority;  // as after the other path
+    for (const KeptKey& k : keys) k.job->priority = k.priority;  // as after the other path
   }
   OrderKept(keys, kept);
   const BackfillPolicy& backfill = *s.policies.backfill;
@@ -466,7 +466,7 @@ void ScheduleFromKeys(SchedulerState& s, PassState& pass, std::vector<Decision>&
   const bool larger_rule = s.config.reserve_larger && s.config.backfill == BackfillMode::kEasy;
   s.queue.clear();
   s.queue_stale = false;
-  for (QueueKey& k : keys) {
+  for (KeptKey& k : keys) {
     JobRecord& job = *k.job;
     bool read = false;  // whether ScheduleJob read (and may have started) the job
     if (!pass.DepthReached()) {

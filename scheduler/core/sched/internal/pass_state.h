@@ -46,17 +46,30 @@ struct ShapeKey {
   }
 };
 
-// A pending job's place in the queue: priority (higher first), submit time, id. Kept across
-// passes (SchedulerState::kept_keys) with what a pass reads of a job that cannot start, so that
-// such a job's record is not read at all; made from the record when the job enters the queue and
-// at every change the Scheduler makes to it (SchedulerState::KeyChanged).
+// A pending job's place in the queue: priority (higher first), submit time, id.
 struct QueueKey {
   double priority = 0;
   Time submit = 0;
   JobId id = kNoJob;
   JobRecord* job = nullptr;
   bool topped = false;  // spec.top > 0 (scontrol top), read once with the rest of the key
-  // Kept keys only:
+};
+
+// Memory a pass reuses from the last one (a fresh megabyte per 10,000 pending jobs each pass
+// was page faults); the contents are the pass's own. Kept in SchedulerState.
+struct PassBuffers {
+  std::vector<QueueKey> keys;
+  std::vector<JobRecord*> jobs;    // the pending jobs in queue order
+  std::vector<Decision> waits;     // one Wait per pending job, emitted after the other decisions
+  std::vector<uint64_t> gpu_bits;  // by 64-GPU word, all clear between uses (patience.cc, KeptBlockFree)
+};
+
+// A QueueKey kept across passes (SchedulerState::kept_keys) with what a pass reads of a job
+// that cannot start, so that such a job's record is not read at all; made from the record when
+// the job enters the queue and at every change the Scheduler makes to it
+// (SchedulerState::KeyChanged). Apart from QueueKey: a pass that orders the records sorts the
+// smaller keys.
+struct KeptKey : QueueKey {
   // Not held; no dependencies, array limit or -w/-x/-C; in a configured partition; no claim.
   bool simple = false;
   // The last pass left the job waiting on Priority with no detail and no predicted start (the
@@ -68,15 +81,6 @@ struct QueueKey {
   Time begin = 0;  // spec.begin
   ShapeKey shape{};
   PriorityKey prio{};
-};
-
-// Memory a pass reuses from the last one (a fresh megabyte per 10,000 pending jobs each pass
-// was page faults); the contents are the pass's own. Kept in SchedulerState.
-struct PassBuffers {
-  std::vector<QueueKey> keys;
-  std::vector<JobRecord*> jobs;    // the pending jobs in queue order
-  std::vector<Decision> waits;     // one Wait per pending job, emitted after the other decisions
-  std::vector<uint64_t> gpu_bits;  // by 64-GPU word, all clear between uses (patience.cc, KeptBlockFree)
 };
 
 // A set of job ids that answers most "is it in there?" with two instructions: a job whose bit

@@ -182,7 +182,7 @@ struct SchedulerState {
   // Release, Update, Top) wait in keys_entered, those that left (or changed) in keys_left, until
   // the next pass that reads the keys. keys_valid false: built anew from the pending set then
   // (after a pass that ordered the records, or a change to partitions or nodes).
-  std::vector<QueueKey> kept_keys;
+  std::vector<KeptKey> kept_keys;
   std::vector<JobRecord*> keys_entered;
   std::vector<JobId> keys_left;
   bool keys_valid = false;
