@@ -64,7 +64,7 @@ inline double Clamp01(double v) { return std::isnan(v) ? 0.0 : std::clamp(v, 0.0
 
 inline double AgeFactor(Time submit, Time now, Duration max_age) {
   if (now <= submit) return 0;
-  if (max_age <= 0) return 1;
+  if (max_age <= 0 || now - submit >= max_age) return 1;  // (the quotient would be >= 1)
   return std::min(1.0, static_cast<double>(now - submit) / static_cast<double>(max_age));
 }
 

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/queue/priority.h"
 #include "core/sched/internal/dependencies.h"
 #include "core/sched/internal/elastic_growth.h"
 #include "core/sched/internal/node_filter.h"
@@ -57,11 +58,14 @@ void PrefetchHeap(const JobRecord* j) {
 
 // Queue order: priority, then submit time, then id (a total order, so any sort of the same keys
 // gives the same queue).
-bool Before(const QueueKey& a, const QueueKey& b) {
+template <class Key>
+bool InQueueOrder(const Key& a, const Key& b) {
   if (a.priority != b.priority) return a.priority > b.priority;
   if (a.submit != b.submit) return a.submit < b.submit;
   return a.id < b.id;
 }
+bool Before(const QueueKey& a, const QueueKey& b) { return InQueueOrder(a, b); }
+bool Before(const KeptKey& a, const KeptKey& b) { return InQueueOrder(a, b); }
 
 // Sorts the pass's queue keys into queue order and sets the pass's records in that order.
 void OrderQueue(PassState& pass) {
@@ -69,7 +73,7 @@ void OrderQueue(PassState& pass) {
   // Sorts keys, not ids: comparing ids looked both jobs up in the job map (every job ever known),
   // O(n log n) lookups, most of a pass with tens of thousands of pending jobs. Keys already in
   // order -- submit order, as FIFO queues mostly are -- stay as they are.
-  const auto before = Before;
+  const auto before = [](const QueueKey& a, const QueueKey& b) { return Before(a, b); };
   if (!std::is_sorted(keys.begin(), keys.end(), before)) std::sort(keys.begin(), keys.end(), before);
   // scontrol top (Scheduler::Top): a user's topped jobs go first among that user's jobs, the
   // last topped first, in the places the user's jobs hold; nothing to do when none is topped.
@@ -364,75 +368,122 @@ KeptKey MakeKey(SchedulerState& s, JobRecord& job) {
   k.submit = spec.submit;
   k.id = spec.id;
   k.job = &job;
-  k.topped = spec.top > 0;
   k.simple = !spec.held && spec.after_ok.empty() && spec.depends.empty() && spec.array_max_running == 0 &&
-             job.forbidden_nodes.empty() && !job.partition_ids.empty() && job.claim.empty() && job.victims.empty();
+             spec.begin <= spec.submit && job.forbidden_nodes.empty() && !job.partition_ids.empty() &&
+             job.claim.empty() && job.victims.empty();
   k.n = s.MinLegalSize(job);
   k.w = s.policies.runtime->Run(job);
-  k.begin = spec.begin;
-  k.shape = ShapeKey::Of(spec.shape, PartitionMask(job.partition_ids));
-  k.prio = s.policies.queue->KeyOf(job);
+  const ShapeKey shape = ShapeKey::Of(spec.shape, PartitionMask(job.partition_ids));
+  const auto known = std::find(s.key_shapes.begin(), s.key_shapes.end(), shape);
+  if (known != s.key_shapes.end()) {
+    k.shape = static_cast<uint16_t>(known - s.key_shapes.begin());
+  } else if (s.key_shapes.size() < KeptKey::kNoShape) {
+    k.shape = static_cast<uint16_t>(s.key_shapes.size());
+    s.key_shapes.push_back(shape);
+  } else {
+    k.shape = KeptKey::kNoShape;
+  }
+  const PriorityKey prio = s.policies.queue->KeyOf(job);
+  k.owner = prio.owner;
+  k.fixed_a = prio.fixed_a;
+  k.fixed_b = prio.fixed_b;
   return k;
 }
 
-// Brings the kept keys up to the pending set: the keys of jobs that left or changed go, those of
-// jobs that entered or changed come at the end (made anew from their records). Returns how many
-// keys are still in the last pass's order (the rest follow them).
-size_t SyncKeys(SchedulerState& s) {
+// Brings the kept keys up to the pending set: those of jobs that entered the queue since (or
+// changed) are made anew from their records and put at the end; those of jobs that left (or
+// changed) are listed in `gone` (sorted, and in `maybe`) for KeyPriorities to drop. Returns how
+// many keys come before the new ones; those were in queue order at the last pass.
+size_t SyncKeys(SchedulerState& s, std::vector<JobId>& gone, IdFilter& maybe) {
   std::vector<KeptKey>& keys = s.kept_keys;
+  gone.clear();
   if (!s.keys_valid) {
     keys.clear();
+    s.key_shapes.clear();
     for (const auto& [id, job] : s.pending.Walk()) keys.push_back(MakeKey(s, *job));
     s.keys_valid = true;
     s.keys_left.clear();
     s.keys_entered.clear();
     return 0;
   }
-  std::vector<JobId>& gone = s.keys_left;
-  if (!gone.empty() || !s.keys_entered.empty()) {
-    // A job that entered again (or was changed) has its old key replaced.
-    for (const JobRecord* j : s.keys_entered) gone.push_back(j->spec.id);
-    std::sort(gone.begin(), gone.end());
-    IdFilter maybe;
-    for (JobId id : gone) maybe.Add(id);
-    std::erase_if(keys, [&](const QueueKey& k) {
-      return maybe.MayContain(k.id) && std::binary_search(gone.begin(), gone.end(), k.id);
-    });
-  }
-  const size_t kept = keys.size();
+  std::swap(gone, s.keys_left);
   std::vector<JobRecord*>& entered = s.keys_entered;
+  for (const JobRecord* j : entered) gone.push_back(j->spec.id);  // its old key is replaced
+  std::sort(gone.begin(), gone.end());
+  for (JobId id : gone) maybe.Add(id);
+  const size_t old = keys.size();
   std::sort(entered.begin(), entered.end(),
             [](const JobRecord* a, const JobRecord* b) { return a->spec.id < b->spec.id; });
   entered.erase(std::unique(entered.begin(), entered.end()), entered.end());
   for (JobRecord* j : entered) {
     if (j->state == JobState::kPending) keys.push_back(MakeKey(s, *j));
   }
-  gone.clear();
   entered.clear();
+  return old;
+}
+
+// In one walk over the keys: drops the first `old` keys listed in `gone` (SyncKeys), computes
+// each key's priority (QueueOrder's terms, inline), and notes which of the old keys, in queue
+// order at the last pass, the new priorities put out of place: those not after every old key
+// before them (Before). Priorities move a little between passes, so they are few. Returns how
+// many old keys are left (they come first).
+size_t KeyPriorities(SchedulerState& s, Time now, size_t old, const std::vector<JobId>& gone, const IdFilter& maybe,
+                     std::vector<uint32_t>& out_of_place) {
+  std::vector<KeptKey>& keys = s.kept_keys;
+  QueuePolicy& order = *s.policies.queue;
+  const KeyedTerms terms = order.Terms(now);
+  const bool record = s.config.record_priorities;
+  const bool drops = !gone.empty();
+  out_of_place.clear();
+  size_t kept = 0;  // keys[0, kept): the old keys left, moved down over those dropped
+  size_t last = 0;  // among them, the latest in queue order
+  size_t j = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i < old && drops && maybe.MayContain(keys[i].id) && std::binary_search(gone.begin(), gone.end(), keys[i].id))
+      continue;
+    if (j != i) keys[j] = keys[i];
+    KeptKey& k = keys[j];
+    const double owner_term = terms.known[k.owner] ? terms.owner_terms[k.owner] : order.OwnerTerm(k.owner, now);
+    const double weighted_age = terms.age_weight * priority_internal::AgeFactor(k.submit, now, terms.max_age);
+    k.priority = k.fixed_a + weighted_age + owner_term + k.fixed_b - 0.0;
+    if (record) k.job->priority = k.priority;  // as after the other path
+    if (i < old) {
+      if (kept > 0 && Before(k, keys[last])) {
+        out_of_place.push_back(static_cast<uint32_t>(j));
+      } else {
+        last = j;
+      }
+      kept = j + 1;
+    }
+    ++j;
+  }
+  keys.resize(j);
   return kept;
 }
 
-// Sorts keys whose first `kept` were in order at the last pass: priorities move a little between
-// passes, so few of those are out of place and each is moved into place (up to a budget of moves,
-// then a full sort); the rest, the new ones, are sorted and merged in. The same order as a sort.
-void OrderKept(std::vector<KeptKey>& keys, size_t kept) {
+// Sorts the keys: each of the first `kept` that KeyPriorities found out of place is moved into
+// place among those before it (up to a budget of moves, then a full sort); the rest, the new
+// ones, are sorted and merged in. The same order as a sort.
+void OrderKept(std::vector<KeptKey>& keys, size_t kept, const std::vector<uint32_t>& out_of_place) {
   const auto first = keys.begin();
+  const auto before = [](const KeptKey& x, const KeptKey& y) { return Before(x, y); };
   size_t budget = 8 * kept + 4096;
-  for (size_t i = 1; i < kept; ++i) {
-    if (!Before(keys[i], keys[i - 1])) continue;
-    const auto at = std::upper_bound(first, first + static_cast<ptrdiff_t>(i), keys[i], Before);
+  for (const uint32_t i : out_of_place) {
+    // Every key before i is in order by now, and i is before the last of them.
+    const auto here = first + static_cast<ptrdiff_t>(i);
+    const auto at = std::upper_bound(first, here, *here, before);
     const size_t moves = i - static_cast<size_t>(at - first);
     if (moves > budget) {
-      std::sort(first, keys.end(), Before);
+      std::sort(first, keys.end(), before);
       return;
     }
     budget -= moves;
-    KeptKey k = keys[i];
-    std::move_backward(at, first + static_cast<ptrdiff_t>(i), first + static_cast<ptrdiff_t>(i) + 1);
+    KeptKey k = *here;
+    std::move_backward(at, here, here + 1);
     *at = k;
   }
-  std::sort(first + static_cast<ptrdiff_t>(kept), keys.end(), Before);
-  std::inplace_merge(first, first + static_cast<ptrdiff_t>(kept), keys.end(), Before);
+  std::sort(first + static_cast<ptrdiff_t>(kept), keys.end(), before);
+  std::inplace_merge(first, first + static_cast<ptrdiff_t>(kept), keys.end(), before);
 }
 
 // Whether a pass left the job waiting on Priority with no detail and no predicted start, and
@@ -452,14 +503,13 @@ bool PlainPriorityWait(const JobRecord& job) {
 // begin time; partitions and nodes unchanged, or the keys are made anew), the record keeps its
 // reason, and only Slurm's depth counts it.
 void ScheduleFromKeys(SchedulerState& s, PassState& pass, std::vector<Decision>& out) {
-  const size_t kept = SyncKeys(s);
+  std::vector<JobId>& gone = s.buffers.gone;
+  IdFilter maybe;
+  const size_t old = SyncKeys(s, gone, maybe);
+  std::vector<uint32_t>& out_of_place = s.buffers.out_of_place;
+  const size_t kept = KeyPriorities(s, pass.now, old, gone, maybe, out_of_place);
   std::vector<KeptKey>& keys = s.kept_keys;
-  QueuePolicy& order = *s.policies.queue;
-  for (KeptKey& k : keys) k.priority = order.Priority(k.prio, pass.now);
-  if (s.config.record_priorities) {
-    for (const KeptKey& k : keys) k.job->priority = k.priority;  // as after the other path
-  }
-  OrderKept(keys, kept);
+  OrderKept(keys, kept, out_of_place);
   const BackfillPolicy& backfill = *s.policies.backfill;
   const bool skips = pass.backfill_cycle && backfill.Backfills() && !pass.user_gpu_limits && pass.all_partitions_open &&
                      !s.limits.gpu_limits();
@@ -470,11 +520,13 @@ void ScheduleFromKeys(SchedulerState& s, PassState& pass, std::vector<Decision>&
     JobRecord& job = *k.job;
     bool read = false;  // whether ScheduleJob read (and may have started) the job
     if (!pass.DepthReached()) {
-      bool skip = skips && k.memo && k.simple && k.begin <= pass.now && pass.blocked && pass.policy_reservations > 0;
+      bool skip =
+          skips && k.memo && k.simple && pass.blocked && pass.policy_reservations > 0 && k.shape != KeptKey::kNoShape;
       if (skip) {
+        const ShapeKey& shape = s.key_shapes[k.shape];
         const PassState::FailedShape* failed = nullptr;
         for (const PassState::FailedShape& f : pass.failed_shapes) {
-          if (f.key == k.shape) failed = &f;
+          if (f.key == shape) failed = &f;
         }
         skip = failed && failed->failures.Covers(k.n, k.w) &&
                !backfill.Reserves(k.submit, k.n, pass.policy_reservations, pass.now) &&

@@ -22,6 +22,9 @@ class FailureFrontier {
  public:
   // A failure of at most `gpus` GPUs and at most `walltime`.
   bool Covers(uint32_t gpus, Duration walltime) const {
+    // Most jobs asked about are of the fewest GPUs that failed (one GPU, mostly): no search.
+    if (front_.empty() || gpus < front_[0].first) return false;
+    if (front_.size() == 1 || gpus < front_[1].first) return front_[0].second <= walltime;
     auto it = std::upper_bound(front_.begin(), front_.end(), gpus,
                                [](uint32_t g, const std::pair<uint32_t, Duration>& f) { return g < f.first; });
     return it != front_.begin() && std::prev(it)->second <= walltime;

@@ -59,28 +59,37 @@ struct QueueKey {
 // was page faults); the contents are the pass's own. Kept in SchedulerState.
 struct PassBuffers {
   std::vector<QueueKey> keys;
-  std::vector<JobRecord*> jobs;    // the pending jobs in queue order
-  std::vector<Decision> waits;     // one Wait per pending job, emitted after the other decisions
-  std::vector<uint64_t> gpu_bits;  // by 64-GPU word, all clear between uses (patience.cc, KeptBlockFree)
+  std::vector<JobRecord*> jobs;        // the pending jobs in queue order
+  std::vector<Decision> waits;         // one Wait per pending job, emitted after the other decisions
+  std::vector<uint64_t> gpu_bits;      // by 64-GPU word, all clear between uses (patience.cc, KeptBlockFree)
+  std::vector<uint32_t> out_of_place;  // the kept keys a pass's priorities put out of place
+  std::vector<JobId> gone;             // the kept keys a pass drops (SyncKeys)
 };
 
-// A QueueKey kept across passes (SchedulerState::kept_keys) with what a pass reads of a job
-// that cannot start, so that such a job's record is not read at all; made from the record when
-// the job enters the queue and at every change the Scheduler makes to it
-// (SchedulerState::KeyChanged). Apart from QueueKey: a pass that orders the records sorts the
-// smaller keys.
-struct KeptKey : QueueKey {
-  // Not held; no dependencies, array limit or -w/-x/-C; in a configured partition; no claim.
+// A pending job's queue key kept across passes (SchedulerState::kept_keys) with what a pass
+// reads of a job that cannot start, so that such a job's record is not read at all; made from
+// the record when the job enters the queue and at every change the Scheduler makes to it
+// (SchedulerState::KeyChanged). Apart from QueueKey, and packed: a pass walks every key three
+// times and is bound by the bytes it reads (72 bytes a key here; 104 cost a third more time).
+struct KeptKey {
+  double priority = 0;  // as QueueKey's (Before)
+  Time submit = 0;
+  JobId id = kNoJob;
+  JobRecord* job = nullptr;
+  double fixed_a = 0, fixed_b = 0;  // the policy's PriorityKey, less its submit time
+  Duration w = 0;                   // policies.runtime->Run
+  uint32_t n = 0;                   // MinLegalSize
+  uint32_t owner = 0;               // PriorityKey::owner
+  uint16_t shape = 0;               // SchedulerState::key_shapes[shape] (kNoShape: too many shapes; never skipped)
+  // Not held; no dependencies, array limit, begin time or -w/-x/-C; in a configured partition;
+  // no claim.
   bool simple = false;
   // The last pass left the job waiting on Priority with no detail and no predicted start (the
   // other jobs hold the reservations), at the end of every check before; nothing changed it
   // since (ScheduleFromKeys).
   bool memo = false;
-  uint32_t n = 0;  // MinLegalSize
-  Duration w = 0;  // policies.runtime->Run
-  Time begin = 0;  // spec.begin
-  ShapeKey shape{};
-  PriorityKey prio{};
+
+  static constexpr uint16_t kNoShape = 0xffff;
 };
 
 // A set of job ids that answers most "is it in there?" with two instructions: a job whose bit

@@ -183,6 +183,9 @@ struct SchedulerState {
   // the next pass that reads the keys. keys_valid false: built anew from the pending set then
   // (after a pass that ordered the records, or a change to partitions or nodes).
   std::vector<KeptKey> kept_keys;
+  // The placement shapes of the kept keys (KeptKey::shape), in order of first use; made anew
+  // with the keys.
+  std::vector<ShapeKey> key_shapes;
   std::vector<JobRecord*> keys_entered;
   std::vector<JobId> keys_left;
   bool keys_valid = false;

@@ -11,7 +11,6 @@ class FifoQueue final : public QueuePolicy {
   double Priority(const JobRecord&, Time) override { return 0; }
   bool Keyed() const override { return true; }
   PriorityKey KeyOf(const JobRecord&) override { return {}; }
-  double Priority(const PriorityKey&, Time) override { return 0; }
 };
 
 }  // namespace

@@ -1,7 +1,6 @@
 // QueueOrder::kPriority: the multifactor priority of core/queue/priority.h.
 #include <functional>
 #include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -22,7 +21,7 @@ class MultifactorQueue final : public QueuePolicy {
   void BeginPass(Time) override {
     factors_.clear();
     last_ = nullptr;
-    owner_factors_.assign(owners_.size(), std::nullopt);
+    owner_known_.assign(owners_.size(), 0);
   }
 
   double Priority(const JobRecord& job, Time now) override {
@@ -42,7 +41,7 @@ class MultifactorQueue final : public QueuePolicy {
   }
 
   bool Keyed() const override { return true; }
-  // The class and size terms as ExplainPriority weighs them; Priority adds the others in its order.
+  // The class and size terms as ExplainPriority weighs them (Terms gives the others).
   PriorityKey KeyOf(const JobRecord& job) override {
     auto [it, added] = owner_ids_.try_emplace({job.spec.user, job.spec.account}, 0);
     if (added) {
@@ -56,15 +55,25 @@ class MultifactorQueue final : public QueuePolicy {
             .fixed_a = weights_.priority_class * Clamp01(class_factor),
             .fixed_b = weights_.job_size * SizeFactor(job.spec.shape.gpus, cluster_gpus_, weights_.favor_small)};
   }
-  // ExplainPriority's total, term by term in its order (nice is 0 here), to the bit.
-  double Priority(const PriorityKey& key, Time now) override {
+  // ExplainPriority's total as terms, in its order (nice is 0 here): the owner term is its
+  // weighted fairshare.
+  KeyedTerms Terms(Time) override {
+    owner_terms_.resize(owners_.size());
+    owner_known_.resize(owners_.size());
+    return {.age_weight = weights_.age,
+            .max_age = weights_.max_age,
+            .owner_terms = owner_terms_.data(),
+            .known = owner_known_.data()};
+  }
+  // (Keys are made before the pass asks Terms, so `owner` is within the sizes Terms set.)
+  double OwnerTerm(uint32_t owner, Time now) override {
     using namespace priority_internal;
-    if (key.owner >= owner_factors_.size()) owner_factors_.resize(owners_.size());
-    std::optional<double>& f = owner_factors_[key.owner];
-    if (!f) f = fairshare_.UserFactor(owners_[key.owner]->first, owners_[key.owner]->second, now);
-    const double weighted_age = weights_.age * AgeFactor(key.submit, now, weights_.max_age);
-    const double weighted_fairshare = weights_.fairshare * Clamp01(*f);
-    return key.fixed_a + weighted_age + weighted_fairshare + key.fixed_b - 0.0;
+    if (!owner_known_[owner]) {
+      const double f = fairshare_.UserFactor(owners_[owner]->first, owners_[owner]->second, now);
+      owner_terms_[owner] = weights_.fairshare * Clamp01(f);
+      owner_known_[owner] = 1;
+    }
+    return owner_terms_[owner];
   }
 
  private:
@@ -83,10 +92,11 @@ class MultifactorQueue final : public QueuePolicy {
   std::unordered_map<std::pair<std::string_view, std::string_view>, double, HashPair> factors_;
   const std::pair<const std::pair<std::string_view, std::string_view>, double>* last_ = nullptr;  // into factors_
   // Keys (KeyOf): every (user, account) a key was made for, numbered in order (a std::map: the
-  // names stay put), and their fairshare factors in this pass (none: not asked yet).
+  // names stay put), and their weighted fairshare terms in this pass (known: asked already).
   std::map<std::pair<std::string, std::string>, uint32_t> owner_ids_;
   std::vector<const std::pair<std::string, std::string>*> owners_;
-  std::vector<std::optional<double>> owner_factors_;
+  std::vector<double> owner_terms_;
+  std::vector<uint8_t> owner_known_;
 };
 
 }  // namespace
