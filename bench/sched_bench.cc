@@ -11,7 +11,13 @@
 // Size mix (GPUs): 50% 1-8, 30% 16-64, 15% 128-256, 5% 512.
 // Each measurement runs on a freshly built scheduler (same seed, so the same state); the table
 // gives the median of --reps passes.
+// With --warm=K, K passes run first (untimed, one a second from t=10) and the next one is timed:
+// a daemon's steady state, where a pass follows another with the queue mostly the same. Under a
+// keyed policy without preemption (e.g. --policy=ideal-backfill) the Scheduler keeps the queue's
+// keys from pass to pass; --kept-keys=0 turns that off (SchedulerConfig::kept_queue_keys), to
+// compare.
 // Usage: sched_bench [--reps=R] [--n=N[,N...]] [--seed=S] [--policy=NAME] [--occupancy=P] [--churn=P]
+//                    [--warm=K] [--kept-keys=0|1]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -92,7 +98,8 @@ struct Measurement {
 };
 
 // Builds the busy cluster, submits `n` jobs and times one pass.
-Measurement MeasureOnce(size_t n, uint32_t seed, const SchedulerConfig& config, uint32_t occupancy, uint32_t churn) {
+Measurement MeasureOnce(size_t n, uint32_t seed, const SchedulerConfig& config, uint32_t occupancy, uint32_t churn,
+                        uint32_t warm) {
   auto spec = GenerateSuperPod({.scalable_units = 128, .nodes_per_su = 32, .model = "dgx-h100"});
   if (!spec) Die(spec.error().ToString());
   auto topo = Topology::Build(*spec);
@@ -145,8 +152,10 @@ Measurement MeasureOnce(size_t n, uint32_t seed, const SchedulerConfig& config, 
   for (size_t i = 0; i < n; ++i) {
     if (auto st = sched.Submit(MakeJob(1'000'000 + i, rng, 600, 12 * 3600), 10); !st) Die(st.error().ToString());
   }
+  Time now = 10;
+  for (uint32_t k = 0; k < warm; ++k) (void)sched.Schedule(now++);
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<Decision> ds = sched.Schedule(10);
+  const std::vector<Decision> ds = sched.Schedule(now);
   const auto t1 = std::chrono::steady_clock::now();
   m.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   for (const Decision& d : ds) {
@@ -167,7 +176,8 @@ int Main(int argc, char** argv) {
   config.backfill = BackfillMode::kConservative;
   config.reserve_depth = 100;
   std::string described = "conservative backfill, reserve_depth 100";
-  uint32_t occupancy = 70, churn = 0;
+  uint32_t occupancy = 70, churn = 0, warm = 0;
+  bool kept_keys = true;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--reps=", 7) == 0) {
       reps = static_cast<int>(WholeArg(argv[i], 7, 1, 1000));
@@ -187,6 +197,10 @@ int Main(int argc, char** argv) {
       occupancy = static_cast<uint32_t>(WholeArg(argv[i], 12, 1, 100));
     } else if (std::strncmp(argv[i], "--churn=", 8) == 0) {
       churn = static_cast<uint32_t>(WholeArg(argv[i], 8, 0, 100));
+    } else if (std::strncmp(argv[i], "--warm=", 7) == 0) {
+      warm = static_cast<uint32_t>(WholeArg(argv[i], 7, 0, 1000));
+    } else if (std::strncmp(argv[i], "--kept-keys=", 12) == 0) {
+      kept_keys = WholeArg(argv[i], 12, 0, 1) == 1;
     } else if (std::strncmp(argv[i], "--policy=", 9) == 0) {
       auto preset = PolicyPreset(argv[i] + 9);
       if (!preset) Die(preset.error().ToString());
@@ -195,22 +209,26 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "sched_bench: unknown argument %s (use --reps=R --n=N[,N...] --seed=S --policy=NAME "
-                   "--occupancy=P --churn=P)\n",
+                   "--occupancy=P --churn=P --warm=K --kept-keys=0|1)\n",
                    Shown(argv[i]).c_str());
       return 2;
     }
   }
+  config.kept_queue_keys = kept_keys;
   std::printf("One Schedule() pass, 32,768-GPU SuperPOD (128 SUs x 32 DGX H100) filled to ~%u%%", occupancy);
   if (churn > 0) std::printf(", then %u%% of its running jobs ended", churn);
   std::printf(",\n");
-  std::printf("%s; median of %d fresh runs, seed %u.\n\n", described.c_str(), reps, seed);
+  std::printf("%s; median of %d fresh runs, seed %u", described.c_str(), reps, seed);
+  if (warm > 0) std::printf("; the pass after %u untimed ones", warm);
+  if (!kept_keys) std::printf("; queue keys not kept");
+  std::printf(".\n\n");
   std::printf(
       "| pending jobs | median ms | min ms | max ms | starts | reservations | held for a better block | "
       "occupancy before |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t n : sizes) {
     std::vector<Measurement> ms;
-    for (int r = 0; r < reps; ++r) ms.push_back(MeasureOnce(n, seed, config, occupancy, churn));
+    for (int r = 0; r < reps; ++r) ms.push_back(MeasureOnce(n, seed, config, occupancy, churn, warm));
     std::sort(ms.begin(), ms.end(), [](const Measurement& a, const Measurement& b) { return a.ms < b.ms; });
     const Measurement& med = ms[ms.size() / 2];
     std::printf("| %zu | %.1f | %.1f | %.1f | %zu | %zu | %zu | %.1f%% |\n", n, med.ms, ms.front().ms, ms.back().ms,

@@ -399,8 +399,18 @@ size_t SyncKeys(SchedulerState& s, std::vector<JobId>& gone, IdFilter& maybe) {
   gone.clear();
   if (!s.keys_valid) {
     keys.clear();
+    keys.reserve(s.pending.size());
     s.key_shapes.clear();
-    for (const auto& [id, job] : s.pending.Walk()) keys.push_back(MakeKey(s, *job));
+    // Every record is read, from the pending set's order: asked for ahead, as the other path does.
+    const std::vector<JobSet::Entry>& pending = s.pending.Walk();
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (i + kPrefetchAhead < pending.size()) {
+        PrefetchForPriority(pending[i + kPrefetchAhead].second);
+        PrefetchForSchedule(pending[i + kPrefetchAhead].second);
+      }
+      if (i + kPrefetchAhead / 2 < pending.size()) PrefetchHeap(pending[i + kPrefetchAhead / 2].second);
+      keys.push_back(MakeKey(s, *pending[i].second));
+    }
     s.keys_valid = true;
     s.keys_left.clear();
     s.keys_entered.clear();

@@ -1,6 +1,5 @@
 // QueueOrder::kPriority: the multifactor priority of core/queue/priority.h.
 #include <functional>
-#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -43,15 +42,20 @@ class MultifactorQueue final : public QueuePolicy {
   bool Keyed() const override { return true; }
   // The class and size terms as ExplainPriority weighs them (Terms gives the others).
   PriorityKey KeyOf(const JobRecord& job) override {
-    auto [it, added] = owner_ids_.try_emplace({job.spec.user, job.spec.account}, 0);
-    if (added) {
-      it->second = static_cast<uint32_t>(owners_.size());
-      owners_.push_back(&it->first);
+    // Jobs come in runs of one user's: the last key's owner first, then the hashed names.
+    const std::pair<std::string_view, std::string_view> who{job.spec.user, job.spec.account};
+    if (last_owner_ >= owners_.size() || !OwnerEq{}(*owners_[last_owner_], who)) {
+      auto it = owner_ids_.find(who);
+      if (it == owner_ids_.end()) {
+        it = owner_ids_.emplace(std::pair<std::string, std::string>(who), static_cast<uint32_t>(owners_.size())).first;
+        owners_.push_back(&it->first);
+      }
+      last_owner_ = it->second;
     }
     using namespace priority_internal;
     const double class_factor = classes_.class_factor(PriorityClassId(static_cast<uint32_t>(job.class_rank)));
     return {.submit = job.spec.submit,
-            .owner = it->second,
+            .owner = last_owner_,
             .fixed_a = weights_.priority_class * Clamp01(class_factor),
             .fixed_b = weights_.job_size * SizeFactor(job.spec.shape.gpus, cluster_gpus_, weights_.favor_small)};
   }
@@ -91,9 +95,24 @@ class MultifactorQueue final : public QueuePolicy {
   };
   std::unordered_map<std::pair<std::string_view, std::string_view>, double, HashPair> factors_;
   const std::pair<const std::pair<std::string_view, std::string_view>, double>* last_ = nullptr;  // into factors_
-  // Keys (KeyOf): every (user, account) a key was made for, numbered in order (a std::map: the
-  // names stay put), and their weighted fairshare terms in this pass (known: asked already).
-  std::map<std::pair<std::string, std::string>, uint32_t> owner_ids_;
+  // Keys (KeyOf): every (user, account) a key was made for, numbered in order (hashed nodes: the
+  // names stay put; found by views of a record's names, not copies), and their weighted
+  // fairshare terms in this pass (known: asked already).
+  struct OwnerHash {
+    using is_transparent = void;
+    size_t operator()(const std::pair<std::string_view, std::string_view>& p) const { return HashPair{}(p); }
+    size_t operator()(const std::pair<std::string, std::string>& p) const { return HashPair{}({p.first, p.second}); }
+  };
+  struct OwnerEq {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return std::string_view(a.first) == std::string_view(b.first) &&
+             std::string_view(a.second) == std::string_view(b.second);
+    }
+  };
+  std::unordered_map<std::pair<std::string, std::string>, uint32_t, OwnerHash, OwnerEq> owner_ids_;
+  uint32_t last_owner_ = 0;  // KeyOf's last answer
   std::vector<const std::pair<std::string, std::string>*> owners_;
   std::vector<double> owner_terms_;
   std::vector<uint8_t> owner_known_;
