@@ -371,14 +371,17 @@ KeptKey MakeKey(SchedulerState& s, JobRecord& job) {
   k.simple = !spec.held && spec.after_ok.empty() && spec.depends.empty() && spec.array_max_running == 0 &&
              spec.begin <= spec.submit && job.forbidden_nodes.empty() && !job.partition_ids.empty() &&
              job.claim.empty() && job.victims.empty();
-  k.n = s.MinLegalSize(job);
+  const uint32_t n = s.MinLegalSize(job);
+  k.n = static_cast<uint16_t>(std::min<uint32_t>(n, UINT16_MAX));
   k.w = s.policies.runtime->Run(job);
   const ShapeKey shape = ShapeKey::Of(spec.shape, PartitionMask(job.partition_ids));
   const auto known = std::find(s.key_shapes.begin(), s.key_shapes.end(), shape);
-  if (known != s.key_shapes.end()) {
-    k.shape = static_cast<uint16_t>(known - s.key_shapes.begin());
+  if (n > UINT16_MAX) {
+    k.shape = KeptKey::kNoShape;
+  } else if (known != s.key_shapes.end()) {
+    k.shape = static_cast<uint8_t>(known - s.key_shapes.begin());
   } else if (s.key_shapes.size() < KeptKey::kNoShape) {
-    k.shape = static_cast<uint16_t>(s.key_shapes.size());
+    k.shape = static_cast<uint8_t>(s.key_shapes.size());
     s.key_shapes.push_back(shape);
   } else {
     k.shape = KeptKey::kNoShape;
@@ -526,6 +529,12 @@ void ScheduleFromKeys(SchedulerState& s, PassState& pass, std::vector<Decision>&
   const bool larger_rule = s.config.reserve_larger && s.config.backfill == BackfillMode::kEasy;
   s.queue.clear();
   s.queue_stale = false;
+  // Where each key shape's failures are in PassState::failed_shapes (kNone: none yet), noted
+  // when a shape first fails (the list only grows: new shapes at its end).
+  constexpr uint32_t kNone = ~uint32_t{0};
+  std::vector<uint32_t>& failures_of = s.buffers.failures_of;
+  failures_of.assign(s.key_shapes.size(), kNone);
+  size_t failed_seen = 0;
   for (KeptKey& k : keys) {
     JobRecord& job = *k.job;
     bool read = false;  // whether ScheduleJob read (and may have started) the job
@@ -533,12 +542,16 @@ void ScheduleFromKeys(SchedulerState& s, PassState& pass, std::vector<Decision>&
       bool skip =
           skips && k.memo && k.simple && pass.blocked && pass.policy_reservations > 0 && k.shape != KeptKey::kNoShape;
       if (skip) {
-        const ShapeKey& shape = s.key_shapes[k.shape];
-        const PassState::FailedShape* failed = nullptr;
-        for (const PassState::FailedShape& f : pass.failed_shapes) {
-          if (f.key == shape) failed = &f;
+        if (failed_seen != pass.failed_shapes.size()) {
+          for (; failed_seen < pass.failed_shapes.size(); ++failed_seen) {
+            const PassState::FailedShape& f = pass.failed_shapes[failed_seen];
+            const auto known = std::find(s.key_shapes.begin(), s.key_shapes.end(), f.key);
+            if (known != s.key_shapes.end())
+              failures_of[static_cast<size_t>(known - s.key_shapes.begin())] = static_cast<uint32_t>(failed_seen);
+          }
         }
-        skip = failed && failed->failures.Covers(k.n, k.w) &&
+        const uint32_t failed = failures_of[k.shape];
+        skip = failed != kNone && pass.failed_shapes[failed].failures.Covers(k.n, k.w) &&
                !backfill.Reserves(k.submit, k.n, pass.policy_reservations, pass.now) &&
                !(larger_rule && k.n > pass.reserved_max_gpus);
       }

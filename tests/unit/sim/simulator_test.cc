@@ -540,7 +540,8 @@ TEST(SimKeptFifoOrder, SameDecisionsAsAQueueOrderedEachPass) {
 // under pressure, elastic jobs, the starvation guard's reservations after ten minutes),
 // multifactor order with Slurm's depth and backfill interval (passes that are not backfill
 // cycles read every record), and FIFO without backfill: the same decision log (waits
-// included) and per-job rows, byte for byte.
+// included) and per-job rows, byte for byte. Jobs come in several shapes (node or leaf locality,
+// whole nodes).
 TEST(SimKeptQueueKeys, SameDecisionsAsEveryRecordReadEachPass) {
   const TopologySpec spec = GenerateByName("leafspine:8:4:2").value();
   const uint64_t seeds = std::clamp<uint64_t>(std::llround(4 * testing::QualityScale()), 1, 4);
@@ -553,6 +554,10 @@ TEST(SimKeptQueueKeys, SameDecisionsAsEveryRecordReadEachPass) {
                                "slurm-like:order=priority,backfill_max_jobs=6,main_queue_depth=3",
                                "fifo-firstfit:main_queue_depth=0,backfill=easy"}) {
       SimOptions o = EquivalenceOptions(seed);
+      // Jobs of several shapes (a key's failures are those of its own shape).
+      o.rules.push_back(*ParseClassRule("share=0.3,gpus<=8:level=node"));
+      o.rules.push_back(*ParseClassRule("share=0.3,gpus>=4:prefer=leaf"));
+      o.rules.push_back(*ParseClassRule("share=0.2,gpus>=8:gpn=4"));
       if (std::string_view(policy).starts_with("phalanx")) o.rules.push_back(*ParseClassRule("share=0.3:elastic=0.5"));
       const OffAndOn r = SameOffAndOn(trace, spec, policy, o, &SchedulerConfig::kept_queue_keys);
       skipped += r.on.counters.keyed_skips;

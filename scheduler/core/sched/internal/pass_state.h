@@ -64,13 +64,14 @@ struct PassBuffers {
   std::vector<uint64_t> gpu_bits;      // by 64-GPU word, all clear between uses (patience.cc, KeptBlockFree)
   std::vector<uint32_t> out_of_place;  // the kept keys a pass's priorities put out of place
   std::vector<JobId> gone;             // the kept keys a pass drops (SyncKeys)
+  std::vector<uint32_t> failures_of;   // by kept key shape: its failed_shapes entry (ScheduleFromKeys)
 };
 
 // A pending job's queue key kept across passes (SchedulerState::kept_keys) with what a pass
 // reads of a job that cannot start, so that such a job's record is not read at all; made from
 // the record when the job enters the queue and at every change the Scheduler makes to it
 // (SchedulerState::KeyChanged). Apart from QueueKey, and packed: a pass walks every key three
-// times and is bound by the bytes it reads (72 bytes a key here; 104 cost a third more time).
+// times and is bound by the bytes it reads (64 bytes a key here; 104 cost a fifth more time).
 struct KeptKey {
   double priority = 0;  // as QueueKey's (Before)
   Time submit = 0;
@@ -78,19 +79,22 @@ struct KeptKey {
   JobRecord* job = nullptr;
   double fixed_a = 0, fixed_b = 0;  // the policy's PriorityKey, less its submit time
   Duration w = 0;                   // policies.runtime->Run
-  uint32_t n = 0;                   // MinLegalSize
   uint32_t owner = 0;               // PriorityKey::owner
-  uint16_t shape = 0;               // SchedulerState::key_shapes[shape] (kNoShape: too many shapes; never skipped)
+  uint16_t n = 0;                   // MinLegalSize (when shape != kNoShape)
+  // SchedulerState::key_shapes[shape]; kNoShape: too many shapes, or too large a job for `n`:
+  // never skipped.
+  uint8_t shape = 0;
   // Not held; no dependencies, array limit, begin time or -w/-x/-C; in a configured partition;
   // no claim.
-  bool simple = false;
+  bool simple : 1 = false;
   // The last pass left the job waiting on Priority with no detail and no predicted start (the
   // other jobs hold the reservations), at the end of every check before; nothing changed it
   // since (ScheduleFromKeys).
-  bool memo = false;
+  bool memo : 1 = false;
 
-  static constexpr uint16_t kNoShape = 0xffff;
+  static constexpr uint8_t kNoShape = 0xff;
 };
+static_assert(sizeof(KeptKey) == 64, "a kept key is one cache line");
 
 // A set of job ids that answers most "is it in there?" with two instructions: a job whose bit
 // (its id modulo 4096) is clear was never added. Ids are added, never removed: a set bit means
