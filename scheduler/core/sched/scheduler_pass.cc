@@ -512,9 +512,9 @@ bool PlainPriorityWait(const JobRecord& job) {
 // ScheduleJob would decide the same without looking at it again -- a backfill cycle with no
 // partition down and no user limits, after the policy's reservations are made, a job of a shape
 // that already failed at no larger size and no longer run (PassState::failed_shapes), and that
-// does not reserve. ScheduleJob's checks before that point all pass for it (KeptKey::simple, its
-// begin time; partitions and nodes unchanged, or the keys are made anew), the record keeps its
-// reason, and only Slurm's depth counts it.
+// does not reserve. ScheduleJob's checks before that point all pass for it (KeptKey::simple: no
+// begin time among them; partitions and nodes unchanged, or the keys are made anew), the record
+// keeps its reason, and only Slurm's depth counts it.
 void ScheduleFromKeys(SchedulerState& s, PassState& pass, std::vector<Decision>& out) {
   std::vector<JobId>& gone = s.buffers.gone;
   IdFilter maybe;
