@@ -642,14 +642,21 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
     // of records do not stay in cache from one walk to the next): claims become reservations
     // and priorities are computed; then the queue is sorted on the keys.
     const std::vector<JobSet::Entry>& pending = s.pending.Walk();
+    size_t claims = 0;
     for (size_t i = 0; i < pending.size(); ++i) {
       if (i + kPrefetchAhead < pending.size()) PrefetchForPriority(pending[i + kPrefetchAhead].second);
       const auto& [id, jp] = pending[i];
       JobRecord& j = *jp;
-      if (!j.claim.empty() || !j.victims.empty()) ReserveClaim(s, pass, j);
+      if (!j.claim.empty() || !j.victims.empty()) {
+        ReserveClaim(s, pass, j);
+        ++claims;
+      }
       j.priority = s.policies.queue->Priority(j, now);
       pass.buffers.keys.push_back({j.priority, j.spec.submit, id, &j, j.spec.top > 0});
     }
+    // Without preemption no claim is made, so the restored ones are gone for good once no
+    // pending job holds one (SchedulerState::pending_claims): the kept orders apply again.
+    if (claims == 0 && !s.policies.preemption) s.pending_claims = false;
     OrderQueue(pass);
     // A job's Wait is final once it was scheduled (later jobs change only themselves and running
     // jobs); the Waits go after every other decision, in queue order. Past Slurm's depth only a

@@ -125,6 +125,37 @@ TEST_P(KeptKeys, ANodeDownMakesTheKeysAnew) {
   EXPECT_EQ(running, 3u) << "24 GPUs up: three of the 8-GPU jobs start, the fourth waits";
 }
 
+// A job restored with a claim (made under a preempting policy before a restart) has its claim
+// reserved first, which only the pass that reads every record does; once it has started and no
+// pending job holds a claim, the keys are kept again.
+TEST(KeptKeys, AreKeptAgainOnceNoRestoredClaimIsLeft) {
+  auto s = MakeIdeal(true);
+  JobRecord running;
+  running.spec = KeyJob(1, 24, 0, 7200);
+  running.state = JobState::kRunning;
+  for (uint32_t g = 0; g < 24; ++g) running.gpus.push_back(GpuId(g));
+  running.start = running.last_checkpoint = running.last_checkpoint_request = 0;
+  running.walltime = running.run_walltime = 7200;
+  JobRecord claimed;
+  claimed.spec = KeyJob(2, 8, 1, 3600);
+  claimed.walltime = 3600;
+  for (uint32_t g = 24; g < 32; ++g) claimed.claim.push_back(GpuId(g));
+  ASSERT_TRUE(s->Restore(running, 5));
+  ASSERT_TRUE(s->Restore(claimed, 5));
+  ASSERT_TRUE(s->FinishRestore(5));
+  // Behind job 3 (the whole cluster, EASY's reservation), 8-GPU jobs that cannot start.
+  ASSERT_TRUE(s->Submit(KeyJob(3, 32, 6), 6));
+  for (JobId id = 4; id <= 9; ++id) ASSERT_TRUE(s->Submit(KeyJob(id, 8, static_cast<Time>(id)), 9));
+  (void)s->Schedule(10);
+  EXPECT_EQ(s->job(2)->state, JobState::kRunning) << "on its claim";
+  (void)s->Schedule(20);  // reads every record, and finds no claim left
+  (void)s->Schedule(30);  // makes the keys
+  EXPECT_EQ(s->keyed_skips(), 0u);
+  (void)s->Schedule(40);
+  EXPECT_GT(s->keyed_skips(), 0u) << "jobs 5-9 fail as job 4 did, from their keys";
+  for (JobId id = 4; id <= 9; ++id) EXPECT_EQ(ReasonOf(*s, id), WaitKind::kPriority) << id;
+}
+
 // Random events on two Schedulers, one with the keys kept and one reading every record: the
 // same decisions (waits included), reasons, priorities and queue after every pass. Submissions
 // (some with a begin time), ends, holds and releases, walltime and class updates, tops, cancels,

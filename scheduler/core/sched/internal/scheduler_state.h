@@ -199,8 +199,10 @@ struct SchedulerState {
     keys_left.push_back(job.spec.id);
     keys_entered.push_back(&job);
   }
-  size_t topped_pending = 0;    // pending jobs put first by Scheduler::Top (spec.top > 0)
-  bool pending_claims = false;  // a restored pending job has a claim or victims (Restore)
+  size_t topped_pending = 0;  // pending jobs put first by Scheduler::Top (spec.top > 0)
+  // A restored pending job has a claim or victims (Restore); cleared by a pass that finds none
+  // left under a policy without preemption (scheduler_pass.cc).
+  bool pending_claims = false;
   // External load by node index (Scheduler::SetExternalLoad): piece k's GPUs held on the
   // Topology by Topology::ExternalOwner(node, k) until its `until` (pieces by end, latest
   // first; none empty); only nodes with a load are listed.
