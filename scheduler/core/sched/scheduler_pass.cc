@@ -58,14 +58,12 @@ void PrefetchHeap(const JobRecord* j) {
 
 // Queue order: priority, then submit time, then id (a total order, so any sort of the same keys
 // gives the same queue).
-template <class Key>
-bool InQueueOrder(const Key& a, const Key& b) {
+template <class Key>  // QueueKey, KeptKey
+bool Before(const Key& a, const Key& b) {
   if (a.priority != b.priority) return a.priority > b.priority;
   if (a.submit != b.submit) return a.submit < b.submit;
   return a.id < b.id;
 }
-bool Before(const QueueKey& a, const QueueKey& b) { return InQueueOrder(a, b); }
-bool Before(const KeptKey& a, const KeptKey& b) { return InQueueOrder(a, b); }
 
 // Sorts the pass's queue keys into queue order and sets the pass's records in that order.
 void OrderQueue(PassState& pass) {
@@ -73,7 +71,7 @@ void OrderQueue(PassState& pass) {
   // Sorts keys, not ids: comparing ids looked both jobs up in the job map (every job ever known),
   // O(n log n) lookups, most of a pass with tens of thousands of pending jobs. Keys already in
   // order -- submit order, as FIFO queues mostly are -- stay as they are.
-  const auto before = [](const QueueKey& a, const QueueKey& b) { return Before(a, b); };
+  const auto before = Before<QueueKey>;
   if (!std::is_sorted(keys.begin(), keys.end(), before)) std::sort(keys.begin(), keys.end(), before);
   // scontrol top (Scheduler::Top): a user's topped jobs go first among that user's jobs, the
   // last topped first, in the places the user's jobs hold; nothing to do when none is topped.
@@ -374,17 +372,16 @@ KeptKey MakeKey(SchedulerState& s, JobRecord& job) {
   const uint32_t n = s.MinLegalSize(job);
   k.n = static_cast<uint16_t>(std::min<uint32_t>(n, UINT16_MAX));
   k.w = s.policies.runtime->Run(job);
-  const ShapeKey shape = ShapeKey::Of(spec.shape, PartitionMask(job.partition_ids));
-  const auto known = std::find(s.key_shapes.begin(), s.key_shapes.end(), shape);
-  if (n > UINT16_MAX) {
-    k.shape = KeptKey::kNoShape;
-  } else if (known != s.key_shapes.end()) {
-    k.shape = static_cast<uint8_t>(known - s.key_shapes.begin());
-  } else if (s.key_shapes.size() < KeptKey::kNoShape) {
-    k.shape = static_cast<uint8_t>(s.key_shapes.size());
-    s.key_shapes.push_back(shape);
-  } else {
-    k.shape = KeptKey::kNoShape;
+  k.shape = KeptKey::kNoShape;
+  if (n <= UINT16_MAX) {
+    const ShapeKey shape = ShapeKey::Of(spec.shape, PartitionMask(job.partition_ids));
+    const auto known = std::find(s.key_shapes.begin(), s.key_shapes.end(), shape);
+    if (known != s.key_shapes.end()) {
+      k.shape = static_cast<uint8_t>(known - s.key_shapes.begin());
+    } else if (s.key_shapes.size() < KeptKey::kNoShape) {
+      k.shape = static_cast<uint8_t>(s.key_shapes.size());
+      s.key_shapes.push_back(shape);
+    }
   }
   const PriorityKey prio = s.policies.queue->KeyOf(job);
   k.owner = prio.owner;
@@ -479,7 +476,7 @@ size_t KeyPriorities(SchedulerState& s, Time now, size_t old, const std::vector<
 // ones, are sorted and merged in. The same order as a sort.
 void OrderKept(std::vector<KeptKey>& keys, size_t kept, const std::vector<uint32_t>& out_of_place) {
   const auto first = keys.begin();
-  const auto before = [](const KeptKey& x, const KeptKey& y) { return Before(x, y); };
+  const auto before = Before<KeptKey>;
   size_t budget = 8 * kept + 4096;
   for (const uint32_t i : out_of_place) {
     // Every key before i is in order by now, and i is before the last of them.

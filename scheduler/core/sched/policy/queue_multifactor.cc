@@ -1,4 +1,5 @@
 // QueueOrder::kPriority: the multifactor priority of core/queue/priority.h.
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -17,11 +18,7 @@ class MultifactorQueue final : public QueuePolicy {
   explicit MultifactorQueue(const PolicyInputs& in)
       : classes_(in.classes), fairshare_(in.fairshare), weights_(in.config.weights), cluster_gpus_(in.cluster_gpus) {}
 
-  void BeginPass(Time) override {
-    factors_.clear();
-    last_ = nullptr;
-    owner_known_.assign(owners_.size(), 0);
-  }
+  void BeginPass(Time) override { std::fill(owner_known_.begin(), owner_known_.end(), 0); }
 
   double Priority(const JobRecord& job, Time now) override {
     PriorityInputs in;
@@ -29,54 +26,30 @@ class MultifactorQueue final : public QueuePolicy {
     in.submit = job.spec.submit;
     in.gpus = job.spec.shape.gpus;
     in.cluster_gpus = cluster_gpus_;
-    // Jobs come in id order, and users submit in runs: most jobs are the last one's user's.
-    if (!last_ || last_->first.first != job.spec.user || last_->first.second != job.spec.account) {
-      auto [f, added] = factors_.try_emplace({job.spec.user, job.spec.account}, 0.0);
-      if (added) f->second = fairshare_.UserFactor(job.spec.user, job.spec.account, now);
-      last_ = &*f;
-    }
-    in.fairshare_factor = last_->second;
+    in.fairshare_factor = Factor(OwnerOf(job), now);
     return JobPriority(in, weights_, now);
   }
 
   bool Keyed() const override { return true; }
   // The class and size terms as ExplainPriority weighs them (Terms gives the others).
   PriorityKey KeyOf(const JobRecord& job) override {
-    // Jobs come in runs of one user's: the last key's owner first, then the hashed names.
-    const std::pair<std::string_view, std::string_view> who{job.spec.user, job.spec.account};
-    if (last_owner_ >= owners_.size() || !OwnerEq{}(*owners_[last_owner_], who)) {
-      auto it = owner_ids_.find(who);
-      if (it == owner_ids_.end()) {
-        it = owner_ids_.emplace(std::pair<std::string, std::string>(who), static_cast<uint32_t>(owners_.size())).first;
-        owners_.push_back(&it->first);
-      }
-      last_owner_ = it->second;
-    }
     using namespace priority_internal;
     const double class_factor = classes_.class_factor(PriorityClassId(static_cast<uint32_t>(job.class_rank)));
     return {.submit = job.spec.submit,
-            .owner = last_owner_,
+            .owner = OwnerOf(job),
             .fixed_a = weights_.priority_class * Clamp01(class_factor),
             .fixed_b = weights_.job_size * SizeFactor(job.spec.shape.gpus, cluster_gpus_, weights_.favor_small)};
   }
   // ExplainPriority's total as terms, in its order (nice is 0 here): the owner term is its
   // weighted fairshare.
   KeyedTerms Terms(Time) override {
-    owner_terms_.resize(owners_.size());
-    owner_known_.resize(owners_.size());
     return {.age_weight = weights_.age,
             .max_age = weights_.max_age,
             .owner_terms = owner_terms_.data(),
             .known = owner_known_.data()};
   }
-  // (Keys are made before the pass asks Terms, so `owner` is within the sizes Terms set.)
   double OwnerTerm(uint32_t owner, Time now) override {
-    using namespace priority_internal;
-    if (!owner_known_[owner]) {
-      const double f = fairshare_.UserFactor(owners_[owner]->first, owners_[owner]->second, now);
-      owner_terms_[owner] = weights_.fairshare * Clamp01(f);
-      owner_known_[owner] = 1;
-    }
+    (void)Factor(owner, now);
     return owner_terms_[owner];
   }
 
@@ -85,23 +58,18 @@ class MultifactorQueue final : public QueuePolicy {
   const FairshareTracker& fairshare_;
   const PriorityWeights weights_;
   const uint32_t cluster_gpus_;
-  // (user, account) -> fairshare factor, for this pass (the views point into the job records).
-  // Hashed: asked for every pending job of every pass.
-  struct HashPair {
+  // Every (user, account) a job was asked about, numbered in order (hashed nodes: the names stay
+  // put; found by views of a record's names, not copies); their fairshare factor and weighted
+  // term in this pass (known: computed already; all forgotten at BeginPass).
+  struct OwnerHash {
+    using is_transparent = void;
     size_t operator()(const std::pair<std::string_view, std::string_view>& p) const {
       const size_t a = std::hash<std::string_view>{}(p.first);
       return a ^ (std::hash<std::string_view>{}(p.second) + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
     }
-  };
-  std::unordered_map<std::pair<std::string_view, std::string_view>, double, HashPair> factors_;
-  const std::pair<const std::pair<std::string_view, std::string_view>, double>* last_ = nullptr;  // into factors_
-  // Keys (KeyOf): every (user, account) a key was made for, numbered in order (hashed nodes: the
-  // names stay put; found by views of a record's names, not copies), and their weighted
-  // fairshare terms in this pass (known: asked already).
-  struct OwnerHash {
-    using is_transparent = void;
-    size_t operator()(const std::pair<std::string_view, std::string_view>& p) const { return HashPair{}(p); }
-    size_t operator()(const std::pair<std::string, std::string>& p) const { return HashPair{}({p.first, p.second}); }
+    size_t operator()(const std::pair<std::string, std::string>& p) const {
+      return (*this)(std::pair<std::string_view, std::string_view>(p.first, p.second));
+    }
   };
   struct OwnerEq {
     using is_transparent = void;
@@ -112,10 +80,35 @@ class MultifactorQueue final : public QueuePolicy {
     }
   };
   std::unordered_map<std::pair<std::string, std::string>, uint32_t, OwnerHash, OwnerEq> owner_ids_;
-  uint32_t last_owner_ = 0;  // KeyOf's last answer
   std::vector<const std::pair<std::string, std::string>*> owners_;
-  std::vector<double> owner_terms_;
+  std::vector<double> owner_factors_, owner_terms_;
   std::vector<uint8_t> owner_known_;
+  uint32_t last_owner_ = 0;  // OwnerOf's last answer
+
+  // The job's (user, account) number. Jobs come in runs of one user's: the last answer first.
+  uint32_t OwnerOf(const JobRecord& job) {
+    const std::pair<std::string_view, std::string_view> who{job.spec.user, job.spec.account};
+    if (last_owner_ < owners_.size() && OwnerEq{}(*owners_[last_owner_], who)) return last_owner_;
+    auto it = owner_ids_.find(who);
+    if (it == owner_ids_.end()) {
+      it = owner_ids_.emplace(std::pair<std::string, std::string>(who), static_cast<uint32_t>(owners_.size())).first;
+      owners_.push_back(&it->first);
+      owner_factors_.push_back(0);
+      owner_terms_.push_back(0);
+      owner_known_.push_back(0);
+    }
+    return last_owner_ = it->second;
+  }
+  // The owner's fairshare factor, computed once a pass (its weighted term with it).
+  double Factor(uint32_t owner, Time now) {
+    if (!owner_known_[owner]) {
+      const double f = fairshare_.UserFactor(owners_[owner]->first, owners_[owner]->second, now);
+      owner_factors_[owner] = f;
+      owner_terms_[owner] = weights_.fairshare * priority_internal::Clamp01(f);
+      owner_known_[owner] = 1;
+    }
+    return owner_factors_[owner];
+  }
 };
 
 }  // namespace

@@ -41,7 +41,7 @@ struct PriorityKey {
 struct KeyedTerms {
   double age_weight = 0;
   Duration max_age = 0;
-  const double* owner_terms = nullptr;  // by owner; valid until the next Terms call
+  const double* owner_terms = nullptr;  // by owner; valid until the policy numbers a new owner
   const uint8_t* known = nullptr;       // by owner: owner_terms holds it (OwnerTerm fills it)
 };
 
