@@ -52,12 +52,14 @@ struct Sample {
 };
 
 struct RunCounters {
-  uint64_t passes = 0;               // Schedule() calls
-  uint64_t idle_cycles_skipped = 0;  // of them, backfill cycles taken without a pass (Scheduler::idle_cycles_skipped)
-  uint64_t floored_walks = 0;        // Reserve walks begun where an earlier one ended (Scheduler::floored_walks)
-  uint64_t kept_order_passes = 0;    // passes that read the kept FIFO order (Scheduler::kept_order_passes)
-  uint64_t keyed_skips = 0;          // jobs decided without reading their records (Scheduler::keyed_skips)
-  uint64_t events = 0;               // events delivered to the core
+  uint64_t passes = 0;                 // Schedule() calls
+  uint64_t idle_cycles_skipped = 0;    // of them, backfill cycles taken without a pass (Scheduler::idle_cycles_skipped)
+  uint64_t floored_walks = 0;          // Reserve walks begun where an earlier one ended (Scheduler::floored_walks)
+  uint64_t walk_known_tops = 0;        // domains walks left out by fingerprint alone (Scheduler::walk_known_tops)
+  uint64_t walk_print_mismatches = 0;  // kept fingerprints the Topology disagreed with: 0 (a fault otherwise)
+  uint64_t kept_order_passes = 0;      // passes that read the kept FIFO order (Scheduler::kept_order_passes)
+  uint64_t keyed_skips = 0;            // jobs decided without reading their records (Scheduler::keyed_skips)
+  uint64_t events = 0;                 // events delivered to the core
   uint64_t starts = 0, preemptions = 0, resizes = 0, kills = 0, checkpoints_requested = 0;
   uint64_t node_events = 0;
   double busy_gpu_s = 0;  // integral of GPUs held over time

@@ -24,14 +24,17 @@ MissMemory::Key MissMemory::Of(const PlacementRequest& r) {
   return {a, b};
 }
 
-MissMemory::Key MissMemory::At(Key request, DomainId d) const {
-  const Topology::Fingerprint fp = topo_.fingerprint(d);
+MissMemory::Key MissMemory::At(Key request, DomainId d, Topology::Fingerprint fp) {
   return {SplitMix64(request.a ^ d.value ^ fp.a), SplitMix64((request.b + d.value) ^ fp.b)};
 }
 
-bool MissMemory::Known(Key request, DomainId d) const {
+MissMemory::Key MissMemory::At(Key request, DomainId d) const { return At(request, d, topo_.fingerprint(d)); }
+
+bool MissMemory::Known(Key request, DomainId d) const { return Known(request, d, topo_.fingerprint(d)); }
+
+bool MissMemory::Known(Key request, DomainId d, Topology::Fingerprint fp) const {
   if (slots_.empty() || topo_.domain(d).level < Level::kNode) return false;
-  const Key key = At(request, d);
+  const Key key = At(request, d, fp);
   return slots_[key.a & (slots_.size() - 1)] == key;
 }
 

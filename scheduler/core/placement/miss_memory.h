@@ -32,10 +32,15 @@ class MissMemory {
   static Key Of(const PlacementRequest& request);
   // Whether a search for `request` (its Of) found nothing in `d` in the state `d` is in now.
   bool Known(Key request, DomainId d) const;
+  // Whether it found nothing in `d` in a state of fingerprint `fp` (Topology::fingerprint of
+  // that state, which the Topology need not be in).
+  bool Known(Key request, DomainId d, Topology::Fingerprint fp) const;
   void Remember(Key request, DomainId d);
 
  private:
-  Key At(Key request, DomainId d) const;  // the slot's key: request, domain and fingerprint
+  // The slot's key: request, domain and fingerprint (d's now, or `fp`).
+  Key At(Key request, DomainId d) const;
+  static Key At(Key request, DomainId d, Topology::Fingerprint fp);
 
   const Topology& topo_;
   std::vector<Key> slots_;

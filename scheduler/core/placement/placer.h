@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -82,6 +83,18 @@ class Placer {
   // not gained GPUs since a search found nothing), the answer is Place's: the same search, less
   // candidates that could not win. (A job of one GPU gets Place's answer.)
   PlaceOutcome PlaceWithin(const PlacementRequest& request, std::span<const DomainId> regions) const;
+  // Whether Place and PlaceWithin know, without searching, that domain `d` holds no fit for a
+  // request in a state of fingerprint `fp` (Topology::fingerprint of d in that state, which
+  // the Topology need not be in): a search for it found nothing there before (only for
+  // requests PlaceWithin remembers misses of; false for others).
+  // `asked`: MissKey(request), which is none for requests it does not remember misses of.
+  bool KnownMiss(MissMemory::Key asked, DomainId d, Topology::Fingerprint fp) const {
+    return misses_.Known(asked, d, fp);
+  }
+  static std::optional<MissMemory::Key> MissKey(const PlacementRequest& request) {
+    if (!Remembers(request)) return std::nullopt;
+    return MissMemory::Of(request);
+  }
 
   const BandwidthModel& model() const { return model_; }
 

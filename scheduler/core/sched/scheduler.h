@@ -274,6 +274,12 @@ class Scheduler {
   // Reserve walks that began after now, where an earlier walk of the same pass for the same
   // request ended (config().reserve_shortcuts).
   uint64_t floored_walks() const;
+  // Reserve walks' domain fingerprints kept apart from the Topology that did not match it once
+  // the domain was brought to the walk's time: zero unless there is a fault.
+  uint64_t walk_print_mismatches() const;
+  // Domains Reserve walks left out by their fingerprint at the walk's time alone (a remembered
+  // miss), without bringing them to that time.
+  uint64_t walk_known_tops() const;
   // Placement under pressure: the earliest time a job the last pass held back for a good block
   // reaches its bound and starts on whatever block is free (a pass is due then); kForever if none.
   Time next_patience_deadline() const;

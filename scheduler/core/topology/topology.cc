@@ -98,8 +98,10 @@ DomainId Topology::AtNodeOrAbove(DomainId d) const {
 }
 
 uint64_t Topology::LoadKey(uint32_t domain, int half) const {
-  const int64_t mbs = load_mbs_[domain];
-  const uint32_t jobs = load_jobs_[domain];
+  return LoadKeyOf(domain, half, load_mbs_[domain], load_jobs_[domain]);
+}
+
+uint64_t Topology::LoadKeyOf(uint32_t domain, int half, int64_t mbs, uint32_t jobs) const {
   if (jobs == 0 && mbs == 0) return 0;  // no load: no part in the fingerprint
   return SplitMix64(keys_[2 * (gpu_count() + domain) + static_cast<size_t>(half)] + (uint64_t{jobs} << 40) +
                     static_cast<uint64_t>(mbs));
@@ -158,6 +160,12 @@ void Topology::ChangeGpus(std::span<const GpuId> gpus, bool becomes_free) {
     }
     i = j;
   }
+}
+
+Topology::RingLoad Topology::job_ring(JobId job) const {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || it->second.suspended) return {};
+  return {it->second.crossed, it->second.ring_mbs};
 }
 
 std::span<const GpuId> Topology::job_gpus(JobId job) const {

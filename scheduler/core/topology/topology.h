@@ -117,6 +117,29 @@ class Topology {
     if (print_.empty()) StartPrints();
     return {print_[2 * d.value], print_[2 * d.value + 1]};
   }
+  // The parts of a fingerprint, for a caller that follows a state the Topology is not in (Reserve's
+  // walk: the state at a later time, kept as counts): GPU g's part while it is free; the part of
+  // a crossing load of `mbs` and `jobs` at d (nothing for no load), which goes into the
+  // fingerprints of print_domain(d) and every domain above it (d's node when d is inside one,
+  // else d); the load at d now, exactly.
+  Fingerprint gpu_key(GpuId g) const {
+    if (print_.empty()) StartPrints();
+    return {keys_[2 * g.value], keys_[2 * g.value + 1]};
+  }
+  Fingerprint load_key(DomainId d, int64_t mbs, uint32_t jobs) const {
+    if (print_.empty()) StartPrints();
+    return {LoadKeyOf(d.value, 0, mbs, jobs), LoadKeyOf(d.value, 1, mbs, jobs)};
+  }
+  DomainId print_domain(DomainId d) const { return AtNodeOrAbove(d); }
+  int64_t crossing_mbs(DomainId d) const { return load_mbs_[d.value]; }
+  // A running job's ring as charged to the uplinks: the domains it crosses (a domain once per
+  // crossing) and the load of each crossing in MB/s. Nothing for a job without GPUs here or
+  // suspended.
+  struct RingLoad {
+    std::span<const DomainId> crossed;
+    int64_t mbs = 0;
+  };
+  RingLoad job_ring(JobId job) const;
 
   // Gives `gpus` to `job`. Fails, changing nothing, if the job already holds GPUs, a GPU id is
   // out of range or repeated, or a GPU is not free. `ring_gbs` is the job's predicted ring
@@ -190,6 +213,7 @@ class Topology {
   // (StartPrints, CheckInvariants); a domain's load key (half 0: a, 1: b).
   void StartPrints() const;
   std::vector<uint64_t> PrintsFromScratch() const;
+  uint64_t LoadKeyOf(uint32_t domain, int half, int64_t mbs, uint32_t jobs) const;
   uint64_t LoadKey(uint32_t domain, int half) const;
   DomainId AtNodeOrAbove(DomainId d) const;  // d, or its node when d is inside one
   uint32_t node_free(NodeId n) const { return free_[node_domain_[n.value].value]; }

@@ -35,6 +35,10 @@ inline TopologySpec TwoTier(int leaves, int nodes_per_leaf, const std::string& m
 // of `small` 2-GPU PCIe nodes, one 100 Gb/s NIC each, both leaves 2:1 under one spine. Four
 // small nodes make the best 8-GPU block (11.5 GB/s, the NIC); one big node is about as good (11.4,
 // the sockets' link); 2 GPUs on each of four big nodes are not.
+// MixedNodes' two kinds of node on many leaves, as on the Philly cluster: `big_leaves` leaves
+// of `big` 8-GPU nodes ("big0", ...), then `small_leaves` of `small` 2-GPU nodes ("small0", ...).
+inline TopologySpec MixedNodeLeaves(int big_leaves, int big, int small_leaves, int small);
+
 inline TopologySpec MixedNodes(int big = 4, int small = 4) {
   auto pcie = [](std::vector<int> gpus) {
     GroupSpec g;
@@ -68,6 +72,20 @@ inline TopologySpec MixedNodes(int big = 4, int small = 4) {
   spec.switches.push_back(SwitchSpec{"small", Level::kLeaf, "spine", {}, 2.0, false, "t:3"});
   for (int n = 0; n < big; ++n) spec.nodes.push_back(NodeSpec{"big-n" + std::to_string(n), "big", 0, "t:4"});
   for (int n = 0; n < small; ++n) spec.nodes.push_back(NodeSpec{"small-n" + std::to_string(n), "small", 1, "t:5"});
+  return spec;
+}
+
+inline TopologySpec MixedNodeLeaves(int big_leaves, int big, int small_leaves, int small) {
+  TopologySpec spec = MixedNodes(0, 0);
+  spec.name = "mixed-leaves-test";
+  spec.switches.resize(1);  // the spine
+  for (int l = 0; l < big_leaves + small_leaves; ++l) {
+    const bool is_big = l < big_leaves;
+    const std::string leaf = (is_big ? "big" : "small") + std::to_string(is_big ? l : l - big_leaves);
+    spec.switches.push_back(SwitchSpec{leaf, Level::kLeaf, "spine", {}, 2.0, false, "t:2"});
+    for (int n = 0; n < (is_big ? big : small); ++n)
+      spec.nodes.push_back(NodeSpec{leaf + "-n" + std::to_string(n), leaf, is_big ? 0 : 1, "t:4"});
+  }
   return spec;
 }
 

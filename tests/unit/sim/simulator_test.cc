@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "../core/quality_scale.h"
+#include "../core/test_clusters.h"
 #include "core/topology/node_models.h"
 #include "sim/job_mapping.h"
 #include "sim/report.h"
@@ -594,10 +595,35 @@ TEST(SimReserveShortcuts, SameDecisionsAsASearchAtEveryStep) {
       const OffAndOn r = SameOffAndOn(trace, spec, policy, o, &SchedulerConfig::reserve_shortcuts);
       floored += r.on.counters.floored_walks;
       preemptions += r.on.counters.preemptions;
+      EXPECT_EQ(r.on.counters.walk_print_mismatches, 0u) << policy << " seed " << seed;
     }
   }
   EXPECT_GT(floored, 10000 * seeds);
   EXPECT_GT(preemptions, 20 * seeds);
+}
+
+// A walk for a good block (placement under pressure) brings to its time only the domains it
+// searches, and leaves out a domain the Placer remembers holding no fit in its state then, by a
+// fingerprint of that state kept apart from the Topology (Reserve, `prints`). Philly's two kinds of
+// node on many leaves, under pressure with node failures, the preset and its conservative
+// variant: the same decision log and per-job rows as walks that bring the whole Topology to each
+// time (reserve_shortcuts off); most domains are left out by fingerprint; and each kept
+// fingerprint is the Topology's once the domain is brought to the walk's time.
+TEST(SimReserveShortcuts, DomainsBroughtToTheWalksTimeOnlyWhenSearched) {
+  const TopologySpec spec = testing::MixedNodeLeaves(6, 8, 3, 16);
+  const uint64_t seeds = std::clamp<uint64_t>(std::llround(3 * testing::QualityScale()), 1, 3);
+  uint64_t known = 0;
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
+    constexpr uint32_t kSizes[] = {1, 1, 1, 2, 3, 4, 6, 8, 8, 8, 16};
+    const Trace trace = RandomTrace(seed, 300, 100, kSizes, 20000);
+    for (const char* policy : {"phalanx", "phalanx:backfill=conservative"}) {
+      const OffAndOn r =
+          SameOffAndOn(trace, spec, policy, EquivalenceOptions(seed), &SchedulerConfig::reserve_shortcuts);
+      known += r.on.counters.walk_known_tops;
+      EXPECT_EQ(r.on.counters.walk_print_mismatches, 0u) << policy << " seed " << seed;
+    }
+  }
+  EXPECT_GT(known, 500 * seeds);
 }
 
 // The simulator only feeds events: replaying the events it fed as a scenario script through the

@@ -230,6 +230,7 @@ struct PassState {
   // Reserve's working memory, reused by every call of the pass (one allocation per pass, not
   // per call: the allocator was a tenth of a pass under long queues). Contents are per call;
   // `wanted` is all zero between calls.
+  struct ReleaseWords;
   struct ReserveScratch {
     std::vector<uint32_t> wanted;
     // Before Reserve goes live, by 64-GPU word: wanted by some reservation, wanted by more than
@@ -263,8 +264,26 @@ struct PassState {
     std::vector<uint32_t> node_free, node_top, top_hist, top_free;
     // A walk with a bandwidth floor, for each of its two searches: the domains of `tops` that
     // gained GPUs since the last search that found nothing, and a mark per domain of `tops`.
-    std::array<std::vector<DomainId>, 2> gained;
+    std::array<std::vector<uint32_t>, 2> gained;  // indexes in `tops`
     std::array<std::vector<uint8_t>, 2> gained_mark;
+    // Such a walk brings only the domains of `tops` it searches to the state at t: which are
+    // (by index, and as a list), each released job's GPUs and whether the Topology released it,
+    // the domains of each search, the regions passed to the Placer, and the promised GPUs held.
+    std::vector<uint8_t> top_live;
+    std::vector<DomainId> live_tops;
+    std::vector<const ReleaseWords*> released_words;
+    std::vector<uint8_t> applied;
+    std::array<std::vector<uint32_t>, 2> within;
+    std::vector<DomainId> regions;
+    std::vector<GpuId> others_live;
+    // And the fingerprint each domain of `tops` would have at t (Topology::fingerprint): as it
+    // was when the walk began, and what changed since (the GPUs free at t, the loads of the jobs
+    // released); per Topology domain, the crossing load when the walk first changed it and the
+    // change since (all zero between walks; `load_touched` lists those changed).
+    std::vector<Topology::Fingerprint> top_print, top_print_change;
+    std::vector<int64_t> load_base_mbs, load_change_mbs;
+    std::vector<uint32_t> load_base_jobs, load_change_jobs;
+    std::vector<uint32_t> load_touched;
   } reserve;
   // By 64-GPU word: the GPUs free now (Topology::is_free) and those on nodes that are up, for
   // Reserve, built on its first call. Between Reserve calls the Topology's lasting changes are
@@ -277,6 +296,7 @@ struct PassState {
   struct ReleaseWords {
     bool has_gpus = false;
     uint32_t begin = 0, end = 0;
+    Topology::RingLoad ring;  // its ring's crossings (Topology::job_ring)
   };
   std::unordered_map<JobId, ReleaseWords> release_words;
   // By index of `ends`: the job's entry of release_words, null until first asked (kept in step

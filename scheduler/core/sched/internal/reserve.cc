@@ -261,9 +261,32 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   std::vector<uint32_t>& top_hist = scratch.top_hist;
   std::vector<uint32_t>& top_free = scratch.top_free;
   bool counting = false;
+  const bool track =
+      in_tops && count_nodes && request.min_busbw_gbs > 0 && s.config.placement == PlacementMode::kTopology;
+  // A tracked walk brings to t only the domains of `tops` it searches (`per_top`, below; with
+  // SchedulerConfig::reserve_shortcuts off the whole Topology goes live, as other walks do). It
+  // also keeps the fingerprint each domain of `tops` has at t (`prints`), so that a domain the
+  // Placer remembers holding no fit in that state is not brought to t only to be found a miss
+  // again (on the Philly trace at saturation, 97% of the domains searched were). Only where a
+  // search is the Placer's alone: every partition of the job spans the cluster (no fence of GPUs
+  // outside one) and no per-user limit is set.
+  const bool per_top = track && s.config.reserve_shortcuts;
+  const std::optional<MissMemory::Key> asked = per_top ? Placer::MissKey(request) : std::nullopt;
+  const bool prints = asked && !pass.user_gpu_limits &&
+                      std::all_of(job.partition_ids.begin(), job.partition_ids.end(),
+                                  [&](uint32_t i) { return s.partitions.at(i).all_nodes; });
+  std::vector<Topology::Fingerprint>& top_print = scratch.top_print;
+  std::vector<Topology::Fingerprint>& top_print_change = scratch.top_print_change;
+  bool printing = false;  // from when the counts below are made
+  auto print_change = [&](uint32_t top, Topology::Fingerprint f) {
+    top_print_change[top].a ^= f.a;
+    top_print_change[top].b ^= f.b;
+  };
   auto count_change = [&](uint32_t w, uint64_t bits, bool freed) {
     for (; bits != 0; bits &= bits - 1) {
-      const uint32_t node = topo.node_of(GpuId(w * 64 + static_cast<uint32_t>(std::countr_zero(bits)))).value;
+      const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
+      const uint32_t node = topo.node_of(GpuId(g)).value;
+      if (printing) print_change(node_top[node], topo.gpu_key(GpuId(g)));  // free at t, or no longer
       uint32_t& c = node_free[node];
       uint32_t* hist = top_hist.data() + size_t{node_top[node]} * stride;
       --hist[c];
@@ -278,8 +301,106 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         request, stride - 1, top_free.size(), [&](size_t top, uint32_t f) { return top_hist[top * stride + f]; },
         [&](size_t top) { return top_free[top]; });
   };
-  auto free_at = [&](GpuId g) { return (free_bits[g.value >> 6] >> (g.value & 63)) & 1; };  // before `live` only
-  auto is_held = [&](GpuId g) { return (held[g.value >> 6] >> (g.value & 63)) & 1; };       // before `live`
+  // A request with a bandwidth floor (placement under pressure: a good block) fails the Placer
+  // at most steps of its walk, each a search of every domain of `tops` with enough free GPUs.
+  // Once a search has found nothing, a domain of `tops` can hold a fit at a later step only if it
+  // gained GPUs since (a release, a hold that ends; a hold that begins only takes), so the next
+  // search looks only in those (Placer::PlaceWithin; exact, see there), and none is made while
+  // there are none. The two searches of a step (the GPUs promised to others held, and not) are
+  // tracked apart. Gains are over-counted (a released GPU that stays held marks its domain too).
+  // (The Placer also remembers, across walks and passes, the domains that held no fit by their
+  // state, so even the first search of a walk looks only where something changed.)
+  //
+  // Such a walk (`per_top`) never goes live as a whole: a search looks only inside domains of
+  // `tops`, and reads nothing outside the ones it looks in, so only those need the state at t.
+  // The walk keeps the counts above (and the fingerprints) at every step: they decide, domain by
+  // domain, where a search may find something. A domain is brought to the state at t
+  // (`top_live`: its jobs released by t released, its wanted GPUs held) the first time a search
+  // looks in it; from then on the steps change it as they go. Under a long queue most of the jobs
+  // a walk releases are in domains no search looks in: going live released them all, and gave
+  // them all back at the end (a fifth of the replay of the Philly trace at saturation).
+  struct Tracked {
+    bool failed = false;  // the last search found nothing; `gained` lists the domains since
+    std::vector<uint8_t>& marked;
+    std::vector<uint32_t>& gained;  // indexes in `tops`
+  };
+  std::array<Tracked, 2> tracked{Tracked{false, scratch.gained_mark[0], scratch.gained[0]},
+                                 Tracked{false, scratch.gained_mark[1], scratch.gained[1]}};
+  std::vector<uint8_t>& top_live = scratch.top_live;
+  std::vector<DomainId>& live_tops = scratch.live_tops;
+  live_tops.clear();
+  if (track) {
+    for (Tracked& tr : tracked) {
+      tr.marked.assign(scratch.tops.size(), 0);
+      tr.gained.clear();
+    }
+    top_live.assign(scratch.tops.size(), 0);
+  }
+  auto top_of = [&](uint32_t g) { return node_top[topo.node_of(GpuId(g)).value]; };
+  auto gained = [&](uint32_t g) {
+    const uint32_t top = top_of(g);
+    for (Tracked& tr : tracked) {
+      if (tr.failed && !tr.marked[top]) {
+        tr.marked[top] = 1;
+        tr.gained.push_back(top);
+      }
+    }
+  };
+  // After a search of tr's state (or one known to find what it would): a block, or none.
+  auto searched = [&](Tracked& tr, bool found) {
+    if (!track) return;
+    tr.failed = !found;
+    std::fill(tr.marked.begin(), tr.marked.end(), 0);
+    tr.gained.clear();
+  };
+  // The domains of `tops` tr's next search looks in: all, or those gained since its last search
+  // found nothing; either way (per_top) only those whose counts allow the request.
+  auto top_allows = [&](uint32_t top) {
+    return CountsAllow(
+        request, stride - 1, 1, [&](size_t, uint32_t f) { return top_hist[size_t{top} * stride + f]; },
+        [&](size_t) { return top_free[top]; });
+  };
+  // With the promised blocks given back (`unheld`), a domain the Placer remembers holding no fit
+  // in its state at t is left out too (its search would look at nothing else: PlaceWithin).
+  auto candidates = [&](const Tracked& tr, std::vector<uint32_t>& out, bool unheld) {
+    out.clear();
+    auto consider = [&](uint32_t top) {
+      if (per_top && !top_allows(top)) return;
+      if (unheld && prints) {
+        const DomainId d = scratch.tops[top];
+        Topology::Fingerprint at = topo.fingerprint(d);
+        if (!top_live[top]) {
+          at = top_print[top];
+          at.a ^= top_print_change[top].a;
+          at.b ^= top_print_change[top].b;
+        }
+        if (s.placer->KnownMiss(*asked, d, at)) {
+          s.walk_known_tops += !top_live[top];
+          return;
+        }
+      }
+      out.push_back(top);
+    };
+    if (!tr.failed) {
+      for (uint32_t top = 0; top < scratch.tops.size(); ++top) consider(top);
+    } else {
+      for (uint32_t top : tr.gained) consider(top);
+    }
+  };
+  auto place = [&](Tracked& tr, const std::vector<uint32_t>& within) -> std::optional<Placement> {
+    std::optional<Placement> p;
+    if (!within.empty()) {
+      std::vector<DomainId>& regions = scratch.regions;
+      regions.clear();
+      for (uint32_t top : within) regions.push_back(scratch.tops[top]);
+      p = s.PlaceNow(job, request, regions);
+    }
+    searched(tr, p.has_value());
+    return p;
+  };
+  // Before `live` (and in a per_top walk, which never goes live as a whole): free at t; held.
+  auto free_at = [&](GpuId g) { return (free_bits[g.value >> 6] >> (g.value & 63)) & 1; };
+  auto is_held = [&](GpuId g) { return (held[g.value >> 6] >> (g.value & 63)) & 1; };
   auto want_bits = [&](uint32_t w, uint64_t m) {            // before `live`: one more want of each GPU of m
     uint64_t* plane = planes.data() + size_t{w} * nplanes;  // data(): nplanes may be 0 (no wants)
     for (uint64_t carry = m, p = 0; carry != 0; ++p) {      // never past the last plane: counts fit
@@ -291,6 +412,12 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     held[w] |= m;
     if (newly != 0) free_count -= static_cast<uint32_t>(std::popcount(newly & free_bits[w]));
     if (counting) count_change(w, newly & free_bits[w], false);
+    if (!live_tops.empty()) {  // held at t in the domains brought to t
+      for (uint64_t b = newly & free_bits[w]; b != 0; b &= b - 1) {
+        const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
+        if (top_live[top_of(g)]) what_if.HoldOne(GpuId(g));
+      }
+    }
   };
   auto unwant_bits = [&](uint32_t w, uint64_t m) {          // before `live`: one want less of each GPU of m
     uint64_t* plane = planes.data() + size_t{w} * nplanes;  // data(): nplanes may be 0 (no wants)
@@ -305,57 +432,13 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     held[w] &= ~cleared;
     if (cleared != 0) free_count += static_cast<uint32_t>(std::popcount(cleared & free_bits[w]));
     if (counting) count_change(w, cleared & free_bits[w], true);
-  };
-  // A request with a bandwidth floor (placement under pressure: a good block) fails the Placer
-  // at most steps of its walk, each a search of every domain of `tops` with enough free GPUs.
-  // Once a search has found nothing, a domain of `tops` can hold a fit at a later step only if it
-  // gained GPUs since (a release, a hold that ends; a hold that begins only takes), so the next
-  // search looks only in those (Placer::PlaceWithin; exact, see there), and none is made while
-  // there are none. The two searches of a step (the GPUs promised to others held, and not) are
-  // tracked apart. Gains are over-counted (a released GPU that stays held marks its domain too).
-  // (The Placer also remembers, across walks and passes, the domains that held no fit by their
-  // state, so even the first search of a walk looks only where something changed.)
-  const bool track =
-      in_tops && count_nodes && request.min_busbw_gbs > 0 && s.config.placement == PlacementMode::kTopology;
-  struct Tracked {
-    bool failed = false;  // the last search found nothing; `gained` lists the domains since
-    std::vector<uint8_t>& marked;
-    std::vector<DomainId>& gained;
-  };
-  std::array<Tracked, 2> tracked{Tracked{false, scratch.gained_mark[0], scratch.gained[0]},
-                                 Tracked{false, scratch.gained_mark[1], scratch.gained[1]}};
-  if (track) {
-    for (Tracked& tr : tracked) {
-      tr.marked.assign(scratch.tops.size(), 0);
-      tr.gained.clear();
-    }
-  }
-  auto gained = [&](GpuId g) {
-    const uint32_t top = node_top[topo.node_of(g).value];
-    for (Tracked& tr : tracked) {
-      if (tr.failed && !tr.marked[top]) {
-        tr.marked[top] = 1;
-        tr.gained.push_back(scratch.tops[top]);
+    if (track) {
+      for (uint64_t b = cleared; b != 0; b &= b - 1) {
+        const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
+        gained(g);
+        if (top_live[top_of(g)]) what_if.UnholdOne(GpuId(g));  // a no-op unless held
       }
     }
-  };
-  // After a search of tr's state (or one known to find what it would): a block, or none.
-  auto searched = [&](Tracked& tr, bool found) {
-    if (!track) return;
-    tr.failed = !found;
-    std::fill(tr.marked.begin(), tr.marked.end(), 0);
-    tr.gained.clear();
-  };
-  auto place = [&](Tracked& tr) -> std::optional<Placement> {
-    if (!track) return s.PlaceNow(job, request);
-    std::optional<Placement> p;
-    if (!tr.failed) {
-      p = s.PlaceNow(job, request);
-    } else if (!tr.gained.empty()) {
-      p = s.PlaceNow(job, request, tr.gained);
-    }
-    searched(tr, p.has_value());
-    return p;
   };
   // Reservations enter the window when t + w passes their start and leave it for good when t
   // reaches their end (t only grows): two cursors, over the reservations by start and by end.
@@ -379,7 +462,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     for (GpuId g : reservations[i].gpus) {
       if (--wanted[g.value] == 0) {
         what_if.UnholdOne(g);
-        if (track) gained(g);
+        if (track) gained(g.value);
       }
     }
   };
@@ -400,8 +483,116 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     for (uint32_t w = 0; w < words; ++w) count_change(w, free_bits[w] & ~held[w], true);
     counting = true;
   }
+  if (prints) {
+    // The fingerprints of the Topology as it is (the start blocks given back, nothing held), and
+    // the change to the state at the walk's first time: the GPUs free now but held (-w/-x/-C).
+    top_print.resize(scratch.tops.size());
+    top_print_change.assign(scratch.tops.size(), {});
+    for (size_t i = 0; i < scratch.tops.size(); ++i) top_print[i] = topo.fingerprint(scratch.tops[i]);
+    for (uint32_t w = 0; w < words; ++w) {
+      for (uint64_t b = pass.free_now_bits[w] ^ (free_bits[w] & ~held[w]); b != 0; b &= b - 1) {
+        const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
+        print_change(node_top[topo.node_of(GpuId(g)).value], topo.gpu_key(GpuId(g)));
+      }
+    }
+    printing = true;
+  }
+  // The index in `tops` of the domain whose fingerprint a crossing load at d is part of, if any
+  // (none: above every domain of `tops`).
+  constexpr uint32_t kNoTop = ~uint32_t{0};
+  auto print_top = [&](DomainId d) {
+    const DomainId at = topo.print_domain(d);
+    const Domain& a = topo.domain(at);
+    const uint32_t top = node_top[a.first_node];
+    return a.level == Level::kNode || a.depth >= topo.domain(scratch.tops[top]).depth ? top : kNoTop;
+  };
+  // A released job's ring no longer loads the uplinks it crosses at t: each load's part in the
+  // fingerprint changes (the load as the walk began, and the change since).
+  std::vector<int64_t>& load_base_mbs = scratch.load_base_mbs;
+  std::vector<int64_t>& load_change_mbs = scratch.load_change_mbs;
+  std::vector<uint32_t>& load_base_jobs = scratch.load_base_jobs;
+  std::vector<uint32_t>& load_change_jobs = scratch.load_change_jobs;
+  std::vector<uint32_t>& load_touched = scratch.load_touched;
+  if (prints && load_change_mbs.size() != topo.domain_count()) {
+    load_base_mbs.assign(topo.domain_count(), 0);
+    load_change_mbs.assign(topo.domain_count(), 0);
+    load_base_jobs.assign(topo.domain_count(), 0);
+    load_change_jobs.assign(topo.domain_count(), 0);
+  }
+  struct Untouch {  // all changes zero again when the call returns
+    PassState::ReserveScratch& s;
+    ~Untouch() {
+      for (uint32_t d : s.load_touched) {
+        s.load_change_mbs[d] = 0;
+        s.load_change_jobs[d] = 0;
+      }
+      s.load_touched.clear();
+    }
+  } untouch{scratch};
+  auto unload = [&](const Topology::RingLoad& ring) {
+    for (DomainId d : ring.crossed) {
+      const uint32_t i = d.value;
+      if (load_change_jobs[i] == 0) {  // first changed by this walk (a change takes a job away)
+        load_touched.push_back(i);
+        load_base_mbs[i] = topo.crossing_mbs(d);
+        load_base_jobs[i] = topo.crossing_jobs(d);
+      }
+      const Topology::Fingerprint before =
+          topo.load_key(d, load_base_mbs[i] + load_change_mbs[i], load_base_jobs[i] + load_change_jobs[i]);
+      load_change_mbs[i] -= ring.mbs;
+      load_change_jobs[i] -= 1;
+      const Topology::Fingerprint after =
+          topo.load_key(d, load_base_mbs[i] + load_change_mbs[i], load_base_jobs[i] + load_change_jobs[i]);
+      if (const uint32_t top = print_top(d); top != kNoTop) print_change(top, {before.a ^ after.a, before.b ^ after.b});
+    }
+  };
   std::vector<JobId>& released = scratch.released;  // before `live`: the jobs to release when it goes live
   released.clear();
+  // A walk that tracks its searches (`track`): each released job's GPUs, and whether the
+  // Topology has released it (per_top: it has GPUs in a domain brought to t).
+  std::vector<const PassState::ReleaseWords*>& released_words = scratch.released_words;
+  std::vector<uint8_t>& applied = scratch.applied;
+  released_words.clear();
+  applied.clear();
+  auto apply = [&](size_t r) {
+    applied[r] = 1;
+    what_if.ReleaseJob(released[r]);
+    const PassState::ReleaseWords& rw = *released_words[r];
+    for (uint32_t x = rw.begin; x < rw.end; ++x) {
+      const auto [w, m] = pass.release_word_list[x];
+      for (uint64_t b = m & held[w]; b != 0; b &= b - 1) {
+        const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
+        if (top_live[top_of(g)]) what_if.HoldOne(GpuId(g));
+      }
+    }
+  };
+  // Brings domain `top` of `tops` to the state at t: its jobs released by t released, and its
+  // wanted GPUs that are free at t held.
+  auto make_live = [&](uint32_t top) {
+    top_live[top] = 1;
+    live_tops.push_back(scratch.tops[top]);
+    for (size_t r = 0; r < released.size(); ++r) {
+      if (applied[r]) continue;
+      const PassState::ReleaseWords& rw = *released_words[r];
+      bool in_top = false;
+      for (uint32_t x = rw.begin; x < rw.end && !in_top; ++x) {
+        const auto [w, m] = pass.release_word_list[x];
+        for (uint64_t b = m; b != 0 && !in_top; b &= b - 1)
+          in_top = top_of(w * 64 + static_cast<uint32_t>(std::countr_zero(b))) == top;
+      }
+      if (in_top) apply(r);
+    }
+    const Domain& d = topo.domain(scratch.tops[top]);
+    for (uint32_t g = d.first_gpu; g < d.first_gpu + d.gpu_count; ++g) {
+      if (is_held(GpuId(g)) && free_at(GpuId(g))) what_if.HoldOne(GpuId(g));  // a no-op if held already
+    }
+    // The fingerprint kept for it is the one it has now (else a miss was looked up in the wrong
+    // state: counted, and tests ask for none).
+    if (prints &&
+        !(topo.fingerprint(scratch.tops[top]) == Topology::Fingerprint{top_print[top].a ^ top_print_change[top].a,
+                                                                       top_print[top].b ^ top_print_change[top].b}))
+      ++s.walk_print_mismatches;
+  };
   std::vector<GpuId>& gpus = scratch.gpus;
   // The job's GPUs on nodes that are up, as words, once per pass: an active job's GPUs do not
   // change while the pass walks its queue (StartJob adds jobs; none ends or resizes).
@@ -416,6 +607,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         if ((m &= pass.up_bits[w]) != 0) pass.release_word_list.emplace_back(w, m);  // else: the node takes no work
       });
       rw.end = static_cast<uint32_t>(pass.release_word_list.size());
+      rw.ring = topo.job_ring(id);
     }
     return rw;
   };
@@ -435,6 +627,21 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         free_count += static_cast<uint32_t>(std::popcount(m & ~held[w]));
         if (counting) count_change(w, m & ~held[w], true);
       }
+      if (prints) unload(rw.ring);
+      if (track) {
+        released_words.push_back(&rw);
+        applied.push_back(0);
+        bool in_live = false;
+        for (uint32_t x = rw.begin; x < rw.end; ++x) {
+          const auto [w, m] = pass.release_word_list[x];
+          for (uint64_t b = m; b != 0; b &= b - 1) {
+            const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
+            gained(g);
+            in_live = in_live || top_live[top_of(g)];
+          }
+        }
+        if (in_live) apply(released.size() - 1);
+      }
       return;
     }
     const std::span<const GpuId> list = topo.job_gpus(id);  // empty if the Topology has none to give
@@ -444,7 +651,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     for (GpuId g : gpus) {
       if (topo.node_state(topo.node_of(g)) != NodeState::kUp) continue;  // not free: the node takes no work
       if (wanted[g.value] > 0) what_if.HoldOne(g);
-      if (track) gained(g);
+      if (track) gained(g.value);
     }
   };
   // The Topology at t as the step-by-step walk leaves it: the jobs released, every wanted GPU
@@ -493,7 +700,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         t = *candidate;
       }
     }
-    if (live) what_if.Empty(kPromised);
+    if (live || track) what_if.Empty(kPromised);
     while (next < ends.size() && ends[next].first <= t) release(next++);
     for (; left < by_end.size() && reservations[by_end[left]].end <= t; ++left) {
       const uint32_t i = by_end[left];
@@ -522,14 +729,14 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     if (!p && !live) {
       // Live, CountsMayHold would refuse this step (below) on the same counts.
       if (count_nodes && !counts_allow()) continue;
-      go_live();
+      if (!per_top) go_live();
     }
-    if (!p && own_fits &&
+    if (!p && live && own_fits &&
         std::all_of(own->second.begin(), own->second.end(), [&](GpuId g) { return topo.is_free(g); })) {
       p = Placement{own->second, {}, {}};
     }
     // Both Placer calls below would fail when the counts alone say so (the first holds more).
-    if (!p && !CountsMayHold(topo, request, scratch.tops)) continue;
+    if (!p && live && !CountsMayHold(topo, request, scratch.tops)) continue;
     auto build_others = [&]() {
       if (others_built) return;  // neither changes during the call
       // One list, each block's GPUs in order, less those an earlier block lists (one Extend
@@ -547,34 +754,59 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       for (GpuId g : others) listed[g.value] = 0;
       others_built = true;
     };
-    if (!p && (track || complete)) {
-      // Searches without the blocks promised to others first: most searches of a walk find
-      // nothing, and what finds nothing without them finds nothing with them held. Only when it
-      // finds a block are they held (hundreds of GPUs under a long queue, each a Topology
-      // change, at every step) and the search with them made (and preferred, as below).
-      p = place(tracked[1]);
+    // Searches without the blocks promised to others first: most searches of a walk find
+    // nothing, and what finds nothing without them finds nothing with them held. Only when it
+    // finds a block are they held (hundreds of GPUs under a long queue, each a Topology change,
+    // at every step) and the search with them made (and preferred, as below).
+    if (!p && track) {
+      // The domains each search looks in, brought to t first (the promised blocks are empty
+      // here); those the one with the promised blocks held looks in only if it is made. Only
+      // the promised GPUs inside domains brought to t are held: no search looks elsewhere.
+      std::array<std::vector<uint32_t>, 2>& within = scratch.within;
+      candidates(tracked[1], within[1], true);
+      for (uint32_t top : within[1]) {
+        if (per_top && !top_live[top]) make_live(top);
+      }
+      p = place(tracked[1], within[1]);
       if (!p) {
         searched(tracked[0], false);
         continue;
       }
+      candidates(tracked[0], within[0], false);
+      for (uint32_t top : within[0]) {
+        if (per_top && !top_live[top]) make_live(top);
+      }
       build_others();
-      what_if.Extend(kPromised, others);
+      std::vector<GpuId>& held_others = scratch.others_live;
+      held_others.clear();
+      for (GpuId g : others) {
+        if (!per_top || top_live[top_of(g.value)]) held_others.push_back(g);
+      }
+      what_if.Extend(kPromised, held_others);
       if (what_if.empty(kPromised)) {
         searched(tracked[0], true);  // the state just searched: a block
-      } else if (!CountsMayHold(topo, request, scratch.tops)) {
+      } else if (!CountsMayHold(topo, request, per_top ? std::span<const DomainId>(live_tops) : scratch.tops)) {
         searched(tracked[0], false);
-      } else if (auto a = place(tracked[0])) {
+      } else if (auto a = place(tracked[0], within[0])) {
         p = std::move(a);
+      }
+    } else if (!p && complete) {
+      p = s.PlaceNow(job, request);
+      if (!p) continue;
+      build_others();
+      what_if.Extend(kPromised, others);
+      if (!what_if.empty(kPromised) && CountsMayHold(topo, request, scratch.tops)) {
+        if (auto a = s.PlaceNow(job, request)) p = std::move(a);
       }
     }
     if (!p) {
       build_others();
       what_if.Extend(kPromised, others);
-      if (CountsMayHold(topo, request, scratch.tops)) p = place(tracked[0]);
+      if (CountsMayHold(topo, request, scratch.tops)) p = s.PlaceNow(job, request);
     }
     if (!p && !what_if.empty(kPromised)) {
       what_if.Empty(kPromised);
-      p = place(tracked[1]);
+      p = s.PlaceNow(job, request);
     }
     if (!p) continue;
     ended(t);

@@ -239,7 +239,11 @@ struct SchedulerState {
   Time backfill_idle_until = kForever;  // ... and only before this (PassState::window_reaches)
   uint64_t idle_cycles_skipped = 0;
   uint64_t kept_order_passes = 0;
-  uint64_t keyed_skips = 0;      // jobs decided from their kept keys alone (ScheduleFromKeys)
+  uint64_t keyed_skips = 0;  // jobs decided from their kept keys alone (ScheduleFromKeys)
+  // Reserve walks' domains whose fingerprint at t, kept apart from the Topology, was not the one
+  // the Topology gave once brought to t (a fault: tests ask for none).
+  uint64_t walk_print_mismatches = 0;
+  uint64_t walk_known_tops = 0;  // domains a walk left out by their fingerprint at t alone
   uint64_t floored_walks = 0;    // Reserve walks that began at an earlier walk's end (PassState::WalkFloor)
   Time patience_due = kForever;  // the last pass: the earliest bound of a job waiting for a good block
   // Between the first Restore and FinishRestore: the jobs restored so far (scheduler_restore.cc).
