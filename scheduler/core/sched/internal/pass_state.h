@@ -273,9 +273,10 @@ struct PassState {
     std::vector<DomainId> live_tops;
     std::vector<const ReleaseWords*> released_words;
     std::vector<uint8_t> applied;
+    std::vector<std::vector<uint32_t>> deferred;  // per domain of `tops`: its released jobs
     std::array<std::vector<uint32_t>, 2> within;
     std::vector<DomainId> regions;
-    std::vector<GpuId> others_live;
+    std::vector<GpuId> others_live, to_hold;
     // And the fingerprint each domain of `tops` would have at t (Topology::fingerprint): as it
     // was when the walk began, and what changed since (the GPUs free at t, the loads of the jobs
     // released); per Topology domain, the crossing load when the walk first changed it and the

@@ -554,6 +554,12 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   std::vector<uint8_t>& applied = scratch.applied;
   released_words.clear();
   applied.clear();
+  // By domain of `tops` (per_top): the released jobs with GPUs in it, by index in `released`.
+  std::vector<std::vector<uint32_t>>& deferred = scratch.deferred;
+  if (track) {
+    deferred.resize(scratch.tops.size());
+    for (std::vector<uint32_t>& list : deferred) list.clear();
+  }
   auto apply = [&](size_t r) {
     applied[r] = 1;
     what_if.ReleaseJob(released[r]);
@@ -571,21 +577,16 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   auto make_live = [&](uint32_t top) {
     top_live[top] = 1;
     live_tops.push_back(scratch.tops[top]);
-    for (size_t r = 0; r < released.size(); ++r) {
-      if (applied[r]) continue;
-      const PassState::ReleaseWords& rw = *released_words[r];
-      bool in_top = false;
-      for (uint32_t x = rw.begin; x < rw.end && !in_top; ++x) {
-        const auto [w, m] = pass.release_word_list[x];
-        for (uint64_t b = m; b != 0 && !in_top; b &= b - 1)
-          in_top = top_of(w * 64 + static_cast<uint32_t>(std::countr_zero(b))) == top;
-      }
-      if (in_top) apply(r);
+    for (uint32_t r : deferred[top]) {
+      if (!applied[r]) apply(r);
     }
     const Domain& d = topo.domain(scratch.tops[top]);
+    std::vector<GpuId>& hold = scratch.to_hold;
+    hold.clear();
     for (uint32_t g = d.first_gpu; g < d.first_gpu + d.gpu_count; ++g) {
-      if (is_held(GpuId(g)) && free_at(GpuId(g))) what_if.HoldOne(GpuId(g));  // a no-op if held already
+      if (is_held(GpuId(g)) && free_at(GpuId(g)) && topo.is_free(GpuId(g))) hold.push_back(GpuId(g));  // not yet
     }
+    what_if.HoldEach(hold);
     // The fingerprint kept for it is the one it has now (else a miss was looked up in the wrong
     // state: counted, and tests ask for none).
     if (prints &&
@@ -629,18 +630,25 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       }
       if (prints) unload(rw.ring);
       if (track) {
+        const auto r = static_cast<uint32_t>(released.size() - 1);
         released_words.push_back(&rw);
         applied.push_back(0);
         bool in_live = false;
+        uint32_t listed_in = kNoTop;  // a job's GPUs come in order, so its domains do too
         for (uint32_t x = rw.begin; x < rw.end; ++x) {
           const auto [w, m] = pass.release_word_list[x];
           for (uint64_t b = m; b != 0; b &= b - 1) {
             const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
+            const uint32_t top = top_of(g);
             gained(g);
-            in_live = in_live || top_live[top_of(g)];
+            in_live = in_live || top_live[top];
+            if (top != listed_in) {
+              deferred[top].push_back(r);
+              listed_in = top;
+            }
           }
         }
-        if (in_live) apply(released.size() - 1);
+        if (in_live) apply(r);
       }
       return;
     }
