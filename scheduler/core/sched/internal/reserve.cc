@@ -144,9 +144,15 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
                             : nullptr;
   // (Groups are not planned: a job that must fit in a group must fit in its node.)
   const Level max_level = request.fit == FitMode::kRequire ? std::max(request.level, Level::kNode) : Level::kCore;
-  // Where a job that must fit inside one domain may fit, for CountsMayHold.
+  // Where a job that must fit inside one domain may fit, for CountsMayHold. A good block inside
+  // one node (or group) is looked for leaf by leaf, as the Placer does (Placer::Place): the walk
+  // tracks those domains as it tracks the domains of a level above the node (`track`, below).
+  const bool by_leaf = !WithinDomainAboveNode(request) && request.fit == FitMode::kRequire &&
+                       s.config.placement == PlacementMode::kTopology && Placer::MissKey(request).has_value();
   if (WithinDomainAboveNode(request)) {
     DomainsUpTo(topo, request.level, scratch.tops);
+  } else if (by_leaf) {
+    DomainsUpTo(topo, Level::kLeaf, scratch.tops);
   } else {
     scratch.tops.clear();
   }
@@ -253,7 +259,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // it does not need them) how many nodes have each count and its free GPUs, so the walk goes
   // live only at a step whose counts allow the request (once live, every step changes the
   // Topology). Kept by the three places that change `free_bits` or `held` (below).
-  const bool in_tops = WithinDomainAboveNode(request);
+  const bool in_tops = WithinDomainAboveNode(request) || by_leaf;
   const bool count_nodes = CountsCanRefuse(request);
   const uint32_t stride = topo.max_gpus_per_node() + 1;
   std::vector<uint32_t>& node_free = scratch.node_free;
@@ -793,7 +799,11 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       what_if.Extend(kPromised, held_others);
       if (what_if.empty(kPromised)) {
         searched(tracked[0], true);  // the state just searched: a block
-      } else if (!CountsMayHold(topo, request, per_top ? std::span<const DomainId>(live_tops) : scratch.tops)) {
+      } else if (per_top ? !CountsAllow(
+                               request, stride - 1, live_tops.size(),
+                               [&](size_t i, uint32_t f) { return topo.nodes_with_free(live_tops[i], f); },
+                               [&](size_t i) { return topo.free_gpus(live_tops[i]); })
+                         : !CountsMayHold(topo, request, scratch.tops)) {
         searched(tracked[0], false);
       } else if (auto a = place(tracked[0], within[0])) {
         p = std::move(a);
