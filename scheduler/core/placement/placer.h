@@ -107,6 +107,10 @@ class Placer {
   // as its best placement reaches `tolerance` x the best placement anywhere (1.0: bandwidth
   // first, as for multi-node jobs). Keeps big nodes whole for the jobs that need them.
   void set_node_fit_tolerance(double tolerance) { node_fit_tolerance_ = tolerance; }
+  // The best GPU link of the cluster: a job that fits in one node whose placement reaches it
+  // takes the fullest node that can hold it, found from the root down (the search's one read
+  // outside the regions it is given).
+  double max_gpu_link_gbs() const { return max_gpu_cap_[topo_.root().value]; }
   double node_fit_tolerance() const { return node_fit_tolerance_; }
 
  private:

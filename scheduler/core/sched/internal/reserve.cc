@@ -276,7 +276,14 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // again (on the Philly trace at saturation, 97% of the domains searched were). Only where a
   // search is the Placer's alone: every partition of the job spans the cluster (no fence of GPUs
   // outside one) and no per-user limit is set.
-  const bool per_top = track && s.config.reserve_shortcuts;
+  // The Placer's search reads outside the domains it looks in only to take, for a job that fits
+  // in one node, the fullest node that can hold it anywhere when its placement reaches the best
+  // GPU link of the cluster (Placer::max_gpu_link_gbs); and the cluster's counts, which hold
+  // a domain brought to t as it is. So only where no placement of the job can reach that link:
+  // the best one in the empty cluster does not.
+  const bool per_top = track && s.config.reserve_shortcuts &&
+                       (request.TotalGpus() > topo.max_gpus_per_node() ||
+                        s.Best(request.TotalGpus()).busbw_gbs < s.placer->max_gpu_link_gbs());
   const std::optional<MissMemory::Key> asked = per_top ? Placer::MissKey(request) : std::nullopt;
   const bool prints = asked && !pass.user_gpu_limits &&
                       std::all_of(job.partition_ids.begin(), job.partition_ids.end(),
