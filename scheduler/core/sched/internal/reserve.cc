@@ -276,14 +276,30 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // again (on the Philly trace at saturation, 97% of the domains searched were). Only where a
   // search is the Placer's alone: every partition of the job spans the cluster (no fence of GPUs
   // outside one) and no per-user limit is set.
-  // The Placer's search reads outside the domains it looks in only to take, for a job that fits
-  // in one node, the fullest node that can hold it anywhere when its placement reaches the best
-  // GPU link of the cluster (Placer::max_gpu_link_gbs); and the cluster's counts, which hold
-  // a domain brought to t as it is. So only where no placement of the job can reach that link:
-  // the best one in the empty cluster does not.
-  const bool per_top = track && s.config.reserve_shortcuts &&
-                       (request.TotalGpus() > topo.max_gpus_per_node() ||
-                        s.Best(request.TotalGpus()).busbw_gbs < s.placer->max_gpu_link_gbs());
+  // And only where the answer of a search depends on nothing outside the domains it looks in
+  // (docs/scheduling.md, "Block-shaped reservations"). The search also reads
+  // - the cluster's counts (a refusal for too few GPUs, a node tier skipped), which count a
+  //   domain brought to t as it is: the same answers;
+  // - for a job that fits in one node, the fullest node that can hold it anywhere, found from the
+  //   root down: taken at once if its placement reaches the best GPU link of the cluster
+  //   (Placer::max_gpu_link_gbs), else only a first candidate, which decides between blocks of
+  //   equal bandwidth unless node best fit picks again among them (best fit, tolerance < 1). So
+  //   only where no placement can reach that link (the best in the empty cluster does not), and
+  //   node best fit is on;
+  // - between candidates in two domains, the free GPUs of the domains above them, level by
+  //   level, up to the first they share: only the domains themselves when they share one parent
+  //   and every domain that could hold the job lies at one depth for its level
+  //   (SchedulerState::DepthsByLevel).
+  const bool per_top = [&] {
+    if (!track || !s.config.reserve_shortcuts) return false;
+    const uint32_t total = request.TotalGpus();
+    if (total <= topo.max_gpus_per_node() && (s.Best(total).busbw_gbs >= s.placer->max_gpu_link_gbs() ||
+                                              !s.placer->best_fit() || s.placer->node_fit_tolerance() >= 1.0))
+      return false;
+    if (!s.DepthsByLevel(total)) return false;
+    return std::all_of(scratch.tops.begin(), scratch.tops.end(),
+                       [&](DomainId d) { return topo.domain(d).parent == topo.domain(scratch.tops[0]).parent; });
+  }();
   const std::optional<MissMemory::Key> asked = per_top ? Placer::MissKey(request) : std::nullopt;
   const bool prints = asked && !pass.user_gpu_limits &&
                       std::all_of(job.partition_ids.begin(), job.partition_ids.end(),

@@ -144,6 +144,18 @@ const SchedulerState::BestBlock& SchedulerState::Best(uint32_t gpus) {
   return best_blocks.emplace(gpus, b).first->second;
 }
 
+bool SchedulerState::DepthsByLevel(uint32_t gpus) {
+  auto [it, added] = depths_by_level.try_emplace(gpus, true);
+  if (added) {
+    std::map<Level, uint32_t> depth;
+    for (uint32_t i = 0; i < topo->domain_count() && it->second; ++i) {
+      const Domain& d = topo->domain(DomainId(i));
+      if (d.gpu_count >= gpus) it->second = depth.try_emplace(d.level, d.depth).first->second == d.depth;
+    }
+  }
+  return it->second;
+}
+
 Time SchedulerState::ReleaseTime(const JobRecord& r) const {
   Time t = policies.runtime->End(r, now);
   if (r.state == JobState::kCheckpointing && r.after_checkpoint == JobRecord::After::kPreempt)

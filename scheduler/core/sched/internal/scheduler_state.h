@@ -104,6 +104,10 @@ struct SchedulerState {
     Level level = Level::kCore;
   };
   const BestBlock& Best(uint32_t gpus);
+  // Whether every domain of at least `gpus` GPUs (one that could hold a block of that many)
+  // lies at one depth of the tree for its level (found once a size: the tree never changes).
+  bool DepthsByLevel(uint32_t gpus);
+  std::map<uint32_t, bool> depths_by_level;
   // The predicted bus bandwidth of a ring over `gpus` in the empty cluster: its shape alone, no
   // other job's traffic. After Best (which makes the empty copy).
   double ShapeBusbw(std::span<const GpuId> gpus) const { return empty_placer->model().Predict(gpus).busbw_gbs; }
