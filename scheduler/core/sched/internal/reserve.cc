@@ -147,8 +147,9 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // Where a job that must fit inside one domain may fit, for CountsMayHold. A good block inside
   // one node (or group) is looked for leaf by leaf, as the Placer does (Placer::Place): the walk
   // tracks those domains as it tracks the domains of a level above the node (`track`, below).
+  const std::optional<MissMemory::Key> remembered = Placer::MissKey(request);  // a request with a floor
   const bool by_leaf = !WithinDomainAboveNode(request) && request.fit == FitMode::kRequire &&
-                       s.config.placement == PlacementMode::kTopology && Placer::MissKey(request).has_value();
+                       s.config.placement == PlacementMode::kTopology && remembered.has_value();
   if (WithinDomainAboveNode(request)) {
     DomainsUpTo(topo, request.level, scratch.tops);
   } else if (by_leaf) {
@@ -300,7 +301,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     return std::all_of(scratch.tops.begin(), scratch.tops.end(),
                        [&](DomainId d) { return topo.domain(d).parent == topo.domain(scratch.tops[0]).parent; });
   }();
-  const std::optional<MissMemory::Key> asked = per_top ? Placer::MissKey(request) : std::nullopt;
+  const std::optional<MissMemory::Key> asked = per_top ? remembered : std::nullopt;
   const bool prints = asked && !pass.user_gpu_limits &&
                       std::all_of(job.partition_ids.begin(), job.partition_ids.end(),
                                   [&](uint32_t i) { return s.partitions.at(i).all_nodes; });
