@@ -293,6 +293,7 @@ Status Topology::Release(JobId job) {
   for (DomainId d : it->second.crossed) ChangeLoad(d, -it->second.ring_mbs, -1);
   jobs_.erase(it);
   ++version_;
+  ++frees_;
   return {};
 }
 
@@ -301,6 +302,7 @@ Status Topology::SetNodeState(NodeId node, NodeState state) {
   ++version_;
   const NodeState old = node_state_[node.value];
   const bool was_up = old == NodeState::kUp, will_be_up = state == NodeState::kUp;
+  frees_ += will_be_up && !was_up;
   if (was_up == will_be_up) {
     node_state_[node.value] = state;
     return {};

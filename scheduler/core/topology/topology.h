@@ -184,6 +184,9 @@ class Topology {
   // same version() and no what-if in force see the same Topology: an answer computed from it at
   // one holds at the other (Scheduler's pass caches some that way).
   uint64_t version() const { return version_; }
+  // Of those, the ones that can make a GPU free (Release; a node back up): a caller that keeps
+  // free GPUs held across other changes (StartBlocks) knows whether one it wants came free.
+  uint64_t frees() const { return frees_; }
   bool no_what_if() const { return held_gpus_ == 0 && suspended_jobs_ == 0; }
   // The GPUs held by what-if changes in force, and whether no job is suspended.
   uint64_t held_gpus() const { return held_gpus_; }
@@ -229,6 +232,7 @@ class Topology {
   std::unordered_map<std::string, DomainId> by_name_;
   uint32_t max_gpus_per_node_ = 0;
   uint64_t version_ = 0;
+  uint64_t frees_ = 0;
   uint64_t held_gpus_ = 0;       // owned by kHeld (Hold less Unhold)
   uint32_t suspended_jobs_ = 0;  // Suspend less Resume
   uint32_t hist_stride_ = 1;

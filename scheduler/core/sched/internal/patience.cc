@@ -19,12 +19,12 @@ bool KeptBlockFree(SchedulerState& s, PassState& pass, const JobRecord& job, Dur
   const Topology& topo = *s.topo;
   const Time start = job.patience_start, end = start + w;
   if (start <= pass.now) return false;  // due: a walk says whether it is free now
-  pass.start_blocks.Clear();            // its holds are not owners
   JobId last = kNoJob;
   for (GpuId g : job.patience_gpus) {
     if (topo.node_state(topo.node_of(g)) != NodeState::kUp) return false;
     const JobId owner = topo.owner(g);
-    if (owner == kNoJob || owner == last) continue;
+    // Free now: no owner, or blocked only while jobs start now (StartBlocks).
+    if (owner == kNoJob || owner == last || (owner == Topology::kHeld && pass.start_blocks.blocks(g))) continue;
     if (Topology::IsExternal(owner) || owner == Topology::kHeld) return false;
     // A GPU's owner is an active job: the active set's sorted vector, not the map of every job
     // ever known (a dozen cache misses a lookup under a long trace).

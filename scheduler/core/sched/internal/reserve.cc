@@ -878,7 +878,7 @@ void AddReservation(SchedulerState& s, PassState& pass, Reservation r) {
   pass.reserved_filter.Add(r.job);
   pass.policy_reservations += !r.for_preemption && !r.for_patience;
   s.reservations.push_back(std::move(r));
-  pass.start_blocks.Invalidate();
+  pass.start_blocks.Appended(s.reservations);
 }
 
 }  // namespace phalanx
