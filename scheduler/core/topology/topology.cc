@@ -200,27 +200,38 @@ Status Topology::Unhold(std::span<const GpuId> gpus) {
 }
 
 Status Topology::Suspend(JobId job) {
+  if (!SuspendJob(job)) return Fail("job " + std::to_string(job), "holds no GPUs to suspend");
+  return {};
+}
+
+std::optional<Topology::Suspended> Topology::SuspendJob(JobId job) {
   auto it = jobs_.find(job);
-  if (it == jobs_.end() || it->second.suspended) return Fail("job " + std::to_string(job), "holds no GPUs to suspend");
+  if (it == jobs_.end() || it->second.suspended) return std::nullopt;
   for (GpuId g : it->second.gpus) owner_[g.value] = kNoJob;
   ChangeGpus(it->second.gpus, true);
   Charge(it->second, -1);
   it->second.suspended = true;
   ++suspended_jobs_;
-  return {};
+  return Suspended(job, &it->second);
 }
 
 Status Topology::Resume(JobId job) {
   auto it = jobs_.find(job);
   if (it == jobs_.end() || !it->second.suspended) return Fail("job " + std::to_string(job), "is not suspended");
-  for (GpuId g : it->second.gpus) {
+  return Resume(Suspended(job, &it->second));
+}
+
+Status Topology::Resume(const Suspended& s) {
+  JobAlloc& alloc = *s.alloc_;
+  if (!alloc.suspended) return Fail("job " + std::to_string(s.job_), "is not suspended");
+  for (GpuId g : alloc.gpus) {
     if (owner_[g.value] != kNoJob)
-      return Fail("job " + std::to_string(job), "GPU " + std::to_string(g.value) + " was taken while suspended");
+      return Fail("job " + std::to_string(s.job_), "GPU " + std::to_string(g.value) + " was taken while suspended");
   }
-  for (GpuId g : it->second.gpus) owner_[g.value] = job;
-  ChangeGpus(it->second.gpus, false);
-  Charge(it->second, +1);
-  it->second.suspended = false;
+  for (GpuId g : alloc.gpus) owner_[g.value] = s.job_;
+  ChangeGpus(alloc.gpus, false);
+  Charge(alloc, +1);
+  alloc.suspended = false;
   --suspended_jobs_;
   return {};
 }

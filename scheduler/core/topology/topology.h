@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,6 +50,8 @@ enum class NodeState : uint8_t { kUp, kDrain, kDown };
 std::string_view NodeStateName(NodeState state);
 
 class Topology {
+  struct JobAlloc;  // below
+
  public:
   // Builds the tree. Fails (naming spec positions) on: no nodes, duplicate names, unknown parent,
   // parent cycles, a node model with no GPUs or GPU indices that are missing/duplicated, a node
@@ -170,6 +173,21 @@ class Topology {
   // taken meanwhile. Suspended jobs are not listed by job_gpus() and cannot be released.
   Status Suspend(JobId job);
   Status Resume(JobId job);
+  // The same, for a caller that resumes every job it suspended (WhatIf): Suspend tells where the
+  // job's record is (none when it would fail), and Resume takes it from there without looking
+  // the job up again. Valid while the job stays suspended (a suspended job cannot be released).
+  class Suspended {
+   public:
+    JobId job() const { return job_; }
+
+   private:
+    friend class Topology;
+    Suspended(JobId job, JobAlloc* alloc) : job_(job), alloc_(alloc) {}
+    JobId job_;
+    JobAlloc* alloc_;
+  };
+  std::optional<Suspended> SuspendJob(JobId job);
+  Status Resume(const Suspended& s);
 
   // The GPUs a job holds (empty if none), and the ring bandwidth it was charged with.
   std::span<const GpuId> job_gpus(JobId job) const;

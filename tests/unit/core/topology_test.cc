@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <vector>
+
 #include "test_clusters.h"
 
 namespace phalanx {
@@ -169,8 +172,42 @@ TEST(Topology, VersionCountsChangesThatStayAndWhatIfsWhileInForce) {
   EXPECT_NE(t.version(), v1);  // the same allocation again is a new number: versions never repeat
   EXPECT_NE(t.version(), v2);
   const uint64_t v3 = t.version();
+  const uint64_t frees = t.frees();
   ASSERT_TRUE(t.SetNodeState(t.find_node("leaf0-n1"), NodeState::kDrain));
   EXPECT_NE(t.version(), v3);
+  EXPECT_EQ(t.frees(), frees);  // a drain frees nothing
+  ASSERT_TRUE(t.SetNodeState(t.find_node("leaf0-n1"), NodeState::kUp));
+  EXPECT_EQ(t.frees(), frees + 1);  // its GPUs are free again
+  ASSERT_TRUE(t.Allocate(3, std::vector<GpuId>{GpuId(8)}, 0));
+  EXPECT_EQ(t.frees(), frees + 1);
+  ASSERT_TRUE(t.Release(3));
+  EXPECT_EQ(t.frees(), frees + 2);
+}
+
+// A job suspended with SuspendJob is resumed from what it returned, as Resume(id) would.
+TEST(Topology, ResumeFromTheSuspensionAsById) {
+  Topology t = Build(TwoTier(1, 2));
+  ASSERT_TRUE(t.Allocate(1, std::vector<GpuId>{GpuId(0), GpuId(9)}, 10));
+  const Topology::Fingerprint before = t.fingerprint(t.root());
+  const uint32_t free = t.free_gpus(t.root());
+  EXPECT_FALSE(t.SuspendJob(2));  // no such job
+  std::optional<Topology::Suspended> s = t.SuspendJob(1);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->job(), 1u);
+  EXPECT_FALSE(t.SuspendJob(1));  // already suspended
+  EXPECT_EQ(t.free_gpus(t.root()), free + 2);
+  EXPECT_TRUE(t.job_gpus(1).empty());
+  // A GPU taken while it was suspended: refused, nothing changed.
+  ASSERT_TRUE(t.Hold(std::vector<GpuId>{GpuId(9)}));
+  EXPECT_FALSE(t.Resume(*s));
+  ASSERT_TRUE(t.Unhold(std::vector<GpuId>{GpuId(9)}));
+  ASSERT_TRUE(t.Resume(*s));
+  EXPECT_FALSE(t.Resume(*s));  // not suspended any more
+  EXPECT_EQ(t.free_gpus(t.root()), free);
+  EXPECT_EQ(t.fingerprint(t.root()), before);
+  EXPECT_EQ(t.job_gpus(1).size(), 2u);
+  EXPECT_TRUE(t.no_what_if());
+  EXPECT_EQ(t.CheckInvariants(), "");
 }
 
 TEST(Topology, BuildErrorsNameThePlace) {

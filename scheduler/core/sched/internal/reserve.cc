@@ -696,18 +696,17 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // that is free held.
   auto go_live = [&]() {
     for (JobId id : released) what_if.ReleaseJob(id);
+    gpus.clear();  // the wanted GPUs that are free, in order
     for (uint32_t w = 0; w < words; ++w) {
       const uint64_t* plane = planes.data() + size_t{w} * nplanes;  // data(): nplanes may be 0 (no wants)
       for (uint64_t b = held[w]; b != 0; b &= b - 1) {
         const uint32_t bit = static_cast<uint32_t>(std::countr_zero(b));
         uint32_t count = 0;
         for (uint32_t p = 0; p < nplanes; ++p) count |= static_cast<uint32_t>((plane[p] >> bit) & 1) << p;
-        wanted[w * 64 + bit] = count;
+        const uint32_t g = w * 64 + bit;
+        wanted[g] = count;
+        if (topo.is_free(GpuId(g))) gpus.push_back(GpuId(g));
       }
-    }
-    gpus.clear();
-    for (uint32_t g = 0; g < wanted.size(); ++g) {
-      if (wanted[g] > 0 && topo.is_free(GpuId(g))) gpus.push_back(GpuId(g));
     }
     what_if.HoldEach(gpus);
     live = true;

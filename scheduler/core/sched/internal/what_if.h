@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/common/ids.h"
@@ -28,7 +29,7 @@ class WhatIf {
   ~WhatIf() { Undo(); }
 
   void ReleaseJob(JobId job) {
-    if (t_.Suspend(job)) released_.push_back(job);
+    if (std::optional<Topology::Suspended> s = t_.SuspendJob(job)) released_.push_back(*s);
   }
   // A new block: the currently free GPUs among `gpus` (maybe none).
   void Block(const std::vector<GpuId>& gpus) {
@@ -95,7 +96,8 @@ class WhatIf {
         back.push_back(g);
       }
     }
-    std::sort(back.begin(), back.end());  // a node's GPUs together: one counter update per node
+    // A node's GPUs together: one counter update per node (mostly in order already: HoldEach).
+    if (!std::is_sorted(back.begin(), back.end())) std::sort(back.begin(), back.end());
     (void)t_.Unhold(back);
     blocked_gpus_ -= back.size();
     ones_.clear();
@@ -108,7 +110,7 @@ class WhatIf {
 
  private:
   Topology& t_;
-  std::vector<JobId> released_;
+  std::vector<Topology::Suspended> released_;
   std::vector<std::vector<GpuId>> blocks_;
   std::vector<GpuId> ones_;        // every GPU HoldOne held (some given back since)
   std::vector<uint8_t> one_held_;  // by GPU: held by HoldOne now
