@@ -132,17 +132,6 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     }
   };
 
-  // The planner tells, from GPU counts alone, the earliest time some domain the job may live in
-  // has n GPUs free for its whole walltime: a necessary condition, so every time it skips would
-  // have failed. Each candidate is then checked with the Placer on the what-if state at t.
-  // Only multi-node jobs that must fit inside a domain above the node ask it: for a job that
-  // fits one node, counts almost never decide, and for a job that may go anywhere the count it
-  // would check is the cluster's free GPUs, which the walk below checks at every step anyway
-  // (building the plan was a quarter of a pass under long queues, for no skipped step).
-  DomainPlanner* plan = n > topo.max_gpus_per_node() && request.fit == FitMode::kRequire && request.level > Level::kNode
-                            ? Plan(s, pass)
-                            : nullptr;
-  // (Groups are not planned: a job that must fit in a group must fit in its node.)
   const Level max_level = request.fit == FitMode::kRequire ? std::max(request.level, Level::kNode) : Level::kCore;
   // Where a job that must fit inside one domain may fit, for CountsMayHold. A good block inside
   // one node (or group) is looked for leaf by leaf, as the Placer does (Placer::Place): the walk
@@ -270,6 +259,22 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   bool counting = false;
   const bool track =
       in_tops && count_nodes && request.min_busbw_gbs > 0 && s.config.placement == PlacementMode::kTopology;
+  // The planner tells, from GPU counts alone, the earliest time some domain the job may live in
+  // has n GPUs free for its whole walltime: a necessary condition, so every time it skips would
+  // have failed. Each candidate is then checked with the Placer on the what-if state at t.
+  // Only multi-node jobs that must fit inside a domain above the node ask it: for a job that
+  // fits one node, counts almost never decide, and for a job that may go anywhere the count it
+  // would check is the cluster's free GPUs, which the walk below checks at every step anyway
+  // (building the plan was a quarter of a pass under long queues, for no skipped step).
+  // (Groups are not planned: a job that must fit in a group must fit in its node.)
+  // Nor a tracked walk (with SchedulerConfig::reserve_shortcuts): its steps keep each domain's
+  // counts in words and search only where they allow the job, so the steps the plan skipped cost
+  // less than keeping the plan up to date and asking it (Philly's saturation window: 30.8 s with
+  // the plan, 25.3 s without; docs/performance.md, twenty-third round).
+  DomainPlanner* plan = n > topo.max_gpus_per_node() && request.fit == FitMode::kRequire &&
+                                request.level > Level::kNode && !(track && s.config.reserve_shortcuts)
+                            ? Plan(s, pass)
+                            : nullptr;
   // A tracked walk brings to t only the domains of `tops` it searches (`per_top`, below; with
   // SchedulerConfig::reserve_shortcuts off the whole Topology goes live, as other walks do). It
   // also keeps the fingerprint each domain of `tops` has at t (`prints`), so that a domain the
