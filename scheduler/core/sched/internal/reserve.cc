@@ -583,15 +583,15 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   };
   std::vector<JobId>& released = scratch.released;  // before `live`: the jobs to release when it goes live
   released.clear();
-  // A walk that tracks its searches (`track`): each released job's GPUs, and whether the
-  // Topology has released it (per_top: it has GPUs in a domain brought to t).
+  // A walk that brings domains to t one by one (`per_top`): each released job's GPUs, and
+  // whether the Topology has released it (it has GPUs in a domain brought to t).
   std::vector<const PassState::ReleaseWords*>& released_words = scratch.released_words;
   std::vector<uint8_t>& applied = scratch.applied;
   released_words.clear();
   applied.clear();
   // By domain of `tops` (per_top): the released jobs with GPUs in it, by index in `released`.
   std::vector<std::vector<uint32_t>>& deferred = scratch.deferred;
-  if (track) {
+  if (per_top) {
     deferred.resize(scratch.tops.size());
     for (std::vector<uint32_t>& list : deferred) list.clear();
   }
@@ -665,17 +665,22 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       }
       if (prints) unload(rw.ring);
       if (track) {
+        // Its domains gain GPUs; per_top, it is also listed in each of them, to be released
+        // when that domain is brought to t (now, if one already is).
         const auto r = static_cast<uint32_t>(released.size() - 1);
-        released_words.push_back(&rw);
-        applied.push_back(0);
+        if (per_top) {
+          released_words.push_back(&rw);
+          applied.push_back(0);
+        }
         bool in_live = false;
         uint32_t listed_in = kNoTop;  // a job's GPUs come in order, so its domains do too
         for (uint32_t x = rw.begin; x < rw.end; ++x) {
           const auto [w, m] = pass.release_word_list[x];
           for (uint64_t b = m; b != 0; b &= b - 1) {
             const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
-            const uint32_t top = top_of(g);
             gained(g);
+            if (!per_top) continue;
+            const uint32_t top = top_of(g);
             in_live = in_live || top_live[top];
             if (top != listed_in) {
               deferred[top].push_back(r);
