@@ -23,6 +23,7 @@
 #include "core/placement/placer.h"
 #include "core/planner/domain_planner.h"
 #include "core/sched/decision.h"
+#include "core/sched/internal/bit_counts.h"
 #include "core/sched/internal/failure_frontier.h"
 #include "core/sched/internal/start_blocks.h"
 #include "core/sched/job.h"
@@ -233,9 +234,10 @@ struct PassState {
   struct ReleaseWords;
   struct ReserveScratch {
     std::vector<uint32_t> wanted;
-    // Before Reserve goes live, by 64-GPU word: wanted by some reservation, wanted by more than
-    // one, free at t.
-    std::vector<uint64_t> held_bits, count_planes, free_bits;
+    // Before Reserve goes live, by 64-GPU word: wanted by some reservation, free at t; and how
+    // many reservations (and the job's own filter) want each GPU.
+    std::vector<uint64_t> held_bits, free_bits;
+    BitCounts want_counts;
     std::vector<uint8_t> in_window;
     // The reservations' indexes by start and by end, and the (start, end) of each indexed
     // reservation when they were sorted: the orders hold as long as those are unchanged, and

@@ -10,6 +10,7 @@
 
 #include "core/placement/placement_counts.h"
 #include "core/planner/domain_planner.h"
+#include "core/sched/internal/bit_counts.h"
 #include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/reserve_inputs.h"
@@ -178,12 +179,11 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   } zero{scratch, live};
   // Before `live`: the GPUs free at t less those held, as the Topology would count them.
   uint32_t free_count = topo.free_gpus(topo.root());
-  // Before `live`, who wants a GPU is kept in bits, 64 GPUs a word (a reservation's GPUs are a
-  // few words: a block is a few nodes, numbered together), not in `wanted`: `held` = wanted by
-  // at least one, and the count itself in bit planes (plane p, word w: bit p of the counts of
-  // the word's 64 GPUs), enough planes for every reservation and the job's own filter, so a want
-  // is a binary increment of 64 counters at once. Going live turns them back into counts. `free_bits`: free at t (free
-  // now, or released by t on a node that is up), from the pass's bits of the GPUs free now.
+  // Before `live`, who wants a GPU is kept in bits, 64 GPUs a word, not in `wanted`: `held` =
+  // wanted by at least one, and the count itself in `want_counts` (BitCounts), room for every
+  // reservation and the job's own filter. Going live turns them back into counts. `free_bits`:
+  // free at t (free now, or released by t on a node that is up), from the pass's bits of the
+  // GPUs free now.
   const size_t words = (topo.gpu_count() + 63) / 64;
   if (!pass.gpu_bits_built) {
     pass.free_now_bits.assign(words, 0);
@@ -235,14 +235,13 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   }
   const std::vector<GpuId> forbidden = NodeFilter::Gpus(topo, job.forbidden_nodes);
   // The most wants one GPU can have: every reservation as often as it lists a GPU, and the
-  // filter (as often as it lists one); that many fit in the planes.
+  // filter (as often as it lists one).
   size_t most_wants = forbidden.size();
   for (size_t i = 0; i < reservations.size(); ++i) most_wants += res_words[i].most;
-  std::vector<uint64_t>& planes = scratch.count_planes;  // plane p of word w at [w * nplanes + p]
-  const auto nplanes = static_cast<uint32_t>(std::bit_width(most_wants));
+  BitCounts& want_counts = scratch.want_counts;
   std::vector<uint64_t>& free_bits = scratch.free_bits;
   held.assign(words, 0);
-  planes.assign(words * nplanes, 0);
+  want_counts.Reset(words, most_wants);
   free_bits.assign(pass.free_now_bits.begin(), pass.free_now_bits.end());
   // Before `live`, for a request CountsMayHold can refuse: each node's GPUs free at t and not
   // held (what the Topology will count once live), and per domain of `tops` (the root alone when
@@ -436,13 +435,8 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // Before `live` (and in a per_top walk, which never goes live as a whole): free at t; held.
   auto free_at = [&](GpuId g) { return (free_bits[g.value >> 6] >> (g.value & 63)) & 1; };
   auto is_held = [&](GpuId g) { return (held[g.value >> 6] >> (g.value & 63)) & 1; };
-  auto want_bits = [&](uint32_t w, uint64_t m) {            // before `live`: one more want of each GPU of m
-    uint64_t* plane = planes.data() + size_t{w} * nplanes;  // data(): nplanes may be 0 (no wants)
-    for (uint64_t carry = m, p = 0; carry != 0; ++p) {      // never past the last plane: counts fit
-      const uint64_t next = plane[p] & carry;
-      plane[p] ^= carry;
-      carry = next;
-    }
+  auto want_bits = [&](uint32_t w, uint64_t m) {  // before `live`: one more want of each GPU of m
+    want_counts.Add(w, m);
     const uint64_t newly = m & ~held[w];
     held[w] |= m;
     if (newly != 0) free_count -= static_cast<uint32_t>(std::popcount(newly & free_bits[w]));
@@ -454,16 +448,8 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       }
     }
   };
-  auto unwant_bits = [&](uint32_t w, uint64_t m) {          // before `live`: one want less of each GPU of m
-    uint64_t* plane = planes.data() + size_t{w} * nplanes;  // data(): nplanes may be 0 (no wants)
-    for (uint64_t borrow = m, p = 0; borrow != 0; ++p) {    // every GPU of m is wanted: no borrow out
-      const uint64_t next = ~plane[p] & borrow;
-      plane[p] ^= borrow;
-      borrow = next;
-    }
-    uint64_t any = 0;
-    for (uint32_t p = 0; p < nplanes; ++p) any |= plane[p];
-    const uint64_t cleared = m & ~any;
+  auto unwant_bits = [&](uint32_t w, uint64_t m) {  // before `live`: one want less of each GPU of m
+    const uint64_t cleared = want_counts.Remove(w, m);
     held[w] &= ~cleared;
     if (cleared != 0) free_count += static_cast<uint32_t>(std::popcount(cleared & free_bits[w]));
     if (counting) count_change(w, cleared & free_bits[w], true);
@@ -708,13 +694,10 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     for (JobId id : released) what_if.ReleaseJob(id);
     gpus.clear();  // the wanted GPUs that are free, in order
     for (uint32_t w = 0; w < words; ++w) {
-      const uint64_t* plane = planes.data() + size_t{w} * nplanes;  // data(): nplanes may be 0 (no wants)
       for (uint64_t b = held[w]; b != 0; b &= b - 1) {
         const uint32_t bit = static_cast<uint32_t>(std::countr_zero(b));
-        uint32_t count = 0;
-        for (uint32_t p = 0; p < nplanes; ++p) count |= static_cast<uint32_t>((plane[p] >> bit) & 1) << p;
         const uint32_t g = w * 64 + bit;
-        wanted[g] = count;
+        wanted[g] = want_counts.Count(w, bit);
         if (topo.is_free(GpuId(g))) gpus.push_back(GpuId(g));
       }
     }
