@@ -65,55 +65,11 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     pass.walk_floors.push_back({request, partitions, w, t});
   };
   PassState::ReserveScratch& scratch = pass.reserve;
-  // The reservations by start and by end (ties in any order: entering or leaving the window
-  // in any order leaves the same counts and the same held GPUs). Kept from the last call while
-  // the reservations it sorted are unchanged (most calls come after one more reservation).
-  std::vector<uint32_t>& by_start = scratch.by_start;
-  std::vector<uint32_t>& by_end = scratch.by_end;
-  std::vector<std::pair<Time, Time>>& sorted = scratch.sorted_bounds;
-  {
-    bool valid = sorted.size() <= reservations.size();
-    for (size_t i = 0; valid && i < sorted.size(); ++i) {
-      valid = sorted[i].first == reservations[i].start && sorted[i].second == reservations[i].end;
-    }
-    if (!valid) {
-      pass.walk_floors.clear();  // a reservation was removed (PassState::WalkFloor)
-      sorted.clear();
-      by_start.clear();
-      by_end.clear();
-      scratch.res_words.clear();
-    }
-    for (uint32_t i = static_cast<uint32_t>(sorted.size()); i < reservations.size(); ++i) {
-      const Reservation& r = reservations[i];
-      sorted.emplace_back(r.start, r.end);
-      by_start.insert(std::upper_bound(by_start.begin(), by_start.end(), r.start,
-                                       [&](Time t, uint32_t j) { return t < reservations[j].start; }),
-                      i);
-      by_end.insert(std::upper_bound(by_end.begin(), by_end.end(), r.end,
-                                     [&](Time t, uint32_t j) { return t < reservations[j].end; }),
-                    i);
-    }
-  }
-  // Candidate times: now, the release times (sorted already) and the reservations' bounds (the
-  // two sorted orders above merged, now among them).
-  std::vector<Time>& bounds = scratch.bounds;
-  bounds.clear();
-  {
-    size_t a = 0, b = 0;
-    bool now_in = false;
-    for (;;) {
-      const bool has_a = a < by_start.size(), has_b = b < by_end.size();
-      if (!has_a && !has_b) break;
-      const bool take_a = has_a && (!has_b || reservations[by_start[a]].start <= reservations[by_end[b]].end);
-      const Time next = take_a ? reservations[by_start[a++]].start : reservations[by_end[b++]].end;
-      if (!now_in && now <= next) {
-        bounds.push_back(now);
-        now_in = true;
-      }
-      bounds.push_back(next);
-    }
-    if (!now_in) bounds.push_back(now);
-  }
+  // The reservations by start and by end, and their bounds among the candidate times.
+  ReservationBounds(s, pass);
+  const std::vector<uint32_t>& by_start = scratch.by_start;
+  const std::vector<uint32_t>& by_end = scratch.by_end;
+  const std::vector<Time>& bounds = scratch.bounds;
   // The candidate times in order, each once: the release times and `bounds` merged as the walk
   // goes (most walks end after a few dozen steps, long before the last of hundreds of releases,
   // and merging them all first cost more than the steps).

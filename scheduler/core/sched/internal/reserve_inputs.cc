@@ -97,6 +97,56 @@ const std::vector<std::pair<Time, JobId>>& Ends(SchedulerState& s, PassState& pa
   return pass.ends;
 }
 
+// The reservations by start and by end (ties in any order: entering or leaving the window in
+// any order leaves the same counts and the same held GPUs), kept from the last call while the
+// reservations it sorted are unchanged (most calls come after one more reservation); and the
+// candidate times they give: now and their bounds, merged.
+void ReservationBounds(SchedulerState& s, PassState& pass) {
+  const std::vector<Reservation>& reservations = s.reservations;
+  const Time now = pass.now;
+  PassState::ReserveScratch& scratch = pass.reserve;
+  std::vector<uint32_t>& by_start = scratch.by_start;
+  std::vector<uint32_t>& by_end = scratch.by_end;
+  std::vector<std::pair<Time, Time>>& sorted = scratch.sorted_bounds;
+  bool valid = sorted.size() <= reservations.size();
+  for (size_t i = 0; valid && i < sorted.size(); ++i) {
+    valid = sorted[i].first == reservations[i].start && sorted[i].second == reservations[i].end;
+  }
+  if (!valid) {
+    pass.walk_floors.clear();  // a reservation was removed (PassState::WalkFloor)
+    sorted.clear();
+    by_start.clear();
+    by_end.clear();
+    scratch.res_words.clear();
+  }
+  for (uint32_t i = static_cast<uint32_t>(sorted.size()); i < reservations.size(); ++i) {
+    const Reservation& r = reservations[i];
+    sorted.emplace_back(r.start, r.end);
+    by_start.insert(std::upper_bound(by_start.begin(), by_start.end(), r.start,
+                                     [&](Time t, uint32_t j) { return t < reservations[j].start; }),
+                    i);
+    by_end.insert(std::upper_bound(by_end.begin(), by_end.end(), r.end,
+                                   [&](Time t, uint32_t j) { return t < reservations[j].end; }),
+                  i);
+  }
+  std::vector<Time>& bounds = scratch.bounds;
+  bounds.clear();
+  size_t a = 0, b = 0;
+  bool now_in = false;
+  for (;;) {
+    const bool has_a = a < by_start.size(), has_b = b < by_end.size();
+    if (!has_a && !has_b) break;
+    const bool take_a = has_a && (!has_b || reservations[by_start[a]].start <= reservations[by_end[b]].end);
+    const Time next = take_a ? reservations[by_start[a++]].start : reservations[by_end[b++]].end;
+    if (!now_in && now <= next) {
+      bounds.push_back(now);
+      now_in = true;
+    }
+    bounds.push_back(next);
+  }
+  if (!now_in) bounds.push_back(now);
+}
+
 // The pass's plan of GPU counts over time per domain (running jobs until their release,
 // unavailable nodes, reservations); made on first use in a pass. nullptr if inconsistent.
 //
