@@ -40,12 +40,14 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   if (!job.forbidden_nodes.empty() && AllowedGpus(topo, job.forbidden_nodes) < n) return std::nullopt;
   pass.start_blocks.Clear();
   const std::vector<std::pair<Time, JobId>>& ends = Ends(s, pass);
+  // The reservations by start and by end, and their bounds among the candidate times.
+  ReservationBounds(s, pass);
   // The Placer (topology mode) searches every set of free GPUs, so holding more GPUs can only
   // take fits away. The simple placers try one choice per domain and check a floor on it alone.
   const bool complete = s.config.placement == PlacementMode::kTopology && s.config.reserve_shortcuts;
   // Where an earlier walk of the pass for the same request ended (PassState::WalkFloor): no
   // time before it is searched, only the job's own block from the last pass is checked there.
-  // Ends and the reservations' check above clear the floors first when they no longer hold.
+  // Ends and ReservationBounds, above, clear the floors first when they no longer hold.
   const bool floored = complete && job.forbidden_nodes.empty() && !pass.user_gpu_limits;
   const uint64_t partitions = PartitionMask(job.partition_ids);
   Time floor = now;
@@ -65,8 +67,6 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     pass.walk_floors.push_back({request, partitions, w, t});
   };
   PassState::ReserveScratch& scratch = pass.reserve;
-  // The reservations by start and by end, and their bounds among the candidate times.
-  ReservationBounds(s, pass);
   const std::vector<uint32_t>& by_start = scratch.by_start;
   const std::vector<uint32_t>& by_end = scratch.by_end;
   const std::vector<Time>& bounds = scratch.bounds;
