@@ -3,6 +3,7 @@
 #include "core/topology/topology.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -213,6 +214,78 @@ std::optional<Topology::Suspended> Topology::SuspendJob(JobId job) {
   it->second.suspended = true;
   ++suspended_jobs_;
   return Suspended(job, &it->second);
+}
+
+void Topology::AddToBulk(const JobAlloc& alloc, int sign) {
+  if (bulk_bits_.empty()) bulk_bits_.assign((gpu_count() + 63) / 64, 0);
+  for (GpuId g : alloc.gpus) {
+    uint64_t& word = bulk_bits_[g.value >> 6];
+    if (word == 0) bulk_words_.push_back(g.value >> 6);
+    word |= uint64_t{1} << (g.value & 63);
+  }
+  if (alloc.crossed.empty()) return;
+  if (bulk_jobs_.empty()) {
+    bulk_mbs_.assign(domains_.size(), 0);
+    bulk_jobs_.assign(domains_.size(), 0);
+  }
+  for (DomainId d : alloc.crossed) {
+    // Every job of one call changes by the same sign, so a listed domain's count is never 0.
+    if (bulk_jobs_[d.value] == 0) bulk_domains_.push_back(d.value);
+    bulk_mbs_[d.value] += sign * alloc.ring_mbs;
+    bulk_jobs_[d.value] += sign;
+  }
+}
+
+void Topology::ApplyBulk(bool becomes_free) {
+  std::sort(bulk_words_.begin(), bulk_words_.end());
+  bulk_gpus_.clear();
+  for (uint32_t w : bulk_words_) {
+    for (uint64_t b = bulk_bits_[w]; b != 0; b &= b - 1) {
+      bulk_gpus_.push_back(GpuId(w * 64 + static_cast<uint32_t>(std::countr_zero(b))));
+    }
+    bulk_bits_[w] = 0;
+  }
+  bulk_words_.clear();
+  ChangeGpus(bulk_gpus_, becomes_free);
+  // The fingerprint changes by the first load's key and the last one's, however many steps.
+  for (uint32_t d : bulk_domains_) {
+    ChangeLoad(DomainId(d), bulk_mbs_[d], bulk_jobs_[d]);
+    bulk_mbs_[d] = 0;
+    bulk_jobs_[d] = 0;
+  }
+  bulk_domains_.clear();
+}
+
+void Topology::SuspendJobs(std::span<const JobId> jobs, std::vector<Suspended>& out) {
+  for (JobId job : jobs) {
+    auto it = jobs_.find(job);
+    if (it == jobs_.end() || it->second.suspended) continue;
+    JobAlloc& alloc = it->second;
+    for (GpuId g : alloc.gpus) owner_[g.value] = kNoJob;
+    AddToBulk(alloc, -1);
+    alloc.suspended = true;
+    ++suspended_jobs_;
+    out.push_back(Suspended(job, &alloc));
+  }
+  ApplyBulk(true);
+}
+
+size_t Topology::ResumeJobs(std::span<const Suspended> jobs) {
+  size_t refused = 0;
+  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
+    JobAlloc& alloc = *it->alloc_;
+    if (!alloc.suspended ||
+        !std::all_of(alloc.gpus.begin(), alloc.gpus.end(), [&](GpuId g) { return owner_[g.value] == kNoJob; })) {
+      ++refused;
+      continue;
+    }
+    for (GpuId g : alloc.gpus) owner_[g.value] = it->job_;
+    AddToBulk(alloc, +1);
+    alloc.suspended = false;
+    --suspended_jobs_;
+  }
+  ApplyBulk(false);
+  return refused;
 }
 
 Status Topology::Resume(JobId job) {

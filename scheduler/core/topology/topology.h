@@ -188,6 +188,12 @@ class Topology {
   };
   std::optional<Suspended> SuspendJob(JobId job);
   Status Resume(const Suspended& s);
+  // SuspendJob on each of `jobs` (those it would refuse left out), the handles appended to
+  // `out`; and Resume on each of `jobs`, the last first, as a WhatIf undoes them (those refused
+  // stay suspended; returns how many). The same counters as one call per job, but each node and
+  // each crossed domain changes once: under a long queue a what-if releases hundreds of jobs.
+  void SuspendJobs(std::span<const JobId> jobs, std::vector<Suspended>& out);
+  size_t ResumeJobs(std::span<const Suspended> jobs);
 
   // The GPUs a job holds (empty if none), and the ring bandwidth it was charged with.
   std::span<const GpuId> job_gpus(JobId job) const;
@@ -223,6 +229,10 @@ class Topology {
     bool suspended = false;
   };
   void Charge(const JobAlloc& alloc, int sign);
+  // SuspendJobs/ResumeJobs: a job's GPUs and its load change added to the pending change, and
+  // the pending change made (ChangeGpus on the GPUs in order, ChangeLoad once per domain).
+  void AddToBulk(const JobAlloc& alloc, int sign);
+  void ApplyBulk(bool becomes_free);
   Status DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_gbs, bool any_node_state);
   // Counters for GPUs that become free or busy (no-op on unavailable nodes); O(depth) per node
   // touched plus O(levels below the node) per GPU.
@@ -266,6 +276,15 @@ class Topology {
   mutable std::vector<uint64_t> keys_;   // Zobrist keys a, b: per GPU, then per domain
   std::unordered_map<JobId, JobAlloc> jobs_;
   std::vector<uint32_t> scratch_count_;  // Allocate's per-domain counts, all 0 between calls
+  // The pending change of SuspendJobs/ResumeJobs, all clear between calls: its GPUs as bits (the
+  // words listed in bulk_words_), and its load change per crossed domain (listed in
+  // bulk_domains_).
+  std::vector<uint64_t> bulk_bits_;
+  std::vector<uint32_t> bulk_words_;
+  std::vector<GpuId> bulk_gpus_;
+  std::vector<int64_t> bulk_mbs_;
+  std::vector<int32_t> bulk_jobs_;
+  std::vector<uint32_t> bulk_domains_;
 };
 
 }  // namespace phalanx

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
 #include <optional>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "test_clusters.h"
@@ -208,6 +212,89 @@ TEST(Topology, ResumeFromTheSuspensionAsById) {
   EXPECT_EQ(t.job_gpus(1).size(), 2u);
   EXPECT_TRUE(t.no_what_if());
   EXPECT_EQ(t.CheckInvariants(), "");
+}
+
+// Every counter a search reads, per domain, and the fingerprints: equal when two Topologies are
+// in the same state.
+std::string StateOf(const Topology& t) {
+  std::string out;
+  for (uint32_t i = 0; i < t.domain_count(); ++i) {
+    const DomainId d(i);
+    out += std::to_string(t.free_gpus(d)) + "/" + std::to_string(t.crossing_mbs(d)) + "/" +
+           std::to_string(t.crossing_jobs(d)) + "/" + std::to_string(t.fingerprint(d).a) + "/" +
+           std::to_string(t.fingerprint(d).b) + ":";
+    for (uint32_t f = 0; f <= t.max_gpus_per_node(); ++f) out += std::to_string(t.nodes_with_free(d, f)) + ",";
+    out += ";";
+  }
+  for (uint32_t g = 0; g < t.gpu_count(); ++g) out += t.is_free(GpuId(g)) ? "f" : "b";
+  return out;
+}
+
+TEST(Topology, SuspendsAndResumesManyAsOneByOne) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 40; ++round) {
+    Topology one = Build(TwoTier(2, 3));  // 2 leaves x 3 nodes x 8 GPUs
+    // Jobs on random GPUs, some across nodes and leaves (a ring with crossed domains).
+    std::vector<uint32_t> order(one.gpu_count());
+    std::iota(order.begin(), order.end(), 0u);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<JobId> ids;
+    std::vector<std::vector<GpuId>> gpus_of;  // by id - 1
+    for (size_t at = 0; at + 4 < order.size();) {
+      const size_t k = 1 + rng() % 8;
+      std::vector<GpuId> gpus;
+      for (size_t i = at; i < std::min(order.size(), at + k); ++i) gpus.push_back(GpuId(order[i]));
+      at += k;
+      std::sort(gpus.begin(), gpus.end());
+      const JobId id = ids.size() + 1;
+      ASSERT_TRUE(one.Allocate(id, gpus, gpus.size() > 1 ? 50.0 + static_cast<double>(rng() % 100) : 0.0));
+      ids.push_back(id);
+      gpus_of.push_back(gpus);
+    }
+    (void)one.fingerprint(one.root());  // the prints kept from here on
+    Topology many = one;
+    // A random subset, with an unknown job and one listed twice.
+    std::vector<JobId> chosen;
+    for (JobId id : ids) {
+      if (rng() % 2) chosen.push_back(id);
+    }
+    chosen.push_back(ids.size() + 10);
+    if (!chosen.empty()) chosen.push_back(chosen.front());
+    std::vector<Topology::Suspended> by_one, by_many;
+    for (JobId id : chosen) {
+      if (auto s = one.SuspendJob(id)) by_one.push_back(*s);
+    }
+    many.SuspendJobs(chosen, by_many);
+    ASSERT_EQ(by_one.size(), by_many.size());
+    for (size_t i = 0; i < by_one.size(); ++i) EXPECT_EQ(by_one[i].job(), by_many[i].job());
+    EXPECT_EQ(StateOf(one), StateOf(many));
+    EXPECT_EQ(one.CheckInvariants(), "");
+    EXPECT_EQ(many.CheckInvariants(), "");
+    // A GPU of one suspended job taken meanwhile: that job is refused, the others resume.
+    std::vector<GpuId> taken;
+    size_t victim = by_one.size();
+    if (!by_one.empty() && rng() % 4 != 0) {
+      victim = rng() % by_one.size();
+      taken.push_back(gpus_of[by_one[victim].job() - 1].back());
+      ASSERT_TRUE(one.Hold(taken));
+      ASSERT_TRUE(many.Hold(taken));
+    }
+    size_t refused_one = 0;
+    for (auto it = by_one.rbegin(); it != by_one.rend(); ++it) refused_one += !one.Resume(*it);
+    EXPECT_EQ(refused_one, victim < by_one.size() ? 1u : 0u);
+    EXPECT_EQ(many.ResumeJobs(by_many), refused_one);
+    EXPECT_EQ(StateOf(one), StateOf(many));
+    EXPECT_EQ(many.CheckInvariants(), "");
+    if (victim < by_one.size()) {  // the refused one stays suspended; it resumes once given back
+      EXPECT_FALSE(many.no_what_if());
+      ASSERT_TRUE(many.Unhold(taken));
+      ASSERT_TRUE(many.Resume(by_many[victim]));
+      ASSERT_TRUE(one.Unhold(taken));
+      ASSERT_TRUE(one.Resume(by_one[victim]));
+      EXPECT_EQ(StateOf(one), StateOf(many));
+    }
+    EXPECT_TRUE(many.no_what_if());
+  }
 }
 
 TEST(Topology, BuildErrorsNameThePlace) {

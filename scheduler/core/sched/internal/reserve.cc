@@ -647,7 +647,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // The Topology at t as the step-by-step walk leaves it: the jobs released, every wanted GPU
   // that is free held.
   auto go_live = [&]() {
-    for (JobId id : released) what_if.ReleaseJob(id);
+    what_if.ReleaseJobs(released);
     gpus.clear();  // the wanted GPUs that are free, in order
     for (uint32_t w = 0; w < words; ++w) {
       for (uint64_t b = held[w]; b != 0; b &= b - 1) {

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "core/common/ids.h"
@@ -31,6 +32,8 @@ class WhatIf {
   void ReleaseJob(JobId job) {
     if (std::optional<Topology::Suspended> s = t_.SuspendJob(job)) released_.push_back(*s);
   }
+  // ReleaseJob on each of `jobs`, as one Topology change (Topology::SuspendJobs).
+  void ReleaseJobs(std::span<const JobId> jobs) { t_.SuspendJobs(jobs, released_); }
   // A new block: the currently free GPUs among `gpus` (maybe none).
   void Block(const std::vector<GpuId>& gpus) {
     blocks_.emplace_back();
@@ -104,7 +107,7 @@ class WhatIf {
   }
   void Undo() {
     Unblock();
-    for (auto it = released_.rbegin(); it != released_.rend(); ++it) (void)t_.Resume(*it);
+    (void)t_.ResumeJobs(released_);  // the last released first
     released_.clear();
   }
 
