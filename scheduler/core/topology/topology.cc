@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -217,11 +218,14 @@ std::optional<Topology::Suspended> Topology::SuspendJob(JobId job) {
 }
 
 void Topology::AddToBulk(const JobAlloc& alloc, int sign) {
-  if (bulk_bits_.empty()) bulk_bits_.assign((gpu_count() + 63) / 64, 0);
+  if (bulk_bits_.empty()) {
+    bulk_bits_.assign((gpu_count() + 63) / 64, 0);
+    bulk_held_bits_.assign(bulk_bits_.size(), 0);
+  }
   for (GpuId g : alloc.gpus) {
-    uint64_t& word = bulk_bits_[g.value >> 6];
-    if (word == 0) bulk_words_.push_back(g.value >> 6);
-    word |= uint64_t{1} << (g.value & 63);
+    const uint32_t w = g.value >> 6;
+    if ((bulk_bits_[w] | bulk_held_bits_[w]) == 0) bulk_words_.push_back(w);
+    bulk_bits_[w] |= uint64_t{1} << (g.value & 63);
   }
   if (alloc.crossed.empty()) return;
   if (bulk_jobs_.empty()) {
@@ -236,17 +240,34 @@ void Topology::AddToBulk(const JobAlloc& alloc, int sign) {
   }
 }
 
-void Topology::ApplyBulk(bool becomes_free) {
+void Topology::AddHeldToBulk(GpuId g) {
+  if (bulk_bits_.empty()) {
+    bulk_bits_.assign((gpu_count() + 63) / 64, 0);
+    bulk_held_bits_.assign(bulk_bits_.size(), 0);
+  }
+  const uint32_t w = g.value >> 6;
+  if ((bulk_bits_[w] | bulk_held_bits_[w]) == 0) bulk_words_.push_back(w);
+  bulk_held_bits_[w] |= uint64_t{1} << (g.value & 63);
+}
+
+void Topology::ApplyBulk(bool jobs_free) {
   std::sort(bulk_words_.begin(), bulk_words_.end());
-  bulk_gpus_.clear();
+  bulk_gpus_.clear();  // become free
+  bulk_busy_.clear();
   for (uint32_t w : bulk_words_) {
-    for (uint64_t b = bulk_bits_[w]; b != 0; b &= b - 1) {
+    const uint64_t jobs = bulk_bits_[w] & ~bulk_held_bits_[w], held = bulk_held_bits_[w] & ~bulk_bits_[w];
+    for (uint64_t b = jobs_free ? jobs : held; b != 0; b &= b - 1) {
       bulk_gpus_.push_back(GpuId(w * 64 + static_cast<uint32_t>(std::countr_zero(b))));
     }
+    for (uint64_t b = jobs_free ? held : jobs; b != 0; b &= b - 1) {
+      bulk_busy_.push_back(GpuId(w * 64 + static_cast<uint32_t>(std::countr_zero(b))));
+    }
     bulk_bits_[w] = 0;
+    bulk_held_bits_[w] = 0;
   }
   bulk_words_.clear();
-  ChangeGpus(bulk_gpus_, becomes_free);
+  ChangeGpus(bulk_gpus_, true);
+  ChangeGpus(bulk_busy_, false);
   // The fingerprint changes by the first load's key and the last one's, however many steps.
   for (uint32_t d : bulk_domains_) {
     ChangeLoad(DomainId(d), bulk_mbs_[d], bulk_jobs_[d]);
@@ -268,6 +289,44 @@ void Topology::SuspendJobs(std::span<const JobId> jobs, std::vector<Suspended>& 
     out.push_back(Suspended(job, &alloc));
   }
   ApplyBulk(true);
+}
+
+void Topology::SuspendJobsAndHold(std::span<const JobId> jobs, std::vector<Suspended>& out, std::span<const GpuId> want,
+                                  std::vector<GpuId>& held) {
+  for (JobId job : jobs) {
+    auto it = jobs_.find(job);
+    if (it == jobs_.end() || it->second.suspended) continue;
+    JobAlloc& alloc = it->second;
+    for (GpuId g : alloc.gpus) owner_[g.value] = kNoJob;
+    AddToBulk(alloc, -1);
+    alloc.suspended = true;
+    ++suspended_jobs_;
+    out.push_back(Suspended(job, &alloc));
+  }
+  held.clear();
+  for (GpuId g : want) {
+    if (!is_free(g)) continue;
+    owner_[g.value] = kHeld;
+    AddHeldToBulk(g);
+    held.push_back(g);
+  }
+  held_gpus_ += held.size();
+  ApplyBulk(true);
+}
+
+std::optional<size_t> Topology::UnholdAndResume(std::span<const GpuId> held, std::span<const Suspended> jobs) {
+  for (GpuId g : held) {
+    if (g.value >= gpu_count() || owner_[g.value] != kHeld ||
+        (!bulk_held_bits_.empty() && (bulk_held_bits_[g.value >> 6] >> (g.value & 63)) & 1)) {  // listed twice
+      for (uint32_t w : bulk_words_) bulk_held_bits_[w] = 0;
+      bulk_words_.clear();
+      return std::nullopt;
+    }
+    AddHeldToBulk(g);
+  }
+  for (GpuId g : held) owner_[g.value] = kNoJob;
+  held_gpus_ -= held.size();
+  return ResumeJobs(jobs);  // applies the holds' change with the jobs'
 }
 
 size_t Topology::ResumeJobs(std::span<const Suspended> jobs) {

@@ -194,6 +194,13 @@ class Topology {
   // each crossed domain changes once: under a long queue a what-if releases hundreds of jobs.
   void SuspendJobs(std::span<const JobId> jobs, std::vector<Suspended>& out);
   size_t ResumeJobs(std::span<const Suspended> jobs);
+  // The same with holds, as one change (a GPU released and held at once changes no counter):
+  // SuspendJobs, then Hold on those of `want` that are free by then, listed in `held`; and
+  // Unhold on `held`, then ResumeJobs -- refused, changing nothing, unless every GPU of `held`
+  // is held and listed once.
+  void SuspendJobsAndHold(std::span<const JobId> jobs, std::vector<Suspended>& out, std::span<const GpuId> want,
+                          std::vector<GpuId>& held);
+  std::optional<size_t> UnholdAndResume(std::span<const GpuId> held, std::span<const Suspended> jobs);
 
   // The GPUs a job holds (empty if none), and the ring bandwidth it was charged with.
   std::span<const GpuId> job_gpus(JobId job) const;
@@ -232,7 +239,10 @@ class Topology {
   // SuspendJobs/ResumeJobs: a job's GPUs and its load change added to the pending change, and
   // the pending change made (ChangeGpus on the GPUs in order, ChangeLoad once per domain).
   void AddToBulk(const JobAlloc& alloc, int sign);
-  void ApplyBulk(bool becomes_free);
+  void AddHeldToBulk(GpuId g);
+  // `jobs_free`: the jobs' GPUs become free and the held ones busy (else the other way round);
+  // a GPU among both changes nothing.
+  void ApplyBulk(bool jobs_free);
   Status DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_gbs, bool any_node_state);
   // Counters for GPUs that become free or busy (no-op on unavailable nodes); O(depth) per node
   // touched plus O(levels below the node) per GPU.
@@ -279,9 +289,9 @@ class Topology {
   // The pending change of SuspendJobs/ResumeJobs, all clear between calls: its GPUs as bits (the
   // words listed in bulk_words_), and its load change per crossed domain (listed in
   // bulk_domains_).
-  std::vector<uint64_t> bulk_bits_;
+  std::vector<uint64_t> bulk_bits_, bulk_held_bits_;  // the jobs' GPUs; those held or given back
   std::vector<uint32_t> bulk_words_;
-  std::vector<GpuId> bulk_gpus_;
+  std::vector<GpuId> bulk_gpus_, bulk_busy_;
   std::vector<int64_t> bulk_mbs_;
   std::vector<int32_t> bulk_jobs_;
   std::vector<uint32_t> bulk_domains_;

@@ -297,6 +297,77 @@ TEST(Topology, SuspendsAndResumesManyAsOneByOne) {
   }
 }
 
+TEST(Topology, ReleasesAndHoldsAtOnceAsOneAfterTheOther) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 40; ++round) {
+    Topology one = Build(TwoTier(2, 3));
+    std::vector<uint32_t> order(one.gpu_count());
+    std::iota(order.begin(), order.end(), 0u);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<JobId> ids;
+    for (size_t at = rng() % 6; at + 4 < order.size();) {  // a few GPUs left free
+      const size_t k = 1 + rng() % 8;
+      std::vector<GpuId> gpus;
+      for (size_t i = at; i < std::min(order.size(), at + k); ++i) gpus.push_back(GpuId(order[i]));
+      at += k;
+      std::sort(gpus.begin(), gpus.end());
+      ids.push_back(ids.size() + 1);
+      ASSERT_TRUE(one.Allocate(ids.back(), gpus, gpus.size() > 1 ? 40.0 + static_cast<double>(rng() % 100) : 0.0));
+    }
+    (void)one.fingerprint(one.root());
+    Topology both = one;
+    std::vector<JobId> chosen;
+    for (JobId id : ids) {
+      if (rng() % 2) chosen.push_back(id);
+    }
+    // Wanted: a random set of GPUs (some free now, some released, some still busy).
+    std::vector<GpuId> want;
+    for (uint32_t g = 0; g < one.gpu_count(); ++g) {
+      if (rng() % 3 == 0) want.push_back(GpuId(g));
+    }
+    std::vector<Topology::Suspended> by_one, by_both;
+    for (JobId id : chosen) {
+      if (auto s = one.SuspendJob(id)) by_one.push_back(*s);
+    }
+    std::vector<GpuId> held_one, held_both;
+    for (GpuId g : want) {
+      if (one.is_free(g)) held_one.push_back(g);
+    }
+    ASSERT_TRUE(one.Hold(held_one));
+    both.SuspendJobsAndHold(chosen, by_both, want, held_both);
+    EXPECT_EQ(held_one, held_both);
+    ASSERT_EQ(by_one.size(), by_both.size());
+    EXPECT_EQ(StateOf(one), StateOf(both));
+    EXPECT_EQ(both.held_gpus(), held_one.size());
+    EXPECT_EQ(both.CheckInvariants(), "");
+    // Given back: refused while a GPU listed is not held, then as Unhold and each Resume.
+    if (!held_both.empty()) {
+      std::vector<GpuId> wrong = held_both;
+      for (uint32_t g = 0; g < both.gpu_count(); ++g) {
+        if (both.owner(GpuId(g)) != Topology::kHeld) {
+          wrong.push_back(GpuId(g));
+          break;
+        }
+      }
+      const std::string before = StateOf(both);
+      EXPECT_FALSE(both.UnholdAndResume(wrong, by_both));
+      EXPECT_EQ(StateOf(both), before);
+      std::vector<GpuId> twice = held_both;  // one GPU listed twice
+      twice.push_back(held_both[rng() % held_both.size()]);
+      EXPECT_FALSE(both.UnholdAndResume(twice, by_both));
+      EXPECT_EQ(StateOf(both), before);
+      EXPECT_EQ(both.held_gpus(), held_one.size());
+    }
+    ASSERT_TRUE(one.Unhold(held_one));
+    size_t refused = 0;
+    for (auto it = by_one.rbegin(); it != by_one.rend(); ++it) refused += !one.Resume(*it);
+    EXPECT_EQ(both.UnholdAndResume(held_both, by_both), std::optional<size_t>(refused));
+    EXPECT_EQ(StateOf(one), StateOf(both));
+    EXPECT_TRUE(both.no_what_if());
+    EXPECT_EQ(both.CheckInvariants(), "");
+  }
+}
+
 TEST(Topology, BuildErrorsNameThePlace) {
   TopologySpec dup = TwoTier(1, 2);
   dup.nodes.push_back(NodeSpec{"leaf0-n1", "leaf0", 0, "conf:9"});

@@ -647,17 +647,16 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // The Topology at t as the step-by-step walk leaves it: the jobs released, every wanted GPU
   // that is free held.
   auto go_live = [&]() {
-    what_if.ReleaseJobs(released);
-    gpus.clear();  // the wanted GPUs that are free, in order
+    gpus.clear();  // the wanted GPUs, in order: those free once the jobs are released are held
     for (uint32_t w = 0; w < words; ++w) {
       for (uint64_t b = held[w]; b != 0; b &= b - 1) {
         const uint32_t bit = static_cast<uint32_t>(std::countr_zero(b));
         const uint32_t g = w * 64 + bit;
         wanted[g] = want_counts.Count(w, bit);
-        if (topo.is_free(GpuId(g))) gpus.push_back(GpuId(g));
+        gpus.push_back(GpuId(g));
       }
     }
-    what_if.HoldEach(gpus);
+    what_if.ReleaseJobsAndHold(released, gpus);
     live = true;
   };
   // The blocks promised to the jobs not re-planned yet, other than this one (made on the first

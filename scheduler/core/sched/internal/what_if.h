@@ -74,10 +74,13 @@ class WhatIf {
   // HoldOne on each of `gpus`, which must all be free (and distinct): one Topology::Hold.
   void HoldEach(const std::vector<GpuId>& gpus) {
     if (gpus.empty() || !t_.Hold(gpus)) return;
-    if (one_held_.size() < t_.gpu_count()) one_held_.resize(t_.gpu_count(), 0);
-    for (GpuId g : gpus) one_held_[g.value] = 1;
-    ones_.insert(ones_.end(), gpus.begin(), gpus.end());
-    blocked_gpus_ += gpus.size();
+    NoteHeld(gpus);
+  }
+  // ReleaseJobs, then HoldOne on each of `want` (distinct) that is free by then: one Topology
+  // change (Topology::SuspendJobsAndHold).
+  void ReleaseJobsAndHold(std::span<const JobId> jobs, std::span<const GpuId> want) {
+    t_.SuspendJobsAndHold(jobs, released_, want, scratch_);
+    NoteHeld(scratch_);
   }
   // Gives back GPU `g` if HoldOne holds it.
   void UnholdOne(GpuId g) {
@@ -106,18 +109,44 @@ class WhatIf {
     ones_.clear();
   }
   void Undo() {
-    Unblock();
-    (void)t_.ResumeJobs(released_);  // the last released first
+    // Every GPU held, given back with the releases undone in one Topology change.
+    std::vector<GpuId>& back = scratch_;
+    back.clear();
+    for (const std::vector<GpuId>& block : blocks_) back.insert(back.end(), block.begin(), block.end());
+    const size_t from_ones = back.size();
+    for (GpuId g : ones_) {
+      if (one_held_[g.value]) {  // (a GPU held, given back and held again is listed twice)
+        one_held_[g.value] = 0;
+        back.push_back(g);
+      }
+    }
+    if (t_.UnholdAndResume(back, released_)) {  // the last released first
+      blocks_.clear();
+      ones_.clear();
+      blocked_gpus_ = 0;
+    } else {  // (not all held: each block and the rest given back apart, as they can be)
+      for (size_t i = from_ones; i < back.size(); ++i) one_held_[back[i].value] = 1;
+      Unblock();
+      (void)t_.ResumeJobs(released_);
+    }
     released_.clear();
   }
 
  private:
+  void NoteHeld(std::span<const GpuId> gpus) {
+    if (gpus.empty()) return;
+    if (one_held_.size() < t_.gpu_count()) one_held_.resize(t_.gpu_count(), 0);
+    for (GpuId g : gpus) one_held_[g.value] = 1;
+    ones_.insert(ones_.end(), gpus.begin(), gpus.end());
+    blocked_gpus_ += gpus.size();
+  }
+
   Topology& t_;
   std::vector<Topology::Suspended> released_;
   std::vector<std::vector<GpuId>> blocks_;
   std::vector<GpuId> ones_;        // every GPU HoldOne held (some given back since)
   std::vector<uint8_t> one_held_;  // by GPU: held by HoldOne now
-  std::vector<GpuId> scratch_;     // Extend's free GPUs, Unblock's GPUs to give back
+  std::vector<GpuId> scratch_;     // Extend's free GPUs, the GPUs held or given back at once
   size_t blocked_gpus_ = 0;
 };
 
