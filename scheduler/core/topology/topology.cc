@@ -277,7 +277,7 @@ void Topology::ApplyBulk(bool jobs_free) {
   bulk_domains_.clear();
 }
 
-void Topology::SuspendJobs(std::span<const JobId> jobs, std::vector<Suspended>& out) {
+void Topology::SuspendToBulk(std::span<const JobId> jobs, std::vector<Suspended>& out) {
   for (JobId job : jobs) {
     auto it = jobs_.find(job);
     if (it == jobs_.end() || it->second.suspended) continue;
@@ -288,21 +288,16 @@ void Topology::SuspendJobs(std::span<const JobId> jobs, std::vector<Suspended>& 
     ++suspended_jobs_;
     out.push_back(Suspended(job, &alloc));
   }
+}
+
+void Topology::SuspendJobs(std::span<const JobId> jobs, std::vector<Suspended>& out) {
+  SuspendToBulk(jobs, out);
   ApplyBulk(true);
 }
 
 void Topology::SuspendJobsAndHold(std::span<const JobId> jobs, std::vector<Suspended>& out, std::span<const GpuId> want,
                                   std::vector<GpuId>& held) {
-  for (JobId job : jobs) {
-    auto it = jobs_.find(job);
-    if (it == jobs_.end() || it->second.suspended) continue;
-    JobAlloc& alloc = it->second;
-    for (GpuId g : alloc.gpus) owner_[g.value] = kNoJob;
-    AddToBulk(alloc, -1);
-    alloc.suspended = true;
-    ++suspended_jobs_;
-    out.push_back(Suspended(job, &alloc));
-  }
+  SuspendToBulk(jobs, out);
   held.clear();
   for (GpuId g : want) {
     if (!is_free(g)) continue;

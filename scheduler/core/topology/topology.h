@@ -240,6 +240,8 @@ class Topology {
   // the pending change made (ChangeGpus on the GPUs in order, ChangeLoad once per domain).
   void AddToBulk(const JobAlloc& alloc, int sign);
   void AddHeldToBulk(GpuId g);
+  // SuspendJob on each of `jobs`, the counters left to change with the rest of the pending change.
+  void SuspendToBulk(std::span<const JobId> jobs, std::vector<Suspended>& out);
   // `jobs_free`: the jobs' GPUs become free and the held ones busy (else the other way round);
   // a GPU among both changes nothing.
   void ApplyBulk(bool jobs_free);

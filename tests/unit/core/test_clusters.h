@@ -1,7 +1,9 @@
 // Small cluster builders shared by the core tests, and a Scheduler on the demo cluster.
 #pragma once
 
+#include <algorithm>
 #include <memory>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -103,6 +105,28 @@ inline Topology Build(const TopologySpec& spec) {
   auto t = Topology::Build(spec);
   if (!t) throw std::runtime_error(t.error().ToString());
   return std::move(*t);
+}
+
+// Jobs 1, 2, ... of 1 to `max_gpus` GPUs each on the GPUs in a random order, from the `skip`-th
+// on (the first `skip` stay free), those of several GPUs with a ring of 40-139 GB/s (so jobs
+// across nodes cross domains). Returns each job's GPUs, job i + 1's at i.
+template <class Rng>
+std::vector<std::vector<GpuId>> AllocateRandomJobs(Topology& t, Rng& rng, size_t skip, size_t max_gpus) {
+  std::vector<uint32_t> order(t.gpu_count());
+  std::iota(order.begin(), order.end(), 0u);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<std::vector<GpuId>> jobs;
+  for (size_t at = skip; at < order.size();) {
+    const size_t k = std::min<size_t>(order.size() - at, 1 + rng() % max_gpus);
+    std::vector<GpuId> gpus;
+    for (size_t i = at; i < at + k; ++i) gpus.push_back(GpuId(order[i]));
+    at += k;
+    std::sort(gpus.begin(), gpus.end());
+    const double ring = gpus.size() > 1 ? 40.0 + static_cast<double>(rng() % 100) : 0.0;
+    if (!t.Allocate(jobs.size() + 1, gpus, ring)) throw std::runtime_error("AllocateRandomJobs: allocation refused");
+    jobs.push_back(std::move(gpus));
+  }
+  return jobs;
 }
 
 // All GPUs of node `name`.

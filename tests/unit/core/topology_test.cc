@@ -14,6 +14,7 @@
 namespace phalanx {
 namespace {
 
+using testing::AllocateRandomJobs;
 using testing::Build;
 using testing::NodeGpus;
 using testing::TwoTier;
@@ -235,22 +236,9 @@ TEST(Topology, SuspendsAndResumesManyAsOneByOne) {
   for (int round = 0; round < 40; ++round) {
     Topology one = Build(TwoTier(2, 3));  // 2 leaves x 3 nodes x 8 GPUs
     // Jobs on random GPUs, some across nodes and leaves (a ring with crossed domains).
-    std::vector<uint32_t> order(one.gpu_count());
-    std::iota(order.begin(), order.end(), 0u);
-    std::shuffle(order.begin(), order.end(), rng);
-    std::vector<JobId> ids;
-    std::vector<std::vector<GpuId>> gpus_of;  // by id - 1
-    for (size_t at = 0; at + 4 < order.size();) {
-      const size_t k = 1 + rng() % 8;
-      std::vector<GpuId> gpus;
-      for (size_t i = at; i < std::min(order.size(), at + k); ++i) gpus.push_back(GpuId(order[i]));
-      at += k;
-      std::sort(gpus.begin(), gpus.end());
-      const JobId id = ids.size() + 1;
-      ASSERT_TRUE(one.Allocate(id, gpus, gpus.size() > 1 ? 50.0 + static_cast<double>(rng() % 100) : 0.0));
-      ids.push_back(id);
-      gpus_of.push_back(gpus);
-    }
+    const std::vector<std::vector<GpuId>> gpus_of = AllocateRandomJobs(one, rng, 4, 8);  // by id - 1
+    std::vector<JobId> ids(gpus_of.size());
+    std::iota(ids.begin(), ids.end(), JobId{1});
     (void)one.fingerprint(one.root());  // the prints kept from here on
     Topology many = one;
     // A random subset, with an unknown job and one listed twice.
@@ -301,19 +289,8 @@ TEST(Topology, ReleasesAndHoldsAtOnceAsOneAfterTheOther) {
   std::mt19937_64 rng(11);
   for (int round = 0; round < 40; ++round) {
     Topology one = Build(TwoTier(2, 3));
-    std::vector<uint32_t> order(one.gpu_count());
-    std::iota(order.begin(), order.end(), 0u);
-    std::shuffle(order.begin(), order.end(), rng);
-    std::vector<JobId> ids;
-    for (size_t at = rng() % 6; at + 4 < order.size();) {  // a few GPUs left free
-      const size_t k = 1 + rng() % 8;
-      std::vector<GpuId> gpus;
-      for (size_t i = at; i < std::min(order.size(), at + k); ++i) gpus.push_back(GpuId(order[i]));
-      at += k;
-      std::sort(gpus.begin(), gpus.end());
-      ids.push_back(ids.size() + 1);
-      ASSERT_TRUE(one.Allocate(ids.back(), gpus, gpus.size() > 1 ? 40.0 + static_cast<double>(rng() % 100) : 0.0));
-    }
+    std::vector<JobId> ids(AllocateRandomJobs(one, rng, rng() % 6, 8).size());  // a few GPUs left free
+    std::iota(ids.begin(), ids.end(), JobId{1});
     (void)one.fingerprint(one.root());
     Topology both = one;
     std::vector<JobId> chosen;

@@ -17,6 +17,7 @@
 namespace phalanx {
 namespace {
 
+using testing::AllocateRandomJobs;
 using testing::Build;
 using testing::TwoTier;
 
@@ -36,20 +37,9 @@ std::string CountersOf(const Topology& t) {
 TEST(WhatIf, UndoesEveryMixOfReleasesAndHolds) {
   std::mt19937_64 rng(5);
   for (int round = 0; round < 60; ++round) {
-    Topology real = Build(TwoTier(2, 2));  // 32 GPUs
-    std::vector<uint32_t> order(real.gpu_count());
-    std::iota(order.begin(), order.end(), 0u);
-    std::shuffle(order.begin(), order.end(), rng);
-    std::vector<JobId> ids;
-    for (size_t at = 4; at + 2 < order.size();) {  // a few GPUs free
-      const size_t k = 1 + rng() % 6;
-      std::vector<GpuId> gpus;
-      for (size_t i = at; i < std::min(order.size(), at + k); ++i) gpus.push_back(GpuId(order[i]));
-      at += k;
-      std::sort(gpus.begin(), gpus.end());
-      ids.push_back(ids.size() + 1);
-      ASSERT_TRUE(real.Allocate(ids.back(), gpus, gpus.size() > 1 ? 60.0 : 0.0));
-    }
+    Topology real = Build(TwoTier(2, 2));                                // 32 GPUs
+    std::vector<JobId> ids(AllocateRandomJobs(real, rng, 4, 6).size());  // a few GPUs free
+    std::iota(ids.begin(), ids.end(), JobId{1});
     const std::string before = CountersOf(real);
     Topology shadow = real;  // the same changes, one GPU and one job at a time
     std::vector<uint8_t> shadow_held(real.gpu_count(), 0);
