@@ -217,16 +217,18 @@ std::optional<Topology::Suspended> Topology::SuspendJob(JobId job) {
   return Suspended(job, &it->second);
 }
 
-void Topology::AddToBulk(const JobAlloc& alloc, int sign) {
+void Topology::MarkBulk(std::vector<uint64_t>& bits, GpuId g) {
   if (bulk_bits_.empty()) {
     bulk_bits_.assign((gpu_count() + 63) / 64, 0);
     bulk_held_bits_.assign(bulk_bits_.size(), 0);
   }
-  for (GpuId g : alloc.gpus) {
-    const uint32_t w = g.value >> 6;
-    if ((bulk_bits_[w] | bulk_held_bits_[w]) == 0) bulk_words_.push_back(w);
-    bulk_bits_[w] |= uint64_t{1} << (g.value & 63);
-  }
+  const uint32_t w = g.value >> 6;
+  if ((bulk_bits_[w] | bulk_held_bits_[w]) == 0) bulk_words_.push_back(w);
+  bits[w] |= uint64_t{1} << (g.value & 63);
+}
+
+void Topology::AddToBulk(const JobAlloc& alloc, int sign) {
+  for (GpuId g : alloc.gpus) MarkBulk(bulk_bits_, g);
   if (alloc.crossed.empty()) return;
   if (bulk_jobs_.empty()) {
     bulk_mbs_.assign(domains_.size(), 0);
@@ -240,15 +242,7 @@ void Topology::AddToBulk(const JobAlloc& alloc, int sign) {
   }
 }
 
-void Topology::AddHeldToBulk(GpuId g) {
-  if (bulk_bits_.empty()) {
-    bulk_bits_.assign((gpu_count() + 63) / 64, 0);
-    bulk_held_bits_.assign(bulk_bits_.size(), 0);
-  }
-  const uint32_t w = g.value >> 6;
-  if ((bulk_bits_[w] | bulk_held_bits_[w]) == 0) bulk_words_.push_back(w);
-  bulk_held_bits_[w] |= uint64_t{1} << (g.value & 63);
-}
+void Topology::AddHeldToBulk(GpuId g) { MarkBulk(bulk_held_bits_, g); }
 
 void Topology::ApplyBulk(bool jobs_free) {
   std::sort(bulk_words_.begin(), bulk_words_.end());
@@ -277,7 +271,8 @@ void Topology::ApplyBulk(bool jobs_free) {
   bulk_domains_.clear();
 }
 
-void Topology::SuspendToBulk(std::span<const JobId> jobs, std::vector<Suspended>& out) {
+void Topology::SuspendJobsAndHold(std::span<const JobId> jobs, std::vector<Suspended>& out, std::span<const GpuId> want,
+                                  std::vector<GpuId>& held) {
   for (JobId job : jobs) {
     auto it = jobs_.find(job);
     if (it == jobs_.end() || it->second.suspended) continue;
@@ -288,16 +283,6 @@ void Topology::SuspendToBulk(std::span<const JobId> jobs, std::vector<Suspended>
     ++suspended_jobs_;
     out.push_back(Suspended(job, &alloc));
   }
-}
-
-void Topology::SuspendJobs(std::span<const JobId> jobs, std::vector<Suspended>& out) {
-  SuspendToBulk(jobs, out);
-  ApplyBulk(true);
-}
-
-void Topology::SuspendJobsAndHold(std::span<const JobId> jobs, std::vector<Suspended>& out, std::span<const GpuId> want,
-                                  std::vector<GpuId>& held) {
-  SuspendToBulk(jobs, out);
   held.clear();
   for (GpuId g : want) {
     if (!is_free(g)) continue;

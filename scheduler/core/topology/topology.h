@@ -188,18 +188,18 @@ class Topology {
   };
   std::optional<Suspended> SuspendJob(JobId job);
   Status Resume(const Suspended& s);
-  // SuspendJob on each of `jobs` (those it would refuse left out), the handles appended to
-  // `out`; and Resume on each of `jobs`, the last first, as a WhatIf undoes them (those refused
-  // stay suspended; returns how many). The same counters as one call per job, but each node and
-  // each crossed domain changes once: under a long queue a what-if releases hundreds of jobs.
-  void SuspendJobs(std::span<const JobId> jobs, std::vector<Suspended>& out);
-  size_t ResumeJobs(std::span<const Suspended> jobs);
-  // The same with holds, as one change (a GPU released and held at once changes no counter):
-  // SuspendJobs, then Hold on those of `want` that are free by then, listed in `held`; and
-  // Unhold on `held`, then ResumeJobs -- refused, changing nothing, unless every GPU of `held`
-  // is held and listed once.
+  // Many at once, as a WhatIf makes and undoes them: the same counters as one call each, but
+  // each node and each crossed domain changes once (under a long queue a what-if releases
+  // hundreds of jobs), and a GPU released and held in the same change touches no counter.
+  // - SuspendJobsAndHold: SuspendJob on each of `jobs` (those it would refuse left out), the
+  //   handles appended to `out`, then Hold on those of `want` free by then, listed in `held`.
+  // - ResumeJobs: Resume on each of `jobs`, the last first (those refused stay suspended;
+  //   returns how many).
+  // - UnholdAndResume: Unhold on `held`, then ResumeJobs; refused, changing nothing, unless
+  //   every GPU of `held` is held and listed once.
   void SuspendJobsAndHold(std::span<const JobId> jobs, std::vector<Suspended>& out, std::span<const GpuId> want,
                           std::vector<GpuId>& held);
+  size_t ResumeJobs(std::span<const Suspended> jobs);
   std::optional<size_t> UnholdAndResume(std::span<const GpuId> held, std::span<const Suspended> jobs);
 
   // The GPUs a job holds (empty if none), and the ring bandwidth it was charged with.
@@ -236,12 +236,12 @@ class Topology {
     bool suspended = false;
   };
   void Charge(const JobAlloc& alloc, int sign);
-  // SuspendJobs/ResumeJobs: a job's GPUs and its load change added to the pending change, and
-  // the pending change made (ChangeGpus on the GPUs in order, ChangeLoad once per domain).
+  // The many-at-once changes: a job's GPUs and its load change, or a GPU held or given back,
+  // added to the pending change, and the pending change made (ChangeGpus on the GPUs in order,
+  // ChangeLoad once per domain).
   void AddToBulk(const JobAlloc& alloc, int sign);
   void AddHeldToBulk(GpuId g);
-  // SuspendJob on each of `jobs`, the counters left to change with the rest of the pending change.
-  void SuspendToBulk(std::span<const JobId> jobs, std::vector<Suspended>& out);
+  void MarkBulk(std::vector<uint64_t>& bits, GpuId g);
   // `jobs_free`: the jobs' GPUs become free and the held ones busy (else the other way round);
   // a GPU among both changes nothing.
   void ApplyBulk(bool jobs_free);
@@ -288,7 +288,7 @@ class Topology {
   mutable std::vector<uint64_t> keys_;   // Zobrist keys a, b: per GPU, then per domain
   std::unordered_map<JobId, JobAlloc> jobs_;
   std::vector<uint32_t> scratch_count_;  // Allocate's per-domain counts, all 0 between calls
-  // The pending change of SuspendJobs/ResumeJobs, all clear between calls: its GPUs as bits (the
+  // The pending change of the many-at-once changes, all clear between calls: its GPUs as bits (the
   // words listed in bulk_words_), and its load change per crossed domain (listed in
   // bulk_domains_).
   std::vector<uint64_t> bulk_bits_, bulk_held_bits_;  // the jobs' GPUs; those held or given back

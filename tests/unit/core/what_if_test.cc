@@ -91,7 +91,7 @@ TEST(WhatIf, UndoesEveryMixOfReleasesAndHolds) {
             break;
           }
           default:
-            what_if.ReleaseJobs(std::vector<JobId>{job});
+            what_if.ReleaseJobsAndHold(std::vector<JobId>{job}, {});
             (void)shadow.Suspend(job);
             break;
         }

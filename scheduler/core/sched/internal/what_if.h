@@ -32,8 +32,6 @@ class WhatIf {
   void ReleaseJob(JobId job) {
     if (std::optional<Topology::Suspended> s = t_.SuspendJob(job)) released_.push_back(*s);
   }
-  // ReleaseJob on each of `jobs`, as one Topology change (Topology::SuspendJobs).
-  void ReleaseJobs(std::span<const JobId> jobs) { t_.SuspendJobs(jobs, released_); }
   // A new block: the currently free GPUs among `gpus` (maybe none).
   void Block(const std::vector<GpuId>& gpus) {
     blocks_.emplace_back();
@@ -76,8 +74,8 @@ class WhatIf {
     if (gpus.empty() || !t_.Hold(gpus)) return;
     NoteHeld(gpus);
   }
-  // ReleaseJobs, then HoldOne on each of `want` (distinct) that is free by then: one Topology
-  // change (Topology::SuspendJobsAndHold).
+  // ReleaseJob on each of `jobs`, then HoldOne on each of `want` that is free by then: one
+  // Topology change (Topology::SuspendJobsAndHold).
   void ReleaseJobsAndHold(std::span<const JobId> jobs, std::span<const GpuId> want) {
     t_.SuspendJobsAndHold(jobs, released_, want, scratch_);
     NoteHeld(scratch_);
