@@ -141,54 +141,9 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // free at t (free now, or released by t on a node that is up), from the pass's bits of the
   // GPUs free now.
   const size_t words = (topo.gpu_count() + 63) / 64;
-  if (!pass.gpu_bits_built) {
-    pass.free_now_bits.assign(words, 0);
-    pass.up_bits.assign(words, 0);
-    for (uint32_t g = 0; g < topo.gpu_count(); ++g) {
-      const uint64_t bit = uint64_t{1} << (g & 63);
-      if (topo.is_free(GpuId(g))) pass.free_now_bits[g >> 6] |= bit;
-      if (topo.node_state(topo.node_of(GpuId(g))) == NodeState::kUp) pass.up_bits[g >> 6] |= bit;
-    }
-    pass.gpu_bits_built = true;
-  }
+  GpuBits(topo, pass);
   std::vector<uint64_t>& held = scratch.held_bits;
-  // Calls f(word, bits) for the GPUs of `list`, a word at a time; a GPU listed twice comes in
-  // two calls, as it counted twice.
-  auto by_word = [](std::span<const GpuId> list, auto&& f) {
-    uint32_t cw = 0;
-    uint64_t cm = 0;
-    for (GpuId g : list) {
-      const uint32_t w = g.value >> 6;
-      const uint64_t b = uint64_t{1} << (g.value & 63);
-      if (cm != 0 && (w != cw || (cm & b) != 0)) {
-        f(cw, cm);
-        cm = 0;
-      }
-      cw = w;
-      cm |= b;
-    }
-    if (cm != 0) f(cw, cm);
-  };
-  // The reservations' GPUs as by_word's calls, once per pass (reservations are only appended
-  // while the lists are kept), and how often a reservation lists one GPU at most.
-  std::vector<PassState::ReserveScratch::Words>& res_words = scratch.res_words;
-  for (size_t i = res_words.size(); i < reservations.size(); ++i) {
-    PassState::ReserveScratch::Words& entry = res_words.emplace_back();
-    std::vector<uint32_t>& seen = scratch.seen;
-    by_word(reservations[i].gpus, [&](uint32_t w, uint64_t m) { entry.list.emplace_back(w, m); });
-    if (!std::is_sorted(reservations[i].gpus.begin(), reservations[i].gpus.end(),
-                        [](GpuId a, GpuId b) { return a.value <= b.value; })) {  // not strictly increasing
-      seen.clear();
-      for (GpuId g : reservations[i].gpus) seen.push_back(g.value);
-      std::sort(seen.begin(), seen.end());
-      for (size_t a = 0; a < seen.size();) {
-        size_t b = a;
-        while (b < seen.size() && seen[b] == seen[a]) ++b;
-        entry.most = std::max<uint32_t>(entry.most, static_cast<uint32_t>(b - a));
-        a = b;
-      }
-    }
-  }
+  const std::vector<PassState::ReserveScratch::Words>& res_words = scratch.res_words;  // ReservationBounds
   const std::vector<GpuId> forbidden = NodeFilter::Gpus(topo, job.forbidden_nodes);
   // The most wants one GPU can have: every reservation as often as it lists a GPU, and the
   // filter (as often as it lists one).
@@ -445,7 +400,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   };
   // -w/-x/-C: the forbidden nodes' GPUs are wanted by the job's own filter for all time, so they
   // are held (counted out before `live`) now and as their jobs release them.
-  by_word(forbidden, want_bits);
+  ByWord(forbidden, want_bits);
   if (count_nodes) {
     const size_t tops = in_tops ? scratch.tops.size() : 1;
     node_free.assign(topo.node_count(), 0);
@@ -572,29 +527,12 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       ++s.walk_print_mismatches;
   };
   std::vector<GpuId>& gpus = scratch.gpus;
-  // The job's GPUs on nodes that are up, as words, once per pass: an active job's GPUs do not
-  // change while the pass walks its queue (StartJob adds jobs; none ends or resizes).
-  auto words_of = [&](JobId id) -> const PassState::ReleaseWords& {
-    auto [it, added] = pass.release_words.try_emplace(id);
-    PassState::ReleaseWords& rw = it->second;
-    if (added) {
-      const std::span<const GpuId> list = topo.job_gpus(id);  // empty if the Topology has none to give
-      rw.has_gpus = !list.empty();
-      rw.begin = static_cast<uint32_t>(pass.release_word_list.size());
-      by_word(list, [&](uint32_t w, uint64_t m) {
-        if ((m &= pass.up_bits[w]) != 0) pass.release_word_list.emplace_back(w, m);  // else: the node takes no work
-      });
-      rw.end = static_cast<uint32_t>(pass.release_word_list.size());
-      rw.ring = topo.job_ring(id);
-    }
-    return rw;
-  };
   auto release = [&](size_t k) {  // the job of ends[k]
     const JobId id = ends[k].second;
     if (!live) {
       // Found by its place in `ends` after the first call of the pass that asks (no lookup).
       const PassState::ReleaseWords*& slot = pass.ends_words[k];
-      if (!slot) slot = &words_of(id);
+      if (!slot) slot = &JobReleaseWords(topo, pass, id);
       const PassState::ReleaseWords& rw = *slot;
       if (!rw.has_gpus) return;
       released.push_back(id);

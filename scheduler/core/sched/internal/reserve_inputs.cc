@@ -97,6 +97,35 @@ const std::vector<std::pair<Time, JobId>>& Ends(SchedulerState& s, PassState& pa
   return pass.ends;
 }
 
+const PassState::ReleaseWords& JobReleaseWords(const Topology& topo, PassState& pass, JobId id) {
+  auto [it, added] = pass.release_words.try_emplace(id);
+  PassState::ReleaseWords& rw = it->second;
+  if (added) {
+    const std::span<const GpuId> list = topo.job_gpus(id);  // empty if the Topology has none to give
+    rw.has_gpus = !list.empty();
+    rw.begin = static_cast<uint32_t>(pass.release_word_list.size());
+    ByWord(list, [&](uint32_t w, uint64_t m) {
+      if ((m &= pass.up_bits[w]) != 0) pass.release_word_list.emplace_back(w, m);  // else: the node takes no work
+    });
+    rw.end = static_cast<uint32_t>(pass.release_word_list.size());
+    rw.ring = topo.job_ring(id);
+  }
+  return rw;
+}
+
+void GpuBits(const Topology& topo, PassState& pass) {
+  if (pass.gpu_bits_built) return;
+  const size_t words = (topo.gpu_count() + 63) / 64;
+  pass.free_now_bits.assign(words, 0);
+  pass.up_bits.assign(words, 0);
+  for (uint32_t g = 0; g < topo.gpu_count(); ++g) {
+    const uint64_t bit = uint64_t{1} << (g & 63);
+    if (topo.is_free(GpuId(g))) pass.free_now_bits[g >> 6] |= bit;
+    if (topo.node_state(topo.node_of(GpuId(g))) == NodeState::kUp) pass.up_bits[g >> 6] |= bit;
+  }
+  pass.gpu_bits_built = true;
+}
+
 // The reservations by start and by end (ties in any order: entering or leaving the window in
 // any order leaves the same counts and the same held GPUs), kept from the last call while the
 // reservations it sorted are unchanged (most calls come after one more reservation); and the
@@ -128,6 +157,25 @@ void ReservationBounds(SchedulerState& s, PassState& pass) {
     by_end.insert(std::upper_bound(by_end.begin(), by_end.end(), r.end,
                                    [&](Time t, uint32_t j) { return t < reservations[j].end; }),
                   i);
+  }
+  // The reservations' GPUs as ByWord's calls, and how often a reservation lists one GPU at most.
+  std::vector<PassState::ReserveScratch::Words>& res_words = scratch.res_words;
+  for (size_t i = res_words.size(); i < reservations.size(); ++i) {
+    PassState::ReserveScratch::Words& entry = res_words.emplace_back();
+    std::vector<uint32_t>& seen = scratch.seen;
+    ByWord(reservations[i].gpus, [&](uint32_t w, uint64_t m) { entry.list.emplace_back(w, m); });
+    if (!std::is_sorted(reservations[i].gpus.begin(), reservations[i].gpus.end(),
+                        [](GpuId a, GpuId b) { return a.value <= b.value; })) {  // not strictly increasing
+      seen.clear();
+      for (GpuId g : reservations[i].gpus) seen.push_back(g.value);
+      std::sort(seen.begin(), seen.end());
+      for (size_t a = 0; a < seen.size();) {
+        size_t b = a;
+        while (b < seen.size() && seen[b] == seen[a]) ++b;
+        entry.most = std::max<uint32_t>(entry.most, static_cast<uint32_t>(b - a));
+        a = b;
+      }
+    }
   }
   std::vector<Time>& bounds = scratch.bounds;
   bounds.clear();
