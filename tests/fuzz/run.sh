@@ -51,6 +51,7 @@ for t in "${targets[@]}"; do
   case $t in
     slurm_topology | gres) dict=(-dict="$here/dict/slurm.dict") ;;
     yaml) dict=(-dict="$here/dict/yaml.dict") ;;
+    hwloc) dict=(-dict="$here/dict/hwloc.dict") ;;
     http_request) dict=(-dict="$here/dict/http.dict") ;;
     directives) dict=(-dict="$here/dict/directives.dict") ;;
   esac

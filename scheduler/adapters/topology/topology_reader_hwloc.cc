@@ -76,8 +76,8 @@ int NumaOf(hwloc_topology_t topo, hwloc_obj_t pci) {
 // hwloc's XML importer trusts its input: hwloc 2.9 crashes (SIGSEGV) on a well-formed file
 // whose CPU-side object lacks one of its sets. This pass checks what hwloc relies on, before
 // hwloc sees the text, and gives the admin a line: tags nest, attributes are name="value", and
-// every CPU-side object carries cpuset, complete_cpuset, nodeset and complete_nodeset as hex
-// bitmaps. Returns 0 when the text passes, else the line and `*what`.
+// every CPU-side object carries cpuset, complete_cpuset, nodeset and complete_nodeset, and
+// every set on any tag is a hex bitmap. Returns 0 when the text passes, else the line and `*what`.
 bool IsHexBitmap(std::string_view v) {
   if (v.empty()) return false;
   size_t i = 0;
@@ -170,6 +170,25 @@ int PrecheckXml(std::string_view text, std::string* what) {
     const std::string_view body = tag.substr(name_end, tag.size() - name_end - (self_closing ? 2 : 1));
     if (!ParseAttributes(body, &attrs, what)) return tag_line;
     if (name == "topology") saw_topology = true;
+    // hwloc parses every set it reads (an object's six, a cpukind's, a memattr initiator's) with
+    // hwloc_bitmap_sscanf, which asserts on some malformed strings (",x1": found by tests/fuzz).
+    for (const auto& [k, v] : attrs) {
+      if ((k.ends_with("cpuset") || k.ends_with("nodeset")) && !IsHexBitmap(v))
+        return *what = "<" + std::string(name) + ">: bad " + std::string(k) + " '" + std::string(v.substr(0, 40)) + "'",
+               tag_line;
+      // hwloc also allocates what a count says before reading what it counts: a distance matrix
+      // of `nbobjs` squared values, a text of `length` characters. Neither can be more than the
+      // file holds (each value takes a character at least), and a huge count was a huge
+      // allocation (found by a sweep over hwloc's distance, memory-attribute and cpukind tags).
+      if (k == "nbobjs" || k == "length") {
+        const bool digits = !v.empty() && v.size() <= 9 && v.find_first_not_of("0123456789") == std::string_view::npos;
+        const uint64_t count = digits ? std::stoull(std::string(v)) : ~uint64_t{0};
+        if ((k == "nbobjs" && digits ? count * count : count) > text.size())
+          return *what = "<" + std::string(name) + ">: " + std::string(k) + " '" + std::string(v.substr(0, 40)) +
+                         "' is not a count this " + std::to_string(text.size()) + "-byte file can hold",
+                 tag_line;
+      }
+    }
     if (name == "object") {
       std::string_view type;
       for (const auto& [k, v] : attrs)
@@ -179,10 +198,6 @@ int PrecheckXml(std::string_view text, std::string* what) {
         for (std::string_view set : {"cpuset", "complete_cpuset", "nodeset", "complete_nodeset"}) {
           auto it = std::find_if(attrs.begin(), attrs.end(), [&](const auto& a) { return a.first == set; });
           if (it == attrs.end()) return *what = std::string(type) + " object without " + std::string(set), tag_line;
-          if (!IsHexBitmap(it->second))
-            return *what =
-                       std::string(type) + " object: bad " + std::string(set) + " '" + std::string(it->second) + "'",
-                   tag_line;
         }
       }
     }

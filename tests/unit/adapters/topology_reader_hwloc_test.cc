@@ -188,6 +188,64 @@ TEST(HwlocReader, ObjectWithoutSetsIsRejectedBeforeHwlocSeesIt) {
   EXPECT_EQ(m.error().message, "malformed hwloc XML: PU object without complete_cpuset");
 }
 
+// hwloc 2.9 asserts (hwloc_bitmap_sscanf: count > 0) on some malformed sets, also the root's
+// allowed ones, which are not among the four every CPU-side object must carry (found by
+// tests/fuzz: allowed_nodeset=",x00000003"). Every set on any tag must be a hex bitmap.
+TEST(HwlocReader, MalformedSetIsRejectedBeforeHwlocSeesIt) {
+  const std::string good = HwlocFixture("2socket-8gpu-4sw.xml");
+  for (const std::string set :
+       {"allowed_nodeset=\"0x00000003\"", "allowed_cpuset=\"0x0000ffff\"", "complete_nodeset=\"0x00000003\""}) {
+    for (const std::string bad : {",x00000003", "0x1,", "0xf...f", "3", "0x"}) {
+      std::string xml = good;
+      const size_t at = xml.find(set);
+      ASSERT_NE(at, std::string::npos) << set;
+      const std::string name = set.substr(0, set.find('='));
+      xml.replace(at, set.size(), name + "=\"" + bad + "\"");
+      auto m = ReadHwlocXml(xml, "sets.xml", {});
+      ASSERT_FALSE(m) << name << "=" << bad;
+      EXPECT_EQ(m.error().where, "sets.xml:4");
+      EXPECT_EQ(m.error().message, "malformed hwloc XML: <object>: bad " + name + " '" + bad + "'");
+    }
+  }
+}
+
+// hwloc 2.9 allocates a distance matrix of nbobjs squared values (and a text of `length`
+// characters) before reading them: a huge count is refused first, naming the element. A valid
+// matrix, a memory attribute and a cpukind still load.
+TEST(HwlocReader, CountsLargerThanTheFileAreRejected) {
+  const std::string good = HwlocFixture("2socket-8gpu-4sw.xml");
+  const size_t end = good.rfind("</topology>");
+  ASSERT_NE(end, std::string::npos);
+  auto with = [&](const std::string& nbobjs, const std::string& length) {
+    std::string xml = good;
+    xml.insert(end, "<distances2 type=\"NUMANode\" nbobjs=\"" + nbobjs +
+                        "\" kind=\"5\" name=\"NUMALatency\" indexing=\"os\">\n<indexes length=\"" + length +
+                        "\">0 1 </indexes>\n<u64values length=\"12\">10 21 21 10 </u64values>\n</distances2>\n"
+                        "<memattr name=\"Bandwidth\" flags=\"5\">\n<memattr_value target_obj_gp_index=\"3\" "
+                        "target_obj_type=\"NUMANode\" initiator_cpuset=\"0x000000ff\" value=\"100000\"/>\n</memattr>\n"
+                        "<cpukind cpuset=\"0x0000ffff\" forced_efficiency=\"0\"/>\n");
+    return xml;
+  };
+  const int line =
+      1 + static_cast<int>(std::count(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
+  auto m = ReadHwlocXml(with("2", "4"), "dist.xml", {});
+  ASSERT_TRUE(m) << m.error().ToString();
+  EXPECT_EQ(m->gpus, 8);
+  const std::string size = std::to_string(with("4294967295", "4").size());
+  auto huge = ReadHwlocXml(with("4294967295", "4"), "dist.xml", {});
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().where, "dist.xml:" + std::to_string(line));
+  EXPECT_EQ(huge.error().message, "malformed hwloc XML: <distances2>: nbobjs '4294967295' is not a count this " + size +
+                                      "-byte file can hold");
+  for (const std::string bad : {"-1", "x", "", "99999999999"}) {
+    auto m2 = ReadHwlocXml(with("2", bad), "dist.xml", {});
+    ASSERT_FALSE(m2) << bad;
+    EXPECT_EQ(m2.error().where, "dist.xml:" + std::to_string(line + 1)) << bad;
+    EXPECT_NE(m2.error().message.find("<indexes>: length '" + bad + "' is not a count"), std::string::npos)
+        << m2.error().message;
+  }
+}
+
 TEST(HwlocReader, NotXmlAtAll) {
   for (const std::string& text : {std::string(""), std::string("SwitchName=s1 Nodes=a[1-2]\n"),
                                   std::string("<topology>\n"), std::string("<a>\0</a>", 8)}) {
