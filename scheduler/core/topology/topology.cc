@@ -77,6 +77,11 @@ void Topology::StartPrints() const {
   keys_.resize(2 * (gpu_count() + domains_.size()));
   for (size_t i = 0; i < keys_.size(); ++i) keys_[i] = SplitMix64(i ^ 0x5a17a11a5a17a11aULL);
   print_ = PrintsFromScratch();
+  load_keys_.resize(2 * domains_.size());
+  for (uint32_t i = 0; i < domains_.size(); ++i) {
+    load_keys_[2 * i] = LoadKey(i, 0);
+    load_keys_[2 * i + 1] = LoadKey(i, 1);
+  }
 }
 
 std::vector<uint64_t> Topology::PrintsFromScratch() const {
@@ -110,17 +115,17 @@ uint64_t Topology::LoadKeyOf(uint32_t domain, int half, int64_t mbs, uint32_t jo
 }
 
 void Topology::ChangeLoad(DomainId d, int64_t mbs, int jobs) {
-  const bool printing = !print_.empty();
-  uint64_t a = 0, b = 0;
-  if (printing) {
-    a = LoadKey(d.value, 0);
-    b = LoadKey(d.value, 1);
-  }
   load_mbs_[d.value] += mbs;
   load_jobs_[d.value] = static_cast<uint32_t>(static_cast<int64_t>(load_jobs_[d.value]) + jobs);
-  if (!printing) return;
-  a ^= LoadKey(d.value, 0);
-  b ^= LoadKey(d.value, 1);
+  if (print_.empty()) return;
+  // The load's keys before the change are kept (load_keys_): only the new ones are computed.
+  uint64_t& key_a = load_keys_[2 * d.value];
+  uint64_t& key_b = load_keys_[2 * d.value + 1];
+  uint64_t a = key_a, b = key_b;
+  key_a = LoadKey(d.value, 0);
+  key_b = LoadKey(d.value, 1);
+  a ^= key_a;
+  b ^= key_b;
   for (d = AtNodeOrAbove(d); d.valid(); d = domains_[d.value].parent) {
     print_[2 * d.value] ^= a;
     print_[2 * d.value + 1] ^= b;
@@ -514,6 +519,10 @@ std::string Topology::CheckInvariants() const {
   }
   if (hist != hist_) out << "node free-count histograms differ\n";
   if (!print_.empty() && PrintsFromScratch() != print_) out << "fingerprints differ\n";
+  for (uint32_t i = 0; !print_.empty() && i < domains_.size(); ++i) {
+    if (load_keys_[2 * i] != LoadKey(i, 0) || load_keys_[2 * i + 1] != LoadKey(i, 1))
+      out << "domain " << domains_[i].name << ": kept load keys differ\n";
+  }
   return out.str();
 }
 

@@ -284,8 +284,9 @@ class Topology {
   std::vector<uint32_t> hist_;
   std::vector<int64_t> load_mbs_;  // integer MB/s: sums and differences stay exact
   std::vector<uint32_t> load_jobs_;
-  mutable std::vector<uint64_t> print_;  // per domain: fingerprint a, b; empty until asked
-  mutable std::vector<uint64_t> keys_;   // Zobrist keys a, b: per GPU, then per domain
+  mutable std::vector<uint64_t> print_;      // per domain: fingerprint a, b; empty until asked
+  mutable std::vector<uint64_t> keys_;       // Zobrist keys a, b: per GPU, then per domain
+  mutable std::vector<uint64_t> load_keys_;  // per domain: its load's part a, b (LoadKey) while printing
   std::unordered_map<JobId, JobAlloc> jobs_;
   std::vector<uint32_t> scratch_count_;  // Allocate's per-domain counts, all 0 between calls
   // The pending change of the many-at-once changes, all clear between calls: its GPUs as bits (the
