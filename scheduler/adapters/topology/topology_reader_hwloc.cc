@@ -73,11 +73,7 @@ int NumaOf(hwloc_topology_t topo, hwloc_obj_t pci) {
   return hwloc_bitmap_first(cpu_side->nodeset);
 }
 
-// hwloc's XML importer trusts its input: hwloc 2.9 crashes (SIGSEGV) on a well-formed file
-// whose CPU-side object lacks one of its sets. This pass checks what hwloc relies on, before
-// hwloc sees the text, and gives the admin a line: tags nest, attributes are name="value", and
-// every CPU-side object carries cpuset, complete_cpuset, nodeset and complete_nodeset, and
-// every set on any tag is a hex bitmap. Returns 0 when the text passes, else the line and `*what`.
+// A set as hwloc writes it: "0x" and up to 16 hex digits, comma-separated chunks of them.
 bool IsHexBitmap(std::string_view v) {
   if (v.empty()) return false;
   size_t i = 0;
@@ -131,6 +127,13 @@ bool ParseAttributes(std::string_view body, std::vector<std::pair<std::string_vi
   }
 }
 
+// hwloc's XML importer trusts its input: hwloc 2.9 crashes (SIGSEGV) on a well-formed file
+// whose CPU-side object lacks one of its sets, asserts on a malformed set and allocates what a
+// huge count says. This pass checks what hwloc relies on, before hwloc sees the text, and gives
+// the admin a line: tags nest, attributes are name="value", every CPU-side object carries
+// cpuset, complete_cpuset, nodeset and complete_nodeset, every set on any tag is a hex bitmap,
+// and no count is more than the file can hold. Returns 0 when the text passes, else the line
+// and `*what`.
 int PrecheckXml(std::string_view text, std::string* what) {
   std::vector<std::pair<std::string_view, int>> open;
   std::vector<std::pair<std::string_view, std::string_view>> attrs;
