@@ -274,6 +274,10 @@ class Scheduler {
   // Reserve walks that began after now, where an earlier walk of the same pass for the same
   // request ended (config().reserve_shortcuts).
   uint64_t floored_walks() const;
+  // Of them: those that skipped the steps before the earlier walk's end, and those that started
+  // there from the releases that walk had made.
+  uint64_t floor_jumps() const;
+  uint64_t floor_releases_kept() const;
   // Reserve walks' domain fingerprints kept apart from the Topology that did not match it once
   // the domain was brought to the walk's time: zero unless there is a fault.
   uint64_t walk_print_mismatches() const;

@@ -248,15 +248,16 @@ TEST(SimKeptQueueKeys, SameDecisionsAsEveryRecordReadEachPass) {
 // SchedulerConfig::reserve_shortcuts: Reserve's walks search without the blocks promised to
 // others first, and a walk for a request an earlier walk of the pass made begins where that one
 // ended (a pass only takes capacity away, until a preemptor starts on its claim or victims
-// checkpoint: the floors are dropped then); the replay decides exactly as one that searches every
-// step in full. Random traces of mixed sizes under pressure with node failures; the preset
+// checkpoint: the floors are dropped then), skipping the steps before it when its own block is
+// not free there, from the releases that walk had made; the replay decides exactly as one that
+// searches every step in full. Random traces of mixed sizes under pressure with node failures; the preset
 // (placement patience), its starvation guard after ten minutes (a reservation for most waiting
 // jobs), conservative backfill, and preemption by class (claims, victims): the same decision
 // log and per-job rows, byte for byte.
 TEST(SimReserveShortcuts, SameDecisionsAsASearchAtEveryStep) {
   const TopologySpec spec = GenerateByName("leafspine:8:4:2").value();
   const uint64_t seeds = std::clamp<uint64_t>(std::llround(4 * testing::QualityScale()), 1, 4);
-  uint64_t floored = 0, preemptions = 0;
+  uint64_t floored = 0, jumps = 0, kept = 0, preemptions = 0;
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
     constexpr uint32_t kSizes[] = {1, 1, 2, 3, 4, 4, 8, 8, 16, 32};
     const Trace trace = RandomTrace(seed, 200, 300, kSizes, 12000);
@@ -270,11 +271,16 @@ TEST(SimReserveShortcuts, SameDecisionsAsASearchAtEveryStep) {
       }
       const OffAndOn r = SameOffAndOn(trace, spec, policy, o, &SchedulerConfig::reserve_shortcuts);
       floored += r.on.counters.floored_walks;
+      jumps += r.on.counters.floor_jumps;
+      kept += r.on.counters.floor_releases_kept;
       preemptions += r.on.counters.preemptions;
       EXPECT_EQ(r.on.counters.walk_print_mismatches, 0u) << policy << " seed " << seed;
     }
   }
   EXPECT_GT(floored, 10000 * seeds);
+  // Walks that start at their floor, most of them from the releases the floor's walk had made.
+  EXPECT_GT(jumps, 2000 * seeds);
+  EXPECT_GT(kept, jumps * 9 / 10);
   EXPECT_GT(preemptions, 20 * seeds);
 }
 

@@ -221,13 +221,25 @@ struct PassState {
   // Cleared when capacity may come back: a reservation removed (a preemptor starts on its
   // claim) or the release times rebuilt (victims checkpoint). `t` is kForever when the walk
   // found nothing.
+  // With each floor, the releases its walk had made when it ended or went live: the GPUs free
+  // at t, the first `next` entries of `ends` released, and the jobs with GPUs among them. A
+  // later walk that starts at the floor (Reserve) starts from them. Valid while `release_gen`
+  // is the pass's: StartJob and a rebuild of `ends` change it.
+  struct ReleaseSnapshot {
+    uint64_t gen = 0;  // 0: none
+    size_t next = 0;
+    std::vector<uint64_t> free_bits;
+    std::vector<JobId> released;
+  };
   struct WalkFloor {
     PlacementRequest request;
     uint64_t partitions;
     Duration w;
     Time t;
+    ReleaseSnapshot releases;
   };
   std::vector<WalkFloor> walk_floors;
+  uint64_t release_gen = 1;
   // Reserve's working memory, reused by every call of the pass (one allocation per pass, not
   // per call: the allocator was a tenth of a pass under long queues). Contents are per call;
   // `wanted` is all zero between calls.
@@ -257,9 +269,10 @@ struct PassState {
     };
     std::vector<Words> res_words;
     std::vector<uint32_t> seen;
-    std::vector<GpuId> others;    // GPUs promised to other jobs not re-planned yet
-    std::vector<uint8_t> listed;  // by GPU, all zero between uses: in `others` already
-    std::vector<DomainId> tops;   // the largest domains a job that must fit in one may use
+    PassState::ReleaseSnapshot walk_releases;  // this walk's, for its floor
+    std::vector<GpuId> others;                 // GPUs promised to other jobs not re-planned yet
+    std::vector<uint8_t> listed;               // by GPU, all zero between uses: in `others` already
+    std::vector<DomainId> tops;                // the largest domains a job that must fit in one may use
     // Before Reserve goes live: free GPUs by node, the index in `tops` of each node's domain,
     // and per domain of `tops` the nodes by free GPUs ([top * (GPUs per node + 1) + free]) and
     // its free GPUs.

@@ -93,6 +93,7 @@ const std::vector<std::pair<Time, JobId>>& Ends(SchedulerState& s, PassState& pa
     pass.ends_words.assign(pass.ends.size(), nullptr);
     pass.ends_dirty = false;
     pass.walk_floors.clear();  // release times may have come earlier (PassState::WalkFloor)
+    ++pass.release_gen;
   }
   return pass.ends;
 }
@@ -124,6 +125,7 @@ void GpuBits(const Topology& topo, PassState& pass) {
     if (topo.node_state(topo.node_of(GpuId(g))) == NodeState::kUp) pass.up_bits[g >> 6] |= bit;
   }
   pass.gpu_bits_built = true;
+  ++pass.release_gen;
 }
 
 // The reservations by start and by end (ties in any order: entering or leaving the window in

@@ -125,6 +125,7 @@ void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placemen
   if (pass.gpu_bits_built) {
     for (GpuId g : job.gpus) pass.free_now_bits[g.value >> 6] &= ~(uint64_t{1} << (g.value & 63));
   }
+  ++pass.release_gen;  // free now, and the release times (below)
   s.LeavePending(job);
   s.active.Insert(id, &job);
   if (!pass.ends_dirty) {
