@@ -632,10 +632,11 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   };
   // The releases made so far, for the floor this walk leaves (PassState::ReleaseSnapshot): when
   // it goes live or ends, whichever comes first (live, the Topology releases the jobs, not
-  // `free_bits` and `released`).
+  // `free_bits` and `released`). Only by a walk of the kind that starts at a floor (below): a
+  // later walk for the same request is of the same kind.
   auto keep_releases = [&](size_t made) {
     PassState::ReleaseSnapshot& kept = scratch.walk_releases;
-    if (!floored || live || kept.gen != 0) return;
+    if (!floored || track || plan || live || kept.gen != 0) return;
     kept.gen = pass.release_gen;
     kept.next = made;
     kept.free_bits.assign(free_bits.begin(), free_bits.end());
