@@ -26,6 +26,7 @@
 #include "core/sched/internal/bit_counts.h"
 #include "core/sched/internal/failure_frontier.h"
 #include "core/sched/internal/start_blocks.h"
+#include "core/sched/internal/walk_prints.h"
 #include "core/sched/job.h"
 #include "core/sched/policy/queue_policy.h"
 #include "core/topology/level.h"
@@ -292,14 +293,8 @@ struct PassState {
     std::array<std::vector<uint32_t>, 2> within;
     std::vector<DomainId> regions;
     std::vector<GpuId> others_live, to_hold;
-    // And the fingerprint each domain of `tops` would have at t (Topology::fingerprint): as it
-    // was when the walk began, and what changed since (the GPUs free at t, the loads of the jobs
-    // released); per Topology domain, the crossing load when the walk first changed it and the
-    // change since (all zero between walks; `load_touched` lists those changed).
-    std::vector<Topology::Fingerprint> top_print, top_print_change;
-    std::vector<int64_t> load_base_mbs, load_change_mbs;
-    std::vector<uint32_t> load_base_jobs, load_change_jobs;
-    std::vector<uint32_t> load_touched;
+    // And the fingerprint each domain of `tops` would have at t.
+    WalkPrints prints;
   } reserve;
   // By 64-GPU word: the GPUs free now (Topology::is_free) and those on nodes that are up, for
   // Reserve, built on its first call. Between Reserve calls the Topology's lasting changes are

@@ -268,18 +268,17 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   const bool prints = asked && !pass.user_gpu_limits &&
                       std::all_of(job.partition_ids.begin(), job.partition_ids.end(),
                                   [&](uint32_t i) { return s.partitions.at(i).all_nodes; });
-  std::vector<Topology::Fingerprint>& top_print = scratch.top_print;
-  std::vector<Topology::Fingerprint>& top_print_change = scratch.top_print_change;
+  WalkPrints& walk_prints = scratch.prints;
   bool printing = false;  // from when the counts below are made
-  auto print_change = [&](uint32_t top, Topology::Fingerprint f) {
-    top_print_change[top].a ^= f.a;
-    top_print_change[top].b ^= f.b;
-  };
+  struct EndPrints {      // the load changes all zero again when the call returns
+    WalkPrints& p;
+    ~EndPrints() { p.End(); }
+  } end_prints{walk_prints};
   auto count_change = [&](uint32_t w, uint64_t bits, bool freed) {
     for (; bits != 0; bits &= bits - 1) {
       const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
       const uint32_t node = topo.node_of(GpuId(g)).value;
-      if (printing) print_change(node_top[node], topo.gpu_key(GpuId(g)));  // free at t, or no longer
+      if (printing) walk_prints.FlipGpu(topo, node_top[node], GpuId(g));  // free at t, or no longer
       uint32_t& c = node_free[node];
       uint32_t* hist = top_hist.data() + size_t{node_top[node]} * stride;
       --hist[c];
@@ -361,12 +360,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       if (per_top && !top_allows(top)) return;
       if (unheld && prints) {
         const DomainId d = scratch.tops[top];
-        Topology::Fingerprint at = topo.fingerprint(d);
-        if (!top_live[top]) {
-          at = top_print[top];
-          at.a ^= top_print_change[top].a;
-          at.b ^= top_print_change[top].b;
-        }
+        const Topology::Fingerprint at = top_live[top] ? topo.fingerprint(d) : walk_prints.At(top);
         if (s.placer->KnownMiss(*asked, d, at)) {
           s.walk_known_tops += !top_live[top];
           return;
@@ -466,65 +460,22 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   if (prints) {
     // The fingerprints of the Topology as it is (the start blocks given back, nothing held), and
     // the change to the state at the walk's first time: the GPUs free now but held (-w/-x/-C).
-    top_print.resize(scratch.tops.size());
-    top_print_change.assign(scratch.tops.size(), {});
-    for (size_t i = 0; i < scratch.tops.size(); ++i) top_print[i] = topo.fingerprint(scratch.tops[i]);
+    walk_prints.Begin(topo, scratch.tops);
     for (uint32_t w = 0; w < words; ++w) {
       for (uint64_t b = pass.free_now_bits[w] ^ (free_bits[w] & ~held[w]); b != 0; b &= b - 1) {
         const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
-        print_change(node_top[topo.node_of(GpuId(g)).value], topo.gpu_key(GpuId(g)));
+        walk_prints.FlipGpu(topo, node_top[topo.node_of(GpuId(g)).value], GpuId(g));
       }
     }
     printing = true;
   }
   // The index in `tops` of the domain whose fingerprint a crossing load at d is part of, if any
   // (none: above every domain of `tops`).
-  constexpr uint32_t kNoTop = ~uint32_t{0};
   auto print_top = [&](DomainId d) {
     const DomainId at = topo.print_domain(d);
     const Domain& a = topo.domain(at);
     const uint32_t top = node_top[a.first_node];
-    return a.level == Level::kNode || a.depth >= topo.domain(scratch.tops[top]).depth ? top : kNoTop;
-  };
-  // A released job's ring no longer loads the uplinks it crosses at t: each load's part in the
-  // fingerprint changes (the load as the walk began, and the change since).
-  std::vector<int64_t>& load_base_mbs = scratch.load_base_mbs;
-  std::vector<int64_t>& load_change_mbs = scratch.load_change_mbs;
-  std::vector<uint32_t>& load_base_jobs = scratch.load_base_jobs;
-  std::vector<uint32_t>& load_change_jobs = scratch.load_change_jobs;
-  std::vector<uint32_t>& load_touched = scratch.load_touched;
-  if (prints && load_change_mbs.size() != topo.domain_count()) {
-    load_base_mbs.assign(topo.domain_count(), 0);
-    load_change_mbs.assign(topo.domain_count(), 0);
-    load_base_jobs.assign(topo.domain_count(), 0);
-    load_change_jobs.assign(topo.domain_count(), 0);
-  }
-  struct Untouch {  // all changes zero again when the call returns
-    PassState::ReserveScratch& s;
-    ~Untouch() {
-      for (uint32_t d : s.load_touched) {
-        s.load_change_mbs[d] = 0;
-        s.load_change_jobs[d] = 0;
-      }
-      s.load_touched.clear();
-    }
-  } untouch{scratch};
-  auto unload = [&](const Topology::RingLoad& ring) {
-    for (DomainId d : ring.crossed) {
-      const uint32_t i = d.value;
-      if (load_change_jobs[i] == 0) {  // first changed by this walk (a change takes a job away)
-        load_touched.push_back(i);
-        load_base_mbs[i] = topo.crossing_mbs(d);
-        load_base_jobs[i] = topo.crossing_jobs(d);
-      }
-      const Topology::Fingerprint before =
-          topo.load_key(d, load_base_mbs[i] + load_change_mbs[i], load_base_jobs[i] + load_change_jobs[i]);
-      load_change_mbs[i] -= ring.mbs;
-      load_change_jobs[i] -= 1;
-      const Topology::Fingerprint after =
-          topo.load_key(d, load_base_mbs[i] + load_change_mbs[i], load_base_jobs[i] + load_change_jobs[i]);
-      if (const uint32_t top = print_top(d); top != kNoTop) print_change(top, {before.a ^ after.a, before.b ^ after.b});
-    }
+    return a.level == Level::kNode || a.depth >= topo.domain(scratch.tops[top]).depth ? top : WalkPrints::kNone;
   };
   std::vector<JobId>& released = scratch.released;  // before `live`: the jobs to release when it goes live
   released.clear();
@@ -569,10 +520,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     what_if.HoldEach(hold);
     // The fingerprint kept for it is the one it has now (else a miss was looked up in the wrong
     // state: counted, and tests ask for none).
-    if (prints &&
-        !(topo.fingerprint(scratch.tops[top]) == Topology::Fingerprint{top_print[top].a ^ top_print_change[top].a,
-                                                                       top_print[top].b ^ top_print_change[top].b}))
-      ++s.walk_print_mismatches;
+    if (prints && !(topo.fingerprint(scratch.tops[top]) == walk_prints.At(top))) ++s.walk_print_mismatches;
   };
   std::vector<GpuId>& gpus = scratch.gpus;
   auto release = [&](size_t k) {  // the job of ends[k]
@@ -591,7 +539,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         free_count += static_cast<uint32_t>(std::popcount(m & ~held[w]));
         if (counting) count_change(w, m & ~held[w], true);
       }
-      if (prints) unload(rw.ring);
+      if (prints) walk_prints.Unload(topo, rw.ring, print_top);
       if (track) {
         // Its domains gain GPUs; per_top, it is also listed in each of them, to be released
         // when that domain is brought to t (now, if one already is).
@@ -601,7 +549,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
           applied.push_back(0);
         }
         bool in_live = false;
-        uint32_t listed_in = kNoTop;  // a job's GPUs come in order, so its domains do too
+        uint32_t listed_in = ~uint32_t{0};  // none yet; a job's GPUs come in order, so its domains do too
         for (uint32_t x = rw.begin; x < rw.end; ++x) {
           const auto [w, m] = pass.release_word_list[x];
           for (uint64_t b = m; b != 0; b &= b - 1) {
