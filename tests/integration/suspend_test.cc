@@ -2,8 +2,10 @@
 // job. A suspended job's processes are stopped (state T in /proc/PID/stat), gq shows it S, it
 // keeps its GPUs and its walltime clock stops (it outlives its walltime while suspended, also
 // across a restart of its node's agent); resumed, its processes run again and it completes.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <iterator>
@@ -45,10 +47,13 @@ TEST(Integration, SuspendStopsTheJobsProcessesAndItsWalltimeClock) {
   ProcessCluster c(o);
   ASSERT_NO_FATAL_FAILURE(c.Start());
   const std::string work = c.MakeDir("work");
-  // A 3 s walltime; it ends on its own once the file `go` exists (written after the resume).
+  // A 3 s walltime; it ends on its own once the fifo `go` is opened and closed for writing
+  // (after the resume). The main shell waits in `read`, starting no process: a command it starts
+  // (dash vforks) and that the suspend stops before its exec would leave the shell waiting for
+  // it, in state D, not T.
   const uint64_t id = c.Gsub({"-G", "8", "-t", "00:00:03", "-o", "job.out", "--wrap",
-                              "sleep 100 & echo $! > bg.pid; echo $$ > main.pid; "
-                              "while [ ! -e go ]; do sleep 0.05; done; kill $!; echo done"},
+                              "sleep 100 & echo $! > bg.pid; mkfifo go; echo $$ > main.pid; "
+                              "read x < go; kill $!; echo done"},
                              work);
   ASSERT_NE(id, 0u);
   std::optional<pid_t> main_pid, bg_pid;
@@ -87,7 +92,13 @@ TEST(Integration, SuspendStopsTheJobsProcessesAndItsWalltimeClock) {
       << ProcState(*main_pid) << " " << ProcState(*bg_pid);
   EXPECT_EQ(c.State(id), v1::JOB_STATE_RUNNING);
   EXPECT_EQ(GqState(c, id), "R\n");
-  WriteFile(work + "/go", "");
+  // Opened for writing once the job reads it (without a reader the open fails at once), closed.
+  ASSERT_TRUE(WaitFor([&] {
+    const int fd = ::open((work + "/go").c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd < 0) return false;
+    ::close(fd);
+    return true;
+  })) << c.Logs();
   ASSERT_TRUE(c.WaitState(id, v1::JOB_STATE_COMPLETED)) << c.Logs();
   EXPECT_EQ(ReadFile(work + "/job.out"), "done\n");
 }
