@@ -26,6 +26,7 @@
 #include "core/sched/internal/bit_counts.h"
 #include "core/sched/internal/failure_frontier.h"
 #include "core/sched/internal/start_blocks.h"
+#include "core/sched/internal/walk_counts.h"
 #include "core/sched/internal/walk_prints.h"
 #include "core/sched/job.h"
 #include "core/sched/policy/queue_policy.h"
@@ -274,10 +275,8 @@ struct PassState {
     std::vector<GpuId> others;                 // GPUs promised to other jobs not re-planned yet
     std::vector<uint8_t> listed;               // by GPU, all zero between uses: in `others` already
     std::vector<DomainId> tops;                // the largest domains a job that must fit in one may use
-    // Before Reserve goes live: free GPUs by node, the index in `tops` of each node's domain,
-    // and per domain of `tops` the nodes by free GPUs ([top * (GPUs per node + 1) + free]) and
-    // its free GPUs.
-    std::vector<uint32_t> node_free, node_top, top_hist, top_free;
+    // Before Reserve goes live: the GPUs free at t and not held, by node and by domain of `tops`.
+    WalkCounts counts;
     // A walk with a bandwidth floor, for each of its two searches: the domains of `tops` that
     // gained GPUs since the last search that found nothing, and a mark per domain of `tops`.
     std::array<std::vector<uint32_t>, 2> gained;  // indexes in `tops`

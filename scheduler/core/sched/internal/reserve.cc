@@ -202,18 +202,13 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   held.assign(words, 0);
   want_counts.Reset(words, most_wants);
   free_bits.assign(pass.free_now_bits.begin(), pass.free_now_bits.end());
-  // Before `live`, for a request CountsMayHold can refuse: each node's GPUs free at t and not
-  // held (what the Topology will count once live), and per domain of `tops` (the root alone when
-  // it does not need them) how many nodes have each count and its free GPUs, so the walk goes
-  // live only at a step whose counts allow the request (once live, every step changes the
-  // Topology). Kept by the three places that change `free_bits` or `held` (below).
+  // Before `live`, for a request CountsMayHold can refuse: the GPUs free at t and not held, by
+  // node and by domain of `tops` (the root alone when it does not need them; WalkCounts), so the
+  // walk goes live only at a step whose counts allow the request (once live, every step changes
+  // the Topology). Kept by the three places that change `free_bits` or `held` (below).
   const bool in_tops = WithinDomainAboveNode(request) || by_leaf;
   const bool count_nodes = CountsCanRefuse(request);
-  const uint32_t stride = topo.max_gpus_per_node() + 1;
-  std::vector<uint32_t>& node_free = scratch.node_free;
-  std::vector<uint32_t>& node_top = scratch.node_top;
-  std::vector<uint32_t>& top_hist = scratch.top_hist;
-  std::vector<uint32_t>& top_free = scratch.top_free;
+  WalkCounts& counts = scratch.counts;
   bool counting = false;
   const bool track =
       in_tops && count_nodes && request.min_busbw_gbs > 0 && s.config.placement == PlacementMode::kTopology;
@@ -278,20 +273,9 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     for (; bits != 0; bits &= bits - 1) {
       const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
       const uint32_t node = topo.node_of(GpuId(g)).value;
-      if (printing) walk_prints.FlipGpu(topo, node_top[node], GpuId(g));  // free at t, or no longer
-      uint32_t& c = node_free[node];
-      uint32_t* hist = top_hist.data() + size_t{node_top[node]} * stride;
-      --hist[c];
-      c = freed ? c + 1 : c - 1;
-      ++hist[c];
-      top_free[node_top[node]] += freed ? 1u : -1u;
+      if (printing) walk_prints.FlipGpu(topo, counts.DomainOf(node), GpuId(g));  // free at t, or no longer
+      counts.Change(node, freed);
     }
-  };
-  // CountsMayHold's rule on the counts above.
-  auto counts_allow = [&]() {
-    return CountsAllow(
-        request, stride - 1, top_free.size(), [&](size_t top, uint32_t f) { return top_hist[top * stride + f]; },
-        [&](size_t top) { return top_free[top]; });
   };
   // A request with a bandwidth floor (placement under pressure: a good block) fails the Placer
   // at most steps of its walk, each a search of every domain of `tops` with enough free GPUs.
@@ -328,7 +312,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     }
     top_live.assign(scratch.tops.size(), 0);
   }
-  auto top_of = [&](uint32_t g) { return node_top[topo.node_of(GpuId(g)).value]; };
+  auto top_of = [&](uint32_t g) { return counts.DomainOf(topo.node_of(GpuId(g)).value); };
   auto gained = [&](uint32_t g) {
     const uint32_t top = top_of(g);
     for (Tracked& tr : tracked) {
@@ -347,11 +331,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   };
   // The domains of `tops` tr's next search looks in: all, or those gained since its last search
   // found nothing; either way (per_top) only those whose counts allow the request.
-  auto top_allows = [&](uint32_t top) {
-    return CountsAllow(
-        request, stride - 1, 1, [&](size_t, uint32_t f) { return top_hist[size_t{top} * stride + f]; },
-        [&](size_t) { return top_free[top]; });
-  };
+  auto top_allows = [&](uint32_t top) { return counts.AllowIn(top, request); };
   // With the promised blocks given back (`unheld`), a domain the Placer remembers holding no fit
   // in its state at t is left out too (its search would look at nothing else: PlaceWithin).
   auto candidates = [&](const Tracked& tr, std::vector<uint32_t>& out, bool unheld) {
@@ -444,16 +424,8 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // are held (counted out before `live`) now and as their jobs release them.
   ByWord(forbidden, want_bits);
   if (count_nodes) {
-    const size_t tops = in_tops ? scratch.tops.size() : 1;
-    node_free.assign(topo.node_count(), 0);
-    node_top.assign(topo.node_count(), 0);
-    top_hist.assign(tops * stride, 0);
-    top_free.assign(tops, 0);
-    for (size_t i = 0; i < tops; ++i) {
-      const Domain& d = topo.domain(in_tops ? scratch.tops[i] : topo.root());
-      std::fill_n(node_top.begin() + d.first_node, d.node_count, static_cast<uint32_t>(i));
-      top_hist[i * stride] = d.node_count;
-    }
+    const DomainId root = topo.root();
+    counts.Begin(topo, in_tops ? std::span<const DomainId>(scratch.tops) : std::span<const DomainId>(&root, 1));
     for (uint32_t w = 0; w < words; ++w) count_change(w, free_bits[w] & ~held[w], true);
     counting = true;
   }
@@ -464,7 +436,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     for (uint32_t w = 0; w < words; ++w) {
       for (uint64_t b = pass.free_now_bits[w] ^ (free_bits[w] & ~held[w]); b != 0; b &= b - 1) {
         const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
-        walk_prints.FlipGpu(topo, node_top[topo.node_of(GpuId(g)).value], GpuId(g));
+        walk_prints.FlipGpu(topo, counts.DomainOf(topo.node_of(GpuId(g)).value), GpuId(g));
       }
     }
     printing = true;
@@ -474,7 +446,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   auto print_top = [&](DomainId d) {
     const DomainId at = topo.print_domain(d);
     const Domain& a = topo.domain(at);
-    const uint32_t top = node_top[a.first_node];
+    const uint32_t top = counts.DomainOf(a.first_node);
     return a.level == Level::kNode || a.depth >= topo.domain(scratch.tops[top]).depth ? top : WalkPrints::kNone;
   };
   std::vector<JobId>& released = scratch.released;  // before `live`: the jobs to release when it goes live
@@ -710,7 +682,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     if (!p && t < floor) continue;
     if (!p && !live) {
       // Live, CountsMayHold would refuse this step (below) on the same counts.
-      if (count_nodes && !counts_allow()) continue;
+      if (count_nodes && !counts.Allow(request)) continue;
       if (!per_top) go_live();
     }
     if (!p && live && own_fits &&
@@ -768,7 +740,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       if (what_if.empty(kPromised)) {
         searched(tracked[0], true);  // the state just searched: a block
       } else if (per_top ? !CountsAllow(
-                               request, stride - 1, live_tops.size(),
+                               request, topo.max_gpus_per_node(), live_tops.size(),
                                [&](size_t i, uint32_t f) { return topo.nodes_with_free(live_tops[i], f); },
                                [&](size_t i) { return topo.free_gpus(live_tops[i]); })
                          : !CountsMayHold(topo, request, scratch.tops)) {
