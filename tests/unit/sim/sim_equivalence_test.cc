@@ -250,10 +250,10 @@ TEST(SimKeptQueueKeys, SameDecisionsAsEveryRecordReadEachPass) {
 // ended (a pass only takes capacity away, until a preemptor starts on its claim or victims
 // checkpoint: the floors are dropped then), skipping the steps before it when its own block is
 // not free there, from the releases that walk had made; the replay decides exactly as one that
-// searches every step in full. Random traces of mixed sizes under pressure with node failures; the preset
-// (placement patience), its starvation guard after ten minutes (a reservation for most waiting
-// jobs), conservative backfill, and preemption by class (claims, victims): the same decision
-// log and per-job rows, byte for byte.
+// searches every step in full. Random traces of mixed sizes under pressure with node failures;
+// the preset (placement patience), its starvation guard after ten minutes (a reservation for
+// most waiting jobs), conservative backfill, and preemption by class (claims, victims): the same
+// decision log and per-job rows, byte for byte.
 TEST(SimReserveShortcuts, SameDecisionsAsASearchAtEveryStep) {
   const TopologySpec spec = GenerateByName("leafspine:8:4:2").value();
   const uint64_t seeds = std::clamp<uint64_t>(std::llround(4 * testing::QualityScale()), 1, 4);

@@ -215,6 +215,16 @@ struct PassState {
   std::vector<PlanPending> plan_pending;
   // GPUs on nodes that are up (node states do not change during a pass); computed on first use.
   std::optional<uint32_t> up_gpus;
+  // The releases a walk had made when it ended or went live, kept with the floor it leaves
+  // (WalkFloor, below): the GPUs free at t, the first `next` entries of `ends` released, and the
+  // jobs with GPUs among them. A later walk that starts at the floor (Reserve) starts from them.
+  // Valid while `release_gen` is the pass's: StartJob and a rebuild of `ends` change it.
+  struct ReleaseSnapshot {
+    uint64_t gen = 0;  // 0: none
+    size_t next = 0;
+    std::vector<uint64_t> free_bits;
+    std::vector<JobId> released;
+  };
   // Where Reserve's walks ended, by request and partitions (jobs with no node filter, no
   // per-user limit): no block of the request existed at any earlier time for a job of walltime
   // `w`, the blocks promised to others aside (a walk takes one of them when no other exists).
@@ -223,16 +233,6 @@ struct PassState {
   // Cleared when capacity may come back: a reservation removed (a preemptor starts on its
   // claim) or the release times rebuilt (victims checkpoint). `t` is kForever when the walk
   // found nothing.
-  // With each floor, the releases its walk had made when it ended or went live: the GPUs free
-  // at t, the first `next` entries of `ends` released, and the jobs with GPUs among them. A
-  // later walk that starts at the floor (Reserve) starts from them. Valid while `release_gen`
-  // is the pass's: StartJob and a rebuild of `ends` change it.
-  struct ReleaseSnapshot {
-    uint64_t gen = 0;  // 0: none
-    size_t next = 0;
-    std::vector<uint64_t> free_bits;
-    std::vector<JobId> released;
-  };
   struct WalkFloor {
     PlacementRequest request;
     uint64_t partitions;
@@ -241,7 +241,7 @@ struct PassState {
     ReleaseSnapshot releases;
   };
   std::vector<WalkFloor> walk_floors;
-  uint64_t release_gen = 1;
+  uint64_t release_gen = 1;  // changed by every change of `ends` or of the GPUs free now
   // Reserve's working memory, reused by every call of the pass (one allocation per pass, not
   // per call: the allocator was a tenth of a pass under long queues). Contents are per call;
   // `wanted` is all zero between calls.
@@ -271,10 +271,10 @@ struct PassState {
     };
     std::vector<Words> res_words;
     std::vector<uint32_t> seen;
-    PassState::ReleaseSnapshot walk_releases;  // this walk's, for its floor
-    std::vector<GpuId> others;                 // GPUs promised to other jobs not re-planned yet
-    std::vector<uint8_t> listed;               // by GPU, all zero between uses: in `others` already
-    std::vector<DomainId> tops;                // the largest domains a job that must fit in one may use
+    ReleaseSnapshot walk_releases;  // this walk's, for its floor
+    std::vector<GpuId> others;      // GPUs promised to other jobs not re-planned yet
+    std::vector<uint8_t> listed;    // by GPU, all zero between uses: in `others` already
+    std::vector<DomainId> tops;     // the largest domains a job that must fit in one may use
     // Before Reserve goes live: the GPUs free at t and not held, by node and by domain of `tops`.
     WalkCounts counts;
     // A walk with a bandwidth floor, for each of its two searches: the domains of `tops` that

@@ -11,6 +11,7 @@
 #include "core/placement/placement_counts.h"
 #include "core/planner/domain_planner.h"
 #include "core/sched/internal/bit_counts.h"
+#include "core/sched/internal/candidate_times.h"
 #include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/reserve_inputs.h"
@@ -20,18 +21,6 @@
 namespace phalanx {
 
 namespace {
-
-// The first of a walk's candidate times (the release times and the reservations' bounds) not
-// before `from`; kForever if none.
-Time CandidateFrom(const std::vector<std::pair<Time, JobId>>& ends, const std::vector<Time>& bounds, Time from) {
-  const auto e = std::lower_bound(ends.begin(), ends.end(), from,
-                                  [](const std::pair<Time, JobId>& a, Time t) { return a.first < t; });
-  const auto b = std::lower_bound(bounds.begin(), bounds.end(), from);
-  Time t = kForever;
-  if (e != ends.end()) t = e->first;
-  if (b != bounds.end()) t = std::min(t, *b);
-  return t;
-}
 
 // When every GPU of `own` (a job's block from the last pass) is free for a walk: free now, or
 // its job released (the time of its entry in `ends`). kForever if one never is (no release
@@ -118,24 +107,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   const std::vector<uint32_t>& by_start = scratch.by_start;
   const std::vector<uint32_t>& by_end = scratch.by_end;
   const std::vector<Time>& bounds = scratch.bounds;
-  // The candidate times in order, each once: the release times and `bounds` merged as the walk
-  // goes (most walks end after a few dozen steps, long before the last of hundreds of releases,
-  // and merging them all first cost more than the steps).
-  size_t next_end = 0, next_bound = 0;
-  bool any_time = false;
-  Time last_time = 0;
-  auto next_time = [&]() -> std::optional<Time> {
-    for (;;) {
-      const bool has_end = next_end < ends.size(), has_bound = next_bound < bounds.size();
-      if (!has_end && !has_bound) return std::nullopt;
-      const Time t = !has_bound || (has_end && ends[next_end].first <= bounds[next_bound]) ? ends[next_end++].first
-                                                                                           : bounds[next_bound++];
-      if (any_time && t == last_time) continue;
-      any_time = true;
-      last_time = t;
-      return t;
-    }
-  };
+  CandidateTimes times(ends, bounds);  // the times the walk tries, in order
 
   const Level max_level = request.fit == FitMode::kRequire ? std::max(request.level, Level::kNode) : Level::kCore;
   // Where a job that must fit inside one domain may fit, for CountsMayHold. A good block inside
@@ -598,16 +570,14 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     // later), and spent most of their steps before it (the whole Philly trace at 6x: 423 of 517
     // million steps of the walks that are not for a good block).
     const std::optional<Time> own_free = own_fits ? FreeFrom(s, pass, own->second) : kForever;
-    if (own_free && CandidateFrom(ends, bounds, *own_free) >= floor) {
+    if (own_free && times.From(*own_free) >= floor) {
       ++s.floor_jumps;
-      const Time to = CandidateFrom(ends, bounds, floor);
+      const Time to = times.From(floor);
       if (to == kForever) {
         ended(kForever);
         return std::nullopt;
       }
-      const size_t upto = static_cast<size_t>(
-          std::lower_bound(ends.begin(), ends.end(), to, [](const auto& e, Time t) { return e.first < t; }) -
-          ends.begin());
+      const size_t upto = times.SkipTo(to);  // the releases before `to`
       // The releases the floor's walk had made, if none after those at `to` (those at `to` are
       // the step's first work there).
       const PassState::ReleaseSnapshot& kept = pass.walk_floors[floor_from].releases;
@@ -624,8 +594,6 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         next = kept.next;
       }
       while (next < upto) release(next++);
-      next_end = upto;
-      next_bound = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), to) - bounds.begin());
       for (; left < by_end.size() && reservations[by_end[left]].end <= to; ++left) in_window[by_end[left]] = 2;
       for (; entered < by_start.size() && reservations[by_start[entered]].start < to + w; ++entered) {
         const uint32_t i = by_start[entered];
@@ -636,7 +604,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       }
     }
   }
-  for (std::optional<Time> candidate; (candidate = next_time());) {
+  for (std::optional<Time> candidate; (candidate = times.Next());) {
     Time t = *candidate;
     if (t < now) continue;
     if (plan) {
@@ -647,7 +615,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       }
       if (c->first > t) {
         // The first candidate time not before it.
-        while (candidate && *candidate < c->first) candidate = next_time();
+        while (candidate && *candidate < c->first) candidate = times.Next();
         if (!candidate) {
           ended(kForever);
           return std::nullopt;
