@@ -40,6 +40,11 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     // when it starts). Whole Philly trace at 4x: 13.9 s -> 6.4 s, ITP x2 6.1 -> 4.5, the same
     // scheduling figures within the walltime model's seeds (docs/performance.md, fourteenth round).
     c.patience_replan = 300;
+    // The starvation guard's reservations are kept the same way, 5 minutes while their block
+    // stays free (EASY's one is planned anew in every pass): at saturation the guard planned ~22
+    // blocks a pass, hours out. Whole Philly trace at 6x: 112 -> 95 s, avg JCT 6.31 -> 6.27 h
+    // (docs/performance.md, twenty-seventh round).
+    c.reserve_replan = 300;
     // Elastic jobs shrink for waiting jobs of their class too, and grow back when GPUs idle.
     c.shrink_for_waiting = true;
     // Backfill plans on walltimes: runtime=predicted measured worse on both traces with
@@ -185,6 +190,7 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   else if (key == "reserve_large_gpus") c.reserve_large_gpus = static_cast<uint32_t>(*v);
   else if (key == "reserve_after_wait") c.reserve_after_wait = seconds;
   else if (key == "patience_replan") c.patience_replan = seconds;
+  else if (key == "reserve_replan") c.reserve_replan = seconds;
   else if (key == "backfill_interval") c.backfill_interval = seconds;
   else if (key == "backfill_max_jobs") c.backfill_max_jobs = static_cast<uint32_t>(*v);
   else if (key == "main_queue_depth") c.main_queue_depth = static_cast<uint32_t>(*v);

@@ -166,6 +166,11 @@ struct JobRecord {
   Time patience_planned_at = -1;
   Time patience_start = 0;
   std::vector<GpuId> patience_gpus;
+  // The policy's reservation (EASY's, the starvation guard's) the job's last walk planned (start
+  // and GPUs) and when (-1: none), kept while it stays free for SchedulerConfig::reserve_replan.
+  Time reserve_planned_at = -1;
+  Time reserve_start = 0;
+  std::vector<GpuId> reserve_gpus;
   Duration run_walltime = 0;  // limit of the current run: walltime - progress at start
   // Reserve's list of release times (reserve.cc, Ends): the build of it that last listed this
   // job (0: none), its place and release time there, so the next build starts from that order.

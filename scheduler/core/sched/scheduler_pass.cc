@@ -282,7 +282,10 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
       }
     }
   }
-  if (auto r = Reserve(s, pass, job)) {
+  // The first reservation of the pass (EASY's) is planned anew in every pass: it says when the
+  // head of the queue starts and what may pass it. Those after it (the starvation guard's) start
+  // further out, and a kept one is replanned every reserve_replan.
+  if (auto r = ReserveOrKeep(s, pass, job, /*may_keep=*/made > 0)) {
     const Time start = r->start;
     // Slurm's bf_window: no reservation further out (the job is planned again next cycle).
     if (s.config.backfill_window > 0 && start > now + s.config.backfill_window) {

@@ -227,7 +227,7 @@ TEST(SchedPolicies, NumericSettingsRefuseNonFiniteNegativeAndHugeValues) {
                                                                        {"3\n", "3\\n"},
                                                                        {"\x1b[2J", "\\x1b[2J"},
                                                                        {std::string("4\0", 2), "4\\x00"}};
-  for (const std::string key : {"checkpoint_grace", "patience_replan"}) {
+  for (const std::string key : {"checkpoint_grace", "patience_replan", "reserve_replan"}) {
     for (const auto& [bad, shown] : bad_values) {
       SchedulerConfig c;
       const Status s = SetConfigOption(c, key, bad);
@@ -240,7 +240,11 @@ TEST(SchedPolicies, NumericSettingsRefuseNonFiniteNegativeAndHugeValues) {
     ASSERT_FALSE(huge) << key;
     EXPECT_EQ(huge.error().ToString().rfind(key + ": ", 0), 0u) << key;
     ASSERT_TRUE(SetConfigOption(c, key, "90.5"));
-    EXPECT_EQ(key == "checkpoint_grace" ? c.checkpoint_grace : c.patience_replan, 90) << key;
+    EXPECT_EQ(key == "checkpoint_grace"  ? c.checkpoint_grace
+              : key == "patience_replan" ? c.patience_replan
+                                         : c.reserve_replan,
+              90)
+        << key;
   }
   SchedulerConfig c;
   const Status huge = SetConfigOption(c, "max_walltime", "1e300");

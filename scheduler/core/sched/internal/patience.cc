@@ -12,41 +12,6 @@ namespace phalanx {
 
 namespace {
 
-// Whether the good block a recent walk planned for `job` (JobRecord::patience_start and
-// patience_gpus) is still free for it from its start for `w`: every GPU on a node that is up,
-// free now or held by a job released by then, and none reserved in this pass over that time.
-bool KeptBlockFree(SchedulerState& s, PassState& pass, const JobRecord& job, Duration w) {
-  const Topology& topo = *s.topo;
-  const Time start = job.patience_start, end = start + w;
-  if (start <= pass.now) return false;  // due: a walk says whether it is free now
-  JobId last = kNoJob;
-  for (GpuId g : job.patience_gpus) {
-    if (topo.node_state(topo.node_of(g)) != NodeState::kUp) return false;
-    const JobId owner = topo.owner(g);
-    // Free now: no owner, or blocked only while jobs start now (StartBlocks).
-    if (owner == kNoJob || owner == last || (owner == Topology::kHeld && pass.start_blocks.blocks(g))) continue;
-    if (Topology::IsExternal(owner) || owner == Topology::kHeld) return false;
-    // A GPU's owner is an active job: the active set's sorted vector, not the map of every job
-    // ever known (a dozen cache misses a lookup under a long trace).
-    const JobRecord* holder = s.active.Find(owner);
-    if (!holder || s.ReleaseTime(*holder) > start) return false;
-    last = owner;
-  }
-  // The reservations over its time, their GPUs tested against the block's as bits (the block's
-  // set, then cleared again: the buffer stays all clear between calls).
-  std::vector<uint64_t>& bits = pass.buffers.gpu_bits;
-  bits.resize((topo.gpu_count() + 63) / 64);
-  for (GpuId g : job.patience_gpus) bits[g.value >> 6] |= uint64_t{1} << (g.value & 63);
-  bool free = true;
-  for (const Reservation& r : s.reservations) {
-    if (r.start >= end || r.end <= start || r.job == job.spec.id) continue;
-    for (GpuId g : r.gpus) free &= !((bits[g.value >> 6] >> (g.value & 63)) & 1);
-    if (!free) break;
-  }
-  for (GpuId g : job.patience_gpus) bits[g.value >> 6] = 0;
-  return free;
-}
-
 void StopWaiting(JobRecord& job) {
   job.deferred_since = -1;
   job.patience_slower = -1;
@@ -98,7 +63,7 @@ Patience Hold(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, Ti
   // The good block a walk planned in the last patience_replan seconds, kept while still free.
   if (s.config.patience_replan > 0 && job.patience_planned_at >= 0 &&
       pass.now - job.patience_planned_at < s.config.patience_replan && job.patience_gpus.size() == n &&
-      KeptBlockFree(s, pass, job, w)) {
+      PlannedBlockFree(s, pass, job.spec.id, job.patience_start, job.patience_gpus, w)) {
     job.deferred_since = since;
     s.patience_due = std::min(s.patience_due, until);
     Reservation r{job.spec.id, job.patience_start, job.patience_start + w, job.patience_gpus};

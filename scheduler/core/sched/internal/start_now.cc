@@ -110,6 +110,7 @@ void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placemen
   job.deferred_since = -1;
   job.patience_slower = -1;
   job.patience_planned_at = -1;
+  job.reserve_planned_at = -1;
   job.claim.clear();
   job.victims.clear();
   job.wait = {};

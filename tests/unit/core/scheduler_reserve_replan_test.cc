@@ -1,0 +1,107 @@
+// SchedulerConfig::reserve_replan: the starvation guard's reservations are kept, without a walk,
+// while their block stays free for the job, and planned anew after reserve_replan; EASY's one
+// (the first blocked job's) is planned anew in every pass.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "core/sched/scheduler.h"
+#include "test_clusters.h"
+
+namespace phalanx {
+namespace {
+
+using testing::Build;
+using testing::TwoTier;
+
+JobSpec GuardJob(JobId id, Duration walltime, Time submit) {
+  JobSpec s;
+  s.id = id;
+  s.user = "alice";
+  s.account = "lab";
+  s.shape.gpus = 8;
+  s.walltime = walltime;
+  s.submit = submit;
+  return s;
+}
+
+// The node the job runs on, or its reservation's.
+std::string NodeOf(const Scheduler& s, JobId id) {
+  const Topology& t = s.topology();
+  if (!s.job(id)->gpus.empty()) return t.domain(t.node_domain(t.node_of(s.job(id)->gpus.front()))).name;
+  for (const Reservation& r : s.reservations()) {
+    if (r.job == id) return t.domain(t.node_domain(t.node_of(r.gpus.front()))).name;
+  }
+  return "";
+}
+
+// Three 8-GPU nodes, busy until 1000 (job 1), 2000 (job 2) and 3000 (job 5). Job 3 heads the
+// queue and gets EASY's reservation, job 1's node at 1000; job 4 has waited past the guard's
+// 100 s at 150 and gets job 2's node at 2000. Job 5's walltime is then cut to end at 1500: a walk
+// gives job 4 job 5's node at 1500. Planned in every pass (0), it does at once; kept 300 s, its
+// reservation stays at 2000 until 300 s after its plan. Job 1's cut to 800 moves EASY's at once
+// either way. A kept block that is no longer free (its node drained) is planned anew at once.
+TEST(ReserveReplan, AGuardReservationIsKeptWhileFreeUntilTheReplanTimeEasysIsNot) {
+  for (const Duration replan : {Duration{0}, Duration{300}}) {
+    SCOPED_TRACE("reserve_replan " + std::to_string(replan));
+    auto config = PolicyPreset("phalanx");
+    ASSERT_TRUE(config) << config.error().ToString();
+    config->preemption = false;
+    config->weights.fairshare = 0;
+    config->placement_comm_share = 0;
+    config->reserve_after_wait = 100;
+    config->reserve_replan = replan;
+    auto made = Scheduler::Create(Build(TwoTier(1, 3)), *config);
+    ASSERT_TRUE(made) << made.error().ToString();
+    Scheduler& s = **made;
+    ASSERT_TRUE(s.Submit(GuardJob(1, 1000, 0), 0));
+    ASSERT_TRUE(s.Submit(GuardJob(2, 2000, 0), 0));
+    ASSERT_TRUE(s.Submit(GuardJob(5, 3000, 0), 0));
+    s.Schedule(0);
+    for (JobId id : {1, 2, 5}) ASSERT_EQ(s.job(id)->state, JobState::kRunning) << id;
+    ASSERT_TRUE(s.Submit(GuardJob(3, 5000, 0), 0));
+    ASSERT_TRUE(s.Submit(GuardJob(4, 5000, 1), 1));
+    s.Schedule(1);
+    const JobRecord& head = *s.job(3);
+    const JobRecord& guarded = *s.job(4);
+    EXPECT_EQ(head.wait.predicted_start, 1000);
+    EXPECT_EQ(NodeOf(s, 3), NodeOf(s, 1));
+    EXPECT_EQ(guarded.wait.predicted_start, kForever) << "not yet waited 100 s: no reservation";
+
+    s.Schedule(150);
+    ASSERT_EQ(guarded.wait.predicted_start, 2000);
+    ASSERT_EQ(NodeOf(s, 4), NodeOf(s, 2));
+
+    Scheduler::JobUpdate cut;
+    cut.walltime = 1500;
+    ASSERT_TRUE(s.Update(5, cut, 160));
+    cut.walltime = 800;
+    ASSERT_TRUE(s.Update(1, cut, 160));
+    s.Schedule(160);
+    EXPECT_EQ(head.wait.predicted_start, 800);  // EASY's: planned anew in every pass
+    if (replan == 0) {
+      EXPECT_EQ(guarded.wait.predicted_start, 1500);
+      EXPECT_EQ(NodeOf(s, 4), NodeOf(s, 5));
+      continue;
+    }
+    EXPECT_EQ(guarded.wait.predicted_start, 2000);  // kept: planned at 150
+    EXPECT_EQ(NodeOf(s, 4), NodeOf(s, 2));
+    s.Schedule(449);
+    EXPECT_EQ(guarded.wait.predicted_start, 2000);
+    s.Schedule(450);
+    EXPECT_EQ(guarded.wait.predicted_start, 1500);  // planned anew
+    EXPECT_EQ(NodeOf(s, 4), NodeOf(s, 5));
+
+    // Kept again from 450; job 5's node drained: no longer free for it, planned anew at once
+    // (job 2's node at 2000).
+    ASSERT_TRUE(s.SetNodeState(NodeOf(s, 5), NodeState::kDrain, 460));
+    s.Schedule(460);
+    EXPECT_EQ(guarded.wait.predicted_start, 2000);
+    EXPECT_EQ(NodeOf(s, 4), NodeOf(s, 2));
+  }
+}
+
+}  // namespace
+}  // namespace phalanx
