@@ -25,6 +25,7 @@
 #include "core/sched/decision.h"
 #include "core/sched/internal/bit_counts.h"
 #include "core/sched/internal/failure_frontier.h"
+#include "core/sched/internal/live_tops.h"
 #include "core/sched/internal/start_blocks.h"
 #include "core/sched/internal/walk_counts.h"
 #include "core/sched/internal/walk_prints.h"
@@ -281,14 +282,10 @@ struct PassState {
     // gained GPUs since the last search that found nothing, and a mark per domain of `tops`.
     std::array<std::vector<uint32_t>, 2> gained;  // indexes in `tops`
     std::array<std::vector<uint8_t>, 2> gained_mark;
-    // Such a walk brings only the domains of `tops` it searches to the state at t: which are
-    // (by index, and as a list), each released job's GPUs and whether the Topology released it,
-    // the domains of each search, the regions passed to the Placer, and the promised GPUs held.
-    std::vector<uint8_t> top_live;
-    std::vector<DomainId> live_tops;
-    std::vector<const ReleaseWords*> released_words;
-    std::vector<uint8_t> applied;
-    std::vector<std::vector<uint32_t>> deferred;  // per domain of `tops`: its released jobs
+    // Such a walk brings only the domains of `tops` it searches to the state at t: which are,
+    // and the jobs it released that the Topology has not (live_tops.h); the domains of each
+    // search, the regions passed to the Placer, and the promised GPUs held.
+    LiveTops<const ReleaseWords*> live;
     std::array<std::vector<uint32_t>, 2> within;
     std::vector<DomainId> regions;
     std::vector<GpuId> others_live, to_hold;

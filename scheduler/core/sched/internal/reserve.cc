@@ -263,7 +263,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   // `tops`, and reads nothing outside the ones it looks in, so only those need the state at t.
   // The walk keeps the counts above (and the fingerprints) at every step: they decide, domain by
   // domain, where a search may find something. A domain is brought to the state at t
-  // (`top_live`: its jobs released by t released, its wanted GPUs held) the first time a search
+  // (live_tops.h: its jobs released by t released, its wanted GPUs held) the first time a search
   // looks in it; from then on the steps change it as they go. Under a long queue most of the jobs
   // a walk releases are in domains no search looks in: going live released them all, and gave
   // them all back at the end (a fifth of the replay of the Philly trace at saturation).
@@ -274,17 +274,17 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   };
   std::array<Tracked, 2> tracked{Tracked{false, scratch.gained_mark[0], scratch.gained[0]},
                                  Tracked{false, scratch.gained_mark[1], scratch.gained[1]}};
-  std::vector<uint8_t>& top_live = scratch.top_live;
-  std::vector<DomainId>& live_tops = scratch.live_tops;
-  live_tops.clear();
+  LiveTops<const PassState::ReleaseWords*>& live_tops = scratch.live;
+  live_tops.Begin(per_top ? scratch.tops.size() : 0);
   if (track) {
     for (Tracked& tr : tracked) {
       tr.marked.assign(scratch.tops.size(), 0);
       tr.gained.clear();
     }
-    top_live.assign(scratch.tops.size(), 0);
   }
   auto top_of = [&](uint32_t g) { return counts.DomainOf(topo.node_of(GpuId(g)).value); };
+  // Whether GPU g's domain of `tops` is brought to t (never, unless per_top).
+  auto live_at = [&](uint32_t g) { return per_top && live_tops.live(top_of(g)); };
   auto gained = [&](uint32_t g) {
     const uint32_t top = top_of(g);
     for (Tracked& tr : tracked) {
@@ -312,9 +312,9 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       if (per_top && !top_allows(top)) return;
       if (unheld && prints) {
         const DomainId d = scratch.tops[top];
-        const Topology::Fingerprint at = top_live[top] ? topo.fingerprint(d) : walk_prints.At(top);
+        const Topology::Fingerprint at = live_tops.live(top) ? topo.fingerprint(d) : walk_prints.At(top);
         if (s.placer->KnownMiss(*asked, d, at)) {
-          s.walk_known_tops += !top_live[top];
+          s.walk_known_tops += !live_tops.live(top);
           return;
         }
       }
@@ -346,10 +346,10 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
     held[w] |= m;
     if (newly != 0) free_count -= static_cast<uint32_t>(std::popcount(newly & free_bits[w]));
     if (counting) count_change(w, newly & free_bits[w], false);
-    if (!live_tops.empty()) {  // held at t in the domains brought to t
+    if (!live_tops.domains().empty()) {  // held at t in the domains brought to t
       for (uint64_t b = newly & free_bits[w]; b != 0; b &= b - 1) {
         const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
-        if (top_live[top_of(g)]) what_if.HoldOne(GpuId(g));
+        if (live_tops.live(top_of(g))) what_if.HoldOne(GpuId(g));
       }
     }
   };
@@ -362,7 +362,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       for (uint64_t b = cleared; b != 0; b &= b - 1) {
         const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
         gained(g);
-        if (top_live[top_of(g)]) what_if.UnholdOne(GpuId(g));  // a no-op unless held
+        if (live_at(g)) what_if.UnholdOne(GpuId(g));  // a no-op unless held
       }
     }
   };
@@ -423,38 +423,25 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   };
   std::vector<JobId>& released = scratch.released;  // before `live`: the jobs to release when it goes live
   released.clear();
-  // A walk that brings domains to t one by one (`per_top`): each released job's GPUs, and
-  // whether the Topology has released it (it has GPUs in a domain brought to t).
-  std::vector<const PassState::ReleaseWords*>& released_words = scratch.released_words;
-  std::vector<uint8_t>& applied = scratch.applied;
-  released_words.clear();
-  applied.clear();
-  // By domain of `tops` (per_top): the released jobs with GPUs in it, by index in `released`.
-  std::vector<std::vector<uint32_t>>& deferred = scratch.deferred;
-  if (per_top) {
-    deferred.resize(scratch.tops.size());
-    for (std::vector<uint32_t>& list : deferred) list.clear();
-  }
-  auto apply = [&](size_t r) {
-    applied[r] = 1;
+  // Releases job r of a walk that brings domains to t one by one (`per_top`) in the Topology, its
+  // GPUs that are wanted held in the domains brought to t: when a domain it is in is brought
+  // there.
+  auto apply = [&](uint32_t r) {
+    if (!live_tops.Apply(r)) return;  // released already
     what_if.ReleaseJob(released[r]);
-    const PassState::ReleaseWords& rw = *released_words[r];
+    const PassState::ReleaseWords& rw = *live_tops.words(r);
     for (uint32_t x = rw.begin; x < rw.end; ++x) {
       const auto [w, m] = pass.release_word_list[x];
       for (uint64_t b = m & held[w]; b != 0; b &= b - 1) {
         const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
-        if (top_live[top_of(g)]) what_if.HoldOne(GpuId(g));
+        if (live_tops.live(top_of(g))) what_if.HoldOne(GpuId(g));
       }
     }
   };
   // Brings domain `top` of `tops` to the state at t: its jobs released by t released, and its
   // wanted GPUs that are free at t held.
   auto make_live = [&](uint32_t top) {
-    top_live[top] = 1;
-    live_tops.push_back(scratch.tops[top]);
-    for (uint32_t r : deferred[top]) {
-      if (!applied[r]) apply(r);
-    }
+    for (uint32_t r : live_tops.MakeLive(top, scratch.tops[top])) apply(r);
     const Domain& d = topo.domain(scratch.tops[top]);
     std::vector<GpuId>& hold = scratch.to_hold;
     hold.clear();
@@ -488,10 +475,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
         // Its domains gain GPUs; per_top, it is also listed in each of them, to be released
         // when that domain is brought to t (now, if one already is).
         const auto r = static_cast<uint32_t>(released.size() - 1);
-        if (per_top) {
-          released_words.push_back(&rw);
-          applied.push_back(0);
-        }
+        if (per_top) live_tops.Released(&rw);  // as r there too: it lists every job the walk releases
         bool in_live = false;
         uint32_t listed_in = ~uint32_t{0};  // none yet; a job's GPUs come in order, so its domains do too
         for (uint32_t x = rw.begin; x < rw.end; ++x) {
@@ -501,9 +485,9 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
             gained(g);
             if (!per_top) continue;
             const uint32_t top = top_of(g);
-            in_live = in_live || top_live[top];
+            in_live = in_live || live_tops.live(top);
             if (top != listed_in) {
-              deferred[top].push_back(r);
+              live_tops.List(top, r);
               listed_in = top;
             }
           }
@@ -687,7 +671,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       std::array<std::vector<uint32_t>, 2>& within = scratch.within;
       candidates(tracked[1], within[1], true);
       for (uint32_t top : within[1]) {
-        if (per_top && !top_live[top]) make_live(top);
+        if (per_top && !live_tops.live(top)) make_live(top);
       }
       p = place(tracked[1], within[1]);
       if (!p) {
@@ -696,21 +680,21 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
       }
       candidates(tracked[0], within[0], false);
       for (uint32_t top : within[0]) {
-        if (per_top && !top_live[top]) make_live(top);
+        if (per_top && !live_tops.live(top)) make_live(top);
       }
       build_others();
       std::vector<GpuId>& held_others = scratch.others_live;
       held_others.clear();
       for (GpuId g : others) {
-        if (!per_top || top_live[top_of(g.value)]) held_others.push_back(g);
+        if (!per_top || live_tops.live(top_of(g.value))) held_others.push_back(g);
       }
       what_if.Extend(kPromised, held_others);
       if (what_if.empty(kPromised)) {
         searched(tracked[0], true);  // the state just searched: a block
       } else if (per_top ? !CountsAllow(
-                               request, topo.max_gpus_per_node(), live_tops.size(),
-                               [&](size_t i, uint32_t f) { return topo.nodes_with_free(live_tops[i], f); },
-                               [&](size_t i) { return topo.free_gpus(live_tops[i]); })
+                               request, topo.max_gpus_per_node(), live_tops.domains().size(),
+                               [&](size_t i, uint32_t f) { return topo.nodes_with_free(live_tops.domains()[i], f); },
+                               [&](size_t i) { return topo.free_gpus(live_tops.domains()[i]); })
                          : !CountsMayHold(topo, request, scratch.tops)) {
         searched(tracked[0], false);
       } else if (auto a = place(tracked[0], within[0])) {
