@@ -124,11 +124,12 @@ struct SchedulerConfig {
   // for the job (nothing started on it that runs past its start, nothing reserved on it since).
   // 0: planned anew in every pass.
   Duration patience_replan = 0;
-  // How long a reservation the policy made (EASY's, the starvation guard's, conservative
-  // backfill's) is kept, without a walk, while its block stays free for the job (nothing started
-  // on it that runs past its start, nothing reserved on it since, its nodes up), as a deferred
-  // job's good block is for patience_replan. Kept, it may start later than a walk would find
-  // now: the job still starts at once whenever it fits now. 0: planned anew in every pass.
+  // How long a reservation the policy made after the first of a pass (the starvation guard's,
+  // conservative backfill's beyond its first; EASY's one is planned in every pass) is kept,
+  // without a walk, while its block stays free for the job (nothing started on it that runs past
+  // its start, nothing reserved on it since, its nodes up), as a deferred job's good block is for
+  // patience_replan. Kept, it may start later than a walk would find now: the job still starts
+  // at once whenever it fits now. 0: planned anew in every pass.
   Duration reserve_replan = 0;
   Duration grow_after_idle = 300;  // GPUs idle this long may grow elastic jobs
   // Elastic jobs of the same or a lower class give GPUs up (a shrink, through a checkpoint) to a
