@@ -42,8 +42,9 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     c.patience_replan = 300;
     // The starvation guard's reservations are kept the same way, 5 minutes while their block
     // stays free (EASY's one is planned anew in every pass): at saturation the guard planned ~22
-    // blocks a pass, hours out. Whole Philly trace at 6x: 112 -> 95 s, avg JCT 6.31 -> 6.27 h
-    // (docs/performance.md, twenty-seventh round).
+    // blocks a pass, hours out. Whole Philly trace at 6x: 112 -> 95 s, avg JCT 6.31 -> 6.27 h;
+    // held-out-like traces 12-25% better average JCT, but the longest waits of 64+ GPU jobs 1-16%
+    // longer, still below slurm-like's (docs/performance.md, twenty-seventh round).
     c.reserve_replan = 300;
     // Elastic jobs shrink for waiting jobs of their class too, and grow back when GPUs idle.
     c.shrink_for_waiting = true;
