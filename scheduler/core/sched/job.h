@@ -118,6 +118,14 @@ struct WaitReason {
   std::string ToString() const;
 };
 
+// A block a walk planned for a job (its start and GPUs) and when (-1: none): kept for a few
+// minutes while it stays free for the job, instead of a walk in every pass (kept_plan.h).
+struct PlannedBlock {
+  Time planned_at = -1;
+  Time start = 0;
+  std::vector<GpuId> gpus;
+};
+
 // A job's record inside the core.
 struct JobRecord {
   JobSpec spec;
@@ -161,16 +169,12 @@ struct JobRecord {
   // share (patience.cc; -1: not counted).
   double patience_slower = -1;
   Time patience_counted_at = -1;
-  // Placement under pressure: the good block the job's last walk planned (start and GPUs) and when
-  // (-1: none), kept while it stays free for SchedulerConfig::patience_replan (patience.cc).
-  Time patience_planned_at = -1;
-  Time patience_start = 0;
-  std::vector<GpuId> patience_gpus;
-  // The policy's reservation (EASY's, the starvation guard's) the job's last walk planned (start
-  // and GPUs) and when (-1: none), kept while it stays free for SchedulerConfig::reserve_replan.
-  Time reserve_planned_at = -1;
-  Time reserve_start = 0;
-  std::vector<GpuId> reserve_gpus;
+  // Placement under pressure: the good block the job's last walk planned, kept while it stays
+  // free for SchedulerConfig::patience_replan (patience.cc).
+  PlannedBlock patience_plan;
+  // The policy's reservation (EASY's, the starvation guard's) the job's last walk planned, kept
+  // while it stays free for SchedulerConfig::reserve_replan when it is not the first of a pass.
+  PlannedBlock reserve_plan;
   Duration run_walltime = 0;  // limit of the current run: walltime - progress at start
   // Reserve's list of release times (reserve.cc, Ends): the build of it that last listed this
   // job (0: none), its place and release time there, so the next build starts from that order.

@@ -346,11 +346,11 @@ Status Scheduler::Update(JobId id, const JobUpdate& u, Time now) {
     if (auto st = CheckLabel("name", *u.name); !st) return Fail(where, st.error().ToString());
   }
   PHX_RETURN_IF_ERROR(Advance(s, now));
-  job.reserve_planned_at = -1;  // planned for the job as it was (its walltime, shape, nodes)
+  job.reserve_plan.planned_at = -1;  // planned for the job as it was (its walltime, shape, nodes)
   if (partition_ids) {
     job.spec.partitions = *u.partitions;
     job.partition_ids = std::move(*partition_ids);
-    job.patience_planned_at = -1;  // its kept good block may lie outside them
+    job.patience_plan.planned_at = -1;  // its kept good block may lie outside them
     if (job.spec.walltime <= 0 && !u.walltime) job.walltime = DefaultWalltime(s, job.partition_ids);
   }
   if (u.name) job.spec.name = *u.name;
@@ -473,8 +473,8 @@ Status Scheduler::SetPartitions(std::vector<PartitionConfig> partitions, Time no
   for (auto& [id, job] : s.jobs) {
     auto ids = s.partitions.Resolve(job.spec.partitions);
     job.partition_ids = ids ? *ids : std::vector<uint32_t>{};  // gone: Unsatisfiable (as a restore)
-    job.patience_planned_at = -1;                              // its kept good block may lie outside them
-    job.reserve_planned_at = -1;
+    job.patience_plan.planned_at = -1;                         // its kept good block may lie outside them
+    job.reserve_plan.planned_at = -1;
   }
   s.keys_valid = false;  // partitions and their checks changed for every job
   return {};

@@ -14,6 +14,7 @@
 #include "core/queue/priority.h"
 #include "core/sched/internal/dependencies.h"
 #include "core/sched/internal/elastic_growth.h"
+#include "core/sched/internal/kept_plan.h"
 #include "core/sched/internal/node_filter.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/patience.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/sched/internal/kept_plan.h"
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/reserve.h"
 #include "core/sched/internal/scheduler_state.h"
@@ -15,7 +16,7 @@ namespace {
 void StopWaiting(JobRecord& job) {
   job.deferred_since = -1;
   job.patience_slower = -1;
-  job.patience_planned_at = -1;
+  job.patience_plan.planned_at = -1;
 }
 
 // Its best block if `job`, n GPUs, may wait for a good block at all (else null): placement under pressure is on, it
@@ -61,14 +62,12 @@ Patience Hold(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, Ti
               const SchedulerState::BestBlock& best) {
   const Duration w = s.policies.runtime->Run(job);
   // The good block a walk planned in the last patience_replan seconds, kept while still free.
-  if (s.config.patience_replan > 0 && job.patience_planned_at >= 0 &&
-      pass.now - job.patience_planned_at < s.config.patience_replan && job.patience_gpus.size() == n &&
-      PlannedBlockFree(s, pass, job.spec.id, job.patience_start, job.patience_gpus, w)) {
+  if (std::optional<Reservation> kept =
+          KeptPlan(s, pass, job.spec.id, job.patience_plan, n, w, s.config.patience_replan)) {
     job.deferred_since = since;
     s.patience_due = std::min(s.patience_due, until);
-    Reservation r{job.spec.id, job.patience_start, job.patience_start + w, job.patience_gpus};
-    r.for_patience = true;
-    return {.wait = true, .block = std::move(r), .until = until};
+    kept->for_patience = true;
+    return {.wait = true, .block = std::move(kept), .until = until};
   }
   if (s.config.patience_depth > 0 && pass.patience_walks >= s.config.patience_depth) {
     // Beyond the depth: waits to the bound without a planned block (a pass runs at the bound).
@@ -100,9 +99,7 @@ Patience Hold(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, Ti
     return {};
   }
   job.deferred_since = since;
-  job.patience_planned_at = pass.now;
-  job.patience_start = r->start;
-  job.patience_gpus = r->gpus;
+  job.patience_plan = {pass.now, r->start, r->gpus};
   r->for_patience = true;
   if (r->start > pass.now) s.patience_due = std::min(s.patience_due, until);
   return {.wait = true, .block = std::move(r), .until = until};

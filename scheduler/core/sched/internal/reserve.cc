@@ -742,59 +742,6 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   return std::nullopt;
 }
 
-std::optional<Reservation> ReserveOrKeep(SchedulerState& s, PassState& pass, JobRecord& job, bool may_keep) {
-  const Duration w = s.policies.runtime->Run(job);
-  // A job limited to some nodes or by its user's GPUs is planned anew: its walk reads more than
-  // the block (the node filter, the user's other jobs).
-  if (may_keep && s.config.reserve_replan > 0 && job.reserve_planned_at >= 0 &&
-      pass.now - job.reserve_planned_at < s.config.reserve_replan && job.reserve_gpus.size() == s.MinLegalSize(job) &&
-      job.forbidden_nodes.empty() && !pass.user_gpu_limits &&
-      PlannedBlockFree(s, pass, job.spec.id, job.reserve_start, job.reserve_gpus, w)) {
-    pass.start_blocks.Clear();
-    return Reservation{job.spec.id, job.reserve_start, job.reserve_start + w, job.reserve_gpus};
-  }
-  std::optional<Reservation> r = Reserve(s, pass, job);
-  job.reserve_planned_at = r ? pass.now : -1;
-  if (r) {
-    job.reserve_start = r->start;
-    job.reserve_gpus = r->gpus;
-  }
-  return r;
-}
-
-bool PlannedBlockFree(SchedulerState& s, PassState& pass, JobId id, Time start, const std::vector<GpuId>& gpus,
-                      Duration w) {
-  const Topology& topo = *s.topo;
-  const Time end = start + w;
-  if (start <= pass.now) return false;  // due: a walk says whether it is free now
-  JobId last = kNoJob;
-  for (GpuId g : gpus) {
-    if (topo.node_state(topo.node_of(g)) != NodeState::kUp) return false;
-    const JobId owner = topo.owner(g);
-    // Free now: no owner, or blocked only while jobs start now (StartBlocks).
-    if (owner == kNoJob || owner == last || (owner == Topology::kHeld && pass.start_blocks.blocks(g))) continue;
-    if (Topology::IsExternal(owner) || owner == Topology::kHeld) return false;
-    // A GPU's owner is an active job: the active set's sorted vector, not the map of every job
-    // ever known (a dozen cache misses a lookup under a long trace).
-    const JobRecord* holder = s.active.Find(owner);
-    if (!holder || s.ReleaseTime(*holder) > start) return false;
-    last = owner;
-  }
-  // The reservations over its time, their GPUs tested against the block's as bits (the block's
-  // set, then cleared again: the buffer stays all clear between calls).
-  std::vector<uint64_t>& bits = pass.buffers.gpu_bits;
-  bits.resize((topo.gpu_count() + 63) / 64);
-  for (GpuId g : gpus) bits[g.value >> 6] |= uint64_t{1} << (g.value & 63);
-  bool free = true;
-  for (const Reservation& r : s.reservations) {
-    if (r.start >= end || r.end <= start || r.job == id) continue;
-    for (GpuId g : r.gpus) free &= !((bits[g.value >> 6] >> (g.value & 63)) & 1);
-    if (!free) break;
-  }
-  for (GpuId g : gpus) bits[g.value >> 6] = 0;
-  return free;
-}
-
 void AddReservation(SchedulerState& s, PassState& pass, Reservation r) {
   if (pass.plan) pass.plan_pending.push_back({r.gpus, r.start, r.end});  // added when the plan is next asked
   ++pass.reservations_of[r.job];

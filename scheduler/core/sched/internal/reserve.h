@@ -21,19 +21,6 @@ struct SchedulerState;
 // not scheduled yet in this pass, then any block. Changes nothing (clears the start blocks).
 std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const JobRecord& job);
 
-// The reservation the policy makes for `job` (EASY's, the starvation guard's): where `may_keep`,
-// the one its last walk planned, less than SchedulerConfig::reserve_replan ago, while that block
-// is still free for it (PlannedBlockFree); else Reserve's, noted on the job (JobRecord::reserve_planned_at,
-// reserve_start, reserve_gpus) for the passes to come. Changes nothing else (clears the start
-// blocks).
-std::optional<Reservation> ReserveOrKeep(SchedulerState& s, PassState& pass, JobRecord& job, bool may_keep);
-
-// Whether the block `gpus`, planned for job `id` from `start` (after now) for `w`, is still free
-// for it: every GPU on a node that is up, free now or held by a job released by `start`, and none
-// reserved in this pass over that time.
-bool PlannedBlockFree(SchedulerState& s, PassState& pass, JobId id, Time start, const std::vector<GpuId>& gpus,
-                      Duration w);
-
 // Records `r` as made in this pass: the next jobs must leave its block alone.
 void AddReservation(SchedulerState& s, PassState& pass, Reservation r);
 

@@ -109,8 +109,8 @@ void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placemen
   job.busbw_gbs = p.prediction.busbw_gbs;
   job.deferred_since = -1;
   job.patience_slower = -1;
-  job.patience_planned_at = -1;
-  job.reserve_planned_at = -1;
+  job.patience_plan.planned_at = -1;
+  job.reserve_plan.planned_at = -1;
   job.claim.clear();
   job.victims.clear();
   job.wait = {};

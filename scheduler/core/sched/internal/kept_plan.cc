@@ -1,0 +1,69 @@
+#include "core/sched/internal/kept_plan.h"
+
+#include <cstdint>
+
+#include "core/sched/internal/pass_state.h"
+#include "core/sched/internal/reserve.h"
+#include "core/sched/internal/scheduler_state.h"
+
+namespace phalanx {
+
+bool PlannedBlockFree(SchedulerState& s, PassState& pass, JobId id, Time start, const std::vector<GpuId>& gpus,
+                      Duration w) {
+  const Topology& topo = *s.topo;
+  const Time end = start + w;
+  if (start <= pass.now) return false;  // due: a walk says whether it is free now
+  JobId last = kNoJob;
+  for (GpuId g : gpus) {
+    if (topo.node_state(topo.node_of(g)) != NodeState::kUp) return false;
+    const JobId owner = topo.owner(g);
+    // Free now: no owner, or blocked only while jobs start now (StartBlocks).
+    if (owner == kNoJob || owner == last || (owner == Topology::kHeld && pass.start_blocks.blocks(g))) continue;
+    if (Topology::IsExternal(owner) || owner == Topology::kHeld) return false;
+    // A GPU's owner is an active job: the active set's sorted vector, not the map of every job
+    // ever known (a dozen cache misses a lookup under a long trace).
+    const JobRecord* holder = s.active.Find(owner);
+    if (!holder || s.ReleaseTime(*holder) > start) return false;
+    last = owner;
+  }
+  // The reservations over its time, their GPUs tested against the block's as bits (the block's
+  // set, then cleared again: the buffer stays all clear between calls).
+  std::vector<uint64_t>& bits = pass.buffers.gpu_bits;
+  bits.resize((topo.gpu_count() + 63) / 64);
+  for (GpuId g : gpus) bits[g.value >> 6] |= uint64_t{1} << (g.value & 63);
+  bool free = true;
+  for (const Reservation& r : s.reservations) {
+    if (r.start >= end || r.end <= start || r.job == id) continue;
+    for (GpuId g : r.gpus) free &= !((bits[g.value >> 6] >> (g.value & 63)) & 1);
+    if (!free) break;
+  }
+  for (GpuId g : gpus) bits[g.value >> 6] = 0;
+  return free;
+}
+
+std::optional<Reservation> KeptPlan(SchedulerState& s, PassState& pass, JobId id, const PlannedBlock& plan, uint32_t n,
+                                    Duration w, Duration replan) {
+  if (replan <= 0 || plan.planned_at < 0 || pass.now - plan.planned_at >= replan || plan.gpus.size() != n ||
+      !PlannedBlockFree(s, pass, id, plan.start, plan.gpus, w))
+    return std::nullopt;
+  return Reservation{id, plan.start, plan.start + w, plan.gpus};
+}
+
+std::optional<Reservation> ReserveOrKeep(SchedulerState& s, PassState& pass, JobRecord& job, bool may_keep) {
+  const Duration w = s.policies.runtime->Run(job);
+  if (may_keep && job.forbidden_nodes.empty() && !pass.user_gpu_limits) {
+    if (auto kept = KeptPlan(s, pass, job.spec.id, job.reserve_plan, s.MinLegalSize(job), w, s.config.reserve_replan)) {
+      pass.start_blocks.Clear();
+      return kept;
+    }
+  }
+  std::optional<Reservation> r = Reserve(s, pass, job);
+  if (r) {
+    job.reserve_plan = {pass.now, r->start, r->gpus};
+  } else {
+    job.reserve_plan.planned_at = -1;
+  }
+  return r;
+}
+
+}  // namespace phalanx
