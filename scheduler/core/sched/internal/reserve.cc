@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <map>
 #include <span>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
