@@ -34,7 +34,8 @@ enum class QueueOrder : uint8_t {
   kFifo,      // submit time only
   // Least attained service first (Tiresias' discretised 2D-LAS): class, then the service queue
   // (SchedulerConfig::service_queues), then multifactor age, fairshare and size within a queue;
-  // with preemption on, a waiting job may preempt jobs of its class in a lower service queue.
+  // with preemption on, a waiting job may preempt jobs of its class in a lower service queue
+  // that hold no more GPUs than it needs.
   kAttained,
 };
 

@@ -1,7 +1,8 @@
 // Attained-service priority (order=attained, Tiresias' discretised least-attained-service
 // queues) with preemption for service, on gen:demo (4 nodes x 8 GPUs): a short job in a higher
 // queue preempts a long job in a lower one through the checkpoint protocol; not before the
-// victim's minimum run; no ping-pong; the attained service survives a requeue and a restore.
+// victim's minimum run; never a job larger than itself; no ping-pong; the attained service
+// survives a requeue and a restore.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -53,8 +54,9 @@ TEST(SchedulerAttained, AShortJobInAHigherQueuePreemptsALongLowQueueJob) {
   auto s = DemoScheduler(AttainedConfig());
   ASSERT_TRUE(s->Submit(Job(1, 32), 0));
   ASSERT_EQ(Of(s->Schedule(0), DecisionKind::kStart, 1).size(), 1u);
-  // At 700 s the long job has 32 x 700 GPU-s: queue 1. A new 8-GPU job (queue 0) waits.
-  ASSERT_TRUE(s->Submit(Job(2, 8, 600), 700));
+  // At 700 s the long job has 32 x 700 GPU-s: queue 1. A new job of the same size (queue 0)
+  // waits.
+  ASSERT_TRUE(s->Submit(Job(2, 32, 600), 700));
   EXPECT_EQ(Queue(*s, 1, 700), 1u);
   EXPECT_EQ(Queue(*s, 2, 700), 0u);
   const auto ds = s->Schedule(700);
@@ -86,7 +88,7 @@ TEST(SchedulerAttained, NoPreemptionForServiceBeforeTheMinimumRun) {
   ASSERT_TRUE(s->Submit(Job(1, 32), 0));
   s->Schedule(0);
   // Queue 1 after 32 s, but it has run only 100 s.
-  ASSERT_TRUE(s->Submit(Job(2, 8, 600), 100));
+  ASSERT_TRUE(s->Submit(Job(2, 32, 600), 100));
   ASSERT_EQ(Queue(*s, 1, 100), 1u);
   for (Time t : {100, 300, 599}) {
     EXPECT_TRUE(Of(s->Schedule(t), DecisionKind::kCheckpoint).empty()) << "at " << t;
@@ -95,6 +97,38 @@ TEST(SchedulerAttained, NoPreemptionForServiceBeforeTheMinimumRun) {
   const auto ckpt = Of(s->Schedule(600), DecisionKind::kCheckpoint, 1);
   ASSERT_EQ(ckpt.size(), 1u) << "the minimum run has passed";
   EXPECT_EQ(ckpt[0].reason, "preempt for job 2");
+}
+
+// A job preempts for service no job larger than itself: requeued in a low queue, the larger job
+// would wait to restart for a block of its size behind every newer job. Smaller or equal ones it
+// may take, and the cheapest of those goes first.
+TEST(SchedulerAttained, NoPreemptionForServiceOfALargerJob) {
+  auto s = DemoScheduler(AttainedConfig());
+  ASSERT_TRUE(s->Submit(Job(1, 16), 0));  // node[0-1]
+  ASSERT_TRUE(s->Submit(Job(2, 8), 0));
+  ASSERT_TRUE(s->Submit(Job(3, 8), 0));
+  ASSERT_EQ(Of(s->Schedule(0), DecisionKind::kStart).size(), 3u);
+  // Past the minimum run all three are in queue 1 (16 x 700 and 8 x 700 GPU-s). A 12-GPU job
+  // (queue 0) may take neither the 16-GPU job nor, since each frees only 8, a single 8-GPU one:
+  // it needs both 8-GPU jobs, and takes them.
+  ASSERT_TRUE(s->Submit(Job(4, 12, 600), 700));
+  ASSERT_EQ(Queue(*s, 1, 700), 1u);
+  ASSERT_EQ(Queue(*s, 2, 700), 1u);
+  const auto ckpt = Of(s->Schedule(700), DecisionKind::kCheckpoint);
+  ASSERT_EQ(ckpt.size(), 2u);
+  for (const Decision& d : ckpt) {
+    EXPECT_TRUE(d.job == 2 || d.job == 3) << d.job;
+    EXPECT_EQ(d.reason, "preempt for job 4");
+  }
+  EXPECT_EQ(s->job(1)->state, JobState::kRunning);
+  // A 4-GPU job (queue 0) behind it finds no victim of its size or smaller: the only one left
+  // holds 16 GPUs. It waits for GPUs, whatever the time.
+  ASSERT_TRUE(s->Submit(Job(5, 4, 600), 700));
+  for (Time t : {800, 5000, 50000}) {
+    EXPECT_TRUE(Of(s->Schedule(t), DecisionKind::kCheckpoint, 1).empty()) << "at " << t;
+    EXPECT_EQ(s->job(1)->state, JobState::kRunning);
+  }
+  EXPECT_EQ(s->CheckInvariants(), "");
 }
 
 TEST(SchedulerAttained, WithoutAttainedOrderAJobOfTheSameClassPreemptsNothing) {
@@ -149,7 +183,7 @@ TEST(SchedulerAttained, RestoreKeepsTheAttainedServiceAndTheOrder) {
   auto s = DemoScheduler(AttainedConfig());
   ASSERT_TRUE(s->Submit(Job(1, 32), 0));
   s->Schedule(0);
-  ASSERT_TRUE(s->Submit(Job(2, 8, 600), 700));
+  ASSERT_TRUE(s->Submit(Job(2, 32, 600), 700));
   s->Schedule(700);
   ASSERT_TRUE(s->CheckpointDone(1, 730, 1, "/ckpt/1"));
   s->Schedule(730);
@@ -162,7 +196,7 @@ TEST(SchedulerAttained, RestoreKeepsTheAttainedServiceAndTheOrder) {
   for (const auto& [id, rec] : s->jobs()) ASSERT_TRUE(r->Restore(rec, 900)) << id;
   ASSERT_TRUE(r->FinishRestore(900));
   EXPECT_DOUBLE_EQ(AttainedService(*r->job(1), 900), 32.0 * 730);
-  EXPECT_DOUBLE_EQ(AttainedService(*r->job(2), 900), 8.0 * (900 - 730));
+  EXPECT_DOUBLE_EQ(AttainedService(*r->job(2), 900), 32.0 * (900 - 730));
   ASSERT_TRUE(r->JobEnded(2, 1000, true));
   const auto starts = Of(r->Schedule(1000), DecisionKind::kStart);
   ASSERT_EQ(starts.size(), 1u);

@@ -211,7 +211,7 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
   // A job restricted to some nodes (-w/-x/-C) does not preempt: the victims are chosen by shape
   // alone and might free the wrong nodes. It waits for its nodes like any job.
   if (!job.forbidden_nodes.empty()) return false;
-  Preemptor preemptor{PriorityClassId(static_cast<uint32_t>(job.class_rank)), 0};
+  Preemptor preemptor{PriorityClassId(static_cast<uint32_t>(job.class_rank)), 0, s.MinLegalSize(job)};
   if (s.config.order == QueueOrder::kAttained)
     preemptor.service_queue = ServiceQueue(s.config.service_queues, job, pass.now);
   const std::pair<int, uint32_t> rank{job.class_rank, preemptor.service_queue};

@@ -6,9 +6,10 @@
 //
 // Contract:
 //  1. Called by the pass only, about running jobs that are nobody's victim yet.
-//  2. MayPreempt depends only on the preemptor (its class and service queue: Preemptor), the
-//     victim and `now`: the pass asks it once per preemptor class, service queue and pass, and a
-//     victim that may not be taken for one such job may not be taken for another.
+//  2. MayPreempt depends only on the preemptor's class and service queue, the victim and `now`:
+//     the pass asks it once per preemptor class, service queue and pass, and a victim that may
+//     not be taken for one such job may not be taken for another. (Cost may also read the
+//     preemptor's size.)
 //  3. Cost(preemptor, victim, shrink, now): the price of taking the victim's GPUs now, through a
 //     checkpoint: all of them (shrink false), or those above its smallest legal size (shrink
 //     true, asked only for elastic jobs that can shrink). nullopt: not now. Lower goes first.
@@ -26,11 +27,12 @@
 
 namespace phalanx {
 
-// The job that asks for GPUs: its class and its service queue (policy/service_queue.h; 0 unless
-// the queue order is attained service).
+// The job that asks for GPUs: its class, its service queue (policy/service_queue.h; 0 unless
+// the queue order is attained service) and the GPUs it needs (its smallest legal size).
 struct Preemptor {
   PriorityClassId cls;
   uint32_t service_queue = 0;
+  uint32_t gpus = 0;
 };
 
 class PreemptionPolicy {
@@ -46,7 +48,8 @@ class PreemptionPolicy {
 // work lost, in GPU-seconds: GPUs x (time since the last checkpoint + restart cost), or
 // GPUs x restart cost for a shrink. With order=attained a job may also take the GPUs of a job of
 // its own class in a higher service queue (one that has had more service), once that job has run
-// service_min_run in its current run (preemptible jobs; shrinks too).
+// service_min_run in its current run (preemptible jobs; shrinks too), and, for a preemption, only
+// if it holds no more GPUs than the preemptor needs.
 std::unique_ptr<PreemptionPolicy> MakeCheckpointCostPreemption(const PolicyInputs& in);
 
 }  // namespace phalanx
