@@ -196,6 +196,12 @@ struct JobRecord {
 inline bool HoldsGpus(const JobRecord& r) { return HoldsGpus(r.state); }
 inline bool HoldsGpus(const JobRecord* r) { return r != nullptr && HoldsGpus(r->state); }
 
+// Since when a pending job has waited: its submission, or the end of its last run if it was
+// requeued (preempted, its node failed; StopJob counts its service to then). The starvation
+// guard counts a wait from here, as Slurm's age restarts when a job is requeued: a job that ran
+// for days and was preempted has not waited days.
+inline Time WaitingSince(const JobRecord& job) { return std::max(job.spec.submit, job.service_until); }
+
 // GPU-seconds the job has attained by `now` (its runs so far and the current one).
 inline double AttainedService(const JobRecord& job, Time now) {
   const Time since = std::min(job.service_until, now);

@@ -258,7 +258,7 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
   const size_t made = pass.policy_reservations;
   // reserve_larger: EASY's one reservation, and one for each blocked job larger than all before.
   const bool larger = s.config.reserve_larger && s.config.backfill == BackfillMode::kEasy && n > pass.reserved_max_gpus;
-  const bool reserves = s.policies.backfill->Reserves(job.spec.submit, n, made, now) || larger;
+  const bool reserves = s.policies.backfill->Reserves(WaitingSince(job), n, made, now) || larger;
   // Beyond the reservations the policy makes: higher-priority jobs hold them (most pending jobs
   // of a long queue end here, so nothing below is computed for them).
   if (!reserves && made > 0) return wait(WaitKind::kPriority);

@@ -1,6 +1,7 @@
 // SchedulerConfig::reserve_replan: the starvation guard's reservations are kept, without a walk,
 // while their block stays free for the job, and planned anew after reserve_replan; EASY's one
-// (the first blocked job's) is planned anew in every pass.
+// (the first blocked job's) is planned anew in every pass. And the guard counts a requeued job's
+// wait from its requeue.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -101,6 +102,47 @@ TEST(ReserveReplan, AGuardReservationIsKeptWhileFreeUntilTheReplanTimeEasysIsNot
     EXPECT_EQ(guarded.wait.predicted_start, 2000);
     EXPECT_EQ(NodeOf(s, 4), NodeOf(s, 2));
   }
+}
+
+// The starvation guard counts a requeued job's wait from its requeue, not from its submission
+// (WaitingSince, job.h): a job that ran and was preempted has not waited that long. Four 8-GPU
+// nodes: jobs 1, 2, 5 and 4 run; jobs 3 and 6 (class high, ahead of job 4) wait. Job 4, submitted
+// at 0, is requeued at 400: job 3 takes its node, job 6 gets EASY's reservation, and job 4 gets
+// the guard's (100 s) only at 500.
+TEST(ReserveReplan, TheGuardCountsARequeuedJobsWaitFromItsRequeue) {
+  auto config = PolicyPreset("phalanx");
+  ASSERT_TRUE(config) << config.error().ToString();
+  config->preemption = false;
+  config->weights.fairshare = 0;
+  config->placement_comm_share = 0;
+  config->reserve_after_wait = 100;
+  config->reserve_replan = 0;
+  auto made = Scheduler::Create(Build(TwoTier(1, 4)), *config);
+  ASSERT_TRUE(made) << made.error().ToString();
+  Scheduler& s = **made;
+  ASSERT_TRUE(s.Submit(GuardJob(1, 1000, 0), 0));
+  ASSERT_TRUE(s.Submit(GuardJob(2, 2000, 0), 0));
+  ASSERT_TRUE(s.Submit(GuardJob(5, 3000, 0), 0));
+  ASSERT_TRUE(s.Submit(GuardJob(4, 5000, 0), 0));
+  s.Schedule(0);
+  for (JobId id : {1, 2, 4, 5}) ASSERT_EQ(s.job(id)->state, JobState::kRunning) << id;
+  for (JobId id : {3, 6}) {
+    JobSpec high = GuardJob(id, 5000, 0);
+    high.priority_class = "high";
+    ASSERT_TRUE(s.Submit(high, 0));
+  }
+  s.Schedule(0);
+  ASSERT_TRUE(s.Requeue(4, 400, "test"));
+  s.Schedule(400);
+  ASSERT_EQ(s.job(3)->state, JobState::kRunning);
+  ASSERT_EQ(s.job(4)->state, JobState::kPending);
+  EXPECT_NE(s.job(6)->wait.predicted_start, kForever) << "EASY's reservation";
+  EXPECT_EQ(s.job(4)->wait.predicted_start, kForever) << "waited 0 s since its requeue (400 since its submission)";
+  s.Schedule(499);
+  EXPECT_EQ(s.job(4)->wait.predicted_start, kForever);
+  s.Schedule(500);
+  EXPECT_NE(s.job(4)->wait.predicted_start, kForever) << "waited 100 s since its requeue: the guard's";
+  EXPECT_EQ(s.CheckInvariants(), "");
 }
 
 }  // namespace

@@ -14,8 +14,8 @@ class ConservativeBackfill final : public BackfillPolicy {
   explicit ConservativeBackfill(const SchedulerConfig& config)
       : depth_(config.reserve_depth == 0 ? SIZE_MAX : config.reserve_depth), guard_(config) {}
   bool Backfills() const override { return true; }
-  bool Reserves(Time submit, uint32_t gpus, size_t made, Time now) const override {
-    return made < depth_ || guard_.Reserves(submit, gpus, made, now);
+  bool Reserves(Time waiting_since, uint32_t gpus, size_t made, Time now) const override {
+    return made < depth_ || guard_.Reserves(waiting_since, gpus, made, now);
   }
 
  private:

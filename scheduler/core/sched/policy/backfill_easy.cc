@@ -10,8 +10,8 @@ class EasyBackfill final : public BackfillPolicy {
  public:
   explicit EasyBackfill(const SchedulerConfig& config) : guard_(config) {}
   bool Backfills() const override { return true; }
-  bool Reserves(Time submit, uint32_t gpus, size_t made, Time now) const override {
-    return made < 1 || guard_.Reserves(submit, gpus, made, now);
+  bool Reserves(Time waiting_since, uint32_t gpus, size_t made, Time now) const override {
+    return made < 1 || guard_.Reserves(waiting_since, gpus, made, now);
   }
 
  private:

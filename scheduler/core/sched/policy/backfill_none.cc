@@ -10,8 +10,8 @@ class NoBackfill final : public BackfillPolicy {
  public:
   explicit NoBackfill(const SchedulerConfig& config) : guard_(config) {}
   bool Backfills() const override { return false; }
-  bool Reserves(Time submit, uint32_t gpus, size_t made, Time now) const override {
-    return guard_.Reserves(submit, gpus, made, now);
+  bool Reserves(Time waiting_since, uint32_t gpus, size_t made, Time now) const override {
+    return guard_.Reserves(waiting_since, gpus, made, now);
   }
 
  private:

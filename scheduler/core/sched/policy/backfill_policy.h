@@ -27,10 +27,11 @@ class BackfillPolicy {
   // May a job start now while a job ahead of it in the queue cannot? (No: strict order; the job
   // waits with Priority "behind job N".)
   virtual bool Backfills() const = 0;
-  // Does a job submitted at `submit`, which cannot start now at its smallest size `gpus`, get a
+  // Does a job that has waited since `waiting_since` (WaitingSince, job.h: its submission, or
+  // the end of its last run), which cannot start now at its smallest size `gpus`, get a
   // reservation, when the jobs ahead of it got `made` in this pass (preemptors' claims not
   // counted)? (Nothing else of the job: a pass may ask without reading its record.)
-  virtual bool Reserves(Time submit, uint32_t gpus, size_t made, Time now) const = 0;
+  virtual bool Reserves(Time waiting_since, uint32_t gpus, size_t made, Time now) const = 0;
 };
 
 // The starvation guard every backfill policy applies beyond its own depth: a job of at least
@@ -39,7 +40,7 @@ class BackfillPolicy {
 class StarvationGuard {
  public:
   explicit StarvationGuard(const SchedulerConfig& config);
-  bool Reserves(Time submit, uint32_t gpus, size_t made, Time now) const;
+  bool Reserves(Time waiting_since, uint32_t gpus, size_t made, Time now) const;
 
  private:
   uint32_t large_gpus_;
