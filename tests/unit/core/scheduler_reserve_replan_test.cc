@@ -28,6 +28,21 @@ JobSpec GuardJob(JobId id, Duration walltime, Time submit) {
   return s;
 }
 
+// The preset with a 100 s starvation guard whose reservations are kept `replan` seconds (no
+// preemption, fairshare or placement hold), on `nodes` 8-GPU nodes under one leaf.
+std::unique_ptr<Scheduler> GuardScheduler(uint32_t nodes, Duration replan) {
+  auto config = PolicyPreset("phalanx");
+  if (!config) throw std::runtime_error(config.error().ToString());
+  config->preemption = false;
+  config->weights.fairshare = 0;
+  config->placement_comm_share = 0;
+  config->reserve_after_wait = 100;
+  config->reserve_replan = replan;
+  auto made = Scheduler::Create(Build(TwoTier(1, nodes)), *config);
+  if (!made) throw std::runtime_error(made.error().ToString());
+  return std::move(*made);
+}
+
 // The node the job runs on, or its reservation's.
 std::string NodeOf(const Scheduler& s, JobId id) {
   const Topology& t = s.topology();
@@ -47,16 +62,8 @@ std::string NodeOf(const Scheduler& s, JobId id) {
 TEST(ReserveReplan, AGuardReservationIsKeptWhileFreeUntilTheReplanTimeEasysIsNot) {
   for (const Duration replan : {Duration{0}, Duration{300}}) {
     SCOPED_TRACE("reserve_replan " + std::to_string(replan));
-    auto config = PolicyPreset("phalanx");
-    ASSERT_TRUE(config) << config.error().ToString();
-    config->preemption = false;
-    config->weights.fairshare = 0;
-    config->placement_comm_share = 0;
-    config->reserve_after_wait = 100;
-    config->reserve_replan = replan;
-    auto made = Scheduler::Create(Build(TwoTier(1, 3)), *config);
-    ASSERT_TRUE(made) << made.error().ToString();
-    Scheduler& s = **made;
+    const std::unique_ptr<Scheduler> made = GuardScheduler(3, replan);
+    Scheduler& s = *made;
     ASSERT_TRUE(s.Submit(GuardJob(1, 1000, 0), 0));
     ASSERT_TRUE(s.Submit(GuardJob(2, 2000, 0), 0));
     ASSERT_TRUE(s.Submit(GuardJob(5, 3000, 0), 0));
@@ -110,16 +117,8 @@ TEST(ReserveReplan, AGuardReservationIsKeptWhileFreeUntilTheReplanTimeEasysIsNot
 // at 0, is requeued at 400: job 3 takes its node, job 6 gets EASY's reservation, and job 4 gets
 // the guard's (100 s) only at 500.
 TEST(ReserveReplan, TheGuardCountsARequeuedJobsWaitFromItsRequeue) {
-  auto config = PolicyPreset("phalanx");
-  ASSERT_TRUE(config) << config.error().ToString();
-  config->preemption = false;
-  config->weights.fairshare = 0;
-  config->placement_comm_share = 0;
-  config->reserve_after_wait = 100;
-  config->reserve_replan = 0;
-  auto made = Scheduler::Create(Build(TwoTier(1, 4)), *config);
-  ASSERT_TRUE(made) << made.error().ToString();
-  Scheduler& s = **made;
+  const std::unique_ptr<Scheduler> made = GuardScheduler(4, 0);
+  Scheduler& s = *made;
   ASSERT_TRUE(s.Submit(GuardJob(1, 1000, 0), 0));
   ASSERT_TRUE(s.Submit(GuardJob(2, 2000, 0), 0));
   ASSERT_TRUE(s.Submit(GuardJob(5, 3000, 0), 0));
