@@ -148,6 +148,9 @@ class Walk {
   // The Topology at t as the step-by-step walk leaves it: the jobs released, every wanted GPU
   // that is free held.
   void GoLive();
+  // Once live, before the first step that changes the wants: `wanted_` from the bits, as they
+  // were when it went live (most walks end at that step: their counts were never read).
+  void CountWants();
   // The blocks promised to the jobs not re-planned yet, other than this one (made on the first
   // step that asks).
   void BuildOthers();
@@ -186,13 +189,14 @@ class Walk {
   WhatIf what_if_;
   std::vector<uint32_t>& wanted_;
   bool live_ = false;
+  bool counted_ = false;  // live, and `wanted_` made (CountWants)
   // Before `live_`: the GPUs free at t less those held, as the Topology would count them.
   uint32_t free_count_ = 0;
   // Before `live_`, who wants a GPU is kept in bits, 64 GPUs a word, not in `wanted_`: `held_` =
   // wanted by at least one, and the count itself in `want_counts_` (BitCounts), room for every
-  // reservation and the job's own filter. Going live turns them back into counts. `free_bits_`:
-  // free at t (free now, or released by t on a node that is up), from the pass's bits of the
-  // GPUs free now.
+  // reservation and the job's own filter. Once live, the first step after turns them back into
+  // counts (CountWants). `free_bits_`: free at t (free now, or released by t on a node that is
+  // up), from the pass's bits of the GPUs free now.
   const size_t words_;
   std::vector<uint64_t>& held_;
   const std::vector<PassState::ReserveScratch::Words>& res_words_;  // ReservationBounds
@@ -408,8 +412,8 @@ Walk::Walk(SchedulerState& s, PassState& pass, const JobRecord& job, Duration w,
 }
 
 Walk::~Walk() {
-  walk_prints_.End();                                       // the load changes all zero again
-  if (live_) std::fill(wanted_.begin(), wanted_.end(), 0);  // only a live walk uses it
+  walk_prints_.End();                                          // the load changes all zero again
+  if (counted_) std::fill(wanted_.begin(), wanted_.end(), 0);  // only a live walk counts
 }
 
 std::optional<Reservation> Walk::Run() {
@@ -491,6 +495,7 @@ std::optional<Time> Walk::PlannedFrom(Time t) {
 
 void Walk::Advance(Time t) {
   if (live_ || track_) what_if_.Empty(kPromised);
+  if (live_) CountWants();
   while (next_ < ends_.size() && ends_[next_].first <= t) Release(next_++);
   for (; left_ < by_end_.size() && reservations_[by_end_[left_]].end <= t; ++left_) {
     const uint32_t i = by_end_[left_];
@@ -833,15 +838,22 @@ void Walk::GoLive() {
   KeepReleases(next_);
   gpus_.clear();  // the wanted GPUs, in order: those free once the jobs are released are held
   for (uint32_t w = 0; w < words_; ++w) {
-    for (uint64_t b = held_[w]; b != 0; b &= b - 1) {
-      const uint32_t bit = static_cast<uint32_t>(std::countr_zero(b));
-      const uint32_t g = w * 64 + bit;
-      wanted_[g] = want_counts_.Count(w, bit);
-      gpus_.push_back(GpuId(g));
-    }
+    for (uint64_t b = held_[w]; b != 0; b &= b - 1)
+      gpus_.push_back(GpuId(w * 64 + static_cast<uint32_t>(std::countr_zero(b))));
   }
   what_if_.ReleaseJobsAndHold(released_, gpus_);
   live_ = true;
+}
+
+void Walk::CountWants() {
+  if (counted_) return;
+  for (uint32_t w = 0; w < words_; ++w) {
+    for (uint64_t b = held_[w]; b != 0; b &= b - 1) {
+      const uint32_t bit = static_cast<uint32_t>(std::countr_zero(b));
+      wanted_[w * 64 + bit] = want_counts_.Count(w, bit);
+    }
+  }
+  counted_ = true;
 }
 
 void Walk::BuildOthers() {
