@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <iterator>
-#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -45,10 +44,12 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
     bool shrink;
     uint32_t removable;  // GPUs it can give up
     double cost;         // the policy's price for them
+    const JobRecord* record;
   };
   std::vector<Victim> victims;
   for (JobId vid : candidates) {
-    const JobRecord& v = s.jobs.at(vid);
+    // Running: in the active set (a sorted vector), not only the map of every job ever known.
+    const JobRecord& v = *s.active.Find(vid);
     if (v.state != JobState::kRunning || v.preempted_for != kNoJob || v.spec.suspended) continue;
     // A job the class table does not let it preempt is a candidate only to shrink
     // (shrink_for_waiting), once it has run its class's minimum since its last start or resize.
@@ -60,31 +61,44 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
       const uint32_t keep = s.MinLegalSize(v);
       if (keep < v.gpus.size()) {
         if (const std::optional<double> cost = policy.Cost(preemptor, v, true, now)) {
-          victims.push_back({vid, true, static_cast<uint32_t>(v.gpus.size()) - keep, *cost});
+          victims.push_back({vid, true, static_cast<uint32_t>(v.gpus.size()) - keep, *cost, &v});
           continue;
         }
       }
     }
     if (shrink_only) continue;
     if (const std::optional<double> cost = policy.Cost(preemptor, v, false, now)) {
-      victims.push_back({vid, false, static_cast<uint32_t>(v.gpus.size()), *cost});
+      victims.push_back({vid, false, static_cast<uint32_t>(v.gpus.size()), *cost, &v});
     }
   }
   if (victims.empty()) return false;
 
-  // Candidate blocks: domains above the victims' GPUs that are big enough and allowed.
+  // Candidate blocks: domains above the victims' GPUs that are big enough and allowed, each with
+  // its victims and how many of their GPUs lie inside (in victim order). Counted in one array
+  // over the domains, all zero between victims (`touched` lists the non-zero ones).
   const Level min_level = n <= topo.max_gpus_per_node() ? Level::kGroup : Level::kNode;
-  std::map<DomainId, std::vector<std::pair<size_t, uint32_t>>> in_domain;  // domain -> (victim, GPUs inside)
+  std::vector<uint32_t> count(topo.domain_count(), 0);
+  std::vector<int32_t> slot(topo.domain_count(), -1);  // a domain's index in `in_domain`
+  std::vector<DomainId> touched;
+  std::vector<std::pair<DomainId, std::vector<std::pair<size_t, uint32_t>>>> in_domain;  // (victim, GPUs inside)
   for (size_t i = 0; i < victims.size(); ++i) {
-    std::map<DomainId, uint32_t> count;
-    for (GpuId g : s.jobs.at(victims[i].id).gpus) {
-      for (DomainId a = topo.domain(topo.gpu_domain(g)).parent; a.valid(); a = topo.domain(a).parent) count[a]++;
+    touched.clear();
+    for (GpuId g : victims[i].record->gpus) {
+      for (DomainId a = topo.domain(topo.gpu_domain(g)).parent; a.valid(); a = topo.domain(a).parent) {
+        if (count[a.value]++ == 0) touched.push_back(a);
+      }
     }
-    for (const auto& [d, c] : count) {
+    std::sort(touched.begin(), touched.end());
+    for (DomainId d : touched) {
+      const uint32_t c = std::exchange(count[d.value], 0);
       const Domain& dom = topo.domain(d);
       if (dom.gpu_count < n || dom.level < min_level) continue;
       if (request.fit == FitMode::kRequire && dom.level > request.level) continue;
-      in_domain[d].push_back({i, c});
+      if (slot[d.value] < 0) {
+        slot[d.value] = static_cast<int32_t>(in_domain.size());
+        in_domain.push_back({d, {}});
+      }
+      in_domain[static_cast<size_t>(slot[d.value])].second.push_back({i, c});
     }
   }
   struct Option {
@@ -112,7 +126,7 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
     }
     if (have >= n && !o.chosen.empty()) {
       for (const auto& [i, freed] : o.chosen) {
-        const JobRecord& v = s.jobs.at(victims[i].id);
+        const JobRecord& v = *victims[i].record;
         if (!victims[i].shrink || v.gpus.empty() || !s.config.shrink_keeps_first_node) continue;
         const NodeId first = topo.node_of(v.gpus.front());
         for (GpuId g : v.gpus) {
@@ -140,7 +154,7 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
     }
     for (size_t c = 0; c < o.chosen.size(); ++c) {
       const Victim& v = victims[o.chosen[c].first];
-      const JobRecord& vj = s.jobs.at(v.id);
+      const JobRecord& vj = *v.record;
       what_if.ReleaseJob(v.id);
       if (v.shrink) {
         std::vector<GpuId> outside, inside;
