@@ -131,6 +131,41 @@ TEST(SchedulerAttained, NoPreemptionForServiceOfALargerJob) {
   EXPECT_EQ(s->CheckInvariants(), "");
 }
 
+// With placement under pressure a job waits for a good block rather than start on a slower one,
+// so it preempts only for a good block: victims that free a slower one, however cheap, would
+// leave it waiting on GPUs they gave up (Philly at 6x: 340k passes of 8-GPU preemptors waiting
+// on claims they would not start on). Four 4-GPU jobs fill node0 and node1 (a 16-GPU job the
+// other two); jobs 1 and 3, one on each node, have just checkpointed, so the two cheapest
+// victims span two nodes. An 8-GPU job's good block is one node: it takes both jobs of one.
+TEST(SchedulerAttained, APreemptorFreesOnlyABlockItWouldStartOn) {
+  SchedulerConfig c = AttainedConfig();
+  c.placement_comm_share = 0.15;
+  auto s = DemoScheduler(c);
+  for (JobId id : {1, 2, 3, 4}) ASSERT_TRUE(s->Submit(Job(id, 4), 0));
+  ASSERT_TRUE(s->Submit(Job(5, 16), 0));
+  ASSERT_EQ(Of(s->Schedule(0), DecisionKind::kStart).size(), 5u);
+  const Topology& topo = s->topology();
+  auto node_of = [&](JobId id) { return topo.node_of(s->job(id)->gpus.front()); };
+  ASSERT_EQ(node_of(1), node_of(2));
+  ASSERT_EQ(node_of(3), node_of(4));
+  ASSERT_NE(node_of(1), node_of(3));
+  ASSERT_TRUE(s->CheckpointDone(1, 650, 1, "/ckpt/1"));
+  ASSERT_TRUE(s->CheckpointDone(3, 650, 1, "/ckpt/3"));
+  ASSERT_TRUE(s->Submit(Job(6, 8, 600), 700));
+  ASSERT_EQ(Queue(*s, 1, 700), 1u);
+  const auto ckpt = Of(s->Schedule(700), DecisionKind::kCheckpoint);
+  ASSERT_EQ(ckpt.size(), 2u);
+  EXPECT_EQ(node_of(ckpt[0].job), node_of(ckpt[1].job)) << "jobs " << ckpt[0].job << " and " << ckpt[1].job;
+  // Once both have checkpointed, it starts there at once: on one node, not held back.
+  const NodeId node = node_of(ckpt[0].job);
+  ASSERT_TRUE(s->CheckpointDone(ckpt[0].job, 730, 2, "/ckpt/a"));
+  ASSERT_TRUE(s->CheckpointDone(ckpt[1].job, 730, 2, "/ckpt/b"));
+  const auto start = Of(s->Schedule(730), DecisionKind::kStart, 6);
+  ASSERT_EQ(start.size(), 1u);
+  for (GpuId g : start[0].gpus) EXPECT_EQ(topo.node_of(g), node);
+  EXPECT_EQ(s->CheckInvariants(), "");
+}
+
 TEST(SchedulerAttained, WithoutAttainedOrderAJobOfTheSameClassPreemptsNothing) {
   SchedulerConfig c = AttainedConfig();
   c.order = QueueOrder::kPriority;

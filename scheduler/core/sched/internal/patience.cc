@@ -107,6 +107,14 @@ Patience Hold(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, Ti
 
 }  // namespace
 
+std::optional<PlacementRequest> GoodBlockFor(SchedulerState& s, const JobRecord& job, uint32_t n) {
+  const SchedulerState::BestBlock* best = MayWait(s, job, n);
+  if (!best) return std::nullopt;
+  PlacementRequest good = GoodShape(s, job, *best);
+  good.gpus = n;
+  return good;
+}
+
 Patience WaitForBetterBlock(SchedulerState& s, PassState& pass, JobRecord& job, const Placement& now_placement) {
   const double c = s.config.placement_comm_share;
   const uint32_t n = static_cast<uint32_t>(now_placement.gpus.size());

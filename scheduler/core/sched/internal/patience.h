@@ -35,6 +35,13 @@ namespace phalanx {
 struct PassState;
 struct SchedulerState;
 
+// The shape of a good block for `job` at n GPUs (its request, inside one domain of the level its
+// best block spans, at least node_fit_tolerance x that block's bandwidth) when it would wait for
+// one rather than start on a slower block; nullopt when it would not (off, 1 GPU, a shape of its
+// own). A preemptor frees only such a block (preemption.cc): on a slower one it would wait anyway,
+// holding the GPUs its victims gave up.
+std::optional<PlacementRequest> GoodBlockFor(SchedulerState& s, const JobRecord& job, uint32_t n);
+
 // What a job that could start now on `now_placement` does instead.
 struct Patience {
   bool wait = false;  // false: start now (off, 1 GPU, the placement is good already, no good

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/sched/internal/pass_state.h"
+#include "core/sched/internal/patience.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/what_if.h"
 #include "core/sched/policy/service_queue.h"
@@ -247,7 +248,7 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
   }
   if (it->second.empty()) return false;
   const uint32_t n = s.MinLegalSize(job);
-  const PlacementRequest request = SchedulerState::ShapeFor(job, n);
+  const PlacementRequest request = GoodBlockFor(s, job, n).value_or(SchedulerState::ShapeFor(job, n));
   const ShapeKey key = ShapeKey::Of(request, PartitionMask(job.partition_ids));
   for (const PassState::FailedPreempt& f : pass.failed_preempts) {
     if (f.rank == rank && f.key == key && f.gpus <= n) return false;
