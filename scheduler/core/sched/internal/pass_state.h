@@ -63,12 +63,13 @@ struct QueueKey {
 // was page faults); the contents are the pass's own. Kept in SchedulerState.
 struct PassBuffers {
   std::vector<QueueKey> keys;
-  std::vector<JobRecord*> jobs;        // the pending jobs in queue order
-  std::vector<Decision> waits;         // one Wait per pending job, emitted after the other decisions
-  std::vector<uint64_t> gpu_bits;      // by 64-GPU word, all clear between uses (kept_plan.cc, PlannedBlockFree)
-  std::vector<uint32_t> out_of_place;  // the kept keys a pass's priorities put out of place
-  std::vector<JobId> gone;             // the kept keys a pass drops (SyncKeys)
-  std::vector<uint32_t> failures_of;   // by kept key shape: its failed_shapes entry (ScheduleFromKeys)
+  std::vector<JobRecord*> jobs;         // the pending jobs in queue order
+  std::vector<Decision> waits;          // one Wait per pending job, emitted after the other decisions
+  std::vector<uint64_t> gpu_bits;       // by 64-GPU word, all clear between uses (kept_plan.cc, PlannedBlockFree)
+  std::vector<uint32_t> out_of_place;   // the kept keys a pass's priorities put out of place
+  std::vector<JobId> gone;              // the kept keys a pass drops (SyncKeys)
+  std::vector<uint32_t> failures_of;    // by kept key shape: its failed_shapes entry (ScheduleFromKeys)
+  std::vector<uint32_t> domain_counts;  // by domain, all 0 between uses (preemption.cc, PreemptFor)
 };
 
 // A pending job's queue key kept across passes (SchedulerState::kept_keys) with what a pass

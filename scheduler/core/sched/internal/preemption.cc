@@ -75,13 +75,19 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
   if (victims.empty()) return false;
 
   // Candidate blocks: domains above the victims' GPUs that are big enough and allowed, each with
-  // its victims and how many of their GPUs lie inside (in victim order). Counted in one array
-  // over the domains, all zero between victims (`touched` lists the non-zero ones).
+  // its victims and how many of their GPUs lie inside. Counted per victim in the pass's array
+  // over the domains (all zero between uses; `touched` lists the non-zero ones), then listed
+  // flat, (domain, victim, GPUs inside), and grouped by domain in victim order.
   const Level min_level = n <= topo.max_gpus_per_node() ? Level::kGroup : Level::kNode;
-  std::vector<uint32_t> count(topo.domain_count(), 0);
-  std::vector<int32_t> slot(topo.domain_count(), -1);  // a domain's index in `in_domain`
+  std::vector<uint32_t>& count = pass.buffers.domain_counts;
+  count.resize(topo.domain_count(), 0);
   std::vector<DomainId> touched;
-  std::vector<std::pair<DomainId, std::vector<std::pair<size_t, uint32_t>>>> in_domain;  // (victim, GPUs inside)
+  struct Inside {
+    DomainId domain;
+    uint32_t victim;
+    uint32_t gpus;
+  };
+  std::vector<Inside> inside;
   for (size_t i = 0; i < victims.size(); ++i) {
     touched.clear();
     for (GpuId g : victims[i].record->gpus) {
@@ -89,19 +95,15 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
         if (count[a.value]++ == 0) touched.push_back(a);
       }
     }
-    std::sort(touched.begin(), touched.end());
     for (DomainId d : touched) {
       const uint32_t c = std::exchange(count[d.value], 0);
       const Domain& dom = topo.domain(d);
       if (dom.gpu_count < n || dom.level < min_level) continue;
       if (request.fit == FitMode::kRequire && dom.level > request.level) continue;
-      if (slot[d.value] < 0) {
-        slot[d.value] = static_cast<int32_t>(in_domain.size());
-        in_domain.push_back({d, {}});
-      }
-      in_domain[static_cast<size_t>(slot[d.value])].second.push_back({i, c});
+      inside.push_back({d, static_cast<uint32_t>(i), c});
     }
   }
+  std::stable_sort(inside.begin(), inside.end(), [](const Inside& a, const Inside& b) { return a.domain < b.domain; });
   struct Option {
     double cost;
     DomainId domain;
@@ -109,22 +111,24 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
     bool cuts_first_node = false;  // a shrink victim's first GPU's node lies inside (config.shrink_keeps_first_node)
   };
   std::vector<Option> options;
-  for (auto& [d, list] : in_domain) {
+  for (auto from = inside.begin(); from != inside.end();) {
+    const DomainId d = from->domain;
+    const auto to = std::find_if(from, inside.end(), [d](const Inside& x) { return x.domain != d; });
     // Cheapest per GPU freed inside the block first.
-    std::sort(list.begin(), list.end(), [&](const auto& a, const auto& b) {
-      const double ca = victims[a.first].cost / std::min(a.second, victims[a.first].removable);
-      const double cb = victims[b.first].cost / std::min(b.second, victims[b.first].removable);
-      return ca != cb ? ca < cb : victims[a.first].id < victims[b.first].id;
+    std::sort(from, to, [&](const Inside& a, const Inside& b) {
+      const double ca = victims[a.victim].cost / std::min(a.gpus, victims[a.victim].removable);
+      const double cb = victims[b.victim].cost / std::min(b.gpus, victims[b.victim].removable);
+      return ca != cb ? ca < cb : victims[a.victim].id < victims[b.victim].id;
     });
     uint32_t have = topo.free_gpus(d);
     Option o{0, d, {}};
-    for (const auto& [i, inside] : list) {
-      if (have >= n) break;
-      const uint32_t freed = std::min(inside, victims[i].removable);
-      o.chosen.push_back({i, freed});
-      o.cost += victims[i].cost;
+    for (auto x = from; x != to && have < n; ++x) {
+      const uint32_t freed = std::min(x->gpus, victims[x->victim].removable);
+      o.chosen.push_back({x->victim, freed});
+      o.cost += victims[x->victim].cost;
       have += freed;
     }
+    from = to;
     if (have >= n && !o.chosen.empty()) {
       for (const auto& [i, freed] : o.chosen) {
         const JobRecord& v = *victims[i].record;
