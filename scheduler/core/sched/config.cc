@@ -46,6 +46,15 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     // held-out-like traces 12-25% better average JCT, but the longest waits of 64+ GPU jobs 1-16%
     // longer, still below slurm-like's (docs/performance.md, twenty-seventh round).
     c.reserve_replan = 300;
+    // Least attained service first (Tiresias' discretised queues, GPU-seconds attained), with
+    // preemption for service: jobs of unknown length are ordered by what they have had, not by
+    // age and size. Against the multifactor order on every run of docs/results.md, average JCT
+    // at least as good (philly-w-x6 4.80 h against 5.71 h, slurm-like 7.51 h; itp-w-x2-c0 6.39 h
+    // against 9.22 h, 11.45 h), bounded slowdown better on every loaded run; on the held-out
+    // battery (bench/heldout_check.py, 18 runs) 2.64x-5.90x slurm-like's average JCT with no size
+    // and no user worse off, where the multifactor order left sizes worse off in 5 runs and users
+    // in 12 (docs/results/notes.md, rounds 35 and 36).
+    c.order = QueueOrder::kAttained;
     // Elastic jobs shrink for waiting jobs of their class too, and grow back when GPUs idle.
     c.shrink_for_waiting = true;
     // Backfill plans on walltimes: runtime=predicted measured worse on both traces with

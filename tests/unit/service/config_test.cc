@@ -21,6 +21,9 @@ TEST(DaemonConfig, ExampleFileParsesAndKeepsTcpOff) {
   // The example shows the preset's values: loading it must not change the policy.
   auto preset = PolicyPreset("phalanx");
   ASSERT_TRUE(preset);
+  EXPECT_EQ(c->scheduler.order, preset->order);
+  EXPECT_EQ(c->scheduler.service_queues, preset->service_queues);
+  EXPECT_EQ(c->scheduler.service_min_run, preset->service_min_run);
   EXPECT_EQ(c->scheduler.backfill, preset->backfill);
   EXPECT_EQ(c->scheduler.reserve_depth, preset->reserve_depth);
   EXPECT_EQ(c->scheduler.reserve_large_gpus, preset->reserve_large_gpus);
