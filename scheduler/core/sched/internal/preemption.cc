@@ -50,7 +50,9 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
   std::vector<Victim> victims;
   for (JobId vid : candidates) {
     // Running: in the active set (a sorted vector), not only the map of every job ever known.
-    const JobRecord& v = *s.active.Find(vid);
+    const JobRecord* vp = s.active.Find(vid);
+    if (!vp) continue;
+    const JobRecord& v = *vp;
     if (v.state != JobState::kRunning || v.preempted_for != kNoJob || v.spec.suspended) continue;
     // A job the class table does not let it preempt is a candidate only to shrink
     // (shrink_for_waiting), once it has run its class's minimum since its last start or resize.
@@ -230,7 +232,8 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
   // A job restricted to some nodes (-w/-x/-C) does not preempt: the victims are chosen by shape
   // alone and might free the wrong nodes. It waits for its nodes like any job.
   if (!job.forbidden_nodes.empty()) return false;
-  Preemptor preemptor{PriorityClassId(static_cast<uint32_t>(job.class_rank)), 0, s.MinLegalSize(job)};
+  const uint32_t n = s.MinLegalSize(job);
+  Preemptor preemptor{PriorityClassId(static_cast<uint32_t>(job.class_rank)), 0, n};
   if (s.config.order == QueueOrder::kAttained)
     preemptor.service_queue = ServiceQueue(s.config.service_queues, job, pass.now);
   const std::pair<int, uint32_t> rank{job.class_rank, preemptor.service_queue};
@@ -251,7 +254,6 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
     it = pass.victims_by_class.emplace(rank, std::move(ids)).first;
   }
   if (it->second.empty()) return false;
-  const uint32_t n = s.MinLegalSize(job);
   const PlacementRequest request = GoodBlockFor(s, job, n).value_or(SchedulerState::ShapeFor(job, n));
   const ShapeKey key = ShapeKey::Of(request, PartitionMask(job.partition_ids));
   for (const PassState::FailedPreempt& f : pass.failed_preempts) {
