@@ -584,7 +584,8 @@ class Placer::Search {
   // ---- reconstruction --------------------------------------------------------------------
 
   // Picks exactly t GPUs in d, consistent with Ach; best fit: the fullest children first.
-  void Take(DomainId d, uint32_t t, std::vector<GpuId>& out) {
+  // `depth`: of the recursion, the frame of the Placer's scratch it uses.
+  void Take(DomainId d, uint32_t t, std::vector<GpuId>& out, size_t depth = 0) {
     const Domain& dom = t_.domain(d);
     if (dom.level == Level::kGpu) {
       out.push_back(GpuId(dom.first_gpu));
@@ -596,7 +597,10 @@ class Placer::Search {
       }
       return;
     }
-    std::vector<DomainId> kids;
+    if (p_.take_frames_.size() <= depth) p_.take_frames_.emplace_back();  // a deque: frames stay put
+    Placer::TakeFrame& f = p_.take_frames_[depth];
+    std::vector<DomainId>& kids = f.kids;
+    kids.clear();
     for (DomainId c : t_.children(d)) {
       if (t_.free_gpus(c) > 0 && !OnlyZero(Ach(c))) kids.push_back(c);
     }
@@ -607,16 +611,18 @@ class Placer::Search {
       return a > b;
     });
     // prefix[i] = Ach(kids[0]) (+) ... (+) Ach(kids[i-1]), flat: words_ words per entry.
-    std::vector<uint64_t> prefix((kids.size() + 1) * words_, 0);
-    Bits acc = Zero();
-    Set(acc, 0);
-    std::copy(acc.begin(), acc.end(), prefix.begin());
+    std::vector<uint64_t>& prefix = f.prefix;
+    prefix.assign((kids.size() + 1) * words_, 0);
+    prefix[0] = 1;  // {0}
     for (size_t i = 0; i < kids.size(); ++i) {
-      SumInto(acc, Ach(kids[i]));
-      std::copy(acc.begin(), acc.end(), prefix.begin() + static_cast<std::ptrdiff_t>((i + 1) * words_));
+      acc_.assign(prefix.begin() + static_cast<std::ptrdiff_t>(i * words_),
+                  prefix.begin() + static_cast<std::ptrdiff_t>((i + 1) * words_));
+      SumInto(acc_, Ach(kids[i]));
+      std::copy(acc_.begin(), acc_.end(), prefix.begin() + static_cast<std::ptrdiff_t>((i + 1) * words_));
     }
     auto in_prefix = [&](size_t i, uint32_t v) { return (prefix[i * words_ + v / 64] >> (v % 64)) & 1u; };
-    std::vector<uint32_t> take(kids.size(), 0);
+    std::vector<uint32_t>& take = f.take;
+    take.assign(kids.size(), 0);
     uint32_t rest = t;
     for (size_t i = kids.size(); i-- > 0;) {
       const Bits& a = Ach(kids[i]);
@@ -629,7 +635,7 @@ class Placer::Search {
       }
     }
     for (size_t i = 0; i < kids.size(); ++i) {
-      if (take[i] > 0) Take(kids[i], take[i], out);
+      if (take[i] > 0) Take(kids[i], take[i], out, depth + 1);
     }
   }
 
@@ -720,6 +726,7 @@ class Placer::Search {
   uint32_t align_per_ = 0;   // > 0: aligned mode, every node holds exactly this many GPUs...
   uint64_t align_mask_ = 0;  // ...with these local indices
   Bits tmp_;
+  Bits acc_;  // Take's running sumset
   Bits none_;
 
   Prediction best_;

@@ -125,6 +125,14 @@ class Placer {
   std::vector<uint32_t> nodes_with_at_least_;            // [g]: nodes with >= g GPUs, g <= the largest node's
   mutable std::vector<int32_t> memo_slot_;               // search scratch, all -1 between calls
   mutable std::deque<std::vector<uint64_t>> memo_pool_;  // search scratch: reachable-count sets
+  // Search scratch of the reconstruction (Search::Take), one frame per depth of its recursion:
+  // the children it picks from, their sumset prefixes and the counts taken.
+  struct TakeFrame {
+    std::vector<DomainId> kids;
+    std::vector<uint64_t> prefix;
+    std::vector<uint32_t> take;
+  };
+  mutable std::deque<TakeFrame> take_frames_;
   bool best_fit_ = true;
   double node_fit_tolerance_ = 1.0;
   static bool Remembers(const PlacementRequest& request);  // a search that uses misses_ (see Place)

@@ -276,7 +276,13 @@ struct PassState {
     ReleaseSnapshot walk_releases;  // this walk's, for its floor
     std::vector<GpuId> others;      // GPUs promised to other jobs not re-planned yet
     std::vector<uint8_t> listed;    // by GPU, all zero between uses: in `others` already
-    std::vector<DomainId> tops;     // the largest domains a job that must fit in one may use
+    // The GPUs promised to the jobs not planned yet, in the order the blocks list them, each with
+    // the number of those blocks that list it (by GPU; zero elsewhere): made once for every
+    // `promised_planned` jobs planned (the pass plans more as it goes, none unplanned).
+    std::vector<GpuId> promised_gpus;
+    std::vector<uint32_t> promised_count;
+    size_t promised_planned = SIZE_MAX;
+    std::vector<DomainId> tops;  // the largest domains a job that must fit in one may use
     // Before Reserve goes live: the GPUs free at t and not held, by node and by domain of `tops`.
     WalkCounts counts;
     // A walk with a bandwidth floor, for each of its two searches: the domains of `tops` that

@@ -86,9 +86,7 @@ Patience Hold(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, Ti
   job.spec.shape = GoodShape(s, job, best);
   // The block promised to the job in the last pass may be the slow one (a reservation made on
   // its own shape): Reserve must not offer it back as good.
-  auto own = pass.promised.extract(job.spec.id);
-  std::optional<Reservation> r = Reserve(s, pass, job);
-  if (!own.empty()) pass.promised.insert(std::move(own));
+  std::optional<Reservation> r = Reserve(s, pass, job, OwnBlock::kHide);
   // The planned start of the good block does not shorten the wait: it is planned on walltime
   // requests, which jobs mostly end well before (users ask 2-3x), so it overstates the wait, and
   // trusting it started jobs split that a good block would soon have taken (ITP x2: 356 of 422

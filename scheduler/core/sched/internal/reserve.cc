@@ -69,7 +69,7 @@ std::optional<Time> FreeFrom(SchedulerState& s, PassState& pass, std::span<const
 class Walk {
  public:
   Walk(SchedulerState& s, PassState& pass, const JobRecord& job, Duration w, uint32_t n,
-       const std::vector<std::pair<Time, JobId>>& ends);
+       const std::vector<std::pair<Time, JobId>>& ends, OwnBlock own);
   Walk(const Walk&) = delete;
   Walk& operator=(const Walk&) = delete;
   // Every scratch buffer all clear again, and the Topology as it was (the what-if undone).
@@ -288,7 +288,7 @@ class Walk {
 };
 
 Walk::Walk(SchedulerState& s, PassState& pass, const JobRecord& job, Duration w, uint32_t n,
-           const std::vector<std::pair<Time, JobId>>& ends)
+           const std::vector<std::pair<Time, JobId>>& ends, OwnBlock own)
     : s_(s),
       pass_(pass),
       job_(job),
@@ -331,7 +331,7 @@ Walk::Walk(SchedulerState& s, PassState& pass, const JobRecord& job, Duration w,
       released_(scratch_.released),
       gpus_(scratch_.gpus),
       others_(scratch_.others),
-      own_(pass.promised.find(job.spec.id)),
+      own_(own == OwnBlock::kHide ? pass.promised.end() : pass.promised.find(job.spec.id)),
       own_fits_(own_ != pass.promised.end() && !request_.exclusive && own_->second.size() == n) {
   if (floored_) {
     for (size_t i = 0; i < pass_.walk_floors.size(); ++i) {
@@ -858,25 +858,41 @@ void Walk::CountWants() {
 
 void Walk::BuildOthers() {
   if (others_built_) return;  // neither changes during the walk
-  // One list, each block's GPUs in order, less those an earlier block lists (one Extend per block
-  // would find them held by then): the same GPUs held as one Extend per block.
-  std::vector<uint8_t>& listed = scratch_.listed;
-  listed.resize(topo_.gpu_count(), 0);
-  for (const auto& [other, gpus] : pass_.promised) {
-    if (other == job_.spec.id || pass_.planned.contains(other)) continue;
-    const size_t from = others_.size();
-    for (GpuId g : gpus) {
-      if (!listed[g.value]) others_.push_back(g);
+  // The GPUs of the blocks promised to the jobs not planned yet (one list for the pass while no
+  // more are planned), less those only this job's own block lists: the same GPUs held as one
+  // Extend per other block.
+  std::vector<GpuId>& all = scratch_.promised_gpus;
+  std::vector<uint32_t>& count = scratch_.promised_count;
+  if (scratch_.promised_planned != pass_.planned.size()) {
+    count.resize(topo_.gpu_count(), 0);
+    for (GpuId g : all) count[g.value] = 0;
+    all.clear();
+    for (const auto& [other, gpus] : pass_.promised) {
+      if (pass_.planned.contains(other)) continue;
+      for (GpuId g : gpus) {
+        if (count[g.value]++ == 0) all.push_back(g);
+      }
     }
-    for (size_t i = from; i < others_.size(); ++i) listed[others_[i].value] = 1;
+    scratch_.promised_planned = pass_.planned.size();
   }
-  for (GpuId g : others_) listed[g.value] = 0;
+  // The job's own block counts there while it is not planned (whether it is offered or not).
+  const auto own = pass_.promised.find(job_.spec.id);
+  const bool own_counted = own != pass_.promised.end() && !pass_.planned.contains(job_.spec.id);
+  if (own_counted) {
+    for (GpuId g : own->second) --count[g.value];
+  }
+  for (GpuId g : all) {
+    if (count[g.value] > 0) others_.push_back(g);
+  }
+  if (own_counted) {
+    for (GpuId g : own->second) ++count[g.value];
+  }
   others_built_ = true;
 }
 
 }  // namespace
 
-std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const JobRecord& job) {
+std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const JobRecord& job, OwnBlock own) {
   Topology& topo = *s.topo;
   const Duration w = s.policies.runtime->Run(job);
   const uint32_t n = s.MinLegalSize(job);
@@ -896,7 +912,7 @@ std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const Job
   const std::vector<std::pair<Time, JobId>>& ends = Ends(s, pass);
   // The reservations by start and by end, and their bounds among the candidate times.
   ReservationBounds(s, pass);
-  return Walk(s, pass, job, w, n, ends).Run();
+  return Walk(s, pass, job, w, n, ends, own).Run();
 }
 
 void AddReservation(SchedulerState& s, PassState& pass, Reservation r) {

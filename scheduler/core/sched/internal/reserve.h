@@ -19,7 +19,11 @@ struct SchedulerState;
 // last release time, or the nodes that are up could never hold it). Prefers, at each candidate
 // time, the job's own block from the last pass, then a block that avoids those promised to jobs
 // not scheduled yet in this pass, then any block. Changes nothing (clears the start blocks).
-std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const JobRecord& job);
+// kHide: the job's own block is not offered (a walk for a good block: the promised one may be
+// the slow block), and counts as no other job's either.
+enum class OwnBlock { kOffer, kHide };
+std::optional<Reservation> Reserve(SchedulerState& s, PassState& pass, const JobRecord& job,
+                                   OwnBlock own = OwnBlock::kOffer);
 
 // Records `r` as made in this pass: the next jobs must leave its block alone.
 void AddReservation(SchedulerState& s, PassState& pass, Reservation r);
