@@ -349,8 +349,7 @@ void ScheduleKeptOrder(SchedulerState& s, PassState& pass, std::vector<Decision>
     ++it;                                           // first: a start erases the job's entry
     if (job.state != JobState::kPending) continue;  // the order holds pending jobs only
     ScheduleJob(s, pass, job, out);
-    if (pass.promised_filter.MayContain(job.spec.id) && pass.promised.contains(job.spec.id))
-      pass.planned.insert(job.spec.id);
+    pass.MarkPlanned(job.spec.id);
   }
   if (!s.config.wait_decisions) return;
   for (const SchedulerState::FifoEntry& e : s.fifo) {
@@ -566,7 +565,7 @@ void ScheduleFromKeys(SchedulerState& s, PassState& pass, std::vector<Decision>&
         k.memo = k.simple && PlainPriorityWait(job);
       }
     }
-    if (pass.promised_filter.MayContain(k.id) && pass.promised.contains(k.id)) pass.planned.insert(k.id);
+    pass.MarkPlanned(k.id);
     if (read && job.state != JobState::kPending) continue;  // started (no other job leaves in a pass)
     s.queue.push_back(k.id);
     if (s.config.wait_decisions) pass.buffers.waits.push_back(WaitOf(job, pass.now));
@@ -672,8 +671,7 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
       if (job.state == JobState::kPending && (!pass.DepthReached() || Own(pass, job.spec.id)))
         ScheduleJob(s, pass, job, out);
       // Reserve asks only about jobs promised a block in the last pass.
-      if (pass.promised_filter.MayContain(job.spec.id) && pass.promised.contains(job.spec.id))
-        pass.planned.insert(job.spec.id);
+      pass.MarkPlanned(job.spec.id);
       if (job.state != JobState::kPending) continue;
       s.queue.push_back(job.spec.id);
       if (s.config.wait_decisions) pass.buffers.waits.push_back(WaitOf(job, now));

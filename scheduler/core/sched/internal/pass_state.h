@@ -138,6 +138,14 @@ struct PassState {
   // behind a blocked one. At test_limit the pass reads no further (DepthReached).
   uint32_t looked_at = 0;
   bool DepthReached() const { return test_limit > 0 && looked_at >= test_limit; }
+  // Job `id` has been scheduled in this pass: if it was promised a block, Reserve no longer
+  // keeps that block for it (`planned`).
+  void MarkPlanned(JobId id) {
+    if (!promised_filter.MayContain(id)) return;
+    const auto it = promised.find(id);
+    if (it == promised.end() || !planned.insert(id).second || !reserve.promised_counted) return;
+    for (GpuId g : it->second) --reserve.promised_count[g.value];
+  }
   // The partitions as the pass starts (their states and limits do not change during a pass):
   // whether every one is open and whether any has a MaxGPUsPerUser, so that the checks asked
   // for every pending job need not read the job's partitions when the answer is the same for all.
@@ -276,12 +284,13 @@ struct PassState {
     ReleaseSnapshot walk_releases;  // this walk's, for its floor
     std::vector<GpuId> others;      // GPUs promised to other jobs not re-planned yet
     std::vector<uint8_t> listed;    // by GPU, all zero between uses: in `others` already
-    // The GPUs promised to the jobs not planned yet, in the order the blocks list them, each with
-    // the number of those blocks that list it (by GPU; zero elsewhere): made once for every
-    // `promised_planned` jobs planned (the pass plans more as it goes, none unplanned).
+    // The GPUs promised to the jobs not planned yet, each with the number of those blocks that
+    // list it (by GPU; zero elsewhere): made on the first walk that asks, then kept by
+    // MarkPlanned. `promised_gpus` lists every GPU counted since (some at 0 now), in the order
+    // the blocks list them.
     std::vector<GpuId> promised_gpus;
     std::vector<uint32_t> promised_count;
-    size_t promised_planned = SIZE_MAX;
+    bool promised_counted = false;
     std::vector<DomainId> tops;  // the largest domains a job that must fit in one may use
     // Before Reserve goes live: the GPUs free at t and not held, by node and by domain of `tops`.
     WalkCounts counts;

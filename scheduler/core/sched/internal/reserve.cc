@@ -858,14 +858,13 @@ void Walk::CountWants() {
 
 void Walk::BuildOthers() {
   if (others_built_) return;  // neither changes during the walk
-  // The GPUs of the blocks promised to the jobs not planned yet (one list for the pass while no
-  // more are planned), less those only this job's own block lists: the same GPUs held as one
-  // Extend per other block.
+  // The GPUs of the blocks promised to the jobs not planned yet (counted once a pass, then kept
+  // by PassState::MarkPlanned), less those only this job's own block lists: the same GPUs held
+  // as one Extend per other block.
   std::vector<GpuId>& all = scratch_.promised_gpus;
   std::vector<uint32_t>& count = scratch_.promised_count;
-  if (scratch_.promised_planned != pass_.planned.size()) {
-    count.resize(topo_.gpu_count(), 0);
-    for (GpuId g : all) count[g.value] = 0;
+  if (!scratch_.promised_counted) {
+    count.assign(topo_.gpu_count(), 0);
     all.clear();
     for (const auto& [other, gpus] : pass_.promised) {
       if (pass_.planned.contains(other)) continue;
@@ -873,7 +872,7 @@ void Walk::BuildOthers() {
         if (count[g.value]++ == 0) all.push_back(g);
       }
     }
-    scratch_.promised_planned = pass_.planned.size();
+    scratch_.promised_counted = true;
   }
   // The job's own block counts there while it is not planned (whether it is offered or not).
   const auto own = pass_.promised.find(job_.spec.id);
