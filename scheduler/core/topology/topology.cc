@@ -6,12 +6,35 @@
 #include <bit>
 #include <cmath>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 
 #include "core/common/hash.h"
 
 namespace phalanx {
+
+namespace {
+
+// Calls f(word, bits) for the GPUs of `gpus`, 64 GPUs a word, once per run of GPUs in one word
+// (a list in order: once per word).
+template <class F>
+void ForWords(std::span<const GpuId> gpus, F&& f) {
+  uint32_t word = 0;
+  uint64_t bits = 0;
+  for (GpuId g : gpus) {
+    const uint32_t w = g.value >> 6;
+    if (bits != 0 && w != word) {
+      f(word, bits);
+      bits = 0;
+    }
+    word = w;
+    bits |= uint64_t{1} << (g.value & 63);
+  }
+  if (bits != 0) f(word, bits);
+}
+
+}  // namespace
 
 std::string_view NodeStateName(NodeState state) {
   switch (state) {
@@ -222,18 +245,24 @@ std::optional<Topology::Suspended> Topology::SuspendJob(JobId job) {
   return Suspended(job, &it->second);
 }
 
-void Topology::MarkBulk(std::vector<uint64_t>& bits, GpuId g) {
-  if (bulk_bits_.empty()) {
-    bulk_bits_.assign((gpu_count() + 63) / 64, 0);
-    bulk_held_bits_.assign(bulk_bits_.size(), 0);
-  }
-  const uint32_t w = g.value >> 6;
+void Topology::StartBulk() {
+  if (!bulk_bits_.empty()) return;
+  bulk_bits_.assign((gpu_count() + 63) / 64, 0);
+  bulk_held_bits_.assign(bulk_bits_.size(), 0);
+}
+
+void Topology::MarkBulkWord(std::vector<uint64_t>& bits, uint32_t w, uint64_t m) {
   if ((bulk_bits_[w] | bulk_held_bits_[w]) == 0) bulk_words_.push_back(w);
-  bits[w] |= uint64_t{1} << (g.value & 63);
+  bits[w] |= m;
+}
+
+void Topology::MarkBulk(std::vector<uint64_t>& bits, GpuId g) {
+  MarkBulkWord(bits, g.value >> 6, uint64_t{1} << (g.value & 63));
 }
 
 void Topology::AddToBulk(const JobAlloc& alloc, int sign) {
-  for (GpuId g : alloc.gpus) MarkBulk(bulk_bits_, g);
+  // A job's GPUs come in order: one mark per word they fall in.
+  ForWords(alloc.gpus, [this](uint32_t w, uint64_t m) { MarkBulkWord(bulk_bits_, w, m); });
   if (alloc.crossed.empty()) return;
   if (bulk_jobs_.empty()) {
     bulk_mbs_.assign(domains_.size(), 0);
@@ -278,6 +307,7 @@ void Topology::ApplyBulk(bool jobs_free) {
 
 void Topology::SuspendJobsAndHold(std::span<const JobId> jobs, std::vector<Suspended>& out, std::span<const GpuId> want,
                                   std::vector<GpuId>& held) {
+  StartBulk();
   for (JobId job : jobs) {
     auto it = jobs_.find(job);
     if (it == jobs_.end() || it->second.suspended) continue;
@@ -292,14 +322,15 @@ void Topology::SuspendJobsAndHold(std::span<const JobId> jobs, std::vector<Suspe
   for (GpuId g : want) {
     if (!is_free(g)) continue;
     owner_[g.value] = kHeld;
-    AddHeldToBulk(g);
     held.push_back(g);
   }
+  ForWords(held, [this](uint32_t w, uint64_t m) { MarkBulkWord(bulk_held_bits_, w, m); });
   held_gpus_ += held.size();
   ApplyBulk(true);
 }
 
 std::optional<size_t> Topology::UnholdAndResume(std::span<const GpuId> held, std::span<const Suspended> jobs) {
+  StartBulk();
   for (GpuId g : held) {
     if (g.value >= gpu_count() || owner_[g.value] != kHeld ||
         (!bulk_held_bits_.empty() && (bulk_held_bits_[g.value >> 6] >> (g.value & 63)) & 1)) {  // listed twice
@@ -315,6 +346,7 @@ std::optional<size_t> Topology::UnholdAndResume(std::span<const GpuId> held, std
 }
 
 size_t Topology::ResumeJobs(std::span<const Suspended> jobs) {
+  StartBulk();
   size_t refused = 0;
   for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
     JobAlloc& alloc = *it->alloc_;

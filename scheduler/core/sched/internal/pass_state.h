@@ -29,6 +29,7 @@
 #include "core/sched/internal/start_blocks.h"
 #include "core/sched/internal/walk_counts.h"
 #include "core/sched/internal/walk_prints.h"
+#include "core/sched/internal/what_if.h"
 #include "core/sched/job.h"
 #include "core/sched/policy/queue_policy.h"
 #include "core/topology/level.h"
@@ -307,6 +308,7 @@ struct PassState {
     std::vector<GpuId> others_live, to_hold;
     // And the fingerprint each domain of `tops` would have at t.
     WalkPrints prints;
+    WhatIf::Buffers what_if;  // each walk's WhatIf's lists
   } reserve;
   // By 64-GPU word: the GPUs free now (Topology::is_free) and those on nodes that are up, for
   // Reserve, built on its first call. Between Reserve calls the Topology's lasting changes are

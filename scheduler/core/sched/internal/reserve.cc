@@ -311,7 +311,7 @@ Walk::Walk(SchedulerState& s, PassState& pass, const JobRecord& job, Duration w,
       remembered_(Placer::MissKey(request_)),
       by_leaf_(!WithinDomainAboveNode(request_) && request_.fit == FitMode::kRequire &&
                s.config.placement == PlacementMode::kTopology && remembered_.has_value()),
-      what_if_(topo_),
+      what_if_(topo_, scratch_.what_if),
       wanted_(scratch_.wanted),
       words_((topo_.gpu_count() + 63) / 64),
       held_(scratch_.held_bits),

@@ -24,7 +24,24 @@ namespace phalanx {
 
 class WhatIf {
  public:
-  explicit WhatIf(Topology& t) : t_(t) {}
+  // The lists a WhatIf keeps, lent by a caller that makes many in turn (one walk after another)
+  // so that each does not allocate them anew; empty (one_held all zero) between WhatIfs.
+  struct Buffers {
+    std::vector<Topology::Suspended> released;
+    std::vector<std::vector<GpuId>> blocks;
+    std::vector<GpuId> ones;
+    std::vector<uint8_t> one_held;
+    std::vector<GpuId> scratch;
+  };
+
+  explicit WhatIf(Topology& t) : WhatIf(t, own_) {}
+  WhatIf(Topology& t, Buffers& lent)
+      : t_(t),
+        released_(lent.released),
+        blocks_(lent.blocks),
+        ones_(lent.ones),
+        one_held_(lent.one_held),
+        scratch_(lent.scratch) {}
   WhatIf(const WhatIf&) = delete;
   WhatIf& operator=(const WhatIf&) = delete;
   ~WhatIf() { Undo(); }
@@ -139,12 +156,13 @@ class WhatIf {
     blocked_gpus_ += gpus.size();
   }
 
+  Buffers own_;  // (unused when lent others)
   Topology& t_;
-  std::vector<Topology::Suspended> released_;
-  std::vector<std::vector<GpuId>> blocks_;
-  std::vector<GpuId> ones_;        // every GPU HoldOne held (some given back since)
-  std::vector<uint8_t> one_held_;  // by GPU: held by HoldOne now
-  std::vector<GpuId> scratch_;     // Extend's free GPUs, the GPUs held or given back at once
+  std::vector<Topology::Suspended>& released_;
+  std::vector<std::vector<GpuId>>& blocks_;
+  std::vector<GpuId>& ones_;        // every GPU HoldOne held (some given back since)
+  std::vector<uint8_t>& one_held_;  // by GPU: held by HoldOne now
+  std::vector<GpuId>& scratch_;     // Extend's free GPUs, the GPUs held or given back at once
   size_t blocked_gpus_ = 0;
 };
 
