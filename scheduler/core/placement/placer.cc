@@ -403,9 +403,19 @@ class Placer::Search {
     B_ = upper;
     // The first feasible threshold is the region's best busbw: below the request's floor, none
     // that is left can be a fit.
+    // Without rail alignment the sets of a threshold are made only where the last one's refused
+    // something (KeepClean); with it (aligned sets per threshold), every set anew.
+    const Domain& xd = t_.domain(x);
+    const bool plain = xd.level <= Level::kNode || (!xd.rail_optimized && !r_.rail_aligned);
+    bool first = true;
     while (B_ > 0 && B_ >= r_.min_busbw_gbs && (best_gpus_.empty() || B_ > best_.busbw_gbs)) {
       next_ = 0;
-      ResetMemo();
+      if (plain && !first) {
+        KeepClean();
+      } else {
+        ResetMemo();
+      }
+      first = false;
       align_per_ = 0;
       align_mask_ = 0;
       const Bits& s = RegionSet();
@@ -449,6 +459,7 @@ class Placer::Search {
   }
 
   void Reject(double cap) {
+    ++rejects_;
     if (cap < B_ && cap > next_) next_ = cap;
   }
   bool Ok(double cap) {
@@ -499,18 +510,41 @@ class Placer::Search {
     pool_used_ = 0;
   }
 
+  // Before a lower threshold: forgets the sets whose making refused something (a capacity below
+  // the last threshold, in the domain or below it); the others passed every test there, so they
+  // pass every test of a lower one and are the same sets (plain mode only: aligned sets depend
+  // on the threshold otherwise).
+  void KeepClean() {
+    size_t kept = 0;
+    for (DomainId d : memo_touched_) {
+      if (dirty_[static_cast<size_t>(slot_[d.value])]) {
+        slot_[d.value] = -1;
+      } else {
+        memo_touched_[kept++] = d;
+      }
+    }
+    memo_touched_.resize(kept);
+  }
+
   // Ach(d): counts placeable in d with every crossed uplink inside the region >= B. The region's
   // own uplink is not crossed; every other domain holding part of the job is treated as crossed.
   const Bits& Ach(DomainId d) {
-    if (slot_[d.value] >= 0) return pool_[static_cast<size_t>(slot_[d.value])];
+    if (slot_[d.value] >= 0) {
+      const auto slot = static_cast<size_t>(slot_[d.value]);
+      rejects_ += dirty_[slot];  // its refusals count for the set that uses it
+      return pool_[slot];
+    }
     if (pool_used_ == pool_.size()) pool_.emplace_back();
     const size_t slot = pool_used_++;
+    if (dirty_.size() <= slot) dirty_.resize(slot + 1);
     slot_[d.value] = static_cast<int32_t>(slot);
     memo_touched_.push_back(d);
     Bits& s = pool_[slot];
     s.assign(words_, 0);
     Set(s, 0);
+    const uint64_t before = rejects_;
     Compute(d, s);
+    dirty_[slot] = rejects_ != before;
     return s;
   }
 
@@ -721,7 +755,9 @@ class Placer::Search {
   uint32_t only_free_ = 0;      // > 0: Collect only nodes with exactly this many free GPUs
   std::vector<int32_t>& slot_;  // per domain: index into pool_, -1 when not computed
   std::vector<DomainId> memo_touched_;
-  std::deque<Bits>& pool_;  // shared across calls (keeps capacity); deque: stable references
+  uint64_t rejects_ = 0;        // Reject's calls (and dirty sets read) so far
+  std::vector<uint8_t> dirty_;  // by pool slot: the set's making refused something
+  std::deque<Bits>& pool_;      // shared across calls (keeps capacity); deque: stable references
   size_t pool_used_ = 0;
   uint32_t align_per_ = 0;   // > 0: aligned mode, every node holds exactly this many GPUs...
   uint64_t align_mask_ = 0;  // ...with these local indices

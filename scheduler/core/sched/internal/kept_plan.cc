@@ -1,5 +1,6 @@
 #include "core/sched/internal/kept_plan.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/sched/internal/pass_state.h"
@@ -31,12 +32,13 @@ bool PlannedBlockFree(SchedulerState& s, PassState& pass, JobId id, Time start, 
   std::vector<uint64_t>& bits = pass.buffers.gpu_bits;
   bits.resize((topo.gpu_count() + 63) / 64);
   for (GpuId g : gpus) bits[g.value >> 6] |= uint64_t{1} << (g.value & 63);
-  bool free = true;
-  for (const Reservation& r : s.reservations) {
-    if (r.start >= end || r.end <= start || r.job == id) continue;
-    for (GpuId g : r.gpus) free &= !((bits[g.value >> 6] >> (g.value & 63)) & 1);
-    if (!free) break;
-  }
+  const auto clashes = [&](const Reservation& r) {
+    return std::any_of(r.gpus.begin(), r.gpus.end(),
+                       [&](GpuId g) { return ((bits[g.value >> 6] >> (g.value & 63)) & 1) != 0; });
+  };
+  const bool free = std::none_of(s.reservations.begin(), s.reservations.end(), [&](const Reservation& r) {
+    return r.start < end && r.end > start && r.job != id && clashes(r);
+  });
   for (GpuId g : gpus) bits[g.value >> 6] = 0;
   return free;
 }
