@@ -403,17 +403,16 @@ class Placer::Search {
     B_ = upper;
     // The first feasible threshold is the region's best busbw: below the request's floor, none
     // that is left can be a fit.
-    // Without rail alignment the sets of a threshold are made only where the last one's refused
-    // something (KeepClean); with it (aligned sets per threshold), every set anew.
-    const Domain& xd = t_.domain(x);
-    const bool plain = xd.level <= Level::kNode || (!xd.rail_optimized && !r_.rail_aligned);
+    // After the first threshold, the sets are made again only where the last one refused
+    // something (KeepClean). An iteration that goes on left plain sets or none: an aligned try
+    // that fails gives the memo back empty (TryAligned), and one that works ends the loop.
     bool first = true;
     while (B_ > 0 && B_ >= r_.min_busbw_gbs && (best_gpus_.empty() || B_ > best_.busbw_gbs)) {
       next_ = 0;
-      if (plain && !first) {
-        KeepClean();
-      } else {
+      if (first) {
         ResetMemo();
+      } else {
+        KeepClean();
       }
       first = false;
       align_per_ = 0;
@@ -512,8 +511,8 @@ class Placer::Search {
 
   // Before a lower threshold: forgets the sets whose making refused something (a capacity below
   // the last threshold, in the domain or below it); the others passed every test there, so they
-  // pass every test of a lower one and are the same sets (plain mode only: aligned sets depend
-  // on the threshold otherwise).
+  // pass every test of a lower one and are the same sets (plain sets: no aligned one is left in
+  // the memo between thresholds).
   void KeepClean() {
     size_t kept = 0;
     for (DomainId d : memo_touched_) {
