@@ -7,7 +7,8 @@
 // t=10 and one pass is timed with std::chrono::steady_clock. Configuration: conservative
 // backfill, reserve_depth 100, the other knobs at their defaults; or, with --policy=NAME, a
 // preset (phalanx: EASY with the starvation guard and placement under pressure, the daemon's
-// default). Every job is of class "normal", so no preemption happens.
+// default). Every job is of class "normal": no preemption for class; the preset's preemption for
+// service only with --at (below).
 // Size mix (GPUs): 50% 1-8, 30% 16-64, 15% 128-256, 5% 512.
 // Each measurement runs on a freshly built scheduler (same seed, so the same state); the table
 // gives the median of --reps passes.
@@ -16,8 +17,13 @@
 // keyed policy without preemption (e.g. --policy=ideal-backfill) the Scheduler keeps the queue's
 // keys from pass to pass; --kept-keys=0 turns that off (SchedulerConfig::kept_queue_keys), to
 // compare.
-// Usage: sched_bench [--reps=R] [--n=N[,N...]] [--seed=S] [--policy=NAME] [--occupancy=P] [--churn=P]
-//                    [--warm=K] [--kept-keys=0|1]
+// With --at=T the timed pass runs at t=T instead (after the warm ones): the running jobs have
+// run about T seconds, so under the preset's least-attained-service order (service_min_run 3600)
+// a pass at T >= 3,610 preempts them for the pending jobs, which have had none.
+// --policy takes a preset or a preset with settings, as `phalanx sim` does (e.g.
+// --policy=phalanx:order=priority).
+// Usage: sched_bench [--reps=R] [--n=N[,N...]] [--seed=S] [--policy=SPEC] [--occupancy=P] [--churn=P]
+//                    [--warm=K] [--at=T] [--kept-keys=0|1]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -94,12 +100,13 @@ struct Measurement {
   double ms = 0;
   size_t starts = 0, waits = 0, reservations = 0;
   size_t held = 0;       // waits for a better block while a slower one is free (placement under pressure)
+  size_t preempts = 0;   // checkpoint requests and preemptions
   double occupancy = 0;  // before the pass
 };
 
 // Builds the busy cluster, submits `n` jobs and times one pass.
 Measurement MeasureOnce(size_t n, uint32_t seed, const SchedulerConfig& config, uint32_t occupancy, uint32_t churn,
-                        uint32_t warm) {
+                        uint32_t warm, Time at) {
   auto spec = GenerateSuperPod({.scalable_units = 128, .nodes_per_su = 32, .model = "dgx-h100"});
   if (!spec) Die(spec.error().ToString());
   auto topo = Topology::Build(*spec);
@@ -154,6 +161,7 @@ Measurement MeasureOnce(size_t n, uint32_t seed, const SchedulerConfig& config, 
   }
   Time now = 10;
   for (uint32_t k = 0; k < warm; ++k) (void)sched.Schedule(now++);
+  now = std::max(now, at);
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<Decision> ds = sched.Schedule(now);
   const auto t1 = std::chrono::steady_clock::now();
@@ -162,6 +170,7 @@ Measurement MeasureOnce(size_t n, uint32_t seed, const SchedulerConfig& config, 
     m.starts += d.kind == DecisionKind::kStart;
     m.waits += d.kind == DecisionKind::kWait;
     m.held += d.kind == DecisionKind::kWait && d.wait.detail.ends_with("a slower block is free now");
+    m.preempts += d.kind == DecisionKind::kCheckpoint || d.kind == DecisionKind::kPreempt;
   }
   m.reservations = sched.reservations().size();
   if (std::string bad = sched.CheckInvariants(); !bad.empty()) Die("invariants broken:\n" + bad);
@@ -177,6 +186,7 @@ int Main(int argc, char** argv) {
   config.reserve_depth = 100;
   std::string described = "conservative backfill, reserve_depth 100";
   uint32_t occupancy = 70, churn = 0, warm = 0;
+  Time at = 0;
   bool kept_keys = true;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--reps=", 7) == 0) {
@@ -199,17 +209,19 @@ int Main(int argc, char** argv) {
       churn = static_cast<uint32_t>(WholeArg(argv[i], 8, 0, 100));
     } else if (std::strncmp(argv[i], "--warm=", 7) == 0) {
       warm = static_cast<uint32_t>(WholeArg(argv[i], 7, 0, 1000));
+    } else if (std::strncmp(argv[i], "--at=", 5) == 0) {
+      at = static_cast<Time>(WholeArg(argv[i], 5, 0, 365 * 24 * 3600));
     } else if (std::strncmp(argv[i], "--kept-keys=", 12) == 0) {
       kept_keys = WholeArg(argv[i], 12, 0, 1) == 1;
     } else if (std::strncmp(argv[i], "--policy=", 9) == 0) {
-      auto preset = PolicyPreset(argv[i] + 9);
+      auto preset = PolicyFromSpec(argv[i] + 9);
       if (!preset) Die(preset.error().ToString());
       config = std::move(*preset);
       described = "policy preset " + Shown(argv[i] + 9);
     } else {
       std::fprintf(stderr,
                    "sched_bench: unknown argument %s (use --reps=R --n=N[,N...] --seed=S --policy=NAME "
-                   "--occupancy=P --churn=P --warm=K --kept-keys=0|1)\n",
+                   "--occupancy=P --churn=P --warm=K --at=T --kept-keys=0|1)\n",
                    Shown(argv[i]).c_str());
       return 2;
     }
@@ -220,19 +232,20 @@ int Main(int argc, char** argv) {
   std::printf(",\n");
   std::printf("%s; median of %d fresh runs, seed %u", described.c_str(), reps, seed);
   if (warm > 0) std::printf("; the pass after %u untimed ones", warm);
+  if (at > 0) std::printf("; timed at t=%lld", static_cast<long long>(at));
   if (!kept_keys) std::printf("; queue keys not kept");
   std::printf(".\n\n");
   std::printf(
       "| pending jobs | median ms | min ms | max ms | starts | reservations | held for a better block | "
-      "occupancy before |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "preempted | occupancy before |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t n : sizes) {
     std::vector<Measurement> ms;
-    for (int r = 0; r < reps; ++r) ms.push_back(MeasureOnce(n, seed, config, occupancy, churn, warm));
+    for (int r = 0; r < reps; ++r) ms.push_back(MeasureOnce(n, seed, config, occupancy, churn, warm, at));
     std::sort(ms.begin(), ms.end(), [](const Measurement& a, const Measurement& b) { return a.ms < b.ms; });
     const Measurement& med = ms[ms.size() / 2];
-    std::printf("| %zu | %.1f | %.1f | %.1f | %zu | %zu | %zu | %.1f%% |\n", n, med.ms, ms.front().ms, ms.back().ms,
-                med.starts, med.reservations, med.held, 100.0 * med.occupancy);
+    std::printf("| %zu | %.1f | %.1f | %.1f | %zu | %zu | %zu | %zu | %.1f%% |\n", n, med.ms, ms.front().ms,
+                ms.back().ms, med.starts, med.reservations, med.held, med.preempts, 100.0 * med.occupancy);
     std::fflush(stdout);
   }
   return 0;
