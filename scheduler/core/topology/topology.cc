@@ -10,31 +10,10 @@
 #include <sstream>
 #include <string>
 
+#include "core/common/gpu_words.h"
 #include "core/common/hash.h"
 
 namespace phalanx {
-
-namespace {
-
-// Calls f(word, bits) for the GPUs of `gpus`, 64 GPUs a word, once per run of GPUs in one word
-// (a list in order: once per word).
-template <class F>
-void ForWords(std::span<const GpuId> gpus, F&& f) {
-  uint32_t word = 0;
-  uint64_t bits = 0;
-  for (GpuId g : gpus) {
-    const uint32_t w = g.value >> 6;
-    if (bits != 0 && w != word) {
-      f(word, bits);
-      bits = 0;
-    }
-    word = w;
-    bits |= uint64_t{1} << (g.value & 63);
-  }
-  if (bits != 0) f(word, bits);
-}
-
-}  // namespace
 
 std::string_view NodeStateName(NodeState state) {
   switch (state) {
@@ -262,7 +241,7 @@ void Topology::MarkBulk(std::vector<uint64_t>& bits, GpuId g) {
 
 void Topology::AddToBulk(const JobAlloc& alloc, int sign) {
   // A job's GPUs come in order: one mark per word they fall in.
-  ForWords(alloc.gpus, [this](uint32_t w, uint64_t m) { MarkBulkWord(bulk_bits_, w, m); });
+  ByWord(alloc.gpus, [this](uint32_t w, uint64_t m) { MarkBulkWord(bulk_bits_, w, m); });
   if (alloc.crossed.empty()) return;
   if (bulk_jobs_.empty()) {
     bulk_mbs_.assign(domains_.size(), 0);
@@ -324,7 +303,7 @@ void Topology::SuspendJobsAndHold(std::span<const JobId> jobs, std::vector<Suspe
     owner_[g.value] = kHeld;
     held.push_back(g);
   }
-  ForWords(held, [this](uint32_t w, uint64_t m) { MarkBulkWord(bulk_held_bits_, w, m); });
+  ByWord(held, [this](uint32_t w, uint64_t m) { MarkBulkWord(bulk_held_bits_, w, m); });
   held_gpus_ += held.size();
   ApplyBulk(true);
 }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/common/gpu_words.h"
 #include "core/common/ids.h"
 #include "core/common/time.h"
 #include "core/sched/internal/pass_state.h"
@@ -20,25 +21,6 @@ namespace phalanx {
 class DomainPlanner;
 class Topology;
 struct SchedulerState;
-
-// Calls f(word, bits) for the GPUs of `list`, 64 GPUs a word, a word at a time; a GPU listed
-// twice comes in two calls, as it counts twice.
-template <class F>
-void ByWord(std::span<const GpuId> list, F&& f) {
-  uint32_t cw = 0;
-  uint64_t cm = 0;
-  for (GpuId g : list) {
-    const uint32_t w = g.value >> 6;
-    const uint64_t b = uint64_t{1} << (g.value & 63);
-    if (cm != 0 && (w != cw || (cm & b) != 0)) {
-      f(cw, cm);
-      cm = 0;
-    }
-    cw = w;
-    cm |= b;
-  }
-  if (cm != 0) f(cw, cm);
-}
 
 // Release times of the active jobs and of outside load, sorted (time, then owner); built on
 // first use in a pass and again after PassState::ends_dirty.
