@@ -284,7 +284,6 @@ struct PassState {
     std::vector<uint32_t> seen;
     ReleaseSnapshot walk_releases;  // this walk's, for its floor
     std::vector<GpuId> others;      // GPUs promised to other jobs not re-planned yet
-    std::vector<uint8_t> listed;    // by GPU, all zero between uses: in `others` already
     // The GPUs promised to the jobs not planned yet, each with the number of those blocks that
     // list it (by GPU; zero elsewhere): made on the first walk that asks, then kept by
     // MarkPlanned. `promised_gpus` lists every GPU counted since (some at 0 now), in the order
