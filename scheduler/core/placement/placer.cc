@@ -129,6 +129,7 @@ class Placer::Search {
         regions_(regions),
         words_((n_ + 64) / 64),
         slot_(placer.memo_slot_),
+        dirty_(placer.memo_dirty_),
         pool_(placer.memo_pool_) {
     if (slot_.size() != t_.domain_count()) slot_.assign(t_.domain_count(), -1);
   }
@@ -754,9 +755,9 @@ class Placer::Search {
   uint32_t only_free_ = 0;      // > 0: Collect only nodes with exactly this many free GPUs
   std::vector<int32_t>& slot_;  // per domain: index into pool_, -1 when not computed
   std::vector<DomainId> memo_touched_;
-  uint64_t rejects_ = 0;        // Reject's calls (and dirty sets read) so far
-  std::vector<uint8_t> dirty_;  // by pool slot: the set's making refused something
-  std::deque<Bits>& pool_;      // shared across calls (keeps capacity); deque: stable references
+  uint64_t rejects_ = 0;         // Reject's calls (and dirty sets read) so far
+  std::vector<uint8_t>& dirty_;  // by pool slot: the set's making refused something (shared like pool_)
+  std::deque<Bits>& pool_;       // shared across calls (keeps capacity); deque: stable references
   size_t pool_used_ = 0;
   uint32_t align_per_ = 0;   // > 0: aligned mode, every node holds exactly this many GPUs...
   uint64_t align_mask_ = 0;  // ...with these local indices

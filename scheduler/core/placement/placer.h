@@ -125,6 +125,7 @@ class Placer {
   std::vector<uint32_t> nodes_with_at_least_;            // [g]: nodes with >= g GPUs, g <= the largest node's
   mutable std::vector<int32_t> memo_slot_;               // search scratch, all -1 between calls
   mutable std::deque<std::vector<uint64_t>> memo_pool_;  // search scratch: reachable-count sets
+  mutable std::vector<uint8_t> memo_dirty_;              // search scratch: by pool slot, its making rejected
   // Search scratch of the reconstruction (Search::Take), one frame per depth of its recursion:
   // the children it picks from, their sumset prefixes and the counts taken.
   struct TakeFrame {

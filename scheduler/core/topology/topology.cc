@@ -235,10 +235,6 @@ void Topology::MarkBulkWord(std::vector<uint64_t>& bits, uint32_t w, uint64_t m)
   bits[w] |= m;
 }
 
-void Topology::MarkBulk(std::vector<uint64_t>& bits, GpuId g) {
-  MarkBulkWord(bits, g.value >> 6, uint64_t{1} << (g.value & 63));
-}
-
 void Topology::AddToBulk(const JobAlloc& alloc, int sign) {
   // A job's GPUs come in order: one mark per word they fall in.
   ByWord(alloc.gpus, [this](uint32_t w, uint64_t m) { MarkBulkWord(bulk_bits_, w, m); });
@@ -255,7 +251,7 @@ void Topology::AddToBulk(const JobAlloc& alloc, int sign) {
   }
 }
 
-void Topology::AddHeldToBulk(GpuId g) { MarkBulk(bulk_held_bits_, g); }
+void Topology::AddHeldToBulk(GpuId g) { MarkBulkWord(bulk_held_bits_, g.value >> 6, uint64_t{1} << (g.value & 63)); }
 
 void Topology::ApplyBulk(bool jobs_free) {
   std::sort(bulk_words_.begin(), bulk_words_.end());
@@ -312,7 +308,7 @@ std::optional<size_t> Topology::UnholdAndResume(std::span<const GpuId> held, std
   StartBulk();
   for (GpuId g : held) {
     if (g.value >= gpu_count() || owner_[g.value] != kHeld ||
-        (!bulk_held_bits_.empty() && (bulk_held_bits_[g.value >> 6] >> (g.value & 63)) & 1)) {  // listed twice
+        ((bulk_held_bits_[g.value >> 6] >> (g.value & 63)) & 1)) {  // listed twice
       for (uint32_t w : bulk_words_) bulk_held_bits_[w] = 0;
       bulk_words_.clear();
       return std::nullopt;

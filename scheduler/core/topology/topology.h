@@ -242,7 +242,6 @@ class Topology {
   void AddToBulk(const JobAlloc& alloc, int sign);
   void AddHeldToBulk(GpuId g);
   void StartBulk();  // the bulk bits made (once; StartBulk first in every bulk change)
-  void MarkBulk(std::vector<uint64_t>& bits, GpuId g);
   void MarkBulkWord(std::vector<uint64_t>& bits, uint32_t w, uint64_t m);
   // `jobs_free`: the jobs' GPUs become free and the held ones busy (else the other way round);
   // a GPU among both changes nothing.
