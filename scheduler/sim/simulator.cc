@@ -7,6 +7,7 @@
 #include <queue>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 
 #include "core/placement/placer.h"
 #include "core/sched/scheduler.h"
@@ -671,7 +672,7 @@ class Sim {
   std::vector<SimJob> jobs_;
   std::vector<NodeEvent> nodes_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
-  std::set<Time> wakes_;  // times with a kWake in the heap
+  std::unordered_set<Time> wakes_;  // times with a kWake in the heap (asked again at every pass)
   // The times the last pass asked to be woken at, sorted (one per reservation, every pass: a
   // vector cleared and sorted costs less than a set's node for each).
   std::vector<Time> due_;

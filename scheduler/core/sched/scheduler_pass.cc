@@ -623,9 +623,15 @@ std::vector<Decision> Scheduler::Schedule(Time now) {
   // The last pass's reservations are this pass's promises; preemption claims are made anew.
   for (Reservation& r : s.reservations) {
     if (r.for_preemption) continue;
-    pass.promised[r.job] = std::move(r.gpus);
+    pass.promised.push_back({r.job, std::move(r.gpus)});
     pass.promised_filter.Add(r.job);
   }
+  // By job, the last of a job's reservations kept.
+  std::stable_sort(pass.promised.begin(), pass.promised.end(),
+                   [](const PassState::Promise& a, const PassState::Promise& b) { return a.job < b.job; });
+  auto last = std::unique(pass.promised.rbegin(), pass.promised.rend(),
+                          [](const PassState::Promise& a, const PassState::Promise& b) { return a.job == b.job; });
+  pass.promised.erase(pass.promised.begin(), last.base());
   s.reservations.clear();
   s.patience_due = kForever;
   NoteActiveJobs(s, pass);

@@ -5,6 +5,7 @@
 
 #include "core/sched/internal/pass_state.h"
 #include "core/sched/internal/reserve.h"
+#include "core/sched/internal/reserve_inputs.h"
 #include "core/sched/internal/scheduler_state.h"
 
 namespace phalanx {
@@ -27,18 +28,24 @@ bool PlannedBlockFree(SchedulerState& s, PassState& pass, JobId id, Time start, 
     if (!holder || s.ReleaseTime(*holder) > start) return false;
     last = owner;
   }
-  // The reservations over its time, their GPUs tested against the block's as bits (the block's
-  // set, then cleared again: the buffer stays all clear between calls).
+  // The reservations over its time, their GPUs tested against the block's as bits, a word at a
+  // time (the block's set, then cleared again: the buffer stays all clear between calls).
   std::vector<uint64_t>& bits = pass.buffers.gpu_bits;
   bits.resize((topo.gpu_count() + 63) / 64);
   for (GpuId g : gpus) bits[g.value >> 6] |= uint64_t{1} << (g.value & 63);
-  const auto clashes = [&](const Reservation& r) {
-    return std::any_of(r.gpus.begin(), r.gpus.end(),
-                       [&](GpuId g) { return ((bits[g.value >> 6] >> (g.value & 63)) & 1) != 0; });
-  };
-  const bool free = std::none_of(s.reservations.begin(), s.reservations.end(), [&](const Reservation& r) {
-    return r.start < end && r.end > start && r.job != id && clashes(r);
-  });
+  ReservationWords(s, pass);
+  const std::vector<PassState::ReserveScratch::Words>& words = pass.reserve.res_words;
+  bool free = true;
+  for (size_t i = 0; free && i < s.reservations.size(); ++i) {
+    const Reservation& r = s.reservations[i];
+    if (!(r.start < end && r.end > start && r.job != id)) continue;
+    for (const auto& [w, m] : words[i].list) {
+      if (bits[w] & m) {
+        free = false;
+        break;
+      }
+    }
+  }
   for (GpuId g : gpus) bits[g.value >> 6] = 0;
   return free;
 }

@@ -7,6 +7,7 @@
 // Thread-safety: none; the Scheduler's thread only. Internal to core/sched.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -142,10 +143,11 @@ struct PassState {
   // Job `id` has been scheduled in this pass: if it was promised a block, Reserve no longer
   // keeps that block for it (`planned`).
   void MarkPlanned(JobId id) {
-    if (!promised_filter.MayContain(id)) return;
-    const auto it = promised.find(id);
-    if (it == promised.end() || !planned.insert(id).second || !reserve.promised_counted) return;
-    for (GpuId g : it->second) --reserve.promised_count[g.value];
+    Promise* p = FindPromise(id);
+    if (!p || p->planned) return;
+    p->planned = true;
+    if (!reserve.promised_counted) return;
+    for (GpuId g : p->gpus) --reserve.promised_count[g.value];
   }
   // The partitions as the pass starts (their states and limits do not change during a pass):
   // whether every one is open and whether any has a MaxGPUsPerUser, so that the checks asked
@@ -191,11 +193,23 @@ struct PassState {
   std::vector<FitsAnswer> fits;
 
   // ---- backfill (start_now.cc, reserve.cc) ----
-  // The blocks reserved in the last pass, by job: kept where still free, so promises hold from
-  // one pass to the next; `planned` are those whose job this pass has scheduled already.
-  std::map<JobId, std::vector<GpuId>> promised;
-  IdFilter promised_filter;  // every job ever in `promised` in this pass
-  std::set<JobId> planned;
+  // The blocks reserved in the last pass, by job (sorted by job, one each: the last reservation
+  // a job had): kept where still free, so promises hold from one pass to the next; `planned`
+  // once this pass has scheduled the job.
+  struct Promise {
+    JobId job = kNoJob;
+    std::vector<GpuId> gpus;
+    bool planned = false;
+  };
+  std::vector<Promise> promised;
+  IdFilter promised_filter;  // every job in `promised`
+  // Job `id`'s promise, if it has one.
+  Promise* FindPromise(JobId id) {
+    if (!promised_filter.MayContain(id)) return nullptr;
+    const auto it =
+        std::lower_bound(promised.begin(), promised.end(), id, [](const Promise& p, JobId j) { return p.job < j; });
+    return it != promised.end() && it->job == id ? &*it : nullptr;
+  }
   // This pass's reservations (SchedulerState::reservations) counted as they are made and
   // removed, so that no pending job scans them: how many each job holds, and how many the
   // backfill policy made (neither a preemption claim nor a patience hold; never removed in a pass).
@@ -305,6 +319,7 @@ struct PassState {
     std::array<std::vector<uint32_t>, 2> within;
     std::vector<DomainId> regions;
     std::vector<GpuId> others_live, to_hold;
+    std::vector<JobId> to_release;  // (LiveTops: the jobs a domain brought to t releases)
     // And the fingerprint each domain of `tops` would have at t.
     WalkPrints prints;
     WhatIf::Buffers what_if;  // each walk's WhatIf's lists

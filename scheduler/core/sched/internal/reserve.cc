@@ -283,7 +283,7 @@ class Walk {
   std::vector<GpuId>& others_;
   bool others_built_ = false;
   // The job's own block from the last pass, and whether it is one the request may take.
-  const decltype(PassState::promised)::const_iterator own_;
+  const PassState::Promise* const own_;
   const bool own_fits_;
 };
 
@@ -331,8 +331,8 @@ Walk::Walk(SchedulerState& s, PassState& pass, const JobRecord& job, Duration w,
       released_(scratch_.released),
       gpus_(scratch_.gpus),
       others_(scratch_.others),
-      own_(own == OwnBlock::kHide ? pass.promised.end() : pass.promised.find(job.spec.id)),
-      own_fits_(own_ != pass.promised.end() && !request_.exclusive && own_->second.size() == n) {
+      own_(own == OwnBlock::kHide ? nullptr : pass.FindPromise(job.spec.id)),
+      own_fits_(own_ && !request_.exclusive && own_->gpus.size() == n) {
   if (floored_) {
     for (size_t i = 0; i < pass_.walk_floors.size(); ++i) {
       const PassState::WalkFloor& f = pass_.walk_floors[i];
@@ -449,7 +449,7 @@ bool Walk::JumpToFloor() {
   // most walks have a floor (each reservation pushes the next walk of the same request
   // later), and spent most of their steps before it (the whole Philly trace at 6x: 423 of 517
   // million steps of the walks that are not for a good block).
-  const std::optional<Time> own_free = own_fits_ ? FreeFrom(s_, pass_, own_->second) : kForever;
+  const std::optional<Time> own_free = own_fits_ ? FreeFrom(s_, pass_, own_->gpus) : kForever;
   if (!own_free || times_.From(*own_free) < floor_) return true;
   ++s_.floor_jumps;
   const Time to = times_.From(floor_);
@@ -519,8 +519,8 @@ std::optional<Placement> Walk::BlockAt(Time t) {
   // not held.
   std::optional<Placement> p;
   if (own_fits_ && !live_ &&
-      std::all_of(own_->second.begin(), own_->second.end(), [&](GpuId g) { return FreeAt(g) && !IsHeld(g); })) {
-    p = Placement{own_->second, {}, {}};  // only the GPUs make the reservation
+      std::all_of(own_->gpus.begin(), own_->gpus.end(), [&](GpuId g) { return FreeAt(g) && !IsHeld(g); })) {
+    p = Placement{own_->gpus, {}, {}};  // only the GPUs make the reservation
   }
   if (!p && t < floor_) return std::nullopt;
   if (!p && !live_) {
@@ -529,8 +529,8 @@ std::optional<Placement> Walk::BlockAt(Time t) {
     if (!per_top_) GoLive();
   }
   if (!p && live_ && own_fits_ &&
-      std::all_of(own_->second.begin(), own_->second.end(), [&](GpuId g) { return topo_.is_free(g); })) {
-    p = Placement{own_->second, {}, {}};
+      std::all_of(own_->gpus.begin(), own_->gpus.end(), [&](GpuId g) { return topo_.is_free(g); })) {
+    p = Placement{own_->gpus, {}, {}};
   }
   // Both Placer calls below would fail when the counts alone say so (the first holds more).
   if (!p && live_ && !CountsMayHold(topo_, request_, scratch_.tops)) return std::nullopt;
@@ -759,14 +759,30 @@ void Walk::Apply(uint32_t r) {
 }
 
 void Walk::MakeLive(uint32_t top) {
-  for (uint32_t r : live_tops_.MakeLive(top, scratch_.tops[top])) Apply(r);
-  const Domain& d = topo_.domain(scratch_.tops[top]);
+  // The jobs listed in it that the Topology has not released yet, released, and held with them
+  // (one Topology change, as GoLive's): the wanted GPUs they free in the other domains brought to
+  // t (Apply), and the domain's wanted GPUs free at t.
+  std::vector<JobId>& jobs = scratch_.to_release;
   std::vector<GpuId>& hold = scratch_.to_hold;
+  jobs.clear();
   hold.clear();
-  for (uint32_t g = d.first_gpu; g < d.first_gpu + d.gpu_count; ++g) {
-    if (IsHeld(GpuId(g)) && FreeAt(GpuId(g)) && topo_.is_free(GpuId(g))) hold.push_back(GpuId(g));  // not yet
+  for (uint32_t r : live_tops_.MakeLive(top, scratch_.tops[top])) {
+    if (!live_tops_.Apply(r)) continue;
+    jobs.push_back(released_[r]);
+    const PassState::ReleaseWords& rw = *live_tops_.words(r);
+    for (uint32_t x = rw.begin; x < rw.end; ++x) {
+      const auto [w, m] = pass_.release_word_list[x];
+      for (uint64_t b = m & held_[w]; b != 0; b &= b - 1) {
+        const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
+        if (const uint32_t in = TopOf(g); in != top && live_tops_.live(in)) hold.push_back(GpuId(g));
+      }
+    }
   }
-  what_if_.HoldEach(hold);
+  const Domain& d = topo_.domain(scratch_.tops[top]);
+  for (uint32_t g = d.first_gpu; g < d.first_gpu + d.gpu_count; ++g) {
+    if (IsHeld(GpuId(g)) && FreeAt(GpuId(g))) hold.push_back(GpuId(g));  // (held if free once released)
+  }
+  what_if_.ReleaseJobsAndHold(jobs, hold);
   // The fingerprint kept for it is the one it has now (else a miss was looked up in the wrong
   // state: counted, and tests ask for none).
   if (prints_ && !(topo_.fingerprint(scratch_.tops[top]) == walk_prints_.At(top))) ++s_.walk_print_mismatches;
@@ -866,25 +882,25 @@ void Walk::BuildOthers() {
   if (!scratch_.promised_counted) {
     count.assign(topo_.gpu_count(), 0);
     all.clear();
-    for (const auto& [other, gpus] : pass_.promised) {
-      if (pass_.planned.contains(other)) continue;
-      for (GpuId g : gpus) {
+    for (const PassState::Promise& other : pass_.promised) {
+      if (other.planned) continue;
+      for (GpuId g : other.gpus) {
         if (count[g.value]++ == 0) all.push_back(g);
       }
     }
     scratch_.promised_counted = true;
   }
   // The job's own block counts there while it is not planned (whether it is offered or not).
-  const auto own = pass_.promised.find(job_.spec.id);
-  const bool own_counted = own != pass_.promised.end() && !pass_.planned.contains(job_.spec.id);
+  const PassState::Promise* own = pass_.FindPromise(job_.spec.id);
+  const bool own_counted = own && !own->planned;
   if (own_counted) {
-    for (GpuId g : own->second) --count[g.value];
+    for (GpuId g : own->gpus) --count[g.value];
   }
   for (GpuId g : all) {
     if (count[g.value] > 0) others_.push_back(g);
   }
   if (own_counted) {
-    for (GpuId g : own->second) ++count[g.value];
+    for (GpuId g : own->gpus) ++count[g.value];
   }
   others_built_ = true;
 }

@@ -128,6 +128,31 @@ void GpuBits(const Topology& topo, PassState& pass) {
   ++pass.release_gen;
 }
 
+// Each reservation's GPUs as ByWord's calls, and how often it lists one GPU at most; the list
+// grows as reservations are appended (a removal clears it: StartJob, ReservationBounds).
+void ReservationWords(SchedulerState& s, PassState& pass) {
+  const std::vector<Reservation>& reservations = s.reservations;
+  PassState::ReserveScratch& scratch = pass.reserve;
+  std::vector<PassState::ReserveScratch::Words>& res_words = scratch.res_words;
+  for (size_t i = res_words.size(); i < reservations.size(); ++i) {
+    PassState::ReserveScratch::Words& entry = res_words.emplace_back();
+    std::vector<uint32_t>& seen = scratch.seen;
+    ByWord(reservations[i].gpus, [&](uint32_t w, uint64_t m) { entry.list.emplace_back(w, m); });
+    if (!std::is_sorted(reservations[i].gpus.begin(), reservations[i].gpus.end(),
+                        [](GpuId a, GpuId b) { return a.value <= b.value; })) {  // not strictly increasing
+      seen.clear();
+      for (GpuId g : reservations[i].gpus) seen.push_back(g.value);
+      std::sort(seen.begin(), seen.end());
+      for (size_t a = 0; a < seen.size();) {
+        size_t b = a;
+        while (b < seen.size() && seen[b] == seen[a]) ++b;
+        entry.most = std::max<uint32_t>(entry.most, static_cast<uint32_t>(b - a));
+        a = b;
+      }
+    }
+  }
+}
+
 // The reservations by start and by end (ties in any order: entering or leaving the window in
 // any order leaves the same counts and the same held GPUs), kept from the last call while the
 // reservations it sorted are unchanged (most calls come after one more reservation); and the
@@ -160,25 +185,7 @@ void ReservationBounds(SchedulerState& s, PassState& pass) {
                                    [&](Time t, uint32_t j) { return t < reservations[j].end; }),
                   i);
   }
-  // The reservations' GPUs as ByWord's calls, and how often a reservation lists one GPU at most.
-  std::vector<PassState::ReserveScratch::Words>& res_words = scratch.res_words;
-  for (size_t i = res_words.size(); i < reservations.size(); ++i) {
-    PassState::ReserveScratch::Words& entry = res_words.emplace_back();
-    std::vector<uint32_t>& seen = scratch.seen;
-    ByWord(reservations[i].gpus, [&](uint32_t w, uint64_t m) { entry.list.emplace_back(w, m); });
-    if (!std::is_sorted(reservations[i].gpus.begin(), reservations[i].gpus.end(),
-                        [](GpuId a, GpuId b) { return a.value <= b.value; })) {  // not strictly increasing
-      seen.clear();
-      for (GpuId g : reservations[i].gpus) seen.push_back(g.value);
-      std::sort(seen.begin(), seen.end());
-      for (size_t a = 0; a < seen.size();) {
-        size_t b = a;
-        while (b < seen.size() && seen[b] == seen[a]) ++b;
-        entry.most = std::max<uint32_t>(entry.most, static_cast<uint32_t>(b - a));
-        a = b;
-      }
-    }
-  }
+  ReservationWords(s, pass);
   std::vector<Time>& bounds = scratch.bounds;
   bounds.clear();
   size_t a = 0, b = 0;

@@ -46,11 +46,11 @@ std::optional<Placement> TryStartNow(SchedulerState& s, PassState& pass, const J
   const uint32_t min = sizes.back();
   // The block promised to this job in the previous pass, when it is all still free: starting
   // there keeps the promises made to the jobs after it.
-  if (auto it = pass.promised_filter.MayContain(job.spec.id) ? pass.promised.find(job.spec.id) : pass.promised.end();
-      it != pass.promised.end() && !job.spec.shape.exclusive && it->second.size() == min &&
-      std::all_of(it->second.begin(), it->second.end(), [&](GpuId g) { return s.topo->is_free(g); })) {
+  if (const PassState::Promise* own = pass.FindPromise(job.spec.id);
+      own && !job.spec.shape.exclusive && own->gpus.size() == min &&
+      std::all_of(own->gpus.begin(), own->gpus.end(), [&](GpuId g) { return s.topo->is_free(g); })) {
     Placement p;
-    p.gpus = it->second;
+    p.gpus = own->gpus;
     p.prediction = s.placer->model().Predict(p.gpus);
     if (p.prediction.busbw_gbs > 0 || p.gpus.size() == 1) return p;
   }
@@ -59,8 +59,8 @@ std::optional<Placement> TryStartNow(SchedulerState& s, PassState& pass, const J
   // Larger elastic sizes are opportunistic: they may not take blocks promised to other jobs.
   // Feasibility is monotone in size, so binary search the sizes above the minimum.
   WhatIf promised(*s.topo);
-  for (const auto& [other, gpus] : pass.promised) {
-    if (other != job.spec.id) promised.Block(gpus);
+  for (const PassState::Promise& other : pass.promised) {
+    if (other.job != job.spec.id) promised.Block(other.gpus);
   }
   std::optional<Placement> best;
   size_t lo = 0, hi = sizes.size() - 1;  // candidates sizes[lo..hi), descending
@@ -81,11 +81,11 @@ std::optional<Placement> TryStartNowWithin(SchedulerState& s, PassState& pass, c
   pass.start_blocks.Set(s.reservations, pass.now + s.policies.runtime->Run(job), job.spec.id);
   // Its block from the last pass first, as TryStartNow: starting there keeps the promises made
   // to the jobs after it.
-  if (auto it = pass.promised_filter.MayContain(job.spec.id) ? pass.promised.find(job.spec.id) : pass.promised.end();
-      it != pass.promised.end() && it->second.size() == request.TotalGpus() &&
-      std::all_of(it->second.begin(), it->second.end(), [&](GpuId g) { return s.topo->is_free(g); })) {
+  if (const PassState::Promise* own = pass.FindPromise(job.spec.id);
+      own && own->gpus.size() == request.TotalGpus() &&
+      std::all_of(own->gpus.begin(), own->gpus.end(), [&](GpuId g) { return s.topo->is_free(g); })) {
     Placement p;
-    p.gpus = it->second;
+    p.gpus = own->gpus;
     p.prediction = s.placer->model().Predict(p.gpus);
     if (p.prediction.busbw_gbs >= request.min_busbw_gbs) return p;
   }
