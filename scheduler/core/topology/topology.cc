@@ -304,6 +304,27 @@ void Topology::SuspendJobsAndHold(std::span<const JobId> jobs, std::vector<Suspe
   ApplyBulk(true);
 }
 
+void Topology::SplitSuspended(std::span<const JobId> jobs, std::vector<Suspended>& suspended,
+                              std::vector<Suspended>& resume, std::vector<JobId>& release) {
+  const uint64_t mark = ++split_marks_;
+  release.clear();
+  for (JobId job : jobs) {
+    auto it = jobs_.find(job);
+    if (it == jobs_.end()) continue;
+    if (it->second.suspended) {
+      it->second.listed = mark;
+    } else {
+      release.push_back(job);
+    }
+  }
+  resume.clear();
+  std::erase_if(suspended, [&](const Suspended& s) {
+    if (s.alloc_->listed == mark) return false;
+    resume.push_back(s);
+    return true;
+  });
+}
+
 std::optional<size_t> Topology::UnholdAndResume(std::span<const GpuId> held, std::span<const Suspended> jobs) {
   StartBulk();
   for (GpuId g : held) {
@@ -414,10 +435,24 @@ Status Topology::DoAllocate(JobId job, std::span<const GpuId> gpus, double ring_
   for (GpuId g : sorted) owner_[g.value] = job;
   ChangeGpus(sorted, false);
   for (DomainId d : alloc.crossed) ChangeLoad(d, alloc.ring_mbs, +1);
+  if (journaling_) {
+    Note({any_node_state ? Change::Kind::kRestore : Change::Kind::kAllocate, job, sorted, ring_gbs, NodeId(0),
+          NodeState::kUp});
+  }
   alloc.gpus = std::move(sorted);
   jobs_.emplace(job, std::move(alloc));
   ++version_;
   return {};
+}
+
+Status Topology::Replay(const Change& c) {
+  switch (c.kind) {
+    case Change::Kind::kAllocate: return DoAllocate(c.job, c.gpus, c.ring_gbs, false);
+    case Change::Kind::kRestore: return DoAllocate(c.job, c.gpus, c.ring_gbs, true);
+    case Change::Kind::kRelease: return Release(c.job);
+    case Change::Kind::kNodeState: return SetNodeState(c.node, c.state);
+  }
+  return Fail("journal", "unknown change");
 }
 
 Status Topology::Release(JobId job) {
@@ -427,6 +462,7 @@ Status Topology::Release(JobId job) {
   ChangeGpus(it->second.gpus, true);
   for (DomainId d : it->second.crossed) ChangeLoad(d, -it->second.ring_mbs, -1);
   jobs_.erase(it);
+  Note({Change::Kind::kRelease, job, {}, 0, NodeId(0), NodeState::kUp});
   ++version_;
   ++frees_;
   return {};
@@ -435,6 +471,7 @@ Status Topology::Release(JobId job) {
 Status Topology::SetNodeState(NodeId node, NodeState state) {
   if (node.value >= node_count()) return Fail("node " + std::to_string(node.value), "unknown node id");
   ++version_;
+  Note({Change::Kind::kNodeState, 0, {}, 0, node, state});
   const NodeState old = node_state_[node.value];
   const bool was_up = old == NodeState::kUp, will_be_up = state == NodeState::kUp;
   frees_ += will_be_up && !was_up;

@@ -200,6 +200,11 @@ class Topology {
   void SuspendJobsAndHold(std::span<const JobId> jobs, std::vector<Suspended>& out, std::span<const GpuId> want,
                           std::vector<GpuId>& held);
   size_t ResumeJobs(std::span<const Suspended> jobs);
+  // For a caller that keeps jobs suspended from one what-if to the next (WhatIf::Retarget), with
+  // `suspended` the handles of those it suspended: moves to `resume` the handles of the jobs
+  // `jobs` does not list, and lists in `release` the jobs of `jobs` not suspended yet.
+  void SplitSuspended(std::span<const JobId> jobs, std::vector<Suspended>& suspended, std::vector<Suspended>& resume,
+                      std::vector<JobId>& release);
   std::optional<size_t> UnholdAndResume(std::span<const GpuId> held, std::span<const Suspended> jobs);
 
   // The GPUs a job holds (empty if none), and the ring bandwidth it was charged with.
@@ -209,6 +214,37 @@ class Topology {
 
   // Drain/Down make a node's GPUs unavailable for new work (running jobs keep them).
   Status SetNodeState(NodeId node, NodeState state);
+
+  // ---- a follower's record (WalkTwin) ----
+  // The changes that stay (Allocate, Restore, Release, SetNodeState), in order, since
+  // StartJournal or the last ClearJournal: a copy of this Topology made at StartJournal becomes
+  // this one again by the same calls (Replay). Past kJournalMax changes the record stops
+  // (journal_full) and the follower copies the Topology anew.
+  struct Change {
+    enum class Kind : uint8_t { kAllocate, kRestore, kRelease, kNodeState };
+    Kind kind = Kind::kRelease;
+    JobId job = 0;
+    std::vector<GpuId> gpus;
+    double ring_gbs = 0;
+    NodeId node;
+    NodeState state = NodeState::kUp;
+  };
+  static constexpr size_t kJournalMax = 4096;
+  void StartJournal() {
+    journaling_ = true;
+    ClearJournal();
+  }
+  void StopJournal() {
+    journaling_ = false;
+    ClearJournal();
+  }
+  void ClearJournal() {
+    journal_.clear();
+    journal_full_ = false;
+  }
+  const std::vector<Change>& journal() const { return journal_; }
+  bool journal_full() const { return journal_full_; }
+  Status Replay(const Change& c);
 
   // Changes that stay (Allocate, Restore, Release, SetNodeState) give the state a new number;
   // what-if changes (Hold, Suspend) are counted while they are in force. So two moments with the
@@ -234,6 +270,7 @@ class Topology {
     std::vector<DomainId> crossed;
     int64_t ring_mbs = 0;
     bool suspended = false;
+    uint64_t listed = 0;  // SplitSuspended's mark
   };
   void Charge(const JobAlloc& alloc, int sign);
   // The many-at-once changes: a job's GPUs and its load change, or a GPU held or given back,
@@ -274,6 +311,19 @@ class Topology {
   uint32_t max_gpus_per_node_ = 0;
   uint64_t version_ = 0;
   uint64_t frees_ = 0;
+  uint64_t split_marks_ = 0;  // SplitSuspended's calls
+  bool journaling_ = false, journal_full_ = false;
+  std::vector<Change> journal_;
+  // Appends a change to the journal, when one is kept and not full.
+  void Note(Change c) {
+    if (!journaling_ || journal_full_) return;
+    if (journal_.size() >= kJournalMax) {
+      journal_full_ = true;
+      journal_.clear();
+      return;
+    }
+    journal_.push_back(std::move(c));
+  }
   uint64_t held_gpus_ = 0;       // owned by kHeld (Hold less Unhold)
   uint32_t suspended_jobs_ = 0;  // Suspend less Resume
   uint32_t hist_stride_ = 1;

@@ -275,7 +275,7 @@ struct PassState {
     std::vector<uint32_t> wanted;
     // Before Reserve goes live, by 64-GPU word: wanted by some reservation, free at t; and how
     // many reservations (and the job's own filter) want each GPU.
-    std::vector<uint64_t> held_bits, free_bits;
+    std::vector<uint64_t> held_bits, free_bits, hold_bits;
     BitCounts want_counts;
     std::vector<uint8_t> in_window;
     // The reservations' indexes by start and by end, and the (start, end) of each indexed

@@ -65,7 +65,10 @@ std::optional<Time> FreeFrom(SchedulerState& s, PassState& pass, std::span<const
 // the releases and holds of every earlier step cost array updates, not Topology counters. At that
 // time the Topology is brought to the same state the step-by-step walk would have left (the same
 // jobs released, the same GPUs held; the counters depend only on which), and from there on every
-// step changes it as it goes.
+// step changes it as it goes. A walk that goes live as a whole (not domain by domain) does so in
+// the WalkTwin, a second Topology left as the last walk left it, changing only what differs
+// (WhatIf::Retarget); the Scheduler's Topology stays as it is now, and its Placer's answers come
+// from the twin's Placer.
 class Walk {
  public:
   Walk(SchedulerState& s, PassState& pass, const JobRecord& job, Duration w, uint32_t n,
@@ -187,6 +190,11 @@ class Walk {
   const std::optional<MissMemory::Key> remembered_;  // a request with a floor
   const bool by_leaf_;
   WhatIf what_if_;
+  // Where the walk's state at t is once live: the Topology and `what_if_`, or the WalkTwin and
+  // its WhatIf (GoLive); the Placer over it.
+  WhatIf* wi_ = &what_if_;
+  Topology* live_topo_ = &topo_;
+  Placer* live_placer_;
   std::vector<uint32_t>& wanted_;
   bool live_ = false;
   bool counted_ = false;  // live, and `wanted_` made (CountWants)
@@ -312,6 +320,7 @@ Walk::Walk(SchedulerState& s, PassState& pass, const JobRecord& job, Duration w,
       by_leaf_(!WithinDomainAboveNode(request_) && request_.fit == FitMode::kRequire &&
                s.config.placement == PlacementMode::kTopology && remembered_.has_value()),
       what_if_(topo_, scratch_.what_if),
+      live_placer_(s.placer.get()),
       wanted_(scratch_.wanted),
       words_((topo_.gpu_count() + 63) / 64),
       held_(scratch_.held_bits),
@@ -351,7 +360,7 @@ Walk::Walk(SchedulerState& s, PassState& pass, const JobRecord& job, Duration w,
   } else {
     scratch_.tops.clear();
   }
-  what_if_.Block({});  // kPromised
+  wi_->Block({});  // kPromised
   wanted_.resize(topo_.gpu_count(), 0);
   free_count_ = topo_.free_gpus(topo_.root());
   GpuBits(topo_, pass_);
@@ -494,7 +503,7 @@ std::optional<Time> Walk::PlannedFrom(Time t) {
 }
 
 void Walk::Advance(Time t) {
-  if (live_ || track_) what_if_.Empty(kPromised);
+  if (live_ || track_) wi_->Empty(kPromised);
   if (live_) CountWants();
   while (next_ < ends_.size() && ends_[next_].first <= t) Release(next_++);
   for (; left_ < by_end_.size() && reservations_[by_end_[left_]].end <= t; ++left_) {
@@ -512,7 +521,7 @@ void Walk::Advance(Time t) {
 }
 
 std::optional<Placement> Walk::BlockAt(Time t) {
-  if ((live_ ? topo_.free_gpus(topo_.root()) : free_count_) < n_) return std::nullopt;
+  if ((live_ ? live_topo_->free_gpus(live_topo_->root()) : free_count_) < n_) return std::nullopt;
   // Stability keeps conservative backfill's promises: the job's own block from the last pass
   // if it is free at t; else a block that avoids those promised to jobs not re-planned yet;
   // else any block. Whether the own block is free at t needs no Topology: free at t and
@@ -529,29 +538,29 @@ std::optional<Placement> Walk::BlockAt(Time t) {
     if (!per_top_) GoLive();
   }
   if (!p && live_ && own_fits_ &&
-      std::all_of(own_->gpus.begin(), own_->gpus.end(), [&](GpuId g) { return topo_.is_free(g); })) {
+      std::all_of(own_->gpus.begin(), own_->gpus.end(), [&](GpuId g) { return live_topo_->is_free(g); })) {
     p = Placement{own_->gpus, {}, {}};
   }
   // Both Placer calls below would fail when the counts alone say so (the first holds more).
-  if (!p && live_ && !CountsMayHold(topo_, request_, scratch_.tops)) return std::nullopt;
+  if (!p && live_ && !CountsMayHold(*live_topo_, request_, scratch_.tops)) return std::nullopt;
   if (!p && track_) return SearchTracked();
   if (!p && complete_) {
-    p = s_.PlaceNow(job_, request_);
+    p = s_.PlaceOn(*live_topo_, *live_placer_, job_, request_);
     if (!p) return std::nullopt;
     BuildOthers();
-    what_if_.Extend(kPromised, others_);
-    if (!what_if_.empty(kPromised) && CountsMayHold(topo_, request_, scratch_.tops)) {
-      if (auto a = s_.PlaceNow(job_, request_)) p = std::move(a);
+    wi_->Extend(kPromised, others_);
+    if (!wi_->empty(kPromised) && CountsMayHold(*live_topo_, request_, scratch_.tops)) {
+      if (auto a = s_.PlaceOn(*live_topo_, *live_placer_, job_, request_)) p = std::move(a);
     }
   }
   if (!p) {
     BuildOthers();
-    what_if_.Extend(kPromised, others_);
-    if (CountsMayHold(topo_, request_, scratch_.tops)) p = s_.PlaceNow(job_, request_);
+    wi_->Extend(kPromised, others_);
+    if (CountsMayHold(*live_topo_, request_, scratch_.tops)) p = s_.PlaceOn(*live_topo_, *live_placer_, job_, request_);
   }
-  if (!p && !what_if_.empty(kPromised)) {
-    what_if_.Empty(kPromised);
-    p = s_.PlaceNow(job_, request_);
+  if (!p && !wi_->empty(kPromised)) {
+    wi_->Empty(kPromised);
+    p = s_.PlaceOn(*live_topo_, *live_placer_, job_, request_);
   }
   return p;
 }
@@ -584,14 +593,14 @@ std::optional<Placement> Walk::SearchTracked() {
   for (GpuId g : others_) {
     if (!per_top_ || live_tops_.live(TopOf(g.value))) held_others.push_back(g);
   }
-  what_if_.Extend(kPromised, held_others);
-  if (what_if_.empty(kPromised)) {
+  wi_->Extend(kPromised, held_others);
+  if (wi_->empty(kPromised)) {
     Searched(tracked_[0], true);  // the state just searched: a block
   } else if (per_top_ ? !CountsAllow(
                             request_, topo_.max_gpus_per_node(), live_tops_.domains().size(),
                             [&](size_t i, uint32_t f) { return topo_.nodes_with_free(live_tops_.domains()[i], f); },
                             [&](size_t i) { return topo_.free_gpus(live_tops_.domains()[i]); })
-                      : !CountsMayHold(topo_, request_, scratch_.tops)) {
+                      : !CountsMayHold(*live_topo_, request_, scratch_.tops)) {
     Searched(tracked_[0], false);
   } else if (auto a = Place(tracked_[0], within[0])) {
     p = std::move(a);
@@ -681,7 +690,7 @@ std::optional<Placement> Walk::Place(Tracked& tr, const std::vector<uint32_t>& w
     std::vector<DomainId>& regions = scratch_.regions;
     regions.clear();
     for (uint32_t top : within) regions.push_back(scratch_.tops[top]);
-    p = s_.PlaceNow(job_, request_, regions);
+    p = s_.PlaceOn(*live_topo_, *live_placer_, job_, request_, regions);
   }
   Searched(tr, p.has_value());
   return p;
@@ -696,7 +705,7 @@ void Walk::WantBits(uint32_t w, uint64_t m) {
   if (!live_tops_.domains().empty()) {  // held at t in the domains brought to t
     for (uint64_t b = newly & free_bits_[w]; b != 0; b &= b - 1) {
       const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
-      if (live_tops_.live(TopOf(g))) what_if_.HoldOne(GpuId(g));
+      if (live_tops_.live(TopOf(g))) wi_->HoldOne(GpuId(g));
     }
   }
 }
@@ -710,7 +719,7 @@ void Walk::UnwantBits(uint32_t w, uint64_t m) {
     for (uint64_t b = cleared; b != 0; b &= b - 1) {
       const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
       Gained(g);
-      if (LiveAt(g)) what_if_.UnholdOne(GpuId(g));  // a no-op unless held
+      if (LiveAt(g)) wi_->UnholdOne(GpuId(g));  // a no-op unless held
     }
   }
 }
@@ -721,7 +730,7 @@ void Walk::Enter(uint32_t i) {
     return;
   }
   for (GpuId g : reservations_[i].gpus) {
-    if (wanted_[g.value]++ == 0) what_if_.HoldOne(g);
+    if (wanted_[g.value]++ == 0) wi_->HoldOne(g);
   }
 }
 
@@ -732,7 +741,7 @@ void Walk::Leave(uint32_t i) {
   }
   for (GpuId g : reservations_[i].gpus) {
     if (--wanted_[g.value] == 0) {
-      what_if_.UnholdOne(g);
+      wi_->UnholdOne(g);
       if (track_) Gained(g.value);
     }
   }
@@ -747,13 +756,13 @@ uint32_t Walk::PrintTop(DomainId d) const {
 
 void Walk::Apply(uint32_t r) {
   if (!live_tops_.Apply(r)) return;  // released already
-  what_if_.ReleaseJob(released_[r]);
+  wi_->ReleaseJob(released_[r]);
   const PassState::ReleaseWords& rw = *live_tops_.words(r);
   for (uint32_t x = rw.begin; x < rw.end; ++x) {
     const auto [w, m] = pass_.release_word_list[x];
     for (uint64_t b = m & held_[w]; b != 0; b &= b - 1) {
       const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
-      if (live_tops_.live(TopOf(g))) what_if_.HoldOne(GpuId(g));
+      if (live_tops_.live(TopOf(g))) wi_->HoldOne(GpuId(g));
     }
   }
 }
@@ -782,7 +791,7 @@ void Walk::MakeLive(uint32_t top) {
   for (uint32_t g = d.first_gpu; g < d.first_gpu + d.gpu_count; ++g) {
     if (IsHeld(GpuId(g)) && FreeAt(GpuId(g))) hold.push_back(GpuId(g));  // (held if free once released)
   }
-  what_if_.ReleaseJobsAndHold(jobs, hold);
+  wi_->ReleaseJobsAndHold(jobs, hold);
   // The fingerprint kept for it is the one it has now (else a miss was looked up in the wrong
   // state: counted, and tests ask for none).
   if (prints_ && !(topo_.fingerprint(scratch_.tops[top]) == walk_prints_.At(top))) ++s_.walk_print_mismatches;
@@ -830,13 +839,13 @@ void Walk::Release(size_t k) {
     }
     return;
   }
-  const std::span<const GpuId> list = topo_.job_gpus(id);  // empty if the Topology has none to give
+  const std::span<const GpuId> list = live_topo_->job_gpus(id);  // empty if the Topology has none to give
   if (list.empty()) return;
   gpus_.assign(list.begin(), list.end());  // Suspend hides them from job_gpus
-  what_if_.ReleaseJob(id);
+  wi_->ReleaseJob(id);
   for (GpuId g : gpus_) {
     if (topo_.node_state(topo_.node_of(g)) != NodeState::kUp) continue;  // not free: the node takes no work
-    if (wanted_[g.value] > 0) what_if_.HoldOne(g);
+    if (wanted_[g.value] > 0) wi_->HoldOne(g);
     if (track_) Gained(g.value);
   }
 }
@@ -852,12 +861,27 @@ void Walk::KeepReleases(size_t made) {
 
 void Walk::GoLive() {
   KeepReleases(next_);
+  if (complete_ && s_.topo->no_what_if()) {
+    // In the twin: only what differs from the last walk's state there changes.
+    WalkTwin& twin = s_.Twin();
+    twin.Sync(topo_);
+    // The wanted GPUs free at t (no GPU frees up during a pass but by a release).
+    std::vector<uint64_t>& hold = scratch_.hold_bits;
+    hold.resize(words_);
+    for (uint32_t w = 0; w < words_; ++w) hold[w] = held_[w] & free_bits_[w];
+    twin.what_if.Retarget(released_, hold);
+    wi_ = &twin.what_if;
+    live_topo_ = &twin.topo;
+    live_placer_ = &twin.placer;
+    live_ = true;
+    return;
+  }
   gpus_.clear();  // the wanted GPUs, in order: those free once the jobs are released are held
   for (uint32_t w = 0; w < words_; ++w) {
     for (uint64_t b = held_[w]; b != 0; b &= b - 1)
       gpus_.push_back(GpuId(w * 64 + static_cast<uint32_t>(std::countr_zero(b))));
   }
-  what_if_.ReleaseJobsAndHold(released_, gpus_);
+  wi_->ReleaseJobsAndHold(released_, gpus_);
   live_ = true;
 }
 

@@ -25,13 +25,23 @@ SchedulerState::SchedulerState(Topology topology, SchedulerConfig cfg, PriorityC
 
 std::optional<Placement> SchedulerState::PlaceNow(const PlacementRequest& request,
                                                   std::span<const DomainId> within) const {
+  return PlaceOn(*topo, *placer, request, within);
+}
+
+std::optional<Placement> SchedulerState::PlaceNow(const JobRecord& job, const PlacementRequest& request,
+                                                  std::span<const DomainId> within) const {
+  return PlaceOn(*topo, *placer, job, request, within);
+}
+
+std::optional<Placement> SchedulerState::PlaceOn(Topology& t, Placer& placer_on, const PlacementRequest& request,
+                                                 std::span<const DomainId> within) const {
   PlaceOutcome out;
   switch (config.placement) {
     case PlacementMode::kTopology:
-      out = within.empty() ? placer->Place(request) : placer->PlaceWithin(request, within);
+      out = within.empty() ? placer_on.Place(request) : placer_on.PlaceWithin(request, within);
       break;
-    case PlacementMode::kNodeBestFit: out = PlaceNodeBestFit(*topo, placer->model(), *placer, request); break;
-    case PlacementMode::kFirstFit: out = PlaceFirstFit(*topo, placer->model(), *placer, request); break;
+    case PlacementMode::kNodeBestFit: out = PlaceNodeBestFit(t, placer_on.model(), placer_on, request); break;
+    case PlacementMode::kFirstFit: out = PlaceFirstFit(t, placer_on.model(), placer_on, request); break;
   }
   if (out.status != PlaceStatus::kPlaced) return std::nullopt;
   // The Placer honours the floor itself; the simple placers' one choice is checked here.
@@ -39,19 +49,20 @@ std::optional<Placement> SchedulerState::PlaceNow(const PlacementRequest& reques
   return std::move(out.placement);
 }
 
-std::optional<Placement> SchedulerState::PlaceNow(const JobRecord& job, const PlacementRequest& request,
-                                                  std::span<const DomainId> within) const {
-  const NodeFilter filter(*topo, job.forbidden_nodes);  // -w/-x/-C: only the allowed nodes
+std::optional<Placement> SchedulerState::PlaceOn(Topology& t, Placer& placer_on, const JobRecord& job,
+                                                 const PlacementRequest& request,
+                                                 std::span<const DomainId> within) const {
+  const NodeFilter filter(t, job.forbidden_nodes);  // -w/-x/-C: only the allowed nodes
   for (uint32_t i : job.partition_ids) {
     const Partition& part = partitions.at(i);
     if (!StartsJobs(part.state) || !UnderUserLimit(job, i, request.gpus)) continue;
     if (part.all_nodes) {
-      if (auto p = PlaceNow(request, within)) return p;
+      if (auto p = PlaceOn(t, placer_on, request, within)) return p;
       continue;
     }
-    WhatIf fence(*topo);
+    WhatIf fence(t);
     fence.Block(part.outside);
-    if (auto p = PlaceNow(request, within)) return p;
+    if (auto p = PlaceOn(t, placer_on, request, within)) return p;
   }
   return std::nullopt;
 }

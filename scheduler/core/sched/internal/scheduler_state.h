@@ -27,6 +27,7 @@
 #include "core/sched/decision.h"
 #include "core/sched/elastic_sizes.h"
 #include "core/sched/internal/pass_state.h"
+#include "core/sched/internal/walk_twin.h"
 #include "core/sched/job.h"
 #include "core/sched/job_set.h"
 #include "core/sched/partition.h"
@@ -72,6 +73,16 @@ struct SchedulerState {
   // for the call; the first placement found.
   std::optional<Placement> PlaceNow(const JobRecord& job, const PlacementRequest& request,
                                     std::span<const DomainId> within = {}) const;
+  // The same two on another Topology, with a Placer over it (Reserve's walks in the WalkTwin).
+  std::optional<Placement> PlaceOn(Topology& t, Placer& p, const PlacementRequest& request,
+                                   std::span<const DomainId> within = {}) const;
+  std::optional<Placement> PlaceOn(Topology& t, Placer& p, const JobRecord& job, const PlacementRequest& request,
+                                   std::span<const DomainId> within = {}) const;
+  // The WalkTwin of Reserve's walks, made on first use.
+  WalkTwin& Twin() {
+    if (!walk_twin) walk_twin = std::make_unique<WalkTwin>(*topo, *placer, config.model);
+    return *walk_twin;
+  }
   // Whether any of the job's partitions lets jobs start (UP or DRAIN).
   bool PartitionOpen(const JobRecord& job) const;
   // The GPUs `user`'s active jobs other than `except` hold in partition `part` (each job
@@ -148,7 +159,8 @@ struct SchedulerState {
 
   // ---- the core's state -------------------------------------------------------------------
   std::unique_ptr<Topology> topo;
-  std::unique_ptr<Placer> placer;  // over *topo
+  std::unique_ptr<Placer> placer;       // over *topo
+  std::unique_ptr<WalkTwin> walk_twin;  // Reserve's walks' Topology (walk_twin.h); made on first use
   // The topology as created, never allocated, and a Placer over it (Best); made on first use.
   std::unique_ptr<Topology> empty_topo;
   std::unique_ptr<Placer> empty_placer;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -32,11 +33,15 @@ class WhatIf {
     std::vector<GpuId> ones;
     std::vector<uint8_t> one_held;
     std::vector<GpuId> scratch;
+    std::vector<uint64_t> held_bits;          // Retarget's, all clear between calls
+    std::vector<Topology::Suspended> resume;  // Retarget's
+    std::vector<JobId> release;               // Retarget's
   };
 
   explicit WhatIf(Topology& t) : WhatIf(t, own_) {}
   WhatIf(Topology& t, Buffers& lent)
-      : t_(t),
+      : lent_(&lent),
+        t_(t),
         released_(lent.released),
         blocks_(lent.blocks),
         ones_(lent.ones),
@@ -104,6 +109,75 @@ class WhatIf {
     one_held_[g.value] = 0;
     --blocked_gpus_;
   }
+  // Brings the what-if to: exactly `jobs` released (those the Topology can release), exactly
+  // the GPUs of `hold` held (by 64-GPU word; each free once they are), as by HoldOne, and
+  // one block, empty. Only the difference from what is in force changes the Topology: the GPUs
+  // held that `hold` does not list given back and the released jobs it does not list resumed (one
+  // change), then the others released and held (one change). For a WhatIf kept from one use to
+  // the next (walk_twin.h).
+  void Retarget(std::span<const JobId> jobs, std::span<const uint64_t> hold) {
+    const size_t words = hold.size();
+    std::vector<uint64_t>& cur = lent_->held_bits;
+    cur.resize(words, 0);
+    auto mark = [&](GpuId g) { cur[g.value >> 6] |= uint64_t{1} << (g.value & 63); };
+    for (const std::vector<GpuId>& block : blocks_) std::for_each(block.begin(), block.end(), mark);
+    for (GpuId g : ones_) {
+      if (one_held_[g.value]) {
+        one_held_[g.value] = 0;
+        mark(g);
+      }
+    }
+    // Given back: held and not wanted (in order, a node's GPUs together); resumed: released and
+    // not listed.
+    std::vector<GpuId>& back = scratch_;
+    back.clear();
+    for (uint32_t w = 0; w < words; ++w) {
+      for (uint64_t b = cur[w] & ~hold[w]; b != 0; b &= b - 1)
+        back.push_back(GpuId(w * 64 + static_cast<uint32_t>(std::countr_zero(b))));
+    }
+    std::vector<JobId>& release = lent_->release;
+    std::vector<Topology::Suspended>& resume = lent_->resume;
+    t_.SplitSuspended(jobs, released_, resume, release);
+    if (!back.empty() || !resume.empty()) {
+      if (!t_.UnholdAndResume(back, resume)) {  // cannot happen: every GPU of `back` is held, once
+        (void)t_.Unhold(back);
+        (void)t_.ResumeJobs(resume);
+      }
+    }
+    // Released, and held: wanted, not held yet (free once released).
+    std::vector<GpuId>& add = ones_;  // rebuilt below
+    add.clear();
+    for (uint32_t w = 0; w < words; ++w) {
+      for (uint64_t b = hold[w] & ~cur[w]; b != 0; b &= b - 1)
+        add.push_back(GpuId(w * 64 + static_cast<uint32_t>(std::countr_zero(b))));
+    }
+    if (!release.empty() || !add.empty()) t_.SuspendJobsAndHold(release, released_, add, scratch_);
+    else scratch_.clear();
+    // Now held: those kept, and those just held.
+    for (GpuId g : scratch_) cur[g.value >> 6] |= uint64_t{1} << (g.value & 63);
+    ones_.clear();
+    if (one_held_.size() < t_.gpu_count()) one_held_.resize(t_.gpu_count(), 0);
+    for (uint32_t w = 0; w < words; ++w) {
+      for (uint64_t b = cur[w] & hold[w]; b != 0; b &= b - 1) {
+        const GpuId g(w * 64 + static_cast<uint32_t>(std::countr_zero(b)));
+        one_held_[g.value] = 1;
+        ones_.push_back(g);
+      }
+      cur[w] = 0;
+    }
+    blocks_.clear();
+    blocks_.emplace_back();
+    blocked_gpus_ = ones_.size();
+  }
+  // Forgets every change in force without undoing it (the Topology is about to be replaced).
+  void Forget() {
+    for (GpuId g : ones_) one_held_[g.value] = 0;
+    ones_.clear();
+    blocks_.clear();
+    released_.clear();
+    blocked_gpus_ = 0;
+  }
+
   // GPUs currently held by blocks and HoldOne (owned by nobody real; maybe on any node).
   size_t blocked_gpus() const { return blocked_gpus_; }
   void Unblock() {
@@ -157,6 +231,7 @@ class WhatIf {
   }
 
   Buffers own_;  // (unused when lent others)
+  Buffers* lent_ = &own_;
   Topology& t_;
   std::vector<Topology::Suspended>& released_;
   std::vector<std::vector<GpuId>>& blocks_;
