@@ -4,7 +4,7 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
-#include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 
@@ -532,14 +532,14 @@ class Placer::Search {
     if (slot_[d.value] >= 0) {
       const auto slot = static_cast<size_t>(slot_[d.value]);
       rejects_ += dirty_[slot];  // its refusals count for the set that uses it
-      return pool_[slot];
+      return *pool_[slot];
     }
-    if (pool_used_ == pool_.size()) pool_.emplace_back();
+    if (pool_used_ == pool_.size()) pool_.push_back(std::make_unique<Bits>());
     const size_t slot = pool_used_++;
     if (dirty_.size() <= slot) dirty_.resize(slot + 1);
     slot_[d.value] = static_cast<int32_t>(slot);
     memo_touched_.push_back(d);
-    Bits& s = pool_[slot];
+    Bits& s = *pool_[slot];
     s.assign(words_, 0);
     Set(s, 0);
     const uint64_t before = rejects_;
@@ -631,8 +631,8 @@ class Placer::Search {
       }
       return;
     }
-    if (p_.take_frames_.size() <= depth) p_.take_frames_.emplace_back();  // a deque: frames stay put
-    Placer::TakeFrame& f = p_.take_frames_[depth];
+    if (p_.take_frames_.size() <= depth) p_.take_frames_.push_back(std::make_unique<Placer::TakeFrame>());
+    Placer::TakeFrame& f = *p_.take_frames_[depth];
     std::vector<DomainId>& kids = f.kids;
     kids.clear();
     for (DomainId c : t_.children(d)) {
@@ -755,9 +755,9 @@ class Placer::Search {
   uint32_t only_free_ = 0;      // > 0: Collect only nodes with exactly this many free GPUs
   std::vector<int32_t>& slot_;  // per domain: index into pool_, -1 when not computed
   std::vector<DomainId> memo_touched_;
-  uint64_t rejects_ = 0;         // Reject's calls (and dirty sets read) so far
-  std::vector<uint8_t>& dirty_;  // by pool slot: the set's making refused something (shared like pool_)
-  std::deque<Bits>& pool_;       // shared across calls (keeps capacity); deque: stable references
+  uint64_t rejects_ = 0;                      // Reject's calls (and dirty sets read) so far
+  std::vector<uint8_t>& dirty_;               // by pool slot: the set's making refused something (shared like pool_)
+  std::vector<std::unique_ptr<Bits>>& pool_;  // shared across calls (keeps capacity); each set apart: stable references
   size_t pool_used_ = 0;
   uint32_t align_per_ = 0;   // > 0: aligned mode, every node holds exactly this many GPUs...
   uint64_t align_mask_ = 0;  // ...with these local indices

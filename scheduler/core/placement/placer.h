@@ -12,7 +12,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -117,15 +117,16 @@ class Placer {
   class Search;
   const Topology& topo_;
   BandwidthModel model_;
-  std::vector<double> max_gpu_cap_;                      // per domain: best GPU link below it
-  std::vector<uint32_t> max_lanes_;                      // per domain: most NIC/NVLink lanes of a node below it
-  std::vector<double> max_lane_cap_;                     // per domain: best single-lane capacity of a node below it
-  std::vector<uint32_t> level_max_gpus_;                 // per level: GPUs of the largest domain at or below it
-  uint32_t connected_max_;                               // GPUs of the largest connected part (Unsatisfiable)
-  std::vector<uint32_t> nodes_with_at_least_;            // [g]: nodes with >= g GPUs, g <= the largest node's
-  mutable std::vector<int32_t> memo_slot_;               // search scratch, all -1 between calls
-  mutable std::deque<std::vector<uint64_t>> memo_pool_;  // search scratch: reachable-count sets
-  mutable std::vector<uint8_t> memo_dirty_;              // search scratch: by pool slot, its making rejected
+  std::vector<double> max_gpu_cap_;            // per domain: best GPU link below it
+  std::vector<uint32_t> max_lanes_;            // per domain: most NIC/NVLink lanes of a node below it
+  std::vector<double> max_lane_cap_;           // per domain: best single-lane capacity of a node below it
+  std::vector<uint32_t> level_max_gpus_;       // per level: GPUs of the largest domain at or below it
+  uint32_t connected_max_;                     // GPUs of the largest connected part (Unsatisfiable)
+  std::vector<uint32_t> nodes_with_at_least_;  // [g]: nodes with >= g GPUs, g <= the largest node's
+  mutable std::vector<int32_t> memo_slot_;     // search scratch, all -1 between calls
+  // Search scratch: reachable-count sets (each apart: a set stays put as the pool grows).
+  mutable std::vector<std::unique_ptr<std::vector<uint64_t>>> memo_pool_;
+  mutable std::vector<uint8_t> memo_dirty_;  // search scratch: by pool slot, its making rejected
   // Search scratch of the reconstruction (Search::Take), one frame per depth of its recursion:
   // the children it picks from, their sumset prefixes and the counts taken.
   struct TakeFrame {
@@ -133,7 +134,7 @@ class Placer {
     std::vector<uint64_t> prefix;
     std::vector<uint32_t> take;
   };
-  mutable std::deque<TakeFrame> take_frames_;
+  mutable std::vector<std::unique_ptr<TakeFrame>> take_frames_;  // (each apart: frames stay put)
   bool best_fit_ = true;
   double node_fit_tolerance_ = 1.0;
   static bool Remembers(const PlacementRequest& request);  // a search that uses misses_ (see Place)
