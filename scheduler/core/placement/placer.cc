@@ -592,9 +592,17 @@ class Placer::Search {
       }
       return;
     }
+    // The capacity does not fall as g grows, and stops growing at the lanes: the counts refused
+    // are those below the first that passes, or every one from the lanes on (the rejections
+    // noted are the same: whether any, and the largest capacity).
     for (uint32_t g = 1; g <= n_; ++g) {
       if (!Test(s, g)) continue;
-      if (!Ok(m_.CutCapacity(d, g))) Clear(s, g);
+      if (Ok(m_.CutCapacity(d, g))) return;
+      Clear(s, g);
+      if (g >= link.lanes) {
+        for (uint32_t h = g + 1; h <= n_; ++h) Clear(s, h);
+        return;
+      }
     }
   }
 
