@@ -56,6 +56,7 @@ struct RunCounters {
   uint64_t idle_cycles_skipped = 0;  // of them, backfill cycles taken without a pass (Scheduler::idle_cycles_skipped)
   uint64_t floored_walks = 0;        // Reserve walks begun where an earlier one ended (Scheduler::floored_walks)
   uint64_t floor_jumps = 0, floor_releases_kept = 0;  // of them (Scheduler::floor_jumps, floor_releases_kept)
+  uint64_t floor_tops_kept = 0;        // of the last, walks for a good block (Scheduler::floor_tops_kept)
   uint64_t walk_known_tops = 0;        // domains walks left out by fingerprint alone (Scheduler::walk_known_tops)
   uint64_t walk_print_mismatches = 0;  // kept fingerprints the Topology disagreed with: 0 (a fault otherwise)
   uint64_t kept_order_passes = 0;      // passes that read the kept FIFO order (Scheduler::kept_order_passes)

@@ -171,6 +171,7 @@ class Sim {
     res_.counters.floored_walks = sched_->floored_walks();
     res_.counters.floor_jumps = sched_->floor_jumps();
     res_.counters.floor_releases_kept = sched_->floor_releases_kept();
+    res_.counters.floor_tops_kept = sched_->floor_tops_kept();
     res_.counters.walk_known_tops = sched_->walk_known_tops();
     res_.counters.walk_print_mismatches = sched_->walk_print_mismatches();
     res_.counters.kept_order_passes = sched_->kept_order_passes();

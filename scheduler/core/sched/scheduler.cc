@@ -81,6 +81,7 @@ uint64_t Scheduler::keyed_skips() const { return s_->keyed_skips; }
 uint64_t Scheduler::floored_walks() const { return s_->floored_walks; }
 uint64_t Scheduler::floor_jumps() const { return s_->floor_jumps; }
 uint64_t Scheduler::floor_releases_kept() const { return s_->floor_releases_kept; }
+uint64_t Scheduler::floor_tops_kept() const { return s_->floor_tops_kept; }
 uint64_t Scheduler::walk_print_mismatches() const { return s_->walk_print_mismatches; }
 uint64_t Scheduler::walk_known_tops() const { return s_->walk_known_tops; }
 Time Scheduler::next_patience_deadline() const { return s_->patience_due; }

@@ -278,6 +278,8 @@ class Scheduler {
   // there from the releases that walk had made.
   uint64_t floor_jumps() const;
   uint64_t floor_releases_kept() const;
+  // Of the last, walks that bring domains to their time one by one (for a good block).
+  uint64_t floor_tops_kept() const;
   // Reserve walks' domain fingerprints kept apart from the Topology that did not match it once
   // the domain was brought to the walk's time: zero unless there is a fault.
   uint64_t walk_print_mismatches() const;

@@ -290,14 +290,16 @@ TEST(SimReserveShortcuts, SameDecisionsAsASearchAtEveryStep) {
 // node on many leaves, under pressure with node failures, the preset and its conservative
 // variant: the same decision log and per-job rows as walks that bring the whole Topology to each
 // time (reserve_shortcuts off); most domains are left out by fingerprint; and each kept
-// fingerprint is the Topology's once the domain is brought to the walk's time. Many 2-GPU jobs:
+// fingerprint is the Topology's once the domain is brought to the walk's time, also in walks that
+// start at their floor from the releases an earlier walk had made (the released jobs listed by
+// domain again, their load changes on the fingerprints kept). Many 2-GPU jobs:
 // their best placement reaches the best GPU link (a PCIe pair), where the Placer takes the
 // fullest node of the whole cluster, which such a walk does not keep at t (it fails when those
 // walks too bring only their domains to t).
 TEST(SimReserveShortcuts, DomainsBroughtToTheWalksTimeOnlyWhenSearched) {
   const TopologySpec spec = testing::MixedNodeLeaves(6, 8, 3, 16);
   const uint64_t seeds = std::clamp<uint64_t>(std::llround(3 * testing::QualityScale()), 1, 3);
-  uint64_t known = 0;
+  uint64_t known = 0, tops_kept = 0;
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
     constexpr uint32_t kSizes[] = {1, 1, 2, 2, 2, 3, 4, 6, 8, 8, 16};
     const Trace trace = RandomTrace(seed, 400, 80, kSizes, 20000);
@@ -305,10 +307,12 @@ TEST(SimReserveShortcuts, DomainsBroughtToTheWalksTimeOnlyWhenSearched) {
       const OffAndOn r =
           SameOffAndOn(trace, spec, policy, EquivalenceOptions(seed), &SchedulerConfig::reserve_shortcuts);
       known += r.on.counters.walk_known_tops;
+      tops_kept += r.on.counters.floor_tops_kept;
       EXPECT_EQ(r.on.counters.walk_print_mismatches, 0u) << policy << " seed " << seed;
     }
   }
   EXPECT_GT(known, 500 * seeds);
+  EXPECT_GT(tops_kept, 500 * seeds);
 }
 
 }  // namespace

@@ -242,13 +242,16 @@ struct PassState {
   std::optional<uint32_t> up_gpus;
   // The releases a walk had made when it ended or went live, kept with the floor it leaves
   // (WalkFloor, below): the GPUs free at t, the first `next` entries of `ends` released, and the
-  // jobs with GPUs among them. A later walk that starts at the floor (Reserve) starts from them.
-  // Valid while `release_gen` is the pass's: StartJob and a rebuild of `ends` change it.
+  // jobs with GPUs among them, and (a walk that keeps fingerprints) their load changes. A later
+  // walk that starts at the floor (Reserve) starts from them. Valid while `release_gen` is the
+  // pass's: StartJob and a rebuild of `ends` change it.
   struct ReleaseSnapshot {
     uint64_t gen = 0;  // 0: none
     size_t next = 0;
     std::vector<uint64_t> free_bits;
     std::vector<JobId> released;
+    bool prints = false;  // `loads` kept
+    WalkPrints::Loads loads;
   };
   // Where Reserve's walks ended, by request and partitions (jobs with no node filter, no
   // per-user limit): no block of the request existed at any earlier time for a job of walltime

@@ -143,10 +143,14 @@ class Walk {
   void MakeLive(uint32_t top);
   // Releases the job of ends[k].
   void Release(size_t k);
+  // Lists the released job r (per_top_) in each domain of `tops` its GPUs are in (LiveTops);
+  // whether one of them is brought to t.
+  bool ListReleased(const PassState::ReleaseWords& rw, uint32_t r);
   // The releases made so far, for the floor this walk leaves (PassState::ReleaseSnapshot): when
   // it goes live or ends, whichever comes first (live, the Topology releases the jobs, not
-  // `free_bits_` and `released_`). Only by a walk of the kind that starts at a floor: a later
-  // walk for the same request is of the same kind.
+  // `free_bits_` and `released_`), with the load changes of the fingerprints (`prints_`). Only
+  // by a walk of the kind that starts at a floor: a later walk for the same request is of the
+  // same kind.
   void KeepReleases(size_t made);
   // The Topology at t as the step-by-step walk leaves it: the jobs released, every wanted GPU
   // that is free held.
@@ -447,7 +451,7 @@ std::optional<Reservation> Walk::Run() {
 }
 
 bool Walk::JumpToFloor() {
-  if (!(floor_ > now_ && !track_ && !plan_)) return true;
+  if (!(floor_ > now_ && !plan_)) return true;
   // No step before the floor asks the Placer (PassState::WalkFloor), so what such a step can
   // take is the job's own block alone (a block of the request would have ended the floor's
   // walk there, but the block kept from the last pass may have been planned for another
@@ -457,7 +461,8 @@ bool Walk::JumpToFloor() {
   // over its window held. The step at the floor then runs as any other. Under a long queue
   // most walks have a floor (each reservation pushes the next walk of the same request
   // later), and spent most of their steps before it (the whole Philly trace at 6x: 423 of 517
-  // million steps of the walks that are not for a good block).
+  // million steps of the walks that are not for a good block; Philly's saturation window at 6x:
+  // 34 of 43 million steps of those for a good block, and 34 of 43 million of their releases).
   const std::optional<Time> own_free = own_fits_ ? FreeFrom(s_, pass_, own_->gpus) : kForever;
   if (!own_free || times_.From(*own_free) < floor_) return true;
   ++s_.floor_jumps;
@@ -470,7 +475,8 @@ bool Walk::JumpToFloor() {
   // The releases the floor's walk had made, if none after those at `to` (those at `to` are the
   // step's first work there).
   const PassState::ReleaseSnapshot& kept = pass_.walk_floors[floor_from_].releases;
-  if (kept.gen == pass_.release_gen && (kept.next <= upto || ends_[kept.next - 1].first == to)) {
+  if (kept.gen == pass_.release_gen && kept.prints == prints_ &&
+      (kept.next <= upto || ends_[kept.next - 1].first == to)) {
     // Nothing is held yet (a floored walk has no node filter): every GPU they freed counts.
     for (uint32_t w = 0; w < words_; ++w) {
       const uint64_t freed = kept.free_bits[w] & ~free_bits_[w];
@@ -481,6 +487,18 @@ bool Walk::JumpToFloor() {
     free_bits_.assign(kept.free_bits.begin(), kept.free_bits.end());
     released_.assign(kept.released.begin(), kept.released.end());
     next_ = kept.next;
+    // A walk for a good block keeps more: the released jobs listed by domain (no domain is brought
+    // to t before the floor), and their load changes for the fingerprints. Which domains gained
+    // GPUs since the last search (`tracked_`) is not needed: no search was made before the floor.
+    if (per_top_) {
+      ++s_.floor_tops_kept;
+      for (size_t k = 0; k < next_; ++k) {
+        const PassState::ReleaseWords*& slot = pass_.ends_words[k];
+        if (!slot) slot = &JobReleaseWords(topo_, pass_, ends_[k].second);
+        if (slot->has_gpus) ListReleased(*slot, live_tops_.Released(slot));
+      }
+    }
+    if (prints_) walk_prints_.TakeLoads(kept.loads);
   }
   while (next_ < upto) Release(next_++);
   for (; left_ < by_end_.size() && reservations_[by_end_[left_]].end <= to; ++left_) in_window_[by_end_[left_]] = 2;
@@ -817,25 +835,16 @@ void Walk::Release(size_t k) {
     if (track_) {
       // Its domains gain GPUs; per_top_, it is also listed in each of them, to be released when
       // that domain is brought to t (now, if one already is).
-      const auto r = static_cast<uint32_t>(released_.size() - 1);
-      if (per_top_) live_tops_.Released(&rw);  // as r there too: it lists every job the walk releases
-      bool in_live = false;
-      uint32_t listed_in = ~uint32_t{0};  // none yet; a job's GPUs come in order, so its domains do too
-      for (uint32_t x = rw.begin; x < rw.end; ++x) {
-        const auto [w, m] = pass_.release_word_list[x];
-        for (uint64_t b = m; b != 0; b &= b - 1) {
-          const uint32_t g = w * 64 + static_cast<uint32_t>(std::countr_zero(b));
-          Gained(g);
-          if (!per_top_) continue;
-          const uint32_t top = TopOf(g);
-          in_live = in_live || live_tops_.live(top);
-          if (top != listed_in) {
-            live_tops_.List(top, r);
-            listed_in = top;
-          }
+      if (tracked_[0].failed || tracked_[1].failed) {  // else Gained notes nothing
+        for (uint32_t x = rw.begin; x < rw.end; ++x) {
+          const auto [w, m] = pass_.release_word_list[x];
+          for (uint64_t b = m; b != 0; b &= b - 1) Gained(w * 64 + static_cast<uint32_t>(std::countr_zero(b)));
         }
       }
-      if (in_live) Apply(r);
+      if (per_top_) {
+        // It lists every job the walk releases, in the same order: as r there too.
+        if (const uint32_t r = live_tops_.Released(&rw); ListReleased(rw, r)) Apply(r);
+      }
     }
     return;
   }
@@ -850,13 +859,32 @@ void Walk::Release(size_t k) {
   }
 }
 
+bool Walk::ListReleased(const PassState::ReleaseWords& rw, uint32_t r) {
+  bool in_live = false;
+  uint32_t listed_in = ~uint32_t{0};  // none yet; a job's GPUs come in order, so its domains do too
+  for (uint32_t x = rw.begin; x < rw.end; ++x) {
+    const auto [w, m] = pass_.release_word_list[x];
+    for (uint64_t b = m; b != 0; b &= b - 1) {
+      const uint32_t top = TopOf(w * 64 + static_cast<uint32_t>(std::countr_zero(b)));
+      in_live = in_live || live_tops_.live(top);
+      if (top != listed_in) {
+        live_tops_.List(top, r);
+        listed_in = top;
+      }
+    }
+  }
+  return in_live;
+}
+
 void Walk::KeepReleases(size_t made) {
   PassState::ReleaseSnapshot& kept = scratch_.walk_releases;
-  if (!floored_ || track_ || plan_ || live_ || kept.gen != 0) return;
+  if (!floored_ || plan_ || live_ || kept.gen != 0) return;
   kept.gen = pass_.release_gen;
   kept.next = made;
   kept.free_bits.assign(free_bits_.begin(), free_bits_.end());
   kept.released.assign(released_.begin(), released_.end());
+  kept.prints = prints_;
+  if (prints_) walk_prints_.KeepLoads(kept.loads);  // of the releases made: made is next_
 }
 
 void Walk::GoLive() {

@@ -262,8 +262,9 @@ struct SchedulerState {
   uint64_t walk_known_tops = 0;  // domains a walk left out by their fingerprint at t alone
   uint64_t floored_walks = 0;    // Reserve walks that began at an earlier walk's end (PassState::WalkFloor)
   // Of them: those that skipped the steps before it, and those that started there from the
-  // releases the floor's walk had made.
-  uint64_t floor_jumps = 0, floor_releases_kept = 0;
+  // releases the floor's walk had made; of the last, the walks for a good block (the released
+  // jobs listed by domain again, their load changes kept).
+  uint64_t floor_jumps = 0, floor_releases_kept = 0, floor_tops_kept = 0;
   Time patience_due = kForever;  // the last pass: the earliest bound of a job waiting for a good block
   // Between the first Restore and FinishRestore: the jobs restored so far (scheduler_restore.cc).
   bool restoring = false;

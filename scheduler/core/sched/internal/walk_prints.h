@@ -5,6 +5,8 @@
 // the jobs released by t). A walk looks a domain's miss up in the Placer's memory by it without
 // bringing the domain to t (reserve.cc, `prints`).
 // The storage is kept from walk to walk of a pass; the load changes are all zero between walks.
+// The load part alone (the jobs released so far) can be kept and given to a later walk over the
+// same domains that starts from the same releases (reserve.cc, JumpToFloor).
 // Pure; no thread-safety.
 #pragma once
 
@@ -25,6 +27,7 @@ class WalkPrints {
   void Begin(const Topology& topo, std::span<const DomainId> tops) {
     print_.resize(tops.size());
     change_.assign(tops.size(), {});
+    unloaded_.assign(tops.size(), {});
     for (size_t i = 0; i < tops.size(); ++i) print_[i] = topo.fingerprint(tops[i]);
     if (change_mbs_.size() != topo.domain_count()) {
       base_mbs_.assign(topo.domain_count(), 0);
@@ -36,7 +39,7 @@ class WalkPrints {
 
   // The fingerprint of the walk's domain `top` at t.
   Topology::Fingerprint At(uint32_t top) const {
-    return {print_[top].a ^ change_[top].a, print_[top].b ^ change_[top].b};
+    return {print_[top].a ^ change_[top].a ^ unloaded_[top].a, print_[top].b ^ change_[top].b ^ unloaded_[top].b};
   }
 
   // GPU g, in domain `top`, became free and not held at t, or stopped being so.
@@ -59,7 +62,44 @@ class WalkPrints {
       change_jobs_[i] -= 1;
       const Topology::Fingerprint after =
           topo.load_key(d, base_mbs_[i] + change_mbs_[i], base_jobs_[i] + change_jobs_[i]);
-      if (const uint32_t top = top_of(d); top != kNone) Change(top, {before.a ^ after.a, before.b ^ after.b});
+      if (const uint32_t top = top_of(d); top != kNone) {
+        unloaded_[top].a ^= before.a ^ after.a;
+        unloaded_[top].b ^= before.b ^ after.b;
+      }
+    }
+  }
+
+  // The load changes of the jobs released so far: kept with a walk's releases, and taken by a
+  // walk over the same domains, in a Topology of the same crossing loads, before its first Unload.
+  struct Loads {
+    std::vector<Topology::Fingerprint> unloaded;  // by domain of the walk
+    std::vector<uint32_t> touched;                // Topology domains, and their loads: by entry
+    std::vector<int64_t> base_mbs, change_mbs;
+    std::vector<uint32_t> base_jobs, change_jobs;
+  };
+  void KeepLoads(Loads& out) const {
+    out.unloaded = unloaded_;
+    out.touched = touched_;
+    out.base_mbs.clear();
+    out.change_mbs.clear();
+    out.base_jobs.clear();
+    out.change_jobs.clear();
+    for (uint32_t d : touched_) {
+      out.base_mbs.push_back(base_mbs_[d]);
+      out.change_mbs.push_back(change_mbs_[d]);
+      out.base_jobs.push_back(base_jobs_[d]);
+      out.change_jobs.push_back(change_jobs_[d]);
+    }
+  }
+  void TakeLoads(const Loads& in) {
+    unloaded_ = in.unloaded;
+    touched_ = in.touched;
+    for (size_t i = 0; i < touched_.size(); ++i) {
+      const uint32_t d = touched_[i];
+      base_mbs_[d] = in.base_mbs[i];
+      change_mbs_[d] = in.change_mbs[i];
+      base_jobs_[d] = in.base_jobs[i];
+      change_jobs_[d] = in.change_jobs[i];
     }
   }
 
@@ -78,8 +118,9 @@ class WalkPrints {
     change_[top].b ^= f.b;
   }
 
-  // By domain of the walk: its fingerprint as the walk began, and the change since.
-  std::vector<Topology::Fingerprint> print_, change_;
+  // By domain of the walk: its fingerprint as the walk began, and the change since: of its GPUs
+  // (FlipGpu), and of its crossing loads (Unload).
+  std::vector<Topology::Fingerprint> print_, change_, unloaded_;
   // By Topology domain: the crossing load when the walk first changed it, and the change since;
   // `touched_` lists those changed.
   std::vector<int64_t> base_mbs_, change_mbs_;
