@@ -29,18 +29,21 @@ bool PlannedBlockFree(SchedulerState& s, PassState& pass, JobId id, Time start, 
     last = owner;
   }
   // The reservations over its time, their GPUs tested against the block's as bits, a word at a
-  // time (the block's set, then cleared again: the buffer stays all clear between calls).
+  // time: only those that name one of the block's words (the block's set, then cleared again: the
+  // buffer stays all clear between calls). Every held job asks at every pass, and a long queue
+  // has hundreds of reservations, most far from the block.
   std::vector<uint64_t>& bits = pass.buffers.gpu_bits;
   bits.resize((topo.gpu_count() + 63) / 64);
   for (GpuId g : gpus) bits[g.value >> 6] |= uint64_t{1} << (g.value & 63);
   ReservationWords(s, pass);
-  const std::vector<PassState::ReserveScratch::Words>& words = pass.reserve.res_words;
+  const std::vector<std::vector<std::pair<uint32_t, uint64_t>>>& by_word = pass.reserve.res_by_word;
   bool free = true;
-  for (size_t i = 0; free && i < s.reservations.size(); ++i) {
-    const Reservation& r = s.reservations[i];
-    if (!(r.start < end && r.end > start && r.job != id)) continue;
-    for (const auto& [w, m] : words[i].list) {
-      if (bits[w] & m) {
+  for (size_t k = 0; free && k < gpus.size(); ++k) {
+    const uint32_t w = gpus[k].value >> 6;
+    if (k > 0 && (gpus[k - 1].value >> 6) == w) continue;  // the word's reservations tested already
+    for (const auto& [i, m] : by_word[w]) {
+      const Reservation& r = s.reservations[i];
+      if ((bits[w] & m) && r.start < end && r.end > start && r.job != id) {
         free = false;
         break;
       }

@@ -298,6 +298,9 @@ struct PassState {
       uint32_t most = 1;
     };
     std::vector<Words> res_words;
+    // By 64-GPU word: the reservations whose lists name it, as (index, bits), in index order
+    // (kept with `res_words`: ReservationWords, ClearReservationWords).
+    std::vector<std::vector<std::pair<uint32_t, uint64_t>>> res_by_word;
     std::vector<uint32_t> seen;
     ReleaseSnapshot walk_releases;  // this walk's, for its floor
     std::vector<GpuId> others;      // GPUs promised to other jobs not re-planned yet

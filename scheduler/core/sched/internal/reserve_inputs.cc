@@ -134,10 +134,14 @@ void ReservationWords(SchedulerState& s, PassState& pass) {
   const std::vector<Reservation>& reservations = s.reservations;
   PassState::ReserveScratch& scratch = pass.reserve;
   std::vector<PassState::ReserveScratch::Words>& res_words = scratch.res_words;
+  scratch.res_by_word.resize((s.topo->gpu_count() + 63) / 64);
   for (size_t i = res_words.size(); i < reservations.size(); ++i) {
     PassState::ReserveScratch::Words& entry = res_words.emplace_back();
     std::vector<uint32_t>& seen = scratch.seen;
-    ByWord(reservations[i].gpus, [&](uint32_t w, uint64_t m) { entry.list.emplace_back(w, m); });
+    ByWord(reservations[i].gpus, [&](uint32_t w, uint64_t m) {
+      entry.list.emplace_back(w, m);
+      scratch.res_by_word[w].emplace_back(static_cast<uint32_t>(i), m);
+    });
     if (!std::is_sorted(reservations[i].gpus.begin(), reservations[i].gpus.end(),
                         [](GpuId a, GpuId b) { return a.value <= b.value; })) {  // not strictly increasing
       seen.clear();
@@ -151,6 +155,11 @@ void ReservationWords(SchedulerState& s, PassState& pass) {
       }
     }
   }
+}
+
+void ClearReservationWords(PassState& pass) {
+  pass.reserve.res_words.clear();
+  for (std::vector<std::pair<uint32_t, uint64_t>>& in : pass.reserve.res_by_word) in.clear();
 }
 
 // The reservations by start and by end (ties in any order: entering or leaving the window in
@@ -173,7 +182,7 @@ void ReservationBounds(SchedulerState& s, PassState& pass) {
     sorted.clear();
     by_start.clear();
     by_end.clear();
-    scratch.res_words.clear();
+    ClearReservationWords(pass);
   }
   for (uint32_t i = static_cast<uint32_t>(sorted.size()); i < reservations.size(); ++i) {
     const Reservation& r = reservations[i];

@@ -41,8 +41,11 @@ void GpuBits(const Topology& topo, PassState& pass);
 // reservation's start and end, in order (`bounds`). Also each reservation's GPUs as words and
 // how often it lists one GPU at most (`res_words`), kept while reservations are only appended.
 void ReservationBounds(SchedulerState& s, PassState& pass);
-// Only the word lists of the reservations (`res_words`), brought up to date.
+// Only the word lists of the reservations (`res_words`, and by word `res_by_word`), brought up
+// to date.
 void ReservationWords(SchedulerState& s, PassState& pass);
+// Forgets them (a reservation was removed: the indexes moved).
+void ClearReservationWords(PassState& pass);
 
 // The pass's plan of GPU counts over time per domain (running jobs until their release,
 // unavailable nodes, reservations); made on first use in a pass. nullptr if inconsistent.

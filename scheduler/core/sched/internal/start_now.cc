@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/sched/internal/pass_state.h"
+#include "core/sched/internal/reserve_inputs.h"
 #include "core/sched/internal/scheduler_state.h"
 #include "core/sched/internal/what_if.h"
 
@@ -121,7 +122,7 @@ void StartJob(SchedulerState& s, PassState& pass, JobRecord& job, const Placemen
     if (auto it = pass.reservations_of.find(id); it != pass.reservations_of.end() && (it->second -= erased) == 0)
       pass.reservations_of.erase(it);
     pass.start_blocks.Invalidate();
-    pass.reserve.res_words.clear();  // the indexes moved
+    ClearReservationWords(pass);  // the indexes moved
   }
   if (pass.gpu_bits_built) {
     for (GpuId g : job.gpus) pass.free_now_bits[g.value >> 6] &= ~(uint64_t{1} << (g.value & 63));
