@@ -189,7 +189,8 @@ TEST(WhatIf, RetargetLeavesWhatAFreshWhatIfWouldFromAnyStateInForce) {
 }
 
 // The twin is the Topology it follows again after each change there (from its journal, or a copy
-// when the journal is full), whatever its what-if had in force.
+// when the journal is full), whatever its what-if had in force; the journal is kept from the
+// twin's making on.
 TEST(WalkTwin, FollowsTheTopologyThroughItsJournal) {
   std::mt19937_64 rng(13);
   Topology real = Build(TwoTier(2, 2));
@@ -198,8 +199,9 @@ TEST(WalkTwin, FollowsTheTopologyThroughItsJournal) {
   JobId next = ids.size() + 1;
   const Placer placer(real);
   WalkTwin twin(real, placer, {});
-  uint64_t changes = 0;
+  uint64_t changes = 0, overflows = 0;
   for (int step = 0; step < 200; ++step) {
+    overflows += real.journal_full();
     twin.Sync(real);
     // Nothing in force: the twin is the Topology.
     twin.what_if.Retarget({}, std::vector<uint64_t>((real.gpu_count() + 63) / 64, 0));
@@ -208,8 +210,9 @@ TEST(WalkTwin, FollowsTheTopologyThroughItsJournal) {
     twin.what_if.Retarget(target.jobs, target.hold);
     ASSERT_EQ(CountersOf(twin.topo), FreshCounters(real, target)) << "step " << step;
     // Changes that stay: a job ends, one starts on free GPUs, a node drains or comes back; the
-    // journal overflows now and then (a copy is made then).
-    const int burst = step % 50 == 49 ? static_cast<int>(Topology::kJournalMax) + 1 : 1 + static_cast<int>(rng() % 3);
+    // journal overflows now and then (a copy is made then: a burst of three times its size, as
+    // some draws change nothing, a release with no job left or a start with no GPU free).
+    const int burst = step % 50 == 49 ? 3 * static_cast<int>(Topology::kJournalMax) : 1 + static_cast<int>(rng() % 3);
     for (int k = 0; k < burst; ++k) {
       switch (rng() % 3) {
         case 0:
@@ -240,6 +243,9 @@ TEST(WalkTwin, FollowsTheTopologyThroughItsJournal) {
     }
   }
   EXPECT_GT(changes, 4 * Topology::kJournalMax);
+  // A copy only after an overflow: from the first change on, the journal was kept.
+  EXPECT_EQ(twin.copies, overflows);
+  EXPECT_GT(overflows, 0u);
 }
 
 }  // namespace

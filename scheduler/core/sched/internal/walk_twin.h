@@ -24,10 +24,15 @@
 namespace phalanx {
 
 struct WalkTwin {
-  WalkTwin(const Topology& now, const Placer& like, ModelParams params)
+  // A copy of `now` (which has no what-if in force), and `now` keeps the journal of its changes
+  // from here on.
+  WalkTwin(Topology& now, const Placer& like, ModelParams params)
       : topo(now), placer(topo, params), what_if(topo, buffers), version(now.version()) {
     placer.set_best_fit(like.best_fit());
     placer.set_node_fit_tolerance(like.node_fit_tolerance());
+    topo.StopJournal();
+    now.StartJournal();
+    following = true;
   }
   WalkTwin(const WalkTwin&) = delete;
   WalkTwin& operator=(const WalkTwin&) = delete;
@@ -48,6 +53,7 @@ struct WalkTwin {
       }
     }
     what_if.Forget();
+    ++copies;
     topo = now;
     topo.StopJournal();
     now.StartJournal();
@@ -61,6 +67,7 @@ struct WalkTwin {
   WhatIf what_if;          // over `topo`: the last walk's releases and holds, in force
   uint64_t version;        // the Scheduler's Topology::version that `topo` (less `what_if`) is
   bool following = false;  // `now` keeps the journal of its changes since `topo` was made
+  uint64_t copies = 0;     // Syncs that copied `now` (its journal full, or a change not replayed)
 };
 
 }  // namespace phalanx
