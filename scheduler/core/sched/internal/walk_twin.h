@@ -32,17 +32,16 @@ struct WalkTwin {
     placer.set_node_fit_tolerance(like.node_fit_tolerance());
     topo.StopJournal();
     now.StartJournal();
-    following = true;
   }
   WalkTwin(const WalkTwin&) = delete;
   WalkTwin& operator=(const WalkTwin&) = delete;
 
   // Makes the twin `now` (which has no what-if in force), if `now` changed since it last was:
   // the what-if undone and `now`'s changes since made again (Topology::journal), or, when they
-  // were too many (or at first), a copy of `now`.
+  // were too many, a copy of `now`.
   void Sync(Topology& now) {
     if (version == now.version()) return;
-    if (following && !now.journal_full()) {
+    if (!now.journal_full()) {
       what_if.Undo();
       bool same = true;
       for (const Topology::Change& c : now.journal()) same = same && topo.Replay(c);
@@ -57,17 +56,15 @@ struct WalkTwin {
     topo = now;
     topo.StopJournal();
     now.StartJournal();
-    following = true;
     version = now.version();
   }
 
   Topology topo;
   Placer placer;  // over `topo`
   WhatIf::Buffers buffers;
-  WhatIf what_if;          // over `topo`: the last walk's releases and holds, in force
-  uint64_t version;        // the Scheduler's Topology::version that `topo` (less `what_if`) is
-  bool following = false;  // `now` keeps the journal of its changes since `topo` was made
-  uint64_t copies = 0;     // Syncs that copied `now` (its journal full, or a change not replayed)
+  WhatIf what_if;       // over `topo`: the last walk's releases and holds, in force
+  uint64_t version;     // the Scheduler's Topology::version that `topo` (less `what_if`) is
+  uint64_t copies = 0;  // Syncs that copied `now` (its journal full, or a change not replayed)
 };
 
 }  // namespace phalanx
