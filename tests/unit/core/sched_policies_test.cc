@@ -194,8 +194,44 @@ TEST(SchedPolicies, CheckpointCostPreemptionFollowsTheClassTable) {
   EXPECT_EQ(p.Cost({high}, v, false, 599), std::nullopt);  // before the 600 s minimum runtime
   EXPECT_EQ(p.Cost({high}, v, false, 1000), 2.0 * (500 + 100));
   EXPECT_EQ(p.Cost({high}, v, true, 10), 2.0 * 100);  // a shrink loses the restart only
+  // By class, a price for a preemptor of any size.
+  const std::optional<PreemptionPrice> price = p.Price({high}, v, false, 1000);
+  ASSERT_TRUE(price);
+  EXPECT_EQ(price->cost, 2.0 * (500 + 100));
+  EXPECT_EQ(price->min_preemptor_gpus, 0u);
   v.preemptible = false;
   EXPECT_EQ(p.Cost({high}, v, false, 1000), std::nullopt);
+}
+
+// For service (order=attained), a job of the same class in a higher queue is taken only by a
+// preemptor at least its size: the price says so, and Cost reads it against the preemptor's.
+TEST(SchedPolicies, PreemptionForServiceIsPricedForPreemptorsAtLeastTheVictimsSize) {
+  SchedulerConfig c;
+  c.order = QueueOrder::kAttained;
+  c.service_queues = {1000};
+  c.service_min_run = 600;
+  Made m(c);
+  const PreemptionPolicy& p = *m.policies.preemption;
+  const auto normal = *m.classes.Find("normal");
+  JobRecord v;
+  v.class_rank = static_cast<int>(normal.value);
+  v.preemptible = true;
+  v.gpus = {GpuId(0), GpuId(1), GpuId(2), GpuId(3)};
+  v.start = 0;
+  v.last_checkpoint = 0;
+  v.service_until = 0;  // running since 0
+  v.spec.restart_cost = 50;
+  const Preemptor queue0{normal, 0, 0};
+  EXPECT_TRUE(p.MayPreempt(queue0, v, 700));                // 4 x 700 GPU-s: queue 1
+  EXPECT_EQ(p.Price(queue0, v, false, 599), std::nullopt);  // before the minimum run
+  const std::optional<PreemptionPrice> price = p.Price(queue0, v, false, 700);
+  ASSERT_TRUE(price);
+  EXPECT_EQ(price->cost, 4.0 * (700 + 50));
+  EXPECT_EQ(price->min_preemptor_gpus, 4u);
+  EXPECT_EQ(p.Cost({normal, 0, 3}, v, false, 700), std::nullopt);
+  EXPECT_EQ(p.Cost({normal, 0, 4}, v, false, 700), 4.0 * (700 + 50));
+  // Its own queue takes nothing from it.
+  EXPECT_EQ(p.Price({normal, 1, 0}, v, false, 700), std::nullopt);
 }
 
 TEST(SchedPolicies, TheWalltimeEstimatorPlansTheRemainingWalltime) {

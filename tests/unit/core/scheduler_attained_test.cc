@@ -131,6 +131,34 @@ TEST(SchedulerAttained, NoPreemptionForServiceOfALargerJob) {
   EXPECT_EQ(s->CheckInvariants(), "");
 }
 
+// The victims are listed once per class, service queue and pass, for preemptors of any size: a
+// 1-GPU job that may take none (both running jobs are larger) does not keep a 2-GPU job of the
+// same queue behind it in the same pass from taking the 2-GPU one (PassState::Victims).
+TEST(SchedulerAttained, AVictimTooLargeForOnePreemptorIsTakenByALargerOneInTheSamePass) {
+  SchedulerConfig c = AttainedConfig();
+  c.weights.job_size = 0;  // the older, smaller job 3 asks first
+  auto s = DemoScheduler(c);
+  ASSERT_TRUE(s->Submit(Job(1, 2), 0));
+  ASSERT_TRUE(s->Submit(Job(2, 30), 0));
+  ASSERT_EQ(Of(s->Schedule(0), DecisionKind::kStart).size(), 2u);
+  JobSpec one = Job(3, 1, 600);
+  one.shape.fit = FitMode::kRequire;  // another shape: the pass's failed preemptions do not cover job 4
+  one.shape.level = Level::kNode;
+  ASSERT_TRUE(s->Submit(one, 699));
+  ASSERT_TRUE(s->Submit(Job(4, 2, 600), 700));
+  ASSERT_EQ(Queue(*s, 1, 700), 1u);
+  ASSERT_EQ(Queue(*s, 3, 700), 0u);
+  ASSERT_EQ(Queue(*s, 4, 700), 0u);
+  const auto ckpt = Of(s->Schedule(700), DecisionKind::kCheckpoint);
+  ASSERT_EQ(ckpt.size(), 1u);
+  EXPECT_EQ(ckpt[0].job, 1u);
+  EXPECT_EQ(ckpt[0].reason, "preempt for job 4");
+  EXPECT_EQ(s->job(2)->state, JobState::kRunning);
+  EXPECT_EQ(s->job(3)->state, JobState::kPending);
+  EXPECT_NE(s->job(3)->wait.kind, WaitKind::kPreempting);
+  EXPECT_EQ(s->CheckInvariants(), "");
+}
+
 // With placement under pressure a job waits for a good block rather than start on a slower one,
 // so it preempts only for a good block: victims that free a slower one, however cheap, would
 // leave it waiting on GPUs they gave up (Philly at 6x: 340k passes of 8-GPU preemptors waiting

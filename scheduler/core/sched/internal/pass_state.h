@@ -350,9 +350,22 @@ struct PassState {
   std::vector<std::pair<uint32_t, uint64_t>> release_word_list;
 
   // ---- preemption (preemption.cc) ----
-  // Running jobs a job of each class and service queue may preempt (by class rank and service
-  // queue, 0 unless order=attained), until a preemption succeeds.
-  std::map<std::pair<int, uint32_t>, std::vector<JobId>> victims_by_class;
+  // The running jobs a job of one class and service queue may take GPUs from, priced
+  // (preemption.cc, VictimsFor): listed once per class and service queue (by class rank and
+  // service queue, 0 unless order=attained) and pass, until a preemption succeeds.
+  struct Victims {
+    struct Victim {
+      JobId id;
+      bool shrink;
+      uint32_t removable;      // GPUs it can give up
+      double cost;             // the policy's price for them
+      uint32_t min_preemptor;  // taken only for a preemptor of at least so many GPUs
+      const JobRecord* record;
+    };
+    std::vector<Victim> victims;          // in job id order
+    uint32_t min_preemptor = UINT32_MAX;  // the least of the victims'
+  };
+  std::map<std::pair<int, uint32_t>, Victims> victims_by_class;
   // Preemptions that failed: the same class, service queue and shape, no bigger, fails too.
   struct FailedPreempt {
     std::pair<int, uint32_t> rank;

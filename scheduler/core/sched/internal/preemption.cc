@@ -33,49 +33,54 @@ std::vector<GpuId> TrimClaim(SchedulerState& s, const JobRecord& job, std::vecto
   return used;
 }
 
-// Frees a block of `n` GPUs for `job` (shape `request`) from `candidates` when one can be found;
-// true when victims were chosen and told to checkpoint.
-bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemptor& preemptor, uint32_t n,
-                const PlacementRequest& request, const std::vector<JobId>& candidates, std::vector<Decision>& out) {
+// The victims of a preemptor of `preemptor`'s class and service queue, whatever its size: the
+// running jobs the policy lets it take GPUs from (all of them, or a shrink), priced.
+PassState::Victims VictimsFor(SchedulerState& s, PassState& pass, const JobRecord& job, const Preemptor& preemptor) {
   const Time now = pass.now;
-  const Topology& topo = *s.topo;
   const PreemptionPolicy& policy = *s.policies.preemption;
-  struct Victim {
-    JobId id;
-    bool shrink;
-    uint32_t removable;  // GPUs it can give up
-    double cost;         // the policy's price for them
-    const JobRecord* record;
-  };
-  std::vector<Victim> victims;
-  for (JobId vid : candidates) {
-    // Running: in the active set (a sorted vector), not only the map of every job ever known.
-    const JobRecord* vp = s.active.Find(vid);
-    if (!vp) continue;
+  const bool shrink_for_waiting = s.config.elastic && s.config.shrink_for_waiting;
+  PassState::Victims out;
+  for (const auto& [vid, vp] : s.active.Walk()) {
     const JobRecord& v = *vp;
     if (v.state != JobState::kRunning || v.preempted_for != kNoJob || v.spec.suspended) continue;
-    // A job the class table does not let it preempt is a candidate only to shrink
-    // (shrink_for_waiting), once it has run its class's minimum since its last start or resize.
-    const bool shrink_only = !policy.MayPreempt(preemptor, v, now);
-    if (shrink_only &&
+    // shrink_for_waiting: elastic jobs of the same or a lower class above their smallest size
+    // may also give GPUs up (a shrink, through a checkpoint) to a job that waits. A job the class
+    // table does not let it preempt is a candidate only to shrink, once it has run its class's
+    // minimum since its last start or resize.
+    const bool may = policy.MayPreempt(preemptor, v, now);
+    if (!may && !(shrink_for_waiting && v.spec.elastic() && v.class_rank <= job.class_rank &&
+                  v.gpus.size() > s.MinLegalSize(v)))
+      continue;
+    if (!may &&
         now - v.start < s.classes.min_runtime_before_preemption(PriorityClassId(static_cast<uint32_t>(v.class_rank))))
       continue;
+    std::optional<PreemptionPrice> price;
+    bool shrink = false;
+    uint32_t removable = static_cast<uint32_t>(v.gpus.size());
     if (s.config.elastic && v.spec.elastic() && !v.spec.shape.exclusive) {
       const uint32_t keep = s.MinLegalSize(v);
-      if (keep < v.gpus.size()) {
-        if (const std::optional<double> cost = policy.Cost(preemptor, v, true, now)) {
-          victims.push_back({vid, true, static_cast<uint32_t>(v.gpus.size()) - keep, *cost, &v});
-          continue;
-        }
+      if (keep < v.gpus.size() && (price = policy.Price(preemptor, v, true, now))) {
+        shrink = true;
+        removable -= keep;
       }
     }
-    if (shrink_only) continue;
-    if (const std::optional<double> cost = policy.Cost(preemptor, v, false, now)) {
-      victims.push_back({vid, false, static_cast<uint32_t>(v.gpus.size()), *cost, &v});
-    }
+    if (!shrink && may) price = policy.Price(preemptor, v, false, now);
+    if (!price) continue;
+    out.victims.push_back({vid, shrink, removable, price->cost, price->min_preemptor_gpus, &v});
+    out.min_preemptor = std::min(out.min_preemptor, price->min_preemptor_gpus);
   }
-  if (victims.empty()) return false;
 
+  return out;
+}
+
+// Frees a block of `n` GPUs for `job` (shape `request`) from the victims of its class and service
+// queue that a preemptor of n GPUs may take, when one can be found; true when victims were chosen
+// and told to checkpoint.
+bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, const PlacementRequest& request,
+                const PassState::Victims& table, std::vector<Decision>& out) {
+  const Time now = pass.now;
+  const Topology& topo = *s.topo;
+  const auto& victims = table.victims;
   // Candidate blocks: domains above the victims' GPUs that are big enough and allowed, each with
   // its victims and how many of their GPUs lie inside. Counted per victim in the pass's array
   // over the domains (all zero between uses; `touched` lists the non-zero ones), then listed
@@ -91,10 +96,18 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
   };
   std::vector<Inside> inside;
   for (size_t i = 0; i < victims.size(); ++i) {
+    if (victims[i].min_preemptor > n) continue;
     touched.clear();
-    for (GpuId g : victims[i].record->gpus) {
-      for (DomainId a = topo.domain(topo.gpu_domain(g)).parent; a.valid(); a = topo.domain(a).parent) {
-        if (count[a.value]++ == 0) touched.push_back(a);
+    // Its GPUs in runs of the same domain (each run once up the tree).
+    const std::vector<GpuId>& gpus = victims[i].record->gpus;
+    for (size_t k = 0; k < gpus.size();) {
+      const DomainId leaf = topo.gpu_domain(gpus[k]);
+      uint32_t run = 1;
+      while (k + run < gpus.size() && topo.gpu_domain(gpus[k + run]) == leaf) ++run;
+      k += run;
+      for (DomainId a = topo.domain(leaf).parent; a.valid(); a = topo.domain(a).parent) {
+        if (count[a.value] == 0) touched.push_back(a);
+        count[a.value] += run;
       }
     }
     for (DomainId d : touched) {
@@ -116,18 +129,25 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
   for (auto from = inside.begin(); from != inside.end();) {
     const DomainId d = from->domain;
     const auto to = std::find_if(from, inside.end(), [d](const Inside& x) { return x.domain != d; });
-    // Cheapest per GPU freed inside the block first.
-    std::sort(from, to, [&](const Inside& a, const Inside& b) {
+    uint32_t have = topo.free_gpus(d);
+    if (have >= n) {
+      from = to;
+      continue;
+    }
+    // Cheapest per GPU freed inside the block first. Each frees a GPU at least, so the n - have
+    // cheapest are all it may take: only those are sorted.
+    const auto last = static_cast<uint32_t>(to - from) > n - have ? from + (n - have) : to;
+    std::partial_sort(from, last, to, [&](const Inside& a, const Inside& b) {
       const double ca = victims[a.victim].cost / std::min(a.gpus, victims[a.victim].removable);
       const double cb = victims[b.victim].cost / std::min(b.gpus, victims[b.victim].removable);
       return ca != cb ? ca < cb : victims[a.victim].id < victims[b.victim].id;
     });
-    uint32_t have = topo.free_gpus(d);
     Option o{0, d, {}};
-    for (auto x = from; x != to && have < n; ++x) {
-      const uint32_t freed = std::min(x->gpus, victims[x->victim].removable);
+    for (auto x = from; x != last && have < n; ++x) {
+      const auto& v = victims[x->victim];
+      const uint32_t freed = std::min(x->gpus, v.removable);
       o.chosen.push_back({x->victim, freed});
-      o.cost += victims[x->victim].cost;
+      o.cost += v.cost;
       have += freed;
     }
     from = to;
@@ -160,7 +180,7 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
       if (r.job != job.spec.id && r.start < end) what_if.Block(r.gpus);
     }
     for (size_t c = 0; c < o.chosen.size(); ++c) {
-      const Victim& v = victims[o.chosen[c].first];
+      const auto& v = victims[o.chosen[c].first];
       const JobRecord& vj = *v.record;
       what_if.ReleaseJob(v.id);
       if (v.shrink) {
@@ -182,7 +202,7 @@ bool PreemptFor(SchedulerState& s, PassState& pass, JobRecord& job, const Preemp
     if (!s.PlaceNow(job, inside)) continue;
     what_if.Undo();
     for (size_t c = 0; c < o.chosen.size(); ++c) {
-      const Victim& v = victims[o.chosen[c].first];
+      const auto& v = victims[o.chosen[c].first];
       JobRecord& vj = s.jobs.at(v.id);
       vj.state = JobState::kCheckpointing;
       vj.after_checkpoint = v.shrink ? JobRecord::After::kShrink : JobRecord::After::kPreempt;
@@ -237,30 +257,22 @@ bool TryPreempt(SchedulerState& s, PassState& pass, JobRecord& job, std::vector<
   if (s.config.order == QueueOrder::kAttained)
     preemptor.service_queue = ServiceQueue(s.config.service_queues, job, pass.now);
   const std::pair<int, uint32_t> rank{job.class_rank, preemptor.service_queue};
-  // The candidates first: asked for every job that waits, and most passes have none.
+  // The victims first: asked for every job that waits, and most passes have none, or none that a
+  // preemptor of its size may take.
   auto it = pass.victims_by_class.find(rank);
-  if (it == pass.victims_by_class.end()) {
-    const bool shrink = s.config.elastic && s.config.shrink_for_waiting;
-    std::vector<JobId> ids;
-    for (const auto& [vid, vp] : s.active.Walk()) {
-      const JobRecord& v = *vp;
-      if (v.state != JobState::kRunning || v.preempted_for != kNoJob || v.spec.suspended) continue;
-      // shrink_for_waiting: elastic jobs of the same or a lower class above their smallest size
-      // may also give GPUs up (a shrink, through a checkpoint) to a job that waits.
-      if (s.policies.preemption->MayPreempt(preemptor, v, pass.now) ||
-          (shrink && v.spec.elastic() && v.class_rank <= job.class_rank && v.gpus.size() > s.MinLegalSize(v)))
-        ids.push_back(vid);
-    }
-    it = pass.victims_by_class.emplace(rank, std::move(ids)).first;
-  }
-  if (it->second.empty()) return false;
+  if (it == pass.victims_by_class.end())
+    it = pass.victims_by_class.emplace(rank, VictimsFor(s, pass, job, preemptor)).first;
   const PlacementRequest request = GoodBlockFor(s, job, n).value_or(SchedulerState::ShapeFor(job, n));
   const ShapeKey key = ShapeKey::Of(request, PartitionMask(job.partition_ids));
   for (const PassState::FailedPreempt& f : pass.failed_preempts) {
     if (f.rank == rank && f.key == key && f.gpus <= n) return false;
   }
+  if (it->second.min_preemptor > n) {
+    pass.failed_preempts.push_back({rank, key, n});
+    return false;
+  }
   pass.start_blocks.Clear();
-  const bool ok = PreemptFor(s, pass, job, preemptor, n, request, it->second, out);
+  const bool ok = PreemptFor(s, pass, job, n, request, it->second, out);
   if (ok) {
     pass.victims_by_class.clear();
     pass.ends_dirty = true;

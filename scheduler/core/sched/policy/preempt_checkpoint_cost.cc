@@ -21,7 +21,7 @@ class CheckpointCostPreemption final : public PreemptionPolicy {
     return classes_.CanPreempt(p.cls, ClassOf(victim)) || ForService(p, victim, now);
   }
 
-  std::optional<double> Cost(const Preemptor& p, const JobRecord& v, bool shrink, Time now) const override {
+  std::optional<PreemptionPrice> Price(const Preemptor& p, const JobRecord& v, bool shrink, Time now) const override {
     const double gpus = static_cast<double>(v.gpus.size());
     const bool by_class = classes_.CanPreempt(p.cls, ClassOf(v));
     // Not again before the minimum run: no ping-pong between jobs whose service queues cross.
@@ -32,18 +32,19 @@ class CheckpointCostPreemption final : public PreemptionPolicy {
     // runtime (internal/preemption.cc).
     if (shrink) {
       if (!by_class && !by_service && ForService(p, v, now)) return std::nullopt;
-      return gpus * static_cast<double>(v.spec.restart_cost);
+      return PreemptionPrice{gpus * static_cast<double>(v.spec.restart_cost), 0};
     }
     if (!v.preemptible) return std::nullopt;
+    const double cost = gpus * static_cast<double>(now - v.last_checkpoint + v.spec.restart_cost);
+    if (by_class && now - v.start >= classes_.min_runtime_before_preemption(ClassOf(v)))
+      return PreemptionPrice{cost, 0};
     // For service, never a job larger than the preemptor: requeued in a low queue, it waits to
     // restart for a block of its size behind every newer job, while the smaller preemptor would
     // soon have fitted anyway. Philly's window at 6x: a 16-GPU job of 120-180 h lost 10-28 h of
     // JCT to each preemption for 1-16 GPU jobs; its size lost 14% against slurm-like
     // (docs/results.md, round 35 of the discussion).
-    const bool for_service = by_service && v.gpus.size() <= p.gpus;
-    if (!for_service && !(by_class && now - v.start >= classes_.min_runtime_before_preemption(ClassOf(v))))
-      return std::nullopt;
-    return gpus * static_cast<double>(now - v.last_checkpoint + v.spec.restart_cost);
+    if (by_service) return PreemptionPrice{cost, static_cast<uint32_t>(v.gpus.size())};
+    return std::nullopt;
   }
 
  private:

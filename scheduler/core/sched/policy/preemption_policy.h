@@ -6,13 +6,15 @@
 //
 // Contract:
 //  1. Called by the pass only, about running jobs that are nobody's victim yet.
-//  2. MayPreempt depends only on the preemptor's class and service queue, the victim and `now`:
-//     the pass asks it once per preemptor class, service queue and pass, and a victim that may
-//     not be taken for one such job may not be taken for another. (Cost may also read the
-//     preemptor's size.)
-//  3. Cost(preemptor, victim, shrink, now): the price of taking the victim's GPUs now, through a
-//     checkpoint: all of them (shrink false), or those above its smallest legal size (shrink
-//     true, asked only for elastic jobs that can shrink). nullopt: not now. Lower goes first.
+//  2. MayPreempt and Price depend only on the preemptor's class and service queue, the victim
+//     and `now`: the pass asks them once per preemptor class, service queue and pass, and a
+//     victim that may not be taken for one such job may not be taken for another. The
+//     preemptor's size enters through the price's min_preemptor_gpus alone.
+//  3. Price(preemptor, victim, shrink, now): the price of taking the victim's GPUs now, through
+//     a checkpoint: all of them (shrink false), or those above its smallest legal size (shrink
+//     true, asked only for elastic jobs that can shrink), and the fewest GPUs a preemptor must
+//     need to be let take them. nullopt: not now. Lower goes first. Cost is the price for a
+//     preemptor of preemptor.gpus GPUs.
 // Thread-safety: none; the Scheduler's thread only.
 #pragma once
 
@@ -35,12 +37,25 @@ struct Preemptor {
   uint32_t gpus = 0;
 };
 
+// What a victim costs a preemptor (lost GPU-seconds), and the fewest GPUs the preemptor must
+// need for it to be taken at all (0: any preemptor of its class and service queue).
+struct PreemptionPrice {
+  double cost = 0;
+  uint32_t min_preemptor_gpus = 0;
+};
+
 class PreemptionPolicy {
  public:
   virtual ~PreemptionPolicy() = default;
   virtual bool MayPreempt(const Preemptor& preemptor, const JobRecord& victim, Time now) const = 0;
-  virtual std::optional<double> Cost(const Preemptor& preemptor, const JobRecord& victim, bool shrink,
-                                     Time now) const = 0;
+  // preemptor.gpus is not read.
+  virtual std::optional<PreemptionPrice> Price(const Preemptor& preemptor, const JobRecord& victim, bool shrink,
+                                               Time now) const = 0;
+  std::optional<double> Cost(const Preemptor& preemptor, const JobRecord& victim, bool shrink, Time now) const {
+    const std::optional<PreemptionPrice> price = Price(preemptor, victim, shrink, now);
+    if (!price || preemptor.gpus < price->min_preemptor_gpus) return std::nullopt;
+    return price->cost;
+  }
 };
 
 // preemption = on (preempt_checkpoint_cost.cc): the priority-class table says who may preempt
