@@ -191,20 +191,22 @@ TEST(SchedPolicies, CheckpointCostPreemptionFollowsTheClassTable) {
   v.spec.restart_cost = 100;
   EXPECT_TRUE(p.MayPreempt({high}, v, 0));
   EXPECT_FALSE(p.MayPreempt({normal}, v, 0));
-  EXPECT_EQ(p.Cost({high}, v, false, 599), std::nullopt);  // before the 600 s minimum runtime
-  EXPECT_EQ(p.Cost({high}, v, false, 1000), 2.0 * (500 + 100));
-  EXPECT_EQ(p.Cost({high}, v, true, 10), 2.0 * 100);  // a shrink loses the restart only
+  EXPECT_EQ(p.Price({high}, v, false, 599), std::nullopt);  // before the 600 s minimum runtime
   // By class, a price for a preemptor of any size.
   const std::optional<PreemptionPrice> price = p.Price({high}, v, false, 1000);
   ASSERT_TRUE(price);
   EXPECT_EQ(price->cost, 2.0 * (500 + 100));
   EXPECT_EQ(price->min_preemptor_gpus, 0u);
+  const std::optional<PreemptionPrice> shrink = p.Price({high}, v, true, 10);
+  ASSERT_TRUE(shrink);
+  EXPECT_EQ(shrink->cost, 2.0 * 100);  // a shrink loses the restart only
+  EXPECT_EQ(shrink->min_preemptor_gpus, 0u);
   v.preemptible = false;
-  EXPECT_EQ(p.Cost({high}, v, false, 1000), std::nullopt);
+  EXPECT_EQ(p.Price({high}, v, false, 1000), std::nullopt);
 }
 
 // For service (order=attained), a job of the same class in a higher queue is taken only by a
-// preemptor at least its size: the price says so, and Cost reads it against the preemptor's.
+// preemptor at least its size: the price says so (the pass compares it with each preemptor's).
 TEST(SchedPolicies, PreemptionForServiceIsPricedForPreemptorsAtLeastTheVictimsSize) {
   SchedulerConfig c;
   c.order = QueueOrder::kAttained;
@@ -228,8 +230,11 @@ TEST(SchedPolicies, PreemptionForServiceIsPricedForPreemptorsAtLeastTheVictimsSi
   ASSERT_TRUE(price);
   EXPECT_EQ(price->cost, 4.0 * (700 + 50));
   EXPECT_EQ(price->min_preemptor_gpus, 4u);
-  EXPECT_EQ(p.Cost({normal, 0, 3}, v, false, 700), std::nullopt);
-  EXPECT_EQ(p.Cost({normal, 0, 4}, v, false, 700), 4.0 * (700 + 50));
+  // The preemptor's own size is not read: the same price whatever it asks for.
+  const std::optional<PreemptionPrice> for_three = p.Price({normal, 0, 3}, v, false, 700);
+  ASSERT_TRUE(for_three);
+  EXPECT_EQ(for_three->cost, price->cost);
+  EXPECT_EQ(for_three->min_preemptor_gpus, 4u);
   // Its own queue takes nothing from it.
   EXPECT_EQ(p.Price({normal, 1, 0}, v, false, 700), std::nullopt);
 }

@@ -69,7 +69,6 @@ PassState::Victims VictimsFor(SchedulerState& s, PassState& pass, const JobRecor
     out.victims.push_back({vid, shrink, removable, price->cost, price->min_preemptor_gpus, &v});
     out.min_preemptor = std::min(out.min_preemptor, price->min_preemptor_gpus);
   }
-
   return out;
 }
 

@@ -13,8 +13,7 @@
 //  3. Price(preemptor, victim, shrink, now): the price of taking the victim's GPUs now, through
 //     a checkpoint: all of them (shrink false), or those above its smallest legal size (shrink
 //     true, asked only for elastic jobs that can shrink), and the fewest GPUs a preemptor must
-//     need to be let take them. nullopt: not now. Lower goes first. Cost is the price for a
-//     preemptor of preemptor.gpus GPUs.
+//     need to be let take them. nullopt: not now. Lower goes first.
 // Thread-safety: none; the Scheduler's thread only.
 #pragma once
 
@@ -51,11 +50,6 @@ class PreemptionPolicy {
   // preemptor.gpus is not read.
   virtual std::optional<PreemptionPrice> Price(const Preemptor& preemptor, const JobRecord& victim, bool shrink,
                                                Time now) const = 0;
-  std::optional<double> Cost(const Preemptor& preemptor, const JobRecord& victim, bool shrink, Time now) const {
-    const std::optional<PreemptionPrice> price = Price(preemptor, victim, shrink, now);
-    if (!price || preemptor.gpus < price->min_preemptor_gpus) return std::nullopt;
-    return price->cost;
-  }
 };
 
 // preemption = on (preempt_checkpoint_cost.cc): the priority-class table says who may preempt
