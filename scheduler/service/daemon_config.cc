@@ -89,9 +89,10 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
   SchedulerConfig& k = c.scheduler;
   s.On("policy", [](const YAML::Node&, const std::string&) -> Status { return {}; });
   // Knobs of the core's SchedulerConfig, parsed by the core itself (SetConfigOption).
-  for (const char* name : {"order", "backfill", "reserve_depth", "reserve_large_gpus", "placement", "preemption",
-                           "elastic", "best_fit", "whole_node_reservations", "reserve_larger", "node_fit_tolerance",
-                           "runtime", "placement_comm_share", "patience_depth", "patience_replan", "reserve_replan"}) {
+  for (const char* name :
+       {"order", "backfill", "reserve_depth", "reserve_large_gpus", "placement", "preemption", "elastic", "best_fit",
+        "whole_node_reservations", "reserve_larger", "node_fit_tolerance", "runtime", "placement_comm_share",
+        "patience_depth", "patience_replan", "reserve_replan", "reserve_horizon"}) {
     s.On(name, [&k, &s, name](const YAML::Node& v, const std::string& key) -> Status {
       std::string x = Scalar(v);
       if (x == "yes") x = "on";

@@ -46,6 +46,11 @@ Result<SchedulerConfig> PolicyPreset(std::string_view name) {
     // held-out-like traces 12-25% better average JCT, but the longest waits of 64+ GPU jobs 1-16%
     // longer, still below slurm-like's (docs/performance.md, twenty-seventh round).
     c.reserve_replan = 300;
+    // ... and one of them that lost its block and starts a day or more out (Slurm's bf_window: it
+    // plans nothing further) waits for its replan rather than being planned anew at once: the
+    // held-out battery's slowest run (nvl72 seed 19 at 3x) 40.4 -> 20.6 s, every goal met on all
+    // 18 runs, their mean average JCT 9.17 -> 9.07 h (docs/performance.md, thirty-fourth round).
+    c.reserve_horizon = 24 * 3600;
     // Least attained service first (Tiresias' discretised queues, GPU-seconds attained), with
     // preemption for service: jobs of unknown length are ordered by what they have had, not by
     // age and size. Against the multifactor order on every run of docs/results.md, average JCT
@@ -201,6 +206,7 @@ Status SetConfigOption(SchedulerConfig& c, std::string_view key, std::string_vie
   else if (key == "reserve_after_wait") c.reserve_after_wait = seconds;
   else if (key == "patience_replan") c.patience_replan = seconds;
   else if (key == "reserve_replan") c.reserve_replan = seconds;
+  else if (key == "reserve_horizon") c.reserve_horizon = seconds;
   else if (key == "backfill_interval") c.backfill_interval = seconds;
   else if (key == "backfill_max_jobs") c.backfill_max_jobs = static_cast<uint32_t>(*v);
   else if (key == "main_queue_depth") c.main_queue_depth = static_cast<uint32_t>(*v);

@@ -132,6 +132,14 @@ struct SchedulerConfig {
   // patience_replan. Kept, it may start later than a walk would find now: the job still starts
   // at once whenever it fits now. 0: planned anew in every pass.
   Duration reserve_replan = 0;
+  // A kept reservation (reserve_replan) that is no longer free for its job -- a reservation made
+  // before it in the pass took part of its block, a job on it now ends later, a node went down --
+  // is planned anew at once only when it started less than reserve_horizon out. One further out
+  // waits without a reservation until its plan is reserve_replan old, then is planned anew. Under
+  // a long queue the guard's reservations lie days out, and a walk that moves one of them earlier
+  // takes part of the next one's block, whose walk then takes the next's: most of a pass's walks,
+  // each over days of release times, for starts that rest on walltime requests. 0: always at once.
+  Duration reserve_horizon = 0;
   Duration grow_after_idle = 300;  // GPUs idle this long may grow elastic jobs
   // Elastic jobs of the same or a lower class give GPUs up (a shrink, through a checkpoint) to a
   // job that cannot start now, as a higher class's preemption would, once they have run their

@@ -299,6 +299,9 @@ void ScheduleJob(SchedulerState& s, PassState& pass, JobRecord& job, std::vector
     AddReservation(s, pass, std::move(*r));
     return wait(kind, detail, start);
   }
+  // A far plan no longer free (reserve_horizon) is still the job's prediction until planned anew.
+  if (job.reserve_plan.planned_at >= 0 && job.reserve_plan.start > now)
+    return wait(kind, detail, job.reserve_plan.start);
   return wait(kind, detail);
 }
 

@@ -268,7 +268,7 @@ TEST(SchedPolicies, NumericSettingsRefuseNonFiniteNegativeAndHugeValues) {
                                                                        {"3\n", "3\\n"},
                                                                        {"\x1b[2J", "\\x1b[2J"},
                                                                        {std::string("4\0", 2), "4\\x00"}};
-  for (const std::string key : {"checkpoint_grace", "patience_replan", "reserve_replan"}) {
+  for (const std::string key : {"checkpoint_grace", "patience_replan", "reserve_replan", "reserve_horizon"}) {
     for (const auto& [bad, shown] : bad_values) {
       SchedulerConfig c;
       const Status s = SetConfigOption(c, key, bad);
@@ -283,7 +283,8 @@ TEST(SchedPolicies, NumericSettingsRefuseNonFiniteNegativeAndHugeValues) {
     ASSERT_TRUE(SetConfigOption(c, key, "90.5"));
     EXPECT_EQ(key == "checkpoint_grace"  ? c.checkpoint_grace
               : key == "patience_replan" ? c.patience_replan
-                                         : c.reserve_replan,
+              : key == "reserve_replan"  ? c.reserve_replan
+                                         : c.reserve_horizon,
               90)
         << key;
   }

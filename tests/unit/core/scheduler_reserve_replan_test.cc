@@ -30,7 +30,7 @@ JobSpec GuardJob(JobId id, Duration walltime, Time submit) {
 
 // The preset with a 100 s starvation guard whose reservations are kept `replan` seconds (no
 // preemption, fairshare or placement hold), on `nodes` 8-GPU nodes under one leaf.
-std::unique_ptr<Scheduler> GuardScheduler(uint32_t nodes, Duration replan) {
+std::unique_ptr<Scheduler> GuardScheduler(uint32_t nodes, Duration replan, Duration horizon = 0) {
   auto config = PolicyPreset("phalanx");
   if (!config) throw std::runtime_error(config.error().ToString());
   config->preemption = false;
@@ -38,6 +38,7 @@ std::unique_ptr<Scheduler> GuardScheduler(uint32_t nodes, Duration replan) {
   config->placement_comm_share = 0;
   config->reserve_after_wait = 100;
   config->reserve_replan = replan;
+  config->reserve_horizon = horizon;
   auto made = Scheduler::Create(Build(TwoTier(1, nodes)), *config);
   if (!made) throw std::runtime_error(made.error().ToString());
   return std::move(*made);
@@ -53,6 +54,18 @@ std::string NodeOf(const Scheduler& s, JobId id) {
   return "";
 }
 
+// Jobs 1, 2 and 5 (walltimes 1000, `second` and `third`) started at 0 on three 8-GPU nodes; then
+// jobs 3 (submitted at 0) and 4 (at 1), 5000 s each, wait behind them.
+void ThreeBusyTwoWaiting(Scheduler& s, Duration second, Duration third) {
+  ASSERT_TRUE(s.Submit(GuardJob(1, 1000, 0), 0));
+  ASSERT_TRUE(s.Submit(GuardJob(2, second, 0), 0));
+  ASSERT_TRUE(s.Submit(GuardJob(5, third, 0), 0));
+  s.Schedule(0);
+  for (JobId id : {1, 2, 5}) ASSERT_EQ(s.job(id)->state, JobState::kRunning) << id;
+  ASSERT_TRUE(s.Submit(GuardJob(3, 5000, 0), 0));
+  ASSERT_TRUE(s.Submit(GuardJob(4, 5000, 1), 1));
+}
+
 // Three 8-GPU nodes, busy until 1000 (job 1), 2000 (job 2) and 3000 (job 5). Job 3 heads the
 // queue and gets EASY's reservation, job 1's node at 1000; job 4 has waited past the guard's
 // 100 s at 150 and gets job 2's node at 2000. Job 5's walltime is then cut to end at 1500: a walk
@@ -64,13 +77,7 @@ TEST(ReserveReplan, AGuardReservationIsKeptWhileFreeUntilTheReplanTimeEasysIsNot
     SCOPED_TRACE("reserve_replan " + std::to_string(replan));
     const std::unique_ptr<Scheduler> made = GuardScheduler(3, replan);
     Scheduler& s = *made;
-    ASSERT_TRUE(s.Submit(GuardJob(1, 1000, 0), 0));
-    ASSERT_TRUE(s.Submit(GuardJob(2, 2000, 0), 0));
-    ASSERT_TRUE(s.Submit(GuardJob(5, 3000, 0), 0));
-    s.Schedule(0);
-    for (JobId id : {1, 2, 5}) ASSERT_EQ(s.job(id)->state, JobState::kRunning) << id;
-    ASSERT_TRUE(s.Submit(GuardJob(3, 5000, 0), 0));
-    ASSERT_TRUE(s.Submit(GuardJob(4, 5000, 1), 1));
+    ASSERT_NO_FATAL_FAILURE(ThreeBusyTwoWaiting(s, 2000, 3000));
     s.Schedule(1);
     const JobRecord& head = *s.job(3);
     const JobRecord& guarded = *s.job(4);
@@ -108,6 +115,46 @@ TEST(ReserveReplan, AGuardReservationIsKeptWhileFreeUntilTheReplanTimeEasysIsNot
     s.Schedule(460);
     EXPECT_EQ(guarded.wait.predicted_start, 2000);
     EXPECT_EQ(NodeOf(s, 4), NodeOf(s, 2));
+  }
+}
+
+// SchedulerConfig::reserve_horizon: a kept guard reservation that is no longer free is planned
+// anew at once only when it starts less than the horizon out. Three 8-GPU nodes, busy until 1000
+// (job 1), 5000 (job 2) and 9000 (job 5). Job 3 heads the queue (EASY's reservation: job 1's node
+// at 1000); job 4 gets the guard's at 150, job 2's node at 5000. At 160 job 1's node drains: EASY's
+// walk takes job 2's node at 5000, and job 4's block is no longer free. 4,840 s out: with a
+// 1,000 s horizon it waits without a reservation (its plan still its prediction) until its plan
+// is 300 s old, then gets job 5's node at 9000; with none, or one of 10,000 s, it gets that at
+// once.
+TEST(ReserveReplan, AGuardReservationFarOutThatLostItsBlockWaitsForItsReplan) {
+  for (const Duration horizon : {Duration{0}, Duration{1000}, Duration{10000}}) {
+    SCOPED_TRACE("reserve_horizon " + std::to_string(horizon));
+    const std::unique_ptr<Scheduler> made = GuardScheduler(3, 300, horizon);
+    Scheduler& s = *made;
+    ASSERT_NO_FATAL_FAILURE(ThreeBusyTwoWaiting(s, 5000, 9000));
+    s.Schedule(150);
+    const JobRecord& head = *s.job(3);
+    const JobRecord& guarded = *s.job(4);
+    ASSERT_EQ(head.wait.predicted_start, 1000);
+    ASSERT_EQ(NodeOf(s, 3), NodeOf(s, 1));
+    ASSERT_EQ(guarded.wait.predicted_start, 5000);
+    ASSERT_EQ(NodeOf(s, 4), NodeOf(s, 2));
+    const std::string node5 = NodeOf(s, 5);
+
+    ASSERT_TRUE(s.SetNodeState(NodeOf(s, 1), NodeState::kDrain, 160));
+    s.Schedule(160);
+    EXPECT_EQ(head.wait.predicted_start, 5000);
+    EXPECT_EQ(NodeOf(s, 3), NodeOf(s, 2));
+    if (horizon == 1000) {
+      EXPECT_EQ(NodeOf(s, 4), "") << "no reservation while it waits for its replan";
+      EXPECT_EQ(guarded.wait.predicted_start, 5000) << "its last plan";
+      s.Schedule(449);
+      EXPECT_EQ(NodeOf(s, 4), "");
+      s.Schedule(450);
+    }
+    EXPECT_EQ(guarded.wait.predicted_start, 9000);
+    EXPECT_EQ(NodeOf(s, 4), node5);
+    EXPECT_EQ(s.CheckInvariants(), "");
   }
 }
 

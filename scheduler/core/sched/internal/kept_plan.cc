@@ -68,6 +68,13 @@ std::optional<Reservation> ReserveOrKeep(SchedulerState& s, PassState& pass, Job
       pass.start_blocks.Clear();
       return kept;
     }
+    // No longer free, but far out: it waits without one until it is due to be planned anew.
+    const PlannedBlock& plan = job.reserve_plan;
+    if (s.config.reserve_horizon > 0 && plan.planned_at >= 0 && pass.now - plan.planned_at < s.config.reserve_replan &&
+        plan.start - pass.now >= s.config.reserve_horizon && plan.gpus.size() == s.MinLegalSize(job)) {
+      pass.start_blocks.Clear();
+      return std::nullopt;
+    }
   }
   std::optional<Reservation> r = Reserve(s, pass, job);
   if (r) {
