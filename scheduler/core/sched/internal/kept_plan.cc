@@ -53,25 +53,33 @@ bool PlannedBlockFree(SchedulerState& s, PassState& pass, JobId id, Time start, 
   return free;
 }
 
+namespace {
+
+// Whether a walk made `plan` less than `replan` ago (0: never kept), for n GPUs.
+bool Recent(const PassState& pass, const PlannedBlock& plan, uint32_t n, Duration replan) {
+  return replan > 0 && plan.planned_at >= 0 && pass.now - plan.planned_at < replan && plan.gpus.size() == n;
+}
+
+}  // namespace
+
 std::optional<Reservation> KeptPlan(SchedulerState& s, PassState& pass, JobId id, const PlannedBlock& plan, uint32_t n,
                                     Duration w, Duration replan) {
-  if (replan <= 0 || plan.planned_at < 0 || pass.now - plan.planned_at >= replan || plan.gpus.size() != n ||
-      !PlannedBlockFree(s, pass, id, plan.start, plan.gpus, w))
-    return std::nullopt;
+  if (!Recent(pass, plan, n, replan) || !PlannedBlockFree(s, pass, id, plan.start, plan.gpus, w)) return std::nullopt;
   return Reservation{id, plan.start, plan.start + w, plan.gpus};
 }
 
 std::optional<Reservation> ReserveOrKeep(SchedulerState& s, PassState& pass, JobRecord& job, bool may_keep) {
   const Duration w = s.policies.runtime->Run(job);
   if (may_keep && job.forbidden_nodes.empty() && !pass.user_gpu_limits) {
-    if (auto kept = KeptPlan(s, pass, job.spec.id, job.reserve_plan, s.MinLegalSize(job), w, s.config.reserve_replan)) {
+    const PlannedBlock& plan = job.reserve_plan;
+    const uint32_t n = s.MinLegalSize(job);
+    if (auto kept = KeptPlan(s, pass, job.spec.id, plan, n, w, s.config.reserve_replan)) {
       pass.start_blocks.Clear();
       return kept;
     }
     // No longer free, but far out: it waits without one until it is due to be planned anew.
-    const PlannedBlock& plan = job.reserve_plan;
-    if (s.config.reserve_horizon > 0 && plan.planned_at >= 0 && pass.now - plan.planned_at < s.config.reserve_replan &&
-        plan.start - pass.now >= s.config.reserve_horizon && plan.gpus.size() == s.MinLegalSize(job)) {
+    if (s.config.reserve_horizon > 0 && Recent(pass, plan, n, s.config.reserve_replan) &&
+        plan.start - pass.now >= s.config.reserve_horizon) {
       pass.start_blocks.Clear();
       return std::nullopt;
     }

@@ -30,10 +30,10 @@ std::optional<Reservation> KeptPlan(SchedulerState& s, PassState& pass, JobId id
 
 // The reservation the policy makes for `job` (EASY's, the starvation guard's): where `may_keep`,
 // its kept plan (KeptPlan, reserve_replan), or none while a kept plan that is no longer free
-// starts reserve_horizon or more out (the plan stays the job's); else Reserve's, noted as the
-// job's plan (JobRecord::reserve_plan) for the passes to come. A job limited to some nodes or by its user's
-// GPUs is planned anew: its walk reads more than the block. Changes nothing else (clears the
-// start blocks).
+// starts reserve_horizon or more out (the plan stays the job's: JobRecord::reserve_plan still
+// set after nullopt says so); else Reserve's, noted as the job's plan for the passes to come. A
+// job limited to some nodes or by its user's GPUs is planned anew: its walk reads more than the
+// block. Changes nothing else (clears the start blocks).
 std::optional<Reservation> ReserveOrKeep(SchedulerState& s, PassState& pass, JobRecord& job, bool may_keep);
 
 }  // namespace phalanx
