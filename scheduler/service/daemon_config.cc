@@ -92,7 +92,7 @@ Status ParseScheduler(const YAML::Node& node, const std::string& file, DaemonCon
   for (const char* name :
        {"order", "backfill", "reserve_depth", "reserve_large_gpus", "placement", "preemption", "elastic", "best_fit",
         "whole_node_reservations", "reserve_larger", "node_fit_tolerance", "runtime", "placement_comm_share",
-        "patience_depth", "patience_replan", "reserve_replan", "reserve_horizon"}) {
+        "patience_depth", "patience_replan", "patience_far_keep", "reserve_replan", "reserve_horizon"}) {
     s.On(name, [&k, &s, name](const YAML::Node& v, const std::string& key) -> Status {
       std::string x = Scalar(v);
       if (x == "yes") x = "on";

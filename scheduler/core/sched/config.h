@@ -125,6 +125,10 @@ struct SchedulerConfig {
   // for the job (nothing started on it that runs past its start, nothing reserved on it since).
   // 0: planned anew in every pass.
   Duration patience_replan = 0;
+  // ... except a block planned reserve_horizon or more out (both > 0), kept for this many seconds
+  // per hour it was planned out, when that is longer: its start rests on the walltime requests
+  // of the jobs that hold it, days ahead. 0: every block for patience_replan.
+  Duration patience_far_keep = 0;
   // How long a reservation the policy made after the first of a pass (the starvation guard's,
   // conservative backfill's beyond its first; EASY's one is planned in every pass) is kept,
   // without a walk, while its block stays free for the job (nothing started on it that runs past

@@ -170,7 +170,8 @@ struct JobRecord {
   double patience_slower = -1;
   Time patience_counted_at = -1;
   // Placement under pressure: the good block the job's last walk planned, kept while it stays
-  // free for SchedulerConfig::patience_replan (patience.cc).
+  // free for SchedulerConfig::patience_replan (patience_far_keep for one planned far out;
+  // patience.cc).
   PlannedBlock patience_plan;
   // The policy's reservation (EASY's, the starvation guard's) the job's last walk planned, kept
   // while it stays free for SchedulerConfig::reserve_replan when it is not the first of a pass.

@@ -268,7 +268,8 @@ TEST(SchedPolicies, NumericSettingsRefuseNonFiniteNegativeAndHugeValues) {
                                                                        {"3\n", "3\\n"},
                                                                        {"\x1b[2J", "\\x1b[2J"},
                                                                        {std::string("4\0", 2), "4\\x00"}};
-  for (const std::string key : {"checkpoint_grace", "patience_replan", "reserve_replan", "reserve_horizon"}) {
+  for (const std::string key :
+       {"checkpoint_grace", "patience_replan", "patience_far_keep", "reserve_replan", "reserve_horizon"}) {
     for (const auto& [bad, shown] : bad_values) {
       SchedulerConfig c;
       const Status s = SetConfigOption(c, key, bad);
@@ -281,10 +282,11 @@ TEST(SchedPolicies, NumericSettingsRefuseNonFiniteNegativeAndHugeValues) {
     ASSERT_FALSE(huge) << key;
     EXPECT_EQ(huge.error().ToString().rfind(key + ": ", 0), 0u) << key;
     ASSERT_TRUE(SetConfigOption(c, key, "90.5"));
-    EXPECT_EQ(key == "checkpoint_grace"  ? c.checkpoint_grace
-              : key == "patience_replan" ? c.patience_replan
-              : key == "reserve_replan"  ? c.reserve_replan
-                                         : c.reserve_horizon,
+    EXPECT_EQ(key == "checkpoint_grace"    ? c.checkpoint_grace
+              : key == "patience_replan"   ? c.patience_replan
+              : key == "patience_far_keep" ? c.patience_far_keep
+              : key == "reserve_replan"    ? c.reserve_replan
+                                           : c.reserve_horizon,
               90)
         << key;
   }

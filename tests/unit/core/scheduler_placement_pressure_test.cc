@@ -343,13 +343,22 @@ TEST(PlacementUnderPressure, TheBoundIsCountedOnTheWalltimeRequestUnderAnyEstima
 // while it stays free for the job, then planned anew. Job 7 is planned the node job 5 frees at
 // 1000; job 5's walltime is then cut to end at 500. Re-planned in every pass (0), job 7 is
 // promised 500 at once; with 300 s it keeps 1000 until 300 s after its plan, then gets 500. A
-// kept block that is no longer free for it (its node drained) is planned anew at once: the
-// other node job 5 frees.
+// block planned reserve_horizon or more out (990 s here, from 10; a horizon of 900 s) is kept
+// patience_far_keep seconds per hour it was planned out (1,200 s an hour: 330 s), not when the
+// horizon is further (1,000 s). A kept block that is no longer free for it (its node drained)
+// is planned anew at once: the other node job 5 frees.
 TEST(PlacementUnderPressure, APlannedGoodBlockIsKeptWhileFreeUntilTheReplanTime) {
-  for (const Duration replan : {Duration{0}, Duration{300}}) {
-    SCOPED_TRACE("patience_replan " + std::to_string(replan));
+  struct Case {
+    Duration replan, horizon, far_keep, kept_for;
+  };
+  for (const Case c : {Case{0, 0, 0, 0}, Case{300, 0, 0, 300}, Case{300, 900, 1200, 330}, Case{300, 1000, 1200, 300}}) {
+    const Duration replan = c.replan;
+    SCOPED_TRACE("patience_replan " + std::to_string(replan) + ", reserve_horizon " + std::to_string(c.horizon) +
+                 ", patience_far_keep " + std::to_string(c.far_keep));
     SchedulerConfig config = PressureConfig();
     config.patience_replan = replan;
+    config.reserve_horizon = c.horizon;
+    config.patience_far_keep = c.far_keep;
     std::unique_ptr<Scheduler> made;
     ASSERT_NO_FATAL_FAILURE(MakeFilled(config, made));
     Scheduler& s = *made;
@@ -381,17 +390,19 @@ TEST(PlacementUnderPressure, APlannedGoodBlockIsKeptWhileFreeUntilTheReplanTime)
     }
     EXPECT_EQ(job.wait.predicted_start, 1000);  // kept
     EXPECT_EQ(block_of_7(), planned);
-    s.Schedule(309);
+    s.Schedule(10 + c.kept_for - 1);
     EXPECT_EQ(job.wait.predicted_start, 1000);  // kept: planned at 10
-    s.Schedule(310);
+    EXPECT_EQ(block_of_7(), planned);
+    const Time replanned = 10 + c.kept_for;
+    s.Schedule(replanned);
     EXPECT_EQ(job.wait.predicted_start, 500);  // planned anew
     const std::set<std::string> again = block_of_7();
     ASSERT_EQ(again.size(), 1u);
-    // Kept again from 310; its node drained (and a small node freed: a slow block is still
-    // free now, so the job still waits for a good one): planned anew at once, on the other node.
-    ASSERT_TRUE(s.JobEnded(1, 320, true));
-    ASSERT_TRUE(s.SetNodeState(*again.begin(), NodeState::kDrain, 320));
-    s.Schedule(320);
+    // Kept again; its node drained (and a small node freed: a slow block is still free now, so
+    // the job still waits for a good one): planned anew at once, on the other node.
+    ASSERT_TRUE(s.JobEnded(1, replanned + 10, true));
+    ASSERT_TRUE(s.SetNodeState(*again.begin(), NodeState::kDrain, replanned + 10));
+    s.Schedule(replanned + 10);
     ASSERT_EQ(job.state, JobState::kPending);
     EXPECT_NE(job.wait.detail.find("a slower block is free now"), std::string::npos) << job.wait.detail;
     EXPECT_EQ(job.wait.predicted_start, 500);

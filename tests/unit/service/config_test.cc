@@ -33,6 +33,7 @@ TEST(DaemonConfig, ExampleFileParsesAndKeepsTcpOff) {
   EXPECT_EQ(c->scheduler.placement_comm_share, preset->placement_comm_share);
   EXPECT_EQ(c->scheduler.patience_depth, preset->patience_depth);
   EXPECT_EQ(c->scheduler.patience_replan, preset->patience_replan);
+  EXPECT_EQ(c->scheduler.patience_far_keep, preset->patience_far_keep);
   EXPECT_EQ(c->scheduler.reserve_replan, preset->reserve_replan);
   EXPECT_EQ(c->scheduler.reserve_horizon, preset->reserve_horizon);
   EXPECT_EQ(c->scheduler.runtime, preset->runtime);
@@ -372,7 +373,7 @@ TEST(DaemonConfig, FlagsOverrideTheFile) {
   const std::string path = dir.File("d.yaml");
   std::ofstream(path) << "socket: /tmp/file.sock\nadmins: [alice]\nscheduler:\n"
                          "  policy: slurm-like\n  reserve_depth: 7\n  patience_depth: 9\n  patience_replan: 60\n"
-                         "  reserve_replan: 120\n  reserve_horizon: 3600\n";
+                         "  patience_far_keep: 240\n  reserve_replan: 120\n  reserve_horizon: 3600\n";
   const char* argv[] = {"phalanxd", "--socket", "/tmp/flag.sock",  "--config", path.c_str(),
                         "--admin",  "bob",      "--force-topology"};
   bool help = false;
@@ -385,6 +386,7 @@ TEST(DaemonConfig, FlagsOverrideTheFile) {
   EXPECT_EQ(c->scheduler.reserve_depth, 7u);
   EXPECT_EQ(c->scheduler.patience_depth, 9u);
   EXPECT_EQ(c->scheduler.patience_replan, 60);
+  EXPECT_EQ(c->scheduler.patience_far_keep, 240);
   EXPECT_EQ(c->scheduler.reserve_replan, 120);
   EXPECT_EQ(c->scheduler.reserve_horizon, 3600);
   EXPECT_EQ(c->scheduler.backfill, BackfillMode::kEasy);

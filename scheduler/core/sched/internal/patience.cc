@@ -54,6 +54,17 @@ double WithQueue(const SchedulerState& s, double slower, uint32_t n) {
   return slower * (1 + queued * n / cluster);
 }
 
+// How long a walk's good block `plan` is kept while free: patience_replan, or, for a block planned
+// reserve_horizon or more out, patience_far_keep seconds per hour it was planned out when longer.
+Duration KeepFor(const SchedulerConfig& c, const PlannedBlock& plan) {
+  if (c.patience_replan <= 0 || c.reserve_horizon <= 0 || c.patience_far_keep <= 0 || plan.planned_at < 0)
+    return c.patience_replan;
+  const Duration out = plan.start - plan.planned_at;
+  if (out < c.reserve_horizon) return c.patience_replan;
+  const double far = std::floor(static_cast<double>(out) * static_cast<double>(c.patience_far_keep) / 3600.0);
+  return std::max(c.patience_replan, static_cast<Duration>(std::min(far, 1e18)));
+}
+
 // The wait of `job` (n GPUs), held back for a good block since `since`, to its bound `until`: on
 // the good block a walk planned in the last patience_replan seconds while it stays free, else on
 // the one a walk plans now (within the pass's patience_depth), else without one. No good block
@@ -61,9 +72,10 @@ double WithQueue(const SchedulerState& s, double slower, uint32_t n) {
 Patience Hold(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, Time since, Time until,
               const SchedulerState::BestBlock& best) {
   const Duration w = s.policies.runtime->Run(job);
-  // The good block a walk planned in the last patience_replan seconds, kept while still free.
+  // The good block a walk planned in the last patience_replan seconds (a far one: KeepFor), kept
+  // while still free.
   if (std::optional<Reservation> kept =
-          KeptPlan(s, pass, job.spec.id, job.patience_plan, n, w, s.config.patience_replan)) {
+          KeptPlan(s, pass, job.spec.id, job.patience_plan, n, w, KeepFor(s.config, job.patience_plan))) {
     job.deferred_since = since;
     s.patience_due = std::min(s.patience_due, until);
     kept->for_patience = true;
