@@ -345,13 +345,14 @@ TEST(PlacementUnderPressure, TheBoundIsCountedOnTheWalltimeRequestUnderAnyEstima
 // promised 500 at once; with 300 s it keeps 1000 until 300 s after its plan, then gets 500. A
 // block planned reserve_horizon or more out (990 s here, from 10; a horizon of 900 s) is kept
 // patience_far_keep seconds per hour it was planned out (1,200 s an hour: 330 s), not when the
-// horizon is further (1,000 s). A kept block that is no longer free for it (its node drained)
-// is planned anew at once: the other node job 5 frees.
+// horizon is further (1,000 s) or patience_far_keep is 0. A kept block that is no longer free
+// for it (its node drained) is planned anew at once: the other node job 5 frees.
 TEST(PlacementUnderPressure, APlannedGoodBlockIsKeptWhileFreeUntilTheReplanTime) {
   struct Case {
     Duration replan, horizon, far_keep, kept_for;
   };
-  for (const Case c : {Case{0, 0, 0, 0}, Case{300, 0, 0, 300}, Case{300, 900, 1200, 330}, Case{300, 1000, 1200, 300}}) {
+  for (const Case c : {Case{0, 0, 0, 0}, Case{300, 0, 0, 300}, Case{300, 900, 1200, 330}, Case{300, 1000, 1200, 300},
+                       Case{300, 900, 0, 300}}) {
     const Duration replan = c.replan;
     SCOPED_TRACE("patience_replan " + std::to_string(replan) + ", reserve_horizon " + std::to_string(c.horizon) +
                  ", patience_far_keep " + std::to_string(c.far_keep));

@@ -1,8 +1,9 @@
 // Plans kept from pass to pass: a block a walk planned for a job (PlannedBlock) is used again,
-// without a walk, for a few minutes while it stays free for the job -- a held job's good block
-// (placement under pressure, patience_replan and patience_far_keep) and the policy's reservations after the first of a
-// pass (the starvation guard's, reserve_replan). A kept block may start later than a walk would
-// find now (jobs ended early); the job still starts the moment it fits now.
+// without a walk, for a few minutes (hours, for a held job's block planned days out) while it
+// stays free for the job -- a held job's good block (placement under pressure, patience_replan
+// and patience_far_keep) and the policy's reservations after the first of a pass (the starvation
+// guard's, reserve_replan). A kept block may start later than a walk would find now (jobs ended
+// early); the job still starts the moment it fits now.
 // Thread-safety: none; the Scheduler's thread only. Internal to core/sched.
 #pragma once
 

@@ -66,9 +66,9 @@ Duration KeepFor(const SchedulerConfig& c, const PlannedBlock& plan) {
 }
 
 // The wait of `job` (n GPUs), held back for a good block since `since`, to its bound `until`: on
-// the good block a walk planned in the last patience_replan seconds while it stays free, else on
-// the one a walk plans now (within the pass's patience_depth), else without one. No good block
-// planned at all: start now.
+// the good block a walk planned in the last patience_replan seconds (longer far out: KeepFor)
+// while it stays free, else on the one a walk plans now (within the pass's patience_depth), else
+// without one. No good block planned at all: start now.
 Patience Hold(SchedulerState& s, PassState& pass, JobRecord& job, uint32_t n, Time since, Time until,
               const SchedulerState::BestBlock& best) {
   const Duration w = s.policies.runtime->Run(job);
