@@ -92,6 +92,9 @@ constexpr FlagSpec kSimFlags[] = {
     {"out", "DIR", "write DIR/summary.json, DIR/series.csv and DIR/report.html"},
     {"decisions", "FILE", "write the decision log of the (first) policy (slow on big traces)"},
     {"check", "", "check the core's invariants after every pass (slow)"},
+    {"pass-profile", "",
+     "after the table, where each policy's replay time went: passes and seconds by pending jobs, by what asked for "
+     "the pass, by the time since the last"},
     {"progress", "", "force the progress bar (default: when stderr is a terminal)"},
     {"quiet", "", "no progress bar"},
     {"help", "", "this help"},
@@ -281,6 +284,11 @@ int RunSim(std::span<const std::string> raw) {
   opt.node_repair = *repair;
   opt.wake_for_reservations = !args->Has("no-reservation-wakeups");
   opt.check_invariants = args->Has("check");
+  if (args->Has("pass-profile")) {
+    opt.pass_clock = [] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    };
+  }
 
   // Inputs.
   const std::string trace_path = args->Get("trace"), topo_path = args->Get("topology");
@@ -369,6 +377,10 @@ int RunSim(std::span<const std::string> raw) {
   for (const ClassRule& r : opt.rules) settings += ", rule " + r.text;
   info.settings = settings;
   std::fputs(FormatTable(info, runs).c_str(), stdout);
+  for (const PolicyRun& run : runs) {
+    if (run.result.pass_profile)
+      std::fputs(("\n" + FormatPassProfile(run.result.policy, *run.result.pass_profile)).c_str(), stdout);
+  }
 
   std::string json = args->Get("json"), csv = args->Get("csv"), html = args->Get("html");
   if (args->Has("out")) {

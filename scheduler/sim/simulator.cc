@@ -105,6 +105,7 @@ class Sim {
     if (opt_.record_decisions) script_ << "set max_walltime=" << config.max_walltime << "\n";
     const Topology& t = sched_->topology();
     res_.policy = config.name;
+    if (opt_.pass_clock) res_.pass_profile.emplace();
     res_.topology = t.name();
     res_.cluster_gpus = static_cast<uint32_t>(t.gpu_count());
 
@@ -146,22 +147,27 @@ class Sim {
       Advance(prev, now);
       prev = now;
       bool pass = false;
+      uint8_t asked = 0;  // what asked for the pass (PassProfile)
       while (!heap_.empty() && heap_.top().t == now) {
         const Event e = heap_.top();
         heap_.pop();
-        PHX_RETURN_IF_ERROR(Deliver(e, now, pass));
+        bool asks = false;
+        PHX_RETURN_IF_ERROR(Deliver(e, now, asks));
+        if (asks && e.kind == Ev::kEnd) asked |= PassProfile::kAskEnd;
+        pass = pass || asks;
       }
       while (next_submit < n && trace_.jobs[next_submit].submit == now) {
         Submit(next_submit, std::move(specs[next_submit]), now);
         ++next_submit;
         pass = true;
+        asked |= PassProfile::kAskSubmit;
       }
       if (opt_.progress && n > 0 && next_submit * 200 / n > progress_step) {
         progress_step = next_submit * 200 / n;
         opt_.progress(static_cast<double>(next_submit) / static_cast<double>(n));
       }
       if (pass) {
-        PHX_RETURN_IF_ERROR(Pass(now));
+        PHX_RETURN_IF_ERROR(Pass(now, asked));
       }
     }
     Advance(prev, prev);
@@ -538,10 +544,18 @@ class Sim {
     }
   }
 
-  Status Pass(Time now) {
+  Status Pass(Time now, uint8_t asked) {
     ++res_.counters.passes;
     if (opt_.record_decisions) script_ << "at " << now << " schedule\n";
-    std::vector<Decision> decisions = sched_->Schedule(now);
+    std::vector<Decision> decisions;
+    if (res_.pass_profile) {
+      const size_t pending = sched_->pending_count();
+      const double t0 = opt_.pass_clock();
+      decisions = sched_->Schedule(now);
+      res_.pass_profile->Add(now, pending, asked, opt_.pass_clock() - t0);
+    } else {
+      decisions = sched_->Schedule(now);
+    }
     due_.clear();  // this pass's plan says what comes due next (Wake)
     const bool waiting_for_gpus = WaitsForGpus();
     for (const Decision& d : decisions) {

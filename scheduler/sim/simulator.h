@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@
 #include "sim/class_rule.h"
 #include "sim/job_mapping.h"
 #include "sim/metrics.h"
+#include "sim/pass_profile.h"
 #include "sim/trace.h"
 
 namespace phalanx {
@@ -84,6 +86,10 @@ struct SimOptions {
   // scenario script; invariant checks after every pass (slow).
   bool record_decisions = false;
   bool check_invariants = false;
+  // Where the replay's time goes (SimResult::pass_profile): seconds on a monotonic clock, read
+  // before and after every pass. Given by the caller (the CLI: std::chrono::steady_clock), so the
+  // simulator itself reads no clock; unset: no profile.
+  std::function<double()> pass_clock;
   // Called with the fraction of trace jobs submitted, at most ~200 times per run.
   std::function<void(double)> progress;
 };
@@ -95,8 +101,9 @@ struct SimResult {
   std::vector<JobOutcome> jobs;  // in trace order
   std::vector<Sample> series;
   RunCounters counters;
-  std::string decision_log;  // when record_decisions
-  std::string event_script;  // when record_decisions: a .scn body ("at T ..." lines)
+  std::string decision_log;                 // when record_decisions
+  std::string event_script;                 // when record_decisions: a .scn body ("at T ..." lines)
+  std::optional<PassProfile> pass_profile;  // when SimOptions::pass_clock is set
 };
 
 // Replays `trace` on `topology` with `config` (a policy preset, possibly adjusted). Fails on an

@@ -76,6 +76,7 @@ Time Scheduler::next_backfill() const {
   return s_->config.backfill_interval > 0 ? s_->last_backfill + s_->config.backfill_interval : kForever;
 }
 uint64_t Scheduler::idle_cycles_skipped() const { return s_->idle_cycles_skipped; }
+size_t Scheduler::pending_count() const { return s_->pending.size(); }
 uint64_t Scheduler::kept_order_passes() const { return s_->kept_order_passes; }
 uint64_t Scheduler::keyed_skips() const { return s_->keyed_skips; }
 uint64_t Scheduler::floored_walks() const { return s_->floored_walks; }

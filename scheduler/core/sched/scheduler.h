@@ -289,6 +289,8 @@ class Scheduler {
   // Placement under pressure: the earliest time a job the last pass held back for a good block
   // reaches its bound and starts on whatever block is free (a pass is due then); kForever if none.
   Time next_patience_deadline() const;
+  // How many jobs are pending now (held ones and those waiting on dependencies included).
+  size_t pending_count() const;
   // The jobs still pending after the last pass, in its order (O(pending) after a pass in the
   // kept FIFO order, which does not build it: scheduler_pass.cc).
   const std::vector<JobId>& queue() const;

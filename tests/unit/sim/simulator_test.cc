@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../core/test_clusters.h"
 #include "core/topology/node_models.h"
@@ -78,6 +79,70 @@ TEST(SimGolden, BackfillVersusFifo) {
   EXPECT_DOUBLE_EQ(s.avg_wait, (1900 + 2300) / 4.0);
   EXPECT_DOUBLE_EQ(s.makespan, 2800);
   EXPECT_DOUBLE_EQ(s.utilization, 66400.0 / (32 * 2800));
+}
+
+// --pass-profile: every pass counted once in each view, timed on the clock given (here one that
+// moves a second at every read: each pass takes exactly one). Exact walltimes, so the passes are
+// at the events: submissions at 0 (j1, j2 pending), 100 (j3) and 200 (j3, j4); ends at 1000 (j3,
+// j4 pending: j4 starts), 1300, 2000 (j3 pending, then starts) and 2500 (none pending). No clock:
+// no profile.
+TEST(SimGolden, PassProfileCountsEveryPassByQueueCauseAndGap) {
+  SimOptions o;
+  o.walltime.mode = WalltimeModel::Mode::kExact;
+  EXPECT_FALSE(SimRun(Golden4(), "phalanx", o).pass_profile.has_value());
+  double clock = 0;
+  o.pass_clock = [&clock] { return clock += 1; };
+  const SimResult r = SimRun(Golden4(), "phalanx", o);
+  ASSERT_TRUE(r.pass_profile.has_value());
+  const PassProfile& p = *r.pass_profile;
+  ASSERT_EQ(r.counters.passes, 7u);
+  auto passes = [](const auto& cells) {
+    std::vector<uint64_t> out;
+    for (const PassProfile::Cell& c : cells) out.push_back(c.passes);
+    return out;
+  };
+  EXPECT_EQ(passes(p.by_queue), (std::vector<uint64_t>{1, 6, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(passes(p.by_cause), (std::vector<uint64_t>{3, 4, 0, 0}));
+  EXPECT_EQ(passes(p.by_gap), (std::vector<uint64_t>{0, 0, 0, 3, 4}));
+  auto seconds = [](const auto& cells) {
+    std::vector<double> out;
+    for (const PassProfile::Cell& c : cells) out.push_back(c.seconds);
+    return out;
+  };
+  EXPECT_EQ(seconds(p.by_queue), (std::vector<double>{1, 6, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(seconds(p.by_cause), (std::vector<double>{3, 4, 0, 0}));
+  EXPECT_EQ(seconds(p.by_gap), (std::vector<double>{0, 0, 0, 3, 4}));
+  EXPECT_EQ(clock, 14) << "read twice a pass, and only then";
+  const std::string text = FormatPassProfile("phalanx", p);
+  EXPECT_NE(text.find("asked by submissions"), std::string::npos) << text;
+  EXPECT_NE(text.find("pending 1-7"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pending 8-31"), std::string::npos) << "empty bands are left out:\n" << text;
+}
+
+// The bands' edges: 7 and 8 pending, 2047 and 2048; a gap of 1 s and of 2, 300 and 301; a pass
+// asked by both submissions and ends, and by neither.
+TEST(SimPassProfile, BandEdges) {
+  PassProfile p;
+  p.Add(0, 7, PassProfile::kAskSubmit, 0.5);
+  p.Add(1, 8, PassProfile::kAskSubmit | PassProfile::kAskEnd, 0.25);
+  p.Add(3, 2047, 0, 0);
+  p.Add(303, 2048, PassProfile::kAskEnd, 0);
+  p.Add(604, 0, PassProfile::kAskEnd, 0);
+  EXPECT_EQ(p.by_queue[1].passes, 1u);
+  EXPECT_EQ(p.by_queue[2].passes, 1u);
+  EXPECT_EQ(p.by_queue[5].passes, 1u);
+  EXPECT_EQ(p.by_queue[6].passes, 1u);
+  EXPECT_EQ(p.by_queue[0].passes, 1u);
+  EXPECT_EQ(p.by_cause[PassProfile::kSubmissions].passes, 1u);
+  EXPECT_EQ(p.by_cause[PassProfile::kSubmissionsAndEnds].passes, 1u);
+  EXPECT_EQ(p.by_cause[PassProfile::kOther].passes, 1u);
+  EXPECT_EQ(p.by_cause[PassProfile::kEnds].passes, 2u);
+  EXPECT_EQ(p.by_gap[0].passes, 1u);  // 1 s
+  EXPECT_EQ(p.by_gap[1].passes, 1u);  // 2 s
+  EXPECT_EQ(p.by_gap[3].passes, 1u);  // 300 s
+  EXPECT_EQ(p.by_gap[4].passes, 2u);  // the first, and 301 s
+  EXPECT_DOUBLE_EQ(p.by_queue[1].seconds, 0.5);
+  EXPECT_DOUBLE_EQ(p.by_cause[PassProfile::kSubmissionsAndEnds].seconds, 0.25);
 }
 
 // Walltimes: factor 2 makes the reservation for j3 land at 4000 (j2's walltime end), so j4 still
